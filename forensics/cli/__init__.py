@@ -1,0 +1,106 @@
+"""The `forensics` command line: arguments in, one library call, rendering, exit code out.
+
+Exit codes follow cmp/diff: 0 same / ok, 1 differences found, 2 usage or input error. An internal bug
+(not a ForensicsError) prints one line and exits 3; `--traceback` shows the stack for bug reports.
+Command modules are imported to register their parsers, so they keep heavy imports inside handlers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from forensics import __version__
+from forensics.errors import ForensicsError, InputError
+
+EXIT_SAME, EXIT_DIFFERENT, EXIT_ERROR, EXIT_BUG = 0, 1, 2, 3
+
+# One module per command group; each defines register(subparsers, common_parents).
+COMMAND_MODULES = (
+    "forensics.cli.buffers",
+)
+
+
+class UsageError(InputError):
+    """A bad command line: argparse's complaint, reduced to one line."""
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    def error(self, message):  # argparse prints usage + message and exits; we want one line and exit 2
+        raise UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
+
+
+def common_parents() -> list[argparse.ArgumentParser]:
+    """Flags every command takes: --json and --traceback."""
+    common = ArgumentParser(add_help=False)
+    common.add_argument("--json", action="store_true", help="print a JSON object instead of tables")
+    common.add_argument("--traceback", action="store_true", help=argparse.SUPPRESS)
+    common.add_argument("--width", type=int, default=None, help=argparse.SUPPRESS)
+    common.add_argument("--color", dest="color", action="store_true", default=None, help=argparse.SUPPRESS)
+    common.add_argument("--no-color", dest="color", action="store_false", help="no colours in tables")
+    return [common]
+
+
+def build_parser() -> ArgumentParser:
+    parser = ArgumentParser(
+        prog="forensics",
+        description="Differential debugging of NPU output buffers (Google Coral Edge TPU).",
+        epilog="Exit codes: 0 same/ok, 1 differences found, 2 usage or input error.",
+    )
+    parser.add_argument("--version", action="version", version=f"forensics {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=ArgumentParser)
+    parents = common_parents()
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(subparsers, parents)
+    return parser
+
+
+def main(argv=None, stdout=None, stderr=None) -> int:
+    from forensics.render.console import Output
+
+    stdout = stdout if stdout is not None else sys.stdout
+    stderr = stderr if stderr is not None else sys.stderr
+    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = parser.parse_args(argv)
+    except UsageError as exc:
+        stderr.write(f"{exc}\n")
+        return EXIT_ERROR
+    except SystemExit as exc:  # --help / --version
+        return int(exc.code or 0)
+    if not getattr(args, "handler", None):
+        parser.print_help(stdout)
+        return EXIT_ERROR
+    out = Output(stdout, stderr, width=args.width, color=args.color)
+    try:
+        return int(args.handler(args, out))
+    except ForensicsError as exc:
+        if args.traceback:
+            import traceback
+
+            traceback.print_exc(file=stderr)
+        out.error(f"forensics {args.command}: error: {exc}")
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        out.error("forensics: interrupted")
+        return 130
+    except BrokenPipeError:  # `forensics diff ... | head`: the reader left, nothing more to say
+        try:
+            sys.stdout = None  # keep the interpreter from complaining while flushing at exit
+        finally:
+            return EXIT_SAME
+    except Exception as exc:  # an internal bug: one line, no stack unless asked for
+        if args.traceback:
+            import traceback
+
+            traceback.print_exc(file=stderr)
+        out.error(f"forensics {args.command}: internal error (a bug, please report it with --traceback): "
+                  f"{type(exc).__name__}: {exc}")
+        return EXIT_BUG
+
+
+def run() -> None:
+    """Console-script entry point."""
+    sys.exit(main())

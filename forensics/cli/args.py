@@ -1,0 +1,90 @@
+"""Argument types shared by every command: each rejects a bad value with one readable line."""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+
+def parse_int(text: str) -> int:
+    """Decimal, 0x-hex, 0o/0b, and underscores: `4096`, `0x1000`, `8_136`."""
+    try:
+        return int(text.replace("_", ""), 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+
+
+def non_negative_int(text: str) -> int:
+    value = parse_int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, got {value}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    value = parse_int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """A scale: `0.10822763`, `1/256` (fractions are how users write uint8 scales)."""
+    try:
+        if "/" in text:
+            num, den = text.split("/", 1)
+            value = float(num) / float(den)
+        else:
+            value = float(text)
+    except (ValueError, ZeroDivisionError):
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive finite number, got {text}")
+    return value
+
+
+def lane_list(text: str) -> tuple[int, ...]:
+    """`2,3` -> (2, 3)."""
+    try:
+        lanes = tuple(int(part) for part in text.split(",") if part.strip() != "")
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated lane numbers like 2,3, got {text!r}") from None
+    if not lanes or any(lane < 0 for lane in lanes):
+        raise argparse.ArgumentTypeError(f"expected comma-separated lane numbers like 2,3, got {text!r}")
+    return lanes
+
+
+def name_list(text: str) -> tuple[str, ...]:
+    names = tuple(part.strip() for part in text.split(","))
+    if not all(names):
+        raise argparse.ArgumentTypeError(f"expected comma-separated names like bg,face,pad,pad, got {text!r}")
+    return names
+
+
+def hex_pattern(text: str) -> bytes:
+    """A sentinel: `cc`, `0xCC`, `deadbeef`, `de ad be ef`."""
+    cleaned = text.strip().lower().replace(" ", "").replace("_", "")
+    if cleaned.startswith("0x"):
+        cleaned = cleaned[2:]
+    if not cleaned or len(cleaned) % 2 or any(c not in "0123456789abcdef" for c in cleaned):
+        raise argparse.ArgumentTypeError(f"expected hex bytes like cc or deadbeef, got {text!r}")
+    return bytes.fromhex(cleaned)
+
+
+def add_layout_flags(parser: argparse.ArgumentParser, *, count: bool = True) -> None:
+    """--record/--offset/--count/--fields/--pad/--scale/--zero-point, as every record command takes them."""
+    group = parser.add_argument_group("record layout (flags override the dump's sidecar JSON)")
+    group.add_argument("--record", type=positive_int, default=None, metavar="N",
+                       help="bytes per record / anchor (default 4, the chip's lane width)")
+    group.add_argument("--offset", type=non_negative_int, default=None, metavar="BYTES",
+                       help="start at this byte offset")
+    if count:
+        group.add_argument("--count", type=positive_int, default=None, metavar="RECORDS",
+                           help="look at this many records only")
+    group.add_argument("--fields", type=name_list, default=None, metavar="NAMES",
+                       help="lane names, e.g. bg,face,pad,pad")
+    group.add_argument("--pad", type=lane_list, default=None, metavar="LANES",
+                       help="lanes that are padding, e.g. 2,3")
+    group.add_argument("--scale", type=positive_float, default=None, metavar="S",
+                       help="uint8 quantization scale (e.g. 0.00390625 or 1/256)")
+    group.add_argument("--zero-point", type=int, default=None, metavar="Z", help="uint8 quantization zero point")

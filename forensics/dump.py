@@ -1,0 +1,267 @@
+"""Dumps: a raw `.bin` (any size) or a `.npy` array, opened read-only and streamed in chunks.
+
+A dump is never copied whole into Python bytes: analyses pull fixed-size chunks into buffers they
+reuse (`readinto`), which keeps resident memory flat even for dumps larger than memory (an mmap's
+touched pages would count as resident, see PITFALLS.md). Optional metadata comes from a sidecar JSON
+file next to the dump (`ours.bin.json`, or `ours.json`).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import stat
+from dataclasses import dataclass, field, fields as dataclass_fields
+from typing import Iterator
+
+from forensics.errors import InputError
+
+DEFAULT_CHUNK = 8 << 20  # 8 MiB: large enough to amortise calls, small enough to stay in cache-friendly RSS
+
+_NPY_MAGIC = b"\x93NUMPY"
+
+
+@dataclass(frozen=True)
+class DumpMeta:
+    """What a sidecar says about a dump. Every field is optional; flags on the command line win."""
+
+    tensor: str | None = None
+    shape: tuple[int, ...] | None = None
+    dtype: str | None = None
+    record_size: int | None = None
+    fields: tuple[str, ...] | None = None
+    pad_lanes: tuple[int, ...] | None = None
+    scale: float | None = None
+    zero_point: int | None = None
+    source: str | None = None
+    extra: dict = field(default_factory=dict)
+    path: str | None = None
+
+    def to_dict(self) -> dict:
+        out = {f.name: getattr(self, f.name) for f in dataclass_fields(self) if f.name not in ("extra", "path")}
+        out = {k: (list(v) if isinstance(v, tuple) else v) for k, v in out.items() if v is not None}
+        out.update(self.extra)
+        return out
+
+
+def _expect(cond: bool, message: str, path: str) -> None:
+    if not cond:
+        raise InputError(message, path)
+
+
+def parse_sidecar(text: str, path: str) -> DumpMeta:
+    """Validate a sidecar's JSON text; every problem is an InputError naming the sidecar."""
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"malformed sidecar JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", path) from None
+    _expect(isinstance(raw, dict), "sidecar must be a JSON object", path)
+    known = {f.name for f in dataclass_fields(DumpMeta)} - {"extra", "path"}
+    values: dict = {"extra": {k: v for k, v in raw.items() if k not in known}, "path": path}
+
+    def is_int(v):
+        return isinstance(v, int) and not isinstance(v, bool)
+
+    for key in ("tensor", "dtype", "source"):
+        if raw.get(key) is not None:
+            _expect(isinstance(raw[key], str), f"sidecar field {key!r} must be a string", path)
+            values[key] = raw[key]
+    if raw.get("shape") is not None:
+        _expect(isinstance(raw["shape"], list) and all(is_int(d) and d >= 0 for d in raw["shape"]),
+                "sidecar field 'shape' must be a list of non-negative integers", path)
+        values["shape"] = tuple(raw["shape"])
+    if raw.get("record_size") is not None:
+        _expect(is_int(raw["record_size"]) and raw["record_size"] > 0,
+                "sidecar field 'record_size' must be a positive integer", path)
+        values["record_size"] = raw["record_size"]
+    if raw.get("fields") is not None:
+        _expect(isinstance(raw["fields"], list) and all(isinstance(f, str) for f in raw["fields"]),
+                "sidecar field 'fields' must be a list of strings", path)
+        values["fields"] = tuple(raw["fields"])
+    if raw.get("pad_lanes") is not None:
+        _expect(isinstance(raw["pad_lanes"], list) and all(is_int(v) and v >= 0 for v in raw["pad_lanes"]),
+                "sidecar field 'pad_lanes' must be a list of lane indices", path)
+        values["pad_lanes"] = tuple(raw["pad_lanes"])
+    if raw.get("scale") is not None:
+        s = raw["scale"]
+        _expect(isinstance(s, (int, float)) and not isinstance(s, bool) and s > 0 and s == s and s != float("inf"),
+                "sidecar field 'scale' must be a positive finite number", path)
+        values["scale"] = float(s)
+    if raw.get("zero_point") is not None:
+        _expect(is_int(raw["zero_point"]), "sidecar field 'zero_point' must be an integer", path)
+        values["zero_point"] = raw["zero_point"]
+    return DumpMeta(**values)
+
+
+def sidecar_path(path: str) -> str | None:
+    """The sidecar of `x.bin` is `x.bin.json`, else `x.json`; None when neither exists."""
+    candidates = [path + ".json"]
+    stem, ext = os.path.splitext(path)
+    if ext and ext.lower() != ".json":
+        candidates.append(stem + ".json")
+    for candidate in candidates:
+        if os.path.isfile(candidate):
+            return candidate
+    return None
+
+
+def load_sidecar(path: str) -> DumpMeta | None:
+    found = sidecar_path(path)
+    if found is None:
+        return None
+    try:
+        with open(found, "rb") as fh:
+            text = fh.read(1 << 20)  # a sidecar is small; refuse to slurp a huge file by mistake
+    except OSError as exc:
+        raise InputError(f"cannot read sidecar: {exc.strerror or exc}", found) from None
+    try:
+        return parse_sidecar(text.decode("utf-8"), found)
+    except UnicodeDecodeError:
+        raise InputError("sidecar is not UTF-8 text", found) from None
+
+
+def check_readable_file(path: str) -> int:
+    """Return the size of a regular, readable file, or raise one InputError that says what is wrong."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise InputError("no such file", path) from None
+    except OSError as exc:
+        raise InputError(f"cannot access: {exc.strerror or exc}", path) from None
+    if stat.S_ISDIR(st.st_mode):
+        raise InputError("is a directory, expected a file", path)
+    if not stat.S_ISREG(st.st_mode):
+        raise InputError("is not a regular file", path)
+    if not os.access(path, os.R_OK):
+        raise InputError("cannot read: permission denied", path)
+    return st.st_size
+
+
+def _npy_header(path: str, file_size: int) -> tuple[int, str, tuple[int, ...]]:
+    """Parse a .npy header (format versions 1-3): data offset, dtype string, shape."""
+    with open(path, "rb") as fh:
+        head = fh.read(12)
+        if not head.startswith(_NPY_MAGIC) or len(head) < 10:
+            raise InputError("not a .npy file (missing \\x93NUMPY magic)", path)
+        major = head[6]
+        if major == 1:
+            header_len = int.from_bytes(head[8:10], "little")
+            start = 10
+        elif major in (2, 3):
+            if len(head) < 12:
+                raise InputError("truncated .npy header", path)
+            header_len = int.from_bytes(head[8:12], "little")
+            start = 12
+        else:
+            raise InputError(f"unsupported .npy format version {major}", path)
+        if start + header_len > file_size or header_len > 1 << 20:
+            raise InputError("truncated .npy header", path)
+        fh.seek(start)
+        header = fh.read(header_len).decode("latin1")
+    try:
+        info = ast.literal_eval(header)
+        descr, fortran, shape = info["descr"], info["fortran_order"], tuple(info["shape"])
+    except Exception:
+        raise InputError("malformed .npy header", path) from None
+    if not isinstance(descr, str):
+        raise InputError("structured .npy arrays are not supported", path)
+    if fortran and len(shape) > 1:
+        raise InputError("Fortran-ordered .npy arrays are not supported; save with np.ascontiguousarray", path)
+    import numpy as np
+
+    try:
+        dtype = np.dtype(descr)
+    except TypeError:
+        raise InputError(f"unknown .npy dtype {descr!r}", path) from None
+    if dtype.hasobject:
+        raise InputError(".npy arrays of Python objects are not supported", path)
+    count = 1
+    for dim in shape:
+        count *= dim
+    data_offset = start + header_len
+    if data_offset + count * dtype.itemsize > file_size:
+        raise InputError(
+            f"truncated .npy data: header says {count * dtype.itemsize} bytes, file has {file_size - data_offset}",
+            path)
+    return data_offset, dtype.str, shape
+
+
+@dataclass(frozen=True)
+class Dump:
+    """A read-only view of a dump's data bytes: `[data_offset, data_offset + size)` of the file."""
+
+    path: str
+    size: int
+    data_offset: int = 0
+    npy_dtype: str | None = None
+    npy_shape: tuple[int, ...] | None = None
+    meta: DumpMeta | None = None
+
+    def read(self, offset: int, length: int) -> bytes:
+        """Up to `length` data bytes starting at data offset `offset` (short at the end)."""
+        if offset >= self.size or length <= 0:
+            return b""
+        length = min(length, self.size - offset)
+        with open(self.path, "rb", buffering=0) as fh:
+            fh.seek(self.data_offset + offset)
+            return fh.read(length)
+
+    def read_array(self, offset: int = 0, length: int | None = None):
+        """A region as a uint8 numpy array (for regions that fit in memory, e.g. one tensor)."""
+        import numpy as np
+
+        length = self.size - offset if length is None else length
+        return np.frombuffer(self.read(offset, length), dtype=np.uint8)
+
+    def iter_chunks(self, start: int = 0, stop: int | None = None,
+                    chunk_size: int = DEFAULT_CHUNK) -> Iterator[tuple[int, memoryview]]:
+        """Yield `(data_offset, view)` over `[start, stop)`; the view is valid until the next step."""
+        stop = self.size if stop is None else min(stop, self.size)
+        if start >= stop:
+            return
+        buf = bytearray(min(chunk_size, stop - start))
+        view = memoryview(buf)
+        with open(self.path, "rb", buffering=0) as fh:
+            fh.seek(self.data_offset + start)
+            pos = start
+            while pos < stop:
+                want = min(len(buf), stop - pos)
+                got = _read_fully(fh, view[:want])
+                if got == 0:
+                    raise InputError(f"file shrank while reading (expected {stop} bytes, ended at {pos})", self.path)
+                yield pos, view[:got]
+                pos += got
+
+
+def _read_fully(fh, view: memoryview) -> int:
+    total = 0
+    while total < len(view):
+        n = fh.readinto(view[total:])
+        if not n:
+            break
+        total += n
+    return total
+
+
+def open_dump(path, *, allow_empty: bool = False, use_sidecar: bool = True) -> Dump:
+    """Check and describe a dump without reading its data. Empty dumps are input errors unless allowed."""
+    path = os.fspath(path)
+    file_size = check_readable_file(path)
+    data_offset, npy_dtype, npy_shape = 0, None, None
+    if path.lower().endswith(".npy"):
+        if file_size == 0:
+            raise InputError("empty file (no .npy header)", path)
+        data_offset, npy_dtype, npy_shape = _npy_header(path, file_size)
+        import numpy as np
+
+        count = 1
+        for dim in npy_shape:
+            count *= dim
+        size = count * np.dtype(npy_dtype).itemsize
+    else:
+        size = file_size
+    if size == 0 and not allow_empty:
+        raise InputError("empty dump (0 data bytes)", path)
+    meta = load_sidecar(path) if use_sidecar else None
+    return Dump(path=path, size=size, data_offset=data_offset, npy_dtype=npy_dtype, npy_shape=npy_shape, meta=meta)

@@ -1,0 +1,59 @@
+"""The one error family of forensics: user-facing problems with inputs, flags and formats.
+
+Everything a user can cause (a missing file, a bad flag, a corrupt model) raises a subclass of
+`ForensicsError`; the CLI prints its message as one line on stderr and exits 2. Internal bugs are
+ordinary Python exceptions and deliberately *not* part of this family.
+"""
+
+from __future__ import annotations
+
+
+class ForensicsError(Exception):
+    """Root of every error a user can cause. `str(error)` is the one line the CLI prints."""
+
+    exit_code = 2
+
+
+class InputError(ForensicsError):
+    """A file or flag is unusable: missing, unreadable, empty, wrong size, malformed JSON, bad value."""
+
+    def __init__(self, message: str, path: str | None = None):
+        self.path = str(path) if path is not None else None
+        super().__init__(f"{self.path}: {message}" if self.path else message)
+
+
+class FormatError(ForensicsError):
+    """Bytes that do not parse: carries the byte offset and the path into the structure.
+
+    `FormatError("vector length 4294967295 runs past the end", offset=0x1c,
+    where=["Model", "subgraphs", "0", "tensors"], path="model.tflite")` reads as
+    `model.tflite: at 0x1c in Model -> subgraphs -> 0 -> tensors: vector length ... runs past the end`.
+    """
+
+    def __init__(self, message: str, *, offset: int | None = None, where=(), path: str | None = None):
+        self.reason = message
+        self.offset = offset
+        self.where = tuple(str(w) for w in where)
+        self.path = str(path) if path is not None else None
+        super().__init__(self._compose())
+
+    def _compose(self) -> str:
+        parts = []
+        if self.path:
+            parts.append(f"{self.path}:")
+        if self.offset is not None:
+            parts.append(f"at 0x{self.offset:x}")
+        if self.where:
+            parts.append("in " + " -> ".join(self.where) + ":")
+        elif self.offset is not None:
+            parts[-1] += ":"
+        parts.append(self.reason)
+        return " ".join(parts)
+
+    def with_path(self, path: str) -> "FormatError":
+        """The same error, naming the file it came from (set at the boundary that knows the file)."""
+        return FormatError(self.reason, offset=self.offset, where=self.where, path=path)
+
+
+class DependencyError(ForensicsError):
+    """An optional component (LiteRT, libedgetpu, Pillow, matplotlib) is needed and not available."""

@@ -1,0 +1,133 @@
+"""Record layouts: how a dump's bytes split into per-anchor records, lanes, pad lanes and quantization.
+
+The Edge TPU writes outputs in 4-byte lanes, so a record is 4 bytes by default (`ff 00 80 80`: two score
+bytes and two pad bytes). A layout can come from flags, from a dump's sidecar, or from a model (later).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from forensics.errors import InputError
+
+DEFAULT_RECORD_SIZE = 4
+
+
+@dataclass(frozen=True)
+class Region:
+    """The part of a dump a layout looks at: `records` whole records from `start`, then `trailing` bytes."""
+
+    start: int
+    records: int
+    record_size: int
+    trailing: int
+
+    @property
+    def record_bytes(self) -> int:
+        return self.records * self.record_size
+
+    @property
+    def stop(self) -> int:
+        return self.start + self.record_bytes + self.trailing
+
+
+@dataclass(frozen=True)
+class RecordLayout:
+    """Bytes per record, which lanes are padding, lane names and (optionally) uint8 quantization."""
+
+    record_size: int = DEFAULT_RECORD_SIZE
+    offset: int = 0
+    count: int | None = None
+    fields: tuple[str, ...] | None = None
+    pad_lanes: tuple[int, ...] = ()
+    scale: float | None = None
+    zero_point: int | None = None
+
+    def __post_init__(self):
+        if not isinstance(self.record_size, int) or self.record_size <= 0:
+            raise InputError(f"record size must be a positive integer, got {self.record_size}")
+        if self.offset < 0:
+            raise InputError(f"offset must not be negative, got {self.offset}")
+        if self.count is not None and self.count <= 0:
+            raise InputError(f"count must be a positive number of records, got {self.count}")
+        if self.fields is not None and len(self.fields) != self.record_size:
+            raise InputError(f"{len(self.fields)} field names given for a {self.record_size}-byte record")
+        bad = [lane for lane in self.pad_lanes if not 0 <= lane < self.record_size]
+        if bad:
+            raise InputError(f"pad lane {bad[0]} is outside a {self.record_size}-byte record (lanes 0..{self.record_size - 1})")
+        if self.scale is not None and not (math.isfinite(self.scale) and self.scale > 0):
+            raise InputError(f"scale must be a positive finite number, got {self.scale}")
+        if (self.scale is None) != (self.zero_point is None) and self.scale is None:
+            raise InputError("a zero point needs a scale (--scale)")
+
+    @property
+    def quantized(self) -> bool:
+        return self.scale is not None
+
+    @property
+    def field_names(self) -> tuple[str, ...]:
+        if self.fields is not None:
+            return self.fields
+        return tuple("pad" if lane in self.pad_lanes else f"lane{lane}" for lane in range(self.record_size))
+
+    @property
+    def data_lanes(self) -> tuple[int, ...]:
+        return tuple(lane for lane in range(self.record_size) if lane not in self.pad_lanes)
+
+    def dequantize(self, q: int) -> float:
+        """`(q - zero_point) * scale`, the TFLite affine dequantization of one uint8 value."""
+        return (q - (self.zero_point or 0)) * self.scale
+
+    def values(self, record: bytes) -> list:
+        """One number per lane: dequantized where quantization is known, raw for pad lanes."""
+        if not self.quantized:
+            return list(record)
+        return [q if lane in self.pad_lanes else self.dequantize(q) for lane, q in enumerate(record)]
+
+    def region(self, size: int, path: str | None = None) -> Region:
+        """Whole records of this layout inside a dump of `size` bytes; raises when the offset is past the end."""
+        if self.offset >= size:
+            raise InputError(f"offset {self.offset} is past the end of the data ({size} bytes)", path)
+        available = size - self.offset
+        if self.count is not None:
+            wanted = self.count * self.record_size
+            if wanted > available:
+                raise InputError(
+                    f"{self.count} records of {self.record_size} bytes from offset {self.offset} run past the end "
+                    f"({available} bytes available)", path)
+            return Region(self.offset, self.count, self.record_size, 0)
+        records, trailing = divmod(available, self.record_size)
+        return Region(self.offset, records, self.record_size, trailing)
+
+
+def layout_from(meta=None, *, record_size=None, offset=None, count=None, fields=None, pad_lanes=None,
+                scale=None, zero_point=None) -> RecordLayout:
+    """Merge a sidecar's metadata with flags (flags win) into a validated layout."""
+    def pick(flag, attr):
+        if flag is not None:
+            return flag
+        return getattr(meta, attr, None) if meta is not None else None
+
+    fields = pick(fields, "fields")
+    chosen_size = pick(record_size, "record_size")
+    if chosen_size is None:
+        chosen_size = len(fields) if fields else DEFAULT_RECORD_SIZE
+    chosen_scale = pick(scale, "scale")
+    chosen_zp = pick(zero_point, "zero_point")
+    if chosen_scale is not None and chosen_zp is None:
+        chosen_zp = 0
+    return RecordLayout(
+        record_size=chosen_size,
+        offset=offset or 0,
+        count=count,
+        fields=tuple(fields) if fields else None,
+        pad_lanes=tuple(sorted(set(pick(pad_lanes, "pad_lanes") or ()))),
+        scale=chosen_scale,
+        zero_point=chosen_zp,
+    )
+
+
+def hex_bytes(data: bytes) -> str:
+    """`ff 00 80 80`: the spelling users paste from hexdumps."""
+    return data.hex(" ")

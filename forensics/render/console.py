@@ -1,0 +1,85 @@
+"""Where output goes: one `Output` per CLI call, with a stdout console, a stderr console and JSON."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+
+
+def _json_default(obj):
+    try:
+        import numpy as np
+
+        if isinstance(obj, np.integer):
+            return int(obj)
+        if isinstance(obj, np.floating):
+            return float(obj)
+        if isinstance(obj, np.bool_):
+            return bool(obj)
+        if isinstance(obj, np.ndarray):
+            return obj.tolist()
+    except ImportError:  # pragma: no cover - numpy is a core dependency
+        pass
+    if isinstance(obj, (set, frozenset, tuple)):
+        return list(obj)
+    if hasattr(obj, "to_dict"):
+        return obj.to_dict()
+    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+def _finite(obj):
+    """JSON has no NaN/Infinity: write them as null so every consumer can parse the output."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def to_json(data) -> str:
+    return json.dumps(_finite(data), indent=2, default=_json_default, allow_nan=False) + "\n"
+
+
+class Output:
+    """Destinations for one command: `print()` renderables to stdout, `error()` one line to stderr."""
+
+    def __init__(self, stdout=None, stderr=None, *, width: int | None = None, color: bool | None = None):
+        self.stdout = stdout if stdout is not None else sys.stdout
+        self.stderr = stderr if stderr is not None else sys.stderr
+        self.width = width
+        self.color = color
+        self._console = None
+
+    @property
+    def console(self):
+        if self._console is None:
+            from rich.console import Console
+
+            is_tty = hasattr(self.stdout, "isatty") and self.stdout.isatty()
+            color = is_tty if self.color is None else self.color
+            self._console = Console(
+                file=self.stdout,
+                width=self.width or (None if is_tty else 120),
+                color_system="auto" if color else None,
+                force_terminal=bool(color) if self.color is not None else None,
+                highlight=False,
+                soft_wrap=False,
+                emoji=False,
+            )
+        return self._console
+
+    def print(self, *renderables) -> None:
+        for renderable in renderables:
+            self.console.print(renderable)
+
+    def json(self, data) -> None:
+        self.stdout.write(to_json(data))
+
+    def error(self, line: str) -> None:
+        self.stderr.write(line.rstrip("\n").replace("\n", " ") + "\n")
+
+    def warn(self, line: str) -> None:
+        self.error(f"forensics: warning: {line}")
