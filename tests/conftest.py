@@ -1,0 +1,54 @@
+"""Shared test fixtures: the CLI runner and the real Coral data in ../shared (skipped when absent)."""
+
+from __future__ import annotations
+
+import io
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED_CORAL = Path(os.environ.get("FORENSICS_SHARED", REPO.parent / "shared")) / "data" / "coral"
+
+
+@dataclass
+class CliResult:
+    code: int
+    out: str
+    err: str
+
+
+def run_cli(*argv, width: int = 100) -> CliResult:
+    """Run `forensics ARGV...` in-process with a fixed-width, colourless console."""
+    from forensics.cli import main
+
+    stdout, stderr = io.StringIO(), io.StringIO()
+    argv = [str(a) for a in argv]
+    if "--help" not in argv and "-h" not in argv and len(argv) > 0 and not argv[0].startswith("-"):
+        argv += ["--width", str(width), "--no-color"]
+    code = main(argv, stdout=stdout, stderr=stderr)
+    return CliResult(code, stdout.getvalue(), stderr.getvalue())
+
+
+@pytest.fixture
+def cli():
+    return run_cli
+
+
+def assert_one_line_error(result: CliResult, *fragments: str) -> None:
+    """Bad input: exit 2, exactly one line on stderr, no traceback, and the line says what is wrong."""
+    assert result.code == 2, (result.code, result.out, result.err)
+    lines = result.err.strip("\n").split("\n")
+    assert len(lines) == 1, result.err
+    assert "Traceback" not in result.err
+    for fragment in fragments:
+        assert fragment in result.err, (fragment, result.err)
+
+
+@pytest.fixture
+def shared_data() -> Path:
+    if not SHARED_CORAL.is_dir():
+        pytest.skip("../shared/data/coral is absent (a fresh clone): real-model tests skipped")
+    return SHARED_CORAL
