@@ -1,0 +1,558 @@
+"""TFLite_Detection_PostProcess in numpy: dequantize, box decode, fast and regular NMS, as the shipped kernel.
+
+Every step follows tensorflow/lite/kernels/detection_postprocess.cc as LiteRT (ai-edge-litert 2.3) runs it,
+checked against that interpreter in tests/decode:
+
+- box decode (DecodeCenterSizeBoxes): `ycenter = dy / y_scale * ha + ya` and `half_h = 0.5 * exp(dh / h_scale)
+  * ha` are computed in double and each rounded to float32; `ymin = ycenter - half_h` is a float32 operation.
+  No clamping. Every box is decoded and validated (ValidateBoxes): a box with ymin > ymax fails the op.
+- scores: the background column is skipped (label offset = score columns - num_classes, 0 or 1); thresholds
+  are float32 and a candidate needs `score >= nms_score_threshold`.
+- single-class NMS: candidates sorted with a stable descending sort (ties -> lower anchor), greedy selection,
+  suppression when the float32 IoU (ComputeIntersectionOverUnion, areas <= 0 give 0) is `> nms_iou_threshold`.
+- fast NMS: per anchor the top `max_classes_per_detection` classes (argmax, first maximum, when it is 1;
+  `std::partial_sort` otherwise, whose order among equal scores is the C++ library's: we order equal scores
+  by lower class), NMS over each anchor's best score, rows written at a stride of max_classes_per_detection.
+- regular NMS: NMS per class with `min(detections_per_class, max_detections)`, results merged by a stable
+  merge (ties -> lower class, then selection order) and cut to max_detections.
+
+uint8 inputs are dequantized as the runtime does (see PITFALLS.md): boxes and anchors fed as uint8 into the
+kernel are `(q - zero_point) * scale` rounded once; the DEQUANTIZE op and the kernel's uint8 scores use
+`optimized_ops::Dequantize`, which LiteRT's x86 build computes as `q*s - zp*s` (two roundings) in blocks of 8
+elements and rounds once in the last n mod 8 elements ("litert"); the reference kernel and tflite-runtime 2.14
+round once everywhere ("reference").
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from forensics.errors import InputError
+
+ROUNDINGS = ("reference", "litert")
+
+_INT_KEYS = ("max_detections", "max_classes_per_detection", "detections_per_class", "num_classes")
+_FLOAT_KEYS = ("nms_score_threshold", "nms_iou_threshold", "y_scale", "x_scale", "h_scale", "w_scale")
+
+
+def _f32(value) -> float:
+    """The float32 the kernel holds (flexbuffers AsFloat casts a stored double to float)."""
+    return float(np.float32(value))
+
+
+@dataclass(frozen=True)
+class PostProcessOptions:
+    """The kernel's options under its own key names (the flexbuffer map of TFLite_Detection_PostProcess)."""
+
+    num_classes: int
+    max_detections: int = 10
+    max_classes_per_detection: int = 1
+    detections_per_class: int = 100  # kNumDetectionsPerClass when the map has no such key
+    use_regular_nms: bool = False
+    nms_score_threshold: float = 0.0
+    nms_iou_threshold: float = 0.6
+    y_scale: float = 10.0
+    x_scale: float = 10.0
+    h_scale: float = 5.0
+    w_scale: float = 5.0
+
+    def __post_init__(self):
+        for key in _INT_KEYS:
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+                raise InputError(f"option {key} must be an integer, got {value!r}")
+            object.__setattr__(self, key, int(value))
+        for key in _FLOAT_KEYS:
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
+                raise InputError(f"option {key} must be a number, got {value!r}")
+            if not math.isfinite(float(value)):
+                raise InputError(f"option {key} must be finite, got {value!r}")
+            object.__setattr__(self, key, _f32(value))
+        object.__setattr__(self, "use_regular_nms", bool(self.use_regular_nms))
+        if self.num_classes < 1:
+            raise InputError(f"option num_classes must be at least 1, got {self.num_classes}")
+        if self.max_detections < 0:
+            raise InputError(f"option max_detections must not be negative, got {self.max_detections}")
+        if self.max_classes_per_detection < 1:
+            raise InputError("option max_classes_per_detection must be at least 1 (the kernel rejects "
+                             f"{self.max_classes_per_detection})")
+        if not 0.0 < self.nms_iou_threshold <= 1.0:
+            raise InputError(f"option nms_iou_threshold must be in (0, 1] (the kernel rejects "
+                             f"{self.nms_iou_threshold})")
+        if self.use_regular_nms and min(self.detections_per_class, self.max_detections) <= 0:
+            raise InputError("regular NMS needs detections_per_class and max_detections above 0 (the kernel "
+                             "rejects min(detections_per_class, max_detections) <= 0)")
+        for key in ("y_scale", "x_scale", "h_scale", "w_scale"):
+            if getattr(self, key) == 0.0:
+                raise InputError(f"option {key} must not be 0")
+
+    @classmethod
+    def from_mapping(cls, options, where: str = "options") -> "PostProcessOptions":
+        """From the kernel's key names (extra keys such as `_output_quantized` are ignored)."""
+        if not isinstance(options, dict):
+            raise InputError(f"{where} must be a JSON object with the kernel's option names")
+        if "num_classes" not in options:
+            raise InputError(f"{where} has no num_classes")
+        known = {k: options[k] for k in _INT_KEYS + _FLOAT_KEYS + ("use_regular_nms",) if k in options
+                 and options[k] is not None}
+        try:
+            return cls(**known)
+        except InputError as exc:
+            raise InputError(f"{where}: {exc}") from None
+
+    @property
+    def rows(self) -> int:
+        """Rows of the kernel's output tensors: max_detections * max_classes_per_detection."""
+        return self.max_detections * self.max_classes_per_detection
+
+    @property
+    def nms(self) -> str:
+        return "regular" if self.use_regular_nms else "fast"
+
+    def to_dict(self) -> dict:
+        return {k: getattr(self, k) for k in ("max_detections", "max_classes_per_detection",
+                                              "detections_per_class", "use_regular_nms", "nms_score_threshold",
+                                              "nms_iou_threshold", "num_classes", "y_scale", "x_scale",
+                                              "h_scale", "w_scale")}
+
+
+@dataclass(frozen=True)
+class Quantization:
+    """uint8 affine quantization of one tensor: real = (q - zero_point) * scale, scale held as float32."""
+
+    scale: float
+    zero_point: int
+
+    def __post_init__(self):
+        if isinstance(self.scale, bool) or not isinstance(self.scale, (int, float, np.floating)) or \
+                not (math.isfinite(float(self.scale)) and float(self.scale) > 0):
+            raise InputError(f"quantization scale must be a positive finite number, got {self.scale!r}")
+        if isinstance(self.zero_point, bool) or not isinstance(self.zero_point, (int, np.integer)):
+            raise InputError(f"quantization zero_point must be an integer, got {self.zero_point!r}")
+        object.__setattr__(self, "scale", _f32(self.scale))
+        object.__setattr__(self, "zero_point", int(self.zero_point))
+
+    def to_dict(self) -> dict:
+        return {"scale": self.scale, "zero_point": self.zero_point}
+
+
+def dequantize_single(q, quant: Quantization) -> np.ndarray:
+    """fl((q - zero_point) * scale): one rounding (the kernel's Dequantizer, the reference kernels)."""
+    q = np.asarray(q)
+    return (q.astype(np.float32) - np.float32(quant.zero_point)) * np.float32(quant.scale)
+
+
+def dequantize_litert(q, quant: Quantization) -> np.ndarray:
+    """LiteRT x86 optimized Dequantize: fl(fl(q*s) - fl(zp*s)) in full blocks of 8 of the flat tensor, then
+    fl(s*(q-zp)) for the last n mod 8 elements (PITFALLS.md, measured)."""
+    q = np.asarray(q)
+    flat = q.reshape(-1).astype(np.float32)
+    s = np.float32(quant.scale)
+    out = np.empty(flat.shape, np.float32)
+    full = (flat.size // 8) * 8
+    out[:full] = flat[:full] * s - np.float32(np.float32(quant.zero_point) * s)
+    out[full:] = (flat[full:] - np.float32(quant.zero_point)) * s
+    return out.reshape(q.shape)
+
+
+def dequantize(q, quant: Quantization, rounding: str = "reference") -> np.ndarray:
+    """What a DEQUANTIZE op (or the kernel's uint8 scores path) produces under `rounding`."""
+    if rounding == "litert":
+        return dequantize_litert(q, quant)
+    if rounding == "reference":
+        return dequantize_single(q, quant)
+    raise InputError(f"unknown dequantize rounding {rounding!r} (choose {', '.join(ROUNDINGS)})")
+
+
+class _ScoreLookup:
+    """uint8 scores dequantized lazily, position by position, exactly as a full dequantization would."""
+
+    def __init__(self, q: np.ndarray, quant: Quantization, rounding: str):
+        self.q = q
+        self.cols = q.shape[1]
+        codes = np.arange(256, dtype=np.uint8)
+        self.lut_tail = dequantize_single(codes, quant)
+        if rounding == "litert":
+            s = np.float32(quant.scale)
+            self.lut_block = codes.astype(np.float32) * s - np.float32(np.float32(quant.zero_point) * s)
+        else:
+            self.lut_block = self.lut_tail
+        self.full = (q.size // 8) * 8  # flat positions >= full use lut_tail
+
+    def values(self, rows, cols) -> np.ndarray:
+        rows = np.asarray(rows, dtype=np.int64)
+        cols = np.asarray(cols, dtype=np.int64)
+        codes = self.q[rows, cols]
+        flat = rows * self.cols + cols
+        return np.where(flat < self.full, self.lut_block[codes], self.lut_tail[codes])
+
+    def min_code(self, threshold: float) -> int:
+        """Smallest code whose value can reach `threshold` at any position (256 when none can)."""
+        reach = np.maximum(self.lut_block, self.lut_tail) >= np.float32(threshold)
+        hits = np.flatnonzero(reach)
+        return int(hits[0]) if hits.size else 256
+
+    def monotone(self) -> bool:
+        return bool(np.all(np.diff(self.lut_block) > 0) and np.all(np.diff(self.lut_tail) > 0))
+
+    def rows_in_tail(self) -> np.ndarray:
+        """Rows holding at least one position rounded differently (the last n mod 8 elements)."""
+        if self.full == self.q.size or self.lut_block is self.lut_tail:
+            return np.empty(0, np.int64)
+        first = self.full // self.cols
+        return np.arange(first, self.q.shape[0], dtype=np.int64)
+
+    def dense(self) -> np.ndarray:
+        rows, cols = np.indices(self.q.shape)
+        return self.values(rows.reshape(-1), cols.reshape(-1)).reshape(self.q.shape)
+
+
+def _exp_exact(x: np.ndarray) -> np.ndarray:
+    """exp in double with the C library's rounding (numpy's SIMD exp differs from libm in the last bit)."""
+    flat = x.reshape(-1)
+    unique, inverse = np.unique(flat, return_inverse=True)
+    values = np.array([math.exp(v) if v < 709.8 else math.inf for v in unique.tolist()], dtype=np.float64)
+    return values[inverse].reshape(x.shape)
+
+
+def decode_boxes(deltas: np.ndarray, anchors: np.ndarray, options: PostProcessOptions) -> np.ndarray:
+    """DecodeCenterSizeBoxes: float32 [N, >=4] deltas (dy, dx, dh, dw) and float32 [N, 4] anchors (ycenter,
+    xcenter, h, w) -> float32 [N, 4] boxes (ymin, xmin, ymax, xmax), unclamped."""
+    d = np.asarray(deltas, dtype=np.float32)[:, :4].astype(np.float64)
+    a = np.asarray(anchors, dtype=np.float32).astype(np.float64)
+    sy, sx, sh, sw = (float(np.float32(getattr(options, k))) for k in ("y_scale", "x_scale", "h_scale", "w_scale"))
+    with np.errstate(all="ignore"):
+        ycenter = (d[:, 0] / sy * a[:, 2] + a[:, 0]).astype(np.float32)
+        xcenter = (d[:, 1] / sx * a[:, 3] + a[:, 1]).astype(np.float32)
+        half_h = (0.5 * _exp_exact(d[:, 2] / sh) * a[:, 2]).astype(np.float32)
+        half_w = (0.5 * _exp_exact(d[:, 3] / sw) * a[:, 3]).astype(np.float32)
+        boxes = np.empty((d.shape[0], 4), np.float32)
+        boxes[:, 0] = ycenter - half_h
+        boxes[:, 1] = xcenter - half_w
+        boxes[:, 2] = ycenter + half_h
+        boxes[:, 3] = xcenter + half_w
+    return boxes
+
+
+def _max_f(a, b):
+    """std::max<float>(a, b) = (a < b) ? b : a (NaN in b is not propagated, NaN in a is)."""
+    return np.where(a < b, b, a)
+
+
+def _min_f(a, b):
+    """std::min<float>(a, b) = (b < a) ? b : a."""
+    return np.where(b < a, b, a)
+
+
+def iou_one_to_many(boxes: np.ndarray, i: int, others: np.ndarray) -> np.ndarray:
+    """ComputeIntersectionOverUnion(i, j) for every j in `others`, in float32 as the kernel writes it."""
+    bi = boxes[i]
+    bj = boxes[others]
+    f0 = np.float32(0.0)
+    with np.errstate(all="ignore"):
+        area_i = (bi[2] - bi[0]) * (bi[3] - bi[1])
+        area_j = (bj[:, 2] - bj[:, 0]) * (bj[:, 3] - bj[:, 1])
+        if area_i <= 0:
+            return np.zeros(len(others), np.float32)
+        iymin = _max_f(bi[0], bj[:, 0])
+        ixmin = _max_f(bi[1], bj[:, 1])
+        iymax = _min_f(bi[2], bj[:, 2])
+        ixmax = _min_f(bi[3], bj[:, 3])
+        inter = _max_f(iymax - iymin, f0) * _max_f(ixmax - ixmin, f0)
+        iou = inter / ((area_i + area_j) - inter)
+    return np.where(area_j <= 0, f0, iou).astype(np.float32)
+
+
+def nms_single_class(boxes: np.ndarray, anchors_idx: np.ndarray, scores: np.ndarray, limit: int,
+                     iou_threshold: float) -> list[int]:
+    """NonMaxSuppressionSingleClassHelper over candidates already above the score threshold.
+
+    `anchors_idx` ascending anchor indices with their float32 `scores`; returns selected anchors in order.
+    """
+    n = len(anchors_idx)
+    output_size = min(n, limit)
+    if output_size <= 0:
+        return []
+    # Stable descending sort: negation is exact in float32, and a stable ascending sort keeps lower anchors
+    # first among equal scores (std::stable_sort with `values[i] > values[j]`).
+    order = anchors_idx[np.argsort(-scores, kind="stable")]
+    thr = np.float32(iou_threshold)
+    active = np.ones(n, dtype=bool)
+    selected: list[int] = []
+    i = 0
+    while i < n and len(selected) < output_size:
+        if not active[i]:
+            nxt = np.flatnonzero(active[i:])
+            if nxt.size == 0:
+                break
+            i += int(nxt[0])
+        selected.append(int(order[i]))
+        active[i] = False
+        rest = np.flatnonzero(active[i + 1:]) + i + 1
+        if rest.size:
+            iou = iou_one_to_many(boxes, int(order[i]), order[rest])
+            active[rest[iou > thr]] = False
+        i += 1
+    return selected
+
+
+@dataclass(frozen=True)
+class Detection:
+    """One row the kernel writes: output slot, anchor, class (background excluded), float32 score, box."""
+
+    row: int
+    anchor: int
+    class_id: int
+    score: float
+    box: tuple[float, float, float, float]  # ymin, xmin, ymax, xmax (normalised, float32 values)
+    score_code: int | None = None  # the raw uint8 byte, when the scores were quantized
+
+    def to_dict(self) -> dict:
+        out = {"row": self.row, "anchor": self.anchor, "class": self.class_id, "score": self.score,
+               "box": list(self.box)}
+        if self.score_code is not None:
+            out["score_byte"] = self.score_code
+        return out
+
+
+@dataclass(frozen=True)
+class DecodeResult:
+    """What TFLite_Detection_PostProcess writes, row by row, with how it was computed."""
+
+    num_detections: int
+    detections: tuple[Detection, ...]
+    options: PostProcessOptions
+    num_anchors: int
+    score_columns: int
+    rounding: str  # "reference" / "litert" for uint8 inputs, "none" when the inputs were float32
+    boxes_quant: Quantization | None = None
+    scores_quant: Quantization | None = None
+    candidates: int = 0  # scores at or above nms_score_threshold that entered NMS
+    decoded_boxes: np.ndarray | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def label_offset(self) -> int:
+        return self.score_columns - self.options.num_classes
+
+    def to_dict(self) -> dict:
+        return {
+            "num_detections": self.num_detections,
+            "detections": [d.to_dict() for d in self.detections],
+            "nms": self.options.nms,
+            "dequantize": self.rounding,
+            "num_anchors": self.num_anchors,
+            "score_columns": self.score_columns,
+            "label_offset": self.label_offset,
+            "candidates": self.candidates,
+            "options": self.options.to_dict(),
+            "boxes_quantization": self.boxes_quant.to_dict() if self.boxes_quant else None,
+            "scores_quantization": self.scores_quant.to_dict() if self.scores_quant else None,
+        }
+
+    def output_tensors(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(boxes [R,4], classes [R], scores [R], num_detections [1], written [R]) as the kernel's outputs.
+
+        Rows the kernel does not write (fast NMS leaves them untouched) are zero here, and False in `written`.
+        """
+        rows = self.options.rows
+        boxes = np.zeros((rows, 4), np.float32)
+        classes = np.zeros(rows, np.float32)
+        scores = np.zeros(rows, np.float32)
+        written = np.zeros(rows, bool)
+        if self.options.use_regular_nms:
+            written[: self.options.max_detections] = True
+        for det in self.detections:
+            boxes[det.row] = det.box
+            classes[det.row] = det.class_id
+            scores[det.row] = det.score
+            written[det.row] = True
+        return boxes, classes, scores, np.array([self.num_detections], np.float32), written
+
+
+def _check_shapes(boxes, scores, anchors, options: PostProcessOptions):
+    if boxes.ndim != 2 or boxes.shape[1] < 4:
+        raise InputError(f"box encodings must be [anchors, >=4], got shape {list(boxes.shape)}")
+    if scores.ndim != 2:
+        raise InputError(f"scores must be [anchors, classes], got shape {list(scores.shape)}")
+    if anchors.ndim != 2 or anchors.shape[1] != 4:
+        raise InputError(f"anchors must be [anchors, 4], got shape {list(anchors.shape)}")
+    n = boxes.shape[0]
+    if scores.shape[0] != n or anchors.shape[0] != n:
+        raise InputError(f"anchor counts differ: box encodings {n}, scores {scores.shape[0]}, "
+                         f"anchors {anchors.shape[0]}")
+    extra = scores.shape[1] - options.num_classes
+    if extra not in (0, 1):
+        raise InputError(f"scores have {scores.shape[1]} columns but num_classes is {options.num_classes}: the "
+                         "kernel accepts num_classes or num_classes + 1 (background) columns")
+
+
+def _check_finite(name: str, array: np.ndarray):
+    if array.dtype.kind == "f" and not np.all(np.isfinite(array)):
+        bad = np.argwhere(~np.isfinite(array))[0]
+        raise InputError(f"{name} contain NaN or infinity (first at {tuple(int(i) for i in bad)})")
+
+
+def postprocess(boxes, scores, anchors, options: PostProcessOptions, *, boxes_quant: Quantization | None = None,
+                scores_quant: Quantization | None = None, anchors_quant: Quantization | None = None,
+                rounding: str = "reference", boxes_into_kernel: bool = False) -> DecodeResult:
+    """Run TFLite_Detection_PostProcess on [N, 4] box encodings, [N, C] scores and [N, 4] anchors.
+
+    float32 inputs are taken as the tensors the kernel received. uint8 inputs need their Quantization;
+    they are dequantized as a DEQUANTIZE op would under `rounding`, except boxes with `boxes_into_kernel`
+    (uint8 straight into the kernel: its own per-element Dequantizer). uint8 anchors need `anchors_quant`.
+    """
+    if rounding not in ROUNDINGS:
+        raise InputError(f"unknown dequantize rounding {rounding!r} (choose {', '.join(ROUNDINGS)})")
+    boxes = np.asarray(boxes)
+    scores = np.asarray(scores)
+    anchors = np.asarray(anchors)
+    _check_shapes(boxes, scores, anchors, options)
+    for name, arr in (("box encodings", boxes), ("scores", scores), ("anchors", anchors)):
+        if arr.dtype not in (np.uint8, np.float32):
+            raise InputError(f"{name} must be uint8 or float32, got {arr.dtype}")
+        _check_finite(name, arr)
+    quantized_any = False
+    if boxes.dtype == np.uint8:
+        if boxes_quant is None:
+            raise InputError("uint8 box encodings need a scale and zero point")
+        quantized_any = True
+        box_f = dequantize_single(boxes[:, :4], boxes_quant) if boxes_into_kernel or rounding == "reference" \
+            else dequantize_litert(boxes, boxes_quant)[:, :4]
+    else:
+        box_f = boxes[:, :4]
+    if anchors.dtype == np.uint8:
+        if anchors_quant is None:
+            raise InputError("uint8 anchors need a scale and zero point")
+        anchors_f = dequantize_single(anchors, anchors_quant)
+    else:
+        anchors_f = anchors
+    if scores.dtype == np.uint8:
+        if scores_quant is None:
+            raise InputError("uint8 scores need a scale and zero point")
+        quantized_any = True
+        lookup = _ScoreLookup(np.ascontiguousarray(scores), scores_quant, rounding)
+        if not lookup.monotone():  # a degenerate scale: give up the byte-domain shortcuts
+            score_f, lookup = lookup.dense(), None
+        else:
+            score_f = None
+    else:
+        lookup, score_f = None, scores
+
+    decoded = decode_boxes(box_f, anchors_f, options)
+    bad = np.flatnonzero((decoded[:, 0] > decoded[:, 2]) | (decoded[:, 1] > decoded[:, 3]))
+    if bad.size:
+        raise InputError(f"the kernel rejects these inputs: decoded box of anchor {int(bad[0])} has min > max "
+                         "(negative anchor height or width)")
+
+    offset = scores.shape[1] - options.num_classes
+    if options.use_regular_nms:
+        dets, candidates = _regular(decoded, scores, lookup, score_f, offset, options)
+    else:
+        dets, candidates = _fast(decoded, scores, lookup, score_f, offset, options)
+    num = len(dets) if options.use_regular_nms else len({d.row // options.max_classes_per_detection for d in dets})
+    return DecodeResult(
+        num_detections=num, detections=tuple(dets), options=options, num_anchors=int(boxes.shape[0]),
+        score_columns=int(scores.shape[1]), rounding=rounding if quantized_any else "none",
+        boxes_quant=boxes_quant if boxes.dtype == np.uint8 else None,
+        scores_quant=scores_quant if scores.dtype == np.uint8 else None,
+        candidates=candidates, decoded_boxes=decoded)
+
+
+def _fast(decoded, scores, lookup, score_f, offset, options):
+    """NonMaxSuppressionMultiClassFastHelper."""
+    n = scores.shape[0]
+    thr = np.float32(options.nms_score_threshold)
+    k = min(options.max_classes_per_detection, options.num_classes)
+    if lookup is not None:
+        # Argmax in the byte domain (the lookup tables are strictly increasing, so the first maximum is the
+        # same), dequantizing only rows that can pass the threshold.
+        cls = scores[:, offset:]
+        code_lo = lookup.min_code(thr)
+        rowmax = cls.max(axis=1)
+        rows = np.flatnonzero(rowmax >= code_lo) if code_lo < 256 else np.empty(0, np.int64)
+        best = cls[rows].argmax(axis=1) if rows.size else np.empty(0, np.int64)
+        best_val = lookup.values(rows, best + offset) if rows.size else np.empty(0, np.float32)
+        tail = lookup.rows_in_tail()
+        if tail.size:  # rows where equal bytes may dequantize to different floats: decide on floats
+            keep = ~np.isin(rows, tail)
+            rows, best, best_val = rows[keep], best[keep], best_val[keep]
+            rr, cc = np.meshgrid(tail, np.arange(offset, scores.shape[1]), indexing="ij")
+            tv = lookup.values(rr.reshape(-1), cc.reshape(-1)).reshape(rr.shape)
+            tb = tv.argmax(axis=1)
+            rows = np.concatenate([rows, tail])
+            best = np.concatenate([best, tb])
+            best_val = np.concatenate([best_val, tv[np.arange(len(tail)), tb]])
+            order = np.argsort(rows, kind="stable")
+            rows, best, best_val = rows[order], best[order], best_val[order]
+    else:
+        cls = score_f[:, offset:]
+        best = cls.argmax(axis=1)
+        best_val = cls[np.arange(n), best]
+        rows = np.arange(n)
+    keep = best_val >= thr
+    rows, best_val = rows[keep], best_val[keep]
+    selected = nms_single_class(decoded, rows, best_val, options.max_detections, options.nms_iou_threshold)
+    dets = []
+    stride = options.max_classes_per_detection
+    for out_index, anchor in enumerate(selected):
+        if lookup is not None:
+            cols = np.arange(offset, scores.shape[1])
+            vals = lookup.values(np.full(len(cols), anchor), cols)
+        else:
+            vals = score_f[anchor, offset:]
+        if k == 1:
+            top = [int(np.argmax(vals))]
+        else:  # std::partial_sort: equal scores ordered by lower class here (the library's order may differ)
+            top = [int(c) for c in np.argsort(-vals, kind="stable")[:k]]
+        for col, class_id in enumerate(top):
+            code = int(scores[anchor, class_id + offset]) if scores.dtype == np.uint8 else None
+            dets.append(Detection(row=stride * out_index + col, anchor=anchor, class_id=class_id,
+                                  score=float(vals[class_id]), box=tuple(float(v) for v in decoded[anchor]),
+                                  score_code=code))
+    return dets, int(len(rows))
+
+
+def _regular(decoded, scores, lookup, score_f, offset, options):
+    """NonMaxSuppressionMultiClassRegularHelper (single-threaded order; see replay for num_threads=1)."""
+    thr = np.float32(options.nms_score_threshold)
+    per_class = min(options.detections_per_class, options.max_detections)
+    if lookup is not None:
+        code_lo = lookup.min_code(thr)
+        if code_lo < 256:
+            rows, cols = np.nonzero(scores[:, offset:] >= code_lo)
+        else:
+            rows = cols = np.empty(0, np.int64)
+        vals = lookup.values(rows, cols + offset)
+    else:
+        rows, cols = np.nonzero(score_f[:, offset:] >= thr)
+        vals = score_f[rows, cols + offset]
+    keep = vals >= thr
+    rows, cols, vals = rows[keep], cols[keep], vals[keep]
+    # group candidates by class, anchors ascending within a class
+    order = np.lexsort((rows, cols))
+    rows, cols, vals = rows[order], cols[order], vals[order]
+    bounds = np.flatnonzero(np.diff(cols)) + 1
+    merged_scores, merged = [], []
+    for start, stop in zip(np.concatenate([[0], bounds]), np.concatenate([bounds, [len(cols)]])):
+        if start == stop:
+            continue
+        class_id = int(cols[start])
+        chosen = nms_single_class(decoded, rows[start:stop], vals[start:stop], per_class,
+                                  options.nms_iou_threshold)
+        lookup_val = dict(zip(rows[start:stop].tolist(), vals[start:stop].tolist()))
+        for anchor in chosen:
+            merged.append((anchor, class_id))
+            merged_scores.append(lookup_val[anchor])
+    # Stable merge by descending score == stable sort of the class-ordered concatenation.
+    final = np.argsort(-np.asarray(merged_scores, np.float32), kind="stable")[: options.max_detections]
+    dets = []
+    for row, idx in enumerate(final.tolist()):
+        anchor, class_id = merged[idx]
+        code = int(scores[anchor, class_id + offset]) if scores.dtype == np.uint8 else None
+        dets.append(Detection(row=row, anchor=anchor, class_id=class_id, score=float(merged_scores[idx]),
+                              box=tuple(float(v) for v in decoded[anchor]), score_code=code))
+    return dets, int(len(rows))
