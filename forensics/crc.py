@@ -1,0 +1,205 @@
+"""CRC32 of dumps: size, zlib/IEEE CRC32, head/mid/tail bytes, optional per-chunk CRCs, match verdict.
+
+The CRC is zlib's (IEEE 802.3, the value `zlib.crc32` gives). Large files are split in two halves that two
+threads checksum at once (zlib.crc32 releases the GIL), joined with `crc32_combine`.
+"""
+
+from __future__ import annotations
+
+import threading
+import zlib
+from dataclasses import dataclass
+
+from forensics.dump import Dump, _read_fully, open_dump
+
+PEEK = 16  # bytes shown for HEAD / MID / TAIL
+BLOCK = 4 << 20
+PARALLEL_MIN = 32 << 20  # below this, a second thread costs more than it saves
+
+
+def _gf2_times(matrix: list[int], vector: int) -> int:
+    total, i = 0, 0
+    while vector:
+        if vector & 1:
+            total ^= matrix[i]
+        vector >>= 1
+        i += 1
+    return total
+
+
+def _gf2_square(matrix: list[int]) -> list[int]:
+    return [_gf2_times(matrix, row) for row in matrix]
+
+
+def crc32_combine(crc1: int, crc2: int, len2: int) -> int:
+    """CRC32 of A+B from crc32(A), crc32(B) and len(B): feed len2 zero bytes through crc1 by repeated
+    squaring of the one-zero-bit operator over GF(2), then xor crc2 (the method zlib documents)."""
+    if len2 <= 0:
+        return crc1
+    # Operator for one zero bit: the reflected polynomial in row 0, then a shift.
+    odd = [0xEDB88320] + [1 << n for n in range(31)]
+    even = _gf2_square(odd)  # two zero bits
+    odd = _gf2_square(even)  # four zero bits
+    while True:
+        even = _gf2_square(odd)  # first pass: one zero byte
+        if len2 & 1:
+            crc1 = _gf2_times(even, crc1)
+        len2 >>= 1
+        if not len2:
+            break
+        odd = _gf2_square(even)
+        if len2 & 1:
+            crc1 = _gf2_times(odd, crc1)
+        len2 >>= 1
+        if not len2:
+            break
+    return crc1 ^ crc2
+
+
+def format_crc(value: int) -> str:
+    return f"0x{value:08x}"
+
+
+@dataclass(frozen=True)
+class FileCrc:
+    path: str
+    size: int
+    crc32: int
+    head: bytes
+    mid: bytes
+    mid_offset: int
+    tail: bytes
+    data_offset: int = 0
+    chunk_crcs: tuple[int, ...] | None = None
+
+    def to_dict(self) -> dict:
+        out = {
+            "path": self.path,
+            "size": self.size,
+            "crc32": format_crc(self.crc32),
+            "head": self.head.hex(" "),
+            "mid": self.mid.hex(" "),
+            "mid_offset": self.mid_offset,
+            "tail": self.tail.hex(" "),
+        }
+        if self.data_offset:
+            out["data_offset"] = self.data_offset
+        if self.chunk_crcs is not None:
+            out["chunk_crcs"] = [format_crc(c) for c in self.chunk_crcs]
+        return out
+
+
+@dataclass(frozen=True)
+class CrcReport:
+    files: tuple[FileCrc, ...]
+    chunk_size: int | None = None
+
+    @property
+    def compared(self) -> bool:
+        return len(self.files) >= 2
+
+    @property
+    def matches(self) -> tuple[bool, ...]:
+        """For each file after the first: equal to the first in size and CRC32."""
+        first = self.files[0]
+        return tuple(f.size == first.size and f.crc32 == first.crc32 for f in self.files[1:])
+
+    @property
+    def match(self) -> bool | None:
+        return all(self.matches) if self.compared else None
+
+    @property
+    def first_differing_chunk(self) -> int | None:
+        """With two files and --chunk: the index of the first chunk whose CRC (or presence) differs."""
+        if self.chunk_size is None or len(self.files) != 2:
+            return None
+        a, b = self.files[0].chunk_crcs, self.files[1].chunk_crcs
+        for index in range(max(len(a), len(b))):
+            if index >= len(a) or index >= len(b) or a[index] != b[index]:
+                return index
+        return None
+
+    def __bool__(self) -> bool:
+        return self.match is not False
+
+    def to_dict(self) -> dict:
+        out = {"files": [f.to_dict() for f in self.files], "match": self.match,
+               "first_differing_chunk": self.first_differing_chunk}
+        if self.chunk_size is not None:
+            out["chunk_size"] = self.chunk_size
+        return out
+
+
+def _crc_range(dump: Dump, start: int, stop: int, chunk_size: int | None, out: list, slot: int) -> None:
+    """CRC32 of data bytes [start, stop), and per-chunk CRCs when chunk_size is set (start is chunk-aligned)."""
+    crc = 0
+    chunks: list[int] = []
+    chunk_crc, chunk_fill = 0, 0
+    buf = bytearray(min(BLOCK, max(stop - start, 1)))
+    view = memoryview(buf)
+    with open(dump.path, "rb", buffering=0) as fh:
+        fh.seek(dump.data_offset + start)
+        pos = start
+        while pos < stop:
+            got = _read_fully(fh, view[: min(len(buf), stop - pos)])
+            if got == 0:
+                break
+            block = view[:got]
+            crc = zlib.crc32(block, crc)
+            if chunk_size:
+                i = 0
+                while i < got:
+                    take = min(chunk_size - chunk_fill, got - i)
+                    chunk_crc = zlib.crc32(block[i:i + take], chunk_crc)
+                    chunk_fill += take
+                    i += take
+                    if chunk_fill == chunk_size:
+                        chunks.append(chunk_crc)
+                        chunk_crc, chunk_fill = 0, 0
+            pos += got
+    if chunk_size and chunk_fill:
+        chunks.append(chunk_crc)
+    out[slot] = (crc, pos - start, chunks)
+
+
+def crc_dump(dump: Dump, chunk_size: int | None = None, *, threads: int = 2) -> FileCrc:
+    """Checksum one dump's data bytes (streamed; two threads for large files)."""
+    size = dump.size
+    if threads > 1 and size >= PARALLEL_MIN:
+        align = chunk_size or 1
+        half = (size // 2) // align * align
+        if half % BLOCK and chunk_size is None:
+            half -= half % BLOCK
+        parts = [(0, half), (half, size)]
+    else:
+        parts = [(0, size)]
+    results: list = [None] * len(parts)
+    workers = [threading.Thread(target=_crc_range, args=(dump, lo, hi, chunk_size, results, i))
+               for i, (lo, hi) in enumerate(parts[1:], start=1)]
+    for worker in workers:
+        worker.start()
+    _crc_range(dump, parts[0][0], parts[0][1], chunk_size, results, 0)
+    for worker in workers:
+        worker.join()
+    crc, chunks = 0, []
+    for (lo, hi), (part_crc, part_len, part_chunks) in zip(parts, results):
+        crc = crc32_combine(crc, part_crc, part_len) if lo else part_crc
+        chunks.extend(part_chunks)
+    mid_offset = max(0, size // 2 - PEEK // 2)
+    return FileCrc(
+        path=dump.path,
+        size=size,
+        crc32=crc,
+        head=dump.read(0, PEEK),
+        mid=dump.read(mid_offset, PEEK),
+        mid_offset=mid_offset,
+        tail=dump.read(max(0, size - PEEK), PEEK),
+        data_offset=dump.data_offset,
+        chunk_crcs=tuple(chunks) if chunk_size else None,
+    )
+
+
+def crc_files(paths, chunk_size: int | None = None, *, threads: int = 2) -> CrcReport:
+    """CRC32 report for one or more dumps; empty files are allowed here (and only here)."""
+    dumps = [open_dump(p, allow_empty=True, use_sidecar=False) for p in paths]
+    return CrcReport(tuple(crc_dump(d, chunk_size, threads=threads) for d in dumps), chunk_size)

@@ -1,0 +1,279 @@
+"""Tables and verdict lines for the buffer commands: crc, diff, anchors, coverage, hexdump."""
+
+from __future__ import annotations
+
+from rich import box
+from rich.table import Table
+from rich.text import Text
+
+from forensics.crc import format_crc
+
+
+def _table(*columns, title=None) -> Table:
+    table = Table(box=box.SIMPLE_HEAD, title=title, title_justify="left", pad_edge=False, show_edge=False)
+    for col in columns:
+        if isinstance(col, tuple):
+            table.add_column(col[0], justify=col[1])
+        else:
+            table.add_column(col)
+    return table
+
+
+def _num(value: float) -> str:
+    """Compact but exact enough to recognise: 0.99609375 -> 0.996094, 128 -> 128."""
+    if isinstance(value, int):
+        return str(value)
+    return f"{value:.4g}"
+
+
+def _values(layout, record: bytes) -> str:
+    vals = layout.values(record)
+    return " ".join("pad" if lane in layout.pad_lanes else _num(v) for lane, v in enumerate(vals))
+
+
+def verdict(kind: str, message: str) -> Text:
+    style = {"MATCH": "bold green", "IDENTICAL": "bold green", "OK": "bold green",
+             "DIFFER": "bold red", "WARNING": "bold yellow"}.get(kind, "bold")
+    text = Text()
+    text.append(kind, style=style)
+    text.append(f" | {message}")
+    return text
+
+
+# --- crc ---------------------------------------------------------------------------------------------------
+
+def render_crc(report) -> list:
+    out = []
+    table = _table("file", ("size", "right"), "CRC32")
+    if report.compared:
+        table.add_column("vs first")
+    for i, f in enumerate(report.files):
+        row = [f.path, f"{f.size:,}", format_crc(f.crc32)]
+        if report.compared:
+            row.append("-" if i == 0 else ("MATCH" if report.matches[i - 1] else "DIFFER"))
+        table.add_row(*row)
+    out.append(table)
+    # HEAD / MID / TAIL of every file stacked, so the same region of two files lines up for the eye.
+    peek = _table("", ("offset", "right"), "bytes (16)", "file")
+    for label, pick in (("HEAD", lambda f: (0, f.head)), ("MID", lambda f: (f.mid_offset, f.mid)),
+                        ("TAIL", lambda f: (max(0, f.size - len(f.tail)), f.tail))):
+        for i, f in enumerate(report.files):
+            offset, data = pick(f)
+            peek.add_row(label if i == 0 else "", f"{offset:#x}", data.hex(" "), f.path)
+    out.append(peek)
+    if report.chunk_size is not None:
+        counts = ", ".join(f"{len(f.chunk_crcs)}" for f in report.files)
+        line = f"per-chunk CRC32s: {report.chunk_size:,} bytes per chunk ({counts} chunks)"
+        chunk = report.first_differing_chunk
+        if chunk is not None:
+            lo = chunk * report.chunk_size
+            line += f"; first differing chunk: {chunk} (bytes {lo:,}..{lo + report.chunk_size:,})"
+        elif len(report.files) == 2:
+            line += "; every chunk matches"
+        out.append(Text(line))
+    if report.compared:
+        n = len(report.files)
+        if report.match:
+            first = report.files[0]
+            out.append(verdict("MATCH", f"{n} files, {first.size:,} bytes each, CRC32 {format_crc(first.crc32)}"))
+        else:
+            differing = [f.path for f, same in zip(report.files[1:], report.matches) if not same]
+            out.append(verdict("DIFFER", f"{len(differing)} of {n - 1} files differ from {report.files[0].path}: "
+                                         + ", ".join(differing)))
+    return out
+
+
+# --- diff --------------------------------------------------------------------------------------------------
+
+def _configured(result) -> str:
+    parts = []
+    if result.layout.pad_lanes:
+        parts.append("pad lanes " + ",".join(map(str, result.layout.pad_lanes)) + " ignored")
+    if result.tolerance:
+        parts.append(f"tolerance {result.tolerance} LSB")
+    return "; ".join(parts)
+
+
+def render_diff(result) -> list:
+    rs = result.layout.record_size
+    if result.identical and result.bytes_identical:
+        return [verdict("IDENTICAL", f"{result.size_a:,} bytes, CRC32 {format_crc(result.crc32_a)}, "
+                                     f"{result.records_compared:,} records of {rs} bytes")]
+    out = []
+    if result.identical:
+        out.append(verdict("IDENTICAL", f"as configured ({_configured(result)}): {result.records_compared:,} "
+                                        f"records of {rs} bytes match; the bytes themselves differ"))
+    else:
+        what = []
+        if result.records_differing:
+            what.append(f"{result.records_differing:,} of {result.records_compared:,} records differ "
+                        f"({rs} bytes per record)")
+        if not result.sizes_equal:
+            what.append(f"sizes differ: {result.size_a:,} vs {result.size_b:,} bytes")
+        if result.trailing_differ:
+            what.append(f"the {result.trailing_bytes} trailing bytes differ")
+        out.append(verdict("DIFFER", "; ".join(what) or "files differ"))
+    files = _table("", "file", ("size", "right"), "CRC32")
+    files.add_row("A", result.path_a, f"{result.size_a:,}", format_crc(result.crc32_a))
+    files.add_row("B", result.path_b, f"{result.size_b:,}", format_crc(result.crc32_b))
+    out.append(files)
+    facts = [f"bytes differing: {result.bytes_differing:,}"]
+    if result.first_differing_offset is not None:
+        facts.append(f"first differing byte: {result.first_differing_offset:#x} ({result.first_differing_offset:,})")
+    if result.region_start:
+        facts.append(f"compared from offset {result.region_start:#x}")
+    if _configured(result):
+        facts.append(_configured(result))
+    if result.trailing_bytes:
+        facts.append(f"{result.trailing_bytes} trailing bytes after the last whole record")
+    out.append(Text("   ".join(facts)))
+    if result.records_differing:
+        lanes = _table(("lane", "right"), "name", ("records differing", "right"), ("max |delta|", "right"),
+                       title="lanes")
+        for lane, (name, n, d) in enumerate(zip(result.layout.field_names, result.lane_differences,
+                                                result.lane_max_delta)):
+            lanes.add_row(str(lane), name, f"{n:,}", str(d))
+        out.append(lanes)
+        quant = result.layout.quantized
+        cols = [("anchor", "right"), ("offset", "right"), "A", "B", "XOR"]
+        if quant:
+            cols += ["A values", "B values", "delta"]
+        table = _table(*cols, title="differing records")
+        for r in result.records:
+            row = [str(r.index), f"{r.offset:#x}", r.a.hex(" "), r.b.hex(" "), r.xor.hex(" ")]
+            if quant:
+                va, vb = result.layout.values(r.a), result.layout.values(r.b)
+                deltas = " ".join("pad" if lane in result.layout.pad_lanes else _num(y - x)
+                                  for lane, (x, y) in enumerate(zip(va, vb)))
+                row += [_values(result.layout, r.a), _values(result.layout, r.b), deltas]
+            table.add_row(*row)
+        out.append(table)
+        if result.records_truncated:
+            more = result.records_differing - len(result.records)
+            out.append(Text(f"... and {more:,} more (--all or --limit N to list them)"))
+    return out
+
+
+# --- anchors -----------------------------------------------------------------------------------------------
+
+def render_anchors(result) -> list:
+    layout = result.layout
+    dom = result.dominant
+    pct = 100.0 * dom.count / result.records
+    head = Text()
+    head.append(f"{dom.count:,} / {result.records:,} anchors match ", style="bold")
+    head.append(dom.record.hex(" "), style="bold cyan")
+    head.append(f" ({pct:.2f}%)")
+    if layout.quantized:
+        head.append(f"  values: {_values(layout, dom.record)}")
+    out = [head]
+    if result.tied:
+        out.append(verdict("WARNING", f"the mode is tied: {len(result.tied)} other record(s) also occur "
+                                      f"{dom.count:,} times ({', '.join(t.record.hex(' ') for t in result.tied[:4])}"
+                                      f"{', ...' if len(result.tied) > 4 else ''}); the first to occur is shown"))
+    if result.records == 1:
+        out.append(Text("a single record: nothing to compare it with"))
+    elif result.uniform:
+        out.append(verdict("OK", f"uniform: all {result.records:,} records are {dom.record.hex(' ')}"))
+    else:
+        first_index = (result.first_nonuniform_offset - result.region.start) // layout.record_size
+        out.append(Text(f"{result.nonuniform_total:,} anchors depart from it; the first is anchor {first_index:,} "
+                        f"(byte {result.first_nonuniform_offset:#x})"))
+    if result.head_window_trap:
+        window_bytes = result.window_records * layout.record_size
+        out.append(verdict("WARNING", f"the first {window_bytes} bytes ({result.window_records} records) are all "
+                                      f"{dom.record.hex(' ')}, but {result.nonuniform_total:,} later records are "
+                                      f"not: do not judge this buffer by its head"))
+    if result.region.trailing:
+        out.append(Text(f"{result.region.trailing} trailing bytes after the last whole record were not analysed"))
+    if result.nonuniform is not None:
+        if result.nonuniform:
+            cols = [("anchor", "right"), ("offset", "right"), "bytes"]
+            names = layout.field_names
+            if layout.quantized:
+                cols += [(n, "right") for n in names]
+            table = _table(*cols, title="anchors that depart from the dominant record")
+            for r in result.nonuniform:
+                row = [str(r.index), f"{r.offset:#x}", r.record.hex(" ")]
+                if layout.quantized:
+                    row += ["pad" if lane in layout.pad_lanes else _num(v)
+                            for lane, v in enumerate(layout.values(r.record))]
+                table.add_row(*row)
+            out.append(table)
+            if result.nonuniform_truncated:
+                more = result.nonuniform_total - len(result.nonuniform)
+                out.append(Text(f"... and {more:,} more (--all or --limit N to list them)"))
+    else:
+        top = _table(("#", "right"), "record", ("count", "right"), ("share", "right"), ("first anchor", "right"),
+                     title=f"top records ({result.distinct:,} distinct)")
+        for rank, r in enumerate(result.top, 1):
+            top.add_row(str(rank), r.record.hex(" "), f"{r.count:,}", f"{100.0 * r.count / result.records:.2f}%",
+                        str(r.first_index))
+        out.append(top)
+        lanes = _table(("lane", "right"), "name", ("min", "right"), ("max", "right"), ("distinct", "right"),
+                       title="lanes")
+        for lane in result.lanes:
+            lanes.add_row(str(lane.lane), lane.name, f"{lane.min:#04x}", f"{lane.max:#04x}", str(lane.distinct))
+        out.append(lanes)
+        if not result.uniform:
+            out.append(Text("--nonuniform lists every anchor that departs from the dominant record"))
+    return out
+
+
+# --- coverage ----------------------------------------------------------------------------------------------
+
+def render_coverage(result, limit: int = 20) -> list:
+    pct = 100.0 * result.written_fraction
+    summary = (f"{pct:.2f}% of {result.length:,} bytes written; {result.untouched_bytes:,} bytes untouched in "
+               f"{result.ranges_total:,} range(s) (sentinel {result.sentinel.hex()}, runs of >= {result.min_run} bytes)")
+    out = [verdict("OK" if result.fully_written else "WARNING", summary)]
+    if result.untouched_ranges:
+        out.append(Text("untouched ranges [start, end):"))
+        table = _table(("start", "right"), ("end", "right"), ("bytes", "right"))
+        for start, end in result.untouched_ranges[:limit]:
+            table.add_row(f"{start:#x}", f"{end:#x}", f"{end - start:,}")
+        out.append(table)
+        if result.ranges_total > min(limit, len(result.untouched_ranges)):
+            out.append(Text(f"... and {result.ranges_total - min(limit, len(result.untouched_ranges)):,} more "
+                            f"(--json lists up to {len(result.untouched_ranges):,})"))
+    return out
+
+
+# --- hexdump -----------------------------------------------------------------------------------------------
+
+def _ascii(data: bytes) -> str:
+    return "".join(chr(c) if 32 <= c < 127 else "." for c in data)
+
+
+def _hex_marked(data: bytes, marked: tuple[int, ...]) -> Text:
+    text = Text()
+    for i, byte in enumerate(data):
+        if i:
+            text.append(" ")
+        text.append(f"{byte:02x}", style="bold red" if i in marked else None)
+    return text
+
+
+def render_hexdump(result) -> list:
+    two = result.path_b is not None
+    layout = result.layout
+    cols = ["", ("anchor", "right"), ("offset", "right"), "A" if two else "hex", "ascii"]
+    if two:
+        cols += ["B", "ascii", "differs"]
+    if layout.quantized:
+        cols.append("A values")
+    table = _table(*cols)
+    for r in result.rows:
+        diff = r.differing
+        mark = ">" if result.focus is not None and r.index == result.focus else ""
+        row = [mark, str(r.index), f"{r.offset:#x}", _hex_marked(r.a, diff), _ascii(r.a)]
+        if two:
+            row += [_hex_marked(r.b or b"", diff), _ascii(r.b or b""),
+                    ("lanes " + ",".join(map(str, diff))) if diff else ""]
+        if layout.quantized:
+            row.append(_values(layout, r.a) if len(r.a) == layout.record_size else "")
+        table.add_row(*row)
+    out = [Text(f"{result.path_a}" + (f"  vs  {result.path_b}" if two else "")), table]
+    if two:
+        out.append(Text(f"{result.differing_rows} of {len(result.rows)} records shown differ"))
+    return out
