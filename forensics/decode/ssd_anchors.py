@@ -1,0 +1,184 @@
+"""SSD anchors as the TF Object Detection API's multiple-grid anchor generator makes them, and a check.
+
+Follows object_detection/anchor_generators/multiple_grid_anchor_generator.py (`create_ssd_anchors`) and
+grid_anchor_generator.py (`tile_anchors`), computed in float32 as the TF graph does:
+- layer scales: `min_scale + (max_scale - min_scale) * i / (num_layers - 1)`, then 1.0 for the last pair;
+- per layer the box specs (scale, aspect ratio): the lowest layer with `reduce_boxes_in_lowest_layer` uses
+  (0.1, 1.0), (scale, 2.0), (scale, 0.5); every other layer one box per aspect ratio plus, when
+  `interpolated_scale_aspect_ratio > 0`, (sqrt(scale * next_scale), interpolated_scale_aspect_ratio);
+- height = scale / sqrt(ar) * base_h, width = scale * sqrt(ar) * base_w; stride 1/grid, offset half a stride;
+- anchors run row by row, column by column, box spec by box spec (anchor index = (y * W + x) * specs + s);
+- the exported tensor is [N, 4] ycenter, xcenter, h, w after a round trip through corner coordinates
+  (what box_list_ops.get_center_coordinates_and_sizes does to the generated corner boxes).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from forensics.errors import InputError
+
+
+@dataclass(frozen=True)
+class AnchorConfig:
+    """ssd_anchor_generator {...} of a TF OD API pipeline config (defaults are the API's)."""
+
+    feature_map_sizes: tuple[tuple[int, int], ...]
+    min_scale: float = 0.2
+    max_scale: float = 0.95
+    aspect_ratios: tuple[float, ...] = (1.0, 2.0, 0.5, 3.0, 0.3333)  # as the sample pipeline configs write 1/3
+    interpolated_scale_aspect_ratio: float = 1.0
+    reduce_boxes_in_lowest_layer: bool = True
+    base_anchor_size: tuple[float, float] = (1.0, 1.0)
+    scales: tuple[float, ...] | None = None
+
+    def __post_init__(self):
+        sizes = tuple((int(s), int(s)) if isinstance(s, (int, np.integer)) else tuple(int(v) for v in s)
+                      for s in self.feature_map_sizes)
+        if not sizes or any(len(s) != 2 or s[0] <= 0 or s[1] <= 0 for s in sizes):
+            raise InputError("feature map sizes must be positive (height, width) pairs or integers")
+        object.__setattr__(self, "feature_map_sizes", sizes)
+        object.__setattr__(self, "aspect_ratios", tuple(float(a) for a in self.aspect_ratios))
+        if not self.aspect_ratios or any(not (a > 0 and math.isfinite(a)) for a in self.aspect_ratios):
+            raise InputError("aspect ratios must be positive numbers")
+        if not (0 < self.min_scale <= self.max_scale):
+            raise InputError(f"need 0 < min_scale <= max_scale, got {self.min_scale}, {self.max_scale}")
+        if self.scales is not None:
+            scales = tuple(float(s) for s in self.scales)
+            if len(scales) != len(sizes):
+                raise InputError(f"{len(scales)} scales given for {len(sizes)} feature maps")
+            object.__setattr__(self, "scales", scales)
+
+    @property
+    def layer_scales(self) -> list[float]:
+        n = len(self.feature_map_sizes)
+        if self.scales is not None:
+            scales = list(self.scales)
+        elif n == 1:
+            scales = [self.min_scale]
+        else:
+            scales = [self.min_scale + (self.max_scale - self.min_scale) * i / (n - 1) for i in range(n)]
+        return scales + [1.0]
+
+    def box_specs(self) -> list[list[tuple[float, float]]]:
+        """(scale, aspect ratio) per box, per layer."""
+        scales = self.layer_scales
+        specs = []
+        for layer, (scale, scale_next) in enumerate(zip(scales[:-1], scales[1:])):
+            if layer == 0 and self.reduce_boxes_in_lowest_layer:
+                layer_specs = [(0.1, 1.0), (scale, 2.0), (scale, 0.5)]
+            else:
+                layer_specs = [(scale, ar) for ar in self.aspect_ratios]
+                if self.interpolated_scale_aspect_ratio > 0.0:
+                    layer_specs.append((math.sqrt(scale * scale_next), self.interpolated_scale_aspect_ratio))
+            specs.append(layer_specs)
+        return specs
+
+    @property
+    def num_anchors(self) -> int:
+        return sum(h * w * len(s) for (h, w), s in zip(self.feature_map_sizes, self.box_specs()))
+
+    def to_dict(self) -> dict:
+        return {"feature_map_sizes": [list(s) for s in self.feature_map_sizes], "min_scale": self.min_scale,
+                "max_scale": self.max_scale, "aspect_ratios": list(self.aspect_ratios),
+                "interpolated_scale_aspect_ratio": self.interpolated_scale_aspect_ratio,
+                "reduce_boxes_in_lowest_layer": self.reduce_boxes_in_lowest_layer,
+                "base_anchor_size": list(self.base_anchor_size),
+                "scales": list(self.scales) if self.scales is not None else None,
+                "num_anchors": self.num_anchors}
+
+
+def mobilenet_feature_maps(input_size: int, num_layers: int = 6) -> tuple[int, ...]:
+    """Grid sizes of the SSD MobileNet feature extractors: ceil(input / 16), then halved (ceil) per layer.
+
+    300 -> 19, 10, 5, 3, 2, 1 (1917 anchors); 320 -> 20, 10, 5, 3, 2, 1 (2034 anchors).
+    """
+    if input_size <= 0 or num_layers <= 0:
+        raise InputError("input size and number of layers must be positive")
+    sizes = [-(-input_size // 16)]
+    while len(sizes) < num_layers:
+        sizes.append(-(-sizes[-1] // 2))
+    return tuple(sizes)
+
+
+def standard_config(input_width: int, input_height: int | None = None, **overrides) -> AnchorConfig:
+    """The TF OD API SSD MobileNet default ssd_anchor_generator for an input size."""
+    input_height = input_width if input_height is None else input_height
+    ys = mobilenet_feature_maps(input_height)
+    xs = mobilenet_feature_maps(input_width)
+    return AnchorConfig(feature_map_sizes=tuple(zip(ys, xs)), **overrides)
+
+
+def generate_anchors(config: AnchorConfig) -> np.ndarray:
+    """float32 [N, 4] ycenter, xcenter, h, w in normalised coordinates, in the model's anchor order."""
+    f32 = np.float32
+    base_h, base_w = f32(config.base_anchor_size[0]), f32(config.base_anchor_size[1])
+    out = []
+    for (grid_h, grid_w), specs in zip(config.feature_map_sizes, config.box_specs()):
+        scales = np.array([s for s, _ in specs], f32)
+        ratios = np.array([a for _, a in specs], f32)
+        ratio_sqrts = np.sqrt(ratios)
+        heights = scales / ratio_sqrts * base_h
+        widths = scales * ratio_sqrts * base_w
+        stride_y, stride_x = f32(1.0) / f32(grid_h), f32(1.0) / f32(grid_w)
+        offset_y, offset_x = f32(0.5) * stride_y, f32(0.5) * stride_x
+        y_centers = np.arange(grid_h, dtype=f32) * stride_y + offset_y
+        x_centers = np.arange(grid_w, dtype=f32) * stride_x + offset_x
+        yc = np.repeat(y_centers, grid_w * len(specs))
+        xc = np.tile(np.repeat(x_centers, len(specs)), grid_h)
+        hh = np.tile(heights, grid_h * grid_w)
+        ww = np.tile(widths, grid_h * grid_w)
+        # corners (center -/+ 0.5 * size), then back to center/size as the exporter does
+        ymin, ymax = yc - f32(0.5) * hh, yc + f32(0.5) * hh
+        xmin, xmax = xc - f32(0.5) * ww, xc + f32(0.5) * ww
+        h = ymax - ymin
+        w = xmax - xmin
+        out.append(np.stack([ymin + h / f32(2.0), xmin + w / f32(2.0), h, w], axis=1).astype(f32))
+    return np.concatenate(out, axis=0)
+
+
+@dataclass(frozen=True)
+class AnchorCheck:
+    """Does a model's anchors tensor equal a generated configuration?"""
+
+    matches: bool
+    num_anchors: int
+    expected_anchors: int
+    max_abs_diff: float | None
+    worst_anchor: int | None
+    mismatched: int
+    tolerance: float
+    config: AnchorConfig
+    first_mismatches: tuple = field(default=())
+
+    def __bool__(self) -> bool:
+        return self.matches
+
+    def to_dict(self) -> dict:
+        return {"matches": self.matches, "num_anchors": self.num_anchors, "expected_anchors": self.expected_anchors,
+                "max_abs_diff": self.max_abs_diff, "worst_anchor": self.worst_anchor, "mismatched": self.mismatched,
+                "tolerance": self.tolerance, "config": self.config.to_dict(),
+                "first_mismatches": [dict(m) for m in self.first_mismatches]}
+
+
+def check_anchors(anchors, config: AnchorConfig, tolerance: float = 1e-6) -> AnchorCheck:
+    """Compare [N, 4] anchors with the generated ones; float32 exporters differ by an ulp or two at most."""
+    anchors = np.asarray(anchors, dtype=np.float32)
+    if anchors.ndim != 2 or anchors.shape[1] != 4:
+        raise InputError(f"anchors must be [N, 4], got shape {list(anchors.shape)}")
+    expected = generate_anchors(config)
+    if anchors.shape[0] != expected.shape[0]:
+        return AnchorCheck(False, int(anchors.shape[0]), int(expected.shape[0]), None, None,
+                           abs(int(anchors.shape[0]) - int(expected.shape[0])), tolerance, config)
+    diff = np.abs(anchors.astype(np.float64) - expected.astype(np.float64))
+    per_anchor = diff.max(axis=1) if diff.size else np.zeros(0)
+    bad = np.flatnonzero(~(per_anchor <= tolerance))
+    worst = int(np.argmax(per_anchor)) if per_anchor.size else None
+    firsts = tuple({"anchor": int(i), "model": [float(v) for v in anchors[i]],
+                    "generated": [float(v) for v in expected[i]]} for i in bad[:5])
+    return AnchorCheck(bad.size == 0, int(anchors.shape[0]), int(expected.shape[0]),
+                       float(per_anchor.max()) if per_anchor.size else 0.0, worst, int(bad.size), tolerance,
+                       config, firsts)
