@@ -152,6 +152,15 @@ class Node:
         arr.flags.writeable = False
         return arr
 
+    def struct_array(self, field_id: int, kind: str, per_struct: int, name: str) -> np.ndarray | None:
+        """A vector of structs made of `per_struct` scalars of one kind, as an [n, per_struct] view."""
+        width = SCALARS[kind][1]
+        start, length, _ = self._vector(field_id, name, width * per_struct)
+        if start is None:
+            return None
+        arr = np.frombuffer(self.buf.data, dtype=_NP[kind], count=length * per_struct, offset=start)
+        return arr.reshape(length, per_struct)
+
     def tables(self, field_id: int, name: str) -> list["Node"]:
         start, length, where = self._vector(field_id, name, 4)
         if start is None:
