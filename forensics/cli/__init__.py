@@ -19,6 +19,7 @@ EXIT_SAME, EXIT_DIFFERENT, EXIT_ERROR, EXIT_BUG = 0, 1, 2, 3
 # One module per command group; each defines register(subparsers, common_parents).
 COMMAND_MODULES = (
     "forensics.cli.buffers",
+    "forensics.cli.csr",
 )
 
 

@@ -347,11 +347,11 @@ class CsrComparison:
 def register_notes(reg: dict) -> list[str]:
     notes = []
     if not reg["known"]:
-        notes.append("not a register libedgetpu names")
+        notes.append("not named by libedgetpu")
     if reg["usb_only"]:
         notes.append("USB-only block")
     if not reg["pcie_window"]:
-        notes.append("outside libedgetpu's PCIe windows")
+        notes.append("outside PCIe windows")
     return notes
 
 

@@ -110,3 +110,50 @@ def beagle_table() -> RegisterTable:
     """The packaged Beagle table (loaded once)."""
     text = resources.files("forensics").joinpath("data", "beagle_csr.json").read_text(encoding="utf-8")
     return parse_table(json.loads(text))
+
+
+@dataclass(frozen=True)
+class RegisterLookup:
+    """`forensics csr --name 0x484f8` / `--find tileconfig`: what the table says about a query."""
+
+    query: str
+    mode: str                              # "name" (an offset or exact name) or "find" (a fragment)
+    registers: tuple[Register, ...]
+    offset: int | None = None              # the offset asked for, with --name
+    neighbours: tuple[Register, ...] = ()  # nearest named registers around an UNKNOWN offset
+
+    @property
+    def found(self) -> bool:
+        return bool(self.registers)
+
+    def to_dict(self) -> dict:
+        out = {"query": self.query, "mode": self.mode, "found": self.found,
+               "registers": [r.to_dict() for r in self.registers]}
+        if self.offset is not None:
+            out["offset"] = f"0x{self.offset:x}"
+            out["name"] = self.registers[0].name if self.registers else UNKNOWN
+            out["pcie_window"] = in_pcie_window(self.offset)
+            out["neighbours"] = [r.to_dict() for r in self.neighbours]
+        return out
+
+
+def lookup_register(query: str, *, find: bool = False, table: RegisterTable | None = None) -> RegisterLookup:
+    """Name an offset (or find the offset of a name), or list every register matching a fragment."""
+    table = table or beagle_table()
+    if find:
+        return RegisterLookup(query=query, mode="find", registers=table.find(query))
+    try:
+        offset = table.resolve(query)
+    except InputError:
+        # An exact name that is ambiguous or unknown: list the registers of that exact name, if any.
+        matches = table.by_name(query)
+        if matches:
+            return RegisterLookup(query=query, mode="name", registers=matches)
+        raise
+    reg = table.lookup(offset)
+    if reg is not None:
+        return RegisterLookup(query=query, mode="name", registers=(reg,), offset=offset)
+    below = [r for r in table.registers if r.offset < offset][-1:]
+    above = [r for r in table.registers if r.offset > offset][:1]
+    return RegisterLookup(query=query, mode="name", registers=(), offset=offset,
+                          neighbours=tuple(below + above))

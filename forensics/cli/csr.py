@@ -1,0 +1,101 @@
+"""CLI for `forensics csr`: compare two register traces or snapshots, or look a register up."""
+
+from __future__ import annotations
+
+import argparse
+
+from forensics.cli.args import non_negative_int
+
+EXIT_SAME, EXIT_DIFFERENT = 0, 1
+ALL_BITS = (1 << 64) - 1
+
+
+def mask_spec(text: str) -> tuple[str, int]:
+    """`OFFSET=MASK` (bits that may differ) or `OFFSET` alone (the whole value may differ)."""
+    key, sep, mask = text.partition("=")
+    key = key.strip()
+    if not key:
+        raise argparse.ArgumentTypeError(f"expected OFFSET=MASK like 0x48590=0xffffffffffffffff, got {text!r}")
+    if not sep:
+        return key, ALL_BITS
+    try:
+        value = int(mask.strip().replace("_", ""), 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"mask is not an integer in {text!r}") from None
+    if not 0 <= value <= ALL_BITS:
+        raise argparse.ArgumentTypeError(f"mask must fit in 64 bits, got {text!r}")
+    return key, value
+
+
+def cmd_csr(args, out) -> int:
+    from forensics.cli import UsageError
+
+    lookups = [q for q in (args.name, args.find) if q is not None]
+    if lookups:
+        if args.a is not None or args.b is not None:
+            raise UsageError("--name/--find take no trace files")
+        if len(lookups) > 1:
+            raise UsageError("give --name or --find, not both")
+        return _lookup(args, out)
+    if args.a is None or args.b is None:
+        raise UsageError("expected two traces A B, or --name OFFSET, or --find TEXT "
+                         "(see forensics csr --help)")
+    return _compare(args, out)
+
+
+def _compare(args, out) -> int:
+    from forensics.csr.compare import compare_files
+    from forensics.csr.registers import beagle_table
+    from forensics.render.csr import render_comparison
+
+    table = beagle_table()
+    masks: dict[int, int] = {}
+    for key, mask in args.mask or ():
+        offset = table.resolve(key)
+        masks[offset] = masks.get(offset, 0) | mask
+    result = compare_files(args.a, args.b, include_reads=args.reads, masks=masks, snapshot=args.snapshot,
+                           table=table)
+    if args.json:
+        out.json(result.to_dict())
+    else:
+        limit = None if args.limit == 0 else args.limit
+        out.print(*render_comparison(result, limit=limit, show_all=args.all))
+    return EXIT_SAME if result.passed else EXIT_DIFFERENT
+
+
+def _lookup(args, out) -> int:
+    from forensics.csr.registers import lookup_register
+    from forensics.render.csr import render_lookup
+
+    result = lookup_register(args.find if args.find is not None else args.name, find=args.find is not None)
+    if args.json:
+        out.json(result.to_dict())
+    else:
+        out.print(*render_lookup(result))
+    return EXIT_SAME if result.found else EXIT_DIFFERENT
+
+
+def register(subparsers, parents) -> None:
+    p = subparsers.add_parser(
+        "csr", parents=parents, help="compare two Beagle register traces (libedgetpu vs a driver); name offsets",
+        description="Parse two register traces (libedgetpu VLOG(5) lines, [CSR@..] / [INIT][..] driver lines, "
+                    "or `W 0x48788 0x7f` lines; detected line by line, other log lines ignored), name every "
+                    "BAR2 offset after libedgetpu's beagle_csr_offsets.h, line the two sequences up by op and "
+                    "offset, and report value / width mismatches and accesses only in A or only in B. "
+                    "Snapshots (offset=value lines, CSV, JSON) are compared by offset. "
+                    "Exit 0 all match, 1 differences, 2 bad input.")
+    p.add_argument("a", nargs="?", metavar="A", help="reference trace (e.g. libedgetpu's log)")
+    p.add_argument("b", nargs="?", metavar="B", help="trace to check (e.g. your driver's log)")
+    p.add_argument("--reads", action="store_true",
+                   help="compare reads too (runs of reads of one offset count as one POLL); default: writes only")
+    p.add_argument("--mask", action="append", type=mask_spec, metavar="OFFSET=MASK",
+                   help="ignore these bits of this register (offset or name; no =MASK ignores the whole value), "
+                        "e.g. instruction_queue_base or 0x485a8=0xffff; repeatable")
+    p.add_argument("--snapshot", action="store_true",
+                   help="compare by offset (final value per register) instead of in order")
+    p.add_argument("--limit", type=non_negative_int, default=200, metavar="N",
+                   help="table rows before only differing rows are shown (default 200; 0 = no limit)")
+    p.add_argument("--all", action="store_true", help="show every row of the aligned table")
+    p.add_argument("--name", metavar="OFFSET", help="name a BAR2 offset (or find a register's offset by name)")
+    p.add_argument("--find", metavar="TEXT", help="list registers whose name or group contains TEXT")
+    p.set_defaults(handler=cmd_csr)

@@ -1,0 +1,118 @@
+"""Tables and verdict lines for `forensics csr`: the aligned register-access table and register lookups."""
+
+from __future__ import annotations
+
+from rich import box
+from rich.table import Table
+from rich.text import Text
+
+from forensics.csr.compare import MISMATCH_KINDS, register_notes
+
+VERDICT_TEXT = {"match": "match", "value": "VALUE", "width": "WIDTH", "only_a": "ONLY A", "only_b": "ONLY B"}
+
+
+def _table(*columns) -> Table:
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    for name, justify in columns:
+        table.add_column(name, justify=justify, overflow="fold")
+    return table
+
+
+def _verdict_line(passed: bool, message: str) -> Text:
+    text = Text()
+    text.append("PASSED" if passed else "FAILED", style="bold green" if passed else "bold red")
+    text.append(f" | {message}")
+    return text
+
+
+def _cell(access) -> str:
+    """Compact hex (the op column carries the width); a poll says how many reads it took."""
+    if access is None:
+        return "-"
+    return f"0x{access.value:x} x{access.count}" if access.count > 1 else f"0x{access.value:x}"
+
+
+def _op(row) -> str:
+    """`W64`, `R32`, `POLL64`: the op and the access width (A's, else B's); no width when unknown."""
+    width = (row.a.width if row.a is not None else None) or (row.b.width if row.b is not None else None)
+    return (row.a or row.b).op + (str(width) if width else "")
+
+
+def render_comparison(result, *, limit: int | None = 200, show_all: bool = False) -> list:
+    """Header lines, the aligned table, and the one-line verdict."""
+    out = [Text(_source_line("A", result.trace_a)), Text(_source_line("B", result.trace_b))]
+    reads = "writes and reads (polls collapsed)" if result.include_reads else "writes only (--reads adds reads)"
+    out.append(Text(f"{result.mode} comparison of {reads}"
+                    + ("; masked bits: " + ", ".join(f"0x{o:x} ignores 0x{m:x}" for o, m in sorted(result.masks.items()))
+                       if result.masks else "")))
+    rows = result.rows
+    hidden_matches = 0
+    if not show_all and limit is not None and len(rows) > limit:
+        shown = [row for row in rows if row.kind != "match"]
+        hidden_matches = len(rows) - len(shown)
+        rows = shown
+    truncated = 0
+    if not show_all and limit is not None and len(rows) > limit:
+        truncated = len(rows) - limit
+        rows = rows[:limit]
+    if rows:
+        table = _table(("#", "right"), ("op", "left"), ("offset", "right"), ("name", "left"),
+                       ("A", "right"), ("B", "right"), ("verdict", "left"), ("notes", "left"))
+        for col in (1, 2, 4, 5, 6):
+            table.columns[col].no_wrap = True
+        for row in rows:
+            reg = result.registers[row.offset]
+            name = reg["name"] + (f" ({reg['group']})" if reg["group"] else "")
+            verdict = VERDICT_TEXT[row.kind]
+            if row.kind == "width":
+                verdict += f" {row.a.width}/{row.b.width}"
+            if row.masked:
+                verdict += " (masked)"
+            notes = register_notes(reg)
+            if row.offset in result.label_notes:
+                notes.append(result.label_notes[row.offset])
+            style = None if row.kind == "match" else "red"
+            table.add_row(str(row.index), _op(row), f"0x{row.offset:05x}", name, _cell(row.a), _cell(row.b),
+                          Text(verdict, style=style), "; ".join(notes))
+        out.append(table)
+    if hidden_matches:
+        out.append(Text(f"{hidden_matches} matching rows not shown (--all shows every row)"))
+    if truncated:
+        out.append(Text(f"... {truncated} more differing rows (--limit N or --all)"))
+    for note in result.notes:
+        out.append(Text(f"note: {note}"))
+    counts = result.counts
+    summary = (f"{result.accesses_a} accesses in A, {result.accesses_b} in B: {counts['match']} match"
+               + (f" ({result.masked} masked)" if result.masked else "")
+               + "".join(f", {counts[k]} {k}" for k in MISMATCH_KINDS if counts[k]))
+    out.append(_verdict_line(result.passed, summary))
+    return out
+
+
+def render_lookup(result) -> list:
+    out = []
+    if result.registers:
+        table = _table(("offset", "right"), ("name", "left"), ("group", "left"), ("width", "right"),
+                       ("notes", "left"))
+        for reg in result.registers:
+            notes = register_notes({"known": True, "usb_only": reg.usb_only,
+                                    "pcie_window": _in_window(reg.offset)})
+            other = [g for g in reg.groups if g != reg.group]
+            if other:
+                notes.append("also in " + ", ".join(other))
+            table.add_row(f"0x{reg.offset:05x}", reg.name, reg.group, str(reg.width), "; ".join(notes))
+        out.append(table)
+    if result.mode == "find":
+        out.append(Text(f"{len(result.registers)} registers match {result.query!r}"))
+    elif not result.registers:
+        line = f"0x{result.offset:x}: UNKNOWN (not a register libedgetpu names)"
+        if result.neighbours:
+            line += "; nearest: " + ", ".join(f"0x{r.offset:05x} {r.name}" for r in result.neighbours)
+        out.append(Text(line))
+    return out
+
+
+def _in_window(offset: int) -> bool:
+    from forensics.csr.registers import in_pcie_window
+
+    return in_pcie_window(offset)
