@@ -1,0 +1,155 @@
+"""`forensics decode` as one library call: deps + two dumps -> kernel result, image boxes, labels, replay."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+
+from forensics.decode.deps import DecodeDeps
+from forensics.decode.inputs import LoadedInput, load_input
+from forensics.decode.letterbox import Letterbox
+from forensics.decode.ssd import DecodeResult, postprocess
+from forensics.dump import check_readable_file
+from forensics.errors import DependencyError, InputError
+
+
+def read_labels(path) -> tuple[str, ...]:
+    """One class name per line, line number = class id (background excluded), as coral's label files."""
+    path = os.fspath(path)
+    size = check_readable_file(path)
+    if size > 16 << 20:
+        raise InputError("too large for a label file", path)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            lines = fh.read().splitlines()
+    except UnicodeDecodeError:
+        raise InputError("is not UTF-8 text", path) from None
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}", path) from None
+    labels = []
+    for line in lines:
+        # coral label files are either "name" per line or "id  name"
+        parts = line.strip().split(maxsplit=1)
+        if len(parts) == 2 and parts[0].isdigit():
+            index = int(parts[0])
+            while len(labels) < index:
+                labels.append("")
+            labels.append(parts[1].strip())
+        else:
+            labels.append(line.strip())
+    if not any(labels):
+        raise InputError("no labels in the file", path)
+    return tuple(labels)
+
+
+def image_size(path) -> tuple[int, int]:
+    """(width, height) of an image file (Pillow, read lazily; only the header is parsed)."""
+    path = os.fspath(path)
+    check_readable_file(path)
+    try:
+        from PIL import Image, UnidentifiedImageError
+    except ImportError:
+        raise DependencyError("--image needs Pillow: pip install 'forensics[images]'") from None
+    try:
+        with Image.open(path) as img:
+            return int(img.width), int(img.height)
+    except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError) as exc:
+        raise InputError(f"cannot read the image: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}",
+                         path) from None
+
+
+@dataclass(frozen=True)
+class DecodeReport:
+    result: DecodeResult
+    boxes_input: LoadedInput
+    scores_input: LoadedInput
+    deps: DecodeDeps
+    letterbox: Letterbox | None = None
+    input_size: tuple[int, int] | None = None
+    labels: tuple[str, ...] | None = None
+    image_path: str | None = None
+    replay: object | None = None
+
+    def label(self, class_id: int) -> str | None:
+        if self.labels is None or not 0 <= class_id < len(self.labels):
+            return None
+        return self.labels[class_id] or None
+
+    def rows(self) -> list[dict]:
+        """Each kernel row with what the table and JSON add: label, byte x scale, model and image boxes."""
+        out = []
+        q = self.result.scores_quant
+        for det in self.result.detections:
+            row = det.to_dict()
+            row["label"] = self.label(det.class_id)
+            if det.score_code is not None and q is not None:
+                row["score_dequantization"] = {"byte": det.score_code, "scale": q.scale, "zero_point": q.zero_point}
+            if self.input_size is not None:
+                w, h = self.input_size
+                ymin, xmin, ymax, xmax = det.box
+                row["model_box"] = {"xmin": xmin * w, "ymin": ymin * h, "xmax": xmax * w, "ymax": ymax * h}
+            if self.letterbox is not None:
+                row["image_box"] = self.letterbox.to_image(det.box)
+            out.append(row)
+        return out
+
+    def to_dict(self) -> dict:
+        doc = self.result.to_dict()
+        doc["detections"] = self.rows()
+        doc["inputs"] = {"boxes": self.boxes_input.to_dict(), "scores": self.scores_input.to_dict()}
+        doc["deps"] = self.deps.source
+        doc["input_size"] = list(self.input_size) if self.input_size else None
+        doc["letterbox"] = self.letterbox.to_dict() if self.letterbox else None
+        if self.image_path:
+            doc["image"] = self.image_path
+        if self.replay is not None:
+            doc["replay"] = self.replay.to_dict()
+        return doc
+
+
+def decode_dumps(deps: DecodeDeps, boxes_path, scores_path, *, layout: str = "auto", rounding: str = "reference",
+                 image=None, image_wh: tuple[int, int] | None = None, input_wh: tuple[int, int] | None = None,
+                 labels_path=None, replay: bool = False, relayouts: dict | None = None,
+                 tail_model: bytes | None = None) -> DecodeReport:
+    """Decode two dumps with the kernel's semantics; optional image-space boxes, labels and a LiteRT replay."""
+    relayouts = relayouts or {}
+    raw = deps.raw_sizes or {}
+    n = deps.num_anchors
+    boxes_in = load_input(boxes_path, "box deltas", n, deps.box_columns, layout=layout,
+                          raw_size=raw.get(deps.boxes.name), relayout=relayouts.get(deps.boxes.name))
+    scores_in = load_input(scores_path, "scores", n, deps.score_columns, layout=layout,
+                           raw_size=raw.get(deps.scores.name), relayout=relayouts.get(deps.scores.name))
+    for loaded, info, what in ((boxes_in, deps.boxes, "box deltas"), (scores_in, deps.scores, "scores")):
+        if not loaded.dequantized and info.quant is None:
+            raise InputError(f"uint8 {what} need a scale and zero_point ({what.split()[0]} in postprocess.json)")
+    anchors = deps.anchors_codes if deps.anchors_codes is not None else deps.anchors
+    result = postprocess(boxes_in.array, scores_in.array, anchors, deps.options, boxes_quant=deps.boxes.quant,
+                         scores_quant=deps.scores.quant, anchors_quant=deps.anchors_quant, rounding=rounding,
+                         boxes_into_kernel=deps.boxes_into_kernel)
+    input_size = input_wh or deps.input_size
+    image_path = None
+    if image is not None:
+        image_path = os.fspath(image)
+        image_wh = image_size(image_path)
+    letterbox = None
+    if image_wh is not None:
+        if input_size is None:
+            raise InputError("an image size needs the model's input size: give --input-size WxH (Edge TPU "
+                             "segments take feature maps, so their graphs do not say)")
+        letterbox = Letterbox(int(image_wh[0]), int(image_wh[1]), int(input_size[0]), int(input_size[1]))
+    labels = read_labels(labels_path) if labels_path is not None else None
+    replay_result = None
+    if replay:
+        from forensics.decode import replay as replay_mod
+
+        tail_inputs = (deps.boxes.name, deps.scores.name) if tail_model is not None else None
+        replay_result = replay_mod.replay(
+            result, boxes_in.array, scores_in.array, anchors, boxes_quant=deps.boxes.quant,
+            scores_quant=deps.scores.quant, anchors_quant=deps.anchors_quant,
+            boxes_into_kernel=deps.boxes_into_kernel, tail_model=tail_model, tail_inputs=tail_inputs)
+    return DecodeReport(result=result, boxes_input=boxes_in, scores_input=scores_in, deps=deps, letterbox=letterbox,
+                        input_size=tuple(input_size) if input_size else None, labels=labels, image_path=image_path,
+                        replay=replay_result)
+
+
