@@ -204,6 +204,9 @@ def write_deps(directory, anchors, options: PostProcessOptions, *, boxes: Tensor
     if input_size is not None:
         doc["input_size"] = [int(input_size[0]), int(input_size[1])]
     with atomic_directory(directory, replace=True) as tmp:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes 0700; a deps directory is ordinary shared data
         with open(os.path.join(tmp, ANCHORS_FILE), "wb") as fh:
             fh.write(anchors.tobytes())
         with open(os.path.join(tmp, POSTPROCESS_FILE), "w", encoding="utf-8") as fh:
