@@ -38,6 +38,14 @@ def _op(row) -> str:
     return (row.a or row.b).op + (str(width) if width else "")
 
 
+def _source_line(label: str, trace: dict) -> str:
+    formats = ", ".join(f"{name} {count}" for name, count in trace["formats"].items())
+    extra = f"; {trace['ignored_lines']} other lines ignored" if trace.get("ignored_lines") else ""
+    polls = trace.get("raw_accesses", 0) - trace.get("accesses", 0) if trace["kind"] == "trace" else 0
+    poll_note = f"; {polls} repeated reads collapsed into polls" if polls > 0 else ""
+    return f"{label}: {trace['path']} ({trace['kind']}; formats: {formats}{extra}{poll_note})"
+
+
 def render_comparison(result, *, limit: int | None = 200, show_all: bool = False) -> list:
     """Header lines, the aligned table, and the one-line verdict."""
     out = [Text(_source_line("A", result.trace_a)), Text(_source_line("B", result.trace_b))]
@@ -56,25 +64,31 @@ def render_comparison(result, *, limit: int | None = 200, show_all: bool = False
         truncated = len(rows) - limit
         rows = rows[:limit]
     if rows:
-        table = _table(("#", "right"), ("op", "left"), ("offset", "right"), ("name", "left"),
-                       ("A", "right"), ("B", "right"), ("verdict", "left"), ("notes", "left"))
-        for col in (1, 2, 4, 5, 6):
+        table = _table(("#", "right"), ("op", "left"), ("offset", "right"), ("name", "left"), ("group", "left"),
+                       ("A", "right"), ("B", "right"), ("verdict", "left"))
+        for col in (1, 2, 5, 6):
             table.columns[col].no_wrap = True
+        table.columns[3].min_width = 20
+        table.columns[7].min_width = 11
+        noted: dict[int, str] = {}
         for row in rows:
             reg = result.registers[row.offset]
-            name = reg["name"] + (f" ({reg['group']})" if reg["group"] else "")
             verdict = VERDICT_TEXT[row.kind]
             if row.kind == "width":
                 verdict += f" {row.a.width}/{row.b.width}"
             if row.masked:
                 verdict += " (masked)"
-            notes = register_notes(reg)
-            if row.offset in result.label_notes:
-                notes.append(result.label_notes[row.offset])
+            if row.kind != "match" or not reg["known"] or not reg["pcie_window"]:
+                notes = register_notes(reg)
+                if row.offset in result.label_notes:
+                    notes.append(result.label_notes[row.offset])
+                if notes and row.offset not in noted:
+                    noted[row.offset] = f"0x{row.offset:05x} {reg['name']}: " + "; ".join(notes)
             style = None if row.kind == "match" else "red"
-            table.add_row(str(row.index), _op(row), f"0x{row.offset:05x}", name, _cell(row.a), _cell(row.b),
-                          Text(verdict, style=style), "; ".join(notes))
+            table.add_row(str(row.index), _op(row), f"0x{row.offset:05x}", reg["name"], reg["group"],
+                          _cell(row.a), _cell(row.b), Text(verdict, style=style))
         out.append(table)
+        out.extend(Text(f"note: {line}") for line in noted.values())
     if hidden_matches:
         out.append(Text(f"{hidden_matches} matching rows not shown (--all shows every row)"))
     if truncated:
