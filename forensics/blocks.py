@@ -87,11 +87,12 @@ class _Reader(threading.Thread):
         self.join()
 
 
-def stream_pair(dump_a: Dump, dump_b: Dump, start: int, record_size: int, consume, block: int = BLOCK):
+def stream_pair(dump_a: Dump, dump_b: Dump, start: int, record_size: int, consume, block: int | None = None):
     """Call `consume(lo, view_a, view_b)` for every common block (views trimmed to the shorter file).
 
     Both files are read to the end (the longer one's extra blocks only feed its CRC). Returns (crc_a, crc_b).
     """
+    block = block or BLOCK
     readers = [_Reader(d, block_bounds(d.size, start, record_size, block)) for d in (dump_a, dump_b)]
     for reader in readers:
         reader.start()

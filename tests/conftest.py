@@ -52,3 +52,12 @@ def shared_data() -> Path:
     if not SHARED_CORAL.is_dir():
         pytest.skip("../shared/data/coral is absent (a fresh clone): real-model tests skipped")
     return SHARED_CORAL
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _run_from_repo_root():
+    """Tests name bundled files as `dumps/...`, as the README does; run them from the repository root."""
+    old = os.getcwd()
+    os.chdir(REPO)
+    yield
+    os.chdir(old)

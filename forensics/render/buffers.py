@@ -27,8 +27,9 @@ def _num(value: float) -> str:
 
 
 def _values(layout, record: bytes) -> str:
+    """Dequantized data lanes (pad lanes left out: the raw bytes column shows them)."""
     vals = layout.values(record)
-    return " ".join("pad" if lane in layout.pad_lanes else _num(v) for lane, v in enumerate(vals))
+    return " ".join(_num(v) for lane, v in enumerate(vals) if lane not in layout.pad_lanes)
 
 
 def verdict(kind: str, message: str) -> Text:
@@ -143,8 +144,8 @@ def render_diff(result) -> list:
             row = [str(r.index), f"{r.offset:#x}", r.a.hex(" "), r.b.hex(" "), r.xor.hex(" ")]
             if quant:
                 va, vb = result.layout.values(r.a), result.layout.values(r.b)
-                deltas = " ".join("pad" if lane in result.layout.pad_lanes else _num(y - x)
-                                  for lane, (x, y) in enumerate(zip(va, vb)))
+                deltas = " ".join(_num(y - x) for lane, (x, y) in enumerate(zip(va, vb))
+                                  if lane not in result.layout.pad_lanes)
                 row += [_values(result.layout, r.a), _values(result.layout, r.b), deltas]
             table.add_row(*row)
         out.append(table)
@@ -191,13 +192,12 @@ def render_anchors(result) -> list:
             cols = [("anchor", "right"), ("offset", "right"), "bytes"]
             names = layout.field_names
             if layout.quantized:
-                cols += [(n, "right") for n in names]
+                cols += [(n, "right") for lane, n in enumerate(names) if lane not in layout.pad_lanes]
             table = _table(*cols, title="anchors that depart from the dominant record")
             for r in result.nonuniform:
                 row = [str(r.index), f"{r.offset:#x}", r.record.hex(" ")]
                 if layout.quantized:
-                    row += ["pad" if lane in layout.pad_lanes else _num(v)
-                            for lane, v in enumerate(layout.values(r.record))]
+                    row += [_num(v) for lane, v in enumerate(layout.values(r.record)) if lane not in layout.pad_lanes]
                 table.add_row(*row)
             out.append(table)
             if result.nonuniform_truncated:

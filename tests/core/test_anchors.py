@@ -1,0 +1,122 @@
+"""anchors: the exact mode (ties -> first to occur) against collections.Counter, and the story's numbers."""
+
+import json
+from collections import Counter
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from forensics import anchors as anchors_mod
+from forensics.anchors import analyse_anchors
+from forensics.dump import open_dump
+from forensics.layout import RecordLayout
+from tests.conftest import assert_one_line_error
+
+
+def reference_mode(data: bytes, rs: int):
+    records = [data[i:i + rs] for i in range(0, len(data) - len(data) % rs, rs)]
+    counts = Counter(records)
+    first = {}
+    for i, r in enumerate(records):
+        first.setdefault(r, i)
+    best = max(counts, key=lambda r: (counts[r], -first[r]))
+    departing = [i for i, r in enumerate(records) if r != best]
+    return best, counts[best], departing, len(records)
+
+
+@pytest.fixture(scope="module")
+def small_chunks():
+    # Several chunks per buffer, so the per-chunk tallies are merged and the first-chunk guess can be wrong.
+    old_chunk, old_merge = anchors_mod._CHUNK_RECORDS, anchors_mod._MERGE_AT
+    anchors_mod._CHUNK_RECORDS, anchors_mod._MERGE_AT = 7, 5
+    yield
+    anchors_mod._CHUNK_RECORDS, anchors_mod._MERGE_AT = old_chunk, old_merge
+
+
+@st.composite
+def buffers(draw):
+    rs = draw(st.sampled_from([1, 2, 3, 4, 8, 12]))
+    alphabet = [draw(st.binary(min_size=rs, max_size=rs)) for _ in range(draw(st.integers(1, 4)))]
+    n = draw(st.integers(1, 120))
+    data = b"".join(draw(st.sampled_from(alphabet)) for _ in range(n))
+    return data + draw(st.binary(max_size=rs - 1)), rs
+
+
+@given(buffers())
+@settings(max_examples=200, deadline=None)
+def test_mode_equals_counter(tmp_path_factory, small_chunks, case):
+    data, rs = case
+    path = tmp_path_factory.mktemp("a") / "x.bin"
+    path.write_bytes(data)
+    r = analyse_anchors(open_dump(path), RecordLayout(record_size=rs), nonuniform=True, limit=None)
+    best, count, departing, records = reference_mode(data, rs)
+    assert r.dominant.record == best and r.dominant.count == count
+    assert [x.index for x in r.nonuniform] == departing
+    assert r.dominant.count + r.nonuniform_total == r.records == records
+    assert r.region.trailing == len(data) % rs
+    assert sum(t.count for t in r.top) <= records
+    for lane in r.lanes:
+        column = [data[i + lane.lane] for i in range(0, records * rs, rs)]
+        assert (lane.min, lane.max, lane.distinct) == (min(column), max(column), len(set(column)))
+
+
+def make(tmp_path, data: bytes, name="x.bin"):
+    path = tmp_path / name
+    path.write_bytes(data)
+    return open_dump(path)
+
+
+def test_story_case_anchor_203(tmp_path):
+    dump = open_dump("dumps/ours/convert_scores.bin")
+    r = analyse_anchors(dump, RecordLayout(pad_lanes=(2, 3), scale=1 / 256, zero_point=0), nonuniform=True)
+    assert (r.dominant.record.hex(" "), r.dominant.count, r.records) == ("ff 00 80 80", 2025, 2034)
+    assert [x.index for x in r.nonuniform] == [143, 146, 200, 203, 206, 263, 266, 1278, 1284]
+    face = {x.index: r.layout.values(x.record) for x in r.nonuniform}[203]
+    assert face[1] == 255 / 256
+    assert r.head_window_trap and r.first_nonuniform_offset == 143 * 4
+
+
+def test_ties_uniform_and_single_record(tmp_path):
+    r = analyse_anchors(make(tmp_path, b"\x01\x01\x02\x02" * 3 + b"\x03\x03"), RecordLayout(record_size=2))
+    assert r.dominant.record == b"\x01\x01" and [t.record for t in r.tied] == [b"\x02\x02"]
+    r = analyse_anchors(make(tmp_path, b"\xaa" * 64, "u.bin"), RecordLayout())
+    assert r.uniform and r.nonuniform_total == 0 and not r.head_window_trap
+    r = analyse_anchors(make(tmp_path, b"\x01\x02\x03\x04", "one.bin"), RecordLayout())
+    assert r.records == 1 and r.dominant.count == 1 and r.uniform
+
+
+def test_departure_inside_the_window_is_no_trap(tmp_path):
+    data = bytearray(b"\xff\x00\x80\x80" * 100)
+    data[8] = 1
+    r = analyse_anchors(make(tmp_path, bytes(data)), RecordLayout())
+    assert not r.head_window_trap and r.nonuniform_total == 1
+
+
+def test_cli_anchors_story_json(cli):
+    r = cli("anchors", "dumps/ours/convert_scores.bin", "--nonuniform", "--json")
+    assert r.code == 0
+    doc = json.loads(r.out)
+    assert doc["records"] == 2034 and doc["record_size"] == 4
+    assert doc["dominant"] == {"hex": "ff 00 80 80", "count": 2025, "first_index": 0}
+    assert doc["first_nonuniform_offset"] == 572
+    by_index = {n["index"]: n for n in doc["nonuniform"]}
+    assert by_index[203]["hex"] == "01 ff 80 80" and by_index[203]["offset"] == 812
+    assert by_index[203]["values"] == [1 / 256, 255 / 256, 128, 128]  # pad lanes stay raw
+
+
+def test_cli_anchors_table_says_the_trap(cli):
+    r = cli("anchors", "dumps/ours/convert_scores.bin", "--nonuniform")
+    assert "2,025 / 2,034 anchors match ff 00 80 80" in r.out
+    assert "do not judge this buffer by its head" in " ".join(r.out.split())
+    assert "0.9961" in r.out  # anchor 203's face score
+
+
+def test_cli_anchors_bad_inputs(cli, tmp_path):
+    (tmp_path / "e.bin").write_bytes(b"")
+    (tmp_path / "s.bin").write_bytes(b"\x00\x01")
+    (tmp_path / "bad.bin").write_bytes(bytes(8))
+    (tmp_path / "bad.json").write_text("{not json")
+    assert_one_line_error(cli("anchors", tmp_path / "e.bin"), "empty")
+    assert_one_line_error(cli("anchors", tmp_path / "s.bin"), "no whole 4-byte record")
+    assert_one_line_error(cli("anchors", tmp_path / "bad.bin"), "bad.json", "malformed sidecar JSON")
+    assert_one_line_error(cli("anchors", tmp_path / "missing.bin"), "no such file")

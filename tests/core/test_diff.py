@@ -1,0 +1,193 @@
+"""diff: checked against a plain-loop reference, with properties (identity, symmetry) and block edges."""
+
+import json
+import os
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from forensics import blocks
+from forensics.diff import diff_dumps
+from forensics.dump import open_dump
+from forensics.layout import RecordLayout
+from tests.conftest import assert_one_line_error
+
+
+def reference_diff(a: bytes, b: bytes, rs: int, pad=(), tolerance=0, offset=0):
+    """The obvious loop: which records differ, how many bytes, per-lane counts, first differing offset."""
+    common = min(len(a), len(b))
+    records = (common - offset) // rs
+    differing, nbytes, lanes, first = [], 0, [0] * rs, None
+    for i in range(records):
+        pos = offset + i * rs
+        hit = False
+        for lane in range(rs):
+            if lane in pad:
+                continue
+            if abs(a[pos + lane] - b[pos + lane]) > tolerance:
+                hit = True
+                nbytes += 1
+                lanes[lane] += 1
+                first = pos + lane if first is None else first
+        if hit:
+            differing.append(i)
+    trailing_differ = False
+    for pos in range(offset + records * rs, common):
+        if abs(a[pos] - b[pos]) > tolerance:
+            trailing_differ = True
+            nbytes += 1
+            first = pos if first is None else first
+    if first is None and len(a) != len(b):
+        first = common
+    return differing, nbytes, lanes, first, trailing_differ
+
+
+def write(tmp_path, name, data):
+    path = tmp_path / name
+    path.write_bytes(bytes(data))
+    return open_dump(path, allow_empty=True)
+
+
+@st.composite
+def pairs(draw):
+    rs = draw(st.sampled_from([1, 3, 4, 8, 92]))
+    n = draw(st.integers(1, 300))
+    a = bytearray(draw(st.binary(min_size=n, max_size=n)))
+    b = bytearray(a)
+    for _ in range(draw(st.integers(0, 10))):
+        i = draw(st.integers(0, n - 1))
+        b[i] = draw(st.integers(0, 255))
+    if draw(st.booleans()):
+        b += draw(st.binary(max_size=20))
+    pad = tuple(sorted(set(draw(st.lists(st.integers(0, rs - 1), max_size=2))))) if rs > 1 else ()
+    return a, b, rs, pad, draw(st.integers(0, 3))
+
+
+@given(pairs())
+@settings(max_examples=150, deadline=None)
+def test_diff_equals_reference(tmp_path_factory, monkeypatch_block, case):
+    a, b, rs, pad, tol = case
+    tmp = tmp_path_factory.mktemp("d")
+    da, db = write(tmp, "a.bin", a), write(tmp, "b.bin", b)
+    layout = RecordLayout(record_size=rs, pad_lanes=pad)
+    r = diff_dumps(da, db, layout, tolerance=tol, limit=None)
+    differing, nbytes, lanes, first, trailing = reference_diff(a, b, rs, pad, tol)
+    assert [x.index for x in r.records] == differing
+    assert r.records_differing == len(differing)
+    assert r.bytes_differing == nbytes
+    assert list(r.lane_differences) == lanes
+    assert r.first_differing_offset == first
+    assert r.trailing_differ == trailing
+    assert r.bytes_identical == (bytes(a) == bytes(b))
+    for rec in r.records:
+        assert rec.a == bytes(a[rec.offset:rec.offset + rs]) and rec.b == bytes(b[rec.offset:rec.offset + rs])
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_block():
+    # Tiny blocks so hypothesis cases cross many block boundaries (and the record-aligned re-cut).
+    old = blocks.BLOCK
+    blocks.BLOCK = 64
+    yield
+    blocks.BLOCK = old
+
+
+@given(st.binary(min_size=1, max_size=500), st.sampled_from([1, 2, 4, 7]))
+@settings(max_examples=60, deadline=None)
+def test_diff_of_a_buffer_with_itself_is_identical(tmp_path_factory, data, rs):
+    tmp = tmp_path_factory.mktemp("s")
+    d = write(tmp, "a.bin", data)
+    r = diff_dumps(d, d, RecordLayout(record_size=rs))
+    assert r.identical and r.bytes_identical and r.records_differing == 0 and r.first_differing_offset is None
+
+
+@given(pairs())
+@settings(max_examples=60, deadline=None)
+def test_diff_is_symmetric(tmp_path_factory, case):
+    a, b, rs, pad, tol = case
+    tmp = tmp_path_factory.mktemp("y")
+    da, db = write(tmp, "a.bin", a), write(tmp, "b.bin", b)
+    layout = RecordLayout(record_size=rs, pad_lanes=pad)
+    ab = diff_dumps(da, db, layout, tolerance=tol, limit=None)
+    ba = diff_dumps(db, da, layout, tolerance=tol, limit=None)
+    assert ab.records_differing == ba.records_differing and ab.bytes_differing == ba.bytes_differing
+    assert ab.first_differing_offset == ba.first_differing_offset and ab.identical == ba.identical
+    assert [(r.index, r.a, r.b) for r in ab.records] == [(r.index, r.b, r.a) for r in ba.records]
+
+
+def test_offset_and_count_limit_the_region(tmp_path):
+    a = bytearray(400)
+    b = bytearray(400)
+    b[3] = 1      # before the region: ignored by the record comparison, but not by bytes_identical
+    b[100] = 9    # record 0 of the region
+    b[399] = 5    # after the region
+    da, db = write(tmp_path, "a.bin", a), write(tmp_path, "b.bin", b)
+    r = diff_dumps(da, db, RecordLayout(record_size=4, offset=100, count=10))
+    assert r.records_compared == 10 and r.records_differing == 1
+    assert r.records[0].index == 0 and r.records[0].offset == 100
+    assert r.identical is False and r.bytes_identical is False
+
+
+def test_limit_truncates_records_but_counts_all(tmp_path):
+    a = bytes(4000)
+    b = bytes([1]) * 4000
+    r = diff_dumps(write(tmp_path, "a", a), write(tmp_path, "b", b), RecordLayout(), limit=5)
+    assert len(r.records) == 5 and r.records_differing == 1000 and r.records_truncated
+
+
+def test_tolerance_and_pad_make_equal_as_configured(tmp_path):
+    a = bytes.fromhex("ff008080" * 10)
+    b = bytes.fromhex("fe008081" * 10)
+    da, db = write(tmp_path, "a", a), write(tmp_path, "b", b)
+    r = diff_dumps(da, db, RecordLayout(pad_lanes=(3,)), tolerance=1)
+    assert r.identical and not r.bytes_identical
+    r = diff_dumps(da, db, RecordLayout(pad_lanes=(3,)))
+    assert not r.identical and r.lane_differences == (10, 0, 0, 0)
+
+
+def test_cli_diff_identical_one_line(cli):
+    r = cli("diff", "dumps/libedgetpu/convert_scores.bin", "dumps/ours/convert_scores.bin")
+    assert r.code == 0
+    assert r.out.count("\n") == 1 and r.out.startswith("IDENTICAL | 8,136 bytes, CRC32 0x")
+
+
+def test_cli_diff_json_keys_and_broken_case(cli):
+    r = cli("diff", "dumps/libedgetpu/convert_scores.bin", "dumps/broken/convert_scores.bin", "--json", "--limit", "3")
+    assert r.code == 1
+    doc = json.loads(r.out)
+    for key in ("identical", "size_a", "size_b", "crc32_a", "crc32_b", "record_size", "records_compared",
+                "records_differing", "bytes_differing", "first_differing_offset", "records", "records_truncated",
+                "bytes_identical"):
+        assert key in doc
+    assert doc["records_differing"] == 2034 - 1500 and doc["first_differing_offset"] == 1500 * 4
+    assert doc["records"][0] == {"index": 1500, "offset": 6000, "a": "ff 00 80 80", "b": "cc cc cc cc",
+                                 "xor": "33 cc 4c 4c", "values_a": [255 / 256, 0.0, 128, 128],
+                                 "values_b": [204 / 256, 204 / 256, 204, 204]}
+    assert len(doc["records"]) == 3 and doc["records_truncated"] is True
+
+
+def test_cli_diff_different_sizes(cli, tmp_path):
+    (tmp_path / "a.bin").write_bytes(bytes(100))
+    (tmp_path / "b.bin").write_bytes(bytes(90))
+    r = cli("diff", tmp_path / "a.bin", tmp_path / "b.bin", "--json")
+    doc = json.loads(r.out)
+    assert r.code == 1 and doc["identical"] is False and doc["first_differing_offset"] == 90
+    assert doc["records_compared"] == 22 and doc["trailing_bytes"] == 2
+
+
+def test_cli_diff_bad_inputs(cli, tmp_path):
+    good = tmp_path / "g.bin"
+    good.write_bytes(bytes(16))
+    (tmp_path / "empty.bin").write_bytes(b"")
+    assert_one_line_error(cli("diff", good, tmp_path / "nope.bin"), "nope.bin", "no such file")
+    assert_one_line_error(cli("diff", good, tmp_path), "is a directory")
+    assert_one_line_error(cli("diff", good, tmp_path / "empty.bin"), "empty.bin", "empty")
+    assert_one_line_error(cli("diff", good, good, "--record", "0"), "--record")
+    assert_one_line_error(cli("diff", good, good, "--record", "-4"), "--record")
+    assert_one_line_error(cli("diff", good, good, "--offset", "16"), "past the end")
+    assert_one_line_error(cli("diff", good, good, "--scale", "nan"), "--scale")
+    assert_one_line_error(cli("diff", good, good, "--scale", "0"), "--scale")
+    assert_one_line_error(cli("diff", good, good, "--pad", "4"), "pad lane 4")
+    assert_one_line_error(cli("diff", good, good, "--record", "4", "--fields", "a,b"), "2 field names")
+    assert_one_line_error(cli("diff", good, good, "--count", "5"), "run past the end")
+    assert_one_line_error(cli("diff", good), "diff")

@@ -1,0 +1,119 @@
+"""Dumps and sidecars: .npy data bytes, sidecar validation, bad input everywhere, inputs never modified."""
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from forensics.dump import open_dump
+from forensics.errors import InputError
+from tests.conftest import REPO, assert_one_line_error
+
+BUFFER_COMMANDS = [
+    ("diff", "{f}", "{f}"),
+    ("anchors", "{f}"),
+    ("coverage", "{f}", "--sentinel", "cc"),
+    ("hexdump", "{f}"),
+]
+
+
+def test_npy_is_read_as_its_data_bytes(tmp_path, cli):
+    arr = np.frombuffer(bytes.fromhex("ff008080" * 50 + "01ff8080"), dtype=np.uint8).reshape(1, 51, 4)
+    np.save(tmp_path / "s.npy", arr)
+    (tmp_path / "s.bin").write_bytes(arr.tobytes())
+    d = open_dump(tmp_path / "s.npy")
+    assert d.size == 204 and d.data_offset > 0 and d.npy_shape == (1, 51, 4)
+    r = cli("diff", tmp_path / "s.npy", tmp_path / "s.bin")
+    assert r.code == 0
+    r = cli("anchors", tmp_path / "s.npy", "--nonuniform", "--json")
+    assert json.loads(r.out)["nonuniform"][0]["index"] == 50
+
+
+def test_corrupt_npy_is_an_input_error(tmp_path, cli):
+    np.save(tmp_path / "t.npy", np.zeros(100, np.uint8))
+    data = (tmp_path / "t.npy").read_bytes()
+    (tmp_path / "trunc.npy").write_bytes(data[:-10])
+    (tmp_path / "magic.npy").write_bytes(b"NOTNUMPY" + data[8:])
+    assert_one_line_error(cli("anchors", tmp_path / "trunc.npy"), "truncated .npy data")
+    assert_one_line_error(cli("anchors", tmp_path / "magic.npy"), "not a .npy file")
+
+
+def test_sidecar_supplies_layout_and_flags_override(tmp_path, cli):
+    (tmp_path / "x.bin").write_bytes(bytes.fromhex("ff008080" * 3 + "01ff8080"))
+    (tmp_path / "x.json").write_text(json.dumps({"record_size": 4, "pad_lanes": [2, 3], "scale": 0.00390625,
+                                                 "zero_point": 0, "fields": ["bg", "face", "p", "p"]}))
+    doc = json.loads(cli("anchors", tmp_path / "x.bin", "--nonuniform", "--json").out)
+    assert doc["nonuniform"][0]["values"] == [1 / 256, 255 / 256, 128, 128]
+    doc = json.loads(cli("anchors", tmp_path / "x.bin", "--nonuniform", "--json", "--record", "2",
+                         "--fields", "a,b", "--pad", "1").out)
+    assert doc["record_size"] == 2 and doc["records"] == 8
+
+
+@pytest.mark.parametrize("content, fragment", [
+    ("{", "malformed sidecar JSON"),
+    ("[1, 2]", "must be a JSON object"),
+    ('{"record_size": 0}', "record_size"),
+    ('{"record_size": "4"}', "record_size"),
+    ('{"scale": -1}', "scale"),
+    ('{"zero_point": 1.5}', "zero_point"),
+    ('{"pad_lanes": "2,3"}', "pad_lanes"),
+    ('{"fields": [1, 2]}', "fields"),
+])
+def test_bad_sidecars(tmp_path, cli, content, fragment):
+    (tmp_path / "x.bin").write_bytes(bytes(8))
+    (tmp_path / "x.bin.json").write_text(content)
+    assert_one_line_error(cli("anchors", tmp_path / "x.bin"), "x.bin.json", fragment)
+
+
+@pytest.mark.parametrize("argv", BUFFER_COMMANDS, ids=[c[0] for c in BUFFER_COMMANDS])
+def test_missing_directory_empty(tmp_path, cli, argv):
+    (tmp_path / "empty.bin").write_bytes(b"")
+    for target, fragment in ((tmp_path / "none.bin", "no such file"), (tmp_path, "is a directory"),
+                             (tmp_path / "empty.bin", "empty")):
+        args = [a.format(f=target) for a in argv]
+        assert_one_line_error(cli(*args), fragment)
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root can read any file")
+def test_unreadable_file(tmp_path, cli):
+    path = tmp_path / "locked.bin"
+    path.write_bytes(bytes(8))
+    path.chmod(0)
+    assert_one_line_error(cli("anchors", path), "permission denied")
+
+
+def test_inputs_are_never_modified(tmp_path, cli):
+    files = ["dumps/libedgetpu/convert_scores.bin", "dumps/broken/convert_scores.bin", "dumps/ours/input.bin"]
+    before = {f: (hashlib.sha256(open(f, "rb").read()).hexdigest(), os.stat(f).st_mtime_ns) for f in files}
+    cli("crc", *files, "--chunk", "100")
+    cli("diff", files[0], files[1], "--all")
+    cli("anchors", files[1], "--nonuniform")
+    cli("coverage", files[1], "--sentinel", "cc")
+    cli("hexdump", files[0], files[1])
+    after = {f: (hashlib.sha256(open(f, "rb").read()).hexdigest(), os.stat(f).st_mtime_ns) for f in files}
+    assert before == after
+
+
+def test_layout_validation_errors_are_input_errors():
+    from forensics.layout import RecordLayout
+
+    for kwargs in ({"record_size": 0}, {"offset": -1}, {"pad_lanes": (4,)}, {"fields": ("a",)}, {"scale": 0.0}):
+        with pytest.raises(InputError):
+            RecordLayout(**kwargs)
+
+
+def test_python_dash_m_help_and_traceback_flag(tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    r = subprocess.run([sys.executable, "-m", "forensics", "--help"], capture_output=True, text=True, env=env)
+    assert r.returncode == 0 and "crc" in r.stdout and "anchors" in r.stdout
+    r = subprocess.run([sys.executable, "-m", "forensics", "anchors", str(tmp_path / "none.bin"), "--traceback"],
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 2 and "Traceback" in r.stderr and r.stderr.strip().endswith("no such file")
+
+
+def test_unknown_command_is_one_line(cli):
+    assert_one_line_error(cli("frobnicate"), "invalid choice")

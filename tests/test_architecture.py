@@ -1,0 +1,56 @@
+"""The house rules that a parser can check: the library never imports the CLI or rich, and optional
+dependencies are imported lazily (inside functions), so the core works with numpy + rich + flatbuffers."""
+
+import ast
+
+from tests.conftest import REPO
+
+PACKAGE = REPO / "forensics"
+OPTIONAL = {"ai_edge_litert", "tflite_runtime", "PIL", "matplotlib", "pandas", "pyarrow", "nbclient", "nbformat"}
+
+
+def _imports(tree, top_level_only):
+    nodes = tree.body if top_level_only else list(ast.walk(tree))
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            yield node.module
+
+
+def _modules():
+    for path in sorted(PACKAGE.rglob("*.py")):
+        yield path.relative_to(PACKAGE), ast.parse(path.read_text(encoding="utf-8"))
+
+
+def test_library_never_imports_cli_or_rendering():
+    offenders = []
+    for rel, tree in _modules():
+        if rel.parts[0] in ("cli", "render") or rel.name == "__main__.py":
+            continue
+        for name in _imports(tree, top_level_only=False):
+            if name.split(".")[0] == "rich" or name.startswith(("forensics.cli", "forensics.render")):
+                offenders.append(f"{rel}: {name}")
+    assert offenders == []
+
+
+def test_optional_dependencies_are_imported_lazily():
+    offenders = []
+    for rel, tree in _modules():
+        for name in _imports(tree, top_level_only=True):
+            if name.split(".")[0] in OPTIONAL:
+                offenders.append(f"{rel}: {name}")
+    assert offenders == []
+
+
+def test_cli_modules_keep_heavy_imports_inside_handlers():
+    # `forensics --help` imports every CLI module: numpy and rich must wait for the command that needs them.
+    offenders = []
+    for rel, tree in _modules():
+        if rel.parts[0] != "cli":
+            continue
+        for name in _imports(tree, top_level_only=True):
+            if name.split(".")[0] in {"numpy", "rich"} | OPTIONAL:
+                offenders.append(f"{rel}: {name}")
+    assert offenders == []
