@@ -311,6 +311,67 @@ def infer_geometry(anchors, *, source: str | None = None) -> AnchorGeometry:
 
 # --- integration helpers for the commands (anchors / diff / decode with --model or --deps) -------------------
 
+POSTPROCESS_OP = "TFLite_Detection_PostProcess"
+
+
+def model_anchors(model) -> np.ndarray:
+    """The constant anchors a model's TFLite_Detection_PostProcess reads (its input 2), as float32 [N, 4].
+
+    uint8 anchors (the CPU head-layers model) are dequantized with the tensor's scale and zero point, as
+    `extract` writes them to anchors.bin. `model` is a forensics.tflite Model.
+    """
+    for subgraph in model.subgraphs:
+        for op in subgraph.operators:
+            if op.op != POSTPROCESS_OP or len(op.inputs) < 3:
+                continue
+            tensor = subgraph.tensors[op.inputs[2]]
+            data = model.tensor_data(tensor)
+            if data is None:
+                raise InputError(f"the anchors tensor {tensor.name!r} of {POSTPROCESS_OP} is not a constant",
+                                 model.path)
+            data = np.asarray(data)
+            if tensor.dtype != "float32":
+                if tensor.scale is None:
+                    raise InputError(f"the anchors tensor {tensor.name!r} is {tensor.dtype} without a scale",
+                                     model.path)
+                data = ((data.astype(np.float32) - np.float32(tensor.zero_point or 0))
+                        * np.float32(tensor.scale)).astype(np.float32)
+            return np.array(data, dtype=np.float32).reshape(-1, 4)
+    raise InputError(f"the model has no {POSTPROCESS_OP} op, so no anchors and no anchor geometry", model.path)
+
+
+def geometry_for_model(path) -> AnchorGeometry:
+    """Geometry for `--model MODEL`: the anchors of the model's TFLite_Detection_PostProcess."""
+    from forensics.tflite.model import open_model
+
+    with open_model(path) as model:
+        anchors = model_anchors(model)
+    return infer_geometry(anchors, source=os.fspath(path))
+
+
+def geometry_for(model=None, deps=None) -> AnchorGeometry | None:
+    """What the commands call: geometry from `--model` or `--deps`, None when neither is given."""
+    if model is not None:
+        return geometry_for_model(model)
+    if deps is not None:
+        return geometry_for_deps(deps)
+    return None
+
+
+def check_standard(geometry: AnchorGeometry, tolerance: float = 1e-5):
+    """Cross-check with the anchor generator: do the anchors equal the TF OD API SSD defaults (min_scale 0.2,
+    max_scale 0.95, aspect ratios 1, 2, 1/2, 3, 1/3, reduced lowest layer) on the inferred feature maps?
+
+    Returns the generator's AnchorCheck, or None when there is no grid to build a config from.
+    """
+    if not geometry.is_grid or geometry.anchors is None:
+        return None
+    from forensics.decode.ssd_anchors import AnchorConfig, check_anchors
+
+    return check_anchors(geometry.anchors, AnchorConfig(feature_map_sizes=geometry.feature_map_shapes),
+                         tolerance=tolerance)
+
+
 def geometry_from_anchors_file(path) -> AnchorGeometry:
     """Geometry of an `anchors.bin` (the `extract` format: float32 little-endian [N, 4] ycenter, xcenter, h, w)."""
     path = os.fspath(path)
@@ -405,3 +466,105 @@ def cell_marks(geometry: AnchorGeometry, anchors) -> tuple[np.ndarray, ...]:
 def _require_grid(geometry: AnchorGeometry) -> None:
     if not geometry.is_grid:
         raise InputError(f"the anchors have no grid geometry ({geometry.reason}): no per-cell picture possible")
+
+
+# --- what the commands put in their tables, JSON and pictures ---------------------------------------------------
+
+def where_and_prior(geometry: AnchorGeometry | None, anchor: int) -> tuple[str, str]:
+    """The `where` and `prior box` table cells of one anchor: ("L0 r3 c7 b2", "0.175 0.375 0.2828 0.1414")."""
+    if geometry is None:
+        return "", ""
+    prior = geometry.prior(anchor)
+    return geometry.where(anchor), (" ".join(f"{v:.4g}" for v in prior) if prior is not None else "")
+
+
+def annotate(geometry: AnchorGeometry | None, row: dict, anchor: int) -> dict:
+    """A JSON row (listed anchor, detection, differing record) with `geometry` and `prior` added."""
+    if geometry is None:
+        return row
+    prior = geometry.prior(anchor)
+    return {**row, "geometry": geometry.geometry_of(anchor),
+            "prior": {"ycenter": prior[0], "xcenter": prior[1], "h": prior[2], "w": prior[3]} if prior else None}
+
+
+def dump_records(dump, layout, geometry: AnchorGeometry) -> np.ndarray:
+    """[N, record_size] uint8: the dump's first N records from the layout's offset, N = the model's anchors.
+
+    The dump must hold exactly one record per anchor (trailing bytes aside), else the picture would put
+    values on the wrong cells: InputError naming both counts.
+    """
+    region = layout.region(dump.size, dump.path)
+    if region.records != geometry.num_anchors:
+        raise InputError(f"holds {region.records} records of {layout.record_size} bytes but the model has "
+                         f"{geometry.num_anchors} anchors: no per-anchor picture", dump.path)
+    data = dump.read_array(region.start, region.record_bytes)
+    return data.reshape(geometry.num_anchors, layout.record_size)
+
+
+@dataclass(frozen=True)
+class AnchorHeat:
+    """One value per anchor for `--heatmap` / `--grid`, the anchors to mark, and how to label the scale."""
+
+    values: np.ndarray = field(repr=False)
+    marked: tuple[int, ...]
+    label: str
+    vmin: float | None = None
+    vmax: float | None = None
+
+    @property
+    def peak_anchor(self) -> int | None:
+        finite = np.where(np.isfinite(self.values), self.values, -np.inf)
+        return int(np.argmax(finite)) if len(finite) and np.isfinite(finite.max()) else None
+
+    def to_dict(self) -> dict:
+        peak = self.peak_anchor
+        return {"label": self.label, "marked": list(self.marked), "vmin": self.vmin, "vmax": self.vmax,
+                "peak_anchor": peak, "peak_value": float(self.values[peak]) if peak is not None else None}
+
+
+def _value_lanes(layout, lane):
+    data_lanes = layout.data_lanes
+    if lane is not None:
+        if not 0 <= lane < layout.record_size:
+            raise InputError(f"--lane {lane} is outside a {layout.record_size}-byte record "
+                             f"(lanes 0..{layout.record_size - 1})")
+        return (lane,), f"lane {lane} ({layout.field_names[lane]})"
+    if len(data_lanes) > 1:  # scores: lane 0 is the background class; its maximum says nothing of objects
+        return tuple(data_lanes[1:]), "max non-background lane"
+    return tuple(data_lanes), f"lane {data_lanes[0]} ({layout.field_names[data_lanes[0]]})"
+
+
+def anchors_heat(records, layout, *, lane: int | None = None, dominant: bytes | None = None) -> AnchorHeat:
+    """`anchors --heatmap/--grid`: per anchor the maximum non-background lane (lanes after the first data
+    lane; pad lanes skipped) or the chosen `lane`, dequantized when the layout has a scale; the anchors whose
+    record departs from `dominant` (the mode) are marked.
+    """
+    records = np.asarray(records, dtype=np.uint8)
+    lanes, label = _value_lanes(layout, lane)
+    if layout.quantized:
+        values = anchor_values(records, lanes, scale=layout.scale, zero_point=layout.zero_point or 0)
+        lo = (0 - (layout.zero_point or 0)) * layout.scale
+        hi = (255 - (layout.zero_point or 0)) * layout.scale
+    else:
+        values = anchor_values(records, lanes)
+        lo, hi = 0.0, 255.0
+    marked = ()
+    if dominant is not None:
+        ref = np.frombuffer(bytes(dominant), dtype=np.uint8)
+        if len(ref) == records.shape[1]:
+            marked = tuple(int(i) for i in np.flatnonzero(np.any(records != ref, axis=1)))
+    return AnchorHeat(values, marked, label, lo, hi)
+
+
+def diff_heat(records_a, records_b, layout, *, lane: int | None = None, tolerance: int = 0) -> AnchorHeat:
+    """`diff --heatmap/--grid`: per anchor the largest |a - b| over the data lanes (or `lane`), in LSB;
+    anchors differing by more than `tolerance` LSB in those lanes are marked."""
+    a = np.asarray(records_a, dtype=np.uint8)
+    b = np.asarray(records_b, dtype=np.uint8)
+    if lane is not None:
+        lanes, label = _value_lanes(layout, lane)
+    else:
+        lanes, label = tuple(layout.data_lanes), "max |a - b| over lanes"
+    delta = anchor_differences(a, b, lanes)
+    marked = tuple(int(i) for i in np.flatnonzero(delta > tolerance))
+    return AnchorHeat(delta, marked, label + " (LSB)", 0.0, None)
