@@ -20,6 +20,7 @@ EXIT_SAME, EXIT_DIFFERENT, EXIT_ERROR, EXIT_BUG = 0, 1, 2, 3
 COMMAND_MODULES = (
     "forensics.cli.buffers",
     "forensics.cli.csr",
+    "forensics.cli.decode",
 )
 
 
