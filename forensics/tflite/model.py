@@ -357,5 +357,8 @@ def open_model(path) -> Model:
     try:
         return read_model(mm, path, _mmap=mm)
     except BaseException:
-        mm.close()
+        try:
+            mm.close()
+        except BufferError:  # a view into the map is still referenced by the traceback; it goes with it
+            pass
         raise
