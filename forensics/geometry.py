@@ -529,8 +529,10 @@ def _value_lanes(layout, lane):
             raise InputError(f"--lane {lane} is outside a {layout.record_size}-byte record "
                              f"(lanes 0..{layout.record_size - 1})")
         return (lane,), f"lane {lane} ({layout.field_names[lane]})"
-    if len(data_lanes) > 1:  # scores: lane 0 is the background class; its maximum says nothing of objects
+    if len(data_lanes) > 2:  # scores: lane 0 is the background class; its maximum says nothing of objects
         return tuple(data_lanes[1:]), "max non-background lane"
+    if len(data_lanes) == 2:
+        return (data_lanes[1],), f"lane {data_lanes[1]} ({layout.field_names[data_lanes[1]]})"
     return tuple(data_lanes), f"lane {data_lanes[0]} ({layout.field_names[data_lanes[0]]})"
 
 

@@ -207,3 +207,9 @@ def heatmap(geometry: AnchorGeometry, values, *, marked=(), title: str | None = 
         draw.rectangle((MARGIN, y + 2, MARGIN + 9, y + 11), outline=MARK, width=MARK_WIDTH)
         draw.text((MARGIN + 14, y), "marked anchors", fill=TEXT, font=font)
     return Picture(png_bytes(image), width, height, tuple(panels), lo, hi)
+
+
+def heatmap_for(geometry: AnchorGeometry, heat, *, title: str | None = None) -> Picture:
+    """The `--heatmap OUT.png` picture of an `AnchorHeat` (forensics.geometry.anchors_heat / diff_heat)."""
+    return heatmap(geometry, heat.values, marked=heat.marked, title=title, vmin=heat.vmin, vmax=heat.vmax,
+                   value_label=heat.label)

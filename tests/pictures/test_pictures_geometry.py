@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import REAL_SSD_MODELS, SSD_300_MAPS, SSD_320_MAPS, multiple_grid_anchors, read_model_anchors
+from pictures_support import REAL_SSD_MODELS, SSD_300_MAPS, SSD_320_MAPS, multiple_grid_anchors, read_model_anchors
 from forensics.errors import InputError
 from forensics.geometry import (
     AnchorPlace,
@@ -222,3 +222,14 @@ def test_geometry_from_an_extract_directory(tmp_path, ssd320_anchors):
         geometry_for_deps(tmp_path / "empty_dir")
     with pytest.raises(InputError, match="not a directory"):
         geometry_for_deps(tmp_path / "missing")
+
+
+def test_the_projects_generator_and_the_tests_formula_give_the_same_grid(ssd320_anchors):
+    """Cross-check with the decode issue's generator: same anchors (to float32 rounding), same geometry."""
+    ssd_anchors = pytest.importorskip("forensics.decode.ssd_anchors")
+    generated = ssd_anchors.generate_anchors(ssd_anchors.standard_config(320))
+    np.testing.assert_allclose(generated, ssd320_anchors, rtol=1e-4, atol=1e-6)
+    geometry = infer_geometry(generated)
+    assert geometry.feature_map_shapes == SSD_320_MAPS
+    assert geometry.where(203) == "L0 r3 c7 b2"
+    assert np.array_equal(geometry.places(), infer_geometry(ssd320_anchors).places())

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-from conftest import multiple_grid_anchors
+from pictures_support import multiple_grid_anchors
 from forensics.errors import InputError
 from forensics.geometry import infer_geometry
 from forensics.render import pictures
