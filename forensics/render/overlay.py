@@ -55,8 +55,8 @@ def boxes_from_detections(detections, image_size, *, labels=None, score_threshol
             ymin, xmin, ymax, xmax = (float(v) for v in get("box"))
             box = (xmin * width, ymin * height, xmax * width, ymax * height)
         cls = get("class")
-        name = labels[int(cls)] if labels is not None and cls is not None and 0 <= int(cls) < len(labels) else (
-            str(cls) if cls is not None else "")
+        name = get("label") or (labels[int(cls)] if labels is not None and cls is not None
+                                and 0 <= int(cls) < len(labels) else (str(cls) if cls is not None else ""))
         text = f"{name} {float(score):.3f}" if score is not None else name
         anchor = get("anchor")
         if anchor is not None:
@@ -127,3 +127,59 @@ def overlay(image, boxes_a, boxes_b, *, names=("libedgetpu", "ours"), colours=(C
             draw.rectangle((lx + 5, y + 3, lx + 19, y + 11), fill=colour)
         draw.text((lx + 24 if colour is not None else lx + 5, y), line, fill=(20, 20, 20), font=font)
     return Picture(png_bytes(canvas), w, h)
+
+
+def load_detections(path) -> list[dict]:
+    """The detection rows of another decode saved with `forensics decode ... --json > OTHER.json`.
+
+    Accepts that document ({"detections": [...]}) or a bare list of rows; each row needs `box`
+    ([ymin, xmin, ymax, xmax], normalised) or `image_box`. Anything else: one InputError naming the file.
+    """
+    import json
+    import os
+
+    path = os.fspath(path)
+    try:
+        with open(path, "rb") as fh:
+            text = fh.read(64 * 1024 * 1024 + 1)
+    except FileNotFoundError:
+        raise InputError("no such file (--overlay wants a decode --json output)", path) from None
+    except IsADirectoryError:
+        raise InputError("is a directory, expected a decode --json file", path) from None
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}", path) from None
+    if len(text) > 64 * 1024 * 1024:
+        raise InputError("is too large for a decode --json output", path)
+    try:
+        doc = json.loads(text.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"is not a decode --json output (malformed JSON: {exc})", path) from None
+    rows = doc.get("detections") if isinstance(doc, dict) else doc
+    if not isinstance(rows, list):
+        raise InputError("has no \"detections\" list (is it a decode --json output?)", path)
+    for i, row in enumerate(rows):
+        ok = isinstance(row, dict) and (
+            (isinstance(row.get("image_box"), dict)
+             and all(isinstance(row["image_box"].get(k), (int, float)) for k in ("xmin", "ymin", "xmax", "ymax")))
+            or (isinstance(row.get("box"), list) and len(row["box"]) == 4
+                and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in row["box"])))
+        if not ok or not isinstance(row.get("score", 0.0), (int, float)):
+            raise InputError(f"detection {i} has no usable box ([ymin, xmin, ymax, xmax] or image_box)", path)
+    return rows
+
+
+def overlay_rows(image, rows_a, rows_b, *, image_size=None, names=("other", "this"), labels=None,
+                 score_threshold: float = 0.0, title: str | None = None) -> Picture:
+    """`decode --draw OUT.png --overlay OTHER`: two decodes' rows (DecodeReport.rows() or load_detections())
+    on one image. `image` is the original image path (or None with `image_size` = (width, height) for a blank
+    canvas); rows with `image_box` are drawn in image pixels, others scaled from their normalised `box`.
+    """
+    if image is not None and image_size is None:
+        Image, _, _ = _pil()
+        canvas = _load_image(image)
+        image, image_size = canvas, canvas.size
+    if image_size is None:
+        raise InputError("--overlay needs --image IMG or an image size to draw on")
+    a = boxes_from_detections(rows_a, image_size, labels=labels, score_threshold=score_threshold)
+    b = boxes_from_detections(rows_b, image_size, labels=labels, score_threshold=score_threshold)
+    return overlay(image if image is not None else tuple(image_size), a, b, names=names, title=title)

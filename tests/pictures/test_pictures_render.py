@@ -251,3 +251,37 @@ def test_overlay_on_an_unreadable_image_is_an_input_error(tmp_path):
         overlay(bad, [], [])
     with pytest.raises(InputError, match="no such file"):
         overlay(tmp_path / "missing.jpg", [], [])
+
+
+def test_overlay_rows_from_a_saved_decode_json(tmp_path):
+    import json
+
+    from forensics.render.overlay import load_detections, overlay_rows
+
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"num_detections": 1, "detections": [
+        {"row": 0, "anchor": 203, "class": 0, "score": 0.99609375, "box": [0.25, 0.25, 0.75, 0.5],
+         "label": "face"}]}))
+    rows_b = [{"anchor": 203, "class": 0, "score": 0.99609375, "box": [0.25, 0.5, 0.75, 0.75]}]
+    picture = overlay_rows(None, load_detections(other), rows_b, image_size=(200, 100),
+                           names=("libedgetpu", "ours"))
+    image = pixels(picture)
+    assert image.shape == (100, 200, 3)
+    assert tuple(image[50, 48]) == COLOUR_A     # A: x from 0.25 * 200 = 50, 2 px outside
+    assert tuple(image[50, 100]) == COLOUR_B    # B: x from 0.5 * 200 = 100
+
+
+@pytest.mark.parametrize("content, fragment", [
+    ("{", "malformed JSON"),
+    ('{"num_detections": 0}', "no \"detections\" list"),
+    ('{"detections": [{"box": [0, 0, 1]}]}', "detection 0 has no usable box"),
+])
+def test_overlay_other_that_is_not_a_decode_json_is_an_input_error(tmp_path, content, fragment):
+    from forensics.render.overlay import load_detections
+
+    bad = tmp_path / "other.json"
+    bad.write_text(content)
+    with pytest.raises(InputError, match=fragment):
+        load_detections(bad)
+    with pytest.raises(InputError, match="no such file"):
+        load_detections(tmp_path / "missing.json")
