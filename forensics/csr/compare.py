@@ -24,6 +24,8 @@ from forensics.csr.parse import Access, Trace, format_value, read_trace
 from forensics.csr.registers import UNKNOWN, RegisterTable, beagle_table, in_pcie_window
 
 MYERS_MAX_D = 300
+GREEDY_WINDOW = 16   # how far the fallback looks for a local repair
+GREEDY_CONFIRM = 4   # accesses that must agree after it
 KINDS = ("match", "value", "width", "only_a", "only_b")
 MISMATCH_KINDS = KINDS[1:]
 
@@ -136,7 +138,9 @@ def _unique_anchors(a, alo, ahi, b, blo, bhi):
 
 
 def _greedy(a, alo, ahi, b, blo, bhi, out):
-    """Fallback for wildly different regions: walk both, skipping to the nearer next occurrence."""
+    """Fallback for wildly different regions: walk both; at a difference take the smallest substitution,
+    deletion or insertion after which GREEDY_CONFIRM accesses agree, else skip to the nearer next occurrence.
+    O((N+M)·GREEDY_WINDOW·GREEDY_CONFIRM); not minimal, but it re-synchronises after local damage."""
     pos_a, pos_b = {}, {}
     for i in range(alo, ahi):
         pos_a.setdefault(a[i], []).append(i)
@@ -150,6 +154,15 @@ def _greedy(a, alo, ahi, b, blo, bhi, out):
         k = bisect_left(lst, start)
         return lst[k] if k < len(lst) else None
 
+    def agrees(i, j, n=GREEDY_CONFIRM):
+        """a and b agree for n elements from (i, j) (or to the end of either)."""
+        for k in range(n):
+            if i + k >= ahi or j + k >= bhi:
+                return True
+            if a[i + k] != b[j + k]:
+                return False
+        return True
+
     i, j = alo, blo
     while i < ahi and j < bhi:
         if a[i] == b[j]:
@@ -157,19 +170,37 @@ def _greedy(a, alo, ahi, b, blo, bhi, out):
             i += 1
             j += 1
             continue
-        jb = next_at(pos_b, a[i], j)   # where a[i] shows up again in b
-        ia = next_at(pos_a, b[j], i)   # where b[j] shows up again in a
-        if jb is not None and (ia is None or jb - j <= ia - i):
-            out.extend((None, jj) for jj in range(j, jb))
-            j = jb
-        elif ia is not None:
-            out.extend((ii, None) for ii in range(i, ia))
-            i = ia
+        # The cheapest local repair that the following accesses confirm: s substituted, deleted or
+        # inserted accesses, s = 1, 2, ... GREEDY_WINDOW.
+        for s in range(1, GREEDY_WINDOW + 1):
+            if i + s <= ahi and j + s <= bhi and agrees(i + s, j + s):
+                out.extend((ii, None) for ii in range(i, i + s))
+                out.extend((None, jj) for jj in range(j, j + s))
+                i += s
+                j += s
+                break
+            if i + s <= ahi and agrees(i + s, j):
+                out.extend((ii, None) for ii in range(i, i + s))
+                i += s
+                break
+            if j + s <= bhi and agrees(i, j + s):
+                out.extend((None, jj) for jj in range(j, j + s))
+                j += s
+                break
         else:
-            out.append((i, None))
-            out.append((None, j))
-            i += 1
-            j += 1
+            jb = next_at(pos_b, a[i], j)   # where a[i] shows up again in b
+            ia = next_at(pos_a, b[j], i)   # where b[j] shows up again in a
+            if jb is not None and (ia is None or jb - j <= ia - i):
+                out.extend((None, jj) for jj in range(j, jb))
+                j = jb
+            elif ia is not None:
+                out.extend((ii, None) for ii in range(i, ia))
+                i = ia
+            else:
+                out.append((i, None))
+                out.append((None, j))
+                i += 1
+                j += 1
     out.extend((ii, None) for ii in range(i, ahi))
     out.extend((None, jj) for jj in range(j, bhi))
 

@@ -33,7 +33,9 @@ def _cell(access) -> str:
 
 
 def _op(row) -> str:
-    """`W64`, `R32`, `POLL64`: the op and the access width (A's, else B's); no width when unknown."""
+    """`W64`, `R32`, `POLL64`: the op and the access width (A's, else B's; `W64/32` for a width mismatch)."""
+    if row.kind == "width":
+        return f"{row.a.op}{row.a.width}/{row.b.width}"
     width = (row.a.width if row.a is not None else None) or (row.b.width if row.b is not None else None)
     return (row.a or row.b).op + (str(width) if width else "")
 
@@ -66,16 +68,15 @@ def render_comparison(result, *, limit: int | None = 200, show_all: bool = False
     if rows:
         table = _table(("#", "right"), ("op", "left"), ("offset", "right"), ("name", "left"), ("group", "left"),
                        ("A", "right"), ("B", "right"), ("verdict", "left"))
-        for col in (1, 2, 5, 6):
+        for col in (1, 2, 5, 6, 7):
             table.columns[col].no_wrap = True
         table.columns[3].min_width = 20
+        table.columns[4].max_width = 18
         table.columns[7].min_width = 11
         noted: dict[int, str] = {}
         for row in rows:
             reg = result.registers[row.offset]
             verdict = VERDICT_TEXT[row.kind]
-            if row.kind == "width":
-                verdict += f" {row.a.width}/{row.b.width}"
             if row.masked:
                 verdict += " (masked)"
             if row.kind != "match" or not reg["known"] or not reg["pcie_window"]:

@@ -1,0 +1,207 @@
+"""Trace comparison: alignment against an LCS oracle, the open sequence with each mismatch planted once,
+masks, reads and polls, snapshots, the golden table, JSON, and a 100,000-access trace."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import forensics.csr.compare as compare_module
+from forensics.csr.compare import align, compare_files, compare_traces
+from forensics.csr.parse import parse_text
+from tests.csr.traces import driver_open_trace, libedgetpu_open_trace
+
+GOLDEN = Path(__file__).parent / "data" / "open_sequence_table.txt"
+
+
+def lcs_length(a, b) -> int:
+    """Textbook O(N*M) dynamic programme: an independent oracle for the alignment's match count."""
+    prev = [0] * (len(b) + 1)
+    for x in a:
+        cur = [0]
+        for j, y in enumerate(b):
+            cur.append(prev[j] + 1 if x == y else max(prev[j + 1], cur[j]))
+        prev = cur
+    return prev[-1]
+
+
+def check_alignment(a, b, pairs):
+    assert [i for i, _ in pairs if i is not None] == list(range(len(a)))
+    assert [j for _, j in pairs if j is not None] == list(range(len(b)))
+    assert all(a[i] == b[j] for i, j in pairs if i is not None and j is not None)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.integers(0, 4), max_size=40), st.lists(st.integers(0, 4), max_size=40))
+def test_alignment_is_a_longest_common_subsequence(a, b):
+    pairs, _ = align(a, b)
+    check_alignment(a, b, pairs)
+    assert sum(1 for i, j in pairs if i is not None and j is not None) == lcs_length(a, b)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 6), max_size=60), st.lists(st.integers(0, 6), max_size=60))
+def test_capped_alignment_stays_valid(a, b):
+    # With a tiny edit budget the anchored and greedy fallbacks run; the result must still be an alignment.
+    old = compare_module.MYERS_MAX_D
+    compare_module.MYERS_MAX_D = 2
+    try:
+        pairs, methods = align(a, b)
+    finally:
+        compare_module.MYERS_MAX_D = old
+    check_alignment(a, b, pairs)
+
+
+def test_fallbacks_still_find_shared_structure():
+    rng = random.Random(7)
+    a = [rng.randrange(50) for _ in range(400)]
+    b = list(a)
+    for k in range(0, 400, 9):
+        b[k] = 1000 + k          # many substitutions: far more edits than the budget
+    old = compare_module.MYERS_MAX_D
+    compare_module.MYERS_MAX_D = 10
+    try:
+        pairs, methods = align(a, b)
+    finally:
+        compare_module.MYERS_MAX_D = old
+    check_alignment(a, b, pairs)
+    assert set(methods) & {"anchored", "greedy"}
+    # Every untouched position is still matched to itself.
+    matched = {(i, j) for i, j in pairs if i is not None and j is not None}
+    assert sum(1 for k in range(400) if k % 9 and (k, k) in matched) >= 0.95 * sum(1 for k in range(400) if k % 9)
+
+
+def test_open_sequence_reports_each_planted_mismatch_once(open_traces):
+    result = compare_files(*open_traces)
+    assert not result.passed
+    assert result.counts == {"match": 15, "value": 1, "width": 1, "only_a": 1, "only_b": 1}
+    by_kind = {row.kind: row for row in result.mismatches}
+    assert by_kind["value"].offset == 0x485A0 and (by_kind["value"].a.value, by_kind["value"].b.value) == (0x100, 0x80)
+    assert by_kind["width"].offset == 0x48788 and (by_kind["width"].a.width, by_kind["width"].b.width) == (64, 32)
+    assert by_kind["only_a"].offset == 0x486E8 and by_kind["only_a"].b is None
+    assert by_kind["only_b"].offset == 0x486C4 and by_kind["only_b"].a is None
+    assert result.registers[0x486C4]["name"] == "UNKNOWN"
+    assert "0x486c0" in result.label_notes[0x486C4]
+
+
+def test_identical_traces_pass_in_any_formats(tmp_path):
+    a = parse_text(libedgetpu_open_trace())
+    plain = "\n".join(f"{x.op if x.op == 'W' else 'R'}{x.width} 0x{x.offset:x} = 0x{x.value:x}"
+                      for x in a.accesses)
+    b = parse_text(plain)
+    result = compare_traces(a, b, include_reads=True)
+    assert result.passed and result.matched == len(a.accesses)
+
+
+def test_reads_add_polls_and_a_poll_lines_up_with_a_single_read(open_traces):
+    result = compare_files(*open_traces, include_reads=True)
+    assert result.counts["only_a"] == 2       # status_block_update and the tileconfig0 poll
+    missing = [row for row in result.rows if row.kind == "only_a"]
+    assert {(row.op, row.offset) for row in missing} == {("W", 0x486E8), ("POLL", 0x48788)}
+    status = next(row for row in result.rows if row.offset == 0x48570)
+    assert status.kind == "match" and status.a.op == "POLL" and status.a.count == 3 and status.b.op == "R"
+
+
+def test_masks_ignore_fields_that_legitimately_differ(tmp_path, csr_cli):
+    a = tmp_path / "a.log"
+    b = tmp_path / "b.log"
+    a.write_text(libedgetpu_open_trace())
+    b.write_text(libedgetpu_open_trace().replace("0x0000000000100000", "0x0000000000200000")
+                 .replace("0x0000000000101000", "0x0000000000201000"))
+    assert compare_files(a, b).counts["value"] == 2
+    masked = compare_files(a, b, masks={0x48590: (1 << 64) - 1, 0x48598: 0xF00000})
+    assert masked.passed and masked.masked == 2
+    # A mask that leaves the differing bit visible does not hide the mismatch.
+    assert compare_files(a, b, masks={0x48590: 0x100000}).counts["value"] == 2
+    res = csr_cli("csr", a, b, "--mask", "instruction_queue_base", "--mask", "0x48598=0xf00000", "--json")
+    assert res.code == 0, res.out
+    doc = json.loads(res.out)
+    assert doc["masked"] == 2 and doc["masks"] == {"0x48590": "0xffffffffffffffff", "0x48598": "0xf00000"}
+
+
+def test_snapshots_compare_by_offset(tmp_path, csr_cli):
+    a = tmp_path / "a.snap"
+    b = tmp_path / "b.json"
+    a.write_text("0x48788 = 0x7f\n0x44018 = 0x1\n0x485a0 = 0x100\n")
+    b.write_text(json.dumps({"scalarCoreRunControl": "0x1", "0x48788": 127, "0x485a0": "0x80", "0x486c4": 1}))
+    result = compare_files(a, b)
+    assert result.mode == "snapshot"
+    kinds = {row.offset: row.kind for row in result.rows}
+    assert kinds == {0x44018: "match", 0x48788: "match", 0x485A0: "value", 0x486C4: "only_b"}
+    res = csr_cli("csr", a, b, "--json")
+    assert res.code == 1 and json.loads(res.out)["mode"] == "snapshot"
+
+
+def test_a_trace_against_a_snapshot_uses_the_last_write(tmp_path, open_traces):
+    snap = tmp_path / "state.txt"
+    snap.write_text("0x485a0 = 0x100\n0x48788 = 0x7f\n")
+    result = compare_files(open_traces[0], snap)
+    assert result.mode == "snapshot"
+    assert {row.offset: row.kind for row in result.rows if row.kind != "only_a"} == {0x485A0: "match",
+                                                                                    0x48788: "match"}
+
+
+def test_cli_json_fields(csr_cli, open_traces):
+    res = csr_cli("csr", *open_traces, "--json")
+    assert res.code == 1
+    doc = json.loads(res.out)
+    assert doc["accesses_a"] == 18 and doc["accesses_b"] == 18 and doc["matched"] == 15
+    assert doc["a"]["formats"] == {"libedgetpu": 25}
+    assert set(doc["b"]["formats"]) == {"csr-name", "csr-offval", "init-tag", "plain"}
+    kinds = [(m["kind"], m["op"], m["offset"], m["name"], m["a"], m["b"]) for m in doc["mismatches"]]
+    assert kinds == [
+        ("value", "W", "0x485a0", "instruction_queue_size", "0x0000000000000100", "0x0000000000000080"),
+        ("width", "W", "0x48788", "tileconfig0", "0x000000000000007f", "0x0000007f"),
+        ("only_a", "W", "0x486e8", "status_block_update", "0x0000000000000000", None),
+        ("only_b", "W", "0x486c4", "UNKNOWN", None, "0x0000000000000001"),
+    ]
+    assert "0x486c4" in doc["unknown_offsets"]
+
+
+def test_cli_exit_0_when_everything_matches(csr_cli, open_traces):
+    res = csr_cli("csr", open_traces[0], open_traces[0])
+    assert res.code == 0 and "PASSED" in res.out
+
+
+def test_cli_usage_errors(csr_cli, open_traces):
+    from tests.conftest import assert_one_line_error
+
+    assert_one_line_error(csr_cli("csr", open_traces[0]), "two traces")
+    assert_one_line_error(csr_cli("csr", *open_traces, "--mask", "0x48590=zz"), "mask")
+    assert_one_line_error(csr_cli("csr", *open_traces, "--mask", "no_such_register"), "no_such_register")
+    assert_one_line_error(csr_cli("csr", *open_traces, "--name", "0x48788"), "take no trace files")
+
+
+def test_golden_table(csr_cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    Path("libedgetpu.log").write_text(libedgetpu_open_trace())
+    Path("driver.log").write_text(driver_open_trace())
+    res = csr_cli("csr", "libedgetpu.log", "driver.log", "--reads", width=100)
+    assert res.code == 1
+    if os.environ.get("FORENSICS_REGEN_GOLDEN"):  # after a deliberate layout change; review the diff
+        GOLDEN.write_text(res.out)
+    assert res.out == GOLDEN.read_text()
+
+
+def test_long_repetitive_traces_are_aligned_exactly():
+    """100,000 accesses over a handful of offsets (the case difflib is quadratic on), a few planted edits."""
+    rng = random.Random(2024)
+    offsets = [0x485A8, 0x48788, 0x44018, 0x400C0, 0x486A0]
+    base = [(rng.choice(offsets), rng.randrange(4)) for _ in range(100_000)]
+    lines_a = [f"W64 0x{o:x} = 0x{v:x}" for o, v in base]
+    lines_b = list(lines_a)
+    lines_b[10_000] = f"W64 0x{base[10_000][0]:x} = 0x999"    # value
+    del lines_b[50_000]                                     # only_a
+    lines_b.insert(70_000, "W64 0x486c4 = 0x1")             # only_b (an UNKNOWN offset)
+    lines_b[90_000] = lines_b[90_000].replace("W64", "W32")  # width
+    result = compare_traces(parse_text("\n".join(lines_a)), parse_text("\n".join(lines_b)))
+    counts = result.counts
+    assert (counts["value"], counts["only_a"], counts["only_b"], counts["width"]) == (1, 1, 1, 1)
+    assert counts["match"] == 100_000 - 3
+    assert result.alignment == ("myers",)
