@@ -110,7 +110,10 @@ class Trace:
 
 
 def _int(text: str, lineno: int, what: str, path: str | None) -> int:
-    value = int(text, 16) if text[:2].lower() == "0x" else int(text, 10)
+    try:
+        value = int(text, 0)
+    except ValueError:  # decimal with leading zeros ("007"): int(text, 0) refuses, base 10 does not
+        value = int(text, 10)
     if value > MAX_VALUE:
         raise FormatError(f"{what} {text} does not fit in 64 bits", where=[f"line {lineno}"], path=path)
     return value
@@ -138,10 +141,11 @@ def _parse_line(line: str, lineno: int, path: str | None):
     if "offset = 0x" in line:
         m = _LIBEDGETPU.search(line)
         if m:
-            op = "W" if m.group("op") == "Write" else "R"
-            val = m.group("val")
-            return FORMAT_LIBEDGETPU, Access(op, _int("0x" + m.group("off"), lineno, "offset", path),
-                                             _int("0x" + val, lineno, "value", path), _digits_width(val),
+            off, val = m.group("off", "val")
+            if len(off) > 16 or len(val) > 16:
+                _int("0x" + (off if len(off) > 16 else val), lineno, "offset" if len(off) > 16 else "value", path)
+            return FORMAT_LIBEDGETPU, Access("W" if m.group("op") == "Write" else "R", int(off, 16), int(val, 16),
+                                             32 if len(val) == 8 else 64 if len(val) == 16 else None,
                                              lineno, FORMAT_LIBEDGETPU)
     if "[CSR@" in line or "[csr@" in line:
         for fmt, rx in ((FORMAT_CSR_NAME, _CSR_NAME), (FORMAT_CSR_OFFVAL, _CSR_OFFVAL)):
