@@ -250,19 +250,20 @@ def _min_f(a, b):
 
 def iou_one_to_many(boxes: np.ndarray, i: int, others: np.ndarray) -> np.ndarray:
     """ComputeIntersectionOverUnion(i, j) for every j in `others`, in float32 as the kernel writes it."""
-    bi = boxes[i]
-    bj = boxes[others]
+    return _iou_rows(boxes[i], boxes[others], not np.all(np.isfinite(boxes[others])))
+
+
+def _iou_rows(bi: np.ndarray, bj: np.ndarray, careful: bool, area_j: np.ndarray | None = None) -> np.ndarray:
     f0 = np.float32(0.0)
+    # std::max/min semantics differ from np.maximum/minimum only with NaN; use the exact forms then.
+    mx, mn = (_max_f, _min_f) if careful or not np.all(np.isfinite(bi)) else (np.maximum, np.minimum)
     with np.errstate(all="ignore"):
         area_i = (bi[2] - bi[0]) * (bi[3] - bi[1])
-        area_j = (bj[:, 2] - bj[:, 0]) * (bj[:, 3] - bj[:, 1])
+        if area_j is None:
+            area_j = (bj[:, 2] - bj[:, 0]) * (bj[:, 3] - bj[:, 1])
         if area_i <= 0:
-            return np.zeros(len(others), np.float32)
-        iymin = _max_f(bi[0], bj[:, 0])
-        ixmin = _max_f(bi[1], bj[:, 1])
-        iymax = _min_f(bi[2], bj[:, 2])
-        ixmax = _min_f(bi[3], bj[:, 3])
-        inter = _max_f(iymax - iymin, f0) * _max_f(ixmax - ixmin, f0)
+            return np.zeros(len(bj), np.float32)
+        inter = mx(mn(bi[2], bj[:, 2]) - mx(bi[0], bj[:, 0]), f0) * mx(mn(bi[3], bj[:, 3]) - mx(bi[1], bj[:, 1]), f0)
         iou = inter / ((area_i + area_j) - inter)
     return np.where(area_j <= 0, f0, iou).astype(np.float32)
 
@@ -280,6 +281,10 @@ def nms_single_class(boxes: np.ndarray, anchors_idx: np.ndarray, scores: np.ndar
     # Stable descending sort: negation is exact in float32, and a stable ascending sort keeps lower anchors
     # first among equal scores (std::stable_sort with `values[i] > values[j]`).
     order = anchors_idx[np.argsort(-scores, kind="stable")]
+    cand = boxes[order]
+    careful = not np.all(np.isfinite(cand))
+    with np.errstate(all="ignore"):
+        areas = (cand[:, 2] - cand[:, 0]) * (cand[:, 3] - cand[:, 1])
     thr = np.float32(iou_threshold)
     active = np.ones(n, dtype=bool)
     selected: list[int] = []
@@ -294,7 +299,7 @@ def nms_single_class(boxes: np.ndarray, anchors_idx: np.ndarray, scores: np.ndar
         active[i] = False
         rest = np.flatnonzero(active[i + 1:]) + i + 1
         if rest.size:
-            iou = iou_one_to_many(boxes, int(order[i]), order[rest])
+            iou = _iou_rows(cand[i], cand[rest], careful, areas[rest])
             active[rest[iou > thr]] = False
         i += 1
     return selected
@@ -442,11 +447,13 @@ def postprocess(boxes, scores, anchors, options: PostProcessOptions, *, boxes_qu
     else:
         lookup, score_f = None, scores
 
-    decoded = decode_boxes(box_f, anchors_f, options)
-    bad = np.flatnonzero((decoded[:, 0] > decoded[:, 2]) | (decoded[:, 1] > decoded[:, 3]))
-    if bad.size:
-        raise InputError(f"the kernel rejects these inputs: decoded box of anchor {int(bad[0])} has min > max "
-                         "(negative anchor height or width)")
+    decoded = _LazyBoxes(box_f, anchors_f, options)
+    if np.any(anchors_f[:, 2:] < 0):  # only a negative anchor size can give min > max: check them all then
+        full = decoded.all()
+        bad = np.flatnonzero((full[:, 0] > full[:, 2]) | (full[:, 1] > full[:, 3]))
+        if bad.size:
+            raise InputError(f"the kernel rejects these inputs: decoded box of anchor {int(bad[0])} has min > max "
+                             "(negative anchor height or width)")
 
     offset = scores.shape[1] - options.num_classes
     if options.use_regular_nms:
@@ -459,7 +466,29 @@ def postprocess(boxes, scores, anchors, options: PostProcessOptions, *, boxes_qu
         score_columns=int(scores.shape[1]), rounding=rounding if quantized_any else "none",
         boxes_quant=boxes_quant if boxes.dtype == np.uint8 else None,
         scores_quant=scores_quant if scores.dtype == np.uint8 else None,
-        candidates=candidates, decoded_boxes=decoded)
+        candidates=candidates, decoded_boxes=decoded.rows)
+
+
+class _LazyBoxes:
+    """Decoded boxes computed on first use, row by row: the kernel decodes every anchor, but only the
+    candidates' boxes can reach the output (the rest only matter to ValidateBoxes, checked separately)."""
+
+    def __init__(self, deltas, anchors, options):
+        self.deltas, self.anchors, self.options = deltas, anchors, options
+        self.rows = np.zeros((deltas.shape[0], 4), np.float32)
+        self.done = np.zeros(deltas.shape[0], bool)
+
+    def all(self) -> np.ndarray:
+        return self[np.arange(self.deltas.shape[0])]
+
+    def __getitem__(self, index):
+        index = np.asarray(index)
+        need = index[~self.done[index]]
+        if need.size:
+            need = np.unique(need)
+            self.rows[need] = decode_boxes(self.deltas[need], self.anchors[need], self.options)
+            self.done[need] = True
+        return self.rows[index]
 
 
 def _fast(decoded, scores, lookup, score_f, offset, options):
@@ -498,12 +527,15 @@ def _fast(decoded, scores, lookup, score_f, offset, options):
     selected = nms_single_class(decoded, rows, best_val, options.max_detections, options.nms_iou_threshold)
     dets = []
     stride = options.max_classes_per_detection
+    sel = np.asarray(selected, dtype=np.int64)
+    if lookup is not None and sel.size:
+        cols = np.arange(offset, scores.shape[1])
+        all_vals = lookup.values(np.repeat(sel, len(cols)), np.tile(cols, sel.size)).reshape(sel.size, -1)
+    else:
+        all_vals = score_f[sel, offset:] if sel.size else None
+    boxes_sel = decoded[sel] if sel.size else None
     for out_index, anchor in enumerate(selected):
-        if lookup is not None:
-            cols = np.arange(offset, scores.shape[1])
-            vals = lookup.values(np.full(len(cols), anchor), cols)
-        else:
-            vals = score_f[anchor, offset:]
+        vals = all_vals[out_index]
         if k == 1:
             top = [int(np.argmax(vals))]
         else:  # std::partial_sort: equal scores ordered by lower class here (the library's order may differ)
@@ -511,7 +543,7 @@ def _fast(decoded, scores, lookup, score_f, offset, options):
         for col, class_id in enumerate(top):
             code = int(scores[anchor, class_id + offset]) if scores.dtype == np.uint8 else None
             dets.append(Detection(row=stride * out_index + col, anchor=anchor, class_id=class_id,
-                                  score=float(vals[class_id]), box=tuple(float(v) for v in decoded[anchor]),
+                                  score=float(vals[class_id]), box=tuple(float(v) for v in boxes_sel[out_index]),
                                   score_code=code))
     return dets, int(len(rows))
 
@@ -554,5 +586,5 @@ def _regular(decoded, scores, lookup, score_f, offset, options):
         anchor, class_id = merged[idx]
         code = int(scores[anchor, class_id + offset]) if scores.dtype == np.uint8 else None
         dets.append(Detection(row=row, anchor=anchor, class_id=class_id, score=float(merged_scores[idx]),
-                              box=tuple(float(v) for v in decoded[anchor]), score_code=code))
+                              box=tuple(float(v) for v in decoded[np.array([anchor])][0]), score_code=code))
     return dets, int(len(rows))
