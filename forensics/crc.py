@@ -56,6 +56,57 @@ def crc32_combine(crc1: int, crc2: int, len2: int) -> int:
     return crc1 ^ crc2
 
 
+def _zero_byte_operator() -> list[int]:
+    """The GF(2) matrix (as 32 columns) that feeds one zero byte through a CRC32 register."""
+    one_bit = [0xEDB88320] + [1 << n for n in range(31)]
+    two_bits = _gf2_square(one_bit)
+    four_bits = _gf2_square(two_bits)
+    return _gf2_square(four_bits)
+
+
+class CrcShift:
+    """`crc32(A + B) == CrcShift(len(B)).apply(crc32(A)) ^ crc32(B)`, in four table look-ups.
+
+    Building the operator costs ~log2(length) matrix squarings once; applying it is cheap enough to fold
+    thousands of piece CRCs, which lets diff derive a file's CRC from pieces it already checksummed.
+    """
+
+    _cache: dict[int, "CrcShift"] = {}
+
+    def __new__(cls, length: int):
+        cached = cls._cache.get(length)
+        if cached is not None:
+            return cached
+        self = super().__new__(cls)
+        # matrix = (zero-byte operator) ** length, by binary exponentiation over GF(2)
+        result = [1 << n for n in range(32)]  # identity
+        base = _zero_byte_operator()
+        n = length
+        while n:
+            if n & 1:
+                result = [_gf2_times(base, col) for col in result]
+            n >>= 1
+            if n:
+                base = _gf2_square(base)
+        tables = []
+        for k in range(4):
+            cols = result[8 * k:8 * k + 8]
+            table = [0] * 256
+            for b in range(1, 256):
+                low = b & -b
+                table[b] = table[b ^ low] ^ cols[low.bit_length() - 1]
+            tables.append(table)
+        self.length = length
+        self._t0, self._t1, self._t2, self._t3 = tables
+        if len(cls._cache) < 64:
+            cls._cache[length] = self
+        return self
+
+    def apply(self, crc: int) -> int:
+        return (self._t0[crc & 0xFF] ^ self._t1[(crc >> 8) & 0xFF] ^ self._t2[(crc >> 16) & 0xFF]
+                ^ self._t3[crc >> 24])
+
+
 def format_crc(value: int) -> str:
     return f"0x{value:08x}"
 

@@ -101,14 +101,6 @@ class DiffResult:
         }
 
 
-def _equal(a: memoryview, b: memoryview) -> bool:
-    n = len(a)
-    head = n - n % 8
-    if head and not np.array_equal(np.frombuffer(a, np.uint64, head // 8), np.frombuffer(b, np.uint64, head // 8)):
-        return False
-    return a[head:] == b[head:]
-
-
 def diff_dumps(dump_a: Dump, dump_b: Dump, layout: RecordLayout, *, tolerance: int = 0,
                limit: int | None = DEFAULT_LIMIT) -> DiffResult:
     """Compare two dumps record by record over the layout's region of their common length."""
@@ -134,34 +126,42 @@ def diff_dumps(dump_a: Dump, dump_b: Dump, layout: RecordLayout, *, tolerance: i
         "trailing_differ": False,
     }
 
-    def consume(lo: int, va: memoryview, vb: memoryview) -> None:
-        if _equal(va, vb):
+    def consume(lo: int, va: memoryview, vb: memoryview, positions) -> None:
+        if positions is not None and positions.size == 0:
             return
         state["bytes_identical"] = False
         hi = lo + len(va)
         # Whole records of the region inside this block (blocks are record-aligned from region.start).
         r_lo, r_hi = max(lo, rec_lo), min(hi, rec_hi)
         if r_lo < r_hi:
-            a = np.frombuffer(va[r_lo - lo:r_hi - lo], np.uint8).reshape(-1, rs)
-            b = np.frombuffer(vb[r_lo - lo:r_hi - lo], np.uint8).reshape(-1, rs)
+            a_all = np.frombuffer(va[r_lo - lo:r_hi - lo], np.uint8).reshape(-1, rs)
+            b_all = np.frombuffer(vb[r_lo - lo:r_hi - lo], np.uint8).reshape(-1, rs)
+            if positions is None:  # dense: every record of the block
+                candidates = None
+                a, b = a_all, b_all
+            else:  # sparse: only the records that hold a differing byte
+                inside = positions[(positions >= r_lo - lo) & (positions < r_hi - lo)]
+                candidates = np.unique((inside - (r_lo - lo)) // rs)
+                a, b = a_all[candidates], b_all[candidates]
             delta = np.abs(a.astype(np.int16) - b.astype(np.int16))
             mask = (delta > tolerance) & keep
-            rows = np.flatnonzero(mask.any(axis=1))
-            if rows.size:
+            hit = np.flatnonzero(mask.any(axis=1))
+            if hit.size:
+                rows = hit if candidates is None else candidates[hit]
+                mask, delta = mask[hit], delta[hit]
                 first_index = (r_lo - rec_lo) // rs
                 state["records_differing"] += int(rows.size)
                 state["bytes_differing"] += int(np.count_nonzero(mask))
                 state["lanes"] += np.count_nonzero(mask, axis=0)
                 state["max_delta"] = np.maximum(state["max_delta"], np.where(mask, delta, 0).max(axis=0))
                 if state["first"] is None:
-                    row = rows[0]
-                    state["first"] = r_lo + int(row) * rs + int(np.flatnonzero(mask[row])[0])
+                    state["first"] = r_lo + int(rows[0]) * rs + int(np.flatnonzero(mask[0])[0])
                 room = len(rows) if limit is None else max(0, limit - len(state["records"]))
                 for row in rows[:room]:
                     row = int(row)
                     state["records"].append(DifferingRecord(
                         index=first_index + row, offset=r_lo + row * rs,
-                        a=a[row].tobytes(), b=b[row].tobytes()))
+                        a=a_all[row].tobytes(), b=b_all[row].tobytes()))
         # The partial record after the last whole one: compared byte for byte.
         t_lo, t_hi = max(lo, rec_hi), min(hi, region.stop)
         if t_lo < t_hi:
