@@ -1,0 +1,520 @@
+"""The run format: a directory with `manifest.json` (format version, source, model, input, buffers) and one file
+per captured buffer; loading with validation, verifying CRCs, and writing atomically.
+
+A run is written under a hidden temporary name and renamed into place only after every buffer and the manifest
+are on disk (forensics.outputs.atomic_directory), so a capture that crashes leaves no half-written directory
+that looks like a run. The format is documented in docs/runs.md for drivers that write runs themselves.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import hashlib
+import json
+import os
+import re
+import shutil
+import zlib
+from dataclasses import dataclass, field
+
+from forensics import __version__
+from forensics.crc import format_crc
+from forensics.errors import FormatError, InputError
+from forensics.outputs import atomic_directory
+
+FORMAT = "forensics-run"
+VERSION = 1
+MANIFEST = "manifest.json"
+# The story's order: narrow the match down stage by stage and look for the bug in the first that differs.
+STAGES = ("params", "input", "raw", "tensor", "dequantized", "detections")
+ROLES = ("boxes", "scores", "classes", "num_detections")
+_MAX_MANIFEST = 16 << 20
+_COPY_BLOCK = 1 << 20
+
+
+@dataclass(frozen=True)
+class BufferEntry:
+    """One captured buffer: which stage and tensor it is, where its bytes are, and their size and CRC32."""
+
+    stage: str
+    tensor: str
+    file: str  # relative to the run directory, '/' separated
+    size: int
+    crc32: int
+    dtype: str | None = None
+    shape: tuple[int, ...] | None = None
+    scale: float | None = None
+    zero_point: int | None = None
+    record_size: int | None = None
+    role: str | None = None  # boxes / scores (decode inputs), boxes / classes / scores / num_detections (outputs)
+    extra: dict = field(default_factory=dict, compare=False)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.stage, self.tensor
+
+    @property
+    def label(self) -> str:
+        return self.stage if self.tensor == self.stage else f"{self.stage}:{self.tensor}"
+
+    def to_dict(self) -> dict:
+        out = {"stage": self.stage, "tensor": self.tensor, "file": self.file, "size": self.size,
+               "crc32": format_crc(self.crc32)}
+        for name in ("dtype", "scale", "zero_point", "record_size", "role"):
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = value
+        if self.shape is not None:
+            out["shape"] = list(self.shape)
+        out.update(self.extra)
+        return out
+
+
+@dataclass(frozen=True)
+class Run:
+    """A loaded run: the manifest's fields and the run directory its buffer files are relative to."""
+
+    path: str
+    source: str
+    buffers: tuple[BufferEntry, ...]
+    model: dict | None = None  # {"path": ..., "sha256": ...}
+    input_image: str | None = None
+    created: str | None = None
+    tool: str | None = None
+    version: int = VERSION
+    capture: dict | None = None  # how it was captured (runtime, resampling, delegate, tail_only ...)
+
+    @property
+    def stages(self) -> tuple[str, ...]:
+        present = {b.stage for b in self.buffers}
+        return tuple(s for s in STAGES if s in present)
+
+    def buffer(self, stage: str, tensor: str | None = None) -> BufferEntry:
+        """The buffer of `stage` (named `tensor`, or the stage's only buffer); InputError when absent."""
+        matches = [b for b in self.buffers if b.stage == stage and (tensor is None or b.tensor == tensor)]
+        if not matches:
+            have = ", ".join(b.label for b in self.buffers) or "no buffers"
+            want = stage if tensor is None else f"{stage}:{tensor}"
+            raise InputError(f"the run has no {want} buffer (it has {have})", self.path)
+        if len(matches) > 1:
+            raise InputError(f"the run has {len(matches)} {stage} buffers; name one as {stage}:TENSOR "
+                             f"({', '.join(b.tensor for b in matches)})", self.path)
+        return matches[0]
+
+    def file_path(self, entry: BufferEntry) -> str:
+        return os.path.join(self.path, *entry.file.split("/"))
+
+    @property
+    def model_sha256(self) -> str | None:
+        return (self.model or {}).get("sha256")
+
+    def to_dict(self) -> dict:
+        return manifest_dict(self.source, self.buffers, model=self.model, input_image=self.input_image,
+                             created=self.created, tool=self.tool, capture=self.capture, path=self.path)
+
+
+def manifest_dict(source, buffers, *, model=None, input_image=None, created=None, tool=None, capture=None,
+                  path=None) -> dict:
+    out = {"format": FORMAT, "version": VERSION, "source": source, "created": created, "tool": tool,
+           "model": model, "input_image": input_image}
+    if capture:
+        out["capture"] = capture
+    if path is not None:
+        out["path"] = path
+    out["buffers"] = [b.to_dict() for b in buffers]
+    return out
+
+
+# --- loading -------------------------------------------------------------------------------------------
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _parse_crc(value, where, path) -> int:
+    if _is_int(value) and 0 <= value <= 0xFFFFFFFF:
+        return value
+    if isinstance(value, str):
+        text = value.strip().lower()
+        text = text[2:] if text.startswith("0x") else text
+        if re.fullmatch(r"[0-9a-f]{1,8}", text):
+            return int(text, 16)
+    raise FormatError(f"crc32 must be a 32-bit number or hex string like \"0x1a2b3c4d\", got {value!r}",
+                      where=where, path=path)
+
+
+def _check_relative(file: str, where, path) -> str:
+    """Buffer files live inside the run: relative, '/' separated, no '..' (a hostile manifest reads nothing else)."""
+    if not isinstance(file, str) or not file or "\\" in file or file.startswith("/") or ":" in file:
+        raise FormatError(f"file must be a relative path inside the run with '/' separators, got {file!r}",
+                          where=where + ("file",), path=path)
+    parts = file.split("/")
+    if any(p in ("", ".", "..") for p in parts) or file == MANIFEST:
+        raise FormatError(f"file {file!r} must name a file inside the run (no '.', '..' or empty parts)",
+                          where=where + ("file",), path=path)
+    return file
+
+
+def _entry(raw, i: int, path: str) -> BufferEntry:
+    where = ("buffers", str(i))
+    if not isinstance(raw, dict):
+        raise FormatError("each buffer must be a JSON object", where=where, path=path)
+    stage = raw.get("stage")
+    if stage not in STAGES:
+        raise FormatError(f"stage must be one of {', '.join(STAGES)}, got {stage!r}", where=where + ("stage",),
+                          path=path)
+    tensor = raw.get("tensor", stage)
+    if not isinstance(tensor, str) or not tensor:
+        raise FormatError("tensor must be a non-empty string", where=where + ("tensor",), path=path)
+    file = _check_relative(raw.get("file"), where, path)
+    size = raw.get("size")
+    if not _is_int(size) or size < 0:
+        raise FormatError(f"size must be a non-negative integer, got {size!r}", where=where + ("size",), path=path)
+    if "crc32" not in raw:
+        raise FormatError("crc32 is missing", where=where, path=path)
+    crc = _parse_crc(raw["crc32"], where + ("crc32",), path)
+    kw = {}
+    if raw.get("dtype") is not None:
+        if not isinstance(raw["dtype"], str):
+            raise FormatError("dtype must be a string like \"uint8\"", where=where + ("dtype",), path=path)
+        kw["dtype"] = raw["dtype"]
+    if raw.get("shape") is not None:
+        shape = raw["shape"]
+        if not isinstance(shape, list) or not all(_is_int(d) and d >= 0 for d in shape):
+            raise FormatError("shape must be a list of non-negative integers", where=where + ("shape",), path=path)
+        kw["shape"] = tuple(shape)
+    if raw.get("scale") is not None:
+        s = raw["scale"]
+        if not isinstance(s, (int, float)) or isinstance(s, bool) or not (s > 0 and s != float("inf")):
+            raise FormatError("scale must be a positive finite number", where=where + ("scale",), path=path)
+        kw["scale"] = float(s)
+    if raw.get("zero_point") is not None:
+        if not _is_int(raw["zero_point"]):
+            raise FormatError("zero_point must be an integer", where=where + ("zero_point",), path=path)
+        kw["zero_point"] = raw["zero_point"]
+    if raw.get("record_size") is not None:
+        if not _is_int(raw["record_size"]) or raw["record_size"] <= 0:
+            raise FormatError("record_size must be a positive integer", where=where + ("record_size",), path=path)
+        kw["record_size"] = raw["record_size"]
+    if raw.get("role") is not None:
+        if raw["role"] not in ROLES:
+            raise FormatError(f"role must be one of {', '.join(ROLES)}, got {raw['role']!r}",
+                              where=where + ("role",), path=path)
+        kw["role"] = raw["role"]
+    known = {"stage", "tensor", "file", "size", "crc32", "dtype", "shape", "scale", "zero_point", "record_size",
+             "role"}
+    extra = {k: v for k, v in raw.items() if k not in known}
+    return BufferEntry(stage, tensor, file, size, crc, extra=extra, **kw)
+
+
+def parse_manifest(text: str, run_path: str) -> Run:
+    """Validate a manifest's JSON text; every problem is an error naming the manifest and where in it."""
+    path = os.path.join(run_path, MANIFEST)
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"malformed manifest JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
+                         path) from None
+    if not isinstance(raw, dict):
+        raise FormatError("the manifest must be a JSON object", path=path)
+    if raw.get("format") != FORMAT:
+        raise FormatError(f"format must be {FORMAT!r}, got {raw.get('format')!r} (not a forensics run)",
+                          where=("format",), path=path)
+    version = raw.get("version")
+    if not _is_int(version) or version < 1:
+        raise FormatError(f"version must be a positive integer, got {version!r}", where=("version",), path=path)
+    if version > VERSION:
+        raise InputError(f"run format version {version} is newer than this forensics reads ({VERSION}); "
+                         "upgrade forensics", path)
+    source = raw.get("source")
+    if not isinstance(source, str) or not source.strip():
+        raise FormatError("source must be a non-empty string such as \"libedgetpu\" or \"ours\"",
+                          where=("source",), path=path)
+    model = raw.get("model")
+    if model is not None:
+        if not isinstance(model, dict) or not all(isinstance(model.get(k), (str, type(None)))
+                                                  for k in ("path", "sha256")):
+            raise FormatError("model must be null or {\"path\": ..., \"sha256\": ...}", where=("model",), path=path)
+        sha = model.get("sha256")
+        if sha is not None and not re.fullmatch(r"[0-9a-f]{64}", sha):
+            raise FormatError("model sha256 must be 64 lowercase hex digits", where=("model", "sha256"), path=path)
+    for key in ("input_image", "created", "tool"):
+        if raw.get(key) is not None and not isinstance(raw[key], str):
+            raise FormatError(f"{key} must be a string or null", where=(key,), path=path)
+    capture = raw.get("capture")
+    if capture is not None and not isinstance(capture, dict):
+        raise FormatError("capture must be an object", where=("capture",), path=path)
+    buffers = raw.get("buffers")
+    if not isinstance(buffers, list):
+        raise FormatError("buffers must be a list", where=("buffers",), path=path)
+    entries, seen, files = [], set(), set()
+    for i, item in enumerate(buffers):
+        entry = _entry(item, i, path)
+        if entry.key in seen:
+            raise FormatError(f"two buffers are {entry.label}", where=("buffers", str(i)), path=path)
+        if entry.file in files:
+            raise FormatError(f"two buffers share the file {entry.file!r}", where=("buffers", str(i)), path=path)
+        seen.add(entry.key)
+        files.add(entry.file)
+        entries.append(entry)
+    return Run(path=run_path, source=source.strip(), buffers=tuple(entries), model=model,
+               input_image=raw.get("input_image"), created=raw.get("created"), tool=raw.get("tool"),
+               version=version, capture=capture)
+
+
+def load_run(path) -> Run:
+    """Open a run directory read-only and validate its manifest (files are checked by `verify_run`)."""
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise InputError("no such run directory", path)
+    if not os.path.isdir(path):
+        raise InputError("is not a directory (a run is a directory with manifest.json)", path)
+    manifest = os.path.join(path, MANIFEST)
+    if not os.path.isfile(manifest):
+        raise InputError("no manifest.json: not a run (or a capture that did not finish)", path)
+    try:
+        with open(manifest, "rb") as fh:
+            data = fh.read(_MAX_MANIFEST + 1)
+    except OSError as exc:
+        raise InputError(f"cannot read the manifest: {exc.strerror or exc}", manifest) from None
+    if len(data) > _MAX_MANIFEST:
+        raise InputError("manifest is larger than 16 MiB", manifest)
+    if not data.strip():
+        raise InputError("manifest is empty", manifest)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError("manifest is not UTF-8 text", manifest) from None
+    return parse_manifest(text, path)
+
+
+# --- verifying -----------------------------------------------------------------------------------------
+
+def file_crc32(path) -> tuple[int, int]:
+    """(size, CRC32) of a file, streamed."""
+    crc, size = 0, 0
+    buf = bytearray(_COPY_BLOCK)
+    view = memoryview(buf)
+    with open(path, "rb", buffering=0) as fh:
+        while True:
+            n = fh.readinto(view)
+            if not n:
+                break
+            crc = zlib.crc32(view[:n], crc)
+            size += n
+    return size, crc
+
+
+@dataclass(frozen=True)
+class BufferCheck:
+    """A buffer's file against its manifest entry: ok, changed (size or CRC), or missing."""
+
+    entry: BufferEntry
+    status: str  # "ok" / "changed" / "missing"
+    size: int | None
+    crc32: int | None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def message(self, run_path: str) -> str:
+        where = os.path.join(run_path, *self.entry.file.split("/"))
+        if self.status == "missing":
+            return f"{where}: buffer {self.entry.label} is missing (the manifest lists it)"
+        if self.size != self.entry.size:
+            return (f"{where}: buffer {self.entry.label} changed after capture: {self.size} bytes, the manifest "
+                    f"says {self.entry.size}")
+        return (f"{where}: buffer {self.entry.label} changed after capture: CRC32 {format_crc(self.crc32)}, the "
+                f"manifest says {format_crc(self.entry.crc32)}")
+
+    def to_dict(self) -> dict:
+        return {"stage": self.entry.stage, "tensor": self.entry.tensor, "status": self.status,
+                "size": self.size, "crc32": format_crc(self.crc32) if self.crc32 is not None else None,
+                "manifest_size": self.entry.size, "manifest_crc32": format_crc(self.entry.crc32)}
+
+
+def check_buffer(run: Run, entry: BufferEntry) -> BufferCheck:
+    path = run.file_path(entry)
+    try:
+        if not os.path.isfile(path):
+            return BufferCheck(entry, "missing", None, None)
+        size, crc = file_crc32(path)
+    except OSError:
+        return BufferCheck(entry, "missing", None, None)
+    status = "ok" if (size, crc) == (entry.size, entry.crc32) else "changed"
+    return BufferCheck(entry, status, size, crc)
+
+
+def verify_run(run: Run) -> tuple[BufferCheck, ...]:
+    return tuple(check_buffer(run, e) for e in run.buffers)
+
+
+# --- writing -------------------------------------------------------------------------------------------
+
+def sha256_file(path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(_COPY_BLOCK), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def model_record(path) -> dict:
+    """The manifest's `model`: the path as given and the file's sha256 (runs of different models say so)."""
+    path = os.fspath(path)
+    try:
+        return {"path": path, "sha256": sha256_file(path)}
+    except FileNotFoundError:
+        raise InputError("no such model file", path) from None
+    except IsADirectoryError:
+        raise InputError("is a directory, expected a .tflite file", path) from None
+    except OSError as exc:
+        raise InputError(f"cannot read the model: {exc.strerror or exc}", path) from None
+
+
+def now_utc() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def safe_name(text: str) -> str:
+    """A file name for a tensor name (`TFLite_Detection_PostProcess:1` -> `TFLite_Detection_PostProcess_1`)."""
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._") or "buffer"
+    return name[:120]
+
+
+class RunBuilder:
+    """Collects buffers into a temporary directory; `write_run` renames it into place when done."""
+
+    def __init__(self, directory: str, source: str, base: Run | None):
+        self.directory = directory
+        self.source = source
+        self.entries: dict[tuple[str, str], BufferEntry] = {}
+        self.replaced: list[str] = []
+        self.model = base.model if base else None
+        self.input_image = base.input_image if base else None
+        self.capture = dict(base.capture) if base and base.capture else None
+        self.created = base.created if base else None
+        if base is not None:
+            for entry in base.buffers:
+                self._link(base.file_path(entry), entry.file)
+                self.entries[entry.key] = entry
+
+    def _link(self, src: str, rel: str) -> None:
+        dst = os.path.join(self.directory, *rel.split("/"))
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        try:
+            os.link(src, dst)  # the old run's files, without copying gigabytes
+        except OSError:
+            shutil.copyfile(src, dst)
+
+    def _file_for(self, stage: str, tensor: str) -> str:
+        used = {e.file for k, e in self.entries.items() if k != (stage, tensor)}
+        base = f"{stage}/{safe_name(tensor)}"
+        name, n = base + ".bin", 2
+        while name in used:
+            name, n = f"{base}-{n}.bin", n + 1
+        return name
+
+    def _drop(self, stage: str, tensor: str) -> None:
+        old = self.entries.pop((stage, tensor), None)
+        if old is not None:
+            self.replaced.append(old.label)
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(self.directory, *old.file.split("/")))
+
+    def add_bytes(self, stage: str, tensor: str | None, data, **meta) -> BufferEntry:
+        tensor = tensor or stage
+        self._check(stage, tensor)
+        self._drop(stage, tensor)
+        rel = self._file_for(stage, tensor)
+        dst = os.path.join(self.directory, *rel.split("/"))
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        view = memoryview(data).cast("B") if not isinstance(data, (bytes, bytearray)) else data
+        with open(dst, "wb") as fh:
+            fh.write(view)
+        entry = BufferEntry(stage, tensor, rel, len(view), zlib.crc32(view), **_meta(meta))
+        self.entries[entry.key] = entry
+        return entry
+
+    def add_file(self, stage: str, tensor: str | None, src, **meta) -> BufferEntry:
+        """Copy a dump into the run (streamed), with its size and CRC32."""
+        tensor = tensor or stage
+        self._check(stage, tensor)
+        src = os.fspath(src)
+        from forensics.dump import check_readable_file
+
+        check_readable_file(src)
+        self._drop(stage, tensor)
+        rel = self._file_for(stage, tensor)
+        dst = os.path.join(self.directory, *rel.split("/"))
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        crc, size = 0, 0
+        try:
+            with open(src, "rb") as fin, open(dst, "wb") as fout:
+                for block in iter(lambda: fin.read(_COPY_BLOCK), b""):
+                    crc = zlib.crc32(block, crc)
+                    size += len(block)
+                    fout.write(block)
+        except OSError as exc:
+            raise InputError(f"cannot copy into the run: {exc.strerror or exc}", src) from None
+        entry = BufferEntry(stage, tensor, rel, size, crc, **_meta(meta))
+        self.entries[entry.key] = entry
+        return entry
+
+    @staticmethod
+    def _check(stage: str, tensor: str) -> None:
+        if stage not in STAGES:
+            raise InputError(f"unknown stage {stage!r} (stages: {', '.join(STAGES)})")
+        if not tensor:
+            raise InputError("a buffer needs a tensor name")
+
+    def ordered(self) -> list[BufferEntry]:
+        order = {s: i for i, s in enumerate(STAGES)}
+        entries = list(self.entries.values())
+        return sorted(entries, key=lambda e: order[e.stage])  # stable: capture order within a stage
+
+    def manifest(self) -> dict:
+        return manifest_dict(self.source, self.ordered(), model=self.model, input_image=self.input_image,
+                             created=self.created or now_utc(), tool=f"forensics {__version__}",
+                             capture=self.capture)
+
+
+def _meta(meta: dict) -> dict:
+    out = {}
+    for key, value in meta.items():
+        if value is None:
+            continue
+        if key == "shape":
+            value = tuple(int(d) for d in value)
+        out[key] = value
+    return out
+
+
+@contextlib.contextmanager
+def write_run(path, source: str, *, add: bool = False, replace: bool = False):
+    """Build a run atomically: `with write_run(dir, "ours") as b: b.add_file(...)`.
+
+    add=True starts from the run already at `path` (when there is one) and replaces it in one rename; the
+    manifest is written last, into the temporary directory, so no reader ever sees a partial run.
+    """
+    path = os.path.abspath(os.fspath(path))
+    if not isinstance(source, str) or not source.strip():
+        raise InputError("a run needs a source name such as libedgetpu or ours")
+    base = None
+    if add and os.path.exists(path):
+        base = load_run(path)
+        if base.source != source.strip():
+            raise InputError(f"the run's source is {base.source!r}, not {source.strip()!r} (one run per source)",
+                             path)
+    elif os.path.exists(path) and not replace:
+        raise InputError("already exists (choose a new run directory)", path)
+    with atomic_directory(path, replace=base is not None or replace) as tmp:
+        builder = RunBuilder(tmp, source.strip(), base)
+        yield builder
+        text = json.dumps(builder.manifest(), indent=2) + "\n"
+        with open(os.path.join(tmp, MANIFEST), "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
