@@ -33,6 +33,18 @@ def atomic_write(path, mode: str = "wb"):
         raise
 
 
+def check_writable(path) -> None:
+    """Fail early, before any work, when an output file cannot be created where asked."""
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise InputError("is a directory, expected an output file path", path)
+    if not os.path.isdir(directory):
+        raise InputError("output directory does not exist", path)
+    if not os.access(directory, os.W_OK):
+        raise InputError("output directory is not writable", path)
+
+
 def write_bytes_atomic(path, data) -> None:
     try:
         with atomic_write(path) as fh:

@@ -9,12 +9,40 @@ from forensics.cli.args import add_layout_flags, hex_pattern, non_negative_int, 
 EXIT_SAME, EXIT_DIFFERENT = 0, 1
 
 
-def _layout(args, dump):
-    """The record layout for one dump: its sidecar, overridden by flags."""
-    from forensics.layout import layout_from
+def _context(args, dump):
+    """Layout (model tensor or sidecar, overridden by flags) and anchor geometry (--model / --deps)."""
+    from forensics.modeldumps import dump_context
 
-    return layout_from(dump.meta, record_size=args.record, offset=args.offset, count=getattr(args, "count", None),
-                       fields=args.fields, pad_lanes=args.pad, scale=args.scale, zero_point=args.zero_point)
+    return dump_context(dump, model=args.model, tensor=args.tensor, labels=args.labels,
+                        deps=getattr(args, "deps", None), record_size=args.record, offset=args.offset,
+                        count=getattr(args, "count", None), fields=args.fields, pad_lanes=args.pad,
+                        scale=args.scale, zero_point=args.zero_point)
+
+
+def _check_picture_flags(args, context) -> None:
+    from forensics.errors import InputError
+
+    if (args.heatmap or args.grid) and context.geometry is None:
+        raise InputError("--heatmap and --grid need the anchors' geometry: give --model MODEL or --deps DIR")
+    if args.heatmap:
+        from forensics.outputs import check_writable
+
+        check_writable(args.heatmap)
+
+
+def _pictures(args, out, context, heat, title: str, doc: dict | None):
+    """Write --heatmap, print --grid; in JSON mode record what was drawn under `heatmap`."""
+    if args.heatmap:
+        from forensics.render.pictures import heatmap_for
+
+        picture = heatmap_for(context.geometry, heat, title=title)
+        picture.save(args.heatmap)
+        if doc is not None:
+            doc["heatmap"] = {"path": args.heatmap, **picture.to_dict(), **heat.to_dict()}
+    if args.grid and doc is None:
+        from forensics.render.grid import grid_for
+
+        out.print(grid_for(context.geometry, heat, title=title))
 
 
 def _limit(args):
@@ -42,13 +70,38 @@ def cmd_diff(args, out) -> int:
     from forensics.dump import open_dump
     from forensics.render.buffers import render_diff
 
+    from forensics.modeldumps import annotate_rows, records_by_anchor, remap_indices
+
     dump_a, dump_b = open_dump(args.a), open_dump(args.b)
-    layout = _layout(args, dump_a if dump_a.meta is not None else dump_b)
-    result = diff_dumps(dump_a, dump_b, layout, tolerance=args.tolerance, limit=_limit(args))
+    context = _context(args, dump_a if dump_a.meta is not None or dump_b.meta is None else dump_b)
+    if context.view is not None:
+        other = _context(args, dump_b)
+        if other.view.mode != context.view.mode:
+            from forensics.errors import InputError
+
+            raise InputError(f"A is the {context.view.mode} layout ({dump_a.size:,} bytes) and B the "
+                             f"{other.view.mode} layout ({dump_b.size:,} bytes) of {args.tensor!r}: relayout one "
+                             f"first (forensics relayout ... --layer {args.tensor})")
+    _check_picture_flags(args, context)
+    result = diff_dumps(dump_a, dump_b, context.layout, tolerance=args.tolerance, limit=_limit(args))
+    result = remap_indices(result, context, "records")
+    heat = None
+    if args.heatmap or args.grid:
+        from forensics.geometry import diff_heat
+
+        heat = diff_heat(records_by_anchor(dump_a, context), records_by_anchor(dump_b, context), context.layout,
+                         lane=args.lane, tolerance=args.tolerance)
     if args.json:
-        out.json(result.to_dict())
+        doc = result.to_dict()
+        doc["records"] = annotate_rows(doc["records"], context.geometry)
+        doc.update(context.to_dict())
+        if heat is not None:
+            _pictures(args, out, context, heat, "differences A vs B", doc)
+        out.json(doc)
     else:
-        out.print(*render_diff(result))
+        out.print(*render_diff(result, geometry=context.geometry))
+        if heat is not None:
+            _pictures(args, out, context, heat, "differences A vs B", None)
     return EXIT_SAME if result.identical else EXIT_DIFFERENT
 
 
@@ -59,13 +112,32 @@ def cmd_anchors(args, out) -> int:
     from forensics.dump import open_dump
     from forensics.render.buffers import render_anchors
 
+    from forensics.modeldumps import annotate_rows, records_by_anchor, remap_indices
+
     dump = open_dump(args.file)
-    result = analyse_anchors(dump, _layout(args, dump), nonuniform=args.nonuniform, top=args.top,
+    context = _context(args, dump)
+    _check_picture_flags(args, context)
+    result = analyse_anchors(dump, context.layout, nonuniform=args.nonuniform, top=args.top,
                              window=args.window, limit=_limit(args))
+    result = remap_indices(result, context, "nonuniform")
+    heat = None
+    if args.heatmap or args.grid:
+        from forensics.geometry import anchors_heat
+
+        heat = anchors_heat(records_by_anchor(dump, context), context.layout, lane=args.lane,
+                            dominant=result.dominant.record)
     if args.json:
-        out.json(result.to_dict())
+        doc = result.to_dict()
+        if "nonuniform" in doc:
+            doc["nonuniform"] = annotate_rows(doc["nonuniform"], context.geometry)
+        doc.update(context.to_dict())
+        if heat is not None:
+            _pictures(args, out, context, heat, "scores per cell", doc)
+        out.json(doc)
     else:
-        out.print(*render_anchors(result))
+        out.print(*render_anchors(result, geometry=context.geometry))
+        if heat is not None:
+            _pictures(args, out, context, heat, "scores per cell", None)
     return EXIT_SAME
 
 
@@ -91,7 +163,6 @@ def cmd_coverage(args, out) -> int:
 def cmd_hexdump(args, out) -> int:
     from forensics.dump import open_dump
     from forensics.hexdump import hexdump
-    from forensics.layout import layout_from
     from forensics.render.buffers import render_hexdump
 
     dump_a = open_dump(args.file)
@@ -100,15 +171,35 @@ def cmd_hexdump(args, out) -> int:
         from forensics.errors import InputError
 
         raise InputError("give either --anchor or --at, not both")
-    layout = layout_from(dump_a.meta, record_size=args.record, offset=args.offset, fields=args.fields,
-                         pad_lanes=args.pad, scale=args.scale, zero_point=args.zero_point)
-    result = hexdump(dump_a, dump_b, layout, anchor=args.anchor, context=args.context,
+    context = _context(args, dump_a)
+    anchor = args.anchor
+    if anchor is not None and context.record_order is not None:  # the anchor's record in the chip's order
+        anchor = int(context.record_order[anchor]) if anchor < len(context.record_order) else anchor
+    result = hexdump(dump_a, dump_b, context.layout, anchor=anchor, context=args.context,
                      offset=args.byte_offset, length=args.length)
     if args.json:
         out.json(result.to_dict())
     else:
         out.print(*render_hexdump(result))
     return EXIT_SAME
+
+
+def _add_model_flags(parser, *, geometry: bool = True, pictures: bool = True) -> None:
+    group = parser.add_argument_group("model knowledge (optional)")
+    group.add_argument("--model", default=None, metavar="MODEL.tflite",
+                       help="read the layout (with --tensor) and the anchor geometry from this model")
+    group.add_argument("--tensor", default=None, metavar="NAME",
+                       help="the model tensor this dump holds, raw (chip layout) or as the TFLite tensor")
+    group.add_argument("--labels", default=None, metavar="FILE", help="class names, one per line (scores)")
+    if geometry:
+        group.add_argument("--deps", default=None, metavar="DIR",
+                           help="anchor geometry from an extract directory (anchors.bin + postprocess.json)")
+    if pictures:
+        pics = parser.add_argument_group("pictures (need --model or --deps)")
+        pics.add_argument("--heatmap", default=None, metavar="OUT.png", help="one panel per feature-map layer")
+        pics.add_argument("--grid", action="store_true", help="the same map in block characters, in the terminal")
+        pics.add_argument("--lane", type=non_negative_int, default=None, metavar="N",
+                          help="picture this lane (class) instead of the maximum non-background lane")
 
 
 def register(subparsers, parents) -> None:
@@ -133,6 +224,7 @@ def register(subparsers, parents) -> None:
     p.add_argument("--limit", type=non_negative_int, default=20, metavar="N",
                    help="list at most N differing records (default 20; 0 = all)")
     p.add_argument("--all", action="store_true", help="list every differing record")
+    _add_model_flags(p)
     p.set_defaults(handler=cmd_diff)
 
     p = subparsers.add_parser(
@@ -148,6 +240,7 @@ def register(subparsers, parents) -> None:
     p.add_argument("--limit", type=non_negative_int, default=1000, metavar="N",
                    help="list at most N departing anchors (default 1000; 0 = all)")
     p.add_argument("--all", action="store_true", help="list every departing anchor")
+    _add_model_flags(p)
     p.set_defaults(handler=cmd_anchors)
 
     p = subparsers.add_parser(
@@ -175,4 +268,5 @@ def register(subparsers, parents) -> None:
     p.add_argument("--at", dest="byte_offset", type=non_negative_int, default=None, metavar="BYTES",
                    help="start at this byte offset (default: the layout offset)")
     p.add_argument("--length", type=positive_int, default=None, metavar="BYTES", help="bytes to show (default 256)")
+    _add_model_flags(p, geometry=False, pictures=False)
     p.set_defaults(handler=cmd_hexdump)

@@ -26,10 +26,44 @@ def _num(value: float) -> str:
     return f"{value:.4g}"
 
 
+WIDE = 16  # records longer than this (e.g. 91 COCO classes + pad) are summarised, not spelled out lane by lane
+SHOW_CHANGES = 6
+
+
+def _hex(record: bytes) -> str:
+    if len(record) <= WIDE:
+        return record.hex(" ")
+    return record[:8].hex(" ") + f" ... ({len(record)} bytes)"
+
+
+def _lane_value(layout, lane: int, q: int) -> str:
+    return _num(layout.dequantize(q)) if layout.quantized and lane not in layout.pad_lanes else f"{q:02x}"
+
+
 def _values(layout, record: bytes) -> str:
-    """Dequantized data lanes (pad lanes left out: the raw bytes column shows them)."""
+    """Dequantized data lanes (pad lanes left out: the raw bytes column shows them). A wide record names
+    only its lanes that are not at the zero point."""
     vals = layout.values(record)
-    return " ".join(_num(v) for lane, v in enumerate(vals) if lane not in layout.pad_lanes)
+    if len(record) <= WIDE:
+        return " ".join(_num(v) for lane, v in enumerate(vals) if lane not in layout.pad_lanes)
+    zero = layout.zero_point or 0
+    names = layout.field_names
+    busy = [f"{names[lane]} {_lane_value(layout, lane, q)}" for lane, q in enumerate(record)
+            if lane not in layout.pad_lanes and q != zero]
+    rest = len(layout.data_lanes) - len(busy)
+    shown = ", ".join(busy[:SHOW_CHANGES]) + (f", ... {len(busy) - SHOW_CHANGES} more" if len(busy) > SHOW_CHANGES else "")
+    return (shown + "; " if shown else "") + f"{rest} lanes at the zero point"
+
+
+def _changes(layout, a: bytes, b: bytes) -> str:
+    """`face 0 -> 0.9961, background 0.9961 -> 0.003906`: the data lanes where b departs from a."""
+    names = layout.field_names
+    lanes = [lane for lane in range(min(len(a), len(b))) if a[lane] != b[lane] and lane not in layout.pad_lanes]
+    parts = [f"{names[lane]} {_lane_value(layout, lane, a[lane])} -> {_lane_value(layout, lane, b[lane])}"
+             for lane in lanes[:SHOW_CHANGES]]
+    if len(lanes) > SHOW_CHANGES:
+        parts.append(f"... {len(lanes) - SHOW_CHANGES} more lanes")
+    return ", ".join(parts) if parts else "pad lanes only"
 
 
 def verdict(kind: str, message: str) -> Text:
@@ -95,7 +129,13 @@ def _configured(result) -> str:
     return "; ".join(parts)
 
 
-def render_diff(result) -> list:
+def _where(geometry, index: int) -> list[str]:
+    from forensics.geometry import where_and_prior
+
+    return list(where_and_prior(geometry, index)) if index >= 0 else ["pad record", ""]
+
+
+def render_diff(result, geometry=None) -> list:
     rs = result.layout.record_size
     if result.identical and result.bytes_identical:
         return [verdict("IDENTICAL", f"{result.size_a:,} bytes, CRC32 {format_crc(result.crc32_a)}, "
@@ -131,17 +171,30 @@ def render_diff(result) -> list:
     if result.records_differing:
         lanes = _table(("lane", "right"), "name", ("records differing", "right"), ("max |delta|", "right"),
                        title="lanes")
+        wide = rs > WIDE
+        hidden = 0
         for lane, (name, n, d) in enumerate(zip(result.layout.field_names, result.lane_differences,
                                                 result.lane_max_delta)):
+            if wide and n == 0:
+                hidden += 1
+                continue
             lanes.add_row(str(lane), name, f"{n:,}", str(d))
         out.append(lanes)
-        quant = result.layout.quantized
-        cols = [("anchor", "right"), ("offset", "right"), "A", "B", "XOR"]
+        if hidden:
+            out.append(Text(f"{hidden} lanes without differences not shown"))
+        quant = result.layout.quantized and not wide
+        cols = [("anchor", "right")] + (["where", "prior box"] if geometry is not None else [])
+        cols += [("offset", "right")] + (["differing lanes: A -> B"] if wide else ["A", "B", "XOR"])
         if quant:
             cols += ["A values", "B values", "delta"]
         table = _table(*cols, title="differing records")
         for r in result.records:
-            row = [str(r.index), f"{r.offset:#x}", r.a.hex(" "), r.b.hex(" "), r.xor.hex(" ")]
+            row = [str(r.index)] + (_where(geometry, r.index) if geometry is not None else [])
+            row.append(f"{r.offset:#x}")
+            if wide:
+                row.append(_changes(result.layout, r.a, r.b))
+            else:
+                row += [r.a.hex(" "), r.b.hex(" "), r.xor.hex(" ")]
             if quant:
                 va, vb = result.layout.values(r.a), result.layout.values(r.b)
                 deltas = " ".join(_num(y - x) for lane, (x, y) in enumerate(zip(va, vb))
@@ -157,25 +210,25 @@ def render_diff(result) -> list:
 
 # --- anchors -----------------------------------------------------------------------------------------------
 
-def render_anchors(result) -> list:
+def render_anchors(result, geometry=None) -> list:
     layout = result.layout
     dom = result.dominant
     pct = 100.0 * dom.count / result.records
     head = Text()
     head.append(f"{dom.count:,} / {result.records:,} anchors match ", style="bold")
-    head.append(dom.record.hex(" "), style="bold cyan")
+    head.append(_hex(dom.record), style="bold cyan")
     head.append(f" ({pct:.2f}%)")
     if layout.quantized:
         head.append(f"  values: {_values(layout, dom.record)}")
     out = [head]
     if result.tied:
         out.append(verdict("WARNING", f"the mode is tied: {len(result.tied)} other record(s) also occur "
-                                      f"{dom.count:,} times ({', '.join(t.record.hex(' ') for t in result.tied[:4])}"
+                                      f"{dom.count:,} times ({', '.join(_hex(t.record) for t in result.tied[:4])}"
                                       f"{', ...' if len(result.tied) > 4 else ''}); the first to occur is shown"))
     if result.records == 1:
         out.append(Text("a single record: nothing to compare it with"))
     elif result.uniform:
-        out.append(verdict("OK", f"uniform: all {result.records:,} records are {dom.record.hex(' ')}"))
+        out.append(verdict("OK", f"uniform: all {result.records:,} records are {_hex(dom.record)}"))
     else:
         first_index = (result.first_nonuniform_offset - result.region.start) // layout.record_size
         out.append(Text(f"{result.nonuniform_total:,} anchors depart from it; the first is anchor {first_index:,} "
@@ -183,20 +236,27 @@ def render_anchors(result) -> list:
     if result.head_window_trap:
         window_bytes = result.window_records * layout.record_size
         out.append(verdict("WARNING", f"the first {window_bytes} bytes ({result.window_records} records) are all "
-                                      f"{dom.record.hex(' ')}, but {result.nonuniform_total:,} later records are "
+                                      f"{_hex(dom.record)}, but {result.nonuniform_total:,} later records are "
                                       f"not: do not judge this buffer by its head"))
     if result.region.trailing:
         out.append(Text(f"{result.region.trailing} trailing bytes after the last whole record were not analysed"))
     if result.nonuniform is not None:
         if result.nonuniform:
-            cols = [("anchor", "right"), ("offset", "right"), "bytes"]
+            cols = [("anchor", "right")] + (["where", "prior box"] if geometry is not None else [])
+            cols += [("offset", "right"), "bytes"]
             names = layout.field_names
-            if layout.quantized:
+            wide = layout.record_size > WIDE
+            if wide:
+                cols.append("departs from the dominant record in")
+            elif layout.quantized:
                 cols += [(n, "right") for lane, n in enumerate(names) if lane not in layout.pad_lanes]
             table = _table(*cols, title="anchors that depart from the dominant record")
             for r in result.nonuniform:
-                row = [str(r.index), f"{r.offset:#x}", r.record.hex(" ")]
-                if layout.quantized:
+                row = [str(r.index)] + (_where(geometry, r.index) if geometry is not None else [])
+                row += [f"{r.offset:#x}", _hex(r.record)]
+                if wide:
+                    row.append(_changes(layout, dom.record, r.record))
+                elif layout.quantized:
                     row += [_num(v) for lane, v in enumerate(layout.values(r.record)) if lane not in layout.pad_lanes]
                 table.add_row(*row)
             out.append(table)
@@ -207,14 +267,17 @@ def render_anchors(result) -> list:
         top = _table(("#", "right"), "record", ("count", "right"), ("share", "right"), ("first anchor", "right"),
                      title=f"top records ({result.distinct:,} distinct)")
         for rank, r in enumerate(result.top, 1):
-            top.add_row(str(rank), r.record.hex(" "), f"{r.count:,}", f"{100.0 * r.count / result.records:.2f}%",
+            top.add_row(str(rank), _hex(r.record), f"{r.count:,}", f"{100.0 * r.count / result.records:.2f}%",
                         str(r.first_index))
         out.append(top)
         lanes = _table(("lane", "right"), "name", ("min", "right"), ("max", "right"), ("distinct", "right"),
                        title="lanes")
-        for lane in result.lanes:
+        shown = [lane for lane in result.lanes if layout.record_size <= WIDE or lane.distinct > 1]
+        for lane in shown:
             lanes.add_row(str(lane.lane), lane.name, f"{lane.min:#04x}", f"{lane.max:#04x}", str(lane.distinct))
         out.append(lanes)
+        if len(shown) < len(result.lanes):
+            out.append(Text(f"{len(result.lanes) - len(shown)} lanes hold one value throughout (not shown)"))
         if not result.uniform:
             out.append(Text("--nonuniform lists every anchor that departs from the dominant record"))
     return out

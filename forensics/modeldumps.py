@@ -1,0 +1,127 @@
+"""Model-aware dumps: a dump's record layout from a model's tensor, its anchor geometry, its record order.
+
+`--model MODEL --tensor NAME` makes the buffer commands read a dump as that tensor: raw (the chip's layout,
+z padded to the 4-byte lane) or tensor (TFLite's), with the model's quantization and field names.
+`--model` or `--deps` alone gives the anchor geometry for `where` columns and pictures. Raw dumps whose
+tiles put records out of anchor order are analysed in file order and their indices mapped back to anchors.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+from forensics.errors import InputError
+from forensics.layout import RecordLayout, layout_from
+
+
+@dataclass(frozen=True)
+class DumpContext:
+    layout: RecordLayout
+    view: object | None = None          # forensics.tflite.tensors.ModelTensorView
+    geometry: object | None = None      # forensics.geometry.AnchorGeometry
+
+    @property
+    def record_order(self) -> np.ndarray | None:
+        """record_order[anchor] = raw record index, for raw dumps whose records are not in anchor order."""
+        return None if self.view is None else self.view.record_order
+
+    def anchor_of_record(self, index: int) -> int | None:
+        order = self.record_order
+        if order is None:
+            return index
+        hits = np.flatnonzero(order == index)
+        return int(hits[0]) if len(hits) else None
+
+    def to_dict(self) -> dict:
+        out = {}
+        if self.view is not None:
+            out["model_tensor"] = self.view.to_dict()
+        if self.geometry is not None:
+            out["geometry_source"] = getattr(self.geometry, "source", None)
+            out["grid"] = bool(getattr(self.geometry, "is_grid", False))
+        return out
+
+
+_FLAG_FIELDS = {"record_size": "record_size", "offset": "offset", "count": "count", "fields": "fields",
+                "pad_lanes": "pad_lanes", "scale": "scale", "zero_point": "zero_point"}
+
+
+def dump_context(dump, *, model=None, tensor=None, labels=None, deps=None, **flags) -> DumpContext:
+    """Layout (model tensor, else sidecar; flags override either) and geometry (model or deps) for one dump."""
+    if tensor is not None and model is None:
+        raise InputError("--tensor needs --model (the model that says what the tensor looks like)")
+    if labels is not None and tensor is None:
+        raise InputError("--labels names the classes of a model's score tensor: give --model and --tensor too")
+    if model is not None and deps is not None:
+        raise InputError("give either --model or --deps, not both")
+    view = None
+    if tensor is not None:
+        from forensics.tflite.model import open_model
+        from forensics.tflite.tensors import tensor_record_layout
+
+        with open_model(model) as opened:
+            view = tensor_record_layout(opened, tensor, dump.size, labels=labels)
+        given = {k: v for k, v in flags.items() if v is not None}
+        if "pad_lanes" in given:
+            given["pad_lanes"] = tuple(sorted(set(given["pad_lanes"])))
+        if "fields" in given:
+            given["fields"] = tuple(given["fields"])
+        if ("record_size" in given or "offset" in given) and "count" not in given:
+            given["count"] = None  # the model's record count no longer applies to a re-cut layout
+        if "record_size" in given and "fields" not in given:
+            given["fields"] = None
+        layout = dataclasses.replace(view.layout, **given)
+    else:
+        layout = layout_from(dump.meta, **flags)
+    geometry = None
+    if model is not None or deps is not None:
+        from forensics.geometry import geometry_for
+
+        try:
+            geometry = geometry_for(model=model, deps=deps)
+        except InputError:
+            if tensor is None:
+                raise
+            geometry = None  # the layout still helps when the model has no detection anchors
+    return DumpContext(layout, view, geometry)
+
+
+def remap_indices(result, context: DumpContext, attribute: str):
+    """The result with the listed records' `index` mapped from raw record order to anchor order."""
+    if context.record_order is None:
+        return result
+    rows = getattr(result, attribute)
+    if rows is None:
+        return result
+    mapped = []
+    for row in rows:
+        anchor = context.anchor_of_record(row.index)
+        mapped.append(dataclasses.replace(row, index=-1 if anchor is None else anchor))
+    mapped.sort(key=lambda r: (r.index < 0, r.index))
+    return dataclasses.replace(result, **{attribute: tuple(mapped)})
+
+
+def records_by_anchor(dump, context: DumpContext) -> np.ndarray:
+    """[anchors, record_size] uint8 in anchor order, for pictures; the count must match the geometry."""
+    layout = context.layout
+    region = layout.region(dump.size, dump.path)
+    data = dump.read_array(region.start, region.record_bytes).reshape(region.records, layout.record_size)
+    if context.record_order is not None:
+        data = data[context.record_order]
+    anchors = getattr(context.geometry, "num_anchors", None)
+    if anchors is not None and len(data) != anchors:
+        raise InputError(f"holds {len(data)} records of {layout.record_size} bytes but the anchors number "
+                         f"{anchors}: no per-anchor picture (give --model/--tensor or --record)", dump.path)
+    return data
+
+
+def annotate_rows(rows: list[dict], geometry) -> list[dict]:
+    """JSON rows with `geometry` and `prior` added from each row's `index` (when it is an anchor)."""
+    if geometry is None:
+        return rows
+    from forensics.geometry import annotate
+
+    return [annotate(geometry, row, row["index"]) if row.get("index", -1) >= 0 else row for row in rows]
