@@ -481,14 +481,20 @@ class RunBuilder:
                              capture=self.capture)
 
 
+_ENTRY_FIELDS = ("dtype", "shape", "scale", "zero_point", "record_size", "role")
+
+
 def _meta(meta: dict) -> dict:
-    out = {}
+    """Keyword fields of a BufferEntry; anything else (model_tensor, from_file ...) goes to `extra`."""
+    out, extra = {}, {}
     for key, value in meta.items():
         if value is None:
             continue
         if key == "shape":
             value = tuple(int(d) for d in value)
-        out[key] = value
+        (out if key in _ENTRY_FIELDS else extra)[key] = value
+    if extra:
+        out["extra"] = extra
     return out
 
 

@@ -1,0 +1,432 @@
+"""Capture a run from a TFLite runtime: input bytes, the accelerator's (or the decode's) tensors, dequantized
+tensors and the detections, written as a run directory (forensics.runs.run).
+
+- Edge TPU models run with the Edge TPU delegate (libedgetpu) when it loads; otherwise a DependencyError says so.
+  `tail_only` runs just the CPU tail (the model without edgetpu-custom-op, forensics.tflite.tail) on given
+  accelerator outputs; raw chip-layout dumps are relayouted into tensors with the model's layout tables.
+- CPU models run in LiteRT with default delegates off (XNNPACK changes uint8 results, PITFALLS.md); there is no
+  `raw` stage, and the decode's inputs are recorded as `tensor`.
+- Intermediate tensors (the custom op's outputs, DEQUANTIZE outputs) are read after `invoke()`, which needs
+  `experimental_preserve_all_tensors=True` (PITFALLS.md).
+- `--image` prepares the input as pycoral's `set_resized_input` (adapters/common.py): scale =
+  min(W_in / w, H_in / h), the image resized to (int(w * scale), int(h * scale)) with the chosen resampling
+  (pycoral's examples use LANCZOS) and written at the top-left of a zero-filled input tensor.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+
+from forensics.errors import DependencyError, InputError
+from forensics.runs.run import Run, load_run, model_record, write_run
+
+RESAMPLING = ("lanczos", "bilinear", "bicubic", "nearest", "box", "hamming")
+EDGETPU_LIBRARIES = {"Linux": "libedgetpu.so.1", "Darwin": "libedgetpu.1.dylib", "Windows": "edgetpu.dll"}
+INSTALL_HINT = "pip install 'forensics[runtime]' (ai-edge-litert)"
+DEQUANTIZE = 6
+KERNEL_ROLES = ("boxes", "classes", "scores", "num_detections")  # TFLite_Detection_PostProcess output order
+
+
+# --- input preparation ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PreparedImage:
+    array: np.ndarray  # [1, H, W, C] uint8, as the input tensor
+    image_size: tuple[int, int]  # (w, h) of the original image
+    resized: tuple[int, int]  # (w, h) written at the top-left
+    scale: float
+    resampling: str
+
+    def to_dict(self) -> dict:
+        return {"image_size": list(self.image_size), "resized": list(self.resized), "scale": self.scale,
+                "resampling": self.resampling}
+
+
+def prepare_image(image_path, input_shape, dtype: str = "uint8", resampling: str = "lanczos") -> PreparedImage:
+    """The input tensor pycoral's `set_resized_input` would fill from this image (zero padding right/bottom)."""
+    if resampling not in RESAMPLING:
+        raise InputError(f"unknown resampling {resampling!r} (choose {', '.join(RESAMPLING)})")
+    shape = tuple(int(d) for d in input_shape)
+    if len(shape) != 4 or shape[0] != 1 or shape[3] not in (1, 3) or shape[1] < 1 or shape[2] < 1:
+        raise InputError(f"--image needs a model whose input is an image [1, H, W, 1 or 3]; this input is "
+                         f"{list(shape)} (give the input bytes with --input NAME=FILE)")
+    if dtype != "uint8":
+        raise InputError(f"--image prepares uint8 inputs as pycoral does; this input is {dtype} "
+                         "(give the input bytes with --input NAME=FILE)")
+    from forensics.dump import check_readable_file
+
+    image_path = os.fspath(image_path)
+    check_readable_file(image_path)
+    try:
+        from PIL import Image, UnidentifiedImageError
+    except ImportError:
+        raise DependencyError("--image needs Pillow: pip install 'forensics[images]'") from None
+    methods = {"lanczos": Image.Resampling.LANCZOS, "bilinear": Image.Resampling.BILINEAR,
+               "bicubic": Image.Resampling.BICUBIC, "nearest": Image.Resampling.NEAREST,
+               "box": Image.Resampling.BOX, "hamming": Image.Resampling.HAMMING}
+    _, height, width, channels = shape
+    try:
+        with Image.open(image_path) as img:
+            img = img.convert("RGB" if channels == 3 else "L")
+            w, h = img.size
+            scale = min(width / w, height / h)
+            nw, nh = int(w * scale), int(h * scale)
+            if nw < 1 or nh < 1:
+                raise InputError(f"the image ({w}x{h}) resizes to {nw}x{nh} pixels for a {width}x{height} input",
+                                 image_path)
+            resized = np.asarray(img.resize((nw, nh), methods[resampling]), dtype=np.uint8)
+    except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError) as exc:
+        raise InputError(f"cannot read the image: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}",
+                         image_path) from None
+    tensor = np.zeros(shape, dtype=np.uint8)
+    tensor[0, :nh, :nw] = resized.reshape(nh, nw, channels)
+    return PreparedImage(tensor, (w, h), (nw, nh), scale, resampling)
+
+
+def read_input_file(path, name: str, shape, dtype: str) -> np.ndarray:
+    """A graph input's bytes from a file: exactly the tensor's size (raw bytes or a .npy of that size)."""
+    from forensics.dump import open_dump
+
+    dump = open_dump(path, use_sidecar=False)
+    itemsize = np.dtype(_np_dtype(dtype)).itemsize
+    want = int(np.prod(shape, dtype=np.int64)) * itemsize
+    if dump.size != want:
+        raise InputError(f"is {dump.size} bytes; input {name!r} {list(shape)} {dtype} is {want} bytes", dump.path)
+    return np.frombuffer(dump.read(0, dump.size), dtype=_np_dtype(dtype)).reshape(shape)
+
+
+def _np_dtype(dtype: str) -> str:
+    from forensics.tflite.model import NUMPY_DTYPES
+
+    if dtype not in NUMPY_DTYPES:
+        raise InputError(f"tensors of type {dtype} cannot be captured")
+    return NUMPY_DTYPES[dtype]
+
+
+# --- runtime ---------------------------------------------------------------------------------------------
+
+def _runtime():
+    """(Interpreter, OpResolverType, load_delegate, runtime name): ai-edge-litert, else tflite-runtime."""
+    try:
+        from ai_edge_litert.interpreter import Interpreter, OpResolverType, load_delegate
+
+        return Interpreter, OpResolverType, load_delegate, "ai-edge-litert"
+    except ImportError:
+        pass
+    try:
+        from tflite_runtime.interpreter import Interpreter, OpResolverType, load_delegate
+
+        return Interpreter, OpResolverType, load_delegate, "tflite-runtime"
+    except ImportError:
+        raise DependencyError(f"capture needs a TFLite runtime: {INSTALL_HINT}") from None
+
+
+@contextlib.contextmanager
+def _quiet_unraisable():
+    # A Delegate whose library failed to load complains from __del__ ("Exception ignored ..."); the user gets
+    # our one-line error instead.
+    old = sys.unraisablehook
+    sys.unraisablehook = lambda *_: None
+    try:
+        yield
+    finally:
+        sys.unraisablehook = old
+
+
+def load_external_delegate(library: str, what: str):
+    """Load a delegate library or raise a DependencyError naming it and what to do."""
+    import ctypes
+
+    _, _, load_delegate, _ = _runtime()
+    try:
+        ctypes.CDLL(library)  # probe first: a failed load_delegate leaves noise on stderr
+    except OSError as exc:
+        raise DependencyError(f"{what} {library} did not load ({str(exc).splitlines()[0]})") from None
+    try:
+        with _quiet_unraisable():
+            return load_delegate(library)
+    except (ValueError, OSError, RuntimeError) as exc:
+        raise DependencyError(f"{what} {library} did not load ({str(exc).splitlines()[0]})") from None
+
+
+def load_edgetpu_delegate():
+    library = EDGETPU_LIBRARIES.get(platform.system(), "libedgetpu.so.1")
+    try:
+        return load_external_delegate(library, "the Edge TPU delegate"), library
+    except DependencyError as exc:
+        raise DependencyError(f"{exc}: install the Edge TPU runtime (libedgetpu) and connect the device, or run "
+                              "only the CPU tail with --tail-only --input TENSOR=FILE for the accelerator's "
+                              "outputs") from None
+
+
+def make_interpreter(model_bytes: bytes, *, delegates=(), default_delegates: bool = False):
+    Interpreter, OpResolverType, _, name = _runtime()
+    kwargs = {"model_content": bytes(model_bytes), "num_threads": 1, "experimental_preserve_all_tensors": True}
+    if delegates:
+        kwargs["experimental_delegates"] = list(delegates)
+    if not default_delegates:
+        kwargs["experimental_op_resolver_type"] = OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES
+    try:
+        it = Interpreter(**kwargs)
+        it.allocate_tensors()
+    except (RuntimeError, ValueError) as exc:
+        raise InputError(f"the TFLite runtime rejected the model: {str(exc).splitlines()[0]}") from None
+    return it, name
+
+
+# --- capture ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class CaptureResult:
+    run: Run
+    runtime: str
+    mode: str  # "full" / "tail-only"
+    delegate: str | None
+    image: PreparedImage | None = None
+
+    def to_dict(self) -> dict:
+        return {"run": self.run.path, "source": self.run.source, "runtime": self.runtime, "mode": self.mode,
+                "delegate": self.delegate, "model": self.run.model,
+                "image": self.image.to_dict() if self.image else None,
+                "buffers": [b.to_dict() for b in self.run.buffers]}
+
+
+def _meta_of(tensor, array=None) -> dict:
+    shape = tuple(array.shape) if array is not None else tuple(tensor.shape)
+    meta = {"dtype": tensor.dtype, "shape": shape}
+    if tensor.scale is not None:
+        meta["scale"] = float(tensor.scale)
+        meta["zero_point"] = int(tensor.zero_point or 0)
+    return meta
+
+
+def _parse_feeds(inputs) -> dict:
+    feeds = {}
+    for item in inputs or ():
+        if isinstance(item, (tuple, list)):
+            name, path = item
+        else:
+            name, sep, path = str(item).partition("=")
+            if not sep or not name or not path:
+                raise InputError(f"expected --input NAME=FILE, got {item!r}")
+        if name in feeds:
+            raise InputError(f"--input {name} is given twice")
+        feeds[name] = os.fspath(path)
+    return feeds
+
+
+def _edgetpu_ops(model):
+    from forensics.tflite.tail import EDGETPU_CUSTOM_CODE
+
+    return [op for op in model.main.operators if op.is_custom and op.custom_code == EDGETPU_CUSTOM_CODE]
+
+
+def _record_tail(builder, model, it, offset_tensors=None) -> None:
+    """dequantized: DEQUANTIZE outputs; detections: the PostProcess outputs (or the graph outputs without one)."""
+    from forensics.tflite.graph import postprocess_info
+
+    index_of = {d["name"]: d["index"] for d in it.get_tensor_details()}
+    sg = model.main
+    pp = postprocess_info(model)
+    roles = {}
+    if pp is not None:
+        roles = {pp.boxes.name: "boxes", pp.scores.name: "scores", pp.boxes_input.name: "boxes",
+                 pp.scores_input.name: "scores"}
+    for op in sg.operators:
+        if op.builtin_code == DEQUANTIZE and op.outputs:
+            t = sg.tensors[op.outputs[0]]
+            value = it.get_tensor(index_of[t.name])
+            builder.add_bytes("dequantized", t.name, np.ascontiguousarray(value), role=roles.get(t.name),
+                              **_meta_of(t, value))
+    if pp is not None:
+        outputs = [sg.tensors[i] for i in pp.operator.outputs]
+        for t, role in zip(outputs, KERNEL_ROLES):
+            value = it.get_tensor(index_of[t.name])
+            builder.add_bytes("detections", t.name, np.ascontiguousarray(value), role=role, **_meta_of(t, value))
+    else:
+        for d in it.get_output_details():
+            t = model.tensor(d["name"])
+            value = it.get_tensor(d["index"])
+            builder.add_bytes("detections", t.name, np.ascontiguousarray(value), **_meta_of(t, value))
+
+
+def _tensor_role(model, name: str) -> str | None:
+    from forensics.tflite.graph import postprocess_info
+
+    pp = postprocess_info(model)
+    if pp is None:
+        return None
+    return {pp.boxes.name: "boxes", pp.scores.name: "scores"}.get(name)
+
+
+def capture(model_path, output, *, source: str = "litert", image=None, inputs=None, resampling: str = "lanczos",
+            tail_only: bool = False, delegate: str | None = None, replace: bool = False) -> CaptureResult:
+    """Run `model_path` once and write everything it produced as the run `output`."""
+    from forensics.tflite.model import open_model
+
+    model_path = os.fspath(model_path)
+    feeds = _parse_feeds(inputs)
+    if image is not None and feeds:
+        raise InputError("give --image or --input NAME=FILE, not both")
+    if image is None and not feeds:
+        raise InputError("nothing to run on: give --image IMG or --input NAME=FILE")
+    record = model_record(model_path)
+    model = open_model(model_path)
+    try:
+        model_bytes = bytes(model.data)
+        edgetpu_ops = _edgetpu_ops(model)
+        if tail_only:
+            if not edgetpu_ops:
+                raise InputError("--tail-only runs what follows edgetpu-custom-op; this model has none (run it "
+                                 "whole without --tail-only)", model_path)
+            if image is not None:
+                raise InputError("--tail-only takes the accelerator's outputs as --input TENSOR=FILE, not --image")
+            return _capture_tail(model, model_bytes, record, output, source, feeds, replace)
+        return _capture_full(model, model_bytes, record, output, source, image, feeds, resampling, delegate,
+                             bool(edgetpu_ops), replace)
+    finally:
+        model.close()
+
+
+def _capture_full(model, model_bytes, record, output, source, image, feeds, resampling, delegate, edgetpu,
+                  replace) -> CaptureResult:
+    delegates, delegate_name, default_delegates = [], None, False
+    if edgetpu:
+        handle, delegate_name = load_edgetpu_delegate()
+        delegates.append(handle)
+    if delegate:
+        if delegate.lower() == "xnnpack":
+            default_delegates, delegate_name = True, "xnnpack (LiteRT default delegates)"
+        else:
+            delegates.append(load_external_delegate(delegate, "the delegate"))
+            delegate_name = delegate if delegate_name is None else f"{delegate_name}, {delegate}"
+    it, runtime = make_interpreter(model_bytes, delegates=delegates, default_delegates=default_delegates)
+    details = it.get_input_details()
+    sg = model.main
+    prepared = None
+    values = {}
+    if image is not None:
+        if len(details) != 1:
+            raise InputError(f"--image fills one image input; the model has {len(details)} inputs "
+                             f"({', '.join(d['name'] for d in details)}): give --input NAME=FILE for each")
+        d = details[0]
+        prepared = prepare_image(image, d["shape"], model.tensor(d["name"]).dtype, resampling)
+        values[d["name"]] = prepared.array
+    else:
+        names = [d["name"] for d in details]
+        unknown = [n for n in feeds if n not in names]
+        if unknown:
+            raise InputError(f"the model has no input {unknown[0]!r} (inputs: {', '.join(names)})")
+        missing = [n for n in names if n not in feeds]
+        if missing:
+            raise InputError(f"no --input for {', '.join(missing)} (the model has {len(names)} inputs)")
+        for d in details:
+            values[d["name"]] = read_input_file(feeds[d["name"]], d["name"], d["shape"],
+                                                model.tensor(d["name"]).dtype)
+    for d in details:
+        it.set_tensor(d["index"], values[d["name"]])
+    try:
+        it.invoke()
+    except (RuntimeError, ValueError) as exc:
+        raise InputError(f"the TFLite runtime failed to run the model: {str(exc).splitlines()[0]}") from None
+    index_of = {d["name"]: d["index"] for d in it.get_tensor_details()}
+    capture_info = {"runtime": runtime, "mode": "full", "delegate": delegate_name,
+                    "resampling": resampling if image is not None else None}
+    with write_run(output, source, replace=replace) as builder:
+        builder.model = record
+        builder.input_image = os.fspath(image) if image is not None else None
+        builder.capture = {k: v for k, v in capture_info.items() if v is not None}
+        if edgetpu:
+            from forensics.tflite.edgetpu import read_packages
+
+            for package in read_packages(model):
+                for exe in package.executables:
+                    builder.add_bytes("params", f"op{package.operator}_exe{exe.index}_{exe.type.lower()}",
+                                      bytes(exe.parameters), dtype="uint8")
+        single = len(details) == 1
+        for d in details:
+            t = model.tensor(d["name"])
+            # One input is named `input`, as a driver's ingested `input=FILE`, so the two compare.
+            builder.add_bytes("input", "input" if single else t.name, np.ascontiguousarray(values[d["name"]]),
+                              model_tensor=t.name, **_meta_of(t, values[d["name"]]))
+        produced = []
+        for op in _edgetpu_ops(model):
+            produced += [sg.tensors[i] for i in op.outputs]
+        if not produced:  # a CPU model: the decode's inputs
+            from forensics.tflite.graph import postprocess_info
+
+            pp = postprocess_info(model)
+            if pp is not None:
+                produced = [pp.boxes, pp.scores]
+        for t in produced:
+            value = it.get_tensor(index_of[t.name])
+            builder.add_bytes("tensor", t.name, np.ascontiguousarray(value), role=_tensor_role(model, t.name),
+                              **_meta_of(t, value))
+        _record_tail(builder, model, it)
+    return CaptureResult(load_run(output), runtime, "full", delegate_name, prepared)
+
+
+def _capture_tail(model, model_bytes, record, output, source, feeds, replace) -> CaptureResult:
+    from forensics.dump import open_dump
+    from forensics.tflite.edgetpu import read_packages
+    from forensics.tflite.relayout import layer_map, relayout
+    from forensics.tflite.tail import remove_custom_op
+
+    tail = remove_custom_op(model_bytes)
+    it, runtime = make_interpreter(tail)
+    details = {d["name"]: d for d in it.get_input_details()}
+    unknown = [n for n in feeds if n not in details]
+    if unknown:
+        raise InputError(f"{unknown[0]!r} is not an input of the CPU tail (the accelerator's outputs: "
+                         f"{', '.join(details)})")
+    missing = [n for n in details if n not in feeds]
+    if missing:
+        raise InputError(f"no --input for {', '.join(missing)} (the CPU tail reads {', '.join(details)})")
+    layers = {}
+    for package in read_packages(model):
+        for name in details:
+            layer = package.output_layer(name)
+            if layer is not None and name not in layers:
+                layers[name] = layer
+    raw_kept, tensors = {}, {}
+    for name, d in details.items():
+        t = model.tensor(name)
+        want = t.size_bytes
+        dump = open_dump(feeds[name], use_sidecar=False)
+        data = dump.read(0, dump.size)
+        layer = layers.get(name)
+        if dump.size == want:
+            tensors[name] = np.frombuffer(data, dtype=_np_dtype(t.dtype)).reshape(d["shape"])
+        elif layer is not None and dump.size == layer.size_bytes:
+            m = layer_map(layer)
+            raw_kept[name] = (data, m)
+            tensors[name] = relayout(data, m).view(_np_dtype(t.dtype)).reshape(d["shape"])
+        else:
+            raw = f" or {layer.size_bytes} bytes as the chip writes it (raw)" if layer is not None else ""
+            raise InputError(f"is {dump.size} bytes; {name!r} is {want} bytes as the tensor{raw}", dump.path)
+        it.set_tensor(d["index"], tensors[name])
+    try:
+        it.invoke()
+    except (RuntimeError, ValueError) as exc:
+        raise InputError(f"the TFLite runtime failed to run the tail: {str(exc).splitlines()[0]}") from None
+    from forensics.tflite.model import read_model
+
+    tail_model = read_model(tail)
+    with write_run(output, source, replace=replace) as builder:
+        builder.model = record
+        builder.capture = {"runtime": runtime, "mode": "tail-only"}
+        for name, (data, m) in raw_kept.items():
+            builder.add_bytes("raw", name, data, dtype="uint8", record_size=m.z_bytes_padded,
+                              from_file=feeds[name])
+        for name in details:
+            t = model.tensor(name)
+            builder.add_bytes("tensor", name, np.ascontiguousarray(tensors[name]), role=_tensor_role(model, name),
+                              **_meta_of(t, tensors[name]))
+        _record_tail(builder, tail_model, it)
+    return CaptureResult(load_run(output), runtime, "tail-only", None, None)
