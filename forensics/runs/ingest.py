@@ -1,0 +1,167 @@
+"""Bring a driver's dumps into a run: `STAGE[:TENSOR]=FILE` specs copied in with size and CRC32.
+
+Without `:TENSOR` a buffer is named after its stage, so `input=FILE` in two runs compares. With a model, the
+manifest records its path and sha256, tensors get their dtype/shape/quantization, and a `raw` buffer of an Edge
+TPU output layer is relayouted into the `tensor` stage (libedgetpu's relayout, forensics.tflite.relayout) unless
+that tensor was given too. A dump's sidecar JSON (forensics.dump) fills in what the model does not say.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from forensics.errors import InputError
+from forensics.runs.run import STAGES, Run, load_run, model_record, write_run
+
+
+@dataclass(frozen=True)
+class IngestSpec:
+    stage: str
+    tensor: str
+    path: str
+
+    @property
+    def label(self) -> str:
+        return self.stage if self.tensor == self.stage else f"{self.stage}:{self.tensor}"
+
+
+def parse_spec(text: str) -> IngestSpec:
+    """`raw:convert_scores=dump.bin` -> IngestSpec("raw", "convert_scores", "dump.bin")."""
+    left, sep, path = str(text).partition("=")
+    if not sep or not left or not path:
+        raise InputError(f"expected STAGE[:TENSOR]=FILE (e.g. input=input.bin, raw:convert_scores=scores.bin), "
+                         f"got {text!r}")
+    stage, _, tensor = left.partition(":")
+    if stage not in STAGES:
+        raise InputError(f"unknown stage {stage!r} in {text!r} (stages: {', '.join(STAGES)})")
+    if ":" in left and not tensor:
+        raise InputError(f"empty tensor name in {text!r}")
+    return IngestSpec(stage, tensor or stage, path)
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    run: Run
+    created: bool
+    added: tuple[str, ...]
+    replaced: tuple[str, ...]
+    relayouted: tuple[str, ...]
+
+    def to_dict(self) -> dict:
+        return {"run": self.run.path, "source": self.run.source, "created": self.created,
+                "added": list(self.added), "replaced": list(self.replaced), "relayouted": list(self.relayouted),
+                "model": self.run.model, "buffers": [b.to_dict() for b in self.run.buffers]}
+
+
+def _tensor_meta(model, name: str) -> dict:
+    try:
+        t = model.tensor(name)
+    except InputError:
+        return {}
+    meta = {"dtype": t.dtype, "shape": tuple(t.shape)}
+    if t.scale is not None:
+        meta["scale"] = float(t.scale)
+        meta["zero_point"] = int(t.zero_point or 0)
+    from forensics.tflite.graph import postprocess_info
+
+    pp = postprocess_info(model)
+    if pp is not None:
+        role = {pp.boxes.name: "boxes", pp.scores.name: "scores"}.get(name)
+        if role:
+            meta["role"] = role
+    return meta
+
+
+def _sidecar_meta(path: str) -> dict:
+    from forensics.dump import load_sidecar
+
+    meta = load_sidecar(path)
+    if meta is None:
+        return {}
+    out = {"dtype": meta.dtype, "shape": meta.shape, "scale": meta.scale, "zero_point": meta.zero_point,
+           "record_size": meta.record_size}
+    if meta.pad_lanes:
+        out["pad_lanes"] = list(meta.pad_lanes)
+    if meta.fields:
+        out["fields"] = list(meta.fields)
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def ingest(run_path, source: str, specs, *, model=None) -> IngestResult:
+    """Create the run at `run_path` or add to it (atomically: the old run stays whole until the new one is in)."""
+    run_path = os.fspath(run_path)
+    specs = [s if isinstance(s, IngestSpec) else parse_spec(s) for s in specs]
+    if not specs:
+        raise InputError("nothing to ingest: give STAGE[:TENSOR]=FILE")
+    seen = set()
+    for s in specs:
+        if (s.stage, s.tensor) in seen:
+            raise InputError(f"{s.label} is given twice")
+        seen.add((s.stage, s.tensor))
+    from forensics.dump import check_readable_file
+
+    for s in specs:
+        if check_readable_file(s.path) == 0:
+            raise InputError("empty dump (0 bytes)", s.path)
+    created = not os.path.exists(run_path)
+    record = model_record(model) if model is not None else None
+    if not created:
+        existing = load_run(run_path)
+        if record and existing.model_sha256 and existing.model_sha256 != record["sha256"]:
+            raise InputError(f"the run was made with another model ({existing.model.get('path')}, sha256 "
+                             f"{existing.model_sha256[:12]}...), not {model}", run_path)
+    opened = None
+    if model is not None:
+        from forensics.tflite.model import open_model
+
+        opened = open_model(model)
+    added, relayouted = [], []
+    try:
+        with write_run(run_path, source, add=not created) as builder:
+            if record is not None:
+                builder.model = record
+            given = {(s.stage, s.tensor) for s in specs}
+            for s in specs:
+                meta = _sidecar_meta(s.path)
+                if opened is not None and s.stage in ("input", "tensor", "dequantized"):
+                    meta.update(_tensor_meta(opened, s.tensor))
+                if s.stage == "raw":
+                    meta.pop("shape", None)  # a sidecar's tensor shape is not the raw buffer's
+                builder.add_file(s.stage, s.tensor, s.path, from_file=os.path.abspath(s.path), **meta)
+                added.append(s.label)
+                if s.stage == "raw" and opened is not None and ("tensor", s.tensor) not in given:
+                    if _relayout_into(builder, opened, s):
+                        relayouted.append(s.tensor)
+            replaced = list(builder.replaced)
+    finally:
+        if opened is not None:
+            opened.close()
+    return IngestResult(load_run(run_path), created, tuple(added), tuple(replaced), tuple(relayouted))
+
+
+def _relayout_into(builder, model, spec: IngestSpec) -> bool:
+    """Add `tensor:NAME` from a raw dump of the Edge TPU output layer NAME; False when the model has no such layer."""
+    import numpy as np
+
+    from forensics.dump import open_dump
+    from forensics.tflite.edgetpu import read_packages
+    from forensics.tflite.relayout import layer_map, relayout
+
+    layer = None
+    for package in read_packages(model):
+        layer = package.output_layer(spec.tensor)
+        if layer is not None:
+            break
+    if layer is None:
+        return False
+    m = layer_map(layer)
+    dump = open_dump(spec.path, use_sidecar=False)
+    if dump.size != m.raw_size:
+        raise InputError(f"is {dump.size} bytes; the Edge TPU writes {spec.tensor!r} as {m.raw_size} bytes (raw) "
+                         f"and the tensor is {m.tensor_size} bytes: ingest it as tensor:{spec.tensor}=FILE if it "
+                         "is already relayouted", spec.path)
+    tensor = relayout(dump.read(0, dump.size), m)
+    builder.add_bytes("tensor", spec.tensor, np.ascontiguousarray(tensor), relayouted_from="raw",
+                      **_tensor_meta(model, spec.tensor))
+    return True
