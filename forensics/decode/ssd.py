@@ -179,6 +179,8 @@ class _ScoreLookup:
         if rounding == "litert":
             s = np.float32(quant.scale)
             self.lut_block = codes.astype(np.float32) * s - np.float32(np.float32(quant.zero_point) * s)
+            if np.array_equal(self.lut_block.view(np.uint32), self.lut_tail.view(np.uint32)):
+                self.lut_block = self.lut_tail  # e.g. zero_point 0: both roundings agree on every byte
         else:
             self.lut_block = self.lut_tail
         self.full = (q.size // 8) * 8  # flat positions >= full use lut_tail
@@ -214,6 +216,9 @@ class _ScoreLookup:
 def _exp_exact(x: np.ndarray) -> np.ndarray:
     """exp in double with the C library's rounding (numpy's SIMD exp differs from libm in the last bit)."""
     flat = x.reshape(-1)
+    if flat.size <= 512:  # a plain loop beats sorting out the repeats
+        return np.array([math.exp(v) if v < 709.8 else math.inf for v in flat.tolist()],
+                        dtype=np.float64).reshape(x.shape)
     unique, inverse = np.unique(flat, return_inverse=True)
     values = np.array([math.exp(v) if v < 709.8 else math.inf for v in unique.tolist()], dtype=np.float64)
     return values[inverse].reshape(x.shape)
@@ -250,59 +255,130 @@ def _min_f(a, b):
 
 def iou_one_to_many(boxes: np.ndarray, i: int, others: np.ndarray) -> np.ndarray:
     """ComputeIntersectionOverUnion(i, j) for every j in `others`, in float32 as the kernel writes it."""
-    return _iou_rows(boxes[i], boxes[others], not np.all(np.isfinite(boxes[others])))
+    others = np.asarray(others, dtype=np.int64)
+    return iou_matrix(boxes[i][None], boxes[others])[0]
 
 
-def _iou_rows(bi: np.ndarray, bj: np.ndarray, careful: bool, area_j: np.ndarray | None = None) -> np.ndarray:
+def iou_matrix(bi: np.ndarray, bj: np.ndarray) -> np.ndarray:
+    """ComputeIntersectionOverUnion(i, j) for boxes bi [..., P, 4] against bj [..., Q, 4] -> float32 [..., P, Q].
+
+    Every operation is the kernel's float32 operation in its order: area_i = (ymax - ymin) * (xmax - xmin),
+    0 when either area <= 0, intersection = max(min(ymax) - max(ymin), 0) * max(min(xmax) - max(xmin), 0),
+    iou = intersection / ((area_i + area_j) - intersection). std::max/std::min differ from np.maximum/minimum
+    only when a NaN is involved (overflowed boxes); the exact forms are used then.
+    """
+    bi = np.asarray(bi, dtype=np.float32)
+    bj = np.asarray(bj, dtype=np.float32)
+    finite = bool(np.isfinite(bi).all() and np.isfinite(bj).all())
+    mx, mn = (np.maximum, np.minimum) if finite else (_max_f, _min_f)
     f0 = np.float32(0.0)
-    # std::max/min semantics differ from np.maximum/minimum only with NaN; use the exact forms then.
-    mx, mn = (_max_f, _min_f) if careful or not np.all(np.isfinite(bi)) else (np.maximum, np.minimum)
+    a = bi[..., :, None, :]
+    b = bj[..., None, :, :]
     with np.errstate(all="ignore"):
-        area_i = (bi[2] - bi[0]) * (bi[3] - bi[1])
-        if area_j is None:
-            area_j = (bj[:, 2] - bj[:, 0]) * (bj[:, 3] - bj[:, 1])
-        if area_i <= 0:
-            return np.zeros(len(bj), np.float32)
-        inter = mx(mn(bi[2], bj[:, 2]) - mx(bi[0], bj[:, 0]), f0) * mx(mn(bi[3], bj[:, 3]) - mx(bi[1], bj[:, 1]), f0)
-        iou = inter / ((area_i + area_j) - inter)
-    return np.where(area_j <= 0, f0, iou).astype(np.float32)
+        area_i = (bi[..., 2] - bi[..., 0]) * (bi[..., 3] - bi[..., 1])
+        area_j = (bj[..., 2] - bj[..., 0]) * (bj[..., 3] - bj[..., 1])
+        inter = mx(mn(a[..., 2], b[..., 2]) - mx(a[..., 0], b[..., 0]), f0) * \
+            mx(mn(a[..., 3], b[..., 3]) - mx(a[..., 1], b[..., 1]), f0)
+        iou = inter / ((area_i[..., :, None] + area_j[..., None, :]) - inter)
+    degenerate = (area_i <= 0)[..., :, None] | (area_j <= 0)[..., None, :]
+    return np.where(degenerate, f0, iou).astype(np.float32, copy=False)
+
+
+def greedy_nms(boxes, group_sizes, limit: int, iou_threshold: float, chunk: int = 32) -> np.ndarray:
+    """NonMaxSuppressionSingleClassHelper's greedy pass, for several independent groups at once.
+
+    `boxes` [M, 4] (or anything that returns the boxes of an index array, such as lazily decoded boxes) are the
+    candidates already sorted as the kernel sorts them (descending score, ties -> lower anchor), group after
+    group (one group for fast NMS, one per class for regular NMS); `group_sizes` their counts. In each group
+    candidate i is selected when no earlier selected candidate j has IoU(j, i) > `iou_threshold`, until
+    `limit` are selected. Returns a bool [M] mask of the selected candidates.
+
+    The kernel computes IoU lazily, pair by pair; an IoU is a pure function of the two boxes, so computing it
+    for more pairs changes nothing. Work is done in chunks: the first `chunk` candidates of every open group
+    are compared with each other in one [groups, chunk, chunk] float32 matrix, and the greedy walk jumps from
+    one still-active candidate to the next over bit rows of that matrix; a group still short of `limit`
+    continues with its next (doubled) chunk, whose candidates are first checked against everything that group
+    has selected. Only the boxes of walked chunks are ever requested from `boxes`.
+    """
+    sizes = np.asarray(group_sizes, dtype=np.int64)
+    total = int(sizes.sum()) if sizes.size else 0
+    selected = np.zeros(total, bool)
+    if total == 0 or limit <= 0:
+        return selected
+    limit = int(min(limit, sizes.max()))
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    thr = np.float32(iou_threshold)
+    count = np.zeros(len(sizes), np.int64)
+    picked = np.zeros((len(sizes), limit, 4), np.float32)  # each group's selected boxes, in selection order
+    live = np.flatnonzero(sizes > 0)
+    done = 0  # candidates of every live group already walked
+    while live.size:
+        width = int(min(chunk, (sizes[live] - done).max()))
+        steps = np.arange(width)
+        valid = steps[None, :] < (sizes[live] - done)[:, None]
+        pos = np.where(valid, starts[live][:, None] + done + steps[None, :], starts[live][:, None])
+        cand = np.asarray(boxes[pos], dtype=np.float32)  # [L, width, 4]
+        active = valid
+        kmax = int(count[live].max())
+        if kmax:  # candidates suppressed by what their group selected in earlier chunks
+            prior = (iou_matrix(picked[live, :kmax], cand) > thr) & (np.arange(kmax)[None, :] <
+                                                                      count[live][:, None])[:, :, None]
+            active = active & ~prior.any(axis=1)
+        # bit j of rows[g][i] set: selecting candidate i of group g suppresses its candidate j
+        rows = np.packbits(iou_matrix(cand, cand) > thr, axis=-1, bitorder="little")
+        row_bytes = rows.tobytes()
+        nb = rows.shape[-1]
+        bits = np.packbits(active, axis=-1, bitorder="little").tobytes()
+        new_g, new_i = [], []
+        old_count = count[live].tolist()
+        for g, have in enumerate(old_count):
+            left = limit - have
+            act = int.from_bytes(bits[g * nb:(g + 1) * nb], "little")
+            base = g * width * nb
+            while act and left:
+                i = (act & -act).bit_length() - 1  # the first still-active candidate
+                new_g.append(g)
+                new_i.append(i)
+                left -= 1
+                at = base + i * nb
+                act &= ~int.from_bytes(row_bytes[at:at + nb], "little") & ~(1 << i)
+        if new_g:
+            gg, ii = np.array(new_g), np.array(new_i)
+            selected[pos[gg, ii]] = True
+            slot = count[live][gg] + (np.arange(len(gg)) - np.searchsorted(gg, gg, side="left"))
+            picked[live[gg], slot] = cand[gg, ii]
+            count[live] += np.bincount(gg, minlength=len(live))
+        done += width
+        chunk *= 2
+        live = live[(count[live] < limit) & (sizes[live] > done)]
+    return selected
+
+
+class _Ranked:
+    """Boxes of candidates by rank: ranked[pos] -> boxes[anchors[pos]] (decoded on demand when lazy)."""
+
+    def __init__(self, boxes, anchors: np.ndarray):
+        self.boxes, self.anchors = boxes, anchors
+
+    def __getitem__(self, pos):
+        return self.boxes[self.anchors[pos]]
 
 
 def nms_single_class(boxes: np.ndarray, anchors_idx: np.ndarray, scores: np.ndarray, limit: int,
                      iou_threshold: float) -> list[int]:
     """NonMaxSuppressionSingleClassHelper over candidates already above the score threshold.
 
-    `anchors_idx` ascending anchor indices with their float32 `scores`; returns selected anchors in order.
+    `boxes` indexable by anchor ([N, 4] or _LazyBoxes), `anchors_idx` ascending anchor indices with their
+    float32 `scores`; returns the selected anchors in selection order.
     """
-    n = len(anchors_idx)
-    output_size = min(n, limit)
-    if output_size <= 0:
+    anchors_idx = np.asarray(anchors_idx, dtype=np.int64)
+    if len(anchors_idx) == 0 or limit <= 0:
         return []
     # Stable descending sort: negation is exact in float32, and a stable ascending sort keeps lower anchors
     # first among equal scores (std::stable_sort with `values[i] > values[j]`).
-    order = anchors_idx[np.argsort(-scores, kind="stable")]
-    cand = boxes[order]
-    careful = not np.all(np.isfinite(cand))
-    with np.errstate(all="ignore"):
-        areas = (cand[:, 2] - cand[:, 0]) * (cand[:, 3] - cand[:, 1])
-    thr = np.float32(iou_threshold)
-    active = np.ones(n, dtype=bool)
-    selected: list[int] = []
-    i = 0
-    while i < n and len(selected) < output_size:
-        if not active[i]:
-            nxt = np.flatnonzero(active[i:])
-            if nxt.size == 0:
-                break
-            i += int(nxt[0])
-        selected.append(int(order[i]))
-        active[i] = False
-        rest = np.flatnonzero(active[i + 1:]) + i + 1
-        if rest.size:
-            iou = _iou_rows(cand[i], cand[rest], careful, areas[rest])
-            active[rest[iou > thr]] = False
-        i += 1
-    return selected
+    order = anchors_idx[np.argsort(-np.asarray(scores, np.float32), kind="stable")]
+    keep = greedy_nms(_Ranked(boxes, order), [len(order)], limit, iou_threshold)
+    return order[keep].tolist()
 
 
 @dataclass(frozen=True)
@@ -491,100 +567,123 @@ class _LazyBoxes:
         return self.rows[index]
 
 
+def _code_hits(scores: np.ndarray, offset: int, code_lo: int) -> tuple[np.ndarray, np.ndarray]:
+    """(anchor, class) of every uint8 score >= code_lo outside the background column, row-major order.
+
+    One comparison over the contiguous bytes and a flat nonzero: far cheaper than a per-row reduction or a 2-D
+    nonzero over the strided class columns.
+    """
+    if code_lo >= 256:
+        empty = np.empty(0, np.int64)
+        return empty, empty
+    flat = np.flatnonzero(scores.reshape(-1) >= code_lo) if code_lo > 0 else np.arange(scores.size)
+    rows, cols = np.divmod(flat, scores.shape[1])
+    if offset:
+        keep = cols >= offset
+        rows, cols = rows[keep], cols[keep]
+    return rows, cols - offset
+
+
+def _code_rows(scores: np.ndarray, offset: int, code_lo: int) -> np.ndarray:
+    """Ascending anchors with at least one class score byte >= code_lo (background excluded)."""
+    if code_lo >= 256:
+        return np.empty(0, np.int64)
+    above = scores.reshape(-1) >= code_lo
+    flat = np.flatnonzero(above)
+    if flat.size > scores.shape[0]:  # dense: one reduction per row is cheaper than deduplicating the hits
+        return np.flatnonzero(above.reshape(scores.shape)[:, offset:].any(axis=1))
+    rows, cols = np.divmod(flat, scores.shape[1])
+    rows = rows[cols >= offset]
+    # the hits are in row-major order: keep the first of each run of equal rows
+    return rows[np.concatenate([[True], rows[1:] != rows[:-1]])] if rows.size else rows
+
+
 def _fast(decoded, scores, lookup, score_f, offset, options):
     """NonMaxSuppressionMultiClassFastHelper."""
-    n = scores.shape[0]
     thr = np.float32(options.nms_score_threshold)
     k = min(options.max_classes_per_detection, options.num_classes)
     if lookup is not None:
-        # Argmax in the byte domain (the lookup tables are strictly increasing, so the first maximum is the
-        # same), dequantizing only rows that can pass the threshold.
-        cls = scores[:, offset:]
-        code_lo = lookup.min_code(thr)
-        rowmax = cls.max(axis=1)
-        rows = np.flatnonzero(rowmax >= code_lo) if code_lo < 256 else np.empty(0, np.int64)
-        best = cls[rows].argmax(axis=1) if rows.size else np.empty(0, np.int64)
-        best_val = lookup.values(rows, best + offset) if rows.size else np.empty(0, np.float32)
+        # Candidate anchors in the byte domain. The lookup tables are strictly increasing, so a byte >= the
+        # smallest code whose value can reach the threshold is a superset of the float32 test `score >= thr`
+        # (exact once the values are compared below), and within a row of one table the first maximum byte
+        # is the first maximum value.
+        rows = _code_rows(scores, offset, lookup.min_code(thr))
         tail = lookup.rows_in_tail()
         if tail.size:  # rows where equal bytes may dequantize to different floats: decide on floats
-            keep = ~np.isin(rows, tail)
-            rows, best, best_val = rows[keep], best[keep], best_val[keep]
+            rows = rows[~np.isin(rows, tail)]
+        best = scores[rows, offset:].argmax(axis=1)
+        best_val = lookup.values(rows, best + offset)
+        if tail.size:
             rr, cc = np.meshgrid(tail, np.arange(offset, scores.shape[1]), indexing="ij")
             tv = lookup.values(rr.reshape(-1), cc.reshape(-1)).reshape(rr.shape)
             tb = tv.argmax(axis=1)
             rows = np.concatenate([rows, tail])
-            best = np.concatenate([best, tb])
             best_val = np.concatenate([best_val, tv[np.arange(len(tail)), tb]])
-            order = np.argsort(rows, kind="stable")
-            rows, best, best_val = rows[order], best[order], best_val[order]
     else:
         cls = score_f[:, offset:]
         best = cls.argmax(axis=1)
-        best_val = cls[np.arange(n), best]
-        rows = np.arange(n)
+        best_val = cls[np.arange(cls.shape[0]), best]
+        rows = np.arange(cls.shape[0])
     keep = best_val >= thr
     rows, best_val = rows[keep], best_val[keep]
-    selected = nms_single_class(decoded, rows, best_val, options.max_detections, options.nms_iou_threshold)
+    # the kernel's stable descending sort of the anchors' best scores (ties -> lower anchor)
+    order = np.lexsort((rows, -best_val))
+    ranked = rows[order]
+    sel = ranked[greedy_nms(_Ranked(decoded, ranked), [len(ranked)], options.max_detections, options.nms_iou_threshold)]
     dets = []
+    if not sel.size:
+        return dets, int(len(rows))
     stride = options.max_classes_per_detection
-    sel = np.asarray(selected, dtype=np.int64)
-    if lookup is not None and sel.size:
+    if lookup is not None:
         cols = np.arange(offset, scores.shape[1])
         all_vals = lookup.values(np.repeat(sel, len(cols)), np.tile(cols, sel.size)).reshape(sel.size, -1)
     else:
-        all_vals = score_f[sel, offset:] if sel.size else None
-    boxes_sel = decoded[sel] if sel.size else None
-    for out_index, anchor in enumerate(selected):
-        vals = all_vals[out_index]
-        if k == 1:
-            top = [int(np.argmax(vals))]
-        else:  # std::partial_sort: equal scores ordered by lower class here (the library's order may differ)
-            top = [int(c) for c in np.argsort(-vals, kind="stable")[:k]]
-        for col, class_id in enumerate(top):
-            code = int(scores[anchor, class_id + offset]) if scores.dtype == np.uint8 else None
-            dets.append(Detection(row=stride * out_index + col, anchor=anchor, class_id=class_id,
-                                  score=float(vals[class_id]), box=tuple(float(v) for v in boxes_sel[out_index]),
-                                  score_code=code))
+        all_vals = score_f[sel, offset:]
+    if k == 1:
+        top = all_vals.argmax(axis=1)[:, None]
+    else:  # std::partial_sort: equal scores ordered by lower class here (the library's order may differ)
+        top = np.argsort(-all_vals, axis=1, kind="stable")[:, :k]
+    top_vals = np.take_along_axis(all_vals, top, axis=1).tolist()
+    codes = scores[sel[:, None], top + offset].tolist() if scores.dtype == np.uint8 else None
+    boxes_sel = decoded[sel].tolist()
+    top = top.tolist()
+    for out_index, anchor in enumerate(sel.tolist()):
+        box = tuple(boxes_sel[out_index])
+        for col in range(len(top[out_index])):
+            dets.append(Detection(row=stride * out_index + col, anchor=anchor, class_id=top[out_index][col],
+                                  score=top_vals[out_index][col], box=box,
+                                  score_code=codes[out_index][col] if codes is not None else None))
     return dets, int(len(rows))
 
 
 def _regular(decoded, scores, lookup, score_f, offset, options):
-    """NonMaxSuppressionMultiClassRegularHelper (single-threaded order; see replay for num_threads=1)."""
+    """NonMaxSuppressionMultiClassRegularHelper (single-threaded order; see replay for num_threads=1).
+
+    All classes at once: candidates sorted by (class, descending score, anchor) are exactly each class's
+    stable descending sort laid end to end, and greedy_nms runs the classes' greedy passes side by side.
+    """
     thr = np.float32(options.nms_score_threshold)
     per_class = min(options.detections_per_class, options.max_detections)
     if lookup is not None:
-        code_lo = lookup.min_code(thr)
-        if code_lo < 256:
-            rows, cols = np.nonzero(scores[:, offset:] >= code_lo)
-        else:
-            rows = cols = np.empty(0, np.int64)
+        rows, cols = _code_hits(scores, offset, lookup.min_code(thr))
         vals = lookup.values(rows, cols + offset)
     else:
         rows, cols = np.nonzero(score_f[:, offset:] >= thr)
         vals = score_f[rows, cols + offset]
     keep = vals >= thr
     rows, cols, vals = rows[keep], cols[keep], vals[keep]
-    # group candidates by class, anchors ascending within a class
-    order = np.lexsort((rows, cols))
+    order = np.lexsort((rows, -vals, cols))
     rows, cols, vals = rows[order], cols[order], vals[order]
-    bounds = np.flatnonzero(np.diff(cols)) + 1
-    merged_scores, merged = [], []
-    for start, stop in zip(np.concatenate([[0], bounds]), np.concatenate([bounds, [len(cols)]])):
-        if start == stop:
-            continue
-        class_id = int(cols[start])
-        chosen = nms_single_class(decoded, rows[start:stop], vals[start:stop], per_class,
-                                  options.nms_iou_threshold)
-        lookup_val = dict(zip(rows[start:stop].tolist(), vals[start:stop].tolist()))
-        for anchor in chosen:
-            merged.append((anchor, class_id))
-            merged_scores.append(lookup_val[anchor])
-    # Stable merge by descending score == stable sort of the class-ordered concatenation.
-    final = np.argsort(-np.asarray(merged_scores, np.float32), kind="stable")[: options.max_detections]
+    sizes = np.bincount(cols)
+    sizes = sizes[sizes > 0]
+    chosen = np.flatnonzero(greedy_nms(_Ranked(decoded, rows), sizes, per_class, options.nms_iou_threshold))
+    # Stable merge by descending score of the class-ordered selections == a stable sort of them.
+    final = chosen[np.argsort(-vals[chosen], kind="stable")[: options.max_detections]]
+    anchors, classes = rows[final], cols[final]
+    codes = scores[anchors, classes + offset].tolist() if scores.dtype == np.uint8 else None
+    boxes_sel = decoded[anchors].tolist() if final.size else []
     dets = []
-    for row, idx in enumerate(final.tolist()):
-        anchor, class_id = merged[idx]
-        code = int(scores[anchor, class_id + offset]) if scores.dtype == np.uint8 else None
-        dets.append(Detection(row=row, anchor=anchor, class_id=class_id, score=float(merged_scores[idx]),
-                              box=tuple(float(v) for v in decoded[np.array([anchor])][0]), score_code=code))
+    for row, (anchor, class_id, score) in enumerate(zip(anchors.tolist(), classes.tolist(), vals[final].tolist())):
+        dets.append(Detection(row=row, anchor=anchor, class_id=class_id, score=score, box=tuple(boxes_sel[row]),
+                              score_code=codes[row] if codes is not None else None))
     return dets, int(len(rows))
