@@ -22,10 +22,21 @@ def _num(v) -> str:
     return str(v)
 
 
+NAME_LIMIT = 32
+
+
+def short_name(name: str, limit: int = NAME_LIMIT) -> str:
+    """A tensor name that fits a table cell: TFLite joins fused op names with ';' (the first is the one a
+    person recognises), and long paths keep their last `limit` characters. `--json` has the full names."""
+    first = name.split(";")[0]
+    shown = first if len(first) <= limit else "..." + first[-(limit - 3):]
+    return shown + (" (+fused)" if ";" in name else "")
+
+
 def _tensor(t: dict | None) -> str:
     if t is None:
         return "(none)"
-    text = f"#{t['index']} {t['name']} {t['shape']} {t['dtype']}"
+    text = f"#{t['index']} {short_name(t['name'])} {t['shape']} {t['dtype']}"
     if t.get("scale") is not None:
         text += f" s={_num(t['scale'])} zp={t['zero_point']}"
     elif t.get("per_channel"):

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from forensics.crc import format_crc
 from forensics.errors import FormatError, InputError
 from forensics.tflite.flat import Buffer, Node
 from forensics.tflite.options import loads
@@ -146,7 +147,7 @@ class Executable:
                 "version": self.version, "batch_size": self.batch_size,
                 "scratch_size_bytes": self.scratch_size_bytes, "bitstream_size": self.bitstream_size,
                 "bitstreams": list(self.bitstream_sizes), "parameters_offset": self.parameters_offset,
-                "parameters_size": self.parameters_size, "parameters_crc32": f"{self.parameters_crc32:08x}",
+                "parameters_size": self.parameters_size, "parameters_crc32": format_crc(self.parameters_crc32),
                 "parameter_caching_token": f"{self.parameter_caching_token:016x}",
                 "estimated_cycles": self.estimated_cycles,
                 "used_narrow_memory_bytes_per_tile": self.used_narrow_memory_bytes_per_tile,
@@ -358,5 +359,5 @@ def write_parameters(package: Package, directory) -> list[dict]:
         path = os.path.join(directory, name)
         write_bytes_atomic(path, bytes(exe.parameters))
         written.append({"executable": exe.index, "type": exe.type, "path": path, "size": exe.parameters_size,
-                        "crc32": f"{exe.parameters_crc32:08x}"})
+                        "crc32": format_crc(exe.parameters_crc32)})
     return written

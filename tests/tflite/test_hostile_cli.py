@@ -140,7 +140,7 @@ def test_params_out_and_extract(cli, shared_data, tmp_path):
     blob = (tmp_path / "p" / "op0_exe1_parameter_caching.params").read_bytes()
     import zlib
 
-    assert f"{zlib.crc32(blob):08x}" == written[1]["crc32"] and len(blob) == 3608512
+    assert f"0x{zlib.crc32(blob):08x}" == written[1]["crc32"] and len(blob) == 3608512
     r = cli("extract", shared_data / "ssd_mobilenet_v1_coco_quant_postprocess_head_layers.tflite", "-o",
             tmp_path / "x")
     assert r.code == 0, r.err
