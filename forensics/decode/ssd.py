@@ -25,6 +25,7 @@ round once everywhere ("reference").
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -168,38 +169,52 @@ def dequantize(q, quant: Quantization, rounding: str = "reference") -> np.ndarra
     raise InputError(f"unknown dequantize rounding {rounding!r} (choose {', '.join(ROUNDINGS)})")
 
 
+@functools.lru_cache(maxsize=64)
+def _score_tables(scale: float, zero_point: int, rounding: str) -> tuple[np.ndarray, np.ndarray, bool]:
+    """(value of each byte at block positions, at tail positions, both strictly increasing) for one tensor's
+    quantization: constants of the model, so computed once per (scale, zero_point, rounding)."""
+    codes = np.arange(256, dtype=np.uint8)
+    quant = Quantization(scale, zero_point)
+    tail = dequantize_single(codes, quant)
+    block = tail
+    if rounding == "litert":
+        s = np.float32(scale)
+        block = codes.astype(np.float32) * s - np.float32(np.float32(zero_point) * s)
+        if np.array_equal(block.view(np.uint32), tail.view(np.uint32)):
+            block = tail  # e.g. zero_point 0: both roundings agree on every byte
+    tail.setflags(write=False)
+    block.setflags(write=False)
+    monotone = bool(np.all(np.diff(block) > 0) and np.all(np.diff(tail) > 0))
+    return block, tail, monotone
+
+
 class _ScoreLookup:
     """uint8 scores dequantized lazily, position by position, exactly as a full dequantization would."""
 
     def __init__(self, q: np.ndarray, quant: Quantization, rounding: str):
         self.q = q
         self.cols = q.shape[1]
-        codes = np.arange(256, dtype=np.uint8)
-        self.lut_tail = dequantize_single(codes, quant)
-        if rounding == "litert":
-            s = np.float32(quant.scale)
-            self.lut_block = codes.astype(np.float32) * s - np.float32(np.float32(quant.zero_point) * s)
-            if np.array_equal(self.lut_block.view(np.uint32), self.lut_tail.view(np.uint32)):
-                self.lut_block = self.lut_tail  # e.g. zero_point 0: both roundings agree on every byte
-        else:
-            self.lut_block = self.lut_tail
+        self.lut_block, self.lut_tail, self._monotone = _score_tables(quant.scale, quant.zero_point, rounding)
         self.full = (q.size // 8) * 8  # flat positions >= full use lut_tail
 
     def values(self, rows, cols) -> np.ndarray:
         rows = np.asarray(rows, dtype=np.int64)
         cols = np.asarray(cols, dtype=np.int64)
         codes = self.q[rows, cols]
+        if self.lut_block is self.lut_tail:
+            return self.lut_tail[codes]
         flat = rows * self.cols + cols
         return np.where(flat < self.full, self.lut_block[codes], self.lut_tail[codes])
 
     def min_code(self, threshold: float) -> int:
         """Smallest code whose value can reach `threshold` at any position (256 when none can)."""
-        reach = np.maximum(self.lut_block, self.lut_tail) >= np.float32(threshold)
-        hits = np.flatnonzero(reach)
-        return int(hits[0]) if hits.size else 256
+        thr = np.float32(threshold)
+        # both tables increase: the first code reaching thr in either of them
+        return int(min(np.searchsorted(self.lut_block, thr, side="left"),
+                       np.searchsorted(self.lut_tail, thr, side="left")))
 
     def monotone(self) -> bool:
-        return bool(np.all(np.diff(self.lut_block) > 0) and np.all(np.diff(self.lut_tail) > 0))
+        return self._monotone
 
     def rows_in_tail(self) -> np.ndarray:
         """Rows holding at least one position rounded differently (the last n mod 8 elements)."""
@@ -584,18 +599,32 @@ def _code_hits(scores: np.ndarray, offset: int, code_lo: int) -> tuple[np.ndarra
     return rows, cols - offset
 
 
-def _code_rows(scores: np.ndarray, offset: int, code_lo: int) -> np.ndarray:
-    """Ascending anchors with at least one class score byte >= code_lo (background excluded)."""
+def _best_classes(scores: np.ndarray, offset: int, code_lo: int) -> tuple[np.ndarray, np.ndarray]:
+    """(ascending anchors with a class byte >= code_lo, the first class holding that row's largest byte).
+
+    The row's largest class byte is >= code_lo, so it is among the hits: sparse scores are decided from the
+    hits alone (sorted by row, then descending byte; a stable sort keeps the lower class first among equal
+    bytes, as the kernel's argmax keeps the first maximum).
+    """
     if code_lo >= 256:
-        return np.empty(0, np.int64)
+        empty = np.empty(0, np.int64)
+        return empty, empty
     above = scores.reshape(-1) >= code_lo
     flat = np.flatnonzero(above)
-    if flat.size > scores.shape[0]:  # dense: one reduction per row is cheaper than deduplicating the hits
-        return np.flatnonzero(above.reshape(scores.shape)[:, offset:].any(axis=1))
+    if flat.size > scores.shape[0]:  # dense: one reduction per row is cheaper than sorting the hits
+        rows = np.flatnonzero(above.reshape(scores.shape)[:, offset:].any(axis=1))
+        return rows, scores[rows, offset:].argmax(axis=1)
     rows, cols = np.divmod(flat, scores.shape[1])
-    rows = rows[cols >= offset]
-    # the hits are in row-major order: keep the first of each run of equal rows
-    return rows[np.concatenate([[True], rows[1:] != rows[:-1]])] if rows.size else rows
+    if offset:
+        keep = cols >= offset
+        flat, rows, cols = flat[keep], rows[keep], cols[keep]
+    key = rows * 256 + (255 - scores.reshape(-1)[flat].astype(np.int64))
+    order = np.argsort(key, kind="stable")
+    rows, cols = rows[order], cols[order]
+    first = np.empty(rows.size, bool)
+    first[:1] = True
+    first[1:] = rows[1:] != rows[:-1]
+    return rows[first], cols[first] - offset
 
 
 def _fast(decoded, scores, lookup, score_f, offset, options):
@@ -607,17 +636,18 @@ def _fast(decoded, scores, lookup, score_f, offset, options):
         # smallest code whose value can reach the threshold is a superset of the float32 test `score >= thr`
         # (exact once the values are compared below), and within a row of one table the first maximum byte
         # is the first maximum value.
-        rows = _code_rows(scores, offset, lookup.min_code(thr))
+        rows, best = _best_classes(scores, offset, lookup.min_code(thr))
         tail = lookup.rows_in_tail()
         if tail.size:  # rows where equal bytes may dequantize to different floats: decide on floats
-            rows = rows[~np.isin(rows, tail)]
-        best = scores[rows, offset:].argmax(axis=1)
+            keep = ~np.isin(rows, tail)
+            rows, best = rows[keep], best[keep]
         best_val = lookup.values(rows, best + offset)
         if tail.size:
             rr, cc = np.meshgrid(tail, np.arange(offset, scores.shape[1]), indexing="ij")
             tv = lookup.values(rr.reshape(-1), cc.reshape(-1)).reshape(rr.shape)
             tb = tv.argmax(axis=1)
             rows = np.concatenate([rows, tail])
+            best = np.concatenate([best, tb])
             best_val = np.concatenate([best_val, tv[np.arange(len(tail)), tb]])
     else:
         cls = score_f[:, offset:]
@@ -625,28 +655,31 @@ def _fast(decoded, scores, lookup, score_f, offset, options):
         best_val = cls[np.arange(cls.shape[0]), best]
         rows = np.arange(cls.shape[0])
     keep = best_val >= thr
-    rows, best_val = rows[keep], best_val[keep]
+    rows, best, best_val = rows[keep], best[keep], best_val[keep]
     # the kernel's stable descending sort of the anchors' best scores (ties -> lower anchor)
     order = np.lexsort((rows, -best_val))
     ranked = rows[order]
-    sel = ranked[greedy_nms(_Ranked(decoded, ranked), [len(ranked)], options.max_detections, options.nms_iou_threshold)]
+    chosen = order[greedy_nms(_Ranked(decoded, ranked), [len(ranked)], options.max_detections,
+                              options.nms_iou_threshold)]
+    sel = rows[chosen]
     dets = []
     if not sel.size:
         return dets, int(len(rows))
     stride = options.max_classes_per_detection
-    if lookup is not None:
-        cols = np.arange(offset, scores.shape[1])
-        all_vals = lookup.values(np.repeat(sel, len(cols)), np.tile(cols, sel.size)).reshape(sel.size, -1)
-    else:
-        all_vals = score_f[sel, offset:]
-    if k == 1:
-        top = all_vals.argmax(axis=1)[:, None]
+    if k == 1:  # the anchor's best class, already known
+        top = best[chosen][:, None]
+        top_vals = best_val[chosen][:, None]
     else:  # std::partial_sort: equal scores ordered by lower class here (the library's order may differ)
+        if lookup is not None:
+            cols = np.arange(offset, scores.shape[1])
+            all_vals = lookup.values(np.repeat(sel, len(cols)), np.tile(cols, sel.size)).reshape(sel.size, -1)
+        else:
+            all_vals = score_f[sel, offset:]
         top = np.argsort(-all_vals, axis=1, kind="stable")[:, :k]
-    top_vals = np.take_along_axis(all_vals, top, axis=1).tolist()
+        top_vals = np.take_along_axis(all_vals, top, axis=1)
     codes = scores[sel[:, None], top + offset].tolist() if scores.dtype == np.uint8 else None
     boxes_sel = decoded[sel].tolist()
-    top = top.tolist()
+    top, top_vals = top.tolist(), top_vals.tolist()
     for out_index, anchor in enumerate(sel.tolist()):
         box = tuple(boxes_sel[out_index])
         for col in range(len(top[out_index])):
