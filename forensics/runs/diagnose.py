@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from forensics.crc import format_crc
 from forensics.dump import Dump, _read_fully, open_dump
 from forensics.errors import InputError
 from forensics.layout import RecordLayout, layout_from
@@ -113,7 +114,7 @@ class DiagnoseResult:
         return {
             "path_a": self.path_a, "path_b": self.path_b, "previous": self.previous,
             "size_a": self.size_a, "size_b": self.size_b,
-            "crc32_a": f"{self.crc32_a:08x}", "crc32_b": f"{self.crc32_b:08x}",
+            "crc32_a": format_crc(self.crc32_a), "crc32_b": format_crc(self.crc32_b),
             "identical": self.identical, "record_size": self.record_size,
             "records_compared": self.records_compared, "records_differing": self.records_differing,
             "bytes_differing": self.bytes_differing, "first_differing_offset": self.first_differing_offset,
@@ -458,7 +459,7 @@ def _shift(dump_a, dump_b, scan: _Scan, max_shift: int, chunk: int) -> Finding |
             continue
         if _equal_shifted(dump_a, dump_b, k, lo, hi, chunk) and _equal_shifted(dump_b, dump_b, k, lo, hi, chunk):
             return Finding("shift", (
-                f"B's {_n(hi - lo)} differing bytes 0x{lo:x}-0x{hi:x} repeat B's own bytes {abs(k)} bytes "
+                f"B's differing span 0x{lo:x}-0x{hi:x} ({_n(hi - lo)} bytes) repeats B's own bytes {abs(k)} bytes "
                 f"{'before' if k < 0 else 'after'} them (A holds them there): a block written twice at the wrong "
                 f"place, as a wrong row stride does"),
                 "check the row stride / block addresses used when writing B",
