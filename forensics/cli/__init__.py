@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "forensics.cli.buffers",
     "forensics.cli.csr",
     "forensics.cli.decode",
+    "forensics.cli.diagnose",
     "forensics.cli.model",
 )
 
