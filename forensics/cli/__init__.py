@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "forensics.cli.decode",
     "forensics.cli.diagnose",
     "forensics.cli.model",
+    "forensics.cli.runs",
 )
 
 

@@ -19,6 +19,7 @@ from forensics.diff import DiffResult, diff_dumps
 from forensics.dump import open_dump
 from forensics.errors import InputError
 from forensics.layout import RecordLayout
+from forensics.runs.diagnose import diagnose_dumps
 from forensics.runs.run import STAGES, BufferCheck, BufferEntry, Run, load_run, verify_run
 
 IOU_MATCH = 0.5
@@ -462,10 +463,15 @@ def _compare_pair(run_a, run_b, ca: BufferCheck, cb: BufferCheck, previous, geom
 
 
 def _diagnose(dump_a, dump_b, layout, previous: Run | None, entry: BufferEntry) -> tuple:
-    # TODO(diagnose): once forensics/runs/diagnose.py is committed, call
-    #   diagnose_dumps(dump_a, dump_b, layout=layout, previous=<previous run's dump of the same stage:tensor>)
-    # here and return its findings. Until then compare reports no findings.
-    return ()
+    """The named bring-up bugs behind one differing buffer (forensics.runs.diagnose), with --previous for stale."""
+    prev_dump = None
+    if previous is not None:
+        match = [b for b in previous.buffers if b.key == entry.key]
+        if match:
+            path = previous.file_path(match[0])
+            if os.path.isfile(path):
+                prev_dump = open_dump(path, allow_empty=True, use_sidecar=False)
+    return tuple(diagnose_dumps(dump_a, dump_b, layout=layout, previous=prev_dump).findings)
 
 
 # --- batch support: one pair directory -> one summary row ----------------------------------------------------

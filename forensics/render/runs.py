@@ -1,0 +1,300 @@
+"""Rendering for runs: capture / ingest summaries, the compare stage table, the batch summary, and the
+self-contained HTML report (inline CSS, heatmaps embedded as PNG data URIs) for a bug tracker."""
+
+from __future__ import annotations
+
+import html
+
+from rich import box
+from rich.table import Table
+from rich.text import Text
+
+from forensics.crc import format_crc
+
+STATUS_STYLE = {"MATCH": "bold green", "DIFFER": "bold red", "CHANGED": "bold yellow", "MISSING": "bold yellow",
+                "ONLY_A": "dim", "ONLY_B": "dim", "ERROR": "bold yellow"}
+
+
+def _table(*columns, title=None) -> Table:
+    table = Table(box=box.SIMPLE_HEAD, title=title, title_justify="left", pad_edge=False, show_edge=False)
+    for col in columns:
+        if isinstance(col, tuple):
+            table.add_column(col[0], justify=col[1])
+        else:
+            table.add_column(col)
+    return table
+
+
+def _crc(value) -> str:
+    return format_crc(value) if value is not None else "-"
+
+
+def _size(value) -> str:
+    return f"{value:,}" if value is not None else "-"
+
+
+def _verdict(kind: str, message: str) -> Text:
+    text = Text()
+    text.append(kind, style=STATUS_STYLE.get(kind, "bold"))
+    text.append(f" | {message}")
+    return text
+
+
+def status_text(row) -> str:
+    """MATCH / DIFFER / ONLY_A ..., with CHANGED in front when a file no longer matches its manifest."""
+    if row.changed:
+        return f"CHANGED {row.status}"
+    return row.status
+
+
+# --- capture / ingest ---------------------------------------------------------------------------------------
+
+def render_buffers(run, title: str | None = None) -> Table:
+    table = _table("stage", "tensor", ("size", "right"), "CRC32", "dtype", "shape", title=title)
+    for b in run.buffers:
+        table.add_row(b.stage, b.tensor, f"{b.size:,}", format_crc(b.crc32), b.dtype or "",
+                      "x".join(map(str, b.shape)) if b.shape is not None else "")
+    return table
+
+
+def render_capture(result) -> list:
+    run = result.run
+    how = f"{result.runtime}, {result.mode}" + (f", delegate {result.delegate}" if result.delegate else "")
+    out = [Text(f"run {run.path} (source {run.source}; {how})")]
+    if result.image is not None:
+        im = result.image
+        out.append(Text(f"input: {im.image_size[0]}x{im.image_size[1]} image resized ({im.resampling}) to "
+                        f"{im.resized[0]}x{im.resized[1]} at the top-left of a zero-filled tensor, scale {im.scale:.6g}"))
+    out.append(render_buffers(run))
+    return out
+
+
+def render_ingest(result) -> list:
+    run = result.run
+    verb = "created" if result.created else "updated"
+    line = f"{verb} run {run.path} (source {run.source}): added {', '.join(result.added)}"
+    if result.replaced:
+        line += f"; replaced {', '.join(result.replaced)}"
+    if result.relayouted:
+        line += f"; relayouted into tensor: {', '.join(result.relayouted)}"
+    return [Text(line), render_buffers(run)]
+
+
+# --- compare ----------------------------------------------------------------------------------------------
+
+def _detections_table(det) -> Table:
+    table = _table(("A row", "right"), ("B row", "right"), "class A/B", "score A", "score B", "score delta",
+                   "IoU", "max box delta", title="detections, matched by IoU")
+    for p in det.pairs:
+        cls = str(p.class_a) if p.class_a == p.class_b else f"{p.class_a}/{p.class_b}"
+        table.add_row(str(p.row_a), str(p.row_b), cls, f"{p.score_a:.6f}", f"{p.score_b:.6f}",
+                      f"{p.score_delta:+.6f}", f"{p.iou:.4f}", f"{p.box_delta:.3g}")
+    for d in det.only_a:
+        table.add_row(str(d["row"]), "-", str(d["class"]), f"{d['score']:.6f}", "-", "-", "-", "-")
+    for d in det.only_b:
+        table.add_row("-", str(d["row"]), str(d["class"]), "-", f"{d['score']:.6f}", "-", "-", "-")
+    return table
+
+
+def _diff_records_table(row) -> Table:
+    unit = row.unit[:-1] if row.unit.endswith("s") else row.unit
+    table = _table((unit, "right"), ("offset", "right"), "A", "B", title=f"{row.label}: first differing {row.unit}")
+    for r in row.diff.records:
+        table.add_row(str(r.index), f"{r.offset:#x}", r.a.hex(" ")[:47], r.b.hex(" ")[:47])
+    if row.diff.records_truncated:
+        table.caption = f"... {row.diff.records_differing - len(row.diff.records):,} more"
+    return table
+
+
+def render_compare(result) -> list:
+    a, b = result.run_a, result.run_b
+    out = [Text(f"A: {a.path} (source {a.source})    B: {b.path} (source {b.source})")]
+    table = _table("stage", "tensor", "status", "CRC32 A", "CRC32 B", "summary")
+    first = result.first_divergent
+    for row in result.rows:
+        status = Text(status_text(row), style=STATUS_STYLE.get("CHANGED" if row.changed else row.status, ""))
+        stage = Text(row.stage, style="bold" if row is first else "")
+        table.add_row(stage, row.tensor if row.tensor != row.stage else "", status, _crc(row.crc32_a),
+                      _crc(row.crc32_b), row.summary)
+    out.append(table)
+    if first is not None:
+        out.append(_verdict("DIFFER", f"first divergent stage: {first.label}: {result.advice}"))
+    else:
+        compared = sum(1 for r in result.rows if r.compared)
+        out.append(_verdict("MATCH", f"all {compared} common buffers match"))
+    for row in result.rows:
+        if row.findings:
+            for f in row.findings:
+                d = f.to_dict() if hasattr(f, "to_dict") else dict(f)
+                out.append(Text(f"  {row.label}: {d.get('kind')}: {d.get('evidence', '')}"))
+    for row in result.rows:
+        if row.diff is not None and row.diff.records:
+            out.append(_diff_records_table(row))
+    if result.detections is not None and (result.detections.pairs or result.detections.only_a
+                                          or result.detections.only_b):
+        out.append(_detections_table(result.detections))
+    return out
+
+
+def warnings_of(result) -> list[str]:
+    return list(result.warnings)
+
+
+# --- batch ------------------------------------------------------------------------------------------------
+
+def render_batch(result, limit: int = 30) -> list:
+    table = _table("pair", "verdict", "first divergent", ("differing", "right"), "summary")
+    shown = [r for r in result.rows if r["verdict"] != "MATCH"][:limit]
+    for r in shown:
+        table.add_row(r["pair"], r["verdict"], r.get("first_divergent_stage") or "-", str(r.get("stages_differing", "")),
+                      r.get("summary") or r.get("error") or "")
+    counts = result.counts
+    line = (f"{len(result.rows)} pairs: {counts.get('MATCH', 0)} match, {counts.get('DIFFER', 0)} differ, "
+            f"{counts.get('ERROR', 0)} errors ({result.workers} worker processes)")
+    out = [Text(line)]
+    if shown:
+        out.append(table)
+        hidden = sum(1 for r in result.rows if r["verdict"] != "MATCH") - len(shown)
+        if hidden > 0:
+            out.append(Text(f"... {hidden} more differing pairs in the summary files"))
+    if result.outputs:
+        out.append(Text("wrote " + ", ".join(result.outputs)))
+    return out
+
+
+# --- HTML -------------------------------------------------------------------------------------------------
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#1a1a1a;max-width:1200px}
+h1{font-size:20px;margin:0 0 8px} h2{font-size:16px;margin:24px 0 8px}
+table{border-collapse:collapse;font-size:13px;margin:8px 0}
+th,td{border-bottom:1px solid #ddd;padding:4px 8px;text-align:left;vertical-align:top}
+th{background:#f4f4f4} td.num{text-align:right;font-variant-numeric:tabular-nums}
+code,.mono{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px}
+.MATCH{color:#11752b;font-weight:bold} .DIFFER{color:#b3141b;font-weight:bold}
+.CHANGED,.MISSING,.ERROR{color:#9a6700;font-weight:bold} .ONLY_A,.ONLY_B{color:#777}
+tr.first td{background:#fff1f0}
+.verdict{padding:8px 12px;border-radius:4px;margin:12px 0}
+.verdict.ok{background:#e9f7ec;border:1px solid #9bd3a7} .verdict.bad{background:#fdecea;border:1px solid #f1a9a5}
+.warn{background:#fff8e1;border:1px solid #f3d37a;padding:6px 10px;margin:4px 0;border-radius:4px}
+figure{margin:8px 0} figcaption{font-size:12px;color:#555}
+"""
+
+
+def _e(value) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def html_report(result, *, pictures: dict | None = None, title: str | None = None) -> str:
+    """The compare report as one self-contained HTML page (no external resources: CSS inline, PNGs as data URIs).
+
+    `pictures` maps a row label (`tensor:Squeeze1`) to a forensics.render.pictures.Picture.
+    """
+    pictures = pictures or {}
+    a, b = result.run_a, result.run_b
+    title = title or f"forensics compare: {a.source} vs {b.source}"
+    first = result.first_divergent
+    parts = ["<!DOCTYPE html>", "<html lang=\"en\"><head><meta charset=\"utf-8\">",
+             f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>",
+             f"<h1>{_e(title)}</h1>",
+             "<table><tr><th></th><th>run</th><th>source</th><th>model</th><th>captured</th><th>tool</th></tr>"]
+    for name, run in (("A", a), ("B", b)):
+        model = run.model or {}
+        model_text = f"{model.get('path', '')} (sha256 {model['sha256'][:12]}…)" if model.get("sha256") else "-"
+        parts.append(f"<tr><td>{name}</td><td class=\"mono\">{_e(run.path)}</td><td>{_e(run.source)}</td>"
+                     f"<td class=\"mono\">{_e(model_text)}</td><td>{_e(run.created or '-')}</td>"
+                     f"<td>{_e(run.tool or '-')}</td></tr>")
+    parts.append("</table>")
+    if first is not None:
+        parts.append(f"<div class=\"verdict bad\" id=\"verdict\"><b>DIFFER</b> — first divergent stage: "
+                     f"<b>{_e(first.label)}</b> ({_e(first.summary)}). {_e(result.advice)}</div>")
+    else:
+        parts.append("<div class=\"verdict ok\" id=\"verdict\"><b>MATCH</b> — every common buffer matches.</div>")
+    for w in result.warnings:
+        parts.append(f"<div class=\"warn\">warning: {_e(w)}</div>")
+    parts.append("<h2>Stages</h2><table id=\"stages\"><tr><th>stage</th><th>tensor</th><th>status</th>"
+                 "<th>size A</th><th>size B</th><th>CRC32 A</th><th>CRC32 B</th><th>summary</th></tr>")
+    for row in result.rows:
+        cls = "CHANGED" if row.changed else row.status
+        first_cls = ' class="first"' if row is first else ""
+        parts.append(f"<tr{first_cls}><td>{_e(row.stage)}</td>"
+                     f"<td class=\"mono\">{_e(row.tensor if row.tensor != row.stage else '')}</td>"
+                     f"<td class=\"{cls}\">{_e(status_text(row))}</td><td class=\"num\">{_size(row.size_a)}</td>"
+                     f"<td class=\"num\">{_size(row.size_b)}</td><td class=\"mono\">{_crc(row.crc32_a)}</td>"
+                     f"<td class=\"mono\">{_crc(row.crc32_b)}</td><td>{_e(row.summary)}</td></tr>")
+    parts.append("</table>")
+    findings = [(row, f.to_dict() if hasattr(f, "to_dict") else dict(f)) for row in result.rows for f in row.findings]
+    if findings:
+        parts.append("<h2>Diagnosis</h2><table><tr><th>buffer</th><th>finding</th><th>evidence</th><th>what to do"
+                     "</th></tr>")
+        for row, d in findings:
+            parts.append(f"<tr><td>{_e(row.label)}</td><td><b>{_e(d.get('kind'))}</b></td>"
+                         f"<td>{_e(d.get('evidence', ''))}</td><td>{_e(d.get('hint', ''))}</td></tr>")
+        parts.append("</table>")
+    for row in result.rows:
+        if row.diff is None:
+            continue
+        diff = row.diff
+        parts.append(f"<h2>{_e(row.label)}</h2><p>{_e(row.summary)}; {diff.layout.record_size} bytes per record"
+                     f"{'; pad lanes ' + ','.join(map(str, diff.layout.pad_lanes)) if diff.layout.pad_lanes else ''}.</p>")
+        if diff.records:
+            unit = row.unit[:-1] if row.unit.endswith("s") else row.unit
+            parts.append(f"<table><tr><th>{_e(unit)}</th><th>offset</th><th>A</th><th>B</th></tr>")
+            for r in diff.records:
+                parts.append(f"<tr><td class=\"num\">{r.index}</td><td class=\"mono\">{r.offset:#x}</td>"
+                             f"<td class=\"mono\">{_e(r.a.hex(' '))}</td><td class=\"mono\">{_e(r.b.hex(' '))}</td></tr>")
+            parts.append("</table>")
+            if diff.records_truncated:
+                parts.append(f"<p>… {diff.records_differing - len(diff.records):,} more</p>")
+        picture = pictures.get(row.label)
+        if picture is not None:
+            parts.append(f"<figure><img alt=\"{_e(row.label)} per-anchor difference heatmap\" "
+                         f"src=\"{picture.data_uri()}\" width=\"{picture.width}\" height=\"{picture.height}\">"
+                         f"<figcaption>{_e(row.label)}: max |A − B| per anchor cell (LSB); framed cells hold a "
+                         "differing anchor</figcaption></figure>")
+    det = result.detections
+    if det is not None:
+        parts.append(f"<h2>Detections</h2><p>{det.num_a} in A, {det.num_b} in B; matched one-to-one by IoU ≥ "
+                     f"{det.iou_threshold}</p><table id=\"detections\"><tr><th>A row</th><th>B row</th><th>class A/B"
+                     "</th><th>score A</th><th>score B</th><th>score delta</th><th>IoU</th><th>box A</th><th>box B"
+                     "</th></tr>")
+        for p in det.pairs:
+            parts.append(f"<tr><td class=\"num\">{p.row_a}</td><td class=\"num\">{p.row_b}</td>"
+                         f"<td>{p.class_a}{'' if p.class_a == p.class_b else '/' + str(p.class_b)}</td>"
+                         f"<td class=\"num\">{p.score_a:.6f}</td><td class=\"num\">{p.score_b:.6f}</td>"
+                         f"<td class=\"num\">{p.score_delta:+.6f}</td><td class=\"num\">{p.iou:.4f}</td>"
+                         f"<td class=\"mono\">{_e(_box(p.box_a))}</td><td class=\"mono\">{_e(_box(p.box_b))}</td></tr>")
+        for d in det.only_a:
+            parts.append(f"<tr><td class=\"num\">{d['row']}</td><td>-</td><td>{d['class']}</td>"
+                         f"<td class=\"num\">{d['score']:.6f}</td><td>-</td><td>-</td><td>-</td>"
+                         f"<td class=\"mono\">{_e(_box(d['box']))}</td><td>-</td></tr>")
+        for d in det.only_b:
+            parts.append(f"<tr><td>-</td><td class=\"num\">{d['row']}</td><td>{d['class']}</td><td>-</td>"
+                         f"<td class=\"num\">{d['score']:.6f}</td><td>-</td><td>-</td><td>-</td>"
+                         f"<td class=\"mono\">{_e(_box(d['box']))}</td></tr>")
+        parts.append("</table>")
+    parts.append("</body></html>\n")
+    return "\n".join(parts)
+
+
+def _box(box) -> str:
+    return "(" + ", ".join(f"{v:.4f}" for v in box) + ")"
+
+
+def pictures_for(result) -> dict:
+    """Heatmap pictures of the rows that carry per-anchor heat (needs Pillow; an empty dict without it)."""
+    if result.geometry is None:
+        return {}
+    from forensics.errors import DependencyError, InputError
+
+    out = {}
+    for row in result.rows:
+        if row.heat is None:
+            continue
+        try:
+            from forensics.render.pictures import heatmap_for
+
+            out[row.label] = heatmap_for(result.geometry, row.heat, title=f"{row.label}: A vs B")
+        except (DependencyError, InputError):
+            return out
+    return out
