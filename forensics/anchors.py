@@ -163,6 +163,16 @@ def _iter_records(dump: Dump, region: Region, dtype: np.dtype):
         yield (pos - region.start) // rs, np.frombuffer(view, dtype=dtype)
 
 
+def _collect(departures: list, cap: int | None, where: np.ndarray, base: int, records: np.ndarray,
+             region: Region, dtype) -> None:
+    """Append the departing records at `where` (chunk positions) until `cap` records are listed."""
+    room = len(where) if cap is None else max(0, cap - len(departures))
+    for i in where[:room]:
+        i = int(i)
+        departures.append(NonuniformRecord(base + i, region.start + (base + i) * region.record_size,
+                                           _to_bytes(records[i], dtype)))
+
+
 def analyse_anchors(dump: Dump, layout: RecordLayout, *, nonuniform: bool = False, top: int = DEFAULT_TOP,
                     window: int = DEFAULT_WINDOW, limit: int | None = DEFAULT_LIMIT) -> AnchorsResult:
     """Find the exact mode record (ties: the one that occurs first) and, if asked, every record that departs."""
@@ -199,11 +209,7 @@ def analyse_anchors(dump: Dump, layout: RecordLayout, *, nonuniform: bool = Fals
             if first_departure is None:
                 first_departure = base + int(where[0])
             if nonuniform:
-                room = len(where) if cap is None else max(0, cap - len(departures))
-                for i in where[:room]:
-                    i = int(i)
-                    departures.append(NonuniformRecord(base + i, region.start + (base + i) * rs,
-                                                       _to_bytes(records[i], dtype)))
+                _collect(departures, cap, where, base, records, region, dtype)
 
     values, firsts, totals = tally.merged()
     values = np.concatenate([values, np.array([guess], dtype=dtype)])
@@ -226,11 +232,7 @@ def analyse_anchors(dump: Dump, layout: RecordLayout, *, nonuniform: bool = Fals
             if first_departure is None:
                 first_departure = base + int(where[0])
             if nonuniform:
-                room = len(where) if cap is None else max(0, cap - len(departures))
-                for i in where[:room]:
-                    i = int(i)
-                    departures.append(NonuniformRecord(base + i, region.start + (base + i) * rs,
-                                                       _to_bytes(records[i], dtype)))
+                _collect(departures, cap, where, base, records, region, dtype)
 
     # Per-lane summary from the distinct records (exact, and cheap: one row per distinct record).
     table = np.frombuffer(b"".join(r.record for r in ranked), dtype=np.uint8).reshape(-1, rs)

@@ -57,3 +57,30 @@ class FormatError(ForensicsError):
 
 class DependencyError(ForensicsError):
     """An optional component (LiteRT, libedgetpu, Pillow, matplotlib) is needed and not available."""
+
+
+class reading:  # noqa: N801 - used as a context manager, reads as prose: `with reading(path, "a .tflite file"):`
+    """Convert the OSErrors of opening and reading `path` into one-line InputErrors (the one boundary).
+
+    `expected` finishes the sentence "is a directory, expected ...", e.g. "a .tflite file"; `what` names
+    the file in "no such ..." (e.g. "model file").
+    """
+
+    def __init__(self, path, expected: str = "a file", what: str = "file"):
+        self.path = str(path)
+        self.expected = expected
+        self.what = what
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        if exc is None or not isinstance(exc, OSError):
+            return False
+        if isinstance(exc, FileNotFoundError):
+            raise InputError(f"no such {self.what}", self.path) from None
+        if isinstance(exc, IsADirectoryError):
+            raise InputError(f"is a directory, expected {self.expected}", self.path) from None
+        if isinstance(exc, PermissionError):
+            raise InputError("cannot read: permission denied", self.path) from None
+        raise InputError(f"cannot read: {exc.strerror or exc}", self.path) from None

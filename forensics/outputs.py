@@ -14,11 +14,8 @@ from forensics.errors import InputError
 def atomic_write(path, mode: str = "wb"):
     """Open a temporary file beside `path`; on success it replaces `path` in one rename."""
     path = os.fspath(path)
+    check_writable(path)
     directory = os.path.dirname(os.path.abspath(path))
-    if os.path.isdir(path):
-        raise InputError("is a directory, expected an output file path", path)
-    if not os.path.isdir(directory):
-        raise InputError("output directory does not exist", path)
     try:
         fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory)
     except OSError as exc:

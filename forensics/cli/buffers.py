@@ -30,6 +30,24 @@ def _check_picture_flags(args, context) -> None:
         check_writable(args.heatmap)
 
 
+def _emit(args, out, context, result, rows_key: str, render, heat, title: str) -> None:
+    """JSON (rows annotated with geometry, the model context, the picture drawn) or tables, then pictures."""
+    from forensics.modeldumps import annotate_rows
+
+    if args.json:
+        doc = result.to_dict()
+        if rows_key in doc:
+            doc[rows_key] = annotate_rows(doc[rows_key], context.geometry)
+        doc.update(context.to_dict())
+        if heat is not None:
+            _pictures(args, out, context, heat, title, doc)
+        out.json(doc)
+    else:
+        out.print(*render())
+        if heat is not None:
+            _pictures(args, out, context, heat, title, None)
+
+
 def _pictures(args, out, context, heat, title: str, doc: dict | None):
     """Write --heatmap, print --grid; in JSON mode record what was drawn under `heatmap`."""
     if args.heatmap:
@@ -70,7 +88,7 @@ def cmd_diff(args, out) -> int:
     from forensics.dump import open_dump
     from forensics.render.buffers import render_diff
 
-    from forensics.modeldumps import annotate_rows, records_by_anchor, remap_indices
+    from forensics.modeldumps import records_by_anchor, remap_indices
 
     dump_a, dump_b = open_dump(args.a), open_dump(args.b)
     context = _context(args, dump_a if dump_a.meta is not None or dump_b.meta is None else dump_b)
@@ -91,17 +109,8 @@ def cmd_diff(args, out) -> int:
 
         heat = diff_heat(records_by_anchor(dump_a, context), records_by_anchor(dump_b, context), context.layout,
                          lane=args.lane, tolerance=args.tolerance)
-    if args.json:
-        doc = result.to_dict()
-        doc["records"] = annotate_rows(doc["records"], context.geometry)
-        doc.update(context.to_dict())
-        if heat is not None:
-            _pictures(args, out, context, heat, "differences A vs B", doc)
-        out.json(doc)
-    else:
-        out.print(*render_diff(result, geometry=context.geometry))
-        if heat is not None:
-            _pictures(args, out, context, heat, "differences A vs B", None)
+    _emit(args, out, context, result, "records", lambda: render_diff(result, geometry=context.geometry),
+          heat, "differences A vs B")
     return EXIT_SAME if result.identical else EXIT_DIFFERENT
 
 
@@ -112,7 +121,7 @@ def cmd_anchors(args, out) -> int:
     from forensics.dump import open_dump
     from forensics.render.buffers import render_anchors
 
-    from forensics.modeldumps import annotate_rows, records_by_anchor, remap_indices
+    from forensics.modeldumps import records_by_anchor, remap_indices
 
     dump = open_dump(args.file)
     context = _context(args, dump)
@@ -126,18 +135,8 @@ def cmd_anchors(args, out) -> int:
 
         heat = anchors_heat(records_by_anchor(dump, context), context.layout, lane=args.lane,
                             dominant=result.dominant.record)
-    if args.json:
-        doc = result.to_dict()
-        if "nonuniform" in doc:
-            doc["nonuniform"] = annotate_rows(doc["nonuniform"], context.geometry)
-        doc.update(context.to_dict())
-        if heat is not None:
-            _pictures(args, out, context, heat, "scores per cell", doc)
-        out.json(doc)
-    else:
-        out.print(*render_anchors(result, geometry=context.geometry))
-        if heat is not None:
-            _pictures(args, out, context, heat, "scores per cell", None)
+    _emit(args, out, context, result, "nonuniform", lambda: render_anchors(result, geometry=context.geometry),
+          heat, "scores per cell")
     return EXIT_SAME
 
 

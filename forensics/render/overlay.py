@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from forensics.errors import InputError
+from forensics.errors import InputError, reading
 from forensics.render.pictures import Picture, _font, _pil, png_bytes
 
 COLOUR_A = (0, 170, 0)      # e.g. libedgetpu: green
@@ -139,15 +139,8 @@ def load_detections(path) -> list[dict]:
     import os
 
     path = os.fspath(path)
-    try:
-        with open(path, "rb") as fh:
-            text = fh.read(64 * 1024 * 1024 + 1)
-    except FileNotFoundError:
-        raise InputError("no such file (--overlay wants a decode --json output)", path) from None
-    except IsADirectoryError:
-        raise InputError("is a directory, expected a decode --json file", path) from None
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror or exc}", path) from None
+    with reading(path, "a decode --json file"), open(path, "rb") as fh:
+        text = fh.read(64 * 1024 * 1024 + 1)
     if len(text) > 64 * 1024 * 1024:
         raise InputError("is too large for a decode --json output", path)
     try:

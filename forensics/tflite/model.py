@@ -16,7 +16,7 @@ from functools import cached_property
 
 import numpy as np
 
-from forensics.errors import FormatError, InputError
+from forensics.errors import FormatError, InputError, reading
 from forensics.tflite.flat import Buffer, Node
 from forensics.tflite.names import builtin_name, options_name, tensor_type_name
 
@@ -340,20 +340,11 @@ def read_model(data, path: str | None = None, _mmap=None) -> Model:
 def open_model(path) -> Model:
     """Open a .tflite read-only through mmap; InputError for missing/empty/unreadable files."""
     path = os.fspath(path)
-    try:
-        with open(path, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            if size == 0:
-                raise InputError("model file is empty", path)
-            mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-    except FileNotFoundError:
-        raise InputError("no such model file", path) from None
-    except IsADirectoryError:
-        raise InputError("is a directory, expected a .tflite file", path) from None
-    except PermissionError:
-        raise InputError("permission denied", path) from None
-    except OSError as exc:
-        raise InputError(f"cannot read the model: {exc.strerror or exc}", path) from None
+    with reading(path, "a .tflite file", what="model file"), open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size == 0:
+            raise InputError("model file is empty", path)
+        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     try:
         return read_model(mm, path, _mmap=mm)
     except BaseException:
