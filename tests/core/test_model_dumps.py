@@ -123,3 +123,27 @@ def test_hexdump_anchor_of_a_raw_dump(cli, raw_and_tensor):
             "--json")
     row = json.loads(r.out)["rows"][0]
     assert row["a"].startswith("03 00") and len(row["a"].split()) == 92
+
+
+def test_raw_records_out_of_anchor_order_are_mapped_back(cli, shared_data, tmp_path):
+    # split_concat's outputs/rnn2 is z=2 padded to 4-byte lanes, written in 2x2 tiles: raw record order is
+    # not anchor order, so indices must be translated back (the story's convert_scores case, reordered).
+    from forensics.tflite.model import open_model
+    from forensics.tflite.relayout import inverse_relayout, layer_map
+    from forensics.tflite.tensors import tensor_record_layout
+
+    model = shared_data / "split_concat_edgetpu.tflite"
+    tensor = np.full(128, 7, np.uint8)
+    tensor[2 * 37], tensor[2 * 50 + 1] = 200, 9
+    with open_model(model) as m:
+        view = tensor_record_layout(m, "outputs/rnn2", 128)
+        raw = inverse_relayout(tensor, layer_map(view.layer))
+    (tmp_path / "t.bin").write_bytes(tensor.tobytes())
+    (tmp_path / "r.bin").write_bytes(raw.tobytes())
+    assert raw.tobytes() != np.pad(tensor.reshape(64, 2), ((0, 0), (0, 2)), constant_values=0x80).tobytes()
+    results = {}
+    for name in ("t.bin", "r.bin"):
+        r = cli("anchors", tmp_path / name, "--model", model, "--tensor", "outputs/rnn2", "--nonuniform", "--json")
+        doc = json.loads(r.out)
+        results[name] = [(n["index"], n["hex"][:5]) for n in doc["nonuniform"]]
+    assert results["t.bin"] == results["r.bin"] == [(37, "c8 07"), (50, "07 09")]
