@@ -1,0 +1,119 @@
+"""The fast paths of forensics.decode.ssd (chunked greedy NMS, byte-domain candidates) against LiteRT's kernel
+and against a plain pair-by-pair greedy written the way the kernel's loop reads."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from forensics.decode.ssd import PostProcessOptions, Quantization, greedy_nms, iou_one_to_many, postprocess
+from forensics.decode.ssd_anchors import generate_anchors, standard_config
+
+from decode_kernel import assert_same, run
+
+writer = pytest.importorskip("forensics.tflite.writer")
+
+
+def plain_greedy(boxes, sizes, limit, thr):
+    """NonMaxSuppressionSingleClassHelper's loop per group: visit in order, suppress later active boxes."""
+    selected = np.zeros(len(boxes), bool)
+    start = 0
+    for size in sizes:
+        active = [True] * size
+        count = 0
+        for i in range(size):
+            if count >= min(limit, size):
+                break
+            if not active[i]:
+                continue
+            selected[start + i] = True
+            count += 1
+            later = np.arange(start + i + 1, start + size)
+            ious = iou_one_to_many(boxes, start + i, later) if later.size else []
+            for j, iou in zip(range(i + 1, size), ious):
+                if active[j] and iou > np.float32(thr):
+                    active[j] = False
+        start += size
+    return selected
+
+
+def random_boxes(seed, m, clustered):
+    rng = np.random.default_rng(seed)
+    if clustered:  # near-copies of a few boxes: long suppression chains that run over many chunks
+        base = rng.uniform(0, 1, (int(rng.integers(1, 4)), 4))
+        boxes = base[rng.integers(0, len(base), m)] + rng.uniform(-0.05, 0.05, (m, 4))
+        boxes = np.concatenate([np.minimum(boxes[:, :2], boxes[:, 2:]), np.maximum(boxes[:, :2], boxes[:, 2:])], 1)
+        return boxes.astype(np.float32)
+    boxes = rng.uniform(-2, 3, (m, 4)).astype(np.float32)  # any order: negative areas too
+    special = rng.random((m, 4)) < 0.05
+    boxes[special] = rng.choice(np.array([0.0, 0.5, 1.0, np.inf, -np.inf, np.nan], np.float32), special.sum())
+    return boxes
+
+
+@settings(max_examples=120, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), groups=st.lists(st.integers(0, 70), min_size=1, max_size=5),
+       limit=st.integers(1, 80), thr=st.sampled_from([0.0001, 0.3, 0.5, 0.6, 1.0]), chunk=st.integers(1, 40),
+       clustered=st.booleans())
+def test_greedy_nms_equals_the_plain_loop(seed, groups, limit, thr, chunk, clustered):
+    boxes = random_boxes(seed, sum(groups), clustered)
+    with np.errstate(all="ignore"):
+        expected = plain_greedy(boxes, groups, limit, thr)
+        got = greedy_nms(boxes, groups, limit, thr, chunk=chunk)
+    np.testing.assert_array_equal(got, expected)
+
+
+def ssd_case(seed, *, sparse, background=1, ties=False):
+    """1917 real-layout anchors x 90 classes, boxes clustered so NMS suppresses a lot."""
+    rng = np.random.default_rng(seed)
+    anchors = generate_anchors(standard_config(300))
+    n, cols = anchors.shape[0], 90 + background
+    boxes = rng.integers(170, 190, (n, 4), dtype=np.uint8)  # small deltas: neighbours overlap heavily
+    if sparse:
+        scores = rng.integers(0, 30, (n, cols), dtype=np.uint8)
+        hits = rng.integers(0, n * 90, 600)
+        scores[hits // 90, background + hits % 90] = rng.integers(60, 256, hits.size) if not ties else 200
+        if ties:  # equal best bytes in several classes of one anchor: the first (lowest) class wins
+            rows = rng.integers(0, n, 40)
+            scores[rows, background + 7] = 230
+            scores[rows, background + 3] = 230
+            scores[rows, background + 60] = 230
+    else:
+        scores = rng.integers(60, 256, (n, cols), dtype=np.uint8)
+    if background:
+        scores[rng.integers(0, n, 200), 0] = 255  # a loud background column never counts
+    return anchors, boxes, scores
+
+
+@pytest.mark.parametrize("regular", [False, True], ids=["fast", "regular"])
+@pytest.mark.parametrize("kind", ["sparse", "sparse-ties", "dense"])
+@pytest.mark.parametrize("background", [1, 0])
+def test_many_detections_long_suppression_chains_match_litert(regular, kind, background):
+    anchors, boxes, scores = ssd_case(len(kind) * 7 + regular + 3 * background, sparse=kind != "dense",
+                                      background=background, ties=kind == "sparse-ties")
+    opts = dict(max_detections=100, detections_per_class=100, nms_score_threshold=0.25, nms_iou_threshold=0.45,
+                num_classes=90, use_regular_nms=regular)
+    bq, sq = (0.09133967, 179), (1 / 256, 0)
+    model = writer.build_detection_model(anchors, boxes_quant=bq, scores_quant=sq, options=opts,
+                                         labels_offset=background)
+    outs, _ = run(model, {"boxes": boxes, "scores": scores})
+    ours = postprocess(boxes, scores, anchors, PostProcessOptions.from_mapping(opts), boxes_quant=Quantization(*bq),
+                       scores_quant=Quantization(*sq), rounding="litert")
+    assert ours.num_detections > 32  # more than one chunk of the greedy walk was needed
+    assert_same(ours, outs)
+
+
+@pytest.mark.parametrize("zero_point", [0, 3])
+def test_tail_positions_with_their_own_rounding_match_litert(zero_point):
+    """1917 x 91 = 174,447 bytes: the last 7 use the one-rounding path in LiteRT; sparse scores put hits there."""
+    anchors, boxes, scores = ssd_case(11, sparse=True)
+    scores[-1, 1:] = 0
+    scores[-1, 5] = scores[-1, 9] = 250  # equal bytes in block and tail positions of the last anchor
+    opts = dict(max_detections=30, nms_score_threshold=0.3, nms_iou_threshold=0.5, num_classes=90)
+    bq, sq = (0.09133967, 179), (0.00390625 * 1.01, zero_point)
+    model = writer.build_detection_model(anchors, boxes_quant=bq, scores_quant=sq, options=opts)
+    outs, _ = run(model, {"boxes": boxes, "scores": scores})
+    ours = postprocess(boxes, scores, anchors, PostProcessOptions.from_mapping(opts), boxes_quant=Quantization(*bq),
+                       scores_quant=Quantization(*sq), rounding="litert")
+    assert_same(ours, outs)
