@@ -35,6 +35,7 @@ SHIFT_WINDOW = 64             # bytes of B searched for in A
 SHIFT_SAMPLES = 8             # windows sampled across the differing chunks
 LANE_SAMPLE = 8192            # records per chunk that feed the lane-equality matrix
 MAX_LANE_RECORD = 8           # lane permutations are searched exhaustively up to this record size
+_HIST_SLICE = 1 << 16
 RECORD_SET_LIMIT = 16 << 20   # relayout: compare the record multisets too when a dump is at most this big
 
 # Prefill patterns drivers and allocators use (MSVC debug heap 0xCD, HeapAlloc 0xBAADF00D; both byte orders of
@@ -194,16 +195,22 @@ class _Runs:
 
     def feed(self, pos: int, mask: np.ndarray, weight: np.ndarray):
         n = len(mask)
-        edges = np.diff(np.concatenate(([0], mask.view(np.int8), [0])))
-        starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+        if n == 0:
+            return
+        # Run edges from bool temporaries only (a diff over ints would widen to 8 bytes per input byte).
+        starts = np.flatnonzero(mask[1:] & ~mask[:-1]) + 1
+        ends = np.flatnonzero(mask[:-1] & ~mask[1:]) + 1
+        if mask[0]:
+            starts = np.concatenate(([0], starts))
+        if mask[-1]:
+            ends = np.concatenate((ends, [n]))
         if self.open_start is not None and not (len(starts) and starts[0] == 0):
             self.breaks(pos)
         keep = (ends - starts >= self.min_len) | (starts == 0) | (ends == n)
         if not keep.any():
             return
-        csum = np.concatenate(([0], np.cumsum(weight, dtype=np.int64)))
         for s, e in zip(starts[keep].tolist(), ends[keep].tolist()):
-            w = int(csum[e] - csum[s])
+            w = int(np.count_nonzero(weight[s:e]))
             start = pos + s
             if s == 0 and self.open_start is not None:
                 start, w = self.open_start, w + self.open_weight
@@ -215,6 +222,14 @@ class _Runs:
 
     def finish(self, end: int):
         self.breaks(end)
+
+
+def _pattern_mask(b: np.ndarray, pat: bytes, pos: int, out: np.ndarray) -> np.ndarray:
+    """out[i] = (b[i] == the pattern byte due at absolute offset pos + i): patterns are aligned to offset 0."""
+    period = len(pat)
+    for j in range(period):
+        np.equal(b[j::period], pat[(pos + j) % period], out=out[j::period])
+    return out
 
 
 @dataclass
@@ -249,7 +264,7 @@ def _scan(dump_a: Dump, dump_b: Dump, layout: RecordLayout, sentinels, min_run: 
     if rs <= MAX_LANE_RECORD:
         s.lane_eq = np.zeros((rs, rs), np.int64)
     s.runs = {name: _Runs(min_run) for name, _ in sentinels}
-    patterns = {name: np.frombuffer(pat * ((chunk + rs) // len(pat) + 2), np.uint8) for name, pat in sentinels}
+    mask_buf = np.empty(max(chunk, rs), bool)
     words = {name: (pat * (8 // len(pat)) if 8 % len(pat) == 0 else None) for name, pat in sentinels}
     xbuf = np.empty(max(chunk, rs), np.uint8)
 
@@ -284,8 +299,9 @@ def _scan(dump_a: Dump, dump_b: Dump, layout: RecordLayout, sentinels, min_run: 
             s.samples.append(lo + first)
             if later != first:
                 s.samples.append(lo + later)
-            s.hist_a += np.bincount(a, minlength=256)
-            s.hist_b += np.bincount(b, minlength=256)
+            for i in range(0, n, _HIST_SLICE):  # bincount widens to intp: slices keep that temporary small
+                s.hist_a += np.bincount(a[i:i + _HIST_SLICE], minlength=256)
+                s.hist_b += np.bincount(b[i:i + _HIST_SLICE], minlength=256)
             if m:
                 xr = x[:m * rs].reshape(m, rs)
                 s.lane_diff += np.count_nonzero(xr, axis=0)
@@ -298,11 +314,10 @@ def _scan(dump_a: Dump, dump_b: Dump, layout: RecordLayout, sentinels, min_run: 
                     # A run of >= 15 bytes holds a whole aligned 8-byte word of the pattern (or reaches the
                     # chunk's end): skip the run search in chunks with neither.
                     w8 = b[: n - n % 8].view(np.uint64)
-                    tail = b[n - 16:] == patterns[name][(lo + n - 16) % len(pat):][:16]
+                    tail = _pattern_mask(b[n - 16:], pat, lo + n - 16, np.empty(16, bool))
                     if not (w8 == np.frombuffer(word, np.uint64)[0]).any() and not tail.any():
                         continue
-                phase = lo % len(pat)
-                mask = b == patterns[name][phase:phase + n]
+                mask = _pattern_mask(b, pat, lo, mask_buf[:n])
                 runs.feed(lo, mask, nzx)
         for runs in s.runs.values():
             runs.finish(common)
