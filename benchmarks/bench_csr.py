@@ -15,6 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a clone without installing
+
 from forensics.csr.compare import align, compare_files
 from forensics.csr.parse import read_trace
 
