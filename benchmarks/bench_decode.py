@@ -27,14 +27,18 @@ from forensics.decode.ssd_anchors import generate_anchors, standard_config  # no
 from forensics.tflite.writer import build_detection_model  # noqa: E402
 
 
-def median_time(fn, repeat: int) -> float:
-    fn()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
+def median_times(fns, repeat: int) -> list[float]:
+    """Median seconds of each callable, measured in alternation so that load from other processes on this
+    shared machine falls on all of them alike."""
+    for fn in fns:
         fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+    times = [[] for _ in fns]
+    for _ in range(repeat):
+        for fn, bucket in zip(fns, times):
+            t0 = time.perf_counter()
+            fn()
+            bucket.append(time.perf_counter() - t0)
+    return [statistics.median(bucket) for bucket in times]
 
 
 def main(argv=None) -> int:
@@ -66,10 +70,9 @@ def main(argv=None) -> int:
         for name, scores in (("sparse", sparse), ("dense", dense)):
             it.set_tensor(ins["boxes"], boxes[None])
             it.set_tensor(ins["scores"], scores[None])
-            t_kernel = median_time(it.invoke, args.repeat)
-            t_ours = median_time(lambda: postprocess(boxes, scores, anchors, options, boxes_quant=Quantization(*bq),
-                                                     scores_quant=Quantization(*sq), rounding="litert"),
-                                 max(10, args.repeat // (1 if name == "sparse" else 4)))
+            ours = lambda: postprocess(boxes, scores, anchors, options, boxes_quant=Quantization(*bq),  # noqa: E731
+                                       scores_quant=Quantization(*sq), rounding="litert")
+            t_kernel, t_ours = median_times([it.invoke, ours], max(10, args.repeat // (4 if regular else 1)))
             label = f"{'regular' if regular else 'fast'} {name}"
             print(f"{label:<16}{t_ours * 1e3:>10.2f}ms{t_kernel * 1e3:>14.2f}ms{t_ours / t_kernel:>7.2f}x")
     return 0
