@@ -25,11 +25,14 @@ def render_diagnose(result) -> list:
     if result.findings:
         kinds = ", ".join(result.kinds)
         n = len(result.findings)
-        out.append(verdict("FOUND", f"{n} known bug pattern{'s' if n > 1 else ''}: {kinds} ({_summary(result)})"))
+        out.append(verdict("FOUND", f"{n} known bug pattern{'s' if n > 1 else ''}: {kinds}"))
+    elif result.identical:
+        out.append(verdict("CLEAN", "A and B are byte-identical"))
     else:
-        tail = "" if result.identical else ", but they match no known bug pattern"
-        out.append(verdict("CLEAN", f"{_summary(result)}{tail}"))
+        out.append(verdict("CLEAN", "they differ, but match no known bug pattern"))
     pair = Text()
+    if not result.identical:
+        pair.append(_summary(result) + "\n")
     pair.append(f"A {result.path_a}  {result.size_a:,} bytes  CRC32 0x{result.crc32_a:08x}\n")
     pair.append(f"B {result.path_b}  {result.size_b:,} bytes  CRC32 0x{result.crc32_b:08x}")
     if result.previous:

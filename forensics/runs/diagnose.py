@@ -535,7 +535,8 @@ def _lane_swap(dump_a, dump_b, layout, scan: _Scan, chunk) -> Finding | None:
     for perm in itertools.permutations(range(rs)):
         score = int(eq[np.arange(rs), perm].sum())
         named = 0 if perm in _NAMED_PERMS else 1
-        key = (-score, perm != tuple(range(rs)) and 1 or 0, named, perm)
+        moved = sum(1 for i, j in enumerate(perm) if i != j)  # equal lanes (pad 80 80) tie: move the fewest
+        key = (-score, moved, named, perm)
         if best_key is None or key < best_key:
             best, best_key = perm, key
     if best == tuple(range(rs)) or -best_key[0] < 0.99 * scan.lane_sampled * rs:
@@ -752,8 +753,9 @@ def diagnose_dumps(dump_a, dump_b, *, layout: RecordLayout | None = None, previo
             layout = model_view.layout
         else:
             layout = layout_from(dump_a.meta if dump_a.meta is not None else dump_b.meta)
-    if layout.offset >= min(dump_a.size, dump_b.size):
-        layout = RecordLayout(record_size=layout.record_size, pad_lanes=layout.pad_lanes)
+    shorter = dump_a if dump_a.size <= dump_b.size else dump_b
+    if layout.offset >= shorter.size:
+        raise InputError(f"offset {layout.offset} is past the end of the data ({shorter.size} bytes)", shorter.path)
     pats = tuple(SENTINELS) + tuple((str(n), bytes(p)) for n, p in (sentinels or ()) if p)
     scan = _scan(dump_a, dump_b, layout, pats, min_run, chunk)
 
