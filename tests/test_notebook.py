@@ -1,0 +1,87 @@
+"""The investigation notebook runs top to bottom (nbclient + ipykernel) and tells the story's facts, checked
+against independent sources: zlib for the CRCs, make_dumps.py's table for the anchors, the kernel for boxes."""
+
+from __future__ import annotations
+
+import zlib
+
+import pytest
+
+from tests.conftest import REPO
+
+NOTEBOOK = REPO / "notebooks" / "investigation.ipynb"
+
+
+@pytest.fixture(scope="module")
+def outputs():
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    pytest.importorskip("ipykernel")
+    pytest.importorskip("PIL")
+    notebook = nbformat.read(str(NOTEBOOK), as_version=4)
+    client = nbclient.NotebookClient(notebook, timeout=180, kernel_name="python3",
+                                     resources={"metadata": {"path": str(NOTEBOOK.parent)}})
+    client.execute()  # raises CellExecutionError (naming the cell) when any cell fails
+    cells = []
+    for cell in notebook.cells:
+        if cell.cell_type != "code":
+            continue
+        text, kinds = "", set()
+        for out in cell.outputs:
+            assert out.get("output_type") != "error", out
+            text += out.get("text", "")
+            data = out.get("data", {})
+            kinds |= set(data)
+            text += data.get("text/plain", "") if "image/png" not in data else ""
+        cells.append((text, kinds))
+    return cells
+
+
+def _cell(outputs, marker: str) -> str:
+    hits = [text for text, _ in outputs if marker in text]
+    assert hits, marker
+    return hits[0]
+
+
+def test_input_crcs_match_zlib(outputs):
+    text = _cell(outputs, "libedgetpu == ours")
+    for source in ("libedgetpu", "ours", "broken"):
+        crc = zlib.crc32((REPO / "dumps" / source / "input.bin").read_bytes())
+        assert f"dumps/{source}/input.bin" in text and f"0x{crc:08x}" in text
+    assert "libedgetpu == ours: True" in text
+
+
+def test_diff_and_nonuniform_anchors(outputs):
+    import sys
+
+    sys.path.insert(0, str(REPO / "dumps"))
+    try:
+        import make_dumps
+    finally:
+        sys.path.pop(0)
+    assert "libedgetpu vs ours identical: True" in _cell(outputs, "identical:")
+    assert f"first at byte {make_dumps.BROKEN_FROM_ANCHOR * 4}" in _cell(outputs, "libedgetpu vs broken")
+    text = _cell(outputs, "non-uniform anchors")
+    assert f"non-uniform anchors: {sorted(make_dumps.SCORE_RECORDS)}" in text
+    assert "head-window trap: True" in text and "face score 0.99609375" in text
+
+
+def test_decode_and_drawing(outputs):
+    from forensics.decode.deps import read_deps
+    from forensics.decode.report import decode_dumps
+
+    text = _cell(outputs, "class 0  score")
+    best = max(decode_dumps(read_deps(REPO / "dumps" / "face_ssd"), REPO / "dumps/ours/Squeeze1.bin",
+                            REPO / "dumps/ours/convert_scores.bin").result.detections, key=lambda d: d.score)
+    assert f"anchor {best.anchor}  class 0  score {best.score:.4f}" in text
+    assert any("image/png" in kinds for _, kinds in outputs)
+    assert f"drew anchor {best.anchor}" in _cell(outputs, "drew anchor")
+
+
+def test_diagnose_and_stage_table(outputs):
+    text = _cell(outputs, "-> fill, truncation, head_window")
+    assert "dumps/broken/input.bin -> shift" in text and "dumps/ours/convert_scores.bin -> clean" in text
+    table = _cell(outputs, "first divergent stage")
+    assert "libedgetpu vs ours: every stage MATCH | first divergent stage: None" in table
+    assert "first divergent stage: input" in table and "inputs differ" in table
+    assert "raw:convert_scores" in table and "534 of 2,034 anchors differ" in table
