@@ -50,17 +50,45 @@ def int_list(text: str) -> tuple[int, ...]:
 
 # --- decode --------------------------------------------------------------------------------------------
 
-def cmd_decode(args, out) -> int:
-    from forensics.decode.report import decode_dumps
+def two_names(text: str) -> tuple[str, str]:
+    """`libedgetpu,ours` -> ("libedgetpu", "ours"): the --overlay decode's name, then this decode's."""
+    names = tuple(p.strip() for p in text.split(","))
+    if len(names) != 2 or not all(names):
+        raise argparse.ArgumentTypeError(f"expected two names like libedgetpu,ours (the --overlay decode, then "
+                                         f"this one), got {text!r}")
+    return names
+
+
+def _check_decode_flags(args) -> bool:
+    """Flag combinations argparse cannot express; returns whether an overlay was asked for."""
     from forensics.errors import InputError
-    from forensics.render.decode import render_decode
 
     if (args.model is None) == (args.deps is None):
         raise InputError("give exactly one of --model MODEL or --deps DIR")
-    if args.draw and not args.image:
-        raise InputError("--draw needs --image IMG (the original image to draw on)")
     if args.image and args.image_size:
         raise InputError("give --image or --image-size, not both")
+    pair = (args.overlay_boxes, args.overlay_scores)
+    if any(p is not None for p in pair) and not all(p is not None for p in pair):
+        raise InputError("--overlay-boxes and --overlay-scores go together (the other decode's two dumps)")
+    if args.overlay is not None and pair[0] is not None:
+        raise InputError("give --overlay OTHER.json or --overlay-boxes/--overlay-scores, not both")
+    overlaying = args.overlay is not None or pair[0] is not None
+    if overlaying and not args.draw:
+        raise InputError("--overlay needs --draw OUT.png (the picture with both decodes' boxes)")
+    if args.names is not None and not overlaying:
+        raise InputError("--names names the two decodes of an --overlay picture; there is no --overlay")
+    if args.draw and not args.image and not (overlaying and args.image_size):
+        raise InputError("--draw needs --image IMG (the original image to draw on; with --overlay, "
+                         "--image-size WxH gives a blank canvas)")
+    return overlaying
+
+
+def cmd_decode(args, out) -> int:
+    from forensics.decode.report import decode_dumps
+    from forensics.geometry import infer_geometry
+    from forensics.render.decode import decode_document, render_decode
+
+    overlaying = _check_decode_flags(args)
     relayouts, tail = {}, None
     if args.deps is not None:
         from forensics.decode.deps import read_deps
@@ -73,19 +101,36 @@ def cmd_decode(args, out) -> int:
     report = decode_dumps(deps, args.boxes, args.scores, layout=args.layout, rounding=args.dequantize,
                           image=args.image, image_wh=args.image_size, input_wh=args.input_size,
                           labels_path=args.labels, replay=args.replay, relayouts=relayouts, tail_model=tail)
+    geometry = infer_geometry(deps.anchors, source=deps.source)
     drawn = None
-    if args.draw:
+    if overlaying:
+        from forensics.render.decode import render_overlay
+
+        if args.overlay is not None:
+            from forensics.render.overlay import load_detections
+
+            other, source = load_detections(args.overlay), str(args.overlay)
+        else:
+            other = decode_dumps(deps, args.overlay_boxes, args.overlay_scores, layout=args.layout,
+                                 rounding=args.dequantize, input_wh=args.input_size, labels_path=args.labels,
+                                 relayouts=relayouts).rows()
+            source = f"{args.overlay_boxes} + {args.overlay_scores}"
+        picture, summary = render_overlay(report, other, names=args.names or ("other", "this"), image=args.image,
+                                          image_size=args.image_size, score_threshold=args.score_threshold,
+                                          source=source)
+        drawn = {"output": picture.save(args.draw), **summary}
+    elif args.draw:
         from forensics.decode.draw import draw_detections
 
         drawn = draw_detections(args.image, args.draw, report, score_threshold=args.score_threshold)
     if args.json:
-        doc = report.to_dict()
-        if drawn:
-            doc["drawing"] = drawn
-        out.json(doc)
+        out.json(decode_document(report, geometry, drawing=drawn))
     else:
-        out.print(*render_decode(report, score_threshold=args.score_threshold))
-        if drawn:
+        out.print(*render_decode(report, score_threshold=args.score_threshold, geometry=geometry))
+        if drawn and "overlay" in drawn:
+            (name_a, name_b), (n_a, n_b) = drawn["overlay"]["names"], drawn["overlay"]["boxes"]
+            out.print(f"drew {n_b} {name_b} box(es) in red and {n_a} {name_a} box(es) in green on {drawn['output']}")
+        elif drawn:
             out.print(f"drew {drawn['boxes']} box(es) on {drawn['output']}")
     if report.replay is not None and not report.replay.match:
         return EXIT_DIFFERENT
@@ -147,6 +192,15 @@ def register(subparsers, parents) -> None:
     p.add_argument("--input-size", type=size_wh, metavar="WxH",
                    help="the detector's input size (default: from the model graph or postprocess.json)")
     p.add_argument("--draw", metavar="OUT.png", help="draw the boxes on --image and write this PNG")
+    ov = p.add_argument_group("two decodes on one picture (with --draw)")
+    ov.add_argument("--overlay", metavar="OTHER.json",
+                    help="another decode's --json output (another run or dump pair), drawn in green beside this "
+                         "decode's boxes in red")
+    ov.add_argument("--overlay-boxes", metavar="BOXES2", help="or another dump pair, decoded here with the same "
+                    "model/deps: its box deltas ...")
+    ov.add_argument("--overlay-scores", metavar="SCORES2", help="... and its scores")
+    ov.add_argument("--names", type=two_names, default=None, metavar="OTHER,THIS",
+                    help="legend names, the overlay's first (default other,this), e.g. libedgetpu,ours")
     p.add_argument("--score-threshold", type=float, default=None, metavar="S",
                    help="show (and draw) only rows scoring >= S; never changes the kernel's result")
     p.add_argument("--replay", action="store_true",

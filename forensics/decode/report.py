@@ -94,6 +94,14 @@ class DecodeReport:
             out.append(row)
         return out
 
+    def in_image_space(self, rows: list[dict]) -> list[dict]:
+        """Another decode's rows (an `--overlay` source) with `image_box` added through this decode's
+        letterbox where they lack one: their normalised boxes are in the same model space."""
+        if self.letterbox is None:
+            return list(rows)
+        return [row if row.get("image_box") else {**row, "image_box": self.letterbox.to_image(row["box"])}
+                for row in rows]
+
     def to_dict(self) -> dict:
         doc = self.result.to_dict()
         doc["detections"] = self.rows()

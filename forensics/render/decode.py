@@ -23,7 +23,28 @@ def _box_px(b: dict) -> str:
     return f"({_f(b['xmin'], 1)}, {_f(b['ymin'], 1)}, {_f(b['xmax'], 1)}, {_f(b['ymax'], 1)})"
 
 
-def render_decode(report, *, score_threshold: float | None = None) -> list:
+def decode_document(report, geometry=None, *, drawing: dict | None = None) -> dict:
+    """The `decode --json` document: the report, each detection with `geometry` ({"layer", "row", "col",
+    "box"}, null without a grid) and `prior` (ycenter, xcenter, h, w) when the anchors' geometry is known."""
+    doc = report.to_dict()
+    if geometry is not None:
+        from forensics.geometry import annotate
+
+        doc["detections"] = [annotate(geometry, row, row["anchor"]) for row in doc["detections"]]
+        doc["anchor_geometry"] = {"grid": geometry.is_grid, "reason": geometry.reason,
+                                  "layers": [layer.shape_text for layer in geometry.layers]}
+    if drawing:
+        doc["drawing"] = drawing
+    return doc
+
+
+def _tuple(values, digits: int = 3) -> str:
+    return "(" + ", ".join(_f(v, digits) for v in values) + ")"
+
+
+def render_decode(report, *, score_threshold: float | None = None, geometry=None) -> list:
+    """The kernel's rows (with where each anchor is), then per anchor its prior box and the decoded box in
+    model and image pixels: two tables, so each stays readable at 100 columns."""
     doc = report.to_dict()
     res = report.result
     rows = [r for r in doc["detections"] if score_threshold is None or r["score"] >= score_threshold]
@@ -34,23 +55,24 @@ def render_decode(report, *, score_threshold: float | None = None) -> list:
                 f"{res.num_anchors} anchors x {res.score_columns} score columns, {res.candidates} candidate(s) "
                 f">= {res.options.nms_score_threshold:.6g}; dequantize: {mirror}")
     table = Table(show_edge=False, pad_edge=False, header_style="bold")
-    for col in ("#", "row", "anchor", "class", "score", "box (ymin, xmin, ymax, xmax)"):
-        table.add_column(col, justify="right" if col in ("#", "row", "anchor", "class") else "left")
-    if report.input_size is not None:
-        table.add_column(f"model px {report.input_size[0]}x{report.input_size[1]} (x0, y0, x1, y1)")
-    if report.letterbox is not None:
-        lb = report.letterbox
-        table.add_column(f"image px {lb.image_width}x{lb.image_height} (x0, y0, x1, y1)")
-    for rank, row in enumerate(rows):
+    columns = ["row", "anchor"] + (["where"] if geometry is not None else []) + \
+        ["class", "score", "box (ymin, xmin, ymax, xmax)"]
+    for col in columns:
+        table.add_column(col, justify="right" if col in ("row", "anchor", "class") else "left")
+    for row in rows:
         label = f"{row['class']} {row['label']}" if row.get("label") else str(row["class"])
-        cells = [str(rank), str(row["row"]), str(row["anchor"]), label, _score_cell(row),
-                 "(" + ", ".join(_f(v) for v in row["box"]) + ")"]
-        if report.input_size is not None:
-            cells.append(_box_px(row["model_box"]))
-        if report.letterbox is not None:
-            cells.append(_box_px(row["image_box"]))
+        cells = [str(row["row"]), str(row["anchor"])]
+        if geometry is not None:
+            cells.append(geometry.where(row["anchor"]))
+        cells += [label, _score_cell(row), _tuple(row["box"])]
         table.add_row(*cells)
-    out = [head, table if rows else Text("no detections" + (" above the display threshold" if res.detections else ""))]
+    if not rows:
+        return [head, Text("no detections" + (" above the display threshold" if res.detections else ""))] + \
+            ([render_replay(report.replay)] if report.replay is not None else [])
+    out = [head, table]
+    if geometry is not None:
+        out.append(Text(_grid_line(geometry)))
+    out.append(_anchor_table(report, rows, geometry))
     if report.letterbox is not None:
         lb = report.letterbox
         out.append(Text(f"image {lb.image_width}x{lb.image_height} -> input {lb.input_width}x{lb.input_height}: "
@@ -59,6 +81,59 @@ def render_decode(report, *, score_threshold: float | None = None) -> list:
     if report.replay is not None:
         out.append(render_replay(report.replay))
     return out
+
+
+def _grid_line(geometry) -> str:
+    if not geometry.is_grid:
+        return f"anchor grid: none ({geometry.reason}); anchors are listed by index"
+    layers = ", ".join(f"L{layer.index} {layer.shape_text}" for layer in geometry.layers)
+    return (f"anchor grid (rows x cols x boxes): {layers}; where = layer, row, col, box; pixel boxes are "
+            "(x0, y0, x1, y1)")
+
+
+def _anchor_table(report, rows, geometry) -> Table:
+    """Once per listed anchor: the prior box the deltas were decoded against, and the box in pixels."""
+    table = Table(show_edge=False, pad_edge=False, header_style="bold")
+    table.add_column("anchor", justify="right")
+    if geometry is not None:
+        table.add_column("prior (yc, xc, h, w)")
+    if report.input_size is not None:
+        table.add_column(f"model px {report.input_size[0]}x{report.input_size[1]}")
+    if report.letterbox is not None:
+        lb = report.letterbox
+        table.add_column(f"image px {lb.image_width}x{lb.image_height}")
+    seen = set()
+    for row in rows:
+        if row["anchor"] in seen:
+            continue
+        seen.add(row["anchor"])
+        cells = [str(row["anchor"])]
+        if geometry is not None:
+            prior = geometry.prior(row["anchor"])
+            cells.append("(" + ", ".join(f"{v:.4g}" for v in prior) + ")" if prior is not None else "")
+        if report.input_size is not None:
+            cells.append(_box_px(row["model_box"]))
+        if report.letterbox is not None:
+            cells.append(_box_px(row["image_box"]))
+        table.add_row(*cells)
+    return table
+
+
+def render_overlay(report, other_rows, *, names=("other", "this"), image=None, image_size=None,
+                   score_threshold: float | None = None, source: str = ""):
+    """`decode --draw OUT.png --overlay ...`: another decode's boxes (set A, green) and this decode's (set B,
+    red) on the original image or a blank canvas of the image size -> (Picture, summary for --json)."""
+    from forensics.render.overlay import overlay_rows
+
+    this_rows = report.rows()
+    other_rows = report.in_image_space(other_rows)
+    thr = score_threshold if score_threshold is not None else float("-inf")
+    picture = overlay_rows(image, other_rows, this_rows, image_size=image_size, names=tuple(names),
+                           labels=report.labels, score_threshold=thr)
+    shown = [sum(1 for r in rs if r.get("score") is None or r["score"] >= thr) for rs in (other_rows, this_rows)]
+    return picture, {"size": [picture.width, picture.height],
+                     "overlay": {"source": source, "names": list(names), "colours": ["green", "red"],
+                                 "boxes": [shown[0], shown[1]]}}
 
 
 def render_replay(replay) -> Text:
