@@ -20,7 +20,7 @@ step 0 crc dumps/libedgetpu/input.bin dumps/ours/input.bin
 echo; echo "2. Did the chip write the same scores through both drivers?"
 step 0 diff dumps/libedgetpu/convert_scores.bin dumps/ours/convert_scores.bin
 echo; echo "3. The first 256 bytes repeat one record. Which anchors do not?"
-step 0 anchors dumps/ours/convert_scores.bin --nonuniform
+step 0 anchors dumps/ours/convert_scores.bin --nonuniform --deps dumps/face_ssd
 if "${F[@]}" decode --help >/dev/null 2>&1 && [ -d dumps/face_ssd ]; then
     echo; echo "4. Decode them as TFLite_Detection_PostProcess would (anchors + options in dumps/face_ssd)"
     step 0 decode --deps dumps/face_ssd dumps/ours/Squeeze1.bin dumps/ours/convert_scores.bin --image-size 640x480
@@ -29,4 +29,5 @@ echo; echo "5. What a real bug looks like: a DMA that stopped early (0xCC prefil
 step 1 diff dumps/libedgetpu/convert_scores.bin dumps/broken/convert_scores.bin --limit 3
 step 1 coverage dumps/broken/convert_scores.bin --sentinel cc
 step 1 crc dumps/libedgetpu/input.bin dumps/broken/input.bin --chunk 960
+step 1 diagnose dumps/libedgetpu/convert_scores.bin dumps/broken/convert_scores.bin
 exit $status

@@ -17,13 +17,13 @@ from forensics.errors import ForensicsError, InputError
 EXIT_SAME, EXIT_DIFFERENT, EXIT_ERROR, EXIT_BUG = 0, 1, 2, 3
 
 # One module per command group; each defines register(subparsers, common_parents).
-COMMAND_MODULES = (
+COMMAND_MODULES = (  # in the order a bring-up goes: bytes, model, decode, runs, diagnosis, registers
     "forensics.cli.buffers",
-    "forensics.cli.csr",
-    "forensics.cli.decode",
-    "forensics.cli.diagnose",
     "forensics.cli.model",
+    "forensics.cli.decode",
     "forensics.cli.runs",
+    "forensics.cli.diagnose",
+    "forensics.cli.csr",
 )
 
 
