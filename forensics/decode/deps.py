@@ -146,7 +146,20 @@ def read_deps(directory) -> DecodeDeps:
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror or exc}", json_path) from None
     raw = parse_postprocess(text, json_path)
+    anchor_bytes = check_readable_file(anchors_path)
+    if anchor_bytes == 0 or anchor_bytes % 16:
+        raise InputError(f"{anchor_bytes} bytes is not float32 [N, 4] (a multiple of 16 bytes)", anchors_path)
+    anchors = np.fromfile(anchors_path, dtype="<f4").astype(np.float32).reshape(-1, 4)
+    return deps_from_document(raw, anchors, json_path=json_path, anchors_path=anchors_path, source=directory)
 
+
+def deps_from_document(raw: dict, anchors: np.ndarray, *, json_path: str, anchors_path: str,
+                       source: str) -> DecodeDeps:
+    """DecodeDeps from a postprocess.json document and its float32 [N, 4] anchors, validated.
+
+    The one path for both sources: `--deps DIR` (the files) and `--model MODEL` (forensics.tflite.extract's
+    document and anchors, the same data before it is written). Problems name `json_path` / `anchors_path`.
+    """
     options_raw = raw.get("options")
     if not isinstance(options_raw, dict):
         raise InputError("needs an \"options\" object with the kernel's option names", json_path)
@@ -175,10 +188,7 @@ def read_deps(directory) -> DecodeDeps:
             raise InputError("input_size must be [width, height] in pixels", json_path)
         input_size = (input_size[0], input_size[1])
 
-    anchor_bytes = check_readable_file(anchors_path)
-    if anchor_bytes == 0 or anchor_bytes % 16:
-        raise InputError(f"{anchor_bytes} bytes is not float32 [N, 4] (a multiple of 16 bytes)", anchors_path)
-    anchors = np.fromfile(anchors_path, dtype="<f4").astype(np.float32).reshape(-1, 4)
+    anchors = np.asarray(anchors, dtype=np.float32).reshape(-1, 4)
     if not np.all(np.isfinite(anchors)):
         bad = int(np.argwhere(~np.isfinite(anchors))[0][0])
         raise InputError(f"anchor {bad} is NaN or infinite", anchors_path)
@@ -190,7 +200,7 @@ def read_deps(directory) -> DecodeDeps:
         if info.shape is not None and len(info.shape) >= 2 and info.shape[-2] != n:
             raise InputError(f"{key}.shape {list(info.shape)} is not for {n} anchors", json_path)
     return DecodeDeps(anchors=anchors, options=options, boxes=boxes, scores=scores, input_size=input_size,
-                      source=directory)
+                      source=source)
 
 
 def write_deps(directory, anchors, options: PostProcessOptions, *, boxes: TensorInfo, scores: TensorInfo,

@@ -1,65 +1,59 @@
-"""`decode --model`: the decode's deps read from a .tflite (anchors, options, quantization, chip layouts, tail).
+"""`decode --model`: the decode's deps from a .tflite, through the same path as `--deps DIR`.
 
-Thin glue over forensics.tflite (the model engineer's reader): the PostProcess op and its options, the
-anchors constant (uint8 anchors are kept as codes: the kernel dequantizes them itself), the uint8 tensors
-feeding the decode traced back through DEQUANTIZE, the image input size when the graph has one, and for
-Edge TPU models each output layer's raw size with its relayout, plus the CPU tail for --replay.
+forensics.tflite.extract produces the postprocess.json document and float32 anchors that `forensics extract`
+writes; deps.deps_from_document validates them exactly as it validates the files. What only a model can add
+is kept here: the anchors' uint8 codes when the kernel reads uint8 anchors (the kernel dequantizes them
+itself), whether the box encodings enter the kernel as uint8, each Edge TPU output layer's raw size with its
+relayout, and the CPU tail for --replay.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import numpy as np
 
-from forensics.decode.deps import DecodeDeps, TensorInfo
-from forensics.decode.ssd import PostProcessOptions, Quantization, dequantize_single
+from forensics.decode.deps import POSTPROCESS_FILE, DecodeDeps, deps_from_document
+from forensics.decode.ssd import Quantization, dequantize_single
 from forensics.errors import InputError
 
 
-def _quant(tensor) -> Quantization | None:
-    q = tensor.quantization
-    if tensor.dtype != "uint8" or q is None or not q.scale:
-        return None
-    return Quantization(float(q.scale[0]), int(q.zero_point[0]) if q.zero_point else 0)
+def _anchor_codes(anchors: np.ndarray, stored: dict, path: str) -> tuple[np.ndarray, Quantization]:
+    """The uint8 codes behind dequantized anchors: extract writes fl((q - zero_point) * scale), one rounding,
+    so q = round(value / scale) + zero_point is exact (|q - zp| <= 255 keeps the error far below 0.5); checked
+    by dequantizing again bit for bit."""
+    if stored.get("stored_scale") is None:
+        raise InputError("uint8 anchors without quantization parameters", path)
+    quant = Quantization(float(stored["stored_scale"]), int(stored.get("stored_zero_point") or 0))
+    codes = np.rint(anchors.astype(np.float64) / quant.scale) + quant.zero_point
+    if codes.min() < 0 or codes.max() > 255:
+        raise InputError("uint8 anchors decode outside 0..255", path)
+    codes = codes.astype(np.uint8)
+    if not np.array_equal(dequantize_single(codes, quant).view(np.uint32), anchors.view(np.uint32)):
+        raise InputError("uint8 anchors do not round-trip through their quantization", path)
+    return codes, quant
 
 
 def deps_from_model(path) -> tuple[DecodeDeps, dict, bytes | None]:
     """(deps, {tensor name: relayout function}, tail model bytes or None)."""
+    from forensics.tflite.extract import extract
     from forensics.tflite.graph import postprocess_info
     from forensics.tflite.model import open_model
 
     path = os.fspath(path)
     model = open_model(path)
+    extracted = extract(model)  # InputError when there is no TFLite_Detection_PostProcess
+    anchors = np.asarray(extracted.anchors, dtype=np.float32).reshape(-1, 4)
+    deps = deps_from_document(extracted.postprocess, anchors, json_path=f"{path} ({POSTPROCESS_FILE} view)",
+                              anchors_path=f"{path} (anchors)", source=path)
     info = postprocess_info(model)
-    if info is None:
-        raise InputError("the model has no TFLite_Detection_PostProcess operator (nothing to decode)", path)
-    try:
-        options = PostProcessOptions.from_mapping(dict(info.options.values), "PostProcess options")
-    except InputError as exc:
-        raise InputError(str(exc), path) from None
-    data = model.tensor_data(info.anchors)
-    if data is None:
-        raise InputError(f"the anchors input {info.anchors.name!r} is not a constant tensor", path)
+    stored = extracted.postprocess.get("anchors") or {}
     anchors_codes = anchors_quant = None
-    if info.anchors.dtype == "uint8":
-        anchors_quant = _quant(info.anchors)
-        if anchors_quant is None:
-            raise InputError("uint8 anchors without quantization parameters", path)
-        anchors_codes = np.array(data, dtype=np.uint8).reshape(-1, 4)
-        anchors = dequantize_single(anchors_codes, anchors_quant)
-    elif info.anchors.dtype == "float32":
-        anchors = np.array(data, dtype=np.float32).reshape(-1, 4)
-    else:
-        raise InputError(f"anchors of type {info.anchors.dtype} are not supported by the kernel", path)
-    boxes = TensorInfo(info.boxes.name, _quant(info.boxes), tuple(info.boxes.shape))
-    scores = TensorInfo(info.scores.name, _quant(info.scores), tuple(info.scores.shape))
-    input_size = None
-    for index in model.main.inputs:
-        t = model.main.tensors[index]
-        if len(t.shape) == 4 and t.shape[-1] in (1, 3):
-            input_size = (int(t.shape[2]), int(t.shape[1]))
-            break
+    if stored.get("stored_dtype") == "uint8":
+        anchors_codes, anchors_quant = _anchor_codes(anchors, stored, path)
+    elif stored.get("stored_dtype") not in (None, "float32"):
+        raise InputError(f"anchors of type {stored['stored_dtype']} are not supported by the kernel", path)
     raw_sizes, relayouts, tail = {}, {}, None
     if any(op.custom_code == "edgetpu-custom-op" for op in model.custom_ops):
         from forensics.tflite.edgetpu import read_packages
@@ -67,16 +61,15 @@ def deps_from_model(path) -> tuple[DecodeDeps, dict, bytes | None]:
         from forensics.tflite.tail import remove_custom_op
 
         for package in read_packages(model):
-            for info_t in (boxes, scores):
-                layer = package.output_layer(info_t.name)
+            for tensor in (deps.boxes, deps.scores):
+                layer = package.output_layer(tensor.name)
                 if layer is not None and layer.layout is not None:
                     m = layer_map(layer)
-                    raw_sizes[info_t.name] = layer.size_bytes
-                    relayouts[info_t.name] = (lambda raw, m=m: relayout(np.frombuffer(raw, np.uint8), m))
+                    raw_sizes[tensor.name] = layer.size_bytes
+                    relayouts[tensor.name] = (lambda raw, m=m: relayout(np.frombuffer(raw, np.uint8), m))
         tail = remove_custom_op(bytes(model.data))
     elif info.boxes.index in model.main.inputs and info.scores.index in model.main.inputs:
         tail = bytes(model.data)
-    deps = DecodeDeps(anchors=anchors, options=options, boxes=boxes, scores=scores, input_size=input_size,
-                      anchors_quant=anchors_quant, anchors_codes=anchors_codes,
-                      boxes_into_kernel=info.boxes_input.dtype == "uint8", raw_sizes=raw_sizes, source=path)
+    deps = dataclasses.replace(deps, anchors_quant=anchors_quant, anchors_codes=anchors_codes,
+                               boxes_into_kernel=info.boxes_input.dtype == "uint8", raw_sizes=raw_sizes)
     return deps, relayouts, tail
