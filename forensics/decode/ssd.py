@@ -321,52 +321,72 @@ def greedy_nms(boxes, group_sizes, limit: int, iou_threshold: float, chunk: int 
     if total == 0 or limit <= 0:
         return selected
     limit = int(min(limit, sizes.max()))
-    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    starts = np.cumsum(sizes) - sizes
     thr = np.float32(iou_threshold)
     count = np.zeros(len(sizes), np.int64)
-    picked = np.zeros((len(sizes), limit, 4), np.float32)  # each group's selected boxes, in selection order
+    # each group's selected boxes in selection order, packed: at most min(limit, size) per group, so this
+    # never exceeds the candidates themselves
+    room = np.minimum(sizes, limit)
+    picked_at = np.cumsum(room) - room
+    picked = np.zeros((int(room.sum()), 4), np.float32)
     live = np.flatnonzero(sizes > 0)
     done = 0  # candidates of every live group already walked
     while live.size:
         width = int(min(chunk, (sizes[live] - done).max()))
-        steps = np.arange(width)
-        valid = steps[None, :] < (sizes[live] - done)[:, None]
-        pos = np.where(valid, starts[live][:, None] + done + steps[None, :], starts[live][:, None])
-        cand = np.asarray(boxes[pos], dtype=np.float32)  # [L, width, 4]
-        active = valid
-        kmax = int(count[live].max())
-        if kmax:  # candidates suppressed by what their group selected in earlier chunks
-            prior = (iou_matrix(picked[live, :kmax], cand) > thr) & (np.arange(kmax)[None, :] <
-                                                                      count[live][:, None])[:, :, None]
-            active = active & ~prior.any(axis=1)
-        # bit j of rows[g][i] set: selecting candidate i of group g suppresses its candidate j
-        rows = np.packbits(iou_matrix(cand, cand) > thr, axis=-1, bitorder="little")
-        row_bytes = rows.tobytes()
-        nb = rows.shape[-1]
-        bits = np.packbits(active, axis=-1, bitorder="little").tobytes()
-        new_g, new_i = [], []
-        old_count = count[live].tolist()
-        for g, have in enumerate(old_count):
-            left = limit - have
-            act = int.from_bytes(bits[g * nb:(g + 1) * nb], "little")
-            base = g * width * nb
-            while act and left:
-                i = (act & -act).bit_length() - 1  # the first still-active candidate
-                new_g.append(g)
-                new_i.append(i)
-                left -= 1
-                at = base + i * nb
-                act &= ~int.from_bytes(row_bytes[at:at + nb], "little") & ~(1 << i)
-        if new_g:
-            gg, ii = np.array(new_g), np.array(new_i)
-            selected[pos[gg, ii]] = True
-            slot = count[live][gg] + (np.arange(len(gg)) - np.searchsorted(gg, gg, side="left"))
-            picked[live[gg], slot] = cand[gg, ii]
-            count[live] += np.bincount(gg, minlength=len(live))
+        # groups per pass: keeps the [groups, width, width] and [groups, selected, width] matrices small
+        per_pass = max(1, _NMS_MATRIX_ELEMENTS // (width * max(width, int(count[live].max()))))
+        for lo in range(0, live.size, per_pass):
+            _greedy_pass(boxes, live[lo:lo + per_pass], starts, sizes, done, width, limit, thr, count, picked,
+                         picked_at, selected)
         done += width
-        chunk *= 2
+        chunk = min(chunk * 2, _NMS_MAX_CHUNK)
         live = live[(count[live] < limit) & (sizes[live] > done)]
     return selected
+
+
+_NMS_MATRIX_ELEMENTS = 1 << 20  # IoU matrix elements per pass (a few MB of float32 temporaries)
+_NMS_MAX_CHUNK = 256
+
+
+def _greedy_pass(boxes, live, starts, sizes, done, width, limit, thr, count, picked, picked_at, selected):
+    """One chunk of `width` candidates (from position `done`) of each group in `live`; updates count, picked
+    and selected in place."""
+    steps = np.arange(width)
+    valid = steps[None, :] < (sizes[live] - done)[:, None]
+    pos = np.where(valid, starts[live][:, None] + done + steps[None, :], starts[live][:, None])
+    cand = np.asarray(boxes[pos], dtype=np.float32)  # [L, width, 4]
+    active = valid
+    have = count[live]
+    kmax = int(have.max())
+    if kmax:  # candidates suppressed by what their group selected in earlier chunks
+        slots = np.arange(kmax)[None, :]
+        known = slots < have[:, None]
+        prior_boxes = picked[np.where(known, picked_at[live][:, None] + slots, 0)]  # [L, kmax, 4]
+        prior = (iou_matrix(prior_boxes, cand) > thr) & known[:, :, None]
+        active = active & ~prior.any(axis=1)
+    # bit j of rows[g][i] set: selecting candidate i of group g suppresses its candidate j
+    rows = np.packbits(iou_matrix(cand, cand) > thr, axis=-1, bitorder="little")
+    row_bytes = rows.tobytes()
+    nb = rows.shape[-1]
+    bits = np.packbits(active, axis=-1, bitorder="little").tobytes()
+    new_g, new_i = [], []
+    for g, already in enumerate(have.tolist()):
+        left = limit - already
+        act = int.from_bytes(bits[g * nb:(g + 1) * nb], "little")
+        base = g * width * nb
+        while act and left:
+            i = (act & -act).bit_length() - 1  # the first still-active candidate
+            new_g.append(g)
+            new_i.append(i)
+            left -= 1
+            at = base + i * nb
+            act &= ~int.from_bytes(row_bytes[at:at + nb], "little") & ~(1 << i)
+    if new_g:
+        gg, ii = np.array(new_g), np.array(new_i)
+        selected[pos[gg, ii]] = True
+        slot = have[gg] + (np.arange(len(gg)) - np.searchsorted(gg, gg, side="left"))
+        picked[picked_at[live[gg]] + slot] = cand[gg, ii]
+        count[live] = have + np.bincount(gg, minlength=len(live))
 
 
 class _Ranked:

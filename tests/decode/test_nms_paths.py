@@ -55,12 +55,19 @@ def random_boxes(seed, m, clustered):
 @settings(max_examples=120, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), groups=st.lists(st.integers(0, 70), min_size=1, max_size=5),
        limit=st.integers(1, 80), thr=st.sampled_from([0.0001, 0.3, 0.5, 0.6, 1.0]), chunk=st.integers(1, 40),
-       clustered=st.booleans())
-def test_greedy_nms_equals_the_plain_loop(seed, groups, limit, thr, chunk, clustered):
+       clustered=st.booleans(), small_passes=st.booleans())
+def test_greedy_nms_equals_the_plain_loop(seed, groups, limit, thr, chunk, clustered, small_passes):
+    from unittest import mock
+
+    from forensics.decode import ssd
+
     boxes = random_boxes(seed, sum(groups), clustered)
     with np.errstate(all="ignore"):
         expected = plain_greedy(boxes, groups, limit, thr)
-        got = greedy_nms(boxes, groups, limit, thr, chunk=chunk)
+        # small_passes: one group per pass and chunks capped at 8, as the memory bounds do on huge inputs
+        with mock.patch.object(ssd, "_NMS_MATRIX_ELEMENTS", 1 if small_passes else ssd._NMS_MATRIX_ELEMENTS), \
+                mock.patch.object(ssd, "_NMS_MAX_CHUNK", 8 if small_passes else ssd._NMS_MAX_CHUNK):
+            got = greedy_nms(boxes, groups, limit, thr, chunk=min(chunk, 8) if small_passes else chunk)
     np.testing.assert_array_equal(got, expected)
 
 
