@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 
 from forensics.cli.args import add_layout_flags, hex_pattern, non_negative_int, positive_int
 

@@ -2,21 +2,11 @@
 
 from __future__ import annotations
 
-from rich import box
-from rich.table import Table
 from rich.text import Text
 
 from forensics.crc import format_crc
-
-
-def _table(*columns, title=None) -> Table:
-    table = Table(box=box.SIMPLE_HEAD, title=title, title_justify="left", pad_edge=False, show_edge=False)
-    for col in columns:
-        if isinstance(col, tuple):
-            table.add_column(col[0], justify=col[1])
-        else:
-            table.add_column(col)
-    return table
+from forensics.render.style import table as _table
+from forensics.render.style import verdict
 
 
 def _num(value: float) -> str:
@@ -64,15 +54,6 @@ def _changes(layout, a: bytes, b: bytes) -> str:
     if len(lanes) > SHOW_CHANGES:
         parts.append(f"... {len(lanes) - SHOW_CHANGES} more lanes")
     return ", ".join(parts) if parts else "pad lanes only"
-
-
-def verdict(kind: str, message: str) -> Text:
-    style = {"MATCH": "bold green", "IDENTICAL": "bold green", "OK": "bold green",
-             "DIFFER": "bold red", "WARNING": "bold yellow"}.get(kind, "bold")
-    text = Text()
-    text.append(kind, style=style)
-    text.append(f" | {message}")
-    return text
 
 
 # --- crc ---------------------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from forensics.render.buffers import verdict
+from forensics.render.style import verdict
 
 
 def _summary(result) -> str:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from forensics.errors import DependencyError, InputError
+from forensics.errors import DependencyError
 from forensics.geometry import AnchorGeometry, cell_marks, cell_values
 
 PANEL = 228          # the longer side of every panel in pixels: 12 px cells for 19x19, one 228 px square for 1x1

@@ -5,24 +5,13 @@ from __future__ import annotations
 
 import html
 
-from rich import box
 from rich.table import Table
 from rich.text import Text
 
 from forensics.crc import format_crc
-
-STATUS_STYLE = {"MATCH": "bold green", "DIFFER": "bold red", "CHANGED": "bold yellow", "MISSING": "bold yellow",
-                "ONLY_A": "dim", "ONLY_B": "dim", "ERROR": "bold yellow"}
-
-
-def _table(*columns, title=None) -> Table:
-    table = Table(box=box.SIMPLE_HEAD, title=title, title_justify="left", pad_edge=False, show_edge=False)
-    for col in columns:
-        if isinstance(col, tuple):
-            table.add_column(col[0], justify=col[1])
-        else:
-            table.add_column(col)
-    return table
+from forensics.render.style import VERDICT_STYLES as STATUS_STYLE
+from forensics.render.style import table as _table
+from forensics.render.style import verdict as _verdict
 
 
 def _crc(value) -> str:
@@ -31,13 +20,6 @@ def _crc(value) -> str:
 
 def _size(value) -> str:
     return f"{value:,}" if value is not None else "-"
-
-
-def _verdict(kind: str, message: str) -> Text:
-    text = Text()
-    text.append(kind, style=STATUS_STYLE.get(kind, "bold"))
-    text.append(f" | {message}")
-    return text
 
 
 def status_text(row) -> str:
