@@ -1,7 +1,6 @@
 """diff: checked against a plain-loop reference, with properties (identity, symmetry) and block edges."""
 
 import json
-import os
 
 import pytest
 from hypothesis import given, settings, strategies as st

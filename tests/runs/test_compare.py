@@ -11,7 +11,7 @@ import pytest
 from forensics.decode.ssd import iou_one_to_many
 from forensics.runs.compare import compare_runs, iou, match_detections
 from forensics.runs.ingest import ingest
-from forensics.runs.run import load_run, write_run
+from forensics.runs.run import load_run
 from tests.conftest import REPO, assert_one_line_error
 from tests.runs.runs_support import detections_run, edit_manifest, story_run
 
