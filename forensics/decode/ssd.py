@@ -709,6 +709,17 @@ def _fast(decoded, scores, lookup, score_f, offset, options):
     return dets, int(len(rows))
 
 
+def _descending_u32(values: np.ndarray) -> np.ndarray:
+    """int64 keys in 0..2^32-1 that sort float32 `values` descending (no NaN here: inputs are checked finite).
+
+    The IEEE bit pattern, sign-folded, orders floats as unsigned integers; -0.0 is first made +0.0 because the
+    kernel's comparison holds them equal.
+    """
+    bits = (np.asarray(values, np.float32) + np.float32(0.0)).view(np.uint32).astype(np.int64)
+    ascending = np.where(bits >= 0x80000000, 0xFFFFFFFF - bits, bits + 0x80000000)
+    return 0xFFFFFFFF - ascending
+
+
 def _regular(decoded, scores, lookup, score_f, offset, options):
     """NonMaxSuppressionMultiClassRegularHelper (single-threaded order; see replay for num_threads=1).
 
@@ -725,7 +736,8 @@ def _regular(decoded, scores, lookup, score_f, offset, options):
         vals = score_f[rows, cols + offset]
     keep = vals >= thr
     rows, cols, vals = rows[keep], cols[keep], vals[keep]
-    order = np.lexsort((rows, -vals, cols))
+    # (class, descending score), stable: the hits are row-major, so equal keys keep anchors ascending
+    order = np.argsort((cols.astype(np.int64) << 32) | _descending_u32(vals), kind="stable")
     rows, cols, vals = rows[order], cols[order], vals[order]
     sizes = np.bincount(cols)
     sizes = sizes[sizes > 0]

@@ -124,3 +124,13 @@ def test_tail_positions_with_their_own_rounding_match_litert(zero_point):
     ours = postprocess(boxes, scores, anchors, PostProcessOptions.from_mapping(opts), boxes_quant=Quantization(*bq),
                        scores_quant=Quantization(*sq), rounding="litert")
     assert_same(ours, outs)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(width=32, allow_nan=False), min_size=1, max_size=60))
+def test_descending_keys_sort_like_negated_floats(values):
+    """Regular NMS sorts (class, score) on integer keys: the same order as a stable sort of -score."""
+    from forensics.decode.ssd import _descending_u32
+
+    v = np.array(values, np.float32)
+    np.testing.assert_array_equal(np.argsort(_descending_u32(v), kind="stable"), np.argsort(-v, kind="stable"))
