@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from forensics.cli.args import positive_float, positive_int
+from forensics.cli.args import positive_float
 
 EXIT_OK, EXIT_DIFFERENT = 0, 1
 
@@ -42,7 +42,8 @@ def int_list(text: str) -> tuple[int, ...]:
     try:
         values = tuple(int(p) for p in text.split(",") if p.strip())
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers like 19,10,5,3,2,1, got {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated integers like 19,10,5,3,2,1, got {text!r}") from None
     if not values or any(v <= 0 for v in values):
         raise argparse.ArgumentTypeError(f"expected positive integers like 19,10,5,3,2,1, got {text!r}")
     return values

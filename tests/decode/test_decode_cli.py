@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -93,7 +92,8 @@ def test_draw_writes_png(cli, story, tmp_path, shared_data):
         assert img.size == (512, 355)
         box = doc["detections"][0]["image_box"]
         x, y = int(box["xmin"]) + 1, int((box["ymin"] + box["ymax"]) / 2)
-        assert img.convert("RGB").getpixel((x, y)) != Image.open(shared_data / "face.jpg").convert("RGB").getpixel((x, y))
+        original = Image.open(shared_data / "face.jpg").convert("RGB")
+        assert img.convert("RGB").getpixel((x, y)) != original.getpixel((x, y))
 
 
 def test_real_model_decode_with_replay(cli, shared_data, tmp_path):

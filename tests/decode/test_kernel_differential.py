@@ -146,7 +146,8 @@ def test_regular_nms_tie_order_across_classes():
                 num_classes=classes, detections_per_class=3)
     model = writer.build_detection_model(anchors, boxes_quant=(0.1, 128), scores_quant=(1 / 256, 0), options=opts)
     outs, _ = run(model, {"boxes": boxes, "scores": scores})
-    ours = postprocess(boxes, scores, anchors, PostProcessOptions.from_mapping(opts), boxes_quant=Quantization(0.1, 128),
+    ours = postprocess(boxes, scores, anchors, PostProcessOptions.from_mapping(opts),
+                       boxes_quant=Quantization(0.1, 128),
                        scores_quant=Quantization(1 / 256, 0), rounding="litert")
     assert ours.num_detections == 12
     assert [d.class_id for d in ours.detections] == sorted(d.class_id for d in ours.detections)
