@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from rich.table import Table
+from rich.table import Table  # noqa: F401  (type of the tables returned)
 from rich.text import Text
+
+from forensics.render.style import table as styled_table, verdict
 
 
 def _f(v: float, digits: int = 3) -> str:
@@ -54,7 +56,7 @@ def render_decode(report, *, score_threshold: float | None = None, geometry=None
     head = Text(f"TFLite_Detection_PostProcess ({res.options.nms} NMS): {res.num_detections} detection(s) from "
                 f"{res.num_anchors} anchors x {res.score_columns} score columns, {res.candidates} candidate(s) "
                 f">= {res.options.nms_score_threshold:.6g}; dequantize: {mirror}")
-    table = Table(show_edge=False, pad_edge=False, header_style="bold")
+    table = styled_table()
     columns = ["row", "anchor"] + (["where"] if geometry is not None else []) + \
         ["class", "score", "box (ymin, xmin, ymax, xmax)"]
     for col in columns:
@@ -93,7 +95,7 @@ def _grid_line(geometry) -> str:
 
 def _anchor_table(report, rows, geometry) -> Table:
     """Once per listed anchor: the prior box the deltas were decoded against, and the box in pixels."""
-    table = Table(show_edge=False, pad_edge=False, header_style="bold")
+    table = styled_table()
     table.add_column("anchor", justify="right")
     if geometry is not None:
         table.add_column("prior (yc, xc, h, w)")
@@ -139,9 +141,9 @@ def render_overlay(report, other_rows, *, names=("other", "this"), image=None, i
 def render_replay(replay) -> Text:
     if replay.match:
         how = "bit for bit" if replay.exact_boxes else f"boxes within 1e-6 (max {replay.max_box_diff:.2g})"
-        return Text(f"MATCH | {replay.runtime} {replay.source}: {replay.num_detections} detection(s), "
-                    f"classes, scores and order equal, {how}")
-    return Text(f"MISMATCH | {replay.runtime} {replay.source}: " + "; ".join(replay.mismatches[:3]))
+        return verdict("MATCH", f"{replay.runtime} {replay.source}: {replay.num_detections} detection(s), "
+                                f"classes, scores and order equal, {how}")
+    return verdict("MISMATCH", f"{replay.runtime} {replay.source}: " + "; ".join(replay.mismatches[:3]))
 
 
 def render_tail(result: dict) -> list:
@@ -154,7 +156,7 @@ def render_anchors_gen(result: dict, show: int = 5) -> list:
     out = [Text(f"{cfg['num_anchors']} anchors from feature maps "
                 f"{', '.join(f'{h}x{w}' for h, w in cfg['feature_map_sizes'])}; scales {cfg['min_scale']}..."
                 f"{cfg['max_scale']}, aspect ratios {', '.join(f'{a:g}' for a in cfg['aspect_ratios'])}")]
-    table = Table(show_edge=False, pad_edge=False, header_style="bold")
+    table = styled_table()
     for col in ("anchor", "ycenter", "xcenter", "h", "w"):
         table.add_column(col, justify="right")
     for row in result["anchors"][:show]:
@@ -166,13 +168,14 @@ def render_anchors_gen(result: dict, show: int = 5) -> list:
     check = result.get("check")
     if check is not None:
         if check["matches"]:
-            out.append(Text(f"MATCH | {check['source']}: all {check['num_anchors']} anchors equal the generated "
-                            f"ones within {check['tolerance']:.2g} (max diff {check['max_abs_diff']:.2g})"))
+            out.append(verdict("MATCH", f"{check['source']}: all {check['num_anchors']} anchors equal the "
+                                        f"generated ones within {check['tolerance']:.2g} (max diff "
+                                        f"{check['max_abs_diff']:.2g})"))
         elif check["max_abs_diff"] is None:
-            out.append(Text(f"DIFFER | {check['source']}: {check['num_anchors']} anchors, the config makes "
-                            f"{check['expected_anchors']}"))
+            out.append(verdict("DIFFER", f"{check['source']}: {check['num_anchors']} anchors, the config makes "
+                                         f"{check['expected_anchors']}"))
         else:
-            out.append(Text(f"DIFFER | {check['source']}: {check['mismatched']} anchor(s) differ by more than "
-                            f"{check['tolerance']:.2g}; worst anchor {check['worst_anchor']} by "
-                            f"{check['max_abs_diff']:.3g}"))
+            out.append(verdict("DIFFER", f"{check['source']}: {check['mismatched']} anchor(s) differ by more "
+                                         f"than {check['tolerance']:.2g}; worst anchor {check['worst_anchor']} by "
+                                         f"{check['max_abs_diff']:.3g}"))
     return out

@@ -47,8 +47,8 @@ def test_story_table_rows(cli, story):
     assert r.code == 0
     lines = r.out.splitlines()
     assert lines[0].startswith("TFLite_Detection_PostProcess (fast NMS): 9 detection(s) from 2034 anchors x 2")
-    row, anchor_row = [line for line in lines if line.split("│")[0].strip() in ("0", "203")
-                       and " 203 " in line][:2]
+    row = next(line for line in lines if line.split()[:2] == ["0", "203"])  # kernel row 0: anchor 203
+    anchor_row = next(line for line in lines if line.split()[:1] == ["203"] and "(" in line)
     assert "255 x 0.00390625 = 0.996" in row and "L0 r3 c7 b2" in row
     assert "(0.054, 0.284, 0.308, 0.502)" in row
     assert "(0.175, 0.375, 0.2828, 0.1414)" in anchor_row  # the prior box the deltas were decoded against
