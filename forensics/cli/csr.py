@@ -46,7 +46,6 @@ def cmd_csr(args, out) -> int:
 def _compare(args, out) -> int:
     from forensics.csr.compare import compare_files
     from forensics.csr.registers import beagle_table
-    from forensics.render.csr import render_comparison
 
     table = beagle_table()
     masks: dict[int, int] = {}
@@ -58,6 +57,8 @@ def _compare(args, out) -> int:
     if args.json:
         out.json(result.to_dict())
     else:
+        from forensics.render.csr import render_comparison   # rich tables: not needed for --json
+
         limit = None if args.limit == 0 else args.limit
         out.print(*render_comparison(result, limit=limit, show_all=args.all))
     return EXIT_SAME if result.passed else EXIT_DIFFERENT

@@ -18,9 +18,12 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from dataclasses import dataclass, field
+from functools import cached_property, partial
+from itertools import compress, count, repeat
+from operator import contains, eq, itemgetter, lshift, ne, or_
 from typing import NamedTuple, Sequence
 
-from forensics.csr.parse import Access, Trace, format_value, read_trace
+from forensics.csr.parse import Access, Trace, format_value, gc_paused, read_trace
 from forensics.csr.registers import UNKNOWN, RegisterTable, beagle_table, in_pcie_window
 
 MYERS_MAX_D = 300
@@ -28,6 +31,11 @@ GREEDY_WINDOW = 16   # how far the fallback looks for a local repair
 GREEDY_CONFIRM = 4   # accesses that must agree after it
 KINDS = ("match", "value", "width", "only_a", "only_b")
 MISMATCH_KINDS = KINDS[1:]
+
+_OP, _OFFSET, _VALUE_WIDTH, _LABEL = itemgetter(0), itemgetter(1), itemgetter(2, 3), itemgetter(7)
+# Stands in for the missing access of an only_a / only_b row while rows are judged in bulk: its
+# (value, width) equals no real access's.
+_GAP = Access("", -1, float("nan"), -1, 0, "")
 
 
 class CsrRow(NamedTuple):
@@ -244,25 +252,36 @@ def align(a: Sequence, b: Sequence) -> tuple[list[tuple[int | None, int | None]]
 
     Inside each run of edits the deletions (only in `a`) come first, then the insertions.
     """
-    out: list = []
+    # The common prefix and suffix (all of two equal traces, most of two similar ones) are found and
+    # paired by C-level iteration; only the region between them goes through _align_range.
+    n = min(len(a), len(b))
+    head = next(compress(count(), map(ne, a, b)), n)
+    tail = min(next(compress(count(), map(ne, reversed(a), reversed(b))), n), n - head)
+    ahi, bhi = len(a) - tail, len(b) - tail
+    middle: list = []
     methods: set = set()
-    _align_range(a, 0, len(a), b, 0, len(b), out, methods)
-    # Tidy each block of edits: all of A's leftovers, then B's, each in order.
-    tidy, dels, ins = [], [], []
-    for pair in out:
-        if pair[0] is None:
-            ins.append(pair)
-        elif pair[1] is None:
-            dels.append(pair)
-        else:
-            if dels or ins:
-                tidy.extend(dels)
-                tidy.extend(ins)
-                dels, ins = [], []
-            tidy.append(pair)
-    tidy.extend(dels)
-    tidy.extend(ins)
-    return tidy, tuple(sorted(methods)) or ("identical",)
+    _align_range(a, head, ahi, b, head, bhi, middle, methods)
+    out = list(zip(range(head), range(head)))
+    out.extend(_tidy(middle))
+    out.extend(zip(range(ahi, len(a)), range(bhi, len(b))))
+    return out, tuple(sorted(methods)) or ("identical",)
+
+
+def _tidy(pairs: list) -> list:
+    """Each block of consecutive edits reordered: all of A's leftovers, then B's, each in order."""
+    edits = list(compress(count(), map(contains, pairs, repeat(None))))
+    if not edits:
+        return pairs
+    out = list(pairs)
+    start = prev = edits[0]
+    for k in [*edits[1:], None]:
+        if k == prev + 1:
+            prev = k
+            continue
+        block = pairs[start:prev + 1]
+        out[start:prev + 1] = [p for p in block if p[1] is None] + [p for p in block if p[0] is None]
+        start = prev = k
+    return out
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -285,14 +304,24 @@ def _norm(name: str) -> str:
     return "".join(c for c in name.lower() if c.isalnum())
 
 
+_new_row = partial(tuple.__new__, CsrRow)
+
+
 @dataclass(frozen=True)
 class CsrComparison:
-    """Two register traces (or snapshots) compared; truthy when everything matched."""
+    """Two register traces (or snapshots) compared; truthy when everything matched.
+
+    Rows are kept as two columns (`side_a`, `side_b`: the access of each row on each side, _GAP where
+    missing) and `judged` (row index -> (kind, masked) for every row that is not a plain match), so two
+    100,000-access traces that agree cost no row objects; `rows` builds all of them when asked.
+    """
 
     mode: str                       # "sequence" or "snapshot"
     trace_a: dict
     trace_b: dict
-    rows: tuple[CsrRow, ...]
+    side_a: list = field(repr=False)
+    side_b: list = field(repr=False)
+    judged: dict = field(repr=False)
     include_reads: bool
     masks: dict                     # offset -> bits ignored
     counts: dict                    # kind -> rows
@@ -316,8 +345,30 @@ class CsrComparison:
         return self.passed
 
     @property
+    def row_count(self) -> int:
+        return len(self.side_a)
+
+    def _row(self, index: int) -> CsrRow:
+        kind, masked = self.judged.get(index, ("match", False))
+        ea, eb = self.side_a[index], self.side_b[index]
+        return CsrRow(index, kind, None if ea is _GAP else ea, None if eb is _GAP else eb, masked)
+
+    @cached_property
+    def rows(self) -> tuple[CsrRow, ...]:
+        """Every row of the aligned table, in order."""
+        n = len(self.side_a)
+        kinds, masked = ["match"] * n, [False] * n
+        for index, (kind, was_masked) in self.judged.items():
+            kinds[index], masked[index] = kind, was_masked
+        side_a = [None if x is _GAP else x for x in self.side_a]
+        side_b = [None if x is _GAP else x for x in self.side_b]
+        with gc_paused():
+            return tuple(map(_new_row, zip(range(n), kinds, side_a, side_b, masked)))
+
+    @cached_property
     def mismatches(self) -> tuple[CsrRow, ...]:
-        return tuple(row for row in self.rows if row.kind != "match")
+        """The rows that are not a match, in order (without building the matching ones)."""
+        return tuple(self._row(index) for index, (kind, _) in sorted(self.judged.items()) if kind != "match")
 
     def register(self, offset: int) -> dict:
         return self.registers[offset]
@@ -366,7 +417,7 @@ class CsrComparison:
             "matched": self.matched,
             "masked": self.masked,
             "counts": {k: self.counts.get(k, 0) for k in KINDS},
-            "mismatches": [self._row_dict(row) for row in self.rows if row.kind != "match"],
+            "mismatches": [self._row_dict(row) for row in self.mismatches],
             "unknown_offsets": [f"0x{o:x}" for o in unknown],
             "outside_pcie_windows": [f"0x{o:x}" for o in outside],
             "label_notes": {f"0x{o:x}": note for o, note in sorted(self.label_notes.items())},
@@ -398,14 +449,19 @@ def describe_offset(offset: int, table: RegisterTable) -> dict:
     }
 
 
+def _chosen(accesses, include_reads: bool) -> list:
+    """The accesses a comparison uses: all of them with reads, else the writes."""
+    if include_reads:
+        return list(accesses)
+    return list(compress(accesses, map(eq, map(_OP, accesses), repeat("W"))))
+
+
 def _snapshot_of(trace: Trace, include_reads: bool) -> tuple[dict, str | None]:
     """A snapshot as is; a trace reduced to the last value written (or read, with reads) per offset."""
     if trace.kind == "snapshot":
         return dict(trace.snapshot), None
-    state = {}
-    for access in trace.accesses:
-        if access.op == "W" or include_reads:
-            state[access.offset] = access
+    chosen = _chosen(trace.accesses, include_reads)
+    state = dict(zip(map(_OFFSET, chosen), chosen))
     note = f"{trace.path or 'trace'}: reduced to the last {'access' if include_reads else 'write'} per offset"
     return state, note
 
@@ -423,76 +479,80 @@ def _label_note(side: str, label: str, offset: int, table: RegisterTable) -> str
     return None
 
 
+def _judge_rows(side_a: list, side_b: list, masks: dict) -> dict:
+    """Row index -> (kind, masked) for the rows that are not a plain match. Rows whose two accesses
+    have equal (value, width) are matches and are passed over by C-level iteration; _judge sees the rest."""
+    judged = {}
+    for index in compress(count(), map(ne, map(_VALUE_WIDTH, side_a), map(_VALUE_WIDTH, side_b))):
+        ea, eb = side_a[index], side_b[index]
+        if ea is _GAP:
+            judged[index] = ("only_b", False)
+        elif eb is _GAP:
+            judged[index] = ("only_a", False)
+        else:
+            kind, was_masked = _judge(ea, eb, masks)
+            if kind != "match" or was_masked:
+                judged[index] = (kind, was_masked)
+    return judged
+
+
 def compare_traces(a: Trace, b: Trace, *, include_reads: bool = False, masks: dict | None = None,
                    table: RegisterTable | None = None, snapshot: bool = False) -> CsrComparison:
     """Compare trace `a` (the reference, e.g. libedgetpu) with trace `b` (e.g. a driver)."""
     table = table or beagle_table()
     masks = dict(masks or {})
     notes: list[str] = []
-    rows: list[CsrRow] = []
-    counts = dict.fromkeys(KINDS, 0)
-    masked = 0
     alignment: tuple[str, ...] = ()
-    if snapshot or a.kind == "snapshot" or b.kind == "snapshot":
-        mode = "snapshot"
-        state_a, note_a = _snapshot_of(a, include_reads)
-        state_b, note_b = _snapshot_of(b, include_reads)
-        notes.extend(n for n in (note_a, note_b) if n)
-        for index, offset in enumerate(sorted(set(state_a) | set(state_b))):
-            ea = _as_access(state_a.get(offset), offset)
-            eb = _as_access(state_b.get(offset), offset)
-            if ea is None:
-                kind, was_masked = "only_b", False
-            elif eb is None:
-                kind, was_masked = "only_a", False
-            else:
-                kind, was_masked = _judge(ea, eb, masks)
+    with gc_paused():
+        if snapshot or a.kind == "snapshot" or b.kind == "snapshot":
+            mode = "snapshot"
+            state_a, note_a = _snapshot_of(a, include_reads)
+            state_b, note_b = _snapshot_of(b, include_reads)
+            notes.extend(n for n in (note_a, note_b) if n)
+            offsets = sorted(set(state_a) | set(state_b))
+            side_a = [_as_access(state_a.get(offset), offset) or _GAP for offset in offsets]
+            side_b = [_as_access(state_b.get(offset), offset) or _GAP for offset in offsets]
+            accesses_a, accesses_b = len(state_a), len(state_b)
+        else:
+            mode = "sequence"
+            seq_a = _chosen(a.accesses, include_reads)
+            seq_b = _chosen(b.accesses, include_reads)
+            # Key: offset * 2 + is_read. A POLL and a single READ of one offset share a key.
+            pairs, alignment = align(_keys(seq_a), _keys(seq_b))
+            rows_a, rows_b = zip(*pairs) if pairs else ((), ())
+            missing = {None: -1}.get   # a row's missing side indexes the _GAP appended below
+            side_a = list(map([*seq_a, _GAP].__getitem__, map(missing, rows_a, rows_a)))
+            side_b = list(map([*seq_b, _GAP].__getitem__, map(missing, rows_b, rows_b)))
+            accesses_a, accesses_b = len(seq_a), len(seq_b)
+            offsets = set(map(_OFFSET, seq_a)) | set(map(_OFFSET, seq_b))
+        judged = _judge_rows(side_a, side_b, masks)
+        counts = dict.fromkeys(KINDS, 0)
+        for kind, _ in judged.values():
             counts[kind] += 1
-            masked += was_masked
-            rows.append(CsrRow(index, kind, ea, eb, was_masked))
-        accesses_a, accesses_b = len(state_a), len(state_b)
-    else:
-        mode = "sequence"
-        seq_a = [x for x in a.accesses if include_reads or x.op == "W"]
-        seq_b = [x for x in b.accesses if include_reads or x.op == "W"]
-        # Key: offset * 2 + is_read. A POLL and a single READ of one offset share a key.
-        keys_a = [(x.offset << 1) | (x.op != "W") for x in seq_a]
-        keys_b = [(x.offset << 1) | (x.op != "W") for x in seq_b]
-        pairs, alignment = align(keys_a, keys_b)
-        judge = _judge
-        for index, (i, j) in enumerate(pairs):
-            if i is None:
-                rows.append(CsrRow(index, "only_b", None, seq_b[j]))
-                counts["only_b"] += 1
-            elif j is None:
-                rows.append(CsrRow(index, "only_a", seq_a[i], None))
-                counts["only_a"] += 1
-            else:
-                ea, eb = seq_a[i], seq_b[j]
-                kind, was_masked = judge(ea, eb, masks)
-                counts[kind] += 1
-                masked += was_masked
-                rows.append(CsrRow(index, kind, ea, eb, was_masked))
-        accesses_a, accesses_b = len(seq_a), len(seq_b)
-    offsets = {row.offset for row in rows}
-    registers = {offset: describe_offset(offset, table) for offset in offsets}
-    label_notes = {}
-    seen_labels = set()
-    for side, trace in (("A", a), ("B", b)):
-        for access in trace.accesses:
-            if access.label and (side, access.label, access.offset) not in seen_labels:
-                seen_labels.add((side, access.label, access.offset))
-                note = _label_note(side, access.label, access.offset, table)
-                if note and access.offset in registers:
-                    label_notes.setdefault(access.offset, note)
+        counts["match"] = len(side_a) - sum(counts[k] for k in MISMATCH_KINDS)
+        masked = sum(was_masked for _, was_masked in judged.values())
+        registers = {offset: describe_offset(offset, table) for offset in offsets}
+        label_notes = {}
+        for side, trace in (("A", a), ("B", b)):
+            # Each (label, offset) once, in trace order.
+            for label, offset in dict.fromkeys(zip(map(_LABEL, trace.accesses), map(_OFFSET, trace.accesses))):
+                if label and offset in registers:
+                    note = _label_note(side, label, offset, table)
+                    if note:
+                        label_notes.setdefault(offset, note)
     for offset in masks:
         if offset not in registers:
             notes.append(f"mask for 0x{offset:x} matched no access")
     return CsrComparison(
-        mode=mode, trace_a=a.to_dict(), trace_b=b.to_dict(), rows=tuple(rows), include_reads=include_reads,
-        masks=masks, counts=counts, masked=masked, accesses_a=accesses_a, accesses_b=accesses_b,
-        registers=registers, label_notes=label_notes, alignment=alignment, notes=tuple(notes),
+        mode=mode, trace_a=a.to_dict(), trace_b=b.to_dict(), side_a=side_a, side_b=side_b, judged=judged,
+        include_reads=include_reads, masks=masks, counts=counts, masked=masked, accesses_a=accesses_a,
+        accesses_b=accesses_b, registers=registers, label_notes=label_notes, alignment=alignment,
+        notes=tuple(notes),
     )
+
+
+def _keys(accesses: list) -> list:
+    return list(map(or_, map(lshift, map(_OFFSET, accesses), repeat(1)), map(ne, map(_OP, accesses), repeat("W"))))
 
 
 def _as_access(item, offset: int) -> Access | None:

@@ -55,12 +55,13 @@ def render_comparison(result, *, limit: int | None = 200, show_all: bool = False
     out.append(Text(f"{result.mode} comparison of {reads}"
                     + ("; masked bits: " + ", ".join(f"0x{o:x} ignores 0x{m:x}" for o, m in sorted(result.masks.items()))
                        if result.masks else "")))
-    rows = result.rows
     hidden_matches = 0
-    if not show_all and limit is not None and len(rows) > limit:
-        shown = [row for row in rows if row.kind != "match"]
-        hidden_matches = len(rows) - len(shown)
-        rows = shown
+    if not show_all and limit is not None and result.row_count > limit:
+        # Only the differing rows: taken from the comparison's judged rows, never building the matches.
+        rows = result.mismatches
+        hidden_matches = result.row_count - len(rows)
+    else:
+        rows = result.rows
     truncated = 0
     if not show_all and limit is not None and len(rows) > limit:
         truncated = len(rows) - limit
