@@ -25,12 +25,12 @@ import gc
 import io
 import json
 import re
-from collections import Counter
+from collections import Counter, deque
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import compress, count, islice, repeat
-from operator import add, eq, gt, itemgetter, not_, sub
+from operator import add, contains, eq, gt, itemgetter, not_, or_, sub
 from typing import Iterable, NamedTuple
 
 from forensics.errors import FormatError, InputError
@@ -167,6 +167,7 @@ def _op_word(word: str | None) -> tuple[str, int | None]:
 #   3. else a line containing `@` is init-tag or ignored (plain and snapshot lines cannot contain `@`);
 #   4. else plain, else snapshot, else ignored.
 
+_SAMPLE_LINES = 1000    # lines looked at to decide whether classifying distinct lines once pays
 _NEVER = float("nan")   # poll key of a non-read: equal to nothing, not even itself
 _new_access = partial(tuple.__new__, Access)   # Access from one 8-tuple without a Python-level __new__
 
@@ -242,38 +243,50 @@ def _item(build, groups):
         return _Bad("unparseable number")
 
 
-def _stage(lines: list, find, build, verdicts: dict) -> list:
-    """Try `find` (a bound regex search/match) on every line; record a verdict for each line it matches
-    (the groups of distinct matches converted once) and return the lines it did not match."""
+_consume = deque(maxlen=0).extend   # runs a map for its side effects at C speed
+
+
+def _stage(lines: list, where: list, find, build, verdicts: list) -> tuple[list, list, bool]:
+    """Try `find` (a bound regex search/match) on every line; set `verdicts[where[k]]` for each line k it
+    matches (the groups of distinct matches are converted once). Returns the lines it did not match
+    with their positions, and whether any verdict is not an access (a snapshot line, a number too big)."""
     found = list(map(find, lines))
     matches = list(filter(None, found))
     if not matches:
-        return lines
+        return lines, where, False
     keys = list(map(re.Match.groups, matches))
     items = {key: _item(build, key) for key in dict.fromkeys(keys)}
-    verdicts.update(zip(compress(lines, found), map(items.__getitem__, keys)))
-    return list(compress(lines, map(not_, found)))
+    _consume(map(verdicts.__setitem__, compress(where, found), map(items.__getitem__, keys)))
+    missed = list(map(not_, found))
+    return list(compress(lines, missed)), list(compress(where, missed)), \
+        not all(map(isinstance, items.values(), repeat(_Proto)))
 
 
-def _classify(lines: list, text: str) -> dict:
-    """Distinct line -> _Proto, _Snap or _Bad; None for other log output; False for a blank line."""
-    verdicts: dict = {}
-    pending = lines
+def _classify(lines: list, text: str) -> tuple[list, bool]:
+    """The verdict on each line: _Proto, _Snap or _Bad; None for other log output; False if blank.
+    Also says whether there is any _Snap or _Bad. `text` holds all the lines (for quick absence tests)."""
+    verdicts: list = [None] * len(lines)
+    pending, where = lines, range(len(lines))
+    others = False
     if "offset = 0x" in text:
-        pending = _stage(pending, _LIBEDGETPU.search, _libedgetpu_item, verdicts)
+        pending, where, others = _stage(pending, where, _LIBEDGETPU.search, _libedgetpu_item, verdicts)
+        text = "\n".join(pending)   # what is left to look at: often nothing, so no more scans of a long log
     if "[CSR@" in text or "[csr@" in text:
-        tagged = [line for line in pending if "[CSR@" in line or "[csr@" in line]
-        if tagged:
-            rest = _stage(tagged, _CSR_NAME.search, _csr_name_item, verdicts)
-            rest = _stage(rest, _CSR_OFFVAL.search, _csr_offval_item, verdicts)
-            verdicts.update(dict.fromkeys(rest))   # a [CSR@ line in neither form is not tried as others
-            pending = list(compress(pending, map(not_, map(verdicts.__contains__, pending))))
-    if "@" in text:
-        pending = _stage(pending, _INIT_TAG.match, _init_tag_item, verdicts)
-    pending = _stage(pending, _PLAIN.match, _plain_item, verdicts)
-    pending = _stage(pending, _SNAPSHOT.match, _snapshot_item, verdicts)
-    verdicts.update(zip(pending, map({True: None, False: False}.__getitem__, map(bool, map(str.strip, pending)))))
-    return verdicts
+        tagged = list(map(or_, map(contains, pending, repeat("[CSR@")), map(contains, pending, repeat("[csr@"))))
+        # A tagged line is csr-name, else csr-offval, else ignored: it is not tried as another format.
+        _, _, others_name = rest = _stage(list(compress(pending, tagged)), list(compress(where, tagged)),
+                                          _CSR_NAME.search, _csr_name_item, verdicts)
+        others_offval = _stage(rest[0], rest[1], _CSR_OFFVAL.search, _csr_offval_item, verdicts)[2]
+        others = others or others_name or others_offval
+        untagged = list(map(not_, tagged))
+        pending, where = list(compress(pending, untagged)), list(compress(where, untagged))
+    for marker, find, build in (("@", _INIT_TAG.match, _init_tag_item), ("", _PLAIN.match, _plain_item),
+                                ("", _SNAPSHOT.match, _snapshot_item)):
+        if pending and marker in text:
+            pending, where, found_others = _stage(pending, where, find, build, verdicts)
+            others = others or found_others
+    _consume(map(verdicts.__setitem__, compress(where, map(not_, map(str.strip, pending))), repeat(False)))
+    return verdicts, others
 
 
 @contextmanager
@@ -410,20 +423,32 @@ def parse_text(text: str, path: str | None = None, table=None) -> Trace:
     return _parse_log(text, path, table)
 
 
+def _repetitive(lines: list) -> bool:
+    """Whether classifying each distinct line once pays: at most half the first lines are distinct."""
+    sample = lines[:_SAMPLE_LINES]
+    return len(set(sample)) * 2 <= len(sample)
+
+
 def _parse_log(text: str, path, table) -> Trace:
     lines = text.splitlines()
     with gc_paused():
-        verdicts = _classify(list(dict.fromkeys(lines)), text)
-        per_line = list(map(verdicts.__getitem__, lines))
+        if not _repetitive(lines):
+            # Mostly distinct lines (glog timestamps): classify every line where it is.
+            per_line, others = _classify(lines, text)
+        else:
+            # A few lines over and over: classify each distinct line once.
+            distinct = list(dict.fromkeys(lines))
+            verdicts, others = _classify(distinct, text)
+            per_line = list(map(dict(zip(distinct, verdicts)).__getitem__, lines))
         ignored = per_line.count(None)
         items = list(filter(None, per_line))
         line_nos = list(compress(count(1), per_line))
-        is_proto = list(map(isinstance, items, repeat(_Proto)))
         snapshot: dict[int, int] = {}
-        if all(is_proto):
+        if not others:
             protos, proto_lines = items, line_nos
             formats = dict(Counter(map(itemgetter(0), protos)))
         else:
+            is_proto = list(map(isinstance, items, repeat(_Proto)))
             protos = list(compress(items, is_proto))
             proto_lines = list(compress(line_nos, is_proto))
             formats, unresolved = _snapshot_lines(items, line_nos, snapshot, path, table)

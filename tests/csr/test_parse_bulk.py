@@ -9,11 +9,13 @@ Both parsers must give the same Trace (formats in the same first-seen order) or 
 from __future__ import annotations
 
 import random
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import forensics.csr.parse as parse_module
 from forensics.csr.parse import collapse_polls, parse_text
 from forensics.csr.registers import beagle_table
 from forensics.errors import FormatError, InputError
@@ -121,8 +123,12 @@ def _outcome(parse, text: str, table):
 
 
 def assert_same(text: str, table=TABLE):
+    """Same outcome as the reference, both when every line is classified where it is and when each
+    distinct line is classified once (the parser picks one by sampling the log)."""
     expected = _outcome(reference_parse.parse_log, text, table)
-    assert _outcome(parse_text, text, table) == expected
+    for repetitive in (False, True):
+        with mock.patch.object(parse_module, "_repetitive", lambda lines, answer=repetitive: answer):
+            assert _outcome(parse_text, text, table) == expected, f"repetitive={repetitive}"
 
 
 @settings(max_examples=300, deadline=None)
