@@ -45,6 +45,23 @@ def test_alignment_is_a_longest_common_subsequence(a, b):
     assert sum(1 for i, j in pairs if i is not None and j is not None) == lcs_length(a, b)
 
 
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_long_common_runs_between_differing_ends_align_as_a_longest_common_subsequence(seed):
+    # Runs of 64 and more equal keys inside the region Myers works on (the ends differ): the snakes
+    # move 64 keys at a time there, then one at a time.
+    rng = random.Random(seed)
+    common = [rng.randrange(3) for _ in range(rng.randrange(60, 200))]
+    a = [7, 8] + common[:100] + [rng.randrange(3) for _ in range(rng.randrange(4))] + common[100:] + [9]
+    b = [8, 7] + common[:100] + common[100:] + [5, 9, 9]
+    for _ in range(rng.randrange(3)):
+        b.insert(rng.randrange(len(b)), rng.randrange(3))
+    pairs, methods = align(a, b)
+    check_alignment(a, b, pairs)
+    assert methods == ("myers",)
+    assert sum(1 for i, j in pairs if i is not None and j is not None) == lcs_length(a, b)
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.integers(0, 6), max_size=60), st.lists(st.integers(0, 6), max_size=60))
 def test_capped_alignment_stays_valid(a, b):
