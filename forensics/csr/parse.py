@@ -167,6 +167,7 @@ def _op_word(word: str | None) -> tuple[str, int | None]:
 #   3. else a line containing `@` is init-tag or ignored (plain and snapshot lines cannot contain `@`);
 #   4. else plain, else snapshot, else ignored.
 
+_CHUNK_LINES = 8192    # lines a regex stage holds matches for at a time
 _SAMPLE_LINES = 1000    # lines looked at to decide whether classifying distinct lines once pays
 _NEVER = float("nan")   # poll key of a non-read: equal to nothing, not even itself
 _new_access = partial(tuple.__new__, Access)   # Access from one 8-tuple without a Python-level __new__
@@ -246,20 +247,26 @@ def _item(build, groups):
 _consume = deque(maxlen=0).extend   # runs a map for its side effects at C speed
 
 
-def _stage(lines: list, where: list, find, build, verdicts: list) -> tuple[list, list, bool]:
+def _stage(lines: list, where, find, build, verdicts: list) -> tuple[list, list, bool]:
     """Try `find` (a bound regex search/match) on every line; set `verdicts[where[k]]` for each line k it
     matches (the groups of distinct matches are converted once). Returns the lines it did not match
-    with their positions, and whether any verdict is not an access (a snapshot line, a number too big)."""
-    found = list(map(find, lines))
-    matches = list(filter(None, found))
-    if not matches:
-        return lines, where, False
-    keys = list(map(re.Match.groups, matches))
-    items = {key: _item(build, key) for key in dict.fromkeys(keys)}
-    _consume(map(verdicts.__setitem__, compress(where, found), map(items.__getitem__, keys)))
-    missed = list(map(not_, found))
-    return list(compress(lines, missed)), list(compress(where, missed)), \
-        not all(map(isinstance, items.values(), repeat(_Proto)))
+    with their positions, and whether any verdict is not an access (a snapshot line, a number too big).
+    Lines go _CHUNK_LINES at a time, so their match objects and group tuples never all exist at once."""
+    items: dict = {}
+    rest_lines: list = []
+    rest_where: list = []
+    for start in range(0, len(lines), _CHUNK_LINES):
+        chunk, chunk_where = lines[start:start + _CHUNK_LINES], where[start:start + _CHUNK_LINES]
+        found = list(map(find, chunk))
+        keys = list(map(re.Match.groups, filter(None, found)))
+        for key in dict.fromkeys(keys):
+            if key not in items:
+                items[key] = _item(build, key)
+        _consume(map(verdicts.__setitem__, compress(chunk_where, found), map(items.__getitem__, keys)))
+        missed = list(map(not_, found))
+        rest_lines += compress(chunk, missed)
+        rest_where += compress(chunk_where, missed)
+    return rest_lines, rest_where, not all(map(isinstance, items.values(), repeat(_Proto)))
 
 
 def _classify(lines: list, text: str) -> tuple[list, bool]:
@@ -510,4 +517,5 @@ def read_trace(path, table=None) -> Trace:
         raise InputError("binary data, not a text register trace", path)
     else:
         text = data.decode("utf-8-sig", errors="replace")
+    del data   # the text is a copy: no need to hold both while parsing
     return parse_text(text, path, table)

@@ -124,11 +124,13 @@ def _outcome(parse, text: str, table):
 
 def assert_same(text: str, table=TABLE):
     """Same outcome as the reference, both when every line is classified where it is and when each
-    distinct line is classified once (the parser picks one by sampling the log)."""
+    distinct line is classified once (the parser picks one by sampling the log), and with regex stages
+    cut into chunks of 3 lines as well as whole (real chunks are 8192 lines)."""
     expected = _outcome(reference_parse.parse_log, text, table)
-    for repetitive in (False, True):
-        with mock.patch.object(parse_module, "_repetitive", lambda lines, answer=repetitive: answer):
-            assert _outcome(parse_text, text, table) == expected, f"repetitive={repetitive}"
+    for repetitive, chunk in ((False, 3), (True, 3), (False, 10**9), (True, 10**9)):
+        with mock.patch.object(parse_module, "_repetitive", lambda lines, answer=repetitive: answer), \
+                mock.patch.object(parse_module, "_CHUNK_LINES", chunk):
+            assert _outcome(parse_text, text, table) == expected, f"repetitive={repetitive} chunk={chunk}"
 
 
 @settings(max_examples=300, deadline=None)
