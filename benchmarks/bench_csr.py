@@ -1,46 +1,74 @@
 """Benchmark `forensics csr`: 100,000 register accesses per side, parsed and compared.
 
-Baselines measured in the same run: parsing both files alone (the floor: compare can't beat reading),
-and difflib.SequenceMatcher (autojunk off, so it really aligns) on the same keys, at 10,000 accesses
-because it is quadratic on repetitive traces. Prints times and ratios; asserts nothing.
-Run: PYTHONPATH=. python3 benchmarks/bench_csr.py [N]
+Two traces: A in libedgetpu's glog-prefixed VLOG(5) format (every line distinct: timestamps), B in the
+plain `W64 0x.. = 0x..` format (a few hundred distinct lines), with 20 planted value differences, one
+access missing and one extra. A second pair adds reads: libedgetpu-style polls (runs of 2-4 reads of a
+status register) on both sides, compared with --reads.
+
+The goal is the whole command, `forensics csr A B` as a process (startup, imports, reading, parsing,
+aligning, rendering), in well under a second. Baselines measured in the same run, in fresh processes:
+`python -c pass` (the interpreter alone), `python -c "import numpy"`, and reading + decoding the two
+files. In process: parsing both files alone, and difflib.SequenceMatcher (autojunk off, so it really
+aligns) on the same keys at 10,000 accesses, because it is quadratic on repetitive traces.
+Prints times (best of several runs) and ratios; asserts nothing.
+Run: python3 benchmarks/bench_csr.py [N]
 """
 
 from __future__ import annotations
 
 import difflib
+import os
 import random
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a clone without installing
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # run from a clone without installing
 
-from forensics.csr.compare import align, compare_files
-from forensics.csr.parse import read_trace
+from forensics.csr.compare import align, compare_files  # noqa: E402
+from forensics.csr.parse import read_trace  # noqa: E402
 
 OFFSETS = [0x485A8, 0x48788, 0x44018, 0x400C0, 0x486A0, 0x48570, 0x486E8]
+STATUS = 0x48570   # instruction_queue_status: what libedgetpu polls
 
 
-def make_traces(directory: Path, n: int) -> tuple[Path, Path]:
+def _glog(k: int, op: str, offset: int, value: int) -> str:
+    prefix = f"I0413 08:35:26.{k % 1000000:06d}  4793 kernel_registers.cc:{190 if op == 'W' else 211}] "
+    if op == "W":
+        return f"{prefix}Write: offset = 0x{offset:016x}, value = 0x{value:016x}"
+    return f"{prefix}Read: offset = 0x{offset:016x}, value: = 0x{value:016x}"
+
+
+def make_traces(directory: Path, n: int, reads: bool = False) -> tuple[Path, Path]:
     rng = random.Random(1)
-    base = [(rng.choice(OFFSETS), rng.randrange(8)) for _ in range(n)]
-    a_lines = [f"I0413 08:35:26.{k % 1000000:06d}  4793 kernel_registers.cc:190] Write: offset = 0x{o:016x}, "
-               f"value = 0x{v:016x}" for k, (o, v) in enumerate(base)]
-    b_lines = [f"W64 0x{o:x} = 0x{v:x}" for o, v in base]
+    base = []
+    while len(base) < n:
+        if reads and rng.random() < 0.2:
+            polls = rng.randrange(2, 5)
+            base.extend(("R", STATUS, 0 if r < polls - 1 else 1) for r in range(polls))
+        else:
+            base.append(("W", rng.choice(OFFSETS), rng.randrange(8)))
+    base = base[:n]
+    a_lines = [_glog(k, op, o, v) for k, (op, o, v) in enumerate(base)]
+    b_lines = [f"{op}64 0x{o:x} = 0x{v:x}" for op, o, v in base]
     for k in range(5, n, n // 20):           # 20 planted differences spread over the trace
-        b_lines[k] = f"W64 0x{base[k][0]:x} = 0xdead"
+        if base[k][0] == "W":
+            b_lines[k] = f"W64 0x{base[k][1]:x} = 0xdead"
     del b_lines[n // 3]
     b_lines.insert(2 * n // 3, "W64 0x486c4 = 0x1")
-    a, b = directory / "a.log", directory / "b.log"
+    suffix = "-reads" if reads else ""
+    a, b = directory / f"a{suffix}.log", directory / f"b{suffix}.log"
     a.write_text("\n".join(a_lines) + "\n")
     b.write_text("\n".join(b_lines) + "\n")
     return a, b
 
 
-def best_of(fn, repeat=3):
+def best_of(fn, repeat=5):
     times = []
+    result = None
     for _ in range(repeat):
         t0 = time.perf_counter()
         result = fn()
@@ -48,26 +76,56 @@ def best_of(fn, repeat=3):
     return min(times), result
 
 
+def process_time(args: list[str], repeat: int = 7) -> float:
+    """Best wall time of a fresh `python3 ...` process (output to a real file, as a user would pipe it)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    with tempfile.TemporaryFile() as sink:
+        return best_of(lambda: subprocess.run([sys.executable, *args], stdout=sink, stderr=sink, env=env),
+                       repeat)[0]
+
+
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
     with tempfile.TemporaryDirectory() as tmp:
         a, b = make_traces(Path(tmp), n)
-        t_parse, _ = best_of(lambda: (read_trace(a), read_trace(b)))
+        ra, rb = make_traces(Path(tmp), n, reads=True)
+        mb = (a.stat().st_size + b.stat().st_size) / 1e6
+        print(f"traces: {n:,} accesses per side; A {a.stat().st_size / 1e6:.1f} MB glog VLOG(5), "
+              f"B {b.stat().st_size / 1e6:.1f} MB plain ({mb:.1f} MB together)")
+
+        print("\nwhole command, fresh process (best of 7):")
+        t_pass = process_time(["-c", "pass"])
+        t_numpy = process_time(["-c", "import numpy"])
+        t_read = process_time(["-c", f"[open(p, encoding='utf-8').read() for p in ({str(a)!r}, {str(b)!r})]"])
+        t_cli = process_time(["-m", "forensics", "csr", str(a), str(b)])
+        t_json = process_time(["-m", "forensics", "csr", str(a), str(b), "--json"])
+        t_reads = process_time(["-m", "forensics", "csr", str(ra), str(rb), "--reads"])
+        print(f"  python -c pass (baseline)              {t_pass:7.3f} s")
+        print(f"  python -c 'import numpy' (baseline)    {t_numpy:7.3f} s")
+        print(f"  python: read + decode A and B (base)   {t_read:7.3f} s")
+        print(f"  forensics csr A B                      {t_cli:7.3f} s   {t_cli / t_numpy:5.2f}x import numpy, "
+              f"{t_cli - t_pass:.3f} s over the bare interpreter")
+        print(f"  forensics csr A B --json               {t_json:7.3f} s   {t_json / t_numpy:5.2f}x import numpy")
+        print(f"  forensics csr A B --reads (polls)      {t_reads:7.3f} s   {t_reads / t_numpy:5.2f}x import numpy")
+
+        print("\nin process (best of 5):")
+        t_parse, (ta, tb) = best_of(lambda: (read_trace(a), read_trace(b)))
         t_full, result = best_of(lambda: compare_files(a, b))
-        print(f"accesses: {result.accesses_a:,} vs {result.accesses_b:,}; {result.verdict()}; "
-              f"alignment {'+'.join(result.alignment)}")
-        print(f"parse both (baseline)      {t_parse:8.3f} s")
-        print(f"parse + align + judge      {t_full:8.3f} s   ratio vs parse {t_full / t_parse:5.2f}x")
-        ta, tb = read_trace(a), read_trace(b)
+        t_rfull, rresult = best_of(lambda: compare_files(ra, rb, include_reads=True))
+        print(f"  parse both (baseline)                  {t_parse:7.3f} s   {t_parse / mb * 1e3:.1f} ms/MB")
+        print(f"  parse + align + judge                  {t_full:7.3f} s   ratio vs parse {t_full / t_parse:5.2f}x; "
+              f"{result.verdict()}; alignment {'+'.join(result.alignment)}")
+        print(f"  same with reads (--reads)              {t_rfull:7.3f} s   {rresult.accesses_a:,} vs "
+              f"{rresult.accesses_b:,} accesses after polls collapsed; {rresult.verdict()}")
         keys_a = [(x.offset << 1) | (x.op != 'W') for x in ta.accesses]
         keys_b = [(x.offset << 1) | (x.op != 'W') for x in tb.accesses]
         t_align, _ = best_of(lambda: align(keys_a, keys_b))
-        print(f"align alone ({n:,})        {t_align:8.3f} s")
+        print(f"  align alone ({n:,})                  {t_align:7.3f} s")
         m = min(10_000, n)
         t_ours_m, _ = best_of(lambda: align(keys_a[:m], keys_b[:m]))
         t_difflib, _ = best_of(lambda: difflib.SequenceMatcher(None, keys_a[:m], keys_b[:m],
                                                                 autojunk=False).get_opcodes(), repeat=1)
-        print(f"align {m:,}: ours {t_ours_m:.4f} s, difflib.SequenceMatcher {t_difflib:.3f} s "
+        print(f"  align {m:,}: ours {t_ours_m:.4f} s, difflib.SequenceMatcher {t_difflib:.3f} s "
               f"(difflib/ours {t_difflib / t_ours_m:,.0f}x)")
 
 
