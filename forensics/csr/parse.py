@@ -171,6 +171,7 @@ _CHUNK_LINES = 8192    # lines a regex stage holds matches for at a time
 _SAMPLE_LINES = 1000    # lines looked at to decide whether classifying distinct lines once pays
 _NEVER = float("nan")   # poll key of a non-read: equal to nothing, not even itself
 _new_access = partial(tuple.__new__, Access)   # Access from one 8-tuple without a Python-level __new__
+_ACCESS = repeat(Access)                       # map(tuple.__new__, _ACCESS, tuples): the same, faster
 
 
 class _Proto(NamedTuple):
@@ -179,7 +180,7 @@ class _Proto(NamedTuple):
     format: str
     head: tuple      # (op, offset, value, width)
     tail: tuple      # (format, count, label)
-    poll_key: object  # (offset, width) for a read, _NEVER otherwise: equal keys in a row make a POLL
+    poll_key: object  # _poll_key(): equal keys in a row make a POLL
 
 
 class _Snap(NamedTuple):
@@ -191,8 +192,13 @@ class _Bad(NamedTuple):
     message: str
 
 
+def _poll_key(op: str, offset: int, width) -> object:
+    """One int per (offset, width) of a read; _NEVER (equal to nothing) for anything else."""
+    return (offset << 7) | (width or 0) if op == "R" else _NEVER
+
+
 def _proto(fmt: str, op: str, offset: int, value: int, width, label=None) -> _Proto:
-    return _Proto(fmt, (op, offset, value, width), (fmt, 1, label), (offset, width) if op == "R" else _NEVER)
+    return _Proto(fmt, (op, offset, value, width), (fmt, 1, label), _poll_key(op, offset, width))
 
 
 def _libedgetpu_item(groups) -> _Proto:
@@ -315,7 +321,7 @@ def collapse_polls(accesses: Iterable[Access], poll_keys: list | None = None) ->
     (and the line of the first read). `poll_keys` (the parser has them) saves recomputing them."""
     accesses = list(accesses)
     if poll_keys is None:
-        poll_keys = [(a.offset, a.width) if a.op == "R" else _NEVER for a in accesses]
+        poll_keys = [_poll_key(a.op, a.offset, a.width) for a in accesses]
     # continues[k]: access k+1 repeats the read of access k
     continues = list(map(eq, poll_keys, islice(poll_keys, 1, None)))
     if not any(continues):
@@ -325,7 +331,8 @@ def collapse_polls(accesses: Iterable[Access], poll_keys: list | None = None) ->
     out = list(map(accesses.__getitem__, starts))
     for k in compress(count(), map(gt, lengths, repeat(1))):
         first, n = starts[k], lengths[k]
-        out[k] = accesses[first + n - 1]._replace(op="POLL", line=accesses[first].line, count=n)
+        _, offset, value, width, _, fmt, _, label = accesses[first + n - 1]
+        out[k] = _new_access(("POLL", offset, value, width, accesses[first].line, fmt, n, label))
     return out
 
 
@@ -460,8 +467,8 @@ def _parse_log(text: str, path, table) -> Trace:
             proto_lines = list(compress(line_nos, is_proto))
             formats, unresolved = _snapshot_lines(items, line_nos, snapshot, path, table)
             ignored += unresolved
-        accesses = list(map(_new_access, map(add, map(add, map(itemgetter(1), protos), zip(proto_lines)),
-                                                 map(itemgetter(2), protos))))
+        accesses = list(map(tuple.__new__, _ACCESS, map(add, map(add, map(itemgetter(1), protos), zip(proto_lines)),
+                                                            map(itemgetter(2), protos))))
         if accesses:
             # A trace wins: `0x48788 = 0x7f` lines inside a log are counted under "snapshot" but not used.
             polled = collapse_polls(accesses, list(map(itemgetter(3), protos)))
