@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import compress, count, islice, repeat
-from operator import add, contains, eq, gt, itemgetter, not_, or_, sub
+from operator import add, contains, eq, getitem, gt, itemgetter, not_, or_, sub
 from typing import Iterable, NamedTuple
 
 from forensics.errors import FormatError, InputError
@@ -60,6 +60,7 @@ _CSR_NAME = re.compile(r"\[CSR@[^\]]*\]\s*" + _OPWORD + r"(?P<name>[A-Za-z_][\w.
                        + r")\s*=\s*(?P<val>" + _NUM + r")\b", re.IGNORECASE)
 _CSR_OFFVAL = re.compile(r"\[CSR@[^\]]*\]\s*" + _OPWORD + r"off(?:set)?\s*=\s*(?P<off>" + _NUM
                          + r")[\s,]+val(?:ue)?\s*=\s*(?P<val>" + _NUM + r")\b", re.IGNORECASE)
+_CSR_TAG = re.compile(r"\[CSR@", re.IGNORECASE)   # where _CSR_NAME / _CSR_OFFVAL matches can start
 _INIT_TAG = re.compile(r"^\s*(?:\[[^\]\[]*\])+\s*(?P<name>[A-Za-z_][\w.]*)\s*@\s*(?P<off>" + _HEX
                        + r")\s+(?P<op>write|read)\s*=\s*(?P<val>" + _NUM + r")\s*$", re.IGNORECASE)
 _PLAIN = re.compile(r"^\s*(?P<op>[RW])(?P<width>32|64)?\s+(?P<off>" + _NUM + r")\s*(?:=\s*)?(?P<val>" + _NUM
@@ -275,6 +276,19 @@ def _stage(lines: list, where, find, build, verdicts: list) -> tuple[list, list,
     return rest_lines, rest_where, not all(map(isinstance, items.values(), repeat(_Proto)))
 
 
+def _csr_stage(lines: list, where: list, verdicts: list) -> bool:
+    """csr-name, else csr-offval, on lines holding `[CSR@`/`[csr@`. Both patterns start with `\\[CSR@`
+    (any case) and look only forward, so they match a line exactly as they match its tail from the first
+    `[CSR@` (any case); the tails of a driver's timestamped lines repeat, so each distinct tail is tried once."""
+    tails = list(map(getitem, lines, map(slice, map(re.Match.start, map(_CSR_TAG.search, lines)), repeat(None))))
+    distinct = list(dict.fromkeys(tails))
+    found: list = [None] * len(distinct)
+    rest, rest_where, others_name = _stage(distinct, range(len(distinct)), _CSR_NAME.search, _csr_name_item, found)
+    others_offval = _stage(rest, rest_where, _CSR_OFFVAL.search, _csr_offval_item, found)[2]
+    _consume(map(verdicts.__setitem__, where, map(dict(zip(distinct, found)).__getitem__, tails)))
+    return others_name or others_offval
+
+
 def _classify(lines: list, text: str) -> tuple[list, bool]:
     """The verdict on each line: _Proto, _Snap or _Bad; None for other log output; False if blank.
     Also says whether there is any _Snap or _Bad. `text` holds all the lines (for quick absence tests)."""
@@ -287,10 +301,7 @@ def _classify(lines: list, text: str) -> tuple[list, bool]:
     if "[CSR@" in text or "[csr@" in text:
         tagged = list(map(or_, map(contains, pending, repeat("[CSR@")), map(contains, pending, repeat("[csr@"))))
         # A tagged line is csr-name, else csr-offval, else ignored: it is not tried as another format.
-        _, _, others_name = rest = _stage(list(compress(pending, tagged)), list(compress(where, tagged)),
-                                          _CSR_NAME.search, _csr_name_item, verdicts)
-        others_offval = _stage(rest[0], rest[1], _CSR_OFFVAL.search, _csr_offval_item, verdicts)[2]
-        others = others or others_name or others_offval
+        others = _csr_stage(list(compress(pending, tagged)), list(compress(where, tagged)), verdicts) or others
         untagged = list(map(not_, tagged))
         pending, where = list(compress(pending, untagged)), list(compress(where, untagged))
     for marker, find, build in (("@", _INIT_TAG.match, _init_tag_item), ("", _PLAIN.match, _plain_item),

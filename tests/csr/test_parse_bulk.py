@@ -65,10 +65,13 @@ def _line(rng: random.Random, bad: bool, snapshot: bool = False) -> str:
         off_digits = rng.choice([f"{off:016x}", f"{off:x}", "0" * 17 + "1"] + ["1" * 17] * bad)
         return f"{prefix}{op}: offset = 0x{off_digits}, {sep} 0x{digits}"
     if kind == 1:   # [CSR@tag] NAME @0x.. = value
-        tag = rng.choice(["[CSR@open]", "[csr@q]", "[Csr@x]", "[CSR@]", "12.5 [CSR@t]"])
+        tag = rng.choice(["[CSR@open]", "[csr@q]", "[Csr@x]", "[CSR@]", "12.5 [CSR@t]", "[c\u017fr@x] [CSR@y]",
+                          "[Csr@a] [CSR@b]", "[1.5] [csr@x]"])
         word = rng.choice(["", "R ", "W ", "rd ", "WRITE ", "R32 ", "w64 "])
         name = rng.choice(["tileconfig0", "reg", "K_reg", "a.b"])
-        return f"{tag}{sp}{word}{name}{sp}@{rng.choice(['', ' '])}0x{off:x} = {_hex(rng, val, bad)}"
+        # A trailing exact tag makes a line led by [Csr@x] a tagged line whose match starts at [Csr@x].
+        return f"{tag}{sp}{word}{name}{sp}@{rng.choice(['', ' '])}0x{off:x} = {_hex(rng, val, bad)}" \
+               + rng.choice(["", "", " [CSR@z]"])
     if kind == 2:   # [CSR@tag] off= val=
         tag = rng.choice(["[CSR@irq]", "[csr@irq]", "[cSR@irq]"])
         word = rng.choice(["", "R ", "READ ", "W64 "])
