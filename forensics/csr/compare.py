@@ -178,12 +178,8 @@ def _greedy(a, alo, ahi, b, blo, bhi, out):
 
     def agrees(i, j, n=GREEDY_CONFIRM):
         """a and b agree for n elements from (i, j) (or to the end of either)."""
-        for k in range(n):
-            if i + k >= ahi or j + k >= bhi:
-                return True
-            if a[i + k] != b[j + k]:
-                return False
-        return True
+        n = min(n, ahi - i, bhi - j)
+        return a[i:i + n] == b[j:j + n]
 
     i, j = alo, blo
     while i < ahi and j < bhi:
@@ -194,20 +190,22 @@ def _greedy(a, alo, ahi, b, blo, bhi, out):
             continue
         # The cheapest local repair that the following accesses confirm: s substituted, deleted or
         # inserted accesses, s = 1, 2, ... GREEDY_WINDOW.
+        # (Each agrees() is first tried on its first pair, inline: on repetitive traces most fail there.)
+        a_i, b_j = a[i], b[j]
         for s in range(1, GREEDY_WINDOW + 1):
-            if i + s <= ahi and j + s <= bhi and agrees(i + s, j + s):
-                out.extend((ii, None) for ii in range(i, i + s))
-                out.extend((None, jj) for jj in range(j, j + s))
-                i += s
-                j += s
+            x, y = i + s, j + s
+            if x <= ahi and y <= bhi and (x == ahi or y == bhi or a[x] == b[y]) and agrees(x, y):
+                out.extend((ii, None) for ii in range(i, x))
+                out.extend((None, jj) for jj in range(j, y))
+                i, j = x, y
                 break
-            if i + s <= ahi and agrees(i + s, j):
-                out.extend((ii, None) for ii in range(i, i + s))
-                i += s
+            if x <= ahi and (x == ahi or a[x] == b_j) and agrees(x, j):
+                out.extend((ii, None) for ii in range(i, x))
+                i = x
                 break
-            if j + s <= bhi and agrees(i, j + s):
-                out.extend((None, jj) for jj in range(j, j + s))
-                j += s
+            if y <= bhi and (y == bhi or a_i == b[y]) and agrees(i, y):
+                out.extend((None, jj) for jj in range(j, y))
+                j = y
                 break
         else:
             jb = next_at(pos_b, a[i], j)   # where a[i] shows up again in b
@@ -379,10 +377,20 @@ class CsrComparison:
         with gc_paused():
             return tuple(map(_new_row, zip(range(n), kinds, side_a, side_b, masked)))
 
+    @property
+    def differing(self) -> int:
+        """How many rows are not a match."""
+        return self.row_count - self.counts.get("match", 0)
+
+    def mismatch_rows(self, limit: int | None = None) -> tuple[CsrRow, ...]:
+        """The rows that are not a match, in order, the first `limit` of them (without building the others)."""
+        indices = sorted(index for index, (kind, _) in self.judged.items() if kind != "match")
+        return tuple(map(self._row, indices[:limit]))
+
     @cached_property
     def mismatches(self) -> tuple[CsrRow, ...]:
         """The rows that are not a match, in order (without building the matching ones)."""
-        return tuple(self._row(index) for index, (kind, _) in sorted(self.judged.items()) if kind != "match")
+        return self.mismatch_rows()
 
     def register(self, offset: int) -> dict:
         return self.registers[offset]

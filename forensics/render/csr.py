@@ -55,17 +55,14 @@ def render_comparison(result, *, limit: int | None = 200, show_all: bool = False
     out.append(Text(f"{result.mode} comparison of {reads}"
                     + ("; masked bits: " + ", ".join(f"0x{o:x} ignores 0x{m:x}" for o, m in sorted(result.masks.items()))
                        if result.masks else "")))
-    hidden_matches = 0
+    hidden_matches = truncated = 0
     if not show_all and limit is not None and result.row_count > limit:
-        # Only the differing rows: taken from the comparison's judged rows, never building the matches.
-        rows = result.mismatches
-        hidden_matches = result.row_count - len(rows)
+        # Only the first `limit` differing rows are built: never the matches, nor rows past the limit.
+        rows = result.mismatch_rows(limit)
+        hidden_matches = result.row_count - result.differing
+        truncated = result.differing - len(rows)
     else:
         rows = result.rows
-    truncated = 0
-    if not show_all and limit is not None and len(rows) > limit:
-        truncated = len(rows) - limit
-        rows = rows[:limit]
     if rows:
         table = _table(("#", "right"), ("op", "left"), ("offset", "right"), ("name", "left"), ("group", "left"),
                        ("A", "right"), ("B", "right"), ("verdict", "left"))

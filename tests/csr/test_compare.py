@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 import forensics.csr.compare as compare_module
 from forensics.csr.compare import align, compare_files, compare_traces
 from forensics.csr.parse import parse_text
+from tests.csr import reference_align
 from tests.csr.traces import driver_open_trace, libedgetpu_open_trace
 
 GOLDEN = Path(__file__).parent / "data" / "open_sequence_table.txt"
@@ -60,6 +61,17 @@ def test_long_common_runs_between_differing_ends_align_as_a_longest_common_subse
     check_alignment(a, b, pairs)
     assert methods == ("myers",)
     assert sum(1 for i, j in pairs if i is not None and j is not None) == lcs_length(a, b)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 4), max_size=80), st.lists(st.integers(0, 4), max_size=80), st.data())
+def test_greedy_walk_equals_the_walk_as_first_written(a, b, data):
+    alo, blo = data.draw(st.integers(0, len(a))), data.draw(st.integers(0, len(b)))
+    ahi, bhi = data.draw(st.integers(alo, len(a))), data.draw(st.integers(blo, len(b)))
+    ours, reference = [], []
+    compare_module._greedy(a, alo, ahi, b, blo, bhi, ours)
+    reference_align.greedy(a, alo, ahi, b, blo, bhi, reference)
+    assert ours == reference
 
 
 @settings(max_examples=60, deadline=None)
