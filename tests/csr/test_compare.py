@@ -63,11 +63,17 @@ def test_long_common_runs_between_differing_ends_align_as_a_longest_common_subse
     assert sum(1 for i, j in pairs if i is not None and j is not None) == lcs_length(a, b)
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.lists(st.integers(0, 4), max_size=80), st.lists(st.integers(0, 4), max_size=80), st.data())
-def test_greedy_walk_equals_the_walk_as_first_written(a, b, data):
-    alo, blo = data.draw(st.integers(0, len(a))), data.draw(st.integers(0, len(b)))
-    ahi, bhi = data.draw(st.integers(alo, len(a))), data.draw(st.integers(blo, len(b)))
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_greedy_walk_equals_the_walk_as_first_written(seed):
+    # Seeded random sequences over 2..6 keys (hypothesis' own lists are mostly too uniform to tell the
+    # repairs apart), on a random sub-range.
+    rng = random.Random(seed)
+    keys = rng.randrange(2, 7)
+    a = [rng.randrange(keys) for _ in range(rng.randrange(60))]
+    b = [rng.randrange(keys) for _ in range(rng.randrange(60))]
+    alo, blo = rng.randrange(len(a) + 1), rng.randrange(len(b) + 1)
+    ahi, bhi = rng.randrange(alo, len(a) + 1), rng.randrange(blo, len(b) + 1)
     ours, reference = [], []
     compare_module._greedy(a, alo, ahi, b, blo, bhi, ours)
     reference_align.greedy(a, alo, ahi, b, blo, bhi, reference)
