@@ -28,8 +28,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # run from a clone without installing
 
-from forensics.csr.compare import align, compare_files  # noqa: E402
-from forensics.csr.parse import read_trace  # noqa: E402
+from forensics.csr.compare import align, compare_files
+from forensics.csr.parse import read_trace
 
 OFFSETS = [0x485A8, 0x48788, 0x44018, 0x400C0, 0x486A0, 0x48570, 0x486E8]
 STATUS = 0x48570   # instruction_queue_status: what libedgetpu polls
@@ -80,7 +80,7 @@ def process_time(args: list[str], repeat: int = 7) -> float:
     """Best wall time of a fresh `python3 ...` process (output to a real file, as a user would pipe it)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     with tempfile.TemporaryFile() as sink:
-        return best_of(lambda: subprocess.run([sys.executable, *args], stdout=sink, stderr=sink, env=env),
+        return best_of(lambda: subprocess.run([sys.executable, *args], stdout=sink, stderr=sink, env=env, check=False),
                        repeat)[0]
 
 

@@ -61,7 +61,8 @@ def _compare(args, out) -> int:
         if args.json:
             out.json(result.to_dict())
         else:
-            from forensics.render.csr import render_comparison   # rich tables: not needed for --json
+            # rich tables: imported only here, --json does not need them
+            from forensics.render.csr import render_comparison
 
             limit = None if args.limit == 0 else args.limit
             out.print(*render_comparison(result, limit=limit, show_all=args.all))

@@ -6,7 +6,12 @@
 
 from forensics.csr.compare import CsrComparison, CsrRow, compare_files, compare_traces
 from forensics.csr.parse import Access, Trace, parse_text, read_trace
-from forensics.csr.registers import Register, RegisterTable, beagle_table, in_pcie_window
+from forensics.csr.registers import (
+    Register,
+    RegisterTable,
+    beagle_table,
+    in_pcie_window,
+)
 
 __all__ = [
     "Access", "CsrComparison", "CsrRow", "Register", "RegisterTable", "Trace", "beagle_table",

@@ -17,11 +17,12 @@ sequences register traces are (the same few queue and run-control offsets over a
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, partial
 from itertools import compress, count, repeat
 from operator import contains, eq, itemgetter, lshift, ne, or_
-from typing import NamedTuple, Sequence
+from typing import NamedTuple
 
 from forensics.csr.parse import Access, Trace, format_value, gc_paused, read_trace
 from forensics.csr.registers import UNKNOWN, RegisterTable, beagle_table, in_pcie_window

@@ -26,12 +26,13 @@ import io
 import json
 import re
 from collections import Counter, deque
+from collections.abc import Iterable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import compress, count, islice, repeat
 from operator import add, contains, eq, getitem, gt, itemgetter, not_, or_, sub
-from typing import Iterable, NamedTuple
+from typing import NamedTuple
 
 from forensics.errors import FormatError, InputError
 

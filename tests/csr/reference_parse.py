@@ -12,8 +12,17 @@ from __future__ import annotations
 
 import re
 
-from forensics.csr.parse import (FORMAT_CSR_NAME, FORMAT_CSR_OFFVAL, FORMAT_INIT_TAG, FORMAT_LIBEDGETPU,
-                                 FORMAT_PLAIN, FORMAT_SNAPSHOT, MAX_VALUE, Access, Trace)
+from forensics.csr.parse import (
+    FORMAT_CSR_NAME,
+    FORMAT_CSR_OFFVAL,
+    FORMAT_INIT_TAG,
+    FORMAT_LIBEDGETPU,
+    FORMAT_PLAIN,
+    FORMAT_SNAPSHOT,
+    MAX_VALUE,
+    Access,
+    Trace,
+)
 from forensics.errors import FormatError, InputError
 
 _HEX = r"0x[0-9a-fA-F]+"
