@@ -265,19 +265,24 @@ def align(a: Sequence, b: Sequence) -> tuple[list[tuple[int | None, int | None]]
 
     Inside each run of edits the deletions (only in `a`) come first, then the insertions.
     """
-    # The common prefix and suffix (all of two equal traces, most of two similar ones) are found and
-    # paired by C-level iteration; only the region between them goes through _align_range.
+    head, middle, tail, methods = _align_parts(a, b)
+    out = list(zip(range(head), range(head)))
+    out.extend(middle)
+    out.extend(zip(range(len(a) - tail, len(a)), range(len(b) - tail, len(b))))
+    return out, methods
+
+
+def _align_parts(a: Sequence, b: Sequence) -> tuple[int, list, int, tuple[str, ...]]:
+    """align() as (common prefix length, the pairs between, common suffix length, methods): the prefix
+    and suffix (all of two equal traces, most of two similar ones) are found by C-level iteration and
+    never become pairs; only the region between them goes through _align_range."""
     n = min(len(a), len(b))
     head = next(compress(count(), map(ne, a, b)), n)
     tail = min(next(compress(count(), map(ne, reversed(a), reversed(b))), n), n - head)
-    ahi, bhi = len(a) - tail, len(b) - tail
     middle: list = []
     methods: set = set()
-    _align_range(a, head, ahi, b, head, bhi, middle, methods)
-    out = list(zip(range(head), range(head)))
-    out.extend(_tidy(middle))
-    out.extend(zip(range(ahi, len(a)), range(bhi, len(b))))
-    return out, tuple(sorted(methods)) or ("identical",)
+    _align_range(a, head, len(a) - tail, b, head, len(b) - tail, middle, methods)
+    return head, _tidy(middle), tail, tuple(sorted(methods)) or ("identical",)
 
 
 def _tidy(pairs: list) -> list:
@@ -542,11 +547,15 @@ def compare_traces(a: Trace, b: Trace, *, include_reads: bool = False, masks: di
             seq_b = _chosen(b.accesses, include_reads)
             # Key: offset * 2 + is_read. A POLL and a single READ of one offset share a key.
             keys_a, keys_b = _keys(seq_a), _keys(seq_b)
-            pairs, alignment = align(keys_a, keys_b)
-            rows_a, rows_b = zip(*pairs) if pairs else ((), ())
-            missing = {None: -1}.get   # a row's missing side indexes the _GAP appended below
-            side_a = list(map([*seq_a, _GAP].__getitem__, map(missing, rows_a, rows_a)))
-            side_b = list(map([*seq_b, _GAP].__getitem__, map(missing, rows_b, rows_b)))
+            head, middle, tail, alignment = _align_parts(keys_a, keys_b)
+            # Rows of the common prefix and suffix are slices of the two sequences; between them each
+            # row's missing side indexes the _GAP appended here.
+            rows_a, rows_b = zip(*middle) if middle else ((), ())
+            missing = {None: -1}.get
+            side_a = [*seq_a[:head], *map([*seq_a, _GAP].__getitem__, map(missing, rows_a, rows_a)),
+                      *seq_a[len(seq_a) - tail:]]
+            side_b = [*seq_b[:head], *map([*seq_b, _GAP].__getitem__, map(missing, rows_b, rows_b)),
+                      *seq_b[len(seq_b) - tail:]]
             accesses_a, accesses_b = len(seq_a), len(seq_b)
             offsets = {key >> 1 for key in set(keys_a) | set(keys_b)}
         judged = _judge_rows(side_a, side_b, masks)

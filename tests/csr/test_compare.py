@@ -239,3 +239,67 @@ def test_long_repetitive_traces_are_aligned_exactly():
     assert (counts["value"], counts["only_a"], counts["only_b"], counts["width"]) == (1, 1, 1, 1)
     assert counts["match"] == 100_000 - 3
     assert result.alignment == ("myers",)
+
+
+
+def _rows_as_first_written(a, b, include_reads, masks):
+    """Rows of a sequence comparison by the original loop: align() pairs, each judged in turn."""
+    seq_a = [x for x in a.accesses if include_reads or x.op == "W"]
+    seq_b = [x for x in b.accesses if include_reads or x.op == "W"]
+    pairs, _ = align([(x.offset << 1) | (x.op != "W") for x in seq_a],
+                     [(x.offset << 1) | (x.op != "W") for x in seq_b])
+    rows = []
+    for index, (i, j) in enumerate(pairs):
+        if i is None:
+            rows.append((index, "only_b", None, seq_b[j], False))
+        elif j is None:
+            rows.append((index, "only_a", seq_a[i], None, False))
+        else:
+            kind, masked = compare_module._judge(seq_a[i], seq_b[j], masks)
+            rows.append((index, kind, seq_a[i], seq_b[j], masked))
+    return rows
+
+
+def _random_lines(rng: random.Random, n: int) -> list[str]:
+    lines = []
+    for _ in range(n):
+        op = rng.choice(["W", "W", "W", "R"])
+        line = f"{op}{rng.choice(['', '32', '64'])} 0x{rng.choice([0x48788, 0x44018, 0x486C4]):x} 0x{rng.randrange(4):x}"
+        lines.extend([line] * (rng.randrange(1, 4) if op == "R" else 1))
+    return lines
+
+
+def _edited(rng: random.Random, lines: list[str]) -> list[str]:
+    """The lines with some dropped, some values or widths changed, and some new lines put in."""
+    out = []
+    for line in lines:
+        roll = rng.random()
+        if roll < 0.05:
+            continue
+        if roll < 0.12:
+            op, offset, value = line.split()
+            line = f"{op} {offset} 0x{int(value, 16) ^ rng.randrange(1, 4):x}"
+        elif roll < 0.15:
+            op, offset, value = line.split()
+            line = f"{op[0]}{rng.choice(['', '32', '64'])} {offset} {value}"
+        out.append(line)
+        if rng.random() < 0.05:
+            out.extend(_random_lines(rng, rng.randrange(1, 3)))
+    return out or ["W 0x48788 0x1"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.booleans())
+def test_rows_equal_the_pair_by_pair_judging(seed, include_reads):
+    # Bulk judging (only rows whose values or widths differ reach _judge), rows taken as slices of the
+    # common prefix and suffix, and the lazily built rows and mismatches, against the original loop.
+    rng = random.Random(seed)
+    lines = _random_lines(rng, rng.randrange(1, 150))
+    a, b = parse_text("\n".join(lines) + "\n"), parse_text("\n".join(_edited(rng, lines)) + "\n")
+    masks = {0x48788: rng.choice([1, 3, 2**64 - 1])} if rng.random() < 0.5 else {}
+    result = compare_traces(a, b, include_reads=include_reads, masks=masks)
+    expected = _rows_as_first_written(a, b, include_reads, masks)
+    assert [tuple(row) for row in result.rows] == expected
+    assert [tuple(row) for row in result.mismatches] == [row for row in expected if row[1] != "match"]
+    assert result.counts == {kind: sum(1 for row in expected if row[1] == kind) for kind in compare_module.KINDS}
+    assert result.masked == sum(row[4] for row in expected)
