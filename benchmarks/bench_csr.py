@@ -76,12 +76,19 @@ def best_of(fn, repeat=5):
     return min(times), result
 
 
-def process_time(args: list[str], repeat: int = 7) -> float:
-    """Best wall time of a fresh `python3 ...` process (output to a real file, as a user would pipe it)."""
+def process_time(args: list[str], pycache: str | None, repeat: int = 7) -> float:
+    """Best wall time of a fresh `python3 ...` process (output to a real file, as a user would pipe it).
+    With `pycache` (a directory outside the checkout), bytecode is cached there as for an installed
+    package; without, the environment decides (PYTHONDONTWRITEBYTECODE=1: compiled from source each run)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
+    if pycache:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = pycache
     with tempfile.TemporaryFile() as sink:
-        return best_of(lambda: subprocess.run([sys.executable, *args], stdout=sink, stderr=sink, env=env, check=False),
-                       repeat)[0]
+        def run():
+            return subprocess.run([sys.executable, *args], stdout=sink, stderr=sink, env=env, cwd=ROOT, check=False)
+        run()   # warm the file cache (and the bytecode cache)
+        return best_of(run, repeat)[0]
 
 
 def main() -> None:
@@ -93,20 +100,23 @@ def main() -> None:
         print(f"traces: {n:,} accesses per side; A {a.stat().st_size / 1e6:.1f} MB glog VLOG(5), "
               f"B {b.stat().st_size / 1e6:.1f} MB plain ({mb:.1f} MB together)")
 
-        print("\nwhole command, fresh process (best of 7):")
-        t_pass = process_time(["-c", "pass"])
-        t_numpy = process_time(["-c", "import numpy"])
-        t_read = process_time(["-c", f"[open(p, encoding='utf-8').read() for p in ({str(a)!r}, {str(b)!r})]"])
-        t_cli = process_time(["-m", "forensics", "csr", str(a), str(b)])
-        t_json = process_time(["-m", "forensics", "csr", str(a), str(b), "--json"])
-        t_reads = process_time(["-m", "forensics", "csr", str(ra), str(rb), "--reads"])
-        print(f"  python -c pass (baseline)              {t_pass:7.3f} s")
-        print(f"  python -c 'import numpy' (baseline)    {t_numpy:7.3f} s")
-        print(f"  python: read + decode A and B (base)   {t_read:7.3f} s")
-        print(f"  forensics csr A B                      {t_cli:7.3f} s   {t_cli / t_numpy:5.2f}x import numpy, "
-              f"{t_cli - t_pass:.3f} s over the bare interpreter")
-        print(f"  forensics csr A B --json               {t_json:7.3f} s   {t_json / t_numpy:5.2f}x import numpy")
-        print(f"  forensics csr A B --reads (polls)      {t_reads:7.3f} s   {t_reads / t_numpy:5.2f}x import numpy")
+        as_here = f"as this environment runs it (PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE', '')!r})"
+        for title, pycache in (("bytecode cached, as installed", os.path.join(tmp, "pycache")), (as_here, None)):
+            print(f"\nwhole command, fresh process, best of 7; {title}:")
+            t_pass = process_time(["-c", "pass"], pycache)
+            t_numpy = process_time(["-c", "import numpy"], pycache)
+            t_read = process_time(["-c", f"[open(p, encoding='utf-8').read() for p in ({str(a)!r}, {str(b)!r})]"],
+                                  pycache)
+            t_cli = process_time(["-m", "forensics", "csr", str(a), str(b)], pycache)
+            t_json = process_time(["-m", "forensics", "csr", str(a), str(b), "--json"], pycache)
+            t_reads = process_time(["-m", "forensics", "csr", str(ra), str(rb), "--reads"], pycache)
+            print(f"  python -c pass (baseline)              {t_pass:7.3f} s")
+            print(f"  python -c 'import numpy' (baseline)    {t_numpy:7.3f} s")
+            print(f"  python: read + decode A and B (base)   {t_read:7.3f} s")
+            print(f"  forensics csr A B                      {t_cli:7.3f} s   {t_cli / t_numpy:5.2f}x import numpy, "
+                  f"{t_cli - t_pass:.3f} s over the bare interpreter")
+            print(f"  forensics csr A B --json               {t_json:7.3f} s   {t_json / t_numpy:5.2f}x import numpy")
+            print(f"  forensics csr A B --reads (polls)      {t_reads:7.3f} s   {t_reads / t_numpy:5.2f}x import numpy")
 
         print("\nin process (best of 5):")
         t_parse, (ta, tb) = best_of(lambda: (read_trace(a), read_trace(b)))
