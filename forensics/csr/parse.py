@@ -159,11 +159,12 @@ def _op_word(word: str | None) -> tuple[str, int | None]:
 
 
 # ---------------------------------------------------------------------------------------------------
-# Bulk parsing. A trace is one format repeated 10^5 times, and mostly the same few accesses: so each
-# distinct line is classified once, each format's regex runs over all those lines in one C-level
-# `map`, each distinct match is converted to numbers once, and the accesses are then assembled from
-# per-line verdicts without a Python statement per line. The rules are those of the per-line parser
-# this replaced (kept in tests/csr/reference_parse.py as the oracle), applied to a line in this order:
+# Bulk parsing. A trace is one format repeated 10^5 times, and mostly the same few accesses: each
+# format's regex runs over the lines in one C-level `map` (over each distinct line once when lines
+# repeat; for [CSR@ lines over each distinct tail once), each distinct match is converted to numbers
+# once, and the accesses are assembled from per-line verdicts without a Python statement per line.
+# The rules are those of the per-line parser this replaced (kept in tests/csr/reference_parse.py as
+# the oracle of a differential test), applied to a line in this order:
 #   1. a libedgetpu match wins;
 #   2. else a line containing `[CSR@`/`[csr@` is csr-name, else csr-offval, else ignored;
 #   3. else a line containing `@` is init-tag or ignored (plain and snapshot lines cannot contain `@`);
