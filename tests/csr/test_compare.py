@@ -8,6 +8,7 @@ import os
 import random
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -303,3 +304,49 @@ def test_rows_equal_the_pair_by_pair_judging(seed, include_reads):
     assert [tuple(row) for row in result.mismatches] == [row for row in expected if row[1] != "match"]
     assert result.counts == {kind: sum(1 for row in expected if row[1] == kind) for kind in compare_module.KINDS}
     assert result.masked == sum(row[4] for row in expected)
+
+
+@pytest.mark.parametrize("color", [False, True])
+def test_a_table_past_the_rich_row_limit_has_the_same_cells(open_traces, monkeypatch, color):
+    # `--all` on 10^5 rows is laid out line by line instead of by rich; the cells must be the same.
+    import io
+    import re
+
+    import forensics.render.csr as render_csr
+    from forensics.render.console import Output
+
+    result = compare_files(*open_traces, include_reads=True)
+
+    def table_lines(rich_rows, keep_colour=False):
+        monkeypatch.setattr(render_csr, "RICH_TABLE_ROWS", rich_rows)
+        out = io.StringIO()
+        Output(out, width=250, color=color).print(*render_csr.render_comparison(result, show_all=True))
+        lines = out.getvalue().splitlines()
+        plain = [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in lines]
+        start = next(k for k, line in enumerate(plain) if line.lstrip().startswith("#"))
+        return (lines if keep_colour else plain)[start:]   # the header, the rule, the rows, notes, verdict
+
+    def rows(lines):
+        """Each row's cells (rich folds a long name or group onto a continuation line: skipped)."""
+        return [line.split() for line in lines[2:] if line.split() and line.split()[0].isdigit()]
+
+    rich_lines, fixed_lines = table_lines(10**9), table_lines(0)
+    assert fixed_lines[0].split() == rich_lines[0].split()
+    rich_rows, fixed_rows = rows(rich_lines), rows(fixed_lines)
+    assert len(fixed_rows) == len(rich_rows) == result.row_count
+    for fixed, rich in zip(fixed_rows, rich_rows):
+        assert len(fixed) == len(rich)
+        assert fixed[:3] == rich[:3] and fixed[5:] == rich[5:]
+        assert fixed[3].startswith(rich[3]) and fixed[4].startswith(rich[4])   # name, group: whole, never folded
+    if not color:
+        # The verdict column starts at one place on every line.
+        header, lines = fixed_lines[0], fixed_lines[2:2 + result.row_count]
+        assert {len(line) - len(line.split("   ")[-1].strip()) for line in lines} == {header.index("verdict")}
+        # Right-justified columns (# and offset: cells 0 and 2) end where their headers end.
+        def ends(line):
+            return [m.end() for m in re.finditer(r"\S+", line)]
+        for column in (0, 2):
+            assert {ends(line)[column] for line in lines} == {ends(header)[column]}
+    else:
+        red = [line for line in table_lines(0, keep_colour=True)[2:2 + result.row_count] if "\x1b[31m" in line]
+        assert len(red) == len(result.mismatches) > 0
