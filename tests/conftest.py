@@ -61,3 +61,18 @@ def _run_from_repo_root():
     os.chdir(REPO)
     yield
     os.chdir(old)
+
+
+def assert_golden(path, text: str) -> None:
+    """Compare command output with a golden file, exactly.
+
+    After a deliberate layout change: `FORENSICS_REGOLD=1 pytest ...` rewrites the golden files; review their
+    diff before committing. On a mismatch ours is written beside the golden file as `NAME.actual.txt`.
+    """
+    path = Path(path)
+    if os.environ.get("FORENSICS_REGOLD"):
+        path.write_text(text, encoding="utf-8")
+    expected = path.read_text(encoding="utf-8")
+    if text != expected:
+        path.with_name(path.stem + ".actual.txt").write_text(text, encoding="utf-8")
+    assert text == expected, f"{path.name} differs: diff it with {path.stem}.actual.txt"

@@ -4,11 +4,10 @@ To accept an intended change of layout: FORENSICS_REGOLD=1 pytest tests/core/tes
 the diff of tests/golden/ before committing it.
 """
 
-import os
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, assert_golden
 
 GOLDEN = REPO / "tests" / "golden"
 
@@ -27,11 +26,4 @@ CASES = {
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_golden_text(cli, name):
-    result = cli(*CASES[name], width=100)
-    path = GOLDEN / f"{name}.txt"
-    if os.environ.get("FORENSICS_REGOLD"):
-        path.write_text(result.out)
-    expected = path.read_text()
-    if result.out != expected:  # write ours beside it so a reviewer can diff the two
-        (GOLDEN / f"{name}.actual.txt").write_text(result.out)
-    assert result.out == expected
+    assert_golden(GOLDEN / f"{name}.txt", cli(*CASES[name], width=100).out)

@@ -4,7 +4,6 @@ masks, reads and polls, snapshots, the golden table, JSON, and a 100,000-access 
 from __future__ import annotations
 
 import json
-import os
 import random
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import forensics.csr.compare as compare_module
 from forensics.csr.compare import align, compare_files, compare_traces
 from forensics.csr.parse import parse_text
 from tests.csr import reference_align
+from tests.conftest import assert_golden
 from tests.csr.traces import driver_open_trace, libedgetpu_open_trace
 
 GOLDEN = Path(__file__).parent / "data" / "open_sequence_table.txt"
@@ -219,9 +219,7 @@ def test_golden_table(csr_cli, tmp_path, monkeypatch):
     Path("driver.log").write_text(driver_open_trace())
     res = csr_cli("csr", "libedgetpu.log", "driver.log", "--reads", width=100)
     assert res.code == 1
-    if os.environ.get("FORENSICS_REGEN_GOLDEN"):  # after a deliberate layout change; review the diff
-        GOLDEN.write_text(res.out)
-    assert res.out == GOLDEN.read_text()
+    assert_golden(GOLDEN, res.out)
 
 
 def test_long_repetitive_traces_are_aligned_exactly():

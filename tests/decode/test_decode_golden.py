@@ -5,11 +5,10 @@ review the diff of tests/golden/decode_*.txt before committing it. The numbers i
 independently (tests/decode/test_decode_cli.py, the kernel differential tests); this file pins the layout.
 """
 
-import os
 
 import pytest
 
-from conftest import REPO
+from tests.conftest import REPO, assert_golden
 
 GOLDEN = REPO / "tests" / "golden"
 
@@ -28,10 +27,4 @@ def test_decode_golden_text(cli, name):
         pytest.skip("bundled dumps absent")
     result = cli(*CASES[name], width=100)
     assert result.code == 0, result.err
-    path = GOLDEN / f"{name}.txt"
-    if os.environ.get("FORENSICS_REGOLD"):
-        path.write_text(result.out)
-    expected = path.read_text()
-    if result.out != expected:  # write ours beside it so a reviewer can diff the two
-        (GOLDEN / f"{name}.actual.txt").write_text(result.out)
-    assert result.out == expected
+    assert_golden(GOLDEN / f"{name}.txt", result.out)

@@ -12,7 +12,7 @@ from forensics.decode.ssd import iou_one_to_many
 from forensics.runs.compare import compare_runs, iou, match_detections
 from forensics.runs.ingest import ingest
 from forensics.runs.run import load_run
-from tests.conftest import REPO, assert_one_line_error
+from tests.conftest import REPO, assert_golden, assert_one_line_error
 from tests.runs.runs_support import detections_run, edit_manifest, story_run
 
 
@@ -149,8 +149,7 @@ def test_golden_compare_table(tmp_path, cli):
         result = cli("compare", "libedgetpu", "broken", "--limit", "2")
     finally:
         os.chdir(old)
-    golden = (REPO / "tests/runs/golden/compare_broken.txt").read_text(encoding="utf-8")
-    assert result.out == golden
+    assert_golden(REPO / "tests/runs/golden/compare_broken.txt", result.out)
     assert result.code == 1
 
 
