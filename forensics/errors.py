@@ -56,7 +56,7 @@ class FormatError(ForensicsError):
 
 
 class DependencyError(ForensicsError):
-    """An optional component (LiteRT, libedgetpu, Pillow, matplotlib) is needed and not available."""
+    """An optional component (LiteRT, libedgetpu, Pillow, pandas) is needed and not available."""
 
 
 class reading:  # noqa: N801 - used as a context manager, reads as prose: `with reading(path, "a .tflite file"):`
