@@ -212,7 +212,8 @@ def render_anchors(result, geometry=None) -> list:
         out.append(verdict("OK", f"uniform: all {result.records:,} records are {_hex(dom.record)}"))
     else:
         first_index = (result.first_nonuniform_offset - result.region.start) // layout.record_size
-        out.append(Text(f"{result.nonuniform_total:,} anchors depart from it; the first is anchor {first_index:,} "
+        n = result.nonuniform_total
+        out.append(Text(f"{n:,} {'anchor departs' if n == 1 else 'anchors depart'} from it; the first is anchor {first_index:,} "
                         f"(byte {result.first_nonuniform_offset:#x})"))
     if result.head_window_trap:
         window_bytes = result.window_records * layout.record_size
