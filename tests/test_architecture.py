@@ -54,3 +54,18 @@ def test_cli_modules_keep_heavy_imports_inside_handlers():
             if name.split(".")[0] in {"numpy", "rich"} | OPTIONAL:
                 offenders.append(f"{rel}: {name}")
     assert offenders == []
+
+
+def test_library_never_prints_or_exits():
+    # Core modules return result objects; only the CLI decides what reaches the terminal and the exit code.
+    offenders = []
+    for rel, tree in _modules():
+        if rel.parts[0] in ("cli", "render") or rel.name == "__main__.py":
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("print", "exit"):
+                offenders.append(f"{rel}:{node.lineno}: {node.func.id}()")
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "exit"
+                    and isinstance(node.func.value, ast.Name) and node.func.value.id == "sys"):
+                offenders.append(f"{rel}:{node.lineno}: sys.exit()")
+    assert offenders == []
