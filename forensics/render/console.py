@@ -14,7 +14,7 @@ def _json_default(obj):
         if isinstance(obj, np.integer):
             return int(obj)
         if isinstance(obj, np.floating):
-            return float(obj)
+            return float(obj) if np.isfinite(obj) else None
         if isinstance(obj, np.bool_):
             return bool(obj)
         if isinstance(obj, np.ndarray):
@@ -41,10 +41,14 @@ def _finite(obj):
 
 def to_json(data, *, pretty: bool = True) -> str:
     """JSON text; `pretty=False` is one compact line, which json's C encoder writes (indent forces the slow
-    pure-Python one, seconds for a 10^5-row document)."""
-    if pretty:
-        return json.dumps(_finite(data), indent=2, default=_json_default, allow_nan=False) + "\n"
-    return json.dumps(_finite(data), separators=(",", ":"), default=_json_default, allow_nan=False) + "\n"
+    pure-Python one, seconds for a 10^5-row document). NaN and infinities become null; the document is
+    walked for them only when the encoder finds one, so the common case stays in C."""
+    options = {"indent": 2} if pretty else {"separators": (",", ":")}
+    try:
+        text = json.dumps(data, default=_json_default, allow_nan=False, **options)
+    except ValueError:  # "Out of range float values are not JSON compliant"
+        text = json.dumps(_finite(data), default=_json_default, allow_nan=False, **options)
+    return text + "\n"
 
 
 class Output:
