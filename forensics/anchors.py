@@ -20,6 +20,8 @@ DEFAULT_TOP = 10
 DEFAULT_LIMIT = 1000
 _CHUNK_RECORDS = 1 << 21
 _MERGE_AT = 1 << 22  # merge the distinct-record tallies when they hold this many entries
+_BUDGET = 1 << 23    # distinct records held at once; past it, count in hash partitions (one pass each)
+TIED_SHOWN = 16      # tied records listed (all of them are counted)
 
 
 @dataclass(frozen=True)
@@ -60,7 +62,8 @@ class AnchorsResult:
     layout: RecordLayout
     region: Region
     dominant: RecordCount
-    tied: tuple[RecordCount, ...]        # other records as frequent as the dominant one
+    tied: tuple[RecordCount, ...]        # other records as frequent as the dominant one (the first TIED_SHOWN)
+    tied_total: int
     distinct: int
     top: tuple[RecordCount, ...]
     lanes: tuple[LaneSummary, ...]
@@ -97,6 +100,7 @@ class AnchorsResult:
             "dominant": self.dominant.to_dict(),
             "dominant_values": self.layout.values(self.dominant.record),
             "tied": [t.to_dict() for t in self.tied],
+            "tied_total": self.tied_total,
             "distinct": self.distinct,
             "top": [t.to_dict() for t in self.top],
             "lanes": [lane.to_dict() for lane in self.lanes],
@@ -139,6 +143,11 @@ class _Tally:
             self.parts = [self.merged()]
             self.pending = len(self.parts[0][0])
 
+    @property
+    def size(self) -> int:
+        """An upper bound on the distinct records held (exact right after a merge)."""
+        return self.pending
+
     def merged(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         if not self.parts:
             return np.empty(0, self.dtype), np.empty(0, np.int64), np.empty(0, np.int64)
@@ -173,6 +182,71 @@ def _collect(departures: list, cap: int | None, where: np.ndarray, base: int, re
                                            _to_bytes(records[i], dtype)))
 
 
+@dataclass
+class _Ranking:
+    """The most frequent distinct records (ties: first to occur), how many there are, and lane presence."""
+
+    head: list                 # RecordCount, most frequent first
+    distinct: int
+    max_count: int
+    at_max: int                # distinct records whose count is max_count
+    lane_seen: np.ndarray      # [record_size, 256] bool: byte values seen in each lane
+
+    @classmethod
+    def of(cls, values: np.ndarray, firsts: np.ndarray, totals: np.ndarray, keep: int, rs: int, dtype):
+        # Most frequent first, ties by first occurrence: one int64 key, and only the `keep` best are sorted.
+        top_count = int(totals.max()) if len(totals) else 0
+        key = (top_count - totals) * (int(firsts.max()) + 1 if len(firsts) else 1) + firsts
+        best = np.argpartition(key, keep - 1)[:keep] if len(key) > keep else np.arange(len(key))
+        order = best[np.argsort(key[best], kind="stable")]
+        head = [RecordCount(_to_bytes(values[i], dtype), int(totals[i]), int(firsts[i])) for i in order]
+        table = np.ascontiguousarray(values).view(np.uint8).reshape(-1, rs)
+        seen = np.zeros((rs, 256), dtype=bool)
+        for lane in range(rs):
+            seen[lane, table[:, lane]] = True
+        return cls(head, len(values), top_count, int(np.count_nonzero(totals == top_count)), seen)
+
+    def merge(self, other: "_Ranking", keep: int) -> "_Ranking":
+        head = sorted(self.head + other.head, key=lambda r: (-r.count, r.first_index))[:keep]
+        top_count = max(self.max_count, other.max_count)
+        at_max = (self.at_max if self.max_count == top_count else 0) + \
+                 (other.at_max if other.max_count == top_count else 0)
+        return _Ranking(head, self.distinct + other.distinct, top_count, at_max, self.lane_seen | other.lane_seen)
+
+
+def _hash(records: np.ndarray, rs: int) -> np.ndarray:
+    """A well-spread uint64 per record (multiplicative hashing of the record's bytes), for partitioning."""
+    if records.dtype.kind == "u":
+        return records.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15) >> np.uint64(17)
+    lanes = records.view(np.uint8).reshape(-1, rs)
+    h = np.zeros(len(records), dtype=np.uint64)
+    for lane in range(rs):
+        h = (h ^ lanes[:, lane].astype(np.uint64)) * np.uint64(0x100000001B3)
+    return h
+
+
+def _partitioned_ranking(dump: Dump, region: Region, dtype, keep: int) -> _Ranking:
+    """Exact counts of a buffer with too many distinct records to hold at once: records are split by hash
+    into partitions small enough to tally, one pass over the data per partition."""
+    rs = region.record_size
+    parts = -(-region.records // _BUDGET)
+    ranking = None
+    for part in range(parts):
+        # Gather the partition's records (about _BUDGET of them), then count them with a single sort.
+        chosen, where_all = [], []
+        for base, records in _iter_records(dump, region, dtype):
+            where = np.flatnonzero(_hash(records, rs) % np.uint64(parts) == part)
+            chosen.append(records[where])
+            where_all.append(where + base)
+        values = np.concatenate(chosen)
+        if not len(values):
+            continue
+        uniq, first, counts = np.unique(values, return_index=True, return_counts=True)
+        found = _Ranking.of(uniq, np.concatenate(where_all)[first], counts.astype(np.int64), keep, rs, dtype)
+        ranking = found if ranking is None else ranking.merge(found, keep)
+    return ranking
+
+
 def analyse_anchors(dump: Dump, layout: RecordLayout, *, nonuniform: bool = False, top: int = DEFAULT_TOP,
                     window: int = DEFAULT_WINDOW, limit: int | None = DEFAULT_LIMIT) -> AnchorsResult:
     """Find the exact mode record (ties: the one that occurs first) and, if asked, every record that departs."""
@@ -204,21 +278,28 @@ def analyse_anchors(dump: Dump, layout: RecordLayout, *, nonuniform: bool = Fals
             guess_first = base + int(np.argmax(equal))
         if n_equal < len(records):
             where = np.flatnonzero(~equal)
-            tally.add(records[where], where + base)
+            if tally is not None:
+                tally.add(records[where], where + base)
+                # Too many distinct records to hold (or, already in the first chunk, a buffer with no dominant
+                # record that will not fit): count them in hash partitions below instead.
+                if tally.size > _BUDGET or (base == 0 and region.records > _BUDGET and tally.size > len(records) // 2):
+                    tally = None
             departures_total += len(where)
             if first_departure is None:
                 first_departure = base + int(where[0])
             if nonuniform:
                 _collect(departures, cap, where, base, records, region, dtype)
 
-    values, firsts, totals = tally.merged()
-    values = np.concatenate([values, np.array([guess], dtype=dtype)])
-    firsts = np.concatenate([firsts, [guess_first]])
-    totals = np.concatenate([totals, [guess_count]])
-    order = np.lexsort((firsts, -totals))  # most frequent first, ties by first occurrence
-    ranked = [RecordCount(_to_bytes(values[i], dtype), int(totals[i]), int(firsts[i])) for i in order]
-    dominant = ranked[0]
-    tied = tuple(r for r in ranked[1:] if r.count == dominant.count)
+    keep = max(top, TIED_SHOWN + 1)
+    if tally is not None:
+        values, firsts, totals = tally.merged()
+        ranking = _Ranking.of(np.concatenate([values, np.array([guess], dtype=dtype)]),
+                              np.concatenate([firsts, [guess_first]]), np.concatenate([totals, [guess_count]]),
+                              keep, rs, dtype)
+    else:
+        ranking = _partitioned_ranking(dump, region, dtype, keep)
+    dominant = ranking.head[0]
+    tied = tuple(r for r in ranking.head[1:] if r.count == dominant.count)[:TIED_SHOWN]
 
     if dominant.record != _to_bytes(guess, dtype):
         # The guess was wrong (the first chunk was not typical): measure departures from the true mode.
@@ -234,16 +315,17 @@ def analyse_anchors(dump: Dump, layout: RecordLayout, *, nonuniform: bool = Fals
             if nonuniform:
                 _collect(departures, cap, where, base, records, region, dtype)
 
-    # Per-lane summary from the distinct records (exact, and cheap: one row per distinct record).
-    table = np.frombuffer(b"".join(r.record for r in ranked), dtype=np.uint8).reshape(-1, rs)
-    lanes = tuple(
-        LaneSummary(lane, layout.field_names[lane], int(table[:, lane].min()), int(table[:, lane].max()),
-                    int(len(np.unique(table[:, lane]))), lane in layout.pad_lanes)
-        for lane in range(rs))
+    # Per-lane summary from the byte values seen in each lane of the distinct records (exact).
+    lanes = []
+    for lane in range(rs):
+        seen = np.flatnonzero(ranking.lane_seen[lane])
+        lanes.append(LaneSummary(lane, layout.field_names[lane], int(seen[0]), int(seen[-1]), len(seen),
+                                 lane in layout.pad_lanes))
 
     return AnchorsResult(
         path=dump.path, size=dump.size, layout=layout, region=region, dominant=dominant, tied=tied,
-        distinct=len(ranked), top=tuple(ranked[:top]), lanes=lanes,
+        tied_total=ranking.at_max - 1, distinct=ranking.distinct, top=tuple(ranking.head[:top]),
+        lanes=tuple(lanes),
         nonuniform=tuple(departures) if nonuniform else None,
         nonuniform_total=departures_total,
         nonuniform_truncated=nonuniform and departures_total > len(departures),

@@ -203,9 +203,9 @@ def render_anchors(result, geometry=None) -> list:
         head.append(f"  values: {_values(layout, dom.record)}")
     out = [head]
     if result.tied:
-        out.append(verdict("WARNING", f"the mode is tied: {len(result.tied)} other record(s) also occur "
+        out.append(verdict("WARNING", f"the mode is tied: {result.tied_total:,} other record(s) also occur "
                                       f"{dom.count:,} times ({', '.join(_hex(t.record) for t in result.tied[:4])}"
-                                      f"{', ...' if len(result.tied) > 4 else ''}); the first to occur is shown"))
+                                      f"{', ...' if result.tied_total > 4 else ''}); the first to occur is shown"))
     if result.records == 1:
         out.append(Text("a single record: nothing to compare it with"))
     elif result.uniform:

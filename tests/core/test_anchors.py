@@ -21,22 +21,25 @@ def reference_mode(data: bytes, rs: int):
         first.setdefault(r, i)
     best = max(counts, key=lambda r: (counts[r], -first[r]))
     departing = [i for i, r in enumerate(records) if r != best]
-    return best, counts[best], departing, len(records)
+    tied = sum(1 for r in counts if counts[r] == counts[best]) - 1
+    ranked = sorted(counts, key=lambda r: (-counts[r], first[r]))
+    return best, counts[best], departing, len(records), tied, ranked, len(counts)
 
 
 @pytest.fixture(scope="module")
 def small_chunks():
     # Several chunks per buffer, so the per-chunk tallies are merged and the first-chunk guess can be wrong.
-    old_chunk, old_merge = anchors_mod._CHUNK_RECORDS, anchors_mod._MERGE_AT
-    anchors_mod._CHUNK_RECORDS, anchors_mod._MERGE_AT = 7, 5
+    # A distinct-record budget of 3 sends most cases down the hash-partitioned counting path.
+    old = anchors_mod._CHUNK_RECORDS, anchors_mod._MERGE_AT, anchors_mod._BUDGET
+    anchors_mod._CHUNK_RECORDS, anchors_mod._MERGE_AT, anchors_mod._BUDGET = 7, 5, 3
     yield
-    anchors_mod._CHUNK_RECORDS, anchors_mod._MERGE_AT = old_chunk, old_merge
+    anchors_mod._CHUNK_RECORDS, anchors_mod._MERGE_AT, anchors_mod._BUDGET = old
 
 
 @st.composite
 def buffers(draw):
     rs = draw(st.sampled_from([1, 2, 3, 4, 8, 12]))
-    alphabet = [draw(st.binary(min_size=rs, max_size=rs)) for _ in range(draw(st.integers(1, 4)))]
+    alphabet = [draw(st.binary(min_size=rs, max_size=rs)) for _ in range(draw(st.integers(1, 12)))]
     n = draw(st.integers(1, 120))
     data = b"".join(draw(st.sampled_from(alphabet)) for _ in range(n))
     return data + draw(st.binary(max_size=rs - 1)), rs
@@ -49,8 +52,10 @@ def test_mode_equals_counter(tmp_path_factory, small_chunks, case):
     path = tmp_path_factory.mktemp("a") / "x.bin"
     path.write_bytes(data)
     r = analyse_anchors(open_dump(path), RecordLayout(record_size=rs), nonuniform=True, limit=None)
-    best, count, departing, records = reference_mode(data, rs)
+    best, count, departing, records, tied, ranked, distinct = reference_mode(data, rs)
     assert r.dominant.record == best and r.dominant.count == count
+    assert r.tied_total == tied and r.distinct == distinct
+    assert [t.record for t in r.top] == ranked[:len(r.top)] and len(r.top) == min(10, distinct)
     assert [x.index for x in r.nonuniform] == departing
     assert r.dominant.count + r.nonuniform_total == r.records == records
     assert r.region.trailing == len(data) % rs
