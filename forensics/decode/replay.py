@@ -12,28 +12,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from forensics.errors import DependencyError, InputError
+from forensics.errors import InputError
+from forensics.runtime import load_runtime as _load_runtime
 
-INSTALL_HINT = "pip install 'forensics[runtime]' (ai-edge-litert)"
 BOX_TOLERANCE = 1e-6
 
 
 def load_runtime():
-    """(Interpreter class, interpreter kwargs, runtime name)."""
-    try:
-        from ai_edge_litert.interpreter import Interpreter, OpResolverType
-
-        return Interpreter, {"experimental_op_resolver_type":
-                             OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES}, "ai-edge-litert"
-    except ImportError:
-        pass
-    try:
-        from tflite_runtime.interpreter import Interpreter, OpResolverType
-
-        return Interpreter, {"experimental_op_resolver_type":
-                             OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES}, "tflite-runtime"
-    except ImportError:
-        raise DependencyError(f"--replay needs a TFLite runtime: {INSTALL_HINT}") from None
+    """(Interpreter class, interpreter kwargs, runtime name) of the reference runtime."""
+    runtime = _load_runtime("--replay")
+    return runtime.Interpreter, runtime.reference_kwargs, runtime.name
 
 
 def run_model(model_bytes: bytes, feeds: dict, *, preserve: bool = False):

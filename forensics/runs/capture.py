@@ -25,10 +25,10 @@ import numpy as np
 
 from forensics.errors import DependencyError, InputError
 from forensics.runs.run import Run, load_run, model_record, write_run
+from forensics.runtime import load_runtime
 
 RESAMPLING = ("lanczos", "bilinear", "bicubic", "nearest", "box", "hamming")
 EDGETPU_LIBRARIES = {"Linux": "libedgetpu.so.1", "Darwin": "libedgetpu.1.dylib", "Windows": "edgetpu.dll"}
-INSTALL_HINT = "pip install 'forensics[runtime]' (ai-edge-litert)"
 DEQUANTIZE = 6
 KERNEL_ROLES = ("boxes", "classes", "scores", "num_detections")  # TFLite_Detection_PostProcess output order
 
@@ -113,18 +113,8 @@ def _np_dtype(dtype: str) -> str:
 
 def _runtime():
     """(Interpreter, OpResolverType, load_delegate, runtime name): ai-edge-litert, else tflite-runtime."""
-    try:
-        from ai_edge_litert.interpreter import Interpreter, OpResolverType, load_delegate
-
-        return Interpreter, OpResolverType, load_delegate, "ai-edge-litert"
-    except ImportError:
-        pass
-    try:
-        from tflite_runtime.interpreter import Interpreter, OpResolverType, load_delegate
-
-        return Interpreter, OpResolverType, load_delegate, "tflite-runtime"
-    except ImportError:
-        raise DependencyError(f"capture needs a TFLite runtime: {INSTALL_HINT}") from None
+    runtime = load_runtime("capture")
+    return runtime.Interpreter, runtime.OpResolverType, runtime.load_delegate, runtime.name
 
 
 @contextlib.contextmanager
