@@ -69,3 +69,17 @@ def test_library_never_prints_or_exits():
                     and isinstance(node.func.value, ast.Name) and node.func.value.id == "sys"):
                 offenders.append(f"{rel}:{node.lineno}: sys.exit()")
     assert offenders == []
+
+
+def test_command_homes_match_what_the_modules_register():
+    from forensics.cli import COMMAND_HOMES, COMMAND_MODULES, build_parser
+
+    registered = {}
+    for module in COMMAND_MODULES:
+        parser = build_parser.__globals__["ArgumentParser"](prog="x")
+        sub = parser.add_subparsers()
+        __import__(module, fromlist=["register"]).register(sub, [])
+        for name in sub.choices:
+            registered[name] = module
+    assert registered == COMMAND_HOMES
+    assert set(build_parser()._subparsers._group_actions[0].choices) == set(COMMAND_HOMES)

@@ -26,6 +26,19 @@ COMMAND_MODULES = (  # in the order a bring-up goes: bytes, model, decode, runs,
     "forensics.cli.csr",
 )
 
+# Which module registers which command, so that running one command imports only its module (every
+# command module costs start-up time; `--help` and unknown words still load them all). A test keeps this
+# table equal to what the modules register.
+COMMAND_HOMES = {
+    "crc": "forensics.cli.buffers", "diff": "forensics.cli.buffers", "anchors": "forensics.cli.buffers",
+    "coverage": "forensics.cli.buffers", "hexdump": "forensics.cli.buffers",
+    "graph": "forensics.cli.model", "extract": "forensics.cli.model", "relayout": "forensics.cli.model",
+    "decode": "forensics.cli.decode", "tail": "forensics.cli.decode", "anchors-gen": "forensics.cli.decode",
+    "capture": "forensics.cli.runs", "ingest": "forensics.cli.runs", "compare": "forensics.cli.runs",
+    "diagnose": "forensics.cli.diagnose",
+    "csr": "forensics.cli.csr",
+}
+
 
 class UsageError(InputError):
     """A bad command line: argparse's complaint, reduced to one line."""
@@ -47,7 +60,8 @@ def common_parents() -> list[argparse.ArgumentParser]:
     return [common]
 
 
-def build_parser() -> ArgumentParser:
+def build_parser(command: str | None = None) -> ArgumentParser:
+    """The parser with every command, or (when `command` is a known command) just the module that has it."""
     parser = ArgumentParser(
         prog="forensics",
         description="Differential debugging of NPU output buffers (Google Coral Edge TPU).",
@@ -56,7 +70,8 @@ def build_parser() -> ArgumentParser:
     parser.add_argument("--version", action="version", version=f"forensics {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=ArgumentParser)
     parents = common_parents()
-    for name in COMMAND_MODULES:
+    modules = (COMMAND_HOMES[command],) if command in COMMAND_HOMES else COMMAND_MODULES
+    for name in modules:
         importlib.import_module(name).register(subparsers, parents)
     return parser
 
@@ -66,8 +81,8 @@ def main(argv=None, stdout=None, stderr=None) -> int:
 
     stdout = stdout if stdout is not None else sys.stdout
     stderr = stderr if stderr is not None else sys.stderr
-    parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv[0] if argv else None)
     try:
         args = parser.parse_args(argv)
     except UsageError as exc:
