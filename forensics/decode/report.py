@@ -5,42 +5,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-
 from forensics.decode.deps import DecodeDeps
 from forensics.decode.inputs import LoadedInput, load_input
 from forensics.decode.letterbox import Letterbox
 from forensics.decode.ssd import DecodeResult, postprocess
 from forensics.dump import check_readable_file
 from forensics.errors import DependencyError, InputError
-
-
-def read_labels(path) -> tuple[str, ...]:
-    """One class name per line, line number = class id (background excluded), as coral's label files."""
-    path = os.fspath(path)
-    size = check_readable_file(path)
-    if size > 16 << 20:
-        raise InputError("too large for a label file", path)
-    try:
-        with open(path, encoding="utf-8") as fh:
-            lines = fh.read().splitlines()
-    except UnicodeDecodeError:
-        raise InputError("is not UTF-8 text", path) from None
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror or exc}", path) from None
-    labels = []
-    for line in lines:
-        # coral label files are either "name" per line or "id  name"
-        parts = line.strip().split(maxsplit=1)
-        if len(parts) == 2 and parts[0].isdigit():
-            index = int(parts[0])
-            while len(labels) < index:
-                labels.append("")
-            labels.append(parts[1].strip())
-        else:
-            labels.append(line.strip())
-    if not any(labels):
-        raise InputError("no labels in the file", path)
-    return tuple(labels)
+from forensics.labels import read_labels
 
 
 def image_size(path) -> tuple[int, int]:

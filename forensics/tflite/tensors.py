@@ -8,12 +8,12 @@ both. Field names: `background` + class names for PostProcess scores, dy/dx/dh/d
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 import numpy as np
 
 from forensics.errors import InputError
+from forensics.labels import read_labels
 from forensics.layout import RecordLayout
 from forensics.tflite.edgetpu import Layer, read_packages
 from forensics.tflite.graph import postprocess_info
@@ -41,23 +41,6 @@ class ModelTensorView:
                 "records": self.layout.count, "pad_lanes": list(self.layout.pad_lanes),
                 "fields": list(self.layout.field_names), "scale": self.layout.scale,
                 "zero_point": self.layout.zero_point, "reordered": self.record_order is not None}
-
-
-def read_labels(path) -> list[str]:
-    """One class name per line, line number = class id (background excluded), as in coco_labels.txt."""
-    try:
-        with open(os.fspath(path), encoding="utf-8") as fh:
-            text = fh.read()
-    except FileNotFoundError:
-        raise InputError("no such labels file", path) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read the labels file: {exc}", path) from None
-    labels = [line.strip() for line in text.splitlines()]
-    while labels and not labels[-1]:
-        labels.pop()
-    if not labels:
-        raise InputError("labels file is empty", path)
-    return labels
 
 
 def _role(model: Model, tensor: Tensor) -> tuple[str | None, int | None]:
