@@ -311,33 +311,14 @@ def infer_geometry(anchors, *, source: str | None = None) -> AnchorGeometry:
 
 # --- integration helpers for the commands (anchors / diff / decode with --model or --deps) -------------------
 
-POSTPROCESS_OP = "TFLite_Detection_PostProcess"
 
 
 def model_anchors(model) -> np.ndarray:
-    """The constant anchors a model's TFLite_Detection_PostProcess reads (its input 2), as float32 [N, 4].
+    """The constant anchors a model's TFLite_Detection_PostProcess reads, as float32 [N, 4] (uint8 anchors
+    dequantized), exactly as `extract` writes them to anchors.bin. `model` is a forensics.tflite Model."""
+    from forensics.tflite.extract import extract
 
-    uint8 anchors (the CPU head-layers model) are dequantized with the tensor's scale and zero point, as
-    `extract` writes them to anchors.bin. `model` is a forensics.tflite Model.
-    """
-    for subgraph in model.subgraphs:
-        for op in subgraph.operators:
-            if op.op != POSTPROCESS_OP or len(op.inputs) < 3:
-                continue
-            tensor = subgraph.tensors[op.inputs[2]]
-            data = model.tensor_data(tensor)
-            if data is None:
-                raise InputError(f"the anchors tensor {tensor.name!r} of {POSTPROCESS_OP} is not a constant",
-                                 model.path)
-            data = np.asarray(data)
-            if tensor.dtype != "float32":
-                if tensor.scale is None:
-                    raise InputError(f"the anchors tensor {tensor.name!r} is {tensor.dtype} without a scale",
-                                     model.path)
-                data = ((data.astype(np.float32) - np.float32(tensor.zero_point or 0))
-                        * np.float32(tensor.scale)).astype(np.float32)
-            return np.array(data, dtype=np.float32).reshape(-1, 4)
-    raise InputError(f"the model has no {POSTPROCESS_OP} op, so no anchors and no anchor geometry", model.path)
+    return extract(model).anchors.reshape(-1, 4)
 
 
 def geometry_for_model(path) -> AnchorGeometry:

@@ -8,7 +8,7 @@ import os
 import numpy as np
 import pytest
 
-from conftest import REPO, assert_one_line_error
+from tests.conftest import REPO, assert_one_line_error
 
 DUMPS = REPO / "dumps"
 DEPS = DUMPS / "face_ssd"
