@@ -311,8 +311,6 @@ def infer_geometry(anchors, *, source: str | None = None) -> AnchorGeometry:
 
 # --- integration helpers for the commands (anchors / diff / decode with --model or --deps) -------------------
 
-
-
 def model_anchors(model) -> np.ndarray:
     """The constant anchors a model's TFLite_Detection_PostProcess reads, as float32 [N, 4] (uint8 anchors
     dequantized), exactly as `extract` writes them to anchors.bin. `model` is a forensics.tflite Model."""
