@@ -10,6 +10,14 @@ import tempfile
 from forensics.errors import InputError
 
 
+def _usual_mode(mode: int) -> int:
+    """What open()/mkdir() would have given under the process umask; mkstemp and mkdtemp give 0600/0700,
+    which would make every output (a run, a relayouted dump, a deps directory) private by accident."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return mode & ~umask
+
+
 @contextlib.contextmanager
 def atomic_write(path, mode: str = "wb"):
     """Open a temporary file beside `path`; on success it replaces `path` in one rename."""
@@ -21,6 +29,8 @@ def atomic_write(path, mode: str = "wb"):
     except OSError as exc:
         raise InputError(f"cannot write: {exc.strerror or exc}", path) from None
     try:
+        with contextlib.suppress(OSError):
+            os.chmod(tmp, _usual_mode(0o666))
         with os.fdopen(fd, mode) as fh:
             yield fh
         os.replace(tmp, path)
@@ -70,6 +80,8 @@ def atomic_directory(path, *, replace: bool = False):
         tmp = tempfile.mkdtemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=parent)
     except OSError as exc:
         raise InputError(f"cannot write: {exc.strerror or exc}", path) from None
+    with contextlib.suppress(OSError):
+        os.chmod(tmp, _usual_mode(0o777))
     try:
         yield tmp
         if os.path.exists(path):

@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -117,3 +118,19 @@ def test_python_dash_m_help_and_traceback_flag(tmp_path):
 
 def test_unknown_command_is_one_line(cli):
     assert_one_line_error(cli("frobnicate"), "invalid choice")
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX permission bits")
+def test_atomic_outputs_get_the_usual_permissions(tmp_path):
+    # mkstemp/mkdtemp create 0600/0700; outputs must look as if open()/mkdir() had made them.
+    from forensics.outputs import atomic_directory, write_bytes_atomic
+
+    umask = os.umask(0o022)
+    try:
+        write_bytes_atomic(tmp_path / "out.bin", b"x")
+        with atomic_directory(tmp_path / "run") as tmp:
+            (Path(tmp) / "a.bin").write_bytes(b"y")
+    finally:
+        os.umask(umask)
+    assert (tmp_path / "out.bin").stat().st_mode & 0o777 == 0o644
+    assert (tmp_path / "run").stat().st_mode & 0o777 == 0o755
