@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from forensics.errors import InputError, reading
+from forensics.errors import InputError
 
 # Two anchors belong to the same cell when their centres agree this closely. Real float32 anchors of one
 # cell are bit-identical (tile_anchors repeats the centre); anchors dequantized from uint8 are identical too.
@@ -353,15 +353,10 @@ def check_standard(geometry: AnchorGeometry, tolerance: float = 1e-5):
 
 def geometry_from_anchors_file(path) -> AnchorGeometry:
     """Geometry of an `anchors.bin` (the `extract` format: float32 little-endian [N, 4] ycenter, xcenter, h, w)."""
+    from forensics.tflite.extract import read_anchors_file
+
     path = os.fspath(path)
-    with reading(path, "anchors.bin"):
-        size = os.path.getsize(path)
-        if size == 0:
-            raise InputError("is empty, expected float32 [N, 4] anchors", path)
-        if size % 16:
-            raise InputError(f"is {size} bytes, not a whole number of float32 [N, 4] anchors (16 bytes each)", path)
-        data = np.fromfile(path, dtype="<f4").reshape(-1, 4)
-    return infer_geometry(data, source=path)
+    return infer_geometry(read_anchors_file(path), source=path)
 
 
 def geometry_for_deps(directory) -> AnchorGeometry:

@@ -18,9 +18,13 @@ import numpy as np
 from forensics.decode.ssd import PostProcessOptions, Quantization
 from forensics.dump import check_readable_file
 from forensics.errors import InputError
+from forensics.tflite.extract import (
+    ANCHORS_FILE,
+    POSTPROCESS_FILE,
+    read_anchors_file,
+    write_deps_directory,
+)
 
-ANCHORS_FILE = "anchors.bin"
-POSTPROCESS_FILE = "postprocess.json"
 _MAX_JSON = 16 << 20
 
 
@@ -146,10 +150,7 @@ def read_deps(directory) -> DecodeDeps:
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror or exc}", json_path) from None
     raw = parse_postprocess(text, json_path)
-    anchor_bytes = check_readable_file(anchors_path)
-    if anchor_bytes == 0 or anchor_bytes % 16:
-        raise InputError(f"{anchor_bytes} bytes is not float32 [N, 4] (a multiple of 16 bytes)", anchors_path)
-    anchors = np.fromfile(anchors_path, dtype="<f4").astype(np.float32).reshape(-1, 4)
+    anchors = read_anchors_file(anchors_path)
     return deps_from_document(raw, anchors, json_path=json_path, anchors_path=anchors_path, source=directory)
 
 
@@ -206,18 +207,9 @@ def deps_from_document(raw: dict, anchors: np.ndarray, *, json_path: str, anchor
 def write_deps(directory, anchors, options: PostProcessOptions, *, boxes: TensorInfo, scores: TensorInfo,
                input_size=None) -> None:
     """Write a deps directory atomically (used by dumps/make_deps.py and tests)."""
-    from forensics.outputs import atomic_directory
-
     anchors = np.ascontiguousarray(anchors, dtype="<f4").reshape(-1, 4)
     doc = {"num_anchors": int(anchors.shape[0]), "num_classes": options.num_classes,
            "options": options.to_dict(), "boxes": boxes.to_dict(), "scores": scores.to_dict()}
     if input_size is not None:
         doc["input_size"] = [int(input_size[0]), int(input_size[1])]
-    with atomic_directory(directory, replace=True) as tmp:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes 0700; a deps directory is ordinary shared data
-        with open(os.path.join(tmp, ANCHORS_FILE), "wb") as fh:
-            fh.write(anchors.tobytes())
-        with open(os.path.join(tmp, POSTPROCESS_FILE), "w", encoding="utf-8") as fh:
-            fh.write(json.dumps(doc, indent=2) + "\n")
+    write_deps_directory(directory, anchors, doc, replace=True)

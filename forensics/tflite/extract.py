@@ -103,8 +103,8 @@ def extract(model: Model, packages: list[Package] | None = None) -> Extracted:
     return Extracted(anchors, d)
 
 
-def write_extract(result: Extracted, directory, replace: bool = False) -> list[str]:
-    """Write anchors.bin and postprocess.json into `directory` (created atomically as a whole)."""
+def write_deps_directory(directory, anchors, postprocess: dict, replace: bool = False) -> list[str]:
+    """Write the deps format (anchors.bin + postprocess.json) into `directory`, created atomically as a whole."""
     from forensics.outputs import atomic_directory
 
     directory = os.fspath(directory)
@@ -112,8 +112,26 @@ def write_extract(result: Extracted, directory, replace: bool = False) -> list[s
         replace = True  # an empty directory the user made for us
     with atomic_directory(directory, replace=replace) as tmp:
         with open(os.path.join(tmp, ANCHORS_FILE), "wb") as fh:
-            fh.write(np.ascontiguousarray(result.anchors, dtype="<f4").tobytes())
+            fh.write(np.ascontiguousarray(anchors, dtype="<f4").tobytes())
         with open(os.path.join(tmp, POSTPROCESS_FILE), "w", encoding="utf-8") as fh:
-            json.dump(result.postprocess, fh, indent=2)
+            json.dump(postprocess, fh, indent=2)
             fh.write("\n")
     return [os.path.join(directory, ANCHORS_FILE), os.path.join(directory, POSTPROCESS_FILE)]
+
+
+def write_extract(result: Extracted, directory, replace: bool = False) -> list[str]:
+    """Write anchors.bin and postprocess.json of an extracted model into `directory`."""
+    return write_deps_directory(directory, result.anchors, result.postprocess, replace=replace)
+
+
+def read_anchors_file(path) -> np.ndarray:
+    """An anchors.bin: float32 little-endian [N, 4] (ycenter, xcenter, h, w); InputError when it is not."""
+    from forensics.dump import check_readable_file
+    from forensics.errors import reading
+
+    path = os.fspath(path)
+    size = check_readable_file(path)
+    if size == 0 or size % 16:
+        raise InputError(f"is {size} bytes, not float32 [N, 4] anchors (a non-zero multiple of 16 bytes)", path)
+    with reading(path, "anchors.bin"):
+        return np.fromfile(path, dtype="<f4").astype(np.float32).reshape(-1, 4)
