@@ -21,7 +21,7 @@ from forensics.errors import InputError
 
 BLOCK = 8 << 20
 PIECE = 256 << 10
-BUFFERS_PER_FILE = 3
+BUFFERS_PER_FILE = 2  # double buffering: the reader fills one while the consumer works on the other
 _EIGHT = np.arange(8)
 
 

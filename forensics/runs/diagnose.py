@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import itertools
 import os
-import zlib
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from forensics.blocks import block_bounds, stream_pair
 from forensics.crc import format_crc
 from forensics.dump import Dump, _read_fully, open_dump
 from forensics.errors import InputError
@@ -161,19 +161,6 @@ class _Readers:
         self.close()
 
 
-def _bounds(size: int, offset: int, record_size: int, chunk: int):
-    """Chunks over [0, size): plain ones before `offset`, then whole multiples of the record size from it."""
-    offset = min(offset, size)
-    pos = 0
-    while pos < offset:
-        yield pos, min(pos + chunk, offset)
-        pos = min(pos + chunk, offset)
-    step = max(record_size, chunk // record_size * record_size)
-    while pos < size:
-        yield pos, min(pos + step, size)
-        pos += step
-
-
 class _Runs:
     """Runs of True in a mask fed chunk by chunk, each with the sum of a weight over it (here: bytes where A
     differs from B), keeping those of at least `min_len`."""
@@ -268,68 +255,59 @@ def _scan(dump_a: Dump, dump_b: Dump, layout: RecordLayout, sentinels, min_run: 
     words = {name: (pat * (8 // len(pat)) if 8 % len(pat) == 0 else None) for name, pat in sentinels}
     xbuf = np.empty(max(chunk, rs), np.uint8)
 
-    with _Readers([dump_a, dump_b], max(chunk, rs)) as rd:
-        for lo, hi in _bounds(common, off, rs, chunk):
-            va, vb = rd.read(0, lo, hi), rd.read(1, lo, hi)
-            s.crc_a, s.crc_b = zlib.crc32(va, s.crc_a), zlib.crc32(vb, s.crc_b)
-            a, b = np.frombuffer(va, np.uint8), np.frombuffer(vb, np.uint8)
-            n = hi - lo
-            x = np.bitwise_xor(a, b, out=xbuf[:n])
-            nd = int(np.count_nonzero(x))
-            m = (n // rs) if lo >= off else 0  # whole records in this chunk (chunks from `off` are aligned)
-            s.records += m
-            if m and s.lane_eq is not None:
-                k = min(m, LANE_SAMPLE)
-                ar, br = a[:k * rs].reshape(k, rs), b[:k * rs].reshape(k, rs)
-                s.lane_eq += (br[:, :, None] == ar[:, None, :]).sum(axis=0)
-                s.lane_sampled += k
-            if nd == 0:
-                for runs in s.runs.values():
-                    runs.breaks(lo)
-                continue
-            s.bytes_differing += nd
-            nzx = x != 0
-            first = int(np.argmax(nzx))
-            last = n - 1 - int(np.argmax(nzx[::-1]))
-            if s.first is None:
-                s.first = lo + first
-            s.last = lo + last
-            mid = n // 2
-            later = int(np.argmax(nzx[mid:])) + mid if nzx[mid:].any() else first
-            s.samples.append(lo + first)
-            if later != first:
-                s.samples.append(lo + later)
-            for i in range(0, n, _HIST_SLICE):  # bincount widens to intp: slices keep that temporary small
-                s.hist_a += np.bincount(a[i:i + _HIST_SLICE], minlength=256)
-                s.hist_b += np.bincount(b[i:i + _HIST_SLICE], minlength=256)
-            if m:
-                xr = x[:m * rs].reshape(m, rs)
-                s.lane_diff += np.count_nonzero(xr, axis=0)
-                s.lane_x80 += np.count_nonzero(xr == 0x80, axis=0)
-                s.records_differing += int(np.count_nonzero(xr[:, data].any(axis=1))) if data.any() else 0
-            for name, pat in sentinels:
-                runs = s.runs[name]
-                word = words[name]
-                if word is not None and lo % 8 == 0 and runs.open_start is None and n >= 32 and min_run >= 15:
-                    # A run of >= 15 bytes holds a whole aligned 8-byte word of the pattern (or reaches the
-                    # chunk's end): skip the run search in chunks with neither.
-                    w8 = b[: n - n % 8].view(np.uint64)
-                    tail = _pattern_mask(b[n - 16:], pat, lo + n - 16, np.empty(16, bool))
-                    if not (w8 == np.frombuffer(word, np.uint64)[0]).any() and not tail.any():
-                        continue
-                mask = _pattern_mask(b, pat, lo, mask_buf[:n])
-                runs.feed(lo, mask, nzx)
-        for runs in s.runs.values():
-            runs.finish(common)
-    # The CRCs cover whole files: stream whichever is longer past the common length.
-    for i, d in ((0, dump_a), (1, dump_b)):
-        if d.size > common:
-            crc = s.crc_a if i == 0 else s.crc_b
-            with _Readers([d], chunk) as rd:
-                for lo, hi in _bounds(d.size, common, 1, chunk):
-                    if lo >= common:
-                        crc = zlib.crc32(rd.read(0, lo, hi), crc)
-            s.crc_a, s.crc_b = (crc, s.crc_b) if i == 0 else (s.crc_a, crc)
+    def consume(lo: int, va: memoryview, vb: memoryview, _positions) -> None:
+        a, b = np.frombuffer(va, np.uint8), np.frombuffer(vb, np.uint8)
+        n = len(va)
+        x = np.bitwise_xor(a, b, out=xbuf[:n])
+        nd = int(np.count_nonzero(x))
+        m = (n // rs) if lo >= off else 0  # whole records in this chunk (chunks from `off` are aligned)
+        s.records += m
+        if m and s.lane_eq is not None:
+            k = min(m, LANE_SAMPLE)
+            ar, br = a[:k * rs].reshape(k, rs), b[:k * rs].reshape(k, rs)
+            s.lane_eq += (br[:, :, None] == ar[:, None, :]).sum(axis=0)
+            s.lane_sampled += k
+        if nd == 0:
+            for runs in s.runs.values():
+                runs.breaks(lo)
+            return
+        s.bytes_differing += nd
+        nzx = x != 0
+        first = int(np.argmax(nzx))
+        last = n - 1 - int(np.argmax(nzx[::-1]))
+        if s.first is None:
+            s.first = lo + first
+        s.last = lo + last
+        mid = n // 2
+        later = int(np.argmax(nzx[mid:])) + mid if nzx[mid:].any() else first
+        s.samples.append(lo + first)
+        if later != first:
+            s.samples.append(lo + later)
+        for i in range(0, n, _HIST_SLICE):  # bincount widens to intp: slices keep that temporary small
+            s.hist_a += np.bincount(a[i:i + _HIST_SLICE], minlength=256)
+            s.hist_b += np.bincount(b[i:i + _HIST_SLICE], minlength=256)
+        if m:
+            xr = x[:m * rs].reshape(m, rs)
+            s.lane_diff += np.count_nonzero(xr, axis=0)
+            s.lane_x80 += np.count_nonzero(xr == 0x80, axis=0)
+            s.records_differing += int(np.count_nonzero(xr[:, data].any(axis=1))) if data.any() else 0
+        for name, pat in sentinels:
+            runs = s.runs[name]
+            word = words[name]
+            if word is not None and lo % 8 == 0 and runs.open_start is None and n >= 32 and min_run >= 15:
+                # A run of >= 15 bytes holds a whole aligned 8-byte word of the pattern (or reaches the
+                # chunk's end): skip the run search in chunks with neither.
+                w8 = b[: n - n % 8].view(np.uint64)
+                tail = _pattern_mask(b[n - 16:], pat, lo + n - 16, np.empty(16, bool))
+                if not (w8 == np.frombuffer(word, np.uint64)[0]).any() and not tail.any():
+                    continue
+            mask = _pattern_mask(b, pat, lo, mask_buf[:n])
+            runs.feed(lo, mask, nzx)
+
+    # stream_pair reads both files to the end (CRCs of whole files) and hands over their common blocks.
+    s.crc_a, s.crc_b = stream_pair(dump_a, dump_b, off, rs, consume, block=max(chunk, rs))
+    for runs in s.runs.values():
+        runs.finish(common)
     return s
 
 
@@ -689,7 +667,7 @@ def _stale(dump_a, dump_b, previous: Dump, chunk) -> Finding | None:
     common = min(dump_a.size, dump_b.size, previous.size)
     differing = from_previous = 0
     with _Readers([dump_a, dump_b, previous], chunk) as rd:
-        for lo, hi in _bounds(common, 0, 1, chunk):
+        for lo, hi in block_bounds(common, 0, 1, chunk):
             a = np.frombuffer(rd.read(0, lo, hi), np.uint8)
             b = np.frombuffer(rd.read(1, lo, hi), np.uint8)
             d = a != b
@@ -718,7 +696,7 @@ def _files_equal(x: Dump, y: Dump, chunk) -> bool:
     if x.size != y.size:
         return False
     with _Readers([x, y], chunk) as rd:
-        for lo, hi in _bounds(x.size, 0, 1, chunk):
+        for lo, hi in block_bounds(x.size, 0, 1, chunk):
             if rd.read(0, lo, hi) != rd.read(1, lo, hi):
                 return False
     return True
