@@ -54,10 +54,7 @@ def cmd_extract(args, out) -> int:
 
 
 def cmd_relayout(args, out) -> int:
-    import os
-
-    import numpy as np
-
+    from forensics.dump import open_dump
     from forensics.errors import InputError
     from forensics.outputs import write_bytes_atomic
     from forensics.render.model import render_relayout
@@ -70,17 +67,7 @@ def cmd_relayout(args, out) -> int:
         raise InputError(f"no Edge TPU output layer named {args.layer!r} (output layers: "
                          f"{', '.join(names) or 'none: not an Edge TPU model'})", args.model)
     lmap = layer_map(layer)
-    try:
-        size = os.path.getsize(args.input)
-        if size == 0:
-            raise InputError("input is empty", args.input)
-        data = np.fromfile(args.input, dtype=np.uint8)
-    except FileNotFoundError:
-        raise InputError("no such file", args.input) from None
-    except IsADirectoryError:
-        raise InputError("is a directory", args.input) from None
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror or exc}", args.input) from None
+    data = open_dump(args.input, use_sidecar=False).read_array()  # a .bin, or a .npy's data bytes
     try:
         result = inverse_relayout(data, lmap, args.pad_byte) if args.inverse else relayout(data, lmap)
     except InputError as exc:
