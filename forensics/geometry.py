@@ -455,20 +455,6 @@ def annotate(geometry: AnchorGeometry | None, row: dict, anchor: int) -> dict:
             "prior": {"ycenter": prior[0], "xcenter": prior[1], "h": prior[2], "w": prior[3]} if prior else None}
 
 
-def dump_records(dump, layout, geometry: AnchorGeometry) -> np.ndarray:
-    """[N, record_size] uint8: the dump's first N records from the layout's offset, N = the model's anchors.
-
-    The dump must hold exactly one record per anchor (trailing bytes aside), else the picture would put
-    values on the wrong cells: InputError naming both counts.
-    """
-    region = layout.region(dump.size, dump.path)
-    if region.records != geometry.num_anchors:
-        raise InputError(f"holds {region.records} records of {layout.record_size} bytes but the model has "
-                         f"{geometry.num_anchors} anchors: no per-anchor picture", dump.path)
-    data = dump.read_array(region.start, region.record_bytes)
-    return data.reshape(geometry.num_anchors, layout.record_size)
-
-
 @dataclass(frozen=True)
 class AnchorHeat:
     """One value per anchor for `--heatmap` / `--grid`, the anchors to mark, and how to label the scale."""

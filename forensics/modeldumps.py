@@ -113,8 +113,8 @@ def records_by_anchor(dump, context: DumpContext) -> np.ndarray:
         data = data[context.record_order]
     anchors = getattr(context.geometry, "num_anchors", None)
     if anchors is not None and len(data) != anchors:
-        raise InputError(f"holds {len(data)} records of {layout.record_size} bytes but the anchors number "
-                         f"{anchors}: no per-anchor picture (give --model/--tensor or --record)", dump.path)
+        raise InputError(f"holds {len(data)} records of {layout.record_size} bytes but the model has {anchors} "
+                         "anchors: no per-anchor picture (give --model/--tensor or --record)", dump.path)
     return data
 
 

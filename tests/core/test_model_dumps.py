@@ -66,7 +66,7 @@ def test_picture_flags_bad_input(cli, tmp_path):
                           "is a directory")
     assert_one_line_error(cli("anchors", scores, "--deps", "dumps/face_ssd", "--grid", "--lane", "9"), "--lane 9")
     assert_one_line_error(cli("anchors", "dumps/ours/input.bin", "--deps", "dumps/face_ssd", "--grid"),
-                          "anchors number 2034")
+                          "the model has 2034 anchors")
     assert_one_line_error(cli("anchors", scores, "--tensor", "convert_scores"), "--tensor needs --model")
     assert_one_line_error(cli("anchors", scores, "--deps", tmp_path), "anchors.bin")
 

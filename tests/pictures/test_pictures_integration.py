@@ -6,8 +6,8 @@ import io
 
 import numpy as np
 import pytest
-
 from pictures_support import REPO, read_model_anchors
+
 from forensics.dump import open_dump
 from forensics.errors import InputError
 from forensics.geometry import (
@@ -15,13 +15,13 @@ from forensics.geometry import (
     annotate,
     check_standard,
     diff_heat,
-    dump_records,
     geometry_for,
     geometry_for_model,
     infer_geometry,
     where_and_prior,
 )
 from forensics.layout import layout_from
+from forensics.modeldumps import DumpContext, records_by_anchor
 
 DUMPS = REPO / "dumps"
 STORY_NONUNIFORM = (143, 146, 200, 203, 206, 263, 266, 1278, 1284)
@@ -37,7 +37,7 @@ def face_geometry():
 def records_of(path, geometry):
     dump = open_dump(path)
     layout = layout_from(dump.meta)
-    return dump_records(dump, layout, geometry), layout
+    return records_by_anchor(dump, DumpContext(layout, None, geometry)), layout
 
 
 def test_geometry_for_the_bundled_face_deps_and_its_where_cells(face_geometry):
@@ -89,7 +89,7 @@ def test_a_dump_of_another_size_is_refused(face_geometry, tmp_path):
     short.write_bytes(b"\xff\x00\x80\x80" * 1917)
     dump = open_dump(short)
     with pytest.raises(InputError, match="holds 1917 records of 4 bytes but the model has 2034 anchors"):
-        dump_records(dump, layout_from(None), face_geometry)
+        records_by_anchor(dump, DumpContext(layout_from(None), None, face_geometry))
 
 
 def test_geometry_for_the_real_models_reads_the_postprocess_anchors(shared_data):
