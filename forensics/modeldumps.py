@@ -59,11 +59,7 @@ def dump_context(dump, *, model=None, tensor=None, labels=None, deps=None, **fla
         raise InputError("give either --model or --deps, not both")
     view = None
     if tensor is not None:
-        from forensics.tflite.model import open_model
-        from forensics.tflite.tensors import tensor_record_layout
-
-        with open_model(model) as opened:
-            view = tensor_record_layout(opened, tensor, dump.size, labels=labels)
+        view = tensor_view(dump, model, tensor, labels)
         given = {k: v for k, v in flags.items() if v is not None}
         if "pad_lanes" in given:
             given["pad_lanes"] = tuple(sorted(set(given["pad_lanes"])))
@@ -87,6 +83,15 @@ def dump_context(dump, *, model=None, tensor=None, labels=None, deps=None, **fla
                 raise
             geometry = None  # the layout still helps when the model has no detection anchors
     return DumpContext(layout, view, geometry)
+
+
+def tensor_view(dump, model, tensor: str, labels=None):
+    """How `dump` holds the model's `tensor` (raw or tensor layout), from the dump's size."""
+    from forensics.tflite.model import open_model
+    from forensics.tflite.tensors import tensor_record_layout
+
+    with open_model(model) as opened:
+        return tensor_record_layout(opened, tensor, dump.size, labels=labels)
 
 
 def remap_indices(result, context: DumpContext, attribute: str):

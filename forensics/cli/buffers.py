@@ -92,12 +92,14 @@ def cmd_diff(args, out) -> int:
     dump_a, dump_b = open_dump(args.a), open_dump(args.b)
     context = _context(args, dump_a if dump_a.meta is not None or dump_b.meta is None else dump_b)
     if context.view is not None:
-        other = _context(args, dump_b)
-        if other.view.mode != context.view.mode:
+        from forensics.modeldumps import tensor_view
+
+        other = tensor_view(dump_b, args.model, args.tensor)
+        if other.mode != context.view.mode:
             from forensics.errors import InputError
 
             raise InputError(f"A is the {context.view.mode} layout ({dump_a.size:,} bytes) and B the "
-                             f"{other.view.mode} layout ({dump_b.size:,} bytes) of {args.tensor!r}: relayout one "
+                             f"{other.mode} layout ({dump_b.size:,} bytes) of {args.tensor!r}: relayout one "
                              f"first (forensics relayout ... --layer {args.tensor})")
     _check_picture_flags(args, context)
     result = diff_dumps(dump_a, dump_b, context.layout, tolerance=args.tolerance, limit=_limit(args))
