@@ -126,8 +126,3 @@ def layout_from(meta=None, *, record_size=None, offset=None, count=None, fields=
         scale=chosen_scale,
         zero_point=chosen_zp,
     )
-
-
-def hex_bytes(data: bytes) -> str:
-    """`ff 00 80 80`: the spelling users paste from hexdumps."""
-    return data.hex(" ")

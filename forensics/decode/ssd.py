@@ -399,23 +399,6 @@ class _Ranked:
         return self.boxes[self.anchors[pos]]
 
 
-def nms_single_class(boxes: np.ndarray, anchors_idx: np.ndarray, scores: np.ndarray, limit: int,
-                     iou_threshold: float) -> list[int]:
-    """NonMaxSuppressionSingleClassHelper over candidates already above the score threshold.
-
-    `boxes` indexable by anchor ([N, 4] or _LazyBoxes), `anchors_idx` ascending anchor indices with their
-    float32 `scores`; returns the selected anchors in selection order.
-    """
-    anchors_idx = np.asarray(anchors_idx, dtype=np.int64)
-    if len(anchors_idx) == 0 or limit <= 0:
-        return []
-    # Stable descending sort: negation is exact in float32, and a stable ascending sort keeps lower anchors
-    # first among equal scores (std::stable_sort with `values[i] > values[j]`).
-    order = anchors_idx[np.argsort(-np.asarray(scores, np.float32), kind="stable")]
-    keep = greedy_nms(_Ranked(boxes, order), [len(order)], limit, iou_threshold)
-    return order[keep].tolist()
-
-
 @dataclass(frozen=True)
 class Detection:
     """One row the kernel writes: output slot, anchor, class (background excluded), float32 score, box."""

@@ -118,10 +118,6 @@ def render_compare(result) -> list:
     return out
 
 
-def warnings_of(result) -> list[str]:
-    return list(result.warnings)
-
-
 # --- batch ------------------------------------------------------------------------------------------------
 
 def render_batch(result, limit: int = 30) -> list:
