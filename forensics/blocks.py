@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import queue
 import threading
-import zlib
 
 import numpy as np
 
-from forensics.crc import CrcShift
+from forensics.crc import CrcShift, crc32
 from forensics.dump import Dump, _read_fully
 from forensics.errors import InputError
 
@@ -58,7 +57,7 @@ def differing_positions(a: memoryview, b: memoryview):
 
 def _piece_crcs(view: memoryview, parity: int | None = None) -> list[int | None]:
     """CRC32 of each PIECE of the view; with a parity, only of the pieces whose index has that parity."""
-    return [zlib.crc32(view[i:i + PIECE]) if parity is None or (i // PIECE) % 2 == parity else None
+    return [crc32(view[i:i + PIECE]) if parity is None or (i // PIECE) % 2 == parity else None
             for i in range(0, len(view), PIECE)]
 
 
@@ -67,7 +66,7 @@ def _fold(crc: int, view: memoryview, pieces: list[int | None]) -> int:
     for k, piece_crc in enumerate(pieces):
         piece = view[k * PIECE:(k + 1) * PIECE]
         if piece_crc is None:
-            crc = zlib.crc32(piece, crc)
+            crc = crc32(piece, crc)
         else:
             crc = CrcShift(len(piece)).apply(crc) ^ piece_crc
     return crc

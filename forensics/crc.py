@@ -1,7 +1,9 @@
 """CRC32 of dumps: size, zlib/IEEE CRC32, head/mid/tail bytes, optional per-chunk CRCs, match verdict.
 
-The CRC is zlib's (IEEE 802.3, the value `zlib.crc32` gives). Large files are split in two halves that two
-threads checksum at once (zlib.crc32 releases the GIL), joined with `crc32_combine`.
+The CRC is zlib's (IEEE 802.3, the value `zlib.crc32` gives), computed by `crc32` below: Intel ISA-L's
+vectorised CRC through python-isal (3.5-4x zlib 1.2's speed) when it is installed, else zlib itself. Every CRC
+forensics takes goes through that one function. Large files are split in two halves that two threads checksum
+at once (both implementations release the GIL), joined with `crc32_combine`.
 """
 
 from __future__ import annotations
@@ -11,6 +13,18 @@ import zlib
 from dataclasses import dataclass
 
 from forensics.dump import Dump, _read_fully, open_dump
+
+def _load_crc32():
+    """The fastest available implementation of zlib's CRC32: ISA-L's through python-isal, else zlib's."""
+    try:
+        from isal.isal_zlib import crc32 as fast
+    except ImportError:
+        return zlib.crc32
+    return fast
+
+
+crc32 = _load_crc32()
+CRC32_BACKEND = "zlib" if crc32 is zlib.crc32 else "isal"
 
 PEEK = 16  # bytes shown for HEAD / MID / TAIL
 BLOCK = 4 << 20
@@ -196,12 +210,12 @@ def _crc_range(dump: Dump, start: int, stop: int, chunk_size: int | None, out: l
             if got == 0:
                 break
             block = view[:got]
-            crc = zlib.crc32(block, crc)
+            crc = crc32(block, crc)
             if chunk_size:
                 i = 0
                 while i < got:
                     take = min(chunk_size - chunk_fill, got - i)
-                    chunk_crc = zlib.crc32(block[i:i + take], chunk_crc)
+                    chunk_crc = crc32(block[i:i + take], chunk_crc)
                     chunk_fill += take
                     i += take
                     if chunk_fill == chunk_size:

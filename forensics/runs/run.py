@@ -15,11 +15,10 @@ import json
 import os
 import re
 import shutil
-import zlib
 from dataclasses import dataclass, field
 
 from forensics import __version__
-from forensics.crc import format_crc
+from forensics.crc import crc32, format_crc
 from forensics.errors import FormatError, InputError
 from forensics.outputs import atomic_directory
 
@@ -301,7 +300,7 @@ def file_crc32(path) -> tuple[int, int]:
             n = fh.readinto(view)
             if not n:
                 break
-            crc = zlib.crc32(view[:n], crc)
+            crc = crc32(view[:n], crc)
             size += n
     return size, crc
 
@@ -434,7 +433,7 @@ class RunBuilder:
         view = memoryview(data).cast("B") if not isinstance(data, (bytes, bytearray)) else data
         with open(dst, "wb") as fh:
             fh.write(view)
-        entry = BufferEntry(stage, tensor, rel, len(view), zlib.crc32(view), **_meta(meta))
+        entry = BufferEntry(stage, tensor, rel, len(view), crc32(view), **_meta(meta))
         self.entries[entry.key] = entry
         return entry
 
@@ -454,7 +453,7 @@ class RunBuilder:
         try:
             with open(src, "rb") as fin, open(dst, "wb") as fout:
                 for block in iter(lambda: fin.read(_COPY_BLOCK), b""):
-                    crc = zlib.crc32(block, crc)
+                    crc = crc32(block, crc)
                     size += len(block)
                     fout.write(block)
         except OSError as exc:

@@ -8,12 +8,11 @@ Parameter blobs are not copied: their CRC32 is computed over a view of the model
 
 from __future__ import annotations
 
-import zlib
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from forensics.crc import format_crc
+from forensics.crc import crc32, format_crc
 from forensics.errors import FormatError, InputError
 from forensics.tflite.flat import Buffer, Node
 from forensics.tflite.options import loads
@@ -257,7 +256,7 @@ def _executable(buf: Buffer, index: int, base_address: int) -> Executable:
         bitstream_sizes=tuple(bitstream_sizes),
         parameters_offset=(_address(params) - base_address) if len(params) and base_address else None,
         parameters_size=len(params),
-        parameters_crc32=zlib.crc32(params),
+        parameters_crc32=crc32(params),
         parameter_caching_token=int(root.scalar(14, "uint64", 0, "parameter_caching_token")),
         estimated_cycles=int(root.scalar(16, "int64", 0, "estimated_cycles_64bit"))
         or int(root.scalar(11, "int32", 0, "estimated_cycles")),

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import json
 import os
-import zlib
 from dataclasses import dataclass
 
 import numpy as np
 
-from forensics.crc import format_crc
+from forensics.crc import crc32, format_crc
 from forensics.errors import FormatError, InputError
 from forensics.tflite.edgetpu import Package
 from forensics.tflite.graph import postprocess_info
@@ -88,7 +87,7 @@ def extract(model: Model, packages: list[Package] | None = None) -> Extracted:
         "anchors": {"file": ANCHORS_FILE, "dtype": "float32", "shape": [int(a.shape[0]), 4],
                     "order": list(ANCHOR_ORDER), "tensor": a.name, "stored_dtype": a.dtype,
                     "stored_scale": a.scale, "stored_zero_point": a.zero_point,
-                    "crc32": format_crc(zlib.crc32(anchors.tobytes()))},
+                    "crc32": format_crc(crc32(anchors.tobytes()))},
         "input_size": image_input_size(model),
     }
     if packages:

@@ -7,10 +7,9 @@ tensors whose bytes the chip (or a driver) produces — the scales and zero poin
 
 from __future__ import annotations
 
-import zlib
 from dataclasses import dataclass
 
-from forensics.crc import format_crc
+from forensics.crc import crc32, format_crc
 from forensics.errors import FormatError
 from forensics.tflite.edgetpu import EDGETPU_CUSTOM_CODE, Package
 from forensics.tflite.model import Model, Operator, Tensor
@@ -77,7 +76,7 @@ def tensor_entry(model: Model, t: Tensor) -> dict:
     if t.buffer and t.buffer < len(model.buffers) and model.buffers[t.buffer].size:
         b = model.buffers[t.buffer]
         d["constant"] = {"buffer": t.buffer, "size": b.size,
-                         "crc32": format_crc(zlib.crc32(model.buffer_view(t.buffer)))}
+                         "crc32": format_crc(crc32(model.buffer_view(t.buffer)))}
     return d
 
 

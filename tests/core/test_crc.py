@@ -89,3 +89,35 @@ def test_cli_crc_bad_inputs(cli, tmp_path):
     assert_one_line_error(cli("crc", tmp_path), "is a directory")
     (tmp_path / "a.bin").write_bytes(b"x")
     assert_one_line_error(cli("crc", tmp_path / "a.bin", "--chunk", "0"), "--chunk")
+
+
+def test_both_crc32_implementations_equal_zlib(monkeypatch):
+    """The ISA-L path (when python-isal is installed) and the forced zlib fallback give zlib's values."""
+    import sys
+
+    fast = crc_mod._load_crc32()
+    monkeypatch.setitem(sys.modules, "isal", None)  # `import isal...` now raises ImportError
+    monkeypatch.setitem(sys.modules, "isal.isal_zlib", None)
+    fallback = crc_mod._load_crc32()
+    assert fallback is zlib.crc32
+    rng = __import__("random").Random(16)
+    for size in (0, 1, 7, 64, 4095, 1 << 16, (1 << 20) + 3):
+        data = rng.randbytes(size)
+        start = rng.getrandbits(32)
+        for impl in (fast, fallback):
+            assert impl(data) == zlib.crc32(data)
+            assert impl(memoryview(data)[size // 3:], start) == zlib.crc32(data[size // 3:], start)
+
+
+def test_isal_is_used_when_installed():
+    pytest.importorskip("isal")
+    assert crc_mod.CRC32_BACKEND == "isal" and crc_mod.crc32 is not zlib.crc32
+
+
+def test_one_crc32_function_everywhere():
+    """Every CRC forensics takes goes through forensics.crc.crc32 (the fast path): no zlib.crc32 elsewhere."""
+    from tests.conftest import REPO
+
+    offenders = [str(p.relative_to(REPO)) for p in sorted((REPO / "forensics").rglob("*.py"))
+                 if p.name != "crc.py" and "zlib.crc32" in p.read_text(encoding="utf-8")]
+    assert offenders == []
