@@ -1,26 +1,21 @@
-"""Paired streaming of two dumps in aligned blocks, with both files' CRC32 for about the price of one.
+"""Paired streaming of two dumps in aligned blocks: the comparison and both files' CRC32 overlap.
 
-A reader thread per file fills reused buffers (`readinto` releases the GIL) and checksums half of its
-256 KiB pieces: A the even ones, B the odd ones. The main thread finds the differing bytes word by word;
-a piece that is equal in both files has one CRC, so each file borrows the other's for the pieces it did
-not checksum, and `CrcShift` folds piece CRCs into whole-file CRCs exactly (crc(X+Y) =
-shift_len(Y)(crc(X)) ^ crc(Y)). Only pieces that differ are checksummed by both sides.
+Each file has its own fetching thread (forensics.dump.iter_windows) that maps or reads the next block and
+folds it into the file's running CRC (ISA-L's CRC releases the GIL), while the caller's thread finds the
+differing bytes word by word in numpy (which releases it too): on two cores the three overlap. Memory stays
+bounded by a few blocks per file, whatever the files' size.
 """
 
 from __future__ import annotations
 
-import queue
-import threading
+from itertools import zip_longest
 
 import numpy as np
 
-from forensics.crc import CrcShift, crc32
-from forensics.dump import Dump, _read_fully
-from forensics.errors import InputError
+from forensics.crc import crc32
+from forensics.dump import Dump, iter_windows
 
-BLOCK = 8 << 20
-PIECE = 256 << 10
-BUFFERS_PER_FILE = 2  # double buffering: the reader fills one while the consumer works on the other
+BLOCK = 4 << 20  # by measurement (benchmarks/bench_core.py): 1-8 MiB are alike in time; RSS grows with it
 _EIGHT = np.arange(8)
 
 
@@ -55,70 +50,14 @@ def differing_positions(a: memoryview, b: memoryview):
     return candidates[bytes_a[candidates] != bytes_b[candidates]]
 
 
-def _piece_crcs(view: memoryview, parity: int | None = None) -> list[int | None]:
-    """CRC32 of each PIECE of the view; with a parity, only of the pieces whose index has that parity."""
-    return [crc32(view[i:i + PIECE]) if parity is None or (i // PIECE) % 2 == parity else None
-            for i in range(0, len(view), PIECE)]
+class _RunningCrc:
+    """CRC32 of the blocks fed in order (by one fetching thread)."""
 
+    def __init__(self):
+        self.value = 0
 
-def _fold(crc: int, view: memoryview, pieces: list[int | None]) -> int:
-    """Continue a running CRC over the view, using the known piece CRCs and computing the missing ones."""
-    for k, piece_crc in enumerate(pieces):
-        piece = view[k * PIECE:(k + 1) * PIECE]
-        if piece_crc is None:
-            crc = crc32(piece, crc)
-        else:
-            crc = CrcShift(len(piece)).apply(crc) ^ piece_crc
-    return crc
-
-
-class _Reader(threading.Thread):
-    def __init__(self, dump: Dump, bounds: list[tuple[int, int]], parity: int):
-        super().__init__(daemon=True)
-        self.dump = dump
-        self.bounds = bounds
-        self.parity = parity
-        self.error: BaseException | None = None
-        self.ready: queue.Queue = queue.Queue()
-        self.free: queue.Queue = queue.Queue()
-        self.cancelled = threading.Event()
-        largest = max((hi - lo for lo, hi in bounds), default=0)
-        for _ in range(BUFFERS_PER_FILE):
-            self.free.put(bytearray(largest))
-
-    def run(self):
-        try:
-            with open(self.dump.path, "rb", buffering=0) as fh:
-                fh.seek(self.dump.data_offset)
-                for lo, hi in self.bounds:
-                    buf = self.free.get()
-                    if self.cancelled.is_set():
-                        return
-                    view = memoryview(buf)[: hi - lo]
-                    got = _read_fully(fh, view)
-                    if got != hi - lo:
-                        raise InputError(f"file changed while reading (ended at byte {lo + got}, "
-                                         f"expected {self.dump.size})", self.dump.path)
-                    self.ready.put((lo, buf, got, _piece_crcs(view, self.parity)))
-        except BaseException as exc:  # handed to the consumer, which raises it in the main thread
-            self.error = exc
-        finally:
-            self.ready.put(None)
-
-    def next_block(self):
-        item = self.ready.get()
-        if item is None and self.error is not None:
-            raise self.error
-        return item
-
-    def release(self, buf) -> None:
-        self.free.put(buf)
-
-    def stop(self) -> None:
-        self.cancelled.set()
-        for _ in range(BUFFERS_PER_FILE):
-            self.free.put(bytearray(0))
-        self.join()
+    def __call__(self, view) -> None:
+        self.value = crc32(view, self.value)
 
 
 def stream_pair(dump_a: Dump, dump_b: Dump, start: int, record_size: int, consume, block: int | None = None):
@@ -126,42 +65,20 @@ def stream_pair(dump_a: Dump, dump_b: Dump, start: int, record_size: int, consum
     file; `positions` as `differing_positions` gives them). Both files are read to the end (the longer
     one's extra blocks only feed its CRC). Returns (crc_a, crc_b) of the whole data."""
     block = block or BLOCK
-    reader_a = _Reader(dump_a, block_bounds(dump_a.size, start, record_size, block), parity=0)
-    reader_b = _Reader(dump_b, block_bounds(dump_b.size, start, record_size, block), parity=1)
-    crc_a = crc_b = 0
-    for reader in (reader_a, reader_b):
-        reader.start()
+    crc_a, crc_b = _RunningCrc(), _RunningCrc()
+    blocks_a = iter_windows(dump_a, block_bounds(dump_a.size, start, record_size, block), work=crc_a)
+    blocks_b = iter_windows(dump_b, block_bounds(dump_b.size, start, record_size, block), work=crc_b)
     try:
-        item_a, item_b = reader_a.next_block(), reader_b.next_block()
-        while item_a is not None or item_b is not None:
-            if item_a is not None and item_b is not None:
-                lo, buf_a, got_a, pieces_a = item_a
-                _, buf_b, got_b, pieces_b = item_b
-                n = min(got_a, got_b)
-                view_a, view_b = memoryview(buf_a)[:n], memoryview(buf_b)[:n]
-                positions = differing_positions(view_a, view_b)
-                consume(lo, view_a, view_b, positions)
-                if got_a == got_b and positions is not None:
-                    # A piece with no differing byte has the same CRC in both files: share it.
-                    changed = set((positions // PIECE).tolist())
-                    for k in range(len(pieces_a)):
-                        if k not in changed:
-                            if pieces_a[k] is None:
-                                pieces_a[k] = pieces_b[k]
-                            else:
-                                pieces_b[k] = pieces_a[k]
-            if item_a is not None:
-                crc_a = _fold(crc_a, memoryview(item_a[1])[:item_a[2]], item_a[3])
-            if item_b is not None:
-                crc_b = _fold(crc_b, memoryview(item_b[1])[:item_b[2]], item_b[3])
-            if item_a is not None:
-                reader_a.release(item_a[1])
-                item_a = reader_a.next_block()
-            if item_b is not None:
-                reader_b.release(item_b[1])
-                item_b = reader_b.next_block()
-        return crc_a, crc_b
+        for item_a, item_b in zip_longest(blocks_a, blocks_b):
+            if item_a is None or item_b is None:
+                continue  # past the shorter file: the longer one's blocks only feed its CRC
+            lo, view_a, _ = item_a
+            _, view_b, _ = item_b
+            n = min(len(view_a), len(view_b))
+            view_a, view_b = view_a[:n], view_b[:n]
+            consume(lo, view_a, view_b, differing_positions(view_a, view_b))
+            item_a = item_b = view_a = view_b = None  # let the windows go before the next are fetched
     finally:
-        for reader in (reader_a, reader_b):
-            if reader.is_alive():
-                reader.stop()
+        blocks_a.close()
+        blocks_b.close()
+    return crc_a.value, crc_b.value

@@ -12,7 +12,7 @@ import threading
 import zlib
 from dataclasses import dataclass
 
-from forensics.dump import Dump, _read_fully, open_dump
+from forensics.dump import Dump, iter_windows, open_dump
 
 def _load_crc32():
     """The fastest available implementation of zlib's CRC32: ISA-L's through python-isal, else zlib's."""
@@ -68,57 +68,6 @@ def crc32_combine(crc1: int, crc2: int, len2: int) -> int:
         if not len2:
             break
     return crc1 ^ crc2
-
-
-def _zero_byte_operator() -> list[int]:
-    """The GF(2) matrix (as 32 columns) that feeds one zero byte through a CRC32 register."""
-    one_bit = [0xEDB88320] + [1 << n for n in range(31)]
-    two_bits = _gf2_square(one_bit)
-    four_bits = _gf2_square(two_bits)
-    return _gf2_square(four_bits)
-
-
-class CrcShift:
-    """`crc32(A + B) == CrcShift(len(B)).apply(crc32(A)) ^ crc32(B)`, in four table look-ups.
-
-    Building the operator costs ~log2(length) matrix squarings once; applying it is cheap enough to fold
-    thousands of piece CRCs, which lets diff derive a file's CRC from pieces it already checksummed.
-    """
-
-    _cache: dict[int, "CrcShift"] = {}
-
-    def __new__(cls, length: int):
-        cached = cls._cache.get(length)
-        if cached is not None:
-            return cached
-        self = super().__new__(cls)
-        # matrix = (zero-byte operator) ** length, by binary exponentiation over GF(2)
-        result = [1 << n for n in range(32)]  # identity
-        base = _zero_byte_operator()
-        n = length
-        while n:
-            if n & 1:
-                result = [_gf2_times(base, col) for col in result]
-            n >>= 1
-            if n:
-                base = _gf2_square(base)
-        tables = []
-        for k in range(4):
-            cols = result[8 * k:8 * k + 8]
-            table = [0] * 256
-            for b in range(1, 256):
-                low = b & -b
-                table[b] = table[b ^ low] ^ cols[low.bit_length() - 1]
-            tables.append(table)
-        self.length = length
-        self._t0, self._t1, self._t2, self._t3 = tables
-        if len(cls._cache) < 64:
-            cls._cache[length] = self
-        return self
-
-    def apply(self, crc: int) -> int:
-        return (self._t0[crc & 0xFF] ^ self._t1[(crc >> 8) & 0xFF] ^ self._t2[(crc >> 16) & 0xFF]
-                ^ self._t3[crc >> 24])
 
 
 def format_crc(value: int) -> str:
@@ -200,31 +149,23 @@ def _crc_range(dump: Dump, start: int, stop: int, chunk_size: int | None, out: l
     crc = 0
     chunks: list[int] = []
     chunk_crc, chunk_fill = 0, 0
-    buf = bytearray(min(BLOCK, max(stop - start, 1)))
-    view = memoryview(buf)
-    with open(dump.path, "rb", buffering=0) as fh:
-        fh.seek(dump.data_offset + start)
-        pos = start
-        while pos < stop:
-            got = _read_fully(fh, view[: min(len(buf), stop - pos)])
-            if got == 0:
-                break
-            block = view[:got]
-            crc = crc32(block, crc)
-            if chunk_size:
-                i = 0
-                while i < got:
-                    take = min(chunk_size - chunk_fill, got - i)
-                    chunk_crc = crc32(block[i:i + take], chunk_crc)
-                    chunk_fill += take
-                    i += take
-                    if chunk_fill == chunk_size:
-                        chunks.append(chunk_crc)
-                        chunk_crc, chunk_fill = 0, 0
-            pos += got
+    bounds = [(lo, min(lo + BLOCK, stop)) for lo in range(start, stop, BLOCK)]
+    for _, block, _ in iter_windows(dump, bounds, prefetch=False):
+        got = len(block)
+        crc = crc32(block, crc)
+        if chunk_size:
+            i = 0
+            while i < got:
+                take = min(chunk_size - chunk_fill, got - i)
+                chunk_crc = crc32(block[i:i + take], chunk_crc)
+                chunk_fill += take
+                i += take
+                if chunk_fill == chunk_size:
+                    chunks.append(chunk_crc)
+                    chunk_crc, chunk_fill = 0, 0
     if chunk_size and chunk_fill:
         chunks.append(chunk_crc)
-    out[slot] = (crc, pos - start, chunks)
+    out[slot] = (crc, stop - start, chunks)
 
 
 def crc_dump(dump: Dump, chunk_size: int | None = None, *, threads: int = 2) -> FileCrc:
@@ -239,13 +180,22 @@ def crc_dump(dump: Dump, chunk_size: int | None = None, *, threads: int = 2) -> 
     else:
         parts = [(0, size)]
     results: list = [None] * len(parts)
-    workers = [threading.Thread(target=_crc_range, args=(dump, lo, hi, chunk_size, results, i))
-               for i, (lo, hi) in enumerate(parts[1:], start=1)]
+
+    def work(lo, hi, slot):
+        try:
+            _crc_range(dump, lo, hi, chunk_size, results, slot)
+        except BaseException as exc:  # raised again in the caller's thread below
+            results[slot] = exc
+
+    workers = [threading.Thread(target=work, args=(lo, hi, i)) for i, (lo, hi) in enumerate(parts[1:], start=1)]
     for worker in workers:
         worker.start()
-    _crc_range(dump, parts[0][0], parts[0][1], chunk_size, results, 0)
+    work(parts[0][0], parts[0][1], 0)
     for worker in workers:
         worker.join()
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
     crc, chunks = 0, []
     for (lo, hi), (part_crc, part_len, part_chunks) in zip(parts, results):
         crc = crc32_combine(crc, part_crc, part_len) if lo else part_crc

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import ast
 import json
+import mmap
 import os
+import queue
 import stat
+import threading
 from dataclasses import dataclass, field, fields as dataclass_fields
 from typing import Iterator
 
-from forensics.errors import InputError
+from forensics.errors import InputError, reading
 
 DEFAULT_CHUNK = 8 << 20  # 8 MiB: large enough to amortise calls, small enough to stay in cache-friendly RSS
 
@@ -203,9 +206,10 @@ class Dump:
         if offset >= self.size or length <= 0:
             return b""
         length = min(length, self.size - offset)
-        with open(self.path, "rb", buffering=0) as fh:
-            fh.seek(self.data_offset + offset)
-            return fh.read(length)
+        buf = bytearray(length)
+        with DumpReader(self) as reader:
+            reader.read_exact(offset, memoryview(buf))
+        return bytes(buf)
 
     def read_array(self, offset: int = 0, length: int | None = None):
         """A region as a uint8 numpy array (for regions that fit in memory, e.g. one tensor)."""
@@ -215,26 +219,192 @@ class Dump:
         return np.frombuffer(self.read(offset, length), dtype=np.uint8)
 
     def iter_chunks(self, start: int = 0, stop: int | None = None,
-                    chunk_size: int = DEFAULT_CHUNK) -> Iterator[tuple[int, memoryview]]:
-        """Yield `(data_offset, view)` over `[start, stop)`; the view is valid until the next step."""
+                    chunk_size: int = DEFAULT_CHUNK, *, prefetch: bool = True) -> Iterator[tuple[int, memoryview]]:
+        """Yield `(data_offset, view)` over `[start, stop)`; the view is valid until the next step.
+
+        With `prefetch` the next chunk is fetched by a second thread while the caller works on this one."""
         stop = self.size if stop is None else min(stop, self.size)
-        if start >= stop:
+        bounds = [(pos, min(pos + chunk_size, stop)) for pos in range(start, stop, chunk_size)]
+        for lo, view, _ in iter_windows(self, bounds, prefetch=prefetch):
+            yield lo, view
+
+
+# --- the one reader of dump data -----------------------------------------------------------------------------
+
+# Windows are mapped pre-faulted where the platform can (Linux MAP_POPULATE): the kernel fills the page tables in
+# one call and nothing is copied; a window's pages leave resident memory when it is released. Elsewhere (or when
+# a file cannot be mapped) windows are read with pread into reused buffers.
+_MAP_FLAGS = getattr(mmap, "MAP_SHARED", 0) | getattr(mmap, "MAP_POPULATE", 0)
+CAN_MAP = hasattr(mmap, "MAP_POPULATE")
+_GRANULE = mmap.ALLOCATIONGRANULARITY
+
+
+class Window:
+    """Data bytes `[lo, hi)` of a dump as a read-only memoryview, until `release()`."""
+
+    __slots__ = ("lo", "view", "_map", "_buf", "_pool")
+
+    def __init__(self, lo: int, view: memoryview, mapping=None, buf=None, pool=None):
+        self.lo, self.view, self._map, self._buf, self._pool = lo, view, mapping, buf, pool
+
+    def release(self) -> None:
+        view, self.view = self.view, None
+        if view is not None:
+            try:
+                view.release()
+            except BufferError:  # the caller still holds an array over it: it stays valid until that goes
+                return
+        if self._map is not None:
+            try:
+                self._map.close()
+            except BufferError:
+                pass
+            self._map = None
+        elif self._pool is not None and self._buf is not None:
+            self._pool.append(self._buf)
+            self._buf = None
+
+
+class DumpReader:
+    """One dump opened read-only: reads and windows of its data bytes, from any thread.
+
+    This is the one place where the operating system's errors on a dump's bytes become an InputError naming the
+    file; every streaming pass (crc, diff, anchors, coverage) reads through it.
+    """
+
+    def __init__(self, dump: "Dump", *, use_map: bool = True):
+        self.dump = dump
+        with reading(dump.path, "a dump file", "dump file"):
+            self._fh = open(dump.path, "rb", buffering=0)
+        self._fd = self._fh.fileno()
+        self._use_map = use_map and CAN_MAP
+        self._pool: list[bytearray] = []
+        self._lock = None if hasattr(os, "preadv") else threading.Lock()
+
+    def close(self) -> None:
+        self._fh.close()
+
+    def __enter__(self) -> "DumpReader":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def read_into(self, offset: int, view: memoryview) -> int:
+        """Fill `view` from data offset `offset`; fewer bytes only where the file ends."""
+        total, want, start = 0, len(view), self.dump.data_offset + offset
+        with reading(self.dump.path, "a dump file", "dump file"):
+            while total < want:
+                if self._lock is None:
+                    n = os.preadv(self._fd, [view[total:]], start + total)
+                else:  # no preadv (Windows): seek + read under a lock, so threads can share the file
+                    with self._lock:
+                        self._fh.seek(start + total)
+                        n = self._fh.readinto(view[total:])
+                if not n:
+                    break
+                total += n
+        return total
+
+    def read_exact(self, offset: int, view: memoryview) -> memoryview:
+        got = self.read_into(offset, view)
+        if got != len(view):
+            raise InputError(f"file shrank while reading (expected {offset + len(view)} data bytes, "
+                             f"ended at {offset + got})", self.dump.path)
+        return view
+
+    def window(self, lo: int, hi: int) -> Window:
+        """Data bytes [lo, hi) (within the dump's size) as a Window; release it when done."""
+        n = hi - lo
+        if self._use_map and n > 0:
+            start = self.dump.data_offset + lo
+            base = start - start % _GRANULE
+            with reading(self.dump.path, "a dump file", "dump file"):
+                end = os.fstat(self._fd).st_size
+            if end < start + n:  # checked before mapping: touching a page past the end would kill the process
+                raise InputError(f"file shrank while reading (expected {hi} data bytes, "
+                                 f"has {max(0, end - self.dump.data_offset)})", self.dump.path)
+            try:
+                mapping = mmap.mmap(self._fd, start + n - base, flags=_MAP_FLAGS, prot=mmap.PROT_READ,
+                                    offset=base)
+            except (OSError, ValueError):
+                self._use_map = False  # e.g. a file system that cannot map: read instead, from now on
+            else:
+                return Window(lo, memoryview(mapping)[start - base:start - base + n], mapping=mapping)
+        buf = self._pool.pop() if self._pool else bytearray(n)
+        if len(buf) < n:
+            buf = bytearray(n)
+        return Window(lo, self.read_exact(lo, memoryview(buf)[:n]), buf=buf, pool=self._pool)
+
+
+_DONE = object()
+
+
+def iter_windows(dump: "Dump", bounds, *, work=None, prefetch: bool = True, depth: int = 1):
+    """Yield `(lo, view, work(view))` for each `(lo, hi)` of `bounds`, in order; each view is valid until the
+    next step. With `prefetch` a second thread fetches the windows (and runs `work`, e.g. a CRC that releases
+    the GIL) up to `depth` ahead of the caller: at most depth + 2 windows are held at once."""
+    bounds = list(bounds)
+    if not bounds:
+        return
+    reader = DumpReader(dump)
+    try:
+        if not prefetch or len(bounds) == 1:
+            for lo, hi in bounds:
+                window = reader.window(lo, hi)
+                try:
+                    yield lo, window.view, work(window.view) if work else None
+                finally:
+                    window.release()
             return
-        buf = bytearray(min(chunk_size, stop - start))
-        view = memoryview(buf)
-        with open(self.path, "rb", buffering=0) as fh:
-            fh.seek(self.data_offset + start)
-            pos = start
-            while pos < stop:
-                want = min(len(buf), stop - pos)
-                got = _read_fully(fh, view[:want])
-                if got == 0:
-                    raise InputError(f"file shrank while reading (expected {stop} bytes, ended at {pos})", self.path)
-                yield pos, view[:got]
-                pos += got
+        ready: queue.Queue = queue.Queue(maxsize=depth)
+        stop = threading.Event()
+
+        def produce():
+            try:
+                for lo, hi in bounds:
+                    if stop.is_set():
+                        return
+                    window = reader.window(lo, hi)
+                    ready.put((window, work(window.view) if work else None))
+                ready.put(_DONE)
+            except BaseException as exc:  # handed to the caller's thread, which raises it
+                ready.put(exc)
+
+        producer = threading.Thread(target=produce, daemon=True)
+        producer.start()
+        try:
+            while True:
+                item = ready.get()
+                if item is _DONE:
+                    break
+                if isinstance(item, BaseException):
+                    raise item
+                window, result = item
+                try:
+                    yield window.lo, window.view, result
+                finally:
+                    window.release()
+        finally:
+            stop.set()
+            while producer.is_alive():  # unblock a producer waiting on a full queue, then let it finish
+                try:
+                    item = ready.get(timeout=0.05)
+                except queue.Empty:
+                    continue
+                if isinstance(item, tuple):
+                    item[0].release()
+            producer.join()
+            while not ready.empty():
+                item = ready.get_nowait()
+                if isinstance(item, tuple):
+                    item[0].release()
+    finally:
+        reader.close()
 
 
 def _read_fully(fh, view: memoryview) -> int:
+    """Fill `view` from an open file (kept for runs/diagnose, which has yet to move to DumpReader)."""
     total = 0
     while total < len(view):
         n = fh.readinto(view[total:])
