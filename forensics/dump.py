@@ -8,7 +8,6 @@ file next to the dump (`ours.bin.json`, or `ours.json`).
 
 from __future__ import annotations
 
-import ast
 import json
 import mmap
 import os
@@ -162,6 +161,8 @@ def _npy_header(path: str, file_size: int) -> tuple[int, str, tuple[int, ...]]:
             raise InputError("truncated .npy header", path)
         fh.seek(start)
         header = fh.read(header_len).decode("latin1")
+    import ast  # only .npy dumps need it
+
     try:
         info = ast.literal_eval(header)
         descr, fortran, shape = info["descr"], info["fortran_order"], tuple(info["shape"])

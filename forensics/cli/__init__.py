@@ -77,8 +77,6 @@ def build_parser(command: str | None = None) -> ArgumentParser:
 
 
 def main(argv=None, stdout=None, stderr=None) -> int:
-    from forensics.render.console import Output
-
     stdout = stdout if stdout is not None else sys.stdout
     stderr = stderr if stderr is not None else sys.stderr
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -93,6 +91,8 @@ def main(argv=None, stdout=None, stderr=None) -> int:
     if not getattr(args, "handler", None):
         parser.print_help(stdout)
         return EXIT_ERROR
+    from forensics.render.console import Output  # after parsing: `--help` and usage errors need no renderer
+
     out = Output(stdout, stderr, width=args.width, color=args.color)
     try:
         return int(args.handler(args, out))
