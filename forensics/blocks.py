@@ -1,19 +1,18 @@
 """Paired streaming of two dumps in aligned blocks: the comparison and both files' CRC32 overlap.
 
-Each file has its own fetching thread (forensics.dump.iter_windows) that maps or reads the next block and
-folds it into the file's running CRC (ISA-L's CRC releases the GIL), while the caller's thread finds the
-differing bytes word by word in numpy (which releases it too): on two cores the three overlap. Memory stays
-bounded by a few blocks per file, whatever the files' size.
+A second thread walks both files on its own and takes their CRC32s (ISA-L's CRC releases the GIL) while the
+caller's thread finds the differing bytes word by word in numpy (which releases it too): on two cores the two
+overlap without handing blocks to each other. Memory stays bounded by a few blocks, whatever the files' size.
 """
 
 from __future__ import annotations
 
-from itertools import zip_longest
+import threading
 
 import numpy as np
 
-from forensics.crc import crc32
-from forensics.dump import Dump, iter_windows
+from forensics.crc import crc32, crc32_combine
+from forensics.dump import Dump, DumpReader, iter_windows
 
 BLOCK = 4 << 20  # by measurement (benchmarks/bench_core.py): 1-8 MiB are alike in time; RSS grows with it
 _EIGHT = np.arange(8)
@@ -50,35 +49,141 @@ def differing_positions(a: memoryview, b: memoryview):
     return candidates[bytes_a[candidates] != bytes_b[candidates]]
 
 
-class _RunningCrc:
-    """CRC32 of the blocks fed in order (by one fetching thread)."""
-
-    def __init__(self):
-        self.value = 0
-
-    def __call__(self, view) -> None:
-        self.value = crc32(view, self.value)
+def _file_crcs(dumps, block: int, out: list, cancelled: threading.Event) -> None:
+    """CRC32 of each dump's whole data, into out (an exception instead, for the caller to raise)."""
+    try:
+        for dump in dumps:
+            crc = 0
+            bounds = [(lo, min(lo + block, dump.size)) for lo in range(0, dump.size, block)]
+            for _, view, _ in iter_windows(dump, bounds, prefetch=False):
+                if cancelled.is_set():
+                    return
+                crc = crc32(view, crc)
+            out.append(crc)
+    except BaseException as exc:
+        out.append(exc)
 
 
 def stream_pair(dump_a: Dump, dump_b: Dump, start: int, record_size: int, consume, block: int | None = None):
     """Call `consume(lo, view_a, view_b, positions)` for every common block (views trimmed to the shorter
-    file; `positions` as `differing_positions` gives them). Both files are read to the end (the longer
-    one's extra blocks only feed its CRC). Returns (crc_a, crc_b) of the whole data."""
+    file; `positions` as `differing_positions` gives them), in order. Returns (crc_a, crc_b) of the whole data.
+
+    The CRCs are taken by a second thread that walks both files on its own while this one compares: the two
+    never wait for each other until the end (on a loaded machine, handing every block from one thread to the
+    other cost more in scheduling delays than the work itself)."""
     block = block or BLOCK
-    crc_a, crc_b = _RunningCrc(), _RunningCrc()
-    blocks_a = iter_windows(dump_a, block_bounds(dump_a.size, start, record_size, block), work=crc_a)
-    blocks_b = iter_windows(dump_b, block_bounds(dump_b.size, start, record_size, block), work=crc_b)
+    crcs: list = []
+    cancelled = threading.Event()
+    worker = threading.Thread(target=_file_crcs, args=((dump_a, dump_b), BLOCK, crcs, cancelled), daemon=True)
+    worker.start()
+    common = min(dump_a.size, dump_b.size)
+    bounds = block_bounds(common, start, record_size, block)
+    reader_a, reader_b = DumpReader(dump_a), DumpReader(dump_b)
     try:
-        for item_a, item_b in zip_longest(blocks_a, blocks_b):
-            if item_a is None or item_b is None:
-                continue  # past the shorter file: the longer one's blocks only feed its CRC
-            lo, view_a, _ = item_a
-            _, view_b, _ = item_b
-            n = min(len(view_a), len(view_b))
-            view_a, view_b = view_a[:n], view_b[:n]
-            consume(lo, view_a, view_b, differing_positions(view_a, view_b))
-            item_a = item_b = view_a = view_b = None  # let the windows go before the next are fetched
+        for lo, hi in bounds:
+            window_a, window_b = reader_a.window(lo, hi), reader_b.window(lo, hi)
+            try:
+                consume(lo, window_a.view, window_b.view, differing_positions(window_a.view, window_b.view))
+            finally:
+                window_a.release()
+                window_b.release()
+    except BaseException:
+        cancelled.set()
+        raise
     finally:
-        blocks_a.close()
-        blocks_b.close()
-    return crc_a.value, crc_b.value
+        reader_a.close()
+        reader_b.close()
+        worker.join()
+    for value in crcs:
+        if isinstance(value, BaseException):
+            raise value
+    return crcs[0], crcs[1]
+
+
+_KEEP_POSITIONS = 1 << 12  # differing offsets kept per block between the scan and the hand-over; past it, found again
+
+
+def _scan_half(dump_a: Dump, dump_b: Dump, bounds, common: int, tails: bool, out: list, slot: int,
+               cancelled: threading.Event) -> None:
+    """Compare and checksum one run of common blocks (and, with `tails`, the longer file's bytes past the
+    common length); note the blocks that differ. Results (or an exception) go to out[slot]."""
+    try:
+        crc_a = crc_b = 0
+        found = []
+        with DumpReader(dump_a) as reader_a, DumpReader(dump_b) as reader_b:
+            for lo, hi in bounds:
+                if cancelled.is_set():
+                    return
+                window_a, window_b = reader_a.window(lo, hi), reader_b.window(lo, hi)
+                try:
+                    positions = differing_positions(window_a.view, window_b.view)
+                    crc_a = crc32(window_a.view, crc_a)  # right after the comparison: still in the cache
+                    crc_b = crc32(window_b.view, crc_b)
+                finally:
+                    window_a.release()
+                    window_b.release()
+                if positions is None or positions.size:
+                    found.append((lo, hi, positions if positions is not None and positions.size <= _KEEP_POSITIONS
+                                  else False))
+            if tails:
+                for dump, reader in ((dump_a, reader_a), (dump_b, reader_b)):
+                    crc = crc_a if dump is dump_a else crc_b
+                    for lo in range(common, dump.size, BLOCK):
+                        window = reader.window(lo, min(lo + BLOCK, dump.size))
+                        try:
+                            crc = crc32(window.view, crc)
+                        finally:
+                            window.release()
+                    if dump is dump_a:
+                        crc_a = crc
+                    else:
+                        crc_b = crc
+        out[slot] = (crc_a, crc_b, found)
+    except BaseException as exc:  # raised again in the caller's thread
+        out[slot] = exc
+
+
+def scan_pair(dump_a: Dump, dump_b: Dump, start: int, record_size: int, consume, block: int | None = None):
+    """Like `stream_pair`, but `consume` sees only the blocks that differ: two threads each compare and
+    checksum half of the files (both cores, no hand-over of blocks), then the differing blocks are handed
+    to `consume` in order. Returns (crc_a, crc_b) of the whole data."""
+    block = block or BLOCK
+    common = min(dump_a.size, dump_b.size)
+    bounds = block_bounds(common, start, record_size, block)
+    half = len(bounds) // 2
+    parts = [bounds[:half], bounds[half:]] if half else [bounds]
+    out: list = [None] * len(parts)
+    cancelled = threading.Event()
+    workers = [threading.Thread(target=_scan_half, daemon=True,
+                                args=(dump_a, dump_b, part, common, k == len(parts) - 1, out, k, cancelled))
+               for k, part in enumerate(parts)]
+    for worker in workers[1:]:
+        worker.start()
+    try:
+        workers[0].run()  # the first half in this thread
+    finally:
+        for worker in workers[1:]:
+            worker.join()
+    for result in out:
+        if isinstance(result, BaseException):
+            raise result
+    crc_a, crc_b, _ = out[0]
+    if len(parts) == 2:  # the second half runs from its first block to each file's end
+        first = parts[1][0][0]
+        crc_a = crc32_combine(crc_a, out[1][0], dump_a.size - first)
+        crc_b = crc32_combine(crc_b, out[1][1], dump_b.size - first)
+    with DumpReader(dump_a) as reader_a, DumpReader(dump_b) as reader_b:
+        for _, _, found in out:
+            for lo, hi, positions in found:
+                # Sparse differences touch a few records: map without bringing in the whole block.
+                sparse = positions is not None and positions is not False
+                window_a = reader_a.window(lo, hi, populate=not sparse)
+                window_b = reader_b.window(lo, hi, populate=not sparse)
+                try:
+                    if positions is False:
+                        positions = differing_positions(window_a.view, window_b.view)
+                    consume(lo, window_a.view, window_b.view, positions)
+                finally:
+                    window_a.release()
+                    window_b.release()
+    return crc_a, crc_b

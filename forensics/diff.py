@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from forensics.blocks import stream_pair
+from forensics.blocks import scan_pair
 from forensics.crc import format_crc
 from forensics.dump import Dump
 from forensics.layout import RecordLayout
@@ -174,7 +174,7 @@ def diff_dumps(dump_a: Dump, dump_b: Dump, layout: RecordLayout, *, tolerance: i
                 if state["first"] is None:
                     state["first"] = t_lo + int(np.flatnonzero(tmask)[0])
 
-    crc_a, crc_b = stream_pair(dump_a, dump_b, region.start, rs, consume)
+    crc_a, crc_b = scan_pair(dump_a, dump_b, region.start, rs, consume)
     first = state["first"]
     if first is None and dump_a.size != dump_b.size:
         first = common  # the prefix is equal: the files part where the shorter one ends

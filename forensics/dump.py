@@ -314,8 +314,9 @@ class DumpReader:
                              f"ended at {offset + got})", self.dump.path)
         return view
 
-    def window(self, lo: int, hi: int) -> Window:
-        """Data bytes [lo, hi) (within the dump's size) as a Window; release it when done."""
+    def window(self, lo: int, hi: int, *, populate: bool = True) -> Window:
+        """Data bytes [lo, hi) (within the dump's size) as a Window; release it when done. Without `populate`
+        a mapped window's pages are brought in only where they are touched (for sparse reads)."""
         n = hi - lo
         if self._use_map and n > 0:
             start = self.dump.data_offset + lo
@@ -326,8 +327,8 @@ class DumpReader:
                 raise InputError(f"file shrank while reading (expected {hi} data bytes, "
                                  f"has {max(0, end - self.dump.data_offset)})", self.dump.path)
             try:
-                mapping = mmap.mmap(self._fd, start + n - base, flags=_MAP_FLAGS, prot=mmap.PROT_READ,
-                                    offset=base)
+                flags = _MAP_FLAGS if populate else _MAP_FLAGS & ~getattr(mmap, "MAP_POPULATE", 0)
+                mapping = mmap.mmap(self._fd, start + n - base, flags=flags, prot=mmap.PROT_READ, offset=base)
             except (OSError, ValueError):
                 self._use_map = False  # e.g. a file system that cannot map: read instead, from now on
             else:
