@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 FORENSICS := $(BIN)/forensics
 
-.PHONY: setup demo test bench clean
+.PHONY: setup demo test bench readme-speed clean
 
 setup: $(VENV)/.installed
 
@@ -20,8 +20,13 @@ demo: setup
 test: setup
 	$(BIN)/python -m pytest
 
+# Every benchmarks/bench_*.py, one table (figure, baseline, ratio, goal, met), rows kept in bench-results.json.
 bench: setup
-	$(BIN)/python benchmarks/bench_core.py
+	$(BIN)/python benchmarks/run_all.py --out bench-results.json
+
+# The README's measured-speed section, from the last `make bench`.
+readme-speed: bench-results.json
+	$(BIN)/python tools/gen_readme_speed.py bench-results.json
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info

@@ -11,7 +11,7 @@ aligning, rendering), in well under a second. Baselines measured in the same run
 files. In process: parsing both files alone, and difflib.SequenceMatcher (autojunk off, so it really
 aligns) on the same keys at 10,000 accesses, because it is quadratic on repetitive traces.
 Prints times (best of several runs) and ratios; asserts nothing.
-Run: python3 benchmarks/bench_csr.py [N]
+Run: python3 benchmarks/bench_csr.py [N] [--json]
 """
 
 from __future__ import annotations
@@ -27,6 +27,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # run from a clone without installing
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from _table import Table  # noqa: E402
 
 from forensics.csr.compare import align, compare_files
 from forensics.csr.parse import read_trace
@@ -92,7 +95,12 @@ def process_time(args: list[str], pycache: str | None, repeat: int = 7) -> float
 
 
 def main() -> None:
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
+    args = [a for a in sys.argv[1:] if a != "--json"]
+    with Table("--json" in sys.argv[1:], "bench_csr") as table:
+        measure(int(args[0]) if args else 100_000, table)
+
+
+def measure(n: int, table: Table) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         a, b = make_traces(Path(tmp), n)
         ra, rb = make_traces(Path(tmp), n, reads=True)
@@ -117,6 +125,9 @@ def main() -> None:
                   f"{t_cli - t_pass:.3f} s over the bare interpreter")
             print(f"  forensics csr A B --json               {t_json:7.3f} s   {t_json / t_numpy:5.2f}x import numpy")
             print(f"  forensics csr A B --reads (polls)      {t_reads:7.3f} s   {t_reads / t_numpy:5.2f}x import numpy")
+            if pycache:
+                table.add(f"forensics csr A B, {n:,} accesses a side (process)", t_cli,
+                          baseline='python -c "import numpy"', baseline_value=t_numpy, goal_value=1.0)
 
         print("\nin process (best of 5):")
         t_parse, (ta, tb) = best_of(lambda: (read_trace(a), read_trace(b)))

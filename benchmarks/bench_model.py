@@ -18,6 +18,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from _table import Table, add_json_flag  # noqa: E402
 DEFAULT = (REPO.parent / "shared" / "data" / "coral"
            / "ssd_mobilenet_v2_coco_quant_postprocess_segment_1_of_2_edgetpu.tflite")
 
@@ -35,7 +38,13 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("model", nargs="?", default=str(DEFAULT))
     ap.add_argument("--runs", type=int, default=15)
+    add_json_flag(ap)
     args = ap.parse_args()
+    with Table(args.json, "bench_model") as table:
+        return measure(args, table)
+
+
+def measure(args, table: Table) -> int:
     if not os.path.exists(args.model):
         print(f"model not found: {args.model}", file=sys.stderr)
         return 2
@@ -86,6 +95,13 @@ def main() -> int:
     print(f"baseline python -c 'import numpy'    {numpy_start * 1e3:8.2f} ms")
     print(f"forensics graph --json (process)     {cli_graph * 1e3:8.2f} ms   {cli_graph / numpy_start:5.2f}x import numpy")
     print(f"forensics extract (process)          {cli_extract * 1e3:8.2f} ms   {cli_extract / numpy_start:5.2f}x import numpy")
+    table.add("graph of the 4 MB SSD segment (library)", g * 1e3, "ms", baseline="read_bytes(model)",
+              baseline_value=read_file * 1e3)
+    table.add("extract (library)", e * 1e3, "ms", baseline="read_bytes(model)", baseline_value=read_file * 1e3)
+    table.add("forensics graph --json (process)", cli_graph, baseline='python -c "import numpy"',
+              baseline_value=numpy_start)
+    table.add("forensics extract (process)", cli_extract, baseline='python -c "import numpy"',
+              baseline_value=numpy_start)
     return 0
 
 

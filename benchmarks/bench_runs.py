@@ -22,6 +22,9 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from _table import Table, add_json_flag  # noqa: E402
 
 from forensics.runs.batch import batch_compare, write_summary  # noqa: E402
 from forensics.runs.run import write_run  # noqa: E402
@@ -74,7 +77,13 @@ def main() -> int:
     parser.add_argument("--pairs", type=int, default=1000)
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--keep", metavar="DIR", help="write the farm here and keep it")
+    add_json_flag(parser)
     args = parser.parse_args()
+    with Table(args.json, "bench_runs") as table:
+        return measure(args, table)
+
+
+def measure(args, table: Table) -> int:
     root = args.keep or tempfile.mkdtemp(prefix="bench_runs.")
     os.makedirs(root, exist_ok=True)
     try:
@@ -96,6 +105,8 @@ def main() -> int:
         print(f"baseline: one process, same pairs:                      {t_single:.2f} s")
         print(f"ratio pool / one process: {t_pool / t_single:.2f}  (goal: 1,000 pairs under 30 s: "
               f"{'met' if t_total < 30 * args.pairs / 1000 else 'NOT met'})")
+        table.add(f"compare --batch, {args.pairs:,} pairs, with the summary", t_total,
+                  baseline="one process, same pairs", baseline_value=t_single, goal_value=30 * args.pairs / 1000)
     finally:
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
