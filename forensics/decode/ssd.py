@@ -346,6 +346,10 @@ def greedy_nms(boxes, group_sizes, limit: int, iou_threshold: float, chunk: int 
 
 _NMS_MATRIX_ELEMENTS = 1 << 20  # IoU matrix elements per pass (a few MB of float32 temporaries)
 _NMS_MAX_CHUNK = 256
+# Above this many groups in a pass (and at most this wide), the greedy walk goes column by column for all groups
+# at once in numpy instead of candidate by candidate in Python (by measurement with benchmarks/bench_decode.py).
+_NMS_COLUMN_GROUPS = 8
+_NMS_COLUMN_WIDTH = 64
 
 
 def _greedy_pass(boxes, live, starts, sizes, done, width, limit, thr, count, picked, picked_at, selected):
@@ -364,25 +368,38 @@ def _greedy_pass(boxes, live, starts, sizes, done, width, limit, thr, count, pic
         prior_boxes = picked[np.where(known, picked_at[live][:, None] + slots, 0)]  # [L, kmax, 4]
         prior = (iou_matrix(prior_boxes, cand) > thr) & known[:, :, None]
         active = active & ~prior.any(axis=1)
-    # bit j of rows[g][i] set: selecting candidate i of group g suppresses its candidate j
-    rows = np.packbits(iou_matrix(cand, cand) > thr, axis=-1, bitorder="little")
-    row_bytes = rows.tobytes()
-    nb = rows.shape[-1]
-    bits = np.packbits(active, axis=-1, bitorder="little").tobytes()
-    new_g, new_i = [], []
-    for g, already in enumerate(have.tolist()):
-        left = limit - already
-        act = int.from_bytes(bits[g * nb:(g + 1) * nb], "little")
-        base = g * width * nb
-        while act and left:
-            i = (act & -act).bit_length() - 1  # the first still-active candidate
-            new_g.append(g)
-            new_i.append(i)
-            left -= 1
-            at = base + i * nb
-            act &= ~int.from_bytes(row_bytes[at:at + nb], "little") & ~(1 << i)
-    if new_g:
-        gg, ii = np.array(new_g), np.array(new_i)
+    suppresses = iou_matrix(cand, cand) > thr  # [g, i, j]: selecting candidate i of group g suppresses j
+    if len(live) >= _NMS_COLUMN_GROUPS and width <= _NMS_COLUMN_WIDTH:
+        # Many small groups (regular NMS on sparse scores): walk the columns once for all groups together.
+        act = active.copy()
+        left = limit - have
+        chosen = np.zeros_like(act)
+        for i in range(width):
+            take = act[:, i] & (left > 0)
+            chosen[:, i] = take
+            left -= take
+            act &= ~(suppresses[:, i, :] & take[:, None])
+        gg, ii = np.nonzero(chosen)  # group-major, ascending within a group: the order of selection
+    else:
+        # One or few groups: jump from one still-active candidate to the next over bit rows.
+        rows = np.packbits(suppresses, axis=-1, bitorder="little")
+        row_bytes = rows.tobytes()
+        nb = rows.shape[-1]
+        bits = np.packbits(active, axis=-1, bitorder="little").tobytes()
+        new_g, new_i = [], []
+        for g, already in enumerate(have.tolist()):
+            left = limit - already
+            act = int.from_bytes(bits[g * nb:(g + 1) * nb], "little")
+            base = g * width * nb
+            while act and left:
+                i = (act & -act).bit_length() - 1  # the first still-active candidate
+                new_g.append(g)
+                new_i.append(i)
+                left -= 1
+                at = base + i * nb
+                act &= ~int.from_bytes(row_bytes[at:at + nb], "little") & ~(1 << i)
+        gg, ii = np.array(new_g, dtype=np.int64), np.array(new_i, dtype=np.int64)
+    if gg.size:
         selected[pos[gg, ii]] = True
         slot = have[gg] + (np.arange(len(gg)) - np.searchsorted(gg, gg, side="left"))
         picked[picked_at[live[gg]] + slot] = cand[gg, ii]

@@ -53,10 +53,10 @@ def random_boxes(seed, m, clustered):
 
 
 @settings(max_examples=120, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), groups=st.lists(st.integers(0, 70), min_size=1, max_size=5),
+@given(seed=st.integers(0, 2**32 - 1), groups=st.lists(st.integers(0, 70), min_size=1, max_size=12),
        limit=st.integers(1, 80), thr=st.sampled_from([0.0001, 0.3, 0.5, 0.6, 1.0]), chunk=st.integers(1, 40),
-       clustered=st.booleans(), small_passes=st.booleans())
-def test_greedy_nms_equals_the_plain_loop(seed, groups, limit, thr, chunk, clustered, small_passes):
+       clustered=st.booleans(), small_passes=st.booleans(), column_walk=st.booleans())
+def test_greedy_nms_equals_the_plain_loop(seed, groups, limit, thr, chunk, clustered, small_passes, column_walk):
     from unittest import mock
 
     from forensics.decode import ssd
@@ -65,8 +65,11 @@ def test_greedy_nms_equals_the_plain_loop(seed, groups, limit, thr, chunk, clust
     with np.errstate(all="ignore"):
         expected = plain_greedy(boxes, groups, limit, thr)
         # small_passes: one group per pass and chunks capped at 8, as the memory bounds do on huge inputs
+        # column_walk: every pass walks its groups column by column (else candidate by candidate over bit rows)
         with mock.patch.object(ssd, "_NMS_MATRIX_ELEMENTS", 1 if small_passes else ssd._NMS_MATRIX_ELEMENTS), \
-                mock.patch.object(ssd, "_NMS_MAX_CHUNK", 8 if small_passes else ssd._NMS_MAX_CHUNK):
+                mock.patch.object(ssd, "_NMS_MAX_CHUNK", 8 if small_passes else ssd._NMS_MAX_CHUNK), \
+                mock.patch.object(ssd, "_NMS_COLUMN_GROUPS", 1 if column_walk else 10**9), \
+                mock.patch.object(ssd, "_NMS_COLUMN_WIDTH", 10**9):
             got = greedy_nms(boxes, groups, limit, thr, chunk=min(chunk, 8) if small_passes else chunk)
     np.testing.assert_array_equal(got, expected)
 
