@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from forensics.crc import format_crc
+from forensics.render.style import RowsTable
 from forensics.render.style import table as _table
 from forensics.render.style import verdict
 
@@ -232,7 +233,7 @@ def render_anchors(result, geometry=None) -> list:
                 cols.append("departs from the dominant record in")
             elif layout.quantized:
                 cols += [(n, "right") for lane, n in enumerate(names) if lane not in layout.pad_lanes]
-            table = _table(*cols, title="anchors that depart from the dominant record")
+            rows = []
             for r in result.nonuniform:
                 row = [str(r.index)] + (_where(geometry, r.index) if geometry is not None else [])
                 row += [f"{r.offset:#x}", _hex(r.record)]
@@ -240,8 +241,8 @@ def render_anchors(result, geometry=None) -> list:
                     row.append(_changes(layout, dom.record, r.record))
                 elif layout.quantized:
                     row += [_num(v) for lane, v in enumerate(layout.values(r.record)) if lane not in layout.pad_lanes]
-                table.add_row(*row)
-            out.append(table)
+                rows.append(row)
+            out.append(RowsTable(*cols, rows=rows, title="anchors that depart from the dominant record"))
             if result.nonuniform_truncated:
                 more = result.nonuniform_total - len(result.nonuniform)
                 out.append(Text(f"... and {more:,} more (--all or --limit N to list them)"))
