@@ -480,8 +480,8 @@ def _value_lanes(layout, lane):
     data_lanes = layout.data_lanes
     if lane is not None:
         if not 0 <= lane < layout.record_size:
-            raise InputError(f"--lane {lane} is outside a {layout.record_size}-byte record "
-                             f"(lanes 0..{layout.record_size - 1})")
+            raise InputError(f"{{lane}} {lane} is outside a {layout.record_size}-byte record "
+                             f"(lanes 0..{layout.record_size - 1})", params=True)
         return (lane,), f"lane {lane} ({layout.field_names[lane]})"
     if len(data_lanes) > 2:  # scores: lane 0 is the background class; its maximum says nothing of objects
         return tuple(data_lanes[1:]), "max non-background lane"

@@ -134,8 +134,8 @@ def read_deps(directory) -> DecodeDeps:
     directory = os.fspath(directory)
     if not os.path.isdir(directory):
         if os.path.exists(directory):
-            raise InputError("is not a directory (--deps wants a directory with anchors.bin and "
-                             "postprocess.json)", directory)
+            raise InputError("is not a directory ({deps} wants a directory with anchors.bin and "
+                             "postprocess.json)", directory, params=True)
         raise InputError("no such directory", directory)
     json_path = os.path.join(directory, POSTPROCESS_FILE)
     anchors_path = os.path.join(directory, ANCHORS_FILE)
