@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from forensics.cli import options, show
+from forensics.cli import UsageError, options, show
 from forensics.cli.args import non_negative_int
 
 ALL_BITS = (1 << 64) - 1
@@ -33,6 +33,8 @@ def cmd_csr(args, out) -> int:
 
     # Cyclic GC stays paused until the report (10^5 acyclic tuples) is freed: resumed earlier, its first
     # pass would walk them all (~25 ms for two 100,000-access traces) just to find nothing to collect.
+    if args.name is None and args.find is None and (args.a is None or args.b is None):
+        raise UsageError("expected two traces A B, or --name OFFSET, or --find TEXT (see forensics csr --help)")
     with gc_paused():
         report = reports.csr(args.a, args.b, **options(args, "a", "b"))
         code = show(report, args, out)

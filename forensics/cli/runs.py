@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from forensics.cli import options, show
+from forensics.cli import UsageError, options, show
 from forensics.cli.args import positive_int
 
 
@@ -30,6 +30,8 @@ def cmd_ingest(args, out) -> int:
 def cmd_compare(args, out) -> int:
     from forensics import reports
 
+    if not args.batch and len(args.runs) != 2:  # the command line's usage, worded as such
+        raise UsageError("compare needs two runs: forensics compare RUN_A RUN_B (or --batch DIR -o summary.csv)")
     return show(reports.compare(*args.runs, **options(args, "runs")), args, out)
 
 
