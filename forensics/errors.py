@@ -7,6 +7,8 @@ ordinary Python exceptions and deliberately *not* part of this family.
 
 from __future__ import annotations
 
+from forensics import exitcodes
+
 
 class ForensicsError(Exception):
     """Root of every error a user can cause. `str(error)` is the one line a library user reads.
@@ -18,7 +20,7 @@ class ForensicsError(Exception):
     --deps DIR`).
     """
 
-    exit_code = 2
+    exit_code = exitcodes.ERROR
 
     def __init__(self, message: str = "", *, params: bool = False, prefix: str | None = None):
         self.template = message if params else None

@@ -131,7 +131,7 @@ class RecordsReport(Report):
     """diff and anchors: a result whose listed records carry anchor geometry, plus the pictures drawn."""
 
     context: object = None                # forensics.modeldumps.DumpContext
-    heat: object = None                   # forensics.geometry.AnchorHeat for --grid / --heatmap
+    heat: object = None                   # forensics.heat.AnchorHeat for --grid / --heatmap
     heatmap: dict | None = None           # what --heatmap wrote
     grid: bool = False
     title: str = ""
@@ -183,7 +183,7 @@ def diff(a, b, *, record=None, offset=None, count=None, fields=None, pad=None, s
     heat = None
     title = "differences A vs B"
     if heatmap or grid:
-        from forensics.geometry import diff_heat
+        from forensics.heat import diff_heat
 
         heat = diff_heat(records_by_anchor(dump_a, context), records_by_anchor(dump_b, context), context.layout,
                          lane=lane, tolerance=tolerance)
@@ -211,7 +211,7 @@ def anchors(file, *, record=None, offset=None, count=None, fields=None, pad=None
     heat = None
     title = "scores per cell"
     if heatmap or grid:
-        from forensics.geometry import anchors_heat
+        from forensics.heat import anchors_heat
 
         heat = anchors_heat(records_by_anchor(dump, context), context.layout, lane=lane,
                             dominant=result.dominant.record)

@@ -11,15 +11,14 @@ from pictures_support import REPO, read_model_anchors
 from forensics.dump import open_dump
 from forensics.errors import InputError
 from forensics.geometry import (
-    anchors_heat,
     annotate,
     check_standard,
-    diff_heat,
     geometry_for,
     geometry_for_model,
     infer_geometry,
     where_and_prior,
 )
+from forensics.heat import anchors_heat, diff_heat
 from forensics.layout import layout_from
 from forensics.modeldumps import DumpContext, records_by_anchor
 
