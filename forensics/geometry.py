@@ -79,7 +79,7 @@ class GridLayer:
 
     @property
     def shape_text(self) -> str:
-        """`19x19x3`: rows x cols x boxes, as the issue and the model cards write feature maps."""
+        """`19x19x3`: rows x cols x boxes, as model cards write feature maps."""
         return f"{self.rows}x{self.cols}x{self.boxes}"
 
     def to_dict(self) -> dict:

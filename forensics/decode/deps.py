@@ -1,7 +1,7 @@
 """The `--deps DIR` format: anchors.bin (float32 [N, 4] ycenter, xcenter, h, w) + postprocess.json.
 
 The same directory `forensics extract` writes, and what a user with only anchors and quantization
-parameters (no model file) writes by hand. postprocess.json keys (issue 3's extract format):
+parameters (no model file) writes by hand. postprocess.json keys (the format `forensics extract` writes):
   num_anchors, num_classes (without background), options (the kernel's option names), boxes and scores
   ({"tensor", "scale", "zero_point", "shape"}), input_size ([width, height], optional), layouts (optional).
 """

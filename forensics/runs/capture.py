@@ -4,10 +4,10 @@ tensors and the detections, written as a run directory (forensics.runs.run).
 - Edge TPU models run with the Edge TPU delegate (libedgetpu) when it loads; otherwise a DependencyError says so.
   `tail_only` runs just the CPU tail (the model without edgetpu-custom-op, forensics.tflite.tail) on given
   accelerator outputs; raw chip-layout dumps are relayouted into tensors with the model's layout tables.
-- CPU models run in LiteRT with default delegates off (XNNPACK changes uint8 results, PITFALLS.md); there is no
+- CPU models run in LiteRT with default delegates off (XNNPACK changes uint8 results); there is no
   `raw` stage, and the decode's inputs are recorded as `tensor`.
 - Intermediate tensors (the custom op's outputs, DEQUANTIZE outputs) are read after `invoke()`, which needs
-  `experimental_preserve_all_tensors=True` (PITFALLS.md).
+  `experimental_preserve_all_tensors=True`.
 - `--image` prepares the input as pycoral's `set_resized_input` (adapters/common.py): scale =
   min(W_in / w, H_in / h), the image resized to (int(w * scale), int(h * scale)) with the chosen resampling
   (pycoral's examples use LANCZOS) and written at the top-left of a zero-filled input tensor.
