@@ -6,7 +6,7 @@ Builds a 1 GiB dump pair (random data, a few thousand scattered differing record
 dominated scores buffer, then prints medians of interleaved runs and ratios:
   diff      `forensics diff A B > file` vs `cmp -l A B > file` (GNU cmp writing to a real file: to /dev/null it
             stops at the first difference)                                                     goal <= 1.0x
-  bound     a Python process reading both files from the page cache with two threads (no goal: what bounds diff)
+  bound     a Python process mapping both files from the page cache, nothing else (no goal: what bounds diff)
   crc       `forensics crc A`          vs a Python process doing zlib.crc32 over an mmap of A      goal <= 0.5x
   anchors   `forensics anchors --nonuniform S` (64 M records), whole process                       goal <= 0.2 s
             (`python -c "import numpy"` alongside: the floor of any process that uses numpy)
