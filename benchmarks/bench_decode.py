@@ -2,7 +2,7 @@
 
   python benchmarks/bench_decode.py [--repeat 200]
 
-Both run in this process on the same uint8 inputs. The baseline is LiteRT (default delegates off, one
+Both run in this process, in this thread, on the same uint8 inputs; times are this thread's CPU time. The baseline is LiteRT (default delegates off, one
 thread) invoking a DEQUANTIZE x2 -> TFLite_Detection_PostProcess model built with forensics.tflite.writer,
 so its time includes dequantizing the 174,447 scores, which is part of the kernel's work too. Scores:
   sparse  typical SSD output: ~0.3% of scores above the 0.3 threshold, the rest near 0
@@ -31,17 +31,19 @@ from forensics.decode.ssd_anchors import generate_anchors, standard_config  # no
 from forensics.tflite.writer import build_detection_model  # noqa: E402
 
 
-def median_times(fns, repeat: int) -> list[float]:
+def median_times(fns, repeat: int, clock=time.thread_time) -> list[float]:
     """Median seconds of each callable, measured in alternation so that load from other processes on this
-    shared machine falls on all of them alike."""
+    shared machine falls on all of them alike. The clock is this thread's CPU time (both run in this thread:
+    LiteRT with one thread): on a loaded machine, wall time charges a call of ~1 ms with whatever time slices
+    other processes took meanwhile, which a shorter call more often escapes."""
     for fn in fns:
         fn()
     times = [[] for _ in fns]
     for _ in range(repeat):
         for fn, bucket in zip(fns, times):
-            t0 = time.perf_counter()
+            t0 = clock()
             fn()
-            bucket.append(time.perf_counter() - t0)
+            bucket.append(clock() - t0)
     return [statistics.median(bucket) for bucket in times]
 
 
