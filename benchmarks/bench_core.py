@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -73,10 +74,17 @@ def warm(path: str) -> None:
             pass
 
 
-def run_once(argv, stdout=subprocess.DEVNULL, accept=(0, 1)) -> float:
+CPU = {}  # command name -> CPU seconds (user + system) of each run, for the context rows
+
+
+def run_once(argv, stdout=subprocess.DEVNULL, accept=(0, 1), name=None) -> float:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     r = subprocess.run(argv, stdout=stdout, stderr=subprocess.PIPE, env=ENV)
     elapsed = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if name:
+        CPU.setdefault(name, []).append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
     if r.returncode not in accept:
         raise SystemExit(f"benchmark command failed ({r.returncode}): {' '.join(argv)}\n{r.stderr.decode()}")
     return elapsed
@@ -90,9 +98,9 @@ def interleaved(commands: dict, repeat: int) -> dict:
         for name, (argv, out_path) in commands.items():
             if out_path:
                 with open(out_path, "wb") as sink:
-                    times[name].append(run_once(argv, stdout=sink))
+                    times[name].append(run_once(argv, stdout=sink, name=name))
             else:
-                times[name].append(run_once(argv))
+                times[name].append(run_once(argv, name=name))
     return {name: statistics.median(t) for name, t in times.items()}
 
 
@@ -161,8 +169,13 @@ def measure(args, table: Table) -> None:
               baseline_value=t["cmp"], goal_ratio=1.0)
     table.add(f"bound: map both {size} files from the page cache", t["read"],
               baseline="cmp -l > file", baseline_value=t["cmp"], note="no comparison, no CRC; python start-up included")
+    cpu = {name: statistics.median(v) for name, v in CPU.items()}
+    table.add(f"CPU time (user + system) of the {size} diff", cpu["diff"], baseline="cmp -l > file",
+              baseline_value=cpu["cmp"], note="context: on a loaded machine wall time also holds waiting")
     table.add(f"crc of {size}", t["crc"], baseline="python zlib.crc32(mmap)", baseline_value=t["zlib"],
               goal_ratio=0.5)
+    table.add(f"CPU time (user + system) of the {size} crc", cpu["crc"], baseline="python zlib.crc32(mmap)",
+              baseline_value=cpu["zlib"])
     table.add("anchors --nonuniform, 64 M records", t["anchors"], baseline='python -c "import numpy"',
               baseline_value=t["numpy"], goal_value=0.2)
     table.add("forensics --help", t["help"], baseline='python -c "import numpy"', baseline_value=t["numpy"],
