@@ -143,8 +143,9 @@ class RecordsReport(Report):
         from forensics.modeldumps import annotate_rows
 
         doc = self.result.to_dict()
-        if self.rows_key in doc:
-            doc[self.rows_key] = annotate_rows(doc[self.rows_key], self.context.geometry)
+        listed = "records" if self.command == "diff" else "nonuniform"  # the rows that are anchors
+        if listed in doc:
+            doc[listed] = annotate_rows(doc[listed], self.context.geometry)
         doc.update(self.context.to_dict())
         if self.heatmap is not None:
             doc["heatmap"] = dict(self.heatmap)
