@@ -64,7 +64,7 @@ class Report:
         except ImportError:
             from forensics.errors import DependencyError
 
-            raise DependencyError("to_frame() needs pandas: pip install 'forensics[tables]'") from None
+            raise DependencyError("to_frame() needs pandas: pip install 'forensics[export]'") from None
         rows = self.to_dict().get(self.rows_key) or []
         return pd.DataFrame(rows)
 
