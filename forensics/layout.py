@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from forensics.errors import InputError
 
 DEFAULT_RECORD_SIZE = 4
+MAX_RECORD_SIZE = 1 << 24  # 16 MiB per record: bounds what a hostile --record or sidecar can make us allocate
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,10 @@ class RecordLayout:
     def __post_init__(self):
         if not isinstance(self.record_size, int) or self.record_size <= 0:
             raise InputError(f"record size must be a positive integer, got {self.record_size}")
+        if self.record_size > MAX_RECORD_SIZE:
+            raise InputError(f"record size {self.record_size} is more than {MAX_RECORD_SIZE} bytes per record")
+        if self.zero_point is not None and not -128 <= self.zero_point <= 255:
+            raise InputError(f"zero point {self.zero_point} is outside uint8 (0..255) and int8 (-128..127)")
         if self.offset < 0:
             raise InputError(f"offset must not be negative, got {self.offset}")
         if self.count is not None and self.count <= 0:

@@ -81,6 +81,12 @@ def _check_decode_flags(args) -> bool:
     if args.draw and not args.image and not (overlaying and args.image_size):
         raise InputError("--draw needs --image IMG (the original image to draw on; with --overlay, "
                          "--image-size WxH gives a blank canvas)")
+    if args.draw:
+        from forensics.outputs import check_not_input, check_writable
+
+        check_not_input(args.draw, args.image, args.overlay, args.overlay_boxes, args.overlay_scores, args.model,
+                        getattr(args, "boxes", None), getattr(args, "scores", None))
+        check_writable(args.draw)
     return overlaying
 
 

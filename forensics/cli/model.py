@@ -43,6 +43,9 @@ def cmd_extract(args, out) -> int:
     from forensics.render.model import render_extract
     from forensics.tflite.extract import extract, write_extract
 
+    from forensics.outputs import check_not_input
+
+    check_not_input(args.output, args.model)
     model, packages = _open(args.model)
     result = extract(model, packages)
     files = write_extract(result, args.output, replace=args.force)
@@ -66,8 +69,18 @@ def cmd_relayout(args, out) -> int:
         names = sorted({lay.name for p in packages for e in p.executables for lay in e.output_layers})
         raise InputError(f"no Edge TPU output layer named {args.layer!r} (output layers: "
                          f"{', '.join(names) or 'none: not an Edge TPU model'})", args.model)
-    lmap = layer_map(layer)
-    data = open_dump(args.input, use_sidecar=False).read_array()  # a .bin, or a .npy's data bytes
+    from forensics.errors import FormatError
+    from forensics.outputs import check_not_input
+
+    check_not_input(args.output, args.input, args.model)
+    dump = open_dump(args.input, use_sidecar=False)
+    try:  # sizes first: a hostile layer or a wrong dump fails before the map is built
+        lmap = layer_map(layer, dump_size=dump.size)
+    except FormatError as exc:
+        raise exc.with_path(args.model) from None
+    except InputError as exc:
+        raise InputError(str(exc), args.input) from None
+    data = dump.read_array()  # a .bin, or a .npy's data bytes
     try:
         result = inverse_relayout(data, lmap, args.pad_byte) if args.inverse else relayout(data, lmap)
     except InputError as exc:

@@ -121,6 +121,10 @@ def _batch(args, out) -> int:
         out.json(result.to_dict())
     else:
         out.print(*render_batch(result))
+    if result.exit_code == 2:  # every pair failed: the reason goes to stderr as for any input error
+        first = result.rows[0].get("error") if result.rows else None
+        out.error(f"forensics compare: error: {args.batch}: no pair could be compared "
+                  f"({len(result.rows)} failed; first: {first})")
     return result.exit_code
 
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 import csv
 import gc
 import io
-import json
 import re
 from collections import Counter, deque
 from collections.abc import Iterable
@@ -370,10 +369,9 @@ def _resolve_key(key: str, lineno, path, table) -> int | None:
 
 
 def _snapshot_from_json(text: str, path, table) -> Trace:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"malformed JSON snapshot: {exc.msg} at line {exc.lineno} column {exc.colno}", path) from None
+    from forensics.jsonio import loads
+
+    data = loads(text, path, "JSON snapshot")
     if isinstance(data, dict) and isinstance(data.get("registers"), dict):
         data = data["registers"]
     if not isinstance(data, dict) or not data:

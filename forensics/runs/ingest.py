@@ -155,8 +155,13 @@ def _relayout_into(builder, model, spec: IngestSpec) -> bool:
             break
     if layer is None:
         return False
-    m = layer_map(layer)
     dump = open_dump(spec.path, use_sidecar=False)
+    from forensics.errors import FormatError
+
+    try:
+        m = layer_map(layer, tensor_bytes=model.tensor(spec.tensor).size_bytes)
+    except FormatError as exc:
+        raise exc.with_path(model.path) from None
     if dump.size != m.raw_size:
         raise InputError(f"is {dump.size} bytes; the Edge TPU writes {spec.tensor!r} as {m.raw_size} bytes (raw) "
                          f"and the tensor is {m.tensor_size} bytes: ingest it as tensor:{spec.tensor}=FILE if it "

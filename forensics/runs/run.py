@@ -211,11 +211,9 @@ def _entry(raw, i: int, path: str) -> BufferEntry:
 def parse_manifest(text: str, run_path: str) -> Run:
     """Validate a manifest's JSON text; every problem is an error naming the manifest and where in it."""
     path = os.path.join(run_path, MANIFEST)
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"malformed manifest JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
-                         path) from None
+    from forensics.jsonio import loads
+
+    raw = loads(text, path, "manifest JSON")
     if not isinstance(raw, dict):
         raise FormatError("the manifest must be a JSON object", path=path)
     if raw.get("format") != FORMAT:
@@ -271,15 +269,13 @@ def load_run(path) -> Run:
     if not os.path.isdir(path):
         raise InputError("is not a directory (a run is a directory with manifest.json)", path)
     manifest = os.path.join(path, MANIFEST)
-    if not os.path.isfile(manifest):
+    if not os.path.lexists(manifest):
         raise InputError("no manifest.json: not a run (or a capture that did not finish)", path)
-    try:
-        with open(manifest, "rb") as fh:
-            data = fh.read(_MAX_MANIFEST + 1)
-    except OSError as exc:
-        raise InputError(f"cannot read the manifest: {exc.strerror or exc}", manifest) from None
-    if len(data) > _MAX_MANIFEST:
-        raise InputError("manifest is larger than 16 MiB", manifest)
+    from forensics.dump import read_small_file
+
+    if os.path.islink(manifest):
+        raise InputError("is a symbolic link; a run's files are read only from inside the run", manifest)
+    data = read_small_file(manifest, _MAX_MANIFEST, "a manifest")
     if not data.strip():
         raise InputError("manifest is empty", manifest)
     try:
@@ -363,7 +359,15 @@ def sha256_file(path) -> str:
 
 def model_record(path) -> dict:
     """The manifest's `model`: the path as given and the file's sha256 (runs of different models say so)."""
+    from forensics.dump import check_readable_file
+
     path = os.fspath(path)
+    try:
+        check_readable_file(path)  # /dev/zero would hash forever, a FIFO would block
+    except InputError as exc:
+        if str(exc).endswith("no such file"):
+            raise InputError("no such model file", path) from None
+        raise
     try:
         return {"path": path, "sha256": sha256_file(path)}
     except FileNotFoundError:
@@ -516,7 +520,7 @@ def write_run(path, source: str, *, add: bool = False, replace: bool = False):
                              path)
     elif os.path.exists(path) and not replace:
         raise InputError("already exists (choose a new run directory)", path)
-    with atomic_directory(path, replace=base is not None or replace) as tmp:
+    with atomic_directory(path, replace=base is not None or replace, marker=MANIFEST) as tmp:
         builder = RunBuilder(tmp, source.strip(), base)
         yield builder
         text = json.dumps(builder.manifest(), indent=2) + "\n"

@@ -344,20 +344,29 @@ def read_packages(model) -> list[Package]:
 
 
 def write_parameters(package: Package, directory) -> list[dict]:
-    """Write each executable's parameter blob to DIR/exe<i>_<type>.params (atomically); returns what was written."""
+    """Write each executable's parameter blob to DIR/exe<i>_<type>.params (atomically); returns what was written.
+
+    A directory this call creates is removed again when a write fails: no partial directory is left."""
     import os
+    import shutil
 
-    from forensics.outputs import write_bytes_atomic
+    from forensics.outputs import make_parents, write_bytes_atomic
 
-    try:
-        os.makedirs(directory, exist_ok=True)
-    except OSError as exc:
-        raise InputError(f"cannot create the output directory: {exc.strerror or exc}", directory) from None
+    directory = os.fspath(directory)
+    created = not os.path.lexists(directory)
+    if not created and not os.path.isdir(directory):
+        raise InputError("exists and is not a directory, expected the --params-out directory", directory)
+    make_parents(os.path.join(directory, "x"))
     written = []
-    for exe in package.executables:
-        name = f"op{package.operator}_exe{exe.index}_{exe.type.lower()}.params"
-        path = os.path.join(directory, name)
-        write_bytes_atomic(path, bytes(exe.parameters))
-        written.append({"executable": exe.index, "type": exe.type, "path": path, "size": exe.parameters_size,
-                        "crc32": format_crc(exe.parameters_crc32)})
+    try:
+        for exe in package.executables:
+            name = f"op{package.operator}_exe{exe.index}_{exe.type.lower()}.params"
+            path = os.path.join(directory, name)
+            write_bytes_atomic(path, bytes(exe.parameters))
+            written.append({"executable": exe.index, "type": exe.type, "path": path, "size": exe.parameters_size,
+                            "crc32": format_crc(exe.parameters_crc32)})
+    except BaseException:
+        if created:
+            shutil.rmtree(directory, ignore_errors=True)
+        raise
     return written

@@ -92,7 +92,7 @@ def tensor_record_layout(model: Model, tensor_name: str, dump_size: int, labels=
     scale, zp = (tensor.scale, tensor.zero_point) if itemsize == 1 else (None, None)
 
     layer = _find_layer(model, tensor.name)
-    lmap: LayerMap | None = layer_map(layer) if layer is not None else None
+    lmap: LayerMap | None = layer_map(layer, tensor_bytes=tensor.size_bytes) if layer is not None else None
     if dump_size == tensor_size:
         fields = tuple(names) if itemsize == 1 else None
         layout = RecordLayout(record_size=channels * itemsize, count=records, fields=fields, scale=scale,
