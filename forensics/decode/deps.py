@@ -25,6 +25,8 @@ from forensics.tflite.extract import (
 )
 
 _MAX_JSON = 16 << 20
+REQUIRED_OPTIONS = ("max_detections", "max_classes_per_detection", "nms_score_threshold", "nms_iou_threshold",
+                    "num_classes", "y_scale", "x_scale", "h_scale", "w_scale")
 
 
 @dataclass(frozen=True)
@@ -127,7 +129,7 @@ def parse_postprocess(text: str, path: str) -> dict:
     return raw
 
 
-def _declared_anchors(raw: dict) -> int | None:
+def declared_anchors(raw: dict) -> int | None:
     """How many anchors postprocess.json says there are (num_anchors, else the scores/boxes shape)."""
     declared = raw.get("num_anchors")
     if isinstance(declared, int) and not isinstance(declared, bool) and declared > 0:
@@ -150,7 +152,7 @@ def read_deps(directory) -> DecodeDeps:
     json_path = os.path.join(directory, POSTPROCESS_FILE)
     anchors_path = os.path.join(directory, ANCHORS_FILE)
     raw = parse_postprocess(read_small_file(json_path, _MAX_JSON, "a postprocess description"), json_path)
-    anchors = read_anchors_file(anchors_path, expected=_declared_anchors(raw))
+    anchors = read_anchors_file(anchors_path, expected=declared_anchors(raw))
     return deps_from_document(raw, anchors, json_path=json_path, anchors_path=anchors_path, source=directory)
 
 
@@ -165,8 +167,15 @@ def deps_from_document(raw: dict, anchors: np.ndarray, *, json_path: str, anchor
     if not isinstance(options_raw, dict):
         raise InputError("needs an \"options\" object with the kernel's option names", json_path)
     options_raw = dict(options_raw)
-    if "num_classes" not in options_raw and raw.get("num_classes") is not None:
+    if options_raw.get("num_classes") is None and raw.get("num_classes") is not None:
         options_raw["num_classes"] = raw["num_classes"]
+    # The kernel reads every option without a default except these two (a missing max_detections is 0
+    # detections there, not 10): a missing option is an error, never a guessed value.
+    missing = [k for k in REQUIRED_OPTIONS if options_raw.get(k) is None]
+    if missing:
+        raise InputError(f"options lack {', '.join(missing)} (the kernel has no default for "
+                         f"{'it' if len(missing) == 1 else 'them'}; only detections_per_class and "
+                         "use_regular_nms may be left out)", json_path)
     try:
         options = PostProcessOptions.from_mapping(options_raw)
     except InputError as exc:

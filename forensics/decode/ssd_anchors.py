@@ -133,9 +133,10 @@ def mobilenet_feature_maps(input_size: int, num_layers: int = 6) -> tuple[int, .
     """
     if input_size <= 0 or num_layers <= 0:
         raise InputError("input size and number of layers must be positive")
-    if input_size > 16 * 4096 or num_layers > 64:
-        raise InputError(f"input size {input_size} / {num_layers} layers is beyond any SSD (at most 65536 pixels, "
-                         "64 layers)")
+    if input_size > 65536:
+        raise InputError(f"input size {input_size} is more than 65536 pixels (beyond any SSD)")
+    if num_layers > 64:
+        raise InputError(f"{num_layers} feature map layers is more than 64")
     sizes = [-(-input_size // 16)]
     while len(sizes) < num_layers:
         sizes.append(-(-sizes[-1] // 2))

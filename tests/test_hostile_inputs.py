@@ -1,0 +1,327 @@
+"""Crafted hostile inputs (issue 17): each class ends in one line on stderr naming the file, exit 2, and finishes.
+
+The inputs are built here (flatbuffers builder, hand-made flexbuffers, FIFOs, /dev/zero, sparse files). Commands
+run in a subprocess with an address-space limit (RLIMIT_AS) as a memory guard and a generous `timeout=` as a
+hang guard only: nothing here measures time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+
+import flatbuffers
+import numpy as np
+import pytest
+
+from forensics.errors import FormatError, InputError
+from tests.conftest import REPO, CliResult, assert_one_line_error
+
+MEMORY = 1536 << 20  # far above what these commands need on good input, far below what the old code took
+HANG_GUARD = 120
+
+
+def guarded(*argv, memory: int = MEMORY, cwd=REPO, extra_env=None) -> CliResult:
+    """`forensics ARGV` in a subprocess with at most `memory` bytes of address space."""
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+
+    env = dict(os.environ, PYTHONPATH=str(REPO), OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
+               PYTHONIOENCODING="utf-8")
+    env.update(extra_env or {})
+    r = subprocess.run([sys.executable, "-m", "forensics", *[str(a) for a in argv], "--no-color"], cwd=cwd,
+                       env=env, capture_output=True, text=True, timeout=HANG_GUARD, preexec_fn=limit)
+    return CliResult(r.returncode, r.stdout, r.stderr)
+
+
+# --- builders -------------------------------------------------------------------------------------------
+
+def flexbuffer_bomb(levels: int = 30) -> bytes:
+    """A flexbuffer whose every vector holds the next one twice: 2^levels leaves in ~5 bytes per level."""
+    from flatbuffers.flexbuffers import Type
+
+    out = bytearray([2, 1, 2, (Type.INT << 2), (Type.INT << 2)])  # [len=2][1][2][types]
+    target = 1
+    for _ in range(levels):
+        p = len(out)
+        out += bytes([2, (p + 1) - target, (p + 2) - target, Type.VECTOR << 2, Type.VECTOR << 2])
+        target = p + 1
+    p = len(out)
+    out += bytes([p - target, Type.VECTOR << 2, 1])  # root: offset back to the last vector, its type, width 1
+    return bytes(out)
+
+
+def model_with_options(options: bytes, custom_code: str = "TFLite_Detection_PostProcess") -> bytes:
+    from forensics.tflite import writer
+
+    anchors = np.full((4, 4), 0.5, np.float32)
+    spec_bytes = writer.build_detection_model(anchors, num_classes=1)
+    if custom_code == "TFLite_Detection_PostProcess":
+        old = writer.postprocess_options
+        writer.postprocess_options = lambda **_: options
+        try:
+            return writer.build_detection_model(anchors, num_classes=1)
+        finally:
+            writer.postprocess_options = old
+    spec = writer.ModelSpec(tensors=[writer.TensorSpec("a", [1, 4], "uint8"), writer.TensorSpec("b", [1, 4], "uint8")],
+                            opcodes=[writer.OpCodeSpec(custom_code=custom_code)],
+                            operators=[writer.OperatorSpec(0, [0], [1], custom_options=options)],
+                            inputs=[0], outputs=[1])
+    assert spec_bytes
+    return writer.build_model(spec)
+
+
+def shared_shape_model(n: int = 20000) -> bytes:
+    """`n` tensors that all point at one Tensor table whose shape has `n` entries (n^2 elements to read)."""
+    b = flatbuffers.Builder(0)
+    b.StartVector(4, n, 4)
+    for _ in range(n):
+        b.PrependInt32(1)
+    shape = b.EndVector()
+    name = b.CreateString("t")
+    b.StartObject(5)
+    b.PrependUOffsetTRelativeSlot(0, shape, 0)
+    b.PrependUOffsetTRelativeSlot(3, name, 0)
+    tensor = b.EndObject()
+    b.StartVector(4, n, 4)
+    for _ in range(n):
+        b.PrependUOffsetTRelative(tensor)
+    tensors = b.EndVector()
+    b.StartObject(5)
+    b.PrependUOffsetTRelativeSlot(0, tensors, 0)
+    subgraph = b.EndObject()
+    b.StartVector(4, 1, 4)
+    b.PrependUOffsetTRelative(subgraph)
+    subgraphs = b.EndVector()
+    b.StartObject(1)
+    buffer = b.EndObject()
+    b.StartVector(4, 1, 4)
+    b.PrependUOffsetTRelative(buffer)
+    buffers = b.EndVector()
+    b.StartObject(5)
+    b.PrependUint32Slot(0, 3, 0)
+    b.PrependUOffsetTRelativeSlot(2, subgraphs, 0)
+    b.PrependUOffsetTRelativeSlot(4, buffers, 0)
+    root = b.EndObject()
+    b.Finish(root, file_identifier=b"TFL3")
+    return bytes(b.Output())
+
+
+def deps_dir(tmp_path, name="deps", **changes):
+    """A copy of dumps/face_ssd with postprocess.json changed by `changes` (dotted keys: "options.x")."""
+    d = tmp_path / name
+    d.mkdir()
+    doc = json.loads((REPO / "dumps/face_ssd/postprocess.json").read_text())
+    for key, value in changes.items():
+        parts = key.split(".")
+        target = doc
+        for p in parts[:-1]:
+            target = target[p]
+        if value is _DELETE:
+            target.pop(parts[-1], None)
+        else:
+            target[parts[-1]] = value
+    (d / "postprocess.json").write_text(json.dumps(doc))
+    (d / "anchors.bin").write_bytes((REPO / "dumps/face_ssd/anchors.bin").read_bytes())
+    return d
+
+
+_DELETE = object()
+SQ = REPO / "dumps/ours/Squeeze1.bin"
+SC = REPO / "dumps/ours/convert_scores.bin"
+
+
+# --- hangs and memory -------------------------------------------------------------------------------------
+
+def test_flexbuffer_bomb_is_refused_by_the_reader():
+    from forensics.tflite.options import loads
+
+    bomb = flexbuffer_bomb()
+    assert len(bomb) < 200
+    with pytest.raises(FormatError, match="references more values"):
+        loads(bomb)
+
+
+@pytest.mark.parametrize("command", ["graph", "extract", "decode", "anchors"])
+def test_flexbuffer_bomb_in_postprocess_options(tmp_path, command):
+    model = tmp_path / "bomb.tflite"
+    model.write_bytes(model_with_options(flexbuffer_bomb()))
+    argv = {"graph": ["graph", model], "extract": ["extract", model, "-o", tmp_path / "out"],
+            "decode": ["decode", "--model", model, SQ, SC], "anchors": ["anchors", SC, "--model", model]}[command]
+    r = guarded(*argv)
+    assert_one_line_error(r, "bomb.tflite", "flexbuffer")
+
+
+def test_flexbuffer_bomb_in_edgetpu_options(tmp_path):
+    model = tmp_path / "bomb.tflite"
+    model.write_bytes(model_with_options(flexbuffer_bomb(), custom_code="edgetpu-custom-op"))
+    assert_one_line_error(guarded("graph", model), "bomb.tflite", "flexbuffer")
+
+
+def test_shared_tables_bound_the_work_per_model(tmp_path):
+    model = tmp_path / "shared.tflite"
+    model.write_bytes(shared_shape_model())
+    for argv in (["graph", model], ["extract", model, "-o", tmp_path / "o"], ["decode", "--model", model, SQ, SC]):
+        assert_one_line_error(guarded(*argv), "shared.tflite", "far more elements")
+
+
+def test_layer_sizes_are_checked_before_allocation(shared_data):
+    import dataclasses
+
+    from forensics.tflite.edgetpu import read_packages
+    from forensics.tflite.model import open_model
+    from forensics.tflite.relayout import layer_map
+
+    model = open_model(shared_data / "ssd_mobilenet_v2_coco_quant_postprocess_segment_1_of_2_edgetpu.tflite")
+    layer = read_packages(model)[0].output_layer("convert_scores")
+    with pytest.raises(FormatError, match="size_bytes is 176368"):
+        layer_map(dataclasses.replace(layer, z_dim=91000))
+    with pytest.raises(FormatError, match="more than the"):
+        layer_map(dataclasses.replace(layer, z_dim=300_000_000 // layer.y_dim // layer.x_dim,
+                                      size_bytes=300_000_000))
+    with pytest.raises(FormatError, match="tensor of that name is 8136 bytes"):
+        layer_map(layer, tensor_bytes=8136)
+    with pytest.raises(InputError, match="is 8136 bytes"):
+        layer_map(layer, dump_size=8136)
+
+
+def test_relayout_checks_the_dump_before_building_the_map(tmp_path, shared_data):
+    model = shared_data / "ssd_mobilenet_v2_coco_quant_postprocess_segment_1_of_2_edgetpu.tflite"
+    (tmp_path / "small.bin").write_bytes(b"\0" * 100)
+    assert_one_line_error(guarded("relayout", tmp_path / "small.bin", "--model", model, "--layer", "convert_scores",
+                                  "-o", tmp_path / "o.bin"), "small.bin", "176368", "174447")
+
+
+def test_fifo_and_devices_are_refused(tmp_path):
+    fifo = tmp_path / "pipe.tflite"
+    os.mkfifo(fifo)
+    assert_one_line_error(guarded("graph", fifo), "pipe.tflite", "not a regular file")
+    overlay = tmp_path / "other.json"
+    os.mkfifo(overlay)
+    assert_one_line_error(guarded("decode", "--deps", REPO / "dumps/face_ssd", SQ, SC, "--image-size", "640x480",
+                                  "--draw", tmp_path / "o.png", "--overlay", overlay), "other.json",
+                          "not a regular file")
+    assert_one_line_error(guarded("ingest", tmp_path / "run", "--source", "ours", "--model", "/dev/zero",
+                                  f"input={REPO / 'dumps/ours/input.bin'}"), "/dev/zero", "not a regular file")
+    assert not (tmp_path / "run").exists()
+    assert_one_line_error(guarded("crc", "/dev/zero"), "/dev/zero")
+    assert_one_line_error(guarded("graph", tmp_path), str(tmp_path), "directory")
+
+
+@pytest.mark.parametrize("record", ["2147483647", "2147483648"])
+def test_huge_record_sizes(record):
+    assert_one_line_error(guarded("diff", SC, SC, "--record", record), "--record", "at most")
+
+
+@pytest.mark.parametrize("argv", [["--feature-maps", "5000,5000"], ["--feature-maps", "100000"],
+                                  ["--input-size", "100000x100000"]])
+def test_anchors_gen_is_bounded(argv):
+    assert_one_line_error(guarded("anchors-gen", *argv), "more than")
+
+
+def test_sparse_anchors_file_is_refused(tmp_path):
+    d = deps_dir(tmp_path)
+    with open(d / "anchors.bin", "r+b") as fh:
+        fh.truncate(1 << 30)  # sparse: costs no disk
+    r = guarded("anchors", SC, "--deps", d, "--nonuniform")
+    assert_one_line_error(r, "anchors.bin", "num_anchors 2034")
+    d2 = deps_dir(tmp_path, "nocount", num_anchors=_DELETE, **{"boxes.shape": _DELETE, "scores.shape": _DELETE})
+    with open(d2 / "anchors.bin", "r+b") as fh:
+        fh.truncate(1 << 30)
+    assert_one_line_error(guarded("decode", "--deps", d2, SQ, SC), "anchors.bin", "more than")
+
+
+# --- internal errors that are input errors ------------------------------------------------------------------
+
+HOSTILE_JSON = {"deep": "{\"a\": " * 100000 + "1" + "}" * 100000, "digits": '{"a": ' + "1" * 5000 + "}",
+                "overflow": '{"a": 1' + "0" * 400 + ".0}", "bigint": '{"a": 1' + "0" * 400 + "}"}
+
+
+@pytest.mark.parametrize("kind", sorted(HOSTILE_JSON))
+def test_hostile_json_everywhere(tmp_path, kind, cli):
+    text = HOSTILE_JSON[kind]
+    # sidecar
+    (tmp_path / "d.bin").write_bytes(b"\0" * 16)
+    (tmp_path / "d.bin.json").write_text(text)
+    assert_one_line_error(cli("diff", tmp_path / "d.bin", tmp_path / "d.bin"), "d.bin.json", "malformed")
+    # postprocess.json
+    d = deps_dir(tmp_path)
+    (d / "postprocess.json").write_text(text)
+    assert_one_line_error(cli("decode", "--deps", d, SQ, SC), "postprocess.json", "malformed")
+    # manifest.json
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "manifest.json").write_text(text)
+    assert_one_line_error(cli("compare", run, run), "manifest.json", "malformed")
+    # csr snapshot
+    (tmp_path / "snap.json").write_text(text)
+    assert_one_line_error(cli("csr", tmp_path / "snap.json", tmp_path / "snap.json"), "snap.json", "malformed")
+
+
+@pytest.mark.parametrize("header,fragment", [
+    ("{'descr': '|u1', 'fortran_order': False, 'shape': (1.5,), }", "integers"),
+    ("{'descr': '(-1,)u1', 'fortran_order': False, 'shape': (4,), }", "dtype"),
+    ("{'descr': '(2,)u1', 'fortran_order': False, 'shape': (4,), }", "subarray"),
+    ("{'descr': '|u1', 'fortran_order': False, 'shape': (-1,), }", "negative"),
+    ("{'descr': '|u1', 'fortran_order': False, 'shape': (-2034, -4), }", "negative"),
+])
+def test_hostile_npy_headers(tmp_path, cli, header, fragment):
+    body = header.encode("latin1")
+    body += b" " * (63 - (10 + len(body)) % 64) + b"\n"
+    (tmp_path / "x.npy").write_bytes(b"\x93NUMPY\x01\x00" + len(body).to_bytes(2, "little") + body + b"\0" * 8136)
+    assert_one_line_error(cli("crc", tmp_path / "x.npy"), "x.npy", fragment)
+
+
+@pytest.mark.parametrize("change", [{"options.num_classes": None, "num_classes": None},
+                                    {"options.num_classes": _DELETE, "num_classes": _DELETE},
+                                    {"options.max_detections": _DELETE}])
+def test_missing_required_options(tmp_path, cli, change):
+    d = deps_dir(tmp_path, **change)
+    r = cli("decode", "--deps", d, SQ, SC)
+    assert_one_line_error(r, "postprocess.json", "options lack")
+
+
+def test_missing_max_detections_in_a_model(tmp_path, cli):
+    from flatbuffers import flexbuffers
+
+    from forensics.tflite.writer import POSTPROCESS_DEFAULTS
+
+    opts = {k: v for k, v in POSTPROCESS_DEFAULTS.items() if k != "max_detections"}
+    opts["num_classes"] = 1
+    model = tmp_path / "m.tflite"
+    model.write_bytes(model_with_options(bytes(flexbuffers.Dumps(opts))))
+    (tmp_path / "b.bin").write_bytes(b"\0" * 16)
+    (tmp_path / "s.bin").write_bytes(b"\0" * 8)
+    assert_one_line_error(cli("decode", "--model", model, tmp_path / "b.bin", tmp_path / "s.bin"), "m.tflite",
+                          "max_detections")
+
+
+def test_uint8_anchors_with_a_huge_zero_point(tmp_path, cli):
+    from forensics.tflite import writer
+
+    anchors = np.full((4, 4), 10, np.uint8)
+    model = tmp_path / "zp.tflite"
+    model.write_bytes(writer.build_detection_model(anchors, anchors_quant=(0.01, 2 ** 40), dequantize=False,
+                                                   num_classes=1))
+    assert_one_line_error(cli("extract", model, "-o", tmp_path / "o"), "zp.tflite", "zero_point")
+
+
+def test_float32_overflow_in_options_and_anchors_gen(tmp_path, cli):
+    d = deps_dir(tmp_path, **{"options.y_scale": 1e300})
+    assert_one_line_error(cli("decode", "--deps", d, SQ, SC), "postprocess.json", "y_scale")
+    assert_one_line_error(cli("anchors-gen", "--max-scale", "1e300"), "max_scale")
+    assert_one_line_error(cli("anchors-gen", "--interpolated-scale-aspect-ratio", "-1"),
+                          "interpolated_scale_aspect_ratio")
+    assert_one_line_error(cli("anchors-gen", "--interpolated-scale-aspect-ratio", "nan"),
+                          "interpolated_scale_aspect_ratio")
+
+
+@pytest.mark.parametrize("flag,value", [("--zero-point", "1" + "0" * 30), ("--zero-point", "-129"),
+                                        ("--zero-point", "256"), ("--scale", "1_000"), ("--scale", "١٢")])
+def test_cli_quantization_flags_are_bounded(cli, flag, value):
+    assert_one_line_error(cli("diff", SC, SC, flag, value, "--scale" if flag == "--zero-point" else "--record",
+                              "0.5" if flag == "--zero-point" else "4"), flag)
