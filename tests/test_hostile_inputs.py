@@ -325,3 +325,171 @@ def test_float32_overflow_in_options_and_anchors_gen(tmp_path, cli):
 def test_cli_quantization_flags_are_bounded(cli, flag, value):
     assert_one_line_error(cli("diff", SC, SC, flag, value, "--scale" if flag == "--zero-point" else "--record",
                               "0.5" if flag == "--zero-point" else "4"), flag)
+
+
+# --- runs: files outside the run, broken runs, writes that fail ------------------------------------------------
+
+def _story(tmp_path, source="ours", name=None):
+    from tests.runs.runs_support import story_run
+
+    return story_run(tmp_path, source, name)
+
+
+def test_a_run_file_that_is_a_symlink_is_refused(tmp_path, cli):
+    import zlib
+
+    from tests.runs.runs_support import edit_manifest
+
+    a, b = _story(tmp_path, "libedgetpu"), _story(tmp_path, "ours")
+    secret = tmp_path / "outside.bin"
+    secret.write_bytes(b"secret bytes outside the run")
+    target = b / "input" / "input.bin"
+    target.unlink()
+    target.symlink_to(secret)
+
+    def point(doc):  # a manifest whose size and CRC match the file the link points at
+        for e in doc["buffers"]:
+            if e["stage"] == "input":
+                e["size"], e["crc32"] = secret.stat().st_size, f"0x{zlib.crc32(secret.read_bytes()):08x}"
+    edit_manifest(b, point)
+    assert_one_line_error(cli("compare", a, b), "input.bin", "symbolic link")
+    assert_one_line_error(cli("ingest", b, "--source", "ours", "tensor:Squeeze1=dumps/ours/Squeeze1.bin"),
+                          "input.bin", "symbolic link")
+    assert target.is_symlink()  # the run is left as it was
+
+
+@pytest.mark.parametrize("damage", ["missing", "directory", "nul"])
+def test_ingest_into_a_damaged_run(tmp_path, cli, damage):
+    from tests.runs.runs_support import edit_manifest
+
+    run = _story(tmp_path)
+    target = run / "input" / "input.bin"
+    if damage == "missing":
+        target.unlink()
+    elif damage == "directory":
+        target.unlink()
+        target.mkdir()
+    else:
+        edit_manifest(run, lambda doc: doc["buffers"][0].update(file="input/in\u0000put.bin"))
+    r = cli("ingest", run, "--source", "ours", "tensor:Squeeze1=dumps/ours/Squeeze1.bin")
+    assert_one_line_error(r, "manifest.json" if damage == "nul" else "input.bin")
+
+
+def test_a_write_that_fails_for_lack_of_space(tmp_path):
+    def limit():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, 100_000))
+
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    for argv in (["ingest", tmp_path / "run", "--source", "ours", "input=dumps/ours/input.bin"],
+                 ["anchors-gen", "--input-size", "1000x1000", "-o", tmp_path / "a.bin"]):
+        r = subprocess.run([sys.executable, "-m", "forensics", *map(str, argv)], cwd=REPO, env=env,
+                           capture_output=True, text=True, timeout=HANG_GUARD, preexec_fn=limit)
+        assert_one_line_error(CliResult(r.returncode, r.stdout, r.stderr), "cannot write")
+    assert not (tmp_path / "run").exists() and not (tmp_path / "a.bin").exists()
+    assert [p.name for p in tmp_path.iterdir()] == []  # no temporary left behind
+
+
+def test_ingest_refuses_a_tensor_of_the_wrong_size(tmp_path, cli):
+    (tmp_path / "t.bin").write_bytes(b"\0" * 100)
+    (tmp_path / "t.bin.json").write_text(json.dumps({"dtype": "uint8", "shape": [1, 2034, 4]}))
+    assert_one_line_error(cli("ingest", tmp_path / "run", "--source", "ours", f"tensor:Squeeze1={tmp_path / 't.bin'}"),
+                          "t.bin", "8136 bytes")
+
+
+def test_replacing_raw_without_a_model_drops_the_stale_tensor(tmp_path, shared_data, cli):
+    model = shared_data / "ssd_mobilenet_v2_coco_quant_postprocess_segment_1_of_2_edgetpu.tflite"
+    raw = np.random.default_rng(1).integers(0, 256, 176368, dtype=np.uint8)
+    (tmp_path / "raw.bin").write_bytes(raw.tobytes())
+    run = tmp_path / "runs" / "ours"  # parents created as needed
+    r = cli("ingest", run, "--source", "ours", "--model", model, f"raw:convert_scores={tmp_path / 'raw.bin'}",
+            "--json")
+    assert r.code == 0, r.err
+    assert json.loads(r.out)["relayouted"] == ["convert_scores"]
+    (tmp_path / "raw2.bin").write_bytes((raw ^ 1).tobytes())
+    r = cli("ingest", run, "--source", "ours", f"raw:convert_scores={tmp_path / 'raw2.bin'}", "--json")
+    assert r.code == 0, r.err
+    doc = json.loads(r.out)
+    assert "tensor:convert_scores" in doc["replaced"]
+    assert [b["stage"] for b in doc["buffers"]] == ["raw"]
+
+
+# --- outputs ------------------------------------------------------------------------------------------------
+
+def test_extract_never_replaces_the_current_directory_or_an_input(tmp_path, shared_data):
+    model = shared_data / "ssd_mobilenet_v1_coco_quant_postprocess_head_layers.tflite"
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "precious.txt").write_text("keep me")
+    local = work / "m.tflite"
+    local.write_bytes(model.read_bytes())
+    assert_one_line_error(guarded("extract", local, "-o", ".", "--force", cwd=work), "current directory")
+    assert_one_line_error(guarded("extract", local, "-o", local, "--force", cwd=work), "m.tflite", "input")
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("mine")
+    assert_one_line_error(guarded("extract", local, "-o", other, "--force"), "other", "non-empty")
+    os.mkfifo(tmp_path / "fifo")
+    assert_one_line_error(guarded("extract", local, "-o", tmp_path / "fifo", "--force"), "fifo", "FIFO")
+    assert (work / "precious.txt").read_text() == "keep me" and (other / "notes.txt").read_text() == "mine"
+    assert local.read_bytes() == model.read_bytes()
+    # an earlier extract output is replaced, with nothing left beside it
+    assert guarded("extract", local, "-o", tmp_path / "deps").code == 0
+    assert guarded("extract", local, "-o", tmp_path / "deps", "--force").code == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["deps", "fifo", "other", "work"]
+
+
+def test_replacing_a_symlink_or_file_output_leaves_no_tmp_old(tmp_path):
+    from forensics.outputs import atomic_directory
+
+    (tmp_path / "real").mkdir()
+    (tmp_path / "real" / "manifest.json").write_text("{}")
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    with atomic_directory(tmp_path / "link", replace=True, marker="manifest.json") as tmp:
+        (tmp_path / tmp / "manifest.json").write_text("{}")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link", "real"]
+
+
+def test_output_equal_to_an_input_is_refused(tmp_path):
+    data = tmp_path / "in.bin"
+    data.write_bytes(b"\1" * 176368)
+    r = guarded("relayout", data, "--model", REPO / "README.md", "--layer", "x", "-o", data)
+    assert r.code == 2 and len(r.err.strip().splitlines()) == 1
+    assert data.read_bytes() == b"\1" * 176368
+    img = tmp_path / "img.png"
+    img.write_bytes(b"not really a png")
+    assert_one_line_error(guarded("decode", "--deps", REPO / "dumps/face_ssd", SQ, SC, "--image", img,
+                                  "--draw", img), "img.png", "input")
+    assert img.read_bytes() == b"not really a png"
+
+
+def test_relayout_output_equal_to_input(tmp_path, shared_data):
+    model = shared_data / "ssd_mobilenet_v2_coco_quant_postprocess_segment_1_of_2_edgetpu.tflite"
+    data = tmp_path / "in.bin"
+    data.write_bytes(b"\1" * 176368)
+    assert_one_line_error(guarded("relayout", data, "--model", model, "--layer", "convert_scores", "-o", data),
+                          "in.bin", "input")
+    assert data.read_bytes() == b"\1" * 176368
+
+
+def test_params_out_leaves_no_partial_directory(tmp_path, shared_data):
+    model = shared_data / "ssd_mobilenet_v2_coco_quant_postprocess_segment_1_of_2_edgetpu.tflite"
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))  # the 3.6 MB parameters do not fit
+
+    r = subprocess.run([sys.executable, "-m", "forensics", "graph", str(model), "--params-out", str(tmp_path / "p")],
+                       cwd=REPO, env=dict(os.environ, PYTHONPATH=str(REPO)), capture_output=True, text=True,
+                       timeout=HANG_GUARD, preexec_fn=limit)
+    assert_one_line_error(CliResult(r.returncode, r.stdout, r.stderr), "cannot write")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_batch_where_every_pair_fails(tmp_path, cli):
+    pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    (tmp_path / "farm" / "pair1").mkdir(parents=True)
+    (tmp_path / "farm" / "pair2").mkdir(parents=True)
+    r = cli("compare", "--batch", tmp_path / "farm", "-o", tmp_path / "summary.csv", "--workers", "1")
+    assert r.code == 2
+    assert len(r.err.strip().splitlines()) == 1 and "no pair could be compared" in r.err and "farm" in r.err
+    assert (tmp_path / "summary.csv").exists() == (tmp_path / "summary.parquet").exists()

@@ -103,7 +103,16 @@ class Run:
         return matches[0]
 
     def file_path(self, entry: BufferEntry) -> str:
-        return os.path.join(self.path, *entry.file.split("/"))
+        """Where `entry`'s bytes are; InputError when that is a symbolic link or resolves outside the run
+        (a manifest with a matching size and CRC must not make us read /etc/passwd through the run)."""
+        path = os.path.join(self.path, *entry.file.split("/"))
+        if os.path.islink(path):
+            raise InputError(f"buffer {entry.label} is a symbolic link; a run's buffers are read only from "
+                             "inside the run directory", path)
+        root = os.path.realpath(self.path)
+        if not os.path.realpath(path).startswith(root.rstrip(os.sep) + os.sep):
+            raise InputError(f"buffer {entry.label} resolves outside the run directory", path)
+        return path
 
     @property
     def model_sha256(self) -> str | None:
@@ -146,7 +155,8 @@ def _parse_crc(value, where, path) -> int:
 
 def _check_relative(file: str, where, path) -> str:
     """Buffer files live inside the run: relative, '/' separated, no '..' (a hostile manifest reads nothing else)."""
-    if not isinstance(file, str) or not file or "\\" in file or file.startswith("/") or ":" in file:
+    if (not isinstance(file, str) or not file or "\\" in file or file.startswith("/") or ":" in file
+            or any(ord(c) < 32 for c in file)):
         raise FormatError(f"file must be a relative path inside the run with '/' separators, got {file!r}",
                           where=where + ("file",), path=path)
     parts = file.split("/")
@@ -402,7 +412,12 @@ class RunBuilder:
         self.created = base.created if base else None
         if base is not None:
             for entry in base.buffers:
-                self._link(base.file_path(entry), entry.file)
+                src = base.file_path(entry)
+                if not os.path.isfile(src):
+                    what = "a directory" if os.path.isdir(src) else "missing"
+                    raise InputError(f"buffer {entry.label} of the run is {what} (the manifest lists it): "
+                                     "repair the run or ingest into a new one", src)
+                self._link(src, entry.file)
                 self.entries[entry.key] = entry
 
     def _link(self, src: str, rel: str) -> None:
@@ -456,13 +471,14 @@ class RunBuilder:
         os.makedirs(os.path.dirname(dst), exist_ok=True)
         crc, size = 0, 0
         try:
-            with open(src, "rb") as fin, open(dst, "wb") as fout:
-                for block in iter(lambda: fin.read(_COPY_BLOCK), b""):
-                    crc = zlib.crc32(block, crc)
-                    size += len(block)
-                    fout.write(block)
+            fin = open(src, "rb")
         except OSError as exc:
-            raise InputError(f"cannot copy into the run: {exc.strerror or exc}", src) from None
+            raise InputError(f"cannot read: {exc.strerror or exc}", src) from None
+        with fin, open(dst, "wb") as fout:  # a failing write is reported by write_run naming the run
+            for block in iter(lambda: fin.read(_COPY_BLOCK), b""):
+                crc = zlib.crc32(block, crc)
+                size += len(block)
+                fout.write(block)
         entry = BufferEntry(stage, tensor, rel, size, crc, **_meta(meta))
         self.entries[entry.key] = entry
         return entry
