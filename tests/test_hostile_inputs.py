@@ -493,3 +493,52 @@ def test_batch_where_every_pair_fails(tmp_path, cli):
     assert r.code == 2
     assert len(r.err.strip().splitlines()) == 1 and "no pair could be compared" in r.err and "farm" in r.err
     assert (tmp_path / "summary.csv").exists() == (tmp_path / "summary.parquet").exists()
+
+
+# --- csr -----------------------------------------------------------------------------------------------------
+
+def test_a_million_line_trace_is_bounded(tmp_path):
+    from forensics.csr.parse import MAX_TRACE_LINES
+
+    line = b"W 0x48788 0x7f\n"
+    (tmp_path / "big.log").write_bytes(line * (MAX_TRACE_LINES * 5))  # 10^6 lines
+    r = guarded("csr", tmp_path / "big.log", tmp_path / "big.log", "--json", memory=1 << 30)
+    assert_one_line_error(r, "big.log", f"at most {MAX_TRACE_LINES} lines")
+    with open(tmp_path / "huge.log", "wb") as fh:
+        fh.truncate(1 << 30)  # sparse
+    assert_one_line_error(guarded("csr", tmp_path / "huge.log", tmp_path / "big.log"), "huge.log", "bytes")
+
+
+def test_malformed_trace_lines_are_counted_and_reported(tmp_path, cli):
+    (tmp_path / "a.log").write_text("W 0x48788 0x7f\nW 0x48790 0x1\n")
+    (tmp_path / "b.log").write_text("W 0x48788 0x7f\nW 0x4879 zz\nsome other log line\nW 0x48790 0x1\n")
+    r = cli("csr", tmp_path / "a.log", tmp_path / "b.log", "--json")
+    doc = json.loads(r.out)
+    assert (doc["b"]["malformed_lines"], doc["b"]["first_malformed_line"]) == (1, 2)
+    assert doc["b"]["ignored_lines"] == 2 and doc["a"]["malformed_lines"] == 0
+    r = cli("csr", tmp_path / "a.log", tmp_path / "b.log", width=200)
+    assert "1 of them malformed accesses (first at line 2)" in r.out
+
+
+# --- a run output never replaces what is not a run ---------------------------------------------------------
+
+def test_write_run_refuses_the_current_directory_and_foreign_directories(tmp_path, monkeypatch):
+    from forensics.runs.run import write_run
+
+    (tmp_path / "mine.txt").write_text("keep")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InputError, match="current directory"):
+        with write_run(".", "ours", replace=True) as b:
+            b.add_bytes("input", None, b"x")
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "x").write_text("keep")
+    with pytest.raises(InputError, match="non-empty"):
+        with write_run(other, "ours", replace=True) as b:
+            b.add_bytes("input", None, b"x")
+    assert (tmp_path / "mine.txt").read_text() == "keep" and (other / "x").read_text() == "keep"
+    with write_run(tmp_path / "runs" / "a", "ours") as b:  # missing parents are created
+        b.add_bytes("input", None, b"x")
+    with write_run(tmp_path / "runs" / "a", "ours", replace=True) as b:  # a run is replaced
+        b.add_bytes("input", None, b"y")
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == ["a"]
