@@ -542,3 +542,71 @@ def test_write_run_refuses_the_current_directory_and_foreign_directories(tmp_pat
     with write_run(tmp_path / "runs" / "a", "ours", replace=True) as b:  # a run is replaced
         b.add_bytes("input", None, b"y")
     assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == ["a"]
+
+
+# --- Edge TPU package with a huge patch table -------------------------------------------------------------------
+
+def edgetpu_model(rows: int) -> bytes:
+    """A model whose edgetpu-custom-op holds a DWN1 package: one executable with `rows` patch-table rows."""
+    from flatbuffers import flexbuffers
+
+    b = flatbuffers.Builder(0)
+    b.StartObject(4)
+    b.PrependInt16Slot(0, 2, 0)
+    meta = b.EndObject()
+    fos = []
+    for i in range(min(rows, 8)):  # past 8 rows, the rows share tables (quick to build, as hostile files do)
+        b.StartObject(2)
+        b.PrependUOffsetTRelativeSlot(0, meta, 0)
+        b.PrependInt32Slot(1, i, 0)
+        fos.append(b.EndObject())
+    fos += [fos[-1]] * (rows - len(fos))
+    b.StartVector(4, len(fos), 4)
+    for fo in reversed(fos):
+        b.PrependUOffsetTRelative(fo)
+    vec = b.EndVector()
+    bits = b.CreateByteVector(b"\0" * 64)
+    b.StartObject(2)
+    b.PrependUOffsetTRelativeSlot(0, bits, 0)
+    b.PrependUOffsetTRelativeSlot(1, vec, 0)
+    bitstream = b.EndObject()
+    b.StartVector(4, 1, 4)
+    b.PrependUOffsetTRelative(bitstream)
+    bitstreams = b.EndVector()
+    b.StartObject(17)
+    b.PrependUOffsetTRelativeSlot(5, bitstreams, 0)
+    b.Finish(b.EndObject())
+    executable = bytes(b.Output())
+
+    m = flatbuffers.Builder(0)
+    s = m.CreateByteVector(executable)  # a [ubyte] has the layout of a string's bytes
+    m.StartVector(4, 1, 4)
+    m.PrependUOffsetTRelative(s)
+    execs = m.EndVector()
+    m.StartObject(1)
+    m.PrependUOffsetTRelativeSlot(0, execs, 0)
+    m.Finish(m.EndObject())
+    multi = bytes(m.Output())
+
+    p = flatbuffers.Builder(0)
+    mv = p.CreateByteVector(multi)
+    p.StartObject(8)
+    p.PrependUOffsetTRelativeSlot(1, mv, 0)
+    p.Finish(p.EndObject(), file_identifier=b"DWN1")
+    package = bytes(p.Output())
+    return model_with_options(bytes(flexbuffers.Dumps({"4": package})), custom_code="edgetpu-custom-op")
+
+
+def test_a_huge_patch_table_is_bounded(tmp_path, cli):
+    small = tmp_path / "small.tflite"
+    small.write_bytes(edgetpu_model(3))
+    d = json.loads(cli("graph", small, "--json").out)
+    assert [f["offset_bit"] for f in d["edgetpu"]["packages"][0]["executables"][0]["field_offsets"]] == [0, 1, 2]
+    big = tmp_path / "big.tflite"
+    big.write_bytes(edgetpu_model(300_000))
+    assert_one_line_error(guarded("graph", big), "big.tflite", "300,000 rows")
+    shown = tmp_path / "shown.tflite"  # a long table that is read is not printed whole
+    shown.write_bytes(edgetpu_model(1000))
+    r = cli("graph", shown)
+    assert r.code == 0, r.err
+    assert "936 more patch table rows" in r.out and len(r.out.splitlines()) < 200

@@ -21,6 +21,9 @@ from forensics.tflite.options import loads
 EDGETPU_CUSTOM_CODE = "edgetpu-custom-op"
 PACKAGE_KEY = "4"
 PACKAGE_IDENTIFIER = b"DWN1"
+# Real executables patch a few dozen fields; each row costs two tables to read, so a hostile package with
+# 300,000 rows took half a minute. Far more than any compiler writes, far less than that.
+MAX_PATCH_ROWS = 1 << 16
 
 EXECUTABLE_TYPES = {0: "STAND_ALONE", 1: "PARAMETER_CACHING", 2: "EXECUTION_ONLY"}
 DESCRIPTIONS = {0: "BASE_ADDRESS_OUTPUT_ACTIVATION", 1: "BASE_ADDRESS_INPUT_ACTIVATION",
@@ -232,7 +235,12 @@ def _executable(buf: Buffer, index: int, base_address: int) -> Executable:
     root = Node(buf, buf.u32(0, where), where + ("Executable",))
     field_offsets = []
     bitstream_sizes = []
-    for b, bs in enumerate(root.tables(5, "instruction_bitstreams")):  # InstructionBitstream: 0 bitstream
+    bitstreams = root.tables(5, "instruction_bitstreams")
+    rows = sum(bs.vector_len(1, "field_offsets") for bs in bitstreams)
+    if rows > MAX_PATCH_ROWS:
+        raise FormatError(f"the patch table has {rows:,} rows (field_offsets), more than the {MAX_PATCH_ROWS:,} "
+                          "an executable is read with", offset=root.pos, where=root.where + ("instruction_bitstreams",))
+    for b, bs in enumerate(bitstreams):  # InstructionBitstream: 0 bitstream
         bitstream_sizes.append(bs.vector_len(0, "bitstream"))
         for fo in bs.tables(1, "field_offsets"):  # FieldOffset: 0 meta, 1 offset_bit
             meta = fo.table(0, "meta")  # Meta: 0 desc, 1 batch, 2 name, 3 position
