@@ -442,7 +442,8 @@ def cell_marks(geometry: AnchorGeometry, anchors) -> tuple[np.ndarray, ...]:
 
 def _require_grid(geometry: AnchorGeometry) -> None:
     if not geometry.is_grid:
-        raise InputError(f"the anchors have no grid geometry ({geometry.reason}): no per-cell picture possible")
+        raise InputError(f"the anchors have no grid geometry ({geometry.reason}): no per-cell picture possible",
+                         geometry.source)
 
 
 # --- what the commands put in their tables, JSON and pictures ---------------------------------------------------

@@ -610,3 +610,31 @@ def test_a_huge_patch_table_is_bounded(tmp_path, cli):
     r = cli("graph", shown)
     assert r.code == 0, r.err
     assert "936 more patch table rows" in r.out and len(r.out.splitlines()) < 200
+
+
+def test_numpy_runtime_warnings_never_reach_stderr(monkeypatch, cli, capsys, recwarn):
+    import forensics.cli.buffers as buffers
+
+    def noisy(args, out):
+        np.float32(3e38) * np.float32(10)  # overflow: numpy warns
+        np.array([0.0]) / np.array([0.0])  # invalid value
+        from forensics.errors import InputError
+        raise InputError("the one line", "x.bin")
+
+    monkeypatch.setattr(buffers, "cmd_crc", noisy)
+    import warnings
+
+    warnings.simplefilter("default")  # as a user's interpreter: warnings shown
+    r = cli("crc", SC)
+    assert_one_line_error(r, "x.bin: the one line")
+    assert "RuntimeWarning" not in r.err + capsys.readouterr().err
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+
+
+def test_geometry_errors_name_the_anchors_file(tmp_path, cli):
+    d = deps_dir(tmp_path)
+    a = np.fromfile(d / "anchors.bin", "<f4")
+    a[:] = np.nan
+    a.tofile(d / "anchors.bin")
+    assert_one_line_error(cli("anchors", SC, "--deps", d, "--heatmap", tmp_path / "h.png"), "anchors.bin",
+                          "not finite")
