@@ -131,3 +131,22 @@ def layout_from(meta=None, *, record_size=None, offset=None, count=None, fields=
         scale=chosen_scale,
         zero_point=chosen_zp,
     )
+
+
+def value_lanes(layout: RecordLayout, lane: int | None = None) -> tuple[tuple[int, ...], str]:
+    """The lanes whose maximum says how strongly an anchor scores, and a label for them.
+
+    With `lane`, that lane. Otherwise the data lanes after the first (scores: lane 0 is the background class,
+    whose maximum says nothing of objects); with two data lanes, the second; with one, that one.
+    """
+    data_lanes = layout.data_lanes
+    if lane is not None:
+        if not 0 <= lane < layout.record_size:
+            raise InputError(f"--lane {lane} is outside a {layout.record_size}-byte record "
+                             f"(lanes 0..{layout.record_size - 1})")
+        return (lane,), f"lane {lane} ({layout.field_names[lane]})"
+    if len(data_lanes) > 2:
+        return tuple(data_lanes[1:]), "max non-background lane"
+    if len(data_lanes) == 2:
+        return (data_lanes[1],), f"lane {data_lanes[1]} ({layout.field_names[data_lanes[1]]})"
+    return tuple(data_lanes), f"lane {data_lanes[0]} ({layout.field_names[data_lanes[0]]})"

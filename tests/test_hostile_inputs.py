@@ -638,3 +638,42 @@ def test_geometry_errors_name_the_anchors_file(tmp_path, cli):
     a.tofile(d / "anchors.bin")
     assert_one_line_error(cli("anchors", SC, "--deps", d, "--heatmap", tmp_path / "h.png"), "anchors.bin",
                           "not finite")
+
+
+# --- newcomer: COCO scores without a dominant record -----------------------------------------------------------
+
+def _coco_scores(path):
+    rng = np.random.default_rng(0)
+    s = rng.integers(0, 40, (1917, 91), dtype=np.uint8)
+    s[:, 0] = rng.integers(200, 256, 1917)  # background
+    s[500, 18] = 230                        # class 17 (dog in coco_labels.txt) at anchor 500
+    s[1200, 1] = 250                        # a person at anchor 1200 (class 0)
+    s.tofile(path)
+    return s
+
+
+def test_anchors_without_a_dominant_record_leads_with_the_top_scores(tmp_path, cli, shared_data):
+    scores = _coco_scores(tmp_path / "coco.bin")
+    model = shared_data / "ssd_mobilenet_v2_coco_quant_postprocess_segment_1_of_2_edgetpu.tflite"
+    argv = ("anchors", tmp_path / "coco.bin", "--model", model, "--tensor", "convert_scores", "--labels",
+            shared_data / "coco_labels.txt", "--top", "3")
+    r = cli(*argv, width=120)
+    assert r.code == 0, r.err
+    lines = r.out.splitlines()
+    assert lines[0].startswith("no dominant record: 1,917 distinct records in 1,917 anchors")
+    assert "match" not in r.out and "tied" not in r.out + r.err
+    rows = [line.split() for line in lines[4:7]]
+    best = scores[:, 1:].max(axis=1).astype(int)
+    best[[500, 1200]] = -1
+    third = int(np.lexsort((np.arange(1917), -best))[0])  # the highest of the rest, lowest index first
+    assert [row[0] for row in rows] == ["1200", "500", str(third)]
+    assert rows[0][1:3] == ["L1", "r1"] and "0 person" in lines[4] and "17 dog" in lines[5]
+    doc = json.loads(cli(*argv, "--json", "--heatmap", tmp_path / "h.png").out)
+    assert not doc["dominated"]
+    assert [t["index"] for t in doc["top_scores"]][:2] == [1200, 500]
+    assert doc["heatmap"]["marked"] == [t["index"] for t in doc["top_scores"]]  # not every cell
+
+
+def test_a_dominated_buffer_keeps_the_story_view(cli):
+    r = cli("anchors", SC)
+    assert "2,025 / 2,034 anchors match" in r.out and "no dominant record" not in r.out

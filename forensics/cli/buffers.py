@@ -134,8 +134,10 @@ def cmd_anchors(args, out) -> int:
     if args.heatmap or args.grid:
         from forensics.geometry import anchors_heat
 
+        # Without a dominant record every anchor "departs": mark the highest-scoring ones instead.
+        marked = None if result.dominated else tuple(t.index for t in result.top_scores)
         heat = anchors_heat(records_by_anchor(dump, context), context.layout, lane=args.lane,
-                            dominant=result.dominant.record)
+                            dominant=result.dominant.record, marked=marked)
     _emit(args, out, context, result, "nonuniform", lambda: render_anchors(result, geometry=context.geometry),
           heat, "scores per cell")
     return EXIT_SAME
