@@ -102,11 +102,11 @@ def layer_map(layer: Layer, *, tensor_bytes: int | None = None, dump_size: int |
     y_dim, x_dim, z_dim = layer.y_dim, layer.x_dim, layer.z_dim
     where = ("output_layers", layer.name)
     if layer.execution_count_per_inference != 1:
-        raise InputError(f"layer {layer.name!r} executes {layer.execution_count_per_inference} times per "
-                         "inference; relayout supports 1")
+        raise FormatError(f"layer {layer.name!r} executes {layer.execution_count_per_inference} times per "
+                          "inference; relayout supports 1", where=where)
     if layer.has_shape_info:
-        raise InputError(f"layer {layer.name!r} carries slice shape information (multi-batch layout); "
-                         "relayout of that form is not supported")
+        raise FormatError(f"layer {layer.name!r} carries slice shape information (multi-batch layout); "
+                          "relayout of that form is not supported", where=where)
     z_bytes = z_dim * dts
     tensor_size = y_dim * x_dim * z_bytes
     if y_dim == 1 and x_dim == 1 or layer.layout is None:
