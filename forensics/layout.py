@@ -122,6 +122,11 @@ def layout_from(meta=None, *, record_size=None, offset=None, count=None, fields=
     chosen_zp = pick(zero_point, "zero_point")
     if chosen_scale is not None and chosen_zp is None:
         chosen_zp = 0
+    dtype = getattr(meta, "dtype", None) if meta is not None else None
+    low, high = {"uint8": (0, 255), "int8": (-128, 127)}.get(dtype, (-128, 255))
+    if chosen_zp is not None and not low <= chosen_zp <= high:
+        raise InputError(f"zero point {chosen_zp} is outside {dtype or 'uint8/int8'} ({low}..{high})",
+                         getattr(meta, "path", None) if zero_point is None else None)
     return RecordLayout(
         record_size=chosen_size,
         offset=offset or 0,

@@ -677,3 +677,28 @@ def test_anchors_without_a_dominant_record_leads_with_the_top_scores(tmp_path, c
 def test_a_dominated_buffer_keeps_the_story_view(cli):
     r = cli("anchors", SC)
     assert "2,025 / 2,034 anchors match" in r.out and "no dominant record" not in r.out
+
+
+def test_batch_never_leaves_a_csv_without_its_parquet(tmp_path, cli):
+    pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    from tests.runs.runs_support import story_run
+
+    pair = tmp_path / "farm" / "p1"
+    pair.mkdir(parents=True)
+    story_run(pair, "libedgetpu", "a_libedgetpu")
+    story_run(pair, "ours", "b_ours")
+    (tmp_path / "summary.parquet").mkdir()  # the Parquet file cannot be written
+    r = cli("compare", "--batch", tmp_path / "farm", "-o", tmp_path / "summary.csv", "--workers", "1")
+    assert_one_line_error(r, "summary.parquet")
+    assert not (tmp_path / "summary.csv").exists()
+
+
+def test_zero_point_bounded_by_the_dumps_dtype(tmp_path, cli):
+    (tmp_path / "d.bin").write_bytes(b"\0" * 16)
+    (tmp_path / "d.bin.json").write_text(json.dumps({"dtype": "uint8", "scale": 0.5, "zero_point": 300}))
+    assert_one_line_error(cli("diff", tmp_path / "d.bin", tmp_path / "d.bin"), "d.bin.json", "0..255")
+    (tmp_path / "d.bin.json").write_text(json.dumps({"dtype": "uint8", "scale": 0.5}))
+    assert_one_line_error(cli("diff", tmp_path / "d.bin", tmp_path / "d.bin", "--zero-point", "-1"), "0..255")
+    (tmp_path / "d.bin.json").write_text(json.dumps({"dtype": "int8", "scale": 0.5}))
+    assert cli("diff", tmp_path / "d.bin", tmp_path / "d.bin", "--zero-point", "-1").code == 0
