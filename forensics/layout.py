@@ -64,7 +64,7 @@ class RecordLayout:
         if self.scale is not None and not (math.isfinite(self.scale) and self.scale > 0):
             raise InputError(f"scale must be a positive finite number, got {self.scale}")
         if (self.scale is None) != (self.zero_point is None) and self.scale is None:
-            raise InputError("a zero point needs a scale (--scale)")
+            raise InputError("a zero point needs a scale ({scale})", params=True)
 
     @property
     def quantized(self) -> bool:
@@ -147,8 +147,8 @@ def value_lanes(layout: RecordLayout, lane: int | None = None) -> tuple[tuple[in
     data_lanes = layout.data_lanes
     if lane is not None:
         if not 0 <= lane < layout.record_size:
-            raise InputError(f"--lane {lane} is outside a {layout.record_size}-byte record "
-                             f"(lanes 0..{layout.record_size - 1})")
+            raise InputError(f"{{lane}} {lane} is outside a {layout.record_size}-byte record "
+                             f"(lanes 0..{layout.record_size - 1})", params=True)
         return (lane,), f"lane {lane} ({layout.field_names[lane]})"
     if len(data_lanes) > 2:
         return tuple(data_lanes[1:]), "max non-background lane"
