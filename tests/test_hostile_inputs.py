@@ -75,6 +75,14 @@ def model_with_options(options: bytes, custom_code: str = "TFLite_Detection_Post
     return writer.build_model(spec)
 
 
+def _offsets(b, offsets) -> int:
+    """A vector of table (or string) offsets, in the given order."""
+    b.StartVector(4, len(offsets), 4)
+    for off in reversed(offsets):
+        b.PrependUOffsetTRelative(off)
+    return b.EndVector()
+
+
 def shared_shape_model(n: int = 20000) -> bytes:
     """`n` tensors that all point at one Tensor table whose shape has `n` entries (n^2 elements to read)."""
     b = flatbuffers.Builder(0)
@@ -87,21 +95,14 @@ def shared_shape_model(n: int = 20000) -> bytes:
     b.PrependUOffsetTRelativeSlot(0, shape, 0)
     b.PrependUOffsetTRelativeSlot(3, name, 0)
     tensor = b.EndObject()
-    b.StartVector(4, n, 4)
-    for _ in range(n):
-        b.PrependUOffsetTRelative(tensor)
-    tensors = b.EndVector()
+    tensors = _offsets(b, [tensor] * n)
     b.StartObject(5)
     b.PrependUOffsetTRelativeSlot(0, tensors, 0)
     subgraph = b.EndObject()
-    b.StartVector(4, 1, 4)
-    b.PrependUOffsetTRelative(subgraph)
-    subgraphs = b.EndVector()
+    subgraphs = _offsets(b, [subgraph])
     b.StartObject(1)
     buffer = b.EndObject()
-    b.StartVector(4, 1, 4)
-    b.PrependUOffsetTRelative(buffer)
-    buffers = b.EndVector()
+    buffers = _offsets(b, [buffer])
     b.StartObject(5)
     b.PrependUint32Slot(0, 3, 0)
     b.PrependUOffsetTRelativeSlot(2, subgraphs, 0)
@@ -561,40 +562,33 @@ def edgetpu_model(rows: int) -> bytes:
         b.PrependInt32Slot(1, i, 0)
         fos.append(b.EndObject())
     fos += [fos[-1]] * (rows - len(fos))
-    b.StartVector(4, len(fos), 4)
-    for fo in reversed(fos):
-        b.PrependUOffsetTRelative(fo)
-    vec = b.EndVector()
+    vec = _offsets(b, fos)
     bits = b.CreateByteVector(b"\0" * 64)
     b.StartObject(2)
     b.PrependUOffsetTRelativeSlot(0, bits, 0)
     b.PrependUOffsetTRelativeSlot(1, vec, 0)
     bitstream = b.EndObject()
-    b.StartVector(4, 1, 4)
-    b.PrependUOffsetTRelative(bitstream)
-    bitstreams = b.EndVector()
+    bitstreams = _offsets(b, [bitstream])
     b.StartObject(17)
     b.PrependUOffsetTRelativeSlot(5, bitstreams, 0)
     b.Finish(b.EndObject())
     executable = bytes(b.Output())
 
-    m = flatbuffers.Builder(0)
-    s = m.CreateByteVector(executable)  # a [ubyte] has the layout of a string's bytes
-    m.StartVector(4, 1, 4)
-    m.PrependUOffsetTRelative(s)
-    execs = m.EndVector()
-    m.StartObject(1)
-    m.PrependUOffsetTRelativeSlot(0, execs, 0)
-    m.Finish(m.EndObject())
-    multi = bytes(m.Output())
-
-    p = flatbuffers.Builder(0)
-    mv = p.CreateByteVector(multi)
-    p.StartObject(8)
-    p.PrependUOffsetTRelativeSlot(1, mv, 0)
-    p.Finish(p.EndObject(), file_identifier=b"DWN1")
-    package = bytes(p.Output())
+    multi = _table_holding(executable, fields=1, slot=0, in_vector=True)  # MultiExecutable: [string]
+    package = _table_holding(multi, fields=8, slot=1, identifier=b"DWN1")  # Package: serialized_multi_executable
     return model_with_options(bytes(flexbuffers.Dumps({"4": package})), custom_code="edgetpu-custom-op")
+
+
+def _table_holding(blob: bytes, *, fields: int, slot: int, in_vector: bool = False, identifier=None) -> bytes:
+    """A flatbuffer whose root table has `blob` as a [ubyte] at `slot` (or as the one string of a vector)."""
+    b = flatbuffers.Builder(0)
+    value = b.CreateByteVector(blob)  # a [ubyte] has the layout of a string's bytes
+    if in_vector:
+        value = _offsets(b, [value])
+    b.StartObject(fields)
+    b.PrependUOffsetTRelativeSlot(slot, value, 0)
+    b.Finish(b.EndObject(), file_identifier=identifier)
+    return bytes(b.Output())
 
 
 def test_a_huge_patch_table_is_bounded(tmp_path, cli):
