@@ -93,7 +93,7 @@ class BatchResult:
         try:
             import pandas as pd
         except ImportError:
-            raise DependencyError("batch summaries need pandas: pip install 'forensics[tables]'") from None
+            raise DependencyError("batch summaries need pandas: pip install 'forensics[export]'") from None
         return pd.DataFrame(list(self.rows), columns=list(COLUMNS))
 
     def to_dict(self) -> dict:
@@ -130,7 +130,7 @@ def write_summary(result: BatchResult, output) -> BatchResult:
     try:
         import pyarrow  # noqa: F401  (pandas' Parquet engine)
     except ImportError:
-        raise DependencyError("Parquet output needs pyarrow: pip install 'forensics[tables]'") from None
+        raise DependencyError("Parquet output needs pyarrow: pip install 'forensics[export]'") from None
     import io
 
     # Both tables are made in memory first and then renamed into place: a failure leaves neither file
