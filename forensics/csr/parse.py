@@ -469,39 +469,6 @@ def _repetitive(lines: list) -> bool:
 
 def _parse_log(text: str, path, table) -> Trace:
     lines = text.splitlines()
-<<<<<<< HEAD
-    with gc_paused():
-        if not _repetitive(lines):
-            # Mostly distinct lines (glog timestamps): classify every line where it is.
-            per_line, others = _classify(lines, text)
-        else:
-            # A few lines over and over: classify each distinct line once.
-            distinct = list(dict.fromkeys(lines))
-            verdicts, others = _classify(distinct, text)
-            per_line = list(map(dict(zip(distinct, verdicts)).__getitem__, lines))
-        ignored = per_line.count(None)
-        malformed, first_malformed = _malformed(lines, per_line) if ignored else (0, None)
-        items = list(filter(None, per_line))
-        line_nos = list(compress(count(1), per_line))
-        snapshot: dict[int, int] = {}
-        if not others:
-            protos, proto_lines = items, line_nos
-            formats = dict(Counter(map(itemgetter(0), protos)))
-        else:
-            is_proto = list(map(isinstance, items, repeat(_Proto)))
-            protos = list(compress(items, is_proto))
-            proto_lines = list(compress(line_nos, is_proto))
-            formats, unresolved = _snapshot_lines(items, line_nos, snapshot, path, table)
-            ignored += unresolved
-        accesses = list(map(tuple.__new__, _ACCESS, map(add, map(add, map(itemgetter(1), protos), zip(proto_lines)),
-                                                            map(itemgetter(2), protos))))
-        if accesses:
-            # A trace wins: `0x48788 = 0x7f` lines inside a log are counted under "snapshot" but not used.
-            polled = collapse_polls(accesses, list(map(itemgetter(3), protos)))
-            return Trace(path=path, kind="trace", accesses=tuple(polled), formats=formats, lines=len(lines),
-                         ignored=ignored + formats.get(FORMAT_SNAPSHOT, 0), raw_accesses=len(accesses),
-                         malformed=malformed, first_malformed=first_malformed)
-=======
     if not _repetitive(lines):
         # Mostly distinct lines (glog timestamps): classify every line where it is.
         per_line, others = _classify(lines, text)
@@ -511,6 +478,7 @@ def _parse_log(text: str, path, table) -> Trace:
         verdicts, others = _classify(distinct, text)
         per_line = list(map(dict(zip(distinct, verdicts)).__getitem__, lines))
     ignored = per_line.count(None)
+    malformed, first_malformed = _malformed(lines, per_line) if ignored else (0, None)
     items = list(filter(None, per_line))
     line_nos = list(compress(count(1), per_line))
     snapshot: dict[int, int] = {}
@@ -534,8 +502,8 @@ def _parse_log(text: str, path, table) -> Trace:
         # A trace wins: `0x48788 = 0x7f` lines inside a log are counted under "snapshot" but not used.
         polled = collapse_polls(accesses, list(map(itemgetter(3), protos)))
         return Trace(path=path, kind="trace", accesses=tuple(polled), formats=formats, lines=len(lines),
-                     ignored=ignored + formats.get(FORMAT_SNAPSHOT, 0), raw_accesses=len(accesses))
->>>>>>> main
+                     ignored=ignored + formats.get(FORMAT_SNAPSHOT, 0), raw_accesses=len(accesses),
+                     malformed=malformed, first_malformed=first_malformed)
     if snapshot:
         return Trace(path=path, kind="snapshot", snapshot=snapshot, formats=formats, lines=len(lines),
                      ignored=ignored)
