@@ -89,7 +89,7 @@ class _Reader(threading.Thread):
 
     def run(self):
         try:
-            with open(self.dump.path, "rb", buffering=0) as fh:
+            with self.dump.open() as fh:
                 fh.seek(self.dump.data_offset)
                 for lo, hi in self.bounds:
                     buf = self.free.get()

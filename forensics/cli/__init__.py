@@ -24,6 +24,7 @@ COMMAND_MODULES = (  # in the order a bring-up goes: bytes, model, decode, runs,
     "forensics.cli.runs",
     "forensics.cli.diagnose",
     "forensics.cli.csr",
+    "forensics.cli.evidence",
 )
 
 # Which module registers which command, so that running one command imports only its module (every
@@ -37,6 +38,8 @@ COMMAND_HOMES = {
     "capture": "forensics.cli.runs", "ingest": "forensics.cli.runs", "compare": "forensics.cli.runs",
     "diagnose": "forensics.cli.diagnose",
     "csr": "forensics.cli.csr",
+    "import": "forensics.cli.evidence", "fingerprint": "forensics.cli.evidence", "verify": "forensics.cli.evidence",
+    "demo": "forensics.cli.evidence",
 }
 
 
@@ -76,6 +79,38 @@ def build_parser(command: str | None = None) -> ArgumentParser:
     return parser
 
 
+class _notices_to:  # noqa: N801 - a context manager
+    """Print the library's DumpNotice warnings (how a dump was read) as one stderr line each."""
+
+    def __init__(self, out):
+        self.out = out
+
+    def __enter__(self):
+        import warnings
+
+        from forensics.dump import DumpNotice, DumpWarning
+
+        self._catch = warnings.catch_warnings()
+        self._catch.__enter__()
+        warnings.simplefilter("always", DumpNotice)
+        warnings.simplefilter("always", DumpWarning)
+        previous = warnings.showwarning
+
+        def show(message, category, filename, lineno, file=None, line=None):
+            if issubclass(category, DumpWarning):
+                self.out.warn(str(message))
+            elif issubclass(category, DumpNotice):
+                self.out.error(f"forensics: note: {message}")
+            else:
+                previous(message, category, filename, lineno, file, line)
+
+        warnings.showwarning = show
+        return self
+
+    def __exit__(self, *exc):
+        return self._catch.__exit__(*exc)
+
+
 def main(argv=None, stdout=None, stderr=None) -> int:
     from forensics.render.console import Output
 
@@ -95,7 +130,8 @@ def main(argv=None, stdout=None, stderr=None) -> int:
         return EXIT_ERROR
     out = Output(stdout, stderr, width=args.width, color=args.color)
     try:
-        return int(args.handler(args, out))
+        with _notices_to(out):
+            return int(args.handler(args, out))
     except ForensicsError as exc:
         if args.traceback:
             import traceback

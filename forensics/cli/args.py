@@ -88,3 +88,52 @@ def add_layout_flags(parser: argparse.ArgumentParser, *, count: bool = True) -> 
     group.add_argument("--scale", type=positive_float, default=None, metavar="S",
                        help="uint8 quantization scale (e.g. 0.00390625 or 1/256)")
     group.add_argument("--zero-point", type=int, default=None, metavar="Z", help="uint8 quantization zero point")
+
+
+def gap_fill_byte(text: str) -> int:
+    value = non_negative_int(text)
+    if value > 255:
+        raise argparse.ArgumentTypeError(f"must be a byte value 0-255, got {value}")
+    return value
+
+
+def add_slice_flags(parser: argparse.ArgumentParser, *, offset: bool = True, length: bool = True) -> None:
+    """--offset/--length (a slice of every dump the command reads, e.g. the tensor in a page-rounded DMA
+    allocation) and --gap-fill (for text dumps with holes). Commands whose layout flags already define
+    --offset pass offset=False: there `--offset` cuts the slice only together with --length."""
+    group = parser.add_argument_group("which bytes of each dump (text dumps and DMA allocations)")
+    if offset:
+        group.add_argument("--offset", type=non_negative_int, default=None, metavar="BYTES",
+                           help="read each dump from this byte offset (a slice)")
+    if length:
+        group.add_argument("--length", type=positive_int, default=None, metavar="BYTES",
+                           help="read this many bytes of each dump from --offset (e.g. the tensor's size_bytes "
+                                "in a page-rounded allocation); model size checks apply to the slice")
+    group.add_argument("--gap-fill", type=gap_fill_byte, default=None, metavar="BYTE",
+                       help="text dumps: fill holes between addresses with this byte instead of failing")
+
+
+def dump_options(args) -> dict:
+    """open_dump keywords from the slice flags. With layout flags, `--offset` alone stays the layout offset
+    (records start there); `--offset` with `--length` cuts the slice and the layout starts at its byte 0."""
+    options: dict = {}
+    length = getattr(args, "length", None) if getattr(args, "_slice_length", True) else None
+    offset = getattr(args, "offset", None)
+    if getattr(args, "_layout_offset", False):
+        if length is not None:
+            options.update(offset=offset or 0, length=length)
+    else:
+        if offset:
+            options["offset"] = offset
+        if length is not None:
+            options["length"] = length
+    if getattr(args, "gap_fill", None) is not None:
+        options["gap_fill"] = args.gap_fill
+    return options
+
+
+def layout_offset(args):
+    """The layout offset a record command uses: `--offset`, unless --length made it a slice."""
+    if getattr(args, "_layout_offset", False) and getattr(args, "length", None) is not None:
+        return None
+    return getattr(args, "offset", None)

@@ -134,7 +134,7 @@ class _Readers:
         self.bufs = [bytearray(chunk) for _ in self.dumps]
         try:
             for d in self.dumps:
-                self.files.append(open(d.path, "rb", buffering=0))
+                self.files.append(d.open())
         except OSError as exc:
             self.close()
             raise InputError(f"cannot read: {exc.strerror or exc}", d.path) from None
