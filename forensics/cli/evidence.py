@@ -56,7 +56,7 @@ def cmd_verify(args, out) -> int:
 
 
 def cmd_demo(args, out) -> int:
-    from forensics.demo import run_demo
+    from forensics.cli.demo import run_demo
 
     return run_demo(out, json=args.json)
 
