@@ -345,10 +345,8 @@ def _assign(tags: list, files: list[str], buffers: dict[str, str]) -> dict:
             out[tag] = stems[tag.lower()]
         elif tag is not None and tag.lower() in {t.lower() for t in buffers}:
             out[tag] = next(v for k, v in buffers.items() if k.lower() == tag.lower())
-        elif len(files) == 1 and not buffers:
+        elif len(files) == 1:  # the only positional file takes every buffer not named otherwise
             out[tag] = files[0]
-        elif len(files) + len(buffers) == 1:
-            out[tag] = files[0] if files else next(iter(buffers.values()))
     return out
 
 

@@ -137,3 +137,12 @@ def layout_offset(args):
     if getattr(args, "_layout_offset", False) and getattr(args, "length", None) is not None:
         return None
     return getattr(args, "offset", None)
+
+
+def crc_value(text: str) -> int:
+    """A CRC32 as logged: `0x1234abcd`, `1234ABCD`."""
+    cleaned = text.strip().lower()
+    cleaned = cleaned[2:] if cleaned.startswith("0x") else cleaned
+    if not 1 <= len(cleaned) <= 8 or any(c not in "0123456789abcdef" for c in cleaned):
+        raise argparse.ArgumentTypeError(f"expected a CRC32 like 0x1234abcd, got {text!r}")
+    return int(cleaned, 16)

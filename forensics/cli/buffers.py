@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 
-from forensics.cli.args import add_layout_flags, hex_pattern, non_negative_int, positive_int
+from forensics.cli.args import add_layout_flags, add_slice_flags, crc_value, hex_pattern, non_negative_int, positive_int
 
 EXIT_SAME, EXIT_DIFFERENT = 0, 1
 
@@ -72,7 +72,12 @@ def cmd_crc(args, out) -> int:
     from forensics.crc import crc_files
     from forensics.render.buffers import render_crc
 
-    report = crc_files(args.files, chunk_size=args.chunk)
+    from forensics.cli.args import dump_options
+    from forensics.render.progress import progress_for
+
+    with progress_for(out, args, "crc32") as progress:
+        report = crc_files(args.files, chunk_size=args.chunk, expect=args.expect, progress=progress,
+                           **dump_options(args))
     if args.json:
         out.json(report.to_dict())
     else:
@@ -210,6 +215,9 @@ def register(subparsers, parents) -> None:
     p.add_argument("files", nargs="+", metavar="FILE")
     p.add_argument("--chunk", type=positive_int, default=None, metavar="N",
                    help="also CRC32 every N-byte chunk and name the first differing one (e.g. one image row)")
+    p.add_argument("--expect", type=crc_value, default=None, metavar="0xCRC32",
+                   help="the CRC32 every file should have (e.g. one a driver logged); exit 1 when one differs")
+    add_slice_flags(p)
     p.set_defaults(handler=cmd_crc)
 
     p = subparsers.add_parser(

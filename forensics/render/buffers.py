@@ -87,9 +87,18 @@ def render_crc(report) -> list:
         elif len(report.files) == 2:
             line += "; every chunk matches"
         out.append(Text(line))
+    if report.expect is not None:
+        wrong = [f for f, ok in zip(report.files, report.expect_matches) if not ok]
+        if wrong:
+            out.append(verdict("DIFFER", "; ".join(f"{f.path}: CRC32 {format_crc(f.crc32)}, expected "
+                                                   f"{format_crc(report.expect)}" for f in wrong)))
+        else:
+            out.append(verdict("MATCH", f"CRC32 {format_crc(report.expect)} as expected"
+                                        + (f" ({report.files[0].path})" if len(report.files) == 1 else
+                                           f" in all {len(report.files)} files")))
     if report.compared:
         n = len(report.files)
-        if report.match:
+        if all(report.matches):
             first = report.files[0]
             out.append(verdict("MATCH", f"{n} files, {first.size:,} bytes each, CRC32 {format_crc(first.crc32)}"))
         else:
