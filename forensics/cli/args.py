@@ -114,12 +114,15 @@ def add_slice_flags(parser: argparse.ArgumentParser, *, offset: bool = True, len
 
 
 def dump_options(args) -> dict:
-    """open_dump keywords from the slice flags. With layout flags, `--offset` alone stays the layout offset
-    (records start there); `--offset` with `--length` cuts the slice and the layout starts at its byte 0."""
+    """open_dump keywords from the slice flags. With layout flags (`_layout_offset`), `--offset` alone stays
+    the layout offset (records start there); `--offset` with `--length` cuts the slice and the layout starts
+    at its byte 0. Commands whose --offset/--length pick their own region (`_own_region`: coverage, hexdump)
+    pass only --gap-fill."""
     options: dict = {}
-    length = getattr(args, "length", None) if getattr(args, "_slice_length", True) else None
-    offset = getattr(args, "offset", None)
-    if getattr(args, "_layout_offset", False):
+    offset, length = getattr(args, "offset", None), getattr(args, "length", None)
+    if getattr(args, "_own_region", False):
+        pass
+    elif getattr(args, "_layout_offset", False):
         if length is not None:
             options.update(offset=offset or 0, length=length)
     else:

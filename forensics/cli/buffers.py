@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 
-from forensics.cli.args import add_layout_flags, add_slice_flags, crc_value, hex_pattern, non_negative_int, positive_int
+from forensics.cli.args import (add_layout_flags, add_slice_flags, crc_value, dump_options, hex_pattern, layout_offset,
+                                non_negative_int, positive_int)
 
 EXIT_SAME, EXIT_DIFFERENT = 0, 1
 
@@ -13,7 +14,7 @@ def _context(args, dump):
     from forensics.modeldumps import dump_context
 
     return dump_context(dump, model=args.model, tensor=args.tensor, labels=args.labels,
-                        deps=getattr(args, "deps", None), record_size=args.record, offset=args.offset,
+                        deps=getattr(args, "deps", None), record_size=args.record, offset=layout_offset(args),
                         count=getattr(args, "count", None), fields=args.fields, pad_lanes=args.pad,
                         scale=args.scale, zero_point=args.zero_point)
 
@@ -72,7 +73,6 @@ def cmd_crc(args, out) -> int:
     from forensics.crc import crc_files
     from forensics.render.buffers import render_crc
 
-    from forensics.cli.args import dump_options
     from forensics.render.progress import progress_for
 
     with progress_for(out, args, "crc32") as progress:
@@ -94,12 +94,12 @@ def cmd_diff(args, out) -> int:
 
     from forensics.modeldumps import records_by_anchor, remap_indices
 
-    dump_a, dump_b = open_dump(args.a), open_dump(args.b)
+    dump_a, dump_b = open_dump(args.a, **dump_options(args)), open_dump(args.b, **dump_options(args))
     context = _context(args, dump_a if dump_a.meta is not None or dump_b.meta is None else dump_b)
     if context.view is not None:
         from forensics.modeldumps import tensor_view
 
-        other = tensor_view(dump_b, args.model, args.tensor)
+        other = tensor_view(dump_b, args.model, args.tensor)  # B's size (the slice, with --length) decides
         if other.mode != context.view.mode:
             from forensics.errors import InputError
 
@@ -129,7 +129,7 @@ def cmd_anchors(args, out) -> int:
 
     from forensics.modeldumps import records_by_anchor, remap_indices
 
-    dump = open_dump(args.file)
+    dump = open_dump(args.file, **dump_options(args))
     context = _context(args, dump)
     _check_picture_flags(args, context)
     result = analyse_anchors(dump, context.layout, nonuniform=args.nonuniform, top=args.top,
@@ -153,7 +153,7 @@ def cmd_coverage(args, out) -> int:
     from forensics.dump import open_dump
     from forensics.render.buffers import render_coverage
 
-    dump = open_dump(args.file)
+    dump = open_dump(args.file, **dump_options(args))
     result = analyse_coverage(dump, args.sentinel, min_run=args.min_run, offset=args.offset or 0,
                               length=args.length)
     if args.json:
@@ -170,8 +170,8 @@ def cmd_hexdump(args, out) -> int:
     from forensics.hexdump import hexdump
     from forensics.render.buffers import render_hexdump
 
-    dump_a = open_dump(args.file)
-    dump_b = open_dump(args.file2) if args.file2 else None
+    dump_a = open_dump(args.file, **dump_options(args))
+    dump_b = open_dump(args.file2, **dump_options(args)) if args.file2 else None
     if args.anchor is not None and args.byte_offset is not None:
         from forensics.errors import InputError
 
@@ -233,7 +233,8 @@ def register(subparsers, parents) -> None:
                    help="list at most N differing records (default 20; 0 = all)")
     p.add_argument("--all", action="store_true", help="list every differing record")
     _add_model_flags(p)
-    p.set_defaults(handler=cmd_diff)
+    add_slice_flags(p, offset=False)
+    p.set_defaults(handler=cmd_diff, _layout_offset=True)
 
     p = subparsers.add_parser(
         "anchors", parents=parents, help="the dominant record and the anchors that depart from it",
@@ -249,7 +250,8 @@ def register(subparsers, parents) -> None:
                    help="list at most N departing anchors (default 1000; 0 = all)")
     p.add_argument("--all", action="store_true", help="list every departing anchor")
     _add_model_flags(p)
-    p.set_defaults(handler=cmd_anchors)
+    add_slice_flags(p, offset=False)
+    p.set_defaults(handler=cmd_anchors, _layout_offset=True)
 
     p = subparsers.add_parser(
         "coverage", parents=parents, help="how much of a sentinel-prefilled buffer the device wrote",
@@ -262,7 +264,8 @@ def register(subparsers, parents) -> None:
                    help="shortest run that counts as untouched (default 8, as libedgetpu's check)")
     p.add_argument("--offset", type=non_negative_int, default=None, metavar="BYTES")
     p.add_argument("--length", type=positive_int, default=None, metavar="BYTES")
-    p.set_defaults(handler=cmd_coverage)
+    add_slice_flags(p, offset=False, length=False)
+    p.set_defaults(handler=cmd_coverage, _own_region=True)
 
     p = subparsers.add_parser(
         "hexdump", parents=parents, help="hex + ASCII view by record, two files side by side",
@@ -277,4 +280,5 @@ def register(subparsers, parents) -> None:
                    help="start at this byte offset (default: the layout offset)")
     p.add_argument("--length", type=positive_int, default=None, metavar="BYTES", help="bytes to show (default 256)")
     _add_model_flags(p, geometry=False, pictures=False)
-    p.set_defaults(handler=cmd_hexdump)
+    add_slice_flags(p, offset=False, length=False)
+    p.set_defaults(handler=cmd_hexdump, _own_region=True)

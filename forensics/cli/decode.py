@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from forensics.cli.args import positive_float
+from forensics.cli.args import add_slice_flags, dump_options, positive_float
 
 EXIT_OK, EXIT_DIFFERENT = 0, 1
 
@@ -101,7 +101,8 @@ def cmd_decode(args, out) -> int:
         deps, relayouts, tail = deps_from_model(args.model)
     report = decode_dumps(deps, args.boxes, args.scores, layout=args.layout, rounding=args.dequantize,
                           image=args.image, image_wh=args.image_size, input_wh=args.input_size,
-                          labels_path=args.labels, replay=args.replay, relayouts=relayouts, tail_model=tail)
+                          labels_path=args.labels, replay=args.replay, relayouts=relayouts, tail_model=tail,
+                          dump_options=dump_options(args))
     geometry = infer_geometry(deps.anchors, source=deps.source)
     drawn = None
     if overlaying:
@@ -114,7 +115,7 @@ def cmd_decode(args, out) -> int:
         else:
             other = decode_dumps(deps, args.overlay_boxes, args.overlay_scores, layout=args.layout,
                                  rounding=args.dequantize, input_wh=args.input_size, labels_path=args.labels,
-                                 relayouts=relayouts).rows()
+                                 relayouts=relayouts, dump_options=dump_options(args)).rows()
             source = f"{args.overlay_boxes} + {args.overlay_scores}"
         picture, summary = render_overlay(report, other, names=args.names or ("other", "this"), image=args.image,
                                           image_size=args.image_size, score_threshold=args.score_threshold,
@@ -206,6 +207,7 @@ def register(subparsers, parents) -> None:
                    help="show (and draw) only rows scoring >= S; never changes the kernel's result")
     p.add_argument("--replay", action="store_true",
                    help="also run the official kernel in LiteRT on the same bytes: MATCH / MISMATCH")
+    add_slice_flags(p)
     p.set_defaults(handler=cmd_decode)
 
     p = subparsers.add_parser(

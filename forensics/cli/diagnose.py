@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from forensics.cli.args import add_layout_flags, hex_pattern, non_negative_int, positive_int
+from forensics.cli.args import (add_layout_flags, add_slice_flags, dump_options, hex_pattern, layout_offset,
+                                non_negative_int, positive_int)
 
 EXIT_CLEAN, EXIT_FOUND = 0, 1
 
@@ -15,7 +16,7 @@ def _context(args, dump_a, dump_b):
 
     if args.model is not None and args.tensor is None:
         raise InputError("--model needs --tensor (the output tensor the dumps hold)")
-    flags = dict(record_size=args.record, offset=args.offset, fields=args.fields, pad_lanes=args.pad,
+    flags = dict(record_size=args.record, offset=layout_offset(args), fields=args.fields, pad_lanes=args.pad,
                  scale=args.scale, zero_point=args.zero_point)
     if args.tensor is None:
         return dump_context(dump_a if dump_a.meta is not None else dump_b, **flags)
@@ -33,8 +34,9 @@ def cmd_diagnose(args, out) -> int:
     from forensics.render.diagnose import render_diagnose
     from forensics.runs.diagnose import diagnose_dumps
 
-    dump_a, dump_b = open_dump(args.a), open_dump(args.b)
-    previous = open_dump(args.previous) if args.previous else None
+    options = dump_options(args)
+    dump_a, dump_b = open_dump(args.a, **options), open_dump(args.b, **options)
+    previous = open_dump(args.previous, **options) if args.previous else None
     context = _context(args, dump_a, dump_b)
     sentinels = [(f"0x{p.hex().upper()}", p) for p in (args.sentinel or ())]
     result = diagnose_dumps(dump_a, dump_b, layout=context.layout, previous=previous, model_view=context.view,
@@ -70,4 +72,5 @@ def register(subparsers, parents) -> None:
                    help="the head window a quick look covers (default 256)")
     p.add_argument("--max-shift", type=non_negative_int, default=64 << 10, metavar="BYTES",
                    help="search for shifts up to this many bytes either way (default 65536)")
-    p.set_defaults(handler=cmd_diagnose)
+    add_slice_flags(p, offset=False)
+    p.set_defaults(handler=cmd_diagnose, _layout_offset=True)

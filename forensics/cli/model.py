@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from forensics.cli.args import parse_int
+from forensics.cli.args import add_slice_flags, dump_options, parse_int
 
 EXIT_OK = 0
 
@@ -67,7 +67,7 @@ def cmd_relayout(args, out) -> int:
         raise InputError(f"no Edge TPU output layer named {args.layer!r} (output layers: "
                          f"{', '.join(names) or 'none: not an Edge TPU model'})", args.model)
     lmap = layer_map(layer)
-    data = open_dump(args.input, use_sidecar=False).read_array()  # a .bin, or a .npy's data bytes
+    data = open_dump(args.input, use_sidecar=False, **dump_options(args)).read_array()  # .bin/.npy data/text
     try:
         result = inverse_relayout(data, lmap, args.pad_byte) if args.inverse else relayout(data, lmap)
     except InputError as exc:
@@ -123,4 +123,5 @@ def register(subparsers, parents) -> None:
     p.add_argument("--inverse", action="store_true", help="tensor -> raw")
     p.add_argument("--pad-byte", type=_byte, default=0x80, metavar="B",
                    help="value of padding bytes with --inverse (default 0x80)")
+    add_slice_flags(p)
     p.set_defaults(handler=cmd_relayout)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from forensics.cli.args import positive_int
+from forensics.cli.args import add_slice_flags, positive_int
 
 EXIT_SAME, EXIT_DIFFERENT = 0, 1
 
@@ -38,7 +38,9 @@ def cmd_ingest(args, out) -> int:
     from forensics.render.runs import render_ingest
     from forensics.runs.ingest import ingest
 
-    result = ingest(args.run, args.source, args.buffers, model=args.model)
+    from forensics.cli.args import dump_options
+
+    result = ingest(args.run, args.source, args.buffers, model=args.model, dump_options=dump_options(args))
     for label in result.replaced:
         out.warn(f"{args.run}: replaced the run's {label} buffer")
     if args.json:
@@ -159,6 +161,7 @@ def register(subparsers, parents) -> None:
     p.add_argument("buffers", nargs="+", metavar="STAGE[:TENSOR]=FILE")
     p.add_argument("--source", required=True, metavar="NAME", help="who produced the dumps (e.g. ours, libedgetpu)")
     p.add_argument("--model", metavar="MODEL", help="the model the dumps belong to (sha256, layouts, relayout)")
+    add_slice_flags(p)
     p.set_defaults(handler=cmd_ingest)
 
     p = subparsers.add_parser(

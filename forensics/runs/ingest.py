@@ -88,8 +88,12 @@ def _sidecar_meta(path: str) -> dict:
     return {k: v for k, v in out.items() if v is not None}
 
 
-def ingest(run_path, source: str, specs, *, model=None) -> IngestResult:
-    """Create the run at `run_path` or add to it (atomically: the old run stays whole until the new one is in)."""
+def ingest(run_path, source: str, specs, *, model=None, dump_options: dict | None = None) -> IngestResult:
+    """Create the run at `run_path` or add to it (atomically: the old run stays whole until the new one is in).
+
+    `dump_options` (offset, length, gap_fill) go to open_dump for every dump: a text dump is stored as the
+    bytes it shows and a slice as its bytes, and the manifest records `source_format` and `slice`."""
+    dump_options = dict(dump_options or {})
     run_path = os.fspath(run_path)
     specs = [s if isinstance(s, IngestSpec) else parse_spec(s) for s in specs]
     if not specs:
@@ -128,10 +132,10 @@ def ingest(run_path, source: str, specs, *, model=None) -> IngestResult:
                     meta.update(_tensor_meta(opened, s.tensor))
                 if s.stage == "raw":
                     meta.pop("shape", None)  # a sidecar's tensor shape is not the raw buffer's
-                builder.add_file(s.stage, s.tensor, s.path, from_file=os.path.abspath(s.path), **meta)
+                _add_dump(builder, s, meta, dump_options)
                 added.append(s.label)
                 if s.stage == "raw" and opened is not None and ("tensor", s.tensor) not in given:
-                    if _relayout_into(builder, opened, s):
+                    if _relayout_into(builder, opened, s, dump_options):
                         relayouted.append(s.tensor)
             replaced = list(builder.replaced)
     finally:
@@ -140,7 +144,22 @@ def ingest(run_path, source: str, specs, *, model=None) -> IngestResult:
     return IngestResult(load_run(run_path), created, tuple(added), tuple(replaced), tuple(relayouted))
 
 
-def _relayout_into(builder, model, spec: IngestSpec) -> bool:
+def _add_dump(builder, spec: IngestSpec, meta: dict, dump_options: dict) -> None:
+    """Copy a binary dump as it is; store a text dump's decoded bytes or a slice's bytes, saying so."""
+    from forensics.dump import open_dump
+
+    dump = open_dump(spec.path, use_sidecar=False, **dump_options)
+    if dump.text is None and dump.slice is None:
+        builder.add_file(spec.stage, spec.tensor, spec.path, from_file=os.path.abspath(spec.path), **meta)
+        return
+    extra = {"source_format": dump.source_format} if dump.text is not None else {}
+    if dump.slice is not None:
+        extra["slice"] = dump.slice
+    builder.add_bytes(spec.stage, spec.tensor, dump.read(0, dump.size), from_file=os.path.abspath(spec.path),
+                      **extra, **meta)
+
+
+def _relayout_into(builder, model, spec: IngestSpec, dump_options: dict | None = None) -> bool:
     """Add `tensor:NAME` from a raw dump of the Edge TPU output layer NAME; False when the model has no such layer."""
     import numpy as np
 
@@ -156,7 +175,7 @@ def _relayout_into(builder, model, spec: IngestSpec) -> bool:
     if layer is None:
         return False
     m = layer_map(layer)
-    dump = open_dump(spec.path, use_sidecar=False)
+    dump = open_dump(spec.path, use_sidecar=False, **(dump_options or {}))
     if dump.size != m.raw_size:
         raise InputError(f"is {dump.size} bytes; the Edge TPU writes {spec.tensor!r} as {m.raw_size} bytes (raw) "
                          f"and the tensor is {m.tensor_size} bytes: ingest it as tensor:{spec.tensor}=FILE if it "
