@@ -57,6 +57,10 @@ def _pictures(args, out, context, heat, title: str, doc: dict | None):
         picture.save(args.heatmap)
         if doc is not None:
             doc["heatmap"] = {"path": args.heatmap, **picture.to_dict(), **heat.to_dict()}
+        else:
+            from forensics.render.style import wrote
+
+            out.print(wrote(args.heatmap))
     if args.grid and doc is None:
         from forensics.render.grid import grid_for
 

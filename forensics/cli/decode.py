@@ -134,6 +134,10 @@ def cmd_decode(args, out) -> int:
             out.print(f"drew {n_b} {name_b} box(es) in red and {n_a} {name_a} box(es) in green on {drawn['output']}")
         elif drawn:
             out.print(f"drew {drawn['boxes']} box(es) on {drawn['output']}")
+        if drawn:
+            from forensics.render.style import wrote
+
+            out.print(wrote(drawn["output"]))
     if report.replay is not None and not report.replay.match:
         return EXIT_DIFFERENT
     return EXIT_OK

@@ -104,7 +104,9 @@ def cmd_compare(args, out) -> int:
     else:
         out.print(*render_compare(result))
         if args.html:
-            out.print(f"wrote {args.html}")
+            from forensics.render.style import wrote
+
+            out.print(wrote(args.html))
     return EXIT_SAME if result.match else EXIT_DIFFERENT
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.table import Table  # noqa: F401  (type of the tables returned)
 from rich.text import Text
 
-from forensics.render.style import table as styled_table, verdict
+from forensics.render.style import table as styled_table, verdict, wrote
 
 
 def _f(v: float, digits: int = 3) -> str:
@@ -147,8 +147,8 @@ def render_replay(replay) -> Text:
 
 
 def render_tail(result: dict) -> list:
-    return [Text(f"wrote {result['output']}: {result['operators']} operator(s) after removing "
-                 f"{result['removed']!r}; inputs now {', '.join(result['inputs'])} ({result['size_bytes']} bytes)")]
+    return [Text(f"{result['operators']} operator(s) after removing {result['removed']!r}; inputs now "
+                 f"{', '.join(result['inputs'])}"), Text(wrote(result['output']))]
 
 
 def render_anchors_gen(result: dict, show: int = 5) -> list:
@@ -164,7 +164,7 @@ def render_anchors_gen(result: dict, show: int = 5) -> list:
     if result["anchors"] and show:
         out.append(table)
     if result.get("output"):
-        out.append(Text(f"wrote {result['output']} (float32 [N, 4] ycenter, xcenter, h, w)"))
+        out.append(Text(f"{wrote(result['output'])}: float32 [N, 4] ycenter, xcenter, h, w"))
     check = result.get("check")
     if check is not None:
         if check["matches"]:

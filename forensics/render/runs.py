@@ -12,6 +12,7 @@ from forensics.crc import format_crc
 from forensics.render.style import VERDICT_STYLES as STATUS_STYLE
 from forensics.render.style import table as _table
 from forensics.render.style import verdict as _verdict
+from forensics.render.style import wrote
 
 
 def _crc(value) -> str:
@@ -48,6 +49,7 @@ def render_capture(result) -> list:
         out.append(Text(f"input: {im.image_size[0]}x{im.image_size[1]} image resized ({im.resampling}) to "
                         f"{im.resized[0]}x{im.resized[1]} at the top-left of a zero-filled tensor, scale {im.scale:.6g}"))
     out.append(render_buffers(run))
+    out.append(Text(wrote(run.path)))
     return out
 
 
@@ -59,7 +61,7 @@ def render_ingest(result) -> list:
         line += f"; replaced {', '.join(result.replaced)}"
     if result.relayouted:
         line += f"; relayouted into tensor: {', '.join(result.relayouted)}"
-    return [Text(line), render_buffers(run)]
+    return [Text(line), render_buffers(run), Text(wrote(run.path))]
 
 
 # --- compare ----------------------------------------------------------------------------------------------
@@ -136,7 +138,7 @@ def render_batch(result, limit: int = 30) -> list:
         if hidden > 0:
             out.append(Text(f"... {hidden} more differing pairs in the summary files"))
     if result.outputs:
-        out.append(Text("wrote " + ", ".join(result.outputs)))
+        out.extend(Text(wrote(path)) for path in result.outputs)
     return out
 
 
