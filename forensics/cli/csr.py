@@ -57,7 +57,7 @@ def _compare(args, out) -> int:
     # pass would walk them all (~25 ms for two 100,000-access traces) just to find nothing to collect.
     with gc_paused():
         result = compare_files(args.a, args.b, include_reads=args.reads, masks=masks, snapshot=args.snapshot,
-                               table=table)
+                               table=table, line_pattern=args.line_pattern)
         if args.json:
             out.json(result.to_dict())
         else:
@@ -104,6 +104,9 @@ def register(subparsers, parents) -> None:
     p.add_argument("--limit", type=non_negative_int, default=200, metavar="N",
                    help="table rows before only differing rows are shown (default 200; 0 = no limit)")
     p.add_argument("--all", action="store_true", help="show every row of the aligned table")
+    p.add_argument("--line-pattern", default=None, metavar="REGEX",
+                   help="read both traces with this regular expression (named groups op, offset, value) "
+                        "instead of the built-in formats")
     p.add_argument("--name", metavar="OFFSET", help="name a BAR2 offset (or find a register's offset by name)")
     p.add_argument("--find", metavar="TEXT", help="list registers whose name or group contains TEXT")
     p.set_defaults(handler=cmd_csr)
