@@ -102,8 +102,9 @@ class DiffResult:
 
 
 def diff_dumps(dump_a: Dump, dump_b: Dump, layout: RecordLayout, *, tolerance: int = 0,
-               limit: int | None = DEFAULT_LIMIT) -> DiffResult:
-    """Compare two dumps record by record over the layout's region of their common length."""
+               limit: int | None = DEFAULT_LIMIT, progress=None) -> DiffResult:
+    """Compare two dumps record by record over the layout's region of their common length
+    (`progress(done, total)` is called as blocks stream by)."""
     if tolerance < 0:
         from forensics.errors import InputError
 
@@ -174,7 +175,7 @@ def diff_dumps(dump_a: Dump, dump_b: Dump, layout: RecordLayout, *, tolerance: i
                 if state["first"] is None:
                     state["first"] = t_lo + int(np.flatnonzero(tmask)[0])
 
-    crc_a, crc_b = stream_pair(dump_a, dump_b, region.start, rs, consume)
+    crc_a, crc_b = stream_pair(dump_a, dump_b, region.start, rs, consume, progress=progress)
     first = state["first"]
     if first is None and dump_a.size != dump_b.size:
         first = common  # the prefix is equal: the files part where the shorter one ends

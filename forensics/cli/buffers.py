@@ -111,7 +111,11 @@ def cmd_diff(args, out) -> int:
                              f"{other.mode} layout ({dump_b.size:,} bytes) of {args.tensor!r}: relayout one "
                              f"first (forensics relayout ... --layer {args.tensor})")
     _check_picture_flags(args, context)
-    result = diff_dumps(dump_a, dump_b, context.layout, tolerance=args.tolerance, limit=_limit(args))
+    from forensics.render.progress import progress_for
+
+    with progress_for(out, args, "diff", max(dump_a.size, dump_b.size)) as progress:
+        result = diff_dumps(dump_a, dump_b, context.layout, tolerance=args.tolerance, limit=_limit(args),
+                            progress=progress)
     result = remap_indices(result, context, "records")
     heat = None
     if args.heatmap or args.grid:
@@ -136,8 +140,11 @@ def cmd_anchors(args, out) -> int:
     dump = open_dump(args.file, **dump_options(args))
     context = _context(args, dump)
     _check_picture_flags(args, context)
-    result = analyse_anchors(dump, context.layout, nonuniform=args.nonuniform, top=args.top,
-                             window=args.window, limit=_limit(args))
+    from forensics.render.progress import progress_for
+
+    with progress_for(out, args, "anchors", dump.size) as progress:
+        result = analyse_anchors(dump, context.layout, nonuniform=args.nonuniform, top=args.top,
+                                 window=args.window, limit=_limit(args), progress=progress)
     result = remap_indices(result, context, "nonuniform")
     heat = None
     if args.heatmap or args.grid:

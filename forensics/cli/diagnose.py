@@ -39,9 +39,12 @@ def cmd_diagnose(args, out) -> int:
     previous = open_dump(args.previous, **options) if args.previous else None
     context = _context(args, dump_a, dump_b)
     sentinels = [(f"0x{p.hex().upper()}", p) for p in (args.sentinel or ())]
-    result = diagnose_dumps(dump_a, dump_b, layout=context.layout, previous=previous, model_view=context.view,
-                            sentinels=sentinels, min_run=args.min_run, max_shift=args.max_shift,
-                            window=args.window)
+    from forensics.render.progress import progress_for
+
+    with progress_for(out, args, "diagnose", max(dump_a.size, dump_b.size)) as progress:
+        result = diagnose_dumps(dump_a, dump_b, layout=context.layout, previous=previous,
+                                model_view=context.view, sentinels=sentinels, min_run=args.min_run,
+                                max_shift=args.max_shift, window=args.window, progress=progress)
     if args.json:
         out.json(result.to_dict())
     else:
