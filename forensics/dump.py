@@ -271,6 +271,14 @@ def _read_fully(fh, view: memoryview) -> int:
     return total
 
 
+def with_sources(doc: dict, *dumps) -> dict:
+    """Add `sources` (format and slice of each dump) to a JSON document when a dump is a text dump or a
+    slice; plain binary dumps leave the document as it was."""
+    if any(d is not None and (d.text is not None or d.slice is not None) for d in dumps):
+        doc["sources"] = [d.source() for d in dumps if d is not None]
+    return doc
+
+
 class DumpNotice(UserWarning):
     """Something a user should know about how a dump was read (a text dump decoded, a text file read as
     binary). The library raises it with `warnings.warn`; the CLI prints it as one line on stderr."""

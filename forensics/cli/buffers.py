@@ -30,12 +30,13 @@ def _check_picture_flags(args, context) -> None:
         check_writable(args.heatmap)
 
 
-def _emit(args, out, context, result, rows_key: str, render, heat, title: str) -> None:
+def _emit(args, out, context, result, rows_key: str, render, heat, title: str, dumps=()) -> None:
     """JSON (rows annotated with geometry, the model context, the picture drawn) or tables, then pictures."""
+    from forensics.dump import with_sources
     from forensics.modeldumps import annotate_rows
 
     if args.json:
-        doc = result.to_dict()
+        doc = with_sources(result.to_dict(), *dumps)
         if rows_key in doc:
             doc[rows_key] = annotate_rows(doc[rows_key], context.geometry)
         doc.update(context.to_dict())
@@ -124,7 +125,7 @@ def cmd_diff(args, out) -> int:
         heat = diff_heat(records_by_anchor(dump_a, context), records_by_anchor(dump_b, context), context.layout,
                          lane=args.lane, tolerance=args.tolerance)
     _emit(args, out, context, result, "records", lambda: render_diff(result, geometry=context.geometry),
-          heat, "differences A vs B")
+          heat, "differences A vs B", (dump_a, dump_b))
     return EXIT_SAME if result.identical else EXIT_DIFFERENT
 
 
@@ -153,7 +154,7 @@ def cmd_anchors(args, out) -> int:
         heat = anchors_heat(records_by_anchor(dump, context), context.layout, lane=args.lane,
                             dominant=result.dominant.record)
     _emit(args, out, context, result, "nonuniform", lambda: render_anchors(result, geometry=context.geometry),
-          heat, "scores per cell")
+          heat, "scores per cell", (dump,))
     return EXIT_SAME
 
 
@@ -168,7 +169,9 @@ def cmd_coverage(args, out) -> int:
     result = analyse_coverage(dump, args.sentinel, min_run=args.min_run, offset=args.offset or 0,
                               length=args.length)
     if args.json:
-        out.json(result.to_dict())
+        from forensics.dump import with_sources
+
+        out.json(with_sources(result.to_dict(), dump))
     else:
         out.print(*render_coverage(result))
     return EXIT_SAME if result.fully_written else EXIT_DIFFERENT
@@ -194,7 +197,9 @@ def cmd_hexdump(args, out) -> int:
     result = hexdump(dump_a, dump_b, context.layout, anchor=anchor, context=args.context,
                      offset=args.byte_offset, length=args.length)
     if args.json:
-        out.json(result.to_dict())
+        from forensics.dump import with_sources
+
+        out.json(with_sources(result.to_dict(), dump_a, dump_b))
     else:
         out.print(*render_hexdump(result))
     return EXIT_SAME

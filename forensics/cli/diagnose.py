@@ -46,7 +46,9 @@ def cmd_diagnose(args, out) -> int:
                                 model_view=context.view, sentinels=sentinels, min_run=args.min_run,
                                 max_shift=args.max_shift, window=args.window, progress=progress)
     if args.json:
-        out.json(result.to_dict())
+        from forensics.dump import with_sources
+
+        out.json(with_sources(result.to_dict(), dump_a, dump_b, previous))
     else:
         out.print(*render_diagnose(result))
     return EXIT_FOUND if result.findings else EXIT_CLEAN

@@ -202,6 +202,9 @@ def test_every_dump_command_names_the_text_format(tmp_path, cli):
     assert "a text hex dump (WinDbg db): 19,200 lines decoded to 307,200 bytes from address 0xffffb20c4a3b2000" \
         in result.err
     assert cli("diff", text, INPUT).code == 0
+    doc = json.loads(cli("diff", text, INPUT, "--json").out)
+    assert [s["source_format"] for s in doc["sources"]] == ["text (WinDbg db)", "binary"]
+    assert "sources" not in json.loads(cli("diff", INPUT, INPUT, "--json").out)  # binary JSON as before
 
 
 def test_import_writes_the_bytes(tmp_path, cli):
