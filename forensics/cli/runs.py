@@ -119,7 +119,10 @@ def _batch(args, out) -> int:
         raise InputError("--batch takes -o SUMMARY.csv and --workers; --html/--previous/--model/--deps are for one pair")
     if not args.output:
         raise InputError("--batch needs -o SUMMARY.csv (a Parquet file is written beside it)")
-    result = batch_compare(args.batch, workers=args.workers)
+    from forensics.render.progress import progress_for
+
+    with progress_for(out, args, "pairs", min_total=0, unit="pairs") as progress:
+        result = batch_compare(args.batch, workers=args.workers, progress=progress)
     result = write_summary(result, args.output)
     if args.json:
         out.json(result.to_dict())

@@ -20,18 +20,22 @@ def wants_progress(stream, *, json: bool = False, total: int | None = None, min_
 
 
 @contextlib.contextmanager
-def progress_for(out, args, description: str, total: int | None = None, *, min_total: int = MIN_BYTES):
-    """Yield `progress(done, total)` drawing a bar on out.stderr, or None (no terminal, --json, small work)."""
+def progress_for(out, args, description: str, total: int | None = None, *, min_total: int = MIN_BYTES,
+                 unit: str = "bytes"):
+    """Yield `progress(done, total)` drawing a bar on out.stderr, or None (no terminal, --json, small work).
+    `unit` "bytes" shows sizes, anything else counts (e.g. pairs)."""
     if not wants_progress(out.stderr, json=getattr(args, "json", False), total=total, min_total=min_total):
         yield None
         return
     from rich.console import Console
-    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.progress import (BarColumn, DownloadColumn, MofNCompleteColumn, Progress, TextColumn,
+                               TimeRemainingColumn)
 
     from forensics.render.console import safe_console_options
 
     console = Console(file=out.stderr, **safe_console_options(out.stderr))
-    bar = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TimeRemainingColumn(),
+    amount = DownloadColumn() if unit == "bytes" else MofNCompleteColumn()
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), amount, TimeRemainingColumn(),
                    console=console, transient=True)
     state = {"task": None, "start": time.monotonic()}
 

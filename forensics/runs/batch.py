@@ -99,19 +99,27 @@ class BatchResult:
                 "counts": dict(self.counts), "outputs": list(self.outputs), "rows": list(self.rows)}
 
 
-def batch_compare(directory, *, workers: int | None = None) -> BatchResult:
-    """Compare every pair under `directory`, `workers` processes at a time (default: one per core)."""
+def batch_compare(directory, *, workers: int | None = None, progress=None) -> BatchResult:
+    """Compare every pair under `directory`, `workers` processes at a time (default: one per core);
+    `progress(pairs_done, pairs)` is called as rows come in."""
     pairs = find_pairs(directory)
     workers = workers or os.cpu_count() or 1
     workers = max(1, min(workers, len(pairs)))
+    rows = []
     if workers == 1:
-        rows = [compare_pair(p) for p in pairs]
+        for p in pairs:
+            rows.append(compare_pair(p))
+            if progress is not None:
+                progress(len(rows), len(pairs))
     else:
         from concurrent.futures import ProcessPoolExecutor
 
         chunk = max(1, len(pairs) // (workers * 8))
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            rows = list(pool.map(compare_pair, pairs, chunksize=chunk))
+            for row in pool.map(compare_pair, pairs, chunksize=chunk):
+                rows.append(row)
+                if progress is not None:
+                    progress(len(rows), len(pairs))
     return BatchResult(os.fspath(directory), tuple(rows), workers)
 
 
