@@ -353,21 +353,12 @@ def _assign(tags: list, files: list[str], buffers: dict[str, str]) -> dict:
 def verify_log(log_path: str, files=(), *, buffers: dict[str, str] | None = None, page_size: int = 4096,
                pattern: str | None = None, progress=None, **dump_options) -> VerifyReport:
     """Check every fingerprint value of a driver log against the files (dump_options go to open_dump)."""
-    from forensics.dump import check_readable_file, open_dump
-    from forensics.errors import reading
-    from forensics.textdump import decode_text
+    from forensics.dump import open_dump
+    from forensics.textdump import read_text_file
 
     buffers = dict(buffers or {})
-    size = check_readable_file(log_path)
-    if size > 256 << 20:
-        raise InputError(f"log of {size:,} bytes is too large (limit 256 MiB)", log_path)
-    with reading(log_path):
-        with open(log_path, "rb") as fh:
-            raw = fh.read()
-    decoded = decode_text(raw)
-    if decoded is None:
-        raise InputError("not a text log (binary bytes)", log_path)
-    logged = parse_log(decoded[0], path=log_path, page_size=page_size, pattern=pattern)
+    text, _ = read_text_file(log_path, "a driver log")
+    logged = parse_log(text, path=log_path, page_size=page_size, pattern=pattern)
     if not files and not buffers:
         raise InputError("give the files to check: FILE... or --buffer TAG=FILE")
     tags = list(dict.fromkeys(item.tag for item in logged))

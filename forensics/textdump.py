@@ -331,21 +331,27 @@ def decode_text_dump(text: str, *, path: str = "<text>", fmt: str = "auto", gap_
 
 def read_text_dump(path: str, *, fmt: str = "auto", gap_fill: int | None = None) -> TextDump:
     """Read and decode a text dump file (refused above MAX_TEXT_BYTES)."""
+    text, encoding = read_text_file(path, "a text hex dump")
+    return decode_text_dump(text, path=path, fmt=fmt, gap_fill=gap_fill, encoding=encoding)
+
+
+def read_text_file(path: str, what: str) -> tuple[str, str]:
+    """(text, encoding) of a text file (UTF-8, or UTF-16 with a BOM) of at most MAX_TEXT_BYTES; `what` names
+    it in the errors ("a text hex dump", "a driver log")."""
     from forensics.dump import check_readable_file
     from forensics.errors import reading
 
     size = check_readable_file(path)
     if size > MAX_TEXT_BYTES:
-        raise InputError(f"a text dump of {size:,} bytes is larger than the {MAX_TEXT_BYTES >> 20} MiB "
-                         f"limit for text dumps; split it", path)
+        raise InputError(f"{size:,} bytes is larger than the {MAX_TEXT_BYTES >> 20} MiB limit for {what}; "
+                         f"split it", path)
     with reading(path):
         with open(path, "rb") as fh:
             raw = fh.read()
     decoded = decode_text(raw)
     if decoded is None:
-        raise InputError("not text (binary bytes or an unknown encoding): not a text hex dump", path)
-    text, encoding = decoded
-    return decode_text_dump(text, path=path, fmt=fmt, gap_fill=gap_fill, encoding=encoding)
+        raise InputError(f"not text (binary bytes or an unknown encoding): not {what}", path)
+    return decoded
 
 
 def sniff_file(path: str, file_size: int) -> tuple[str, float] | None:
