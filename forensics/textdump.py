@@ -175,6 +175,9 @@ class _Builder:
             self.start = address
             return
         want = self.expected()
+        if address > want and address - self.start > MAX_TEXT_BYTES:
+            self.fail(lineno, f"address 0x{address:x} is {address - self.start:,} bytes after the first "
+                              f"(0x{self.start:x}): more than the {MAX_TEXT_BYTES >> 20} MiB a text dump may hold")
         if self.repeat_pending:
             self.repeat_pending = False
             if address < want or not self.last_line:

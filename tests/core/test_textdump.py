@@ -237,3 +237,13 @@ def test_import_bad_input(tmp_path, cli):
     assert cli("import", gap, "-o", tmp_path / "o.bin", "--gap-fill", "0xcc").code == 0
     assert (tmp_path / "o.bin").read_bytes()[16:32] == b"\xcc" * 16
     assert_one_line_error(cli("import", gap, "-o", tmp_path / "o.bin", "--gap-fill", "300"), "0-255")
+
+
+def test_a_far_address_is_refused_not_filled():
+    text = ("00000000`00001000  41 42 43 44 45 46 47 48-49 4a 4b 4c 4d 4e 4f 50  ABCDEFGHIJKLMNOP\n"
+            "ffffffff`ffff0000  41 42 43 44 45 46 47 48-49 4a 4b 4c 4d 4e 4f 50  ABCDEFGHIJKLMNOP\n")
+    with pytest.raises(InputError, match=r"x.txt: line 2: address 0xffffffffffff0000 is .* more than the 256 MiB"):
+        decode_text_dump(text, path="x.txt", gap_fill=0)
+    star = "00000000  00 00 00 00 00 00 00 00  00 00 00 00 00 00 00 00  |................|\n*\nfffffff0\n"
+    with pytest.raises(InputError, match="line 3: address 0xfffffff0"):
+        decode_text_dump(star)
