@@ -22,9 +22,12 @@ def cmd_capture(args, out) -> int:
     from forensics.render.runs import render_capture
     from forensics.runs.capture import capture
 
-    result = capture(args.model, args.output, source=args.source, image=args.image, inputs=args.input,
-                     resampling=args.resampling, tail_only=args.tail_only, delegate=args.delegate,
-                     replace=args.replace)
+    from forensics.render.progress import progress_for
+
+    with progress_for(out, args, "capture", min_total=0, unit="steps") as progress:
+        result = capture(args.model, args.output, source=args.source, image=args.image, inputs=args.input,
+                         resampling=args.resampling, tail_only=args.tail_only, delegate=args.delegate,
+                         replace=args.replace, progress=progress)
     if args.json:
         out.json(result.to_dict())
     else:
