@@ -448,10 +448,10 @@ _VISIBLE = re.compile(r"\S")
 
 # Columns a Windows log viewer puts before each message, stripped before the formats are tried:
 # DbgView's saved log `00000012<TAB>0.00123400<TAB>` (line number, time; optional DbgPrint `[pid] `) and
-# tracefmt's default WPP/ETW prefix `[CPU]PID.TID::TIMESTAMP ` (its `[Provider]` too when the message
-# itself starts with a tag or an op: `[0]0A2C.0B18::11/30/2026-09:24:35.123 [EdgeTpu][INIT][RunCtrl] ...`).
+# tracefmt's default WPP/ETW prefix `[%9!d!]%8!04X!.%3!04X!::%4!s! [%1!s!]`, i.e. `[CPU]PID.TID::TIMESTAMP
+# [FriendlyName]` as Microsoft documents it (`[0]0A2C.0B18::11/30/2026-09:24:35.123 [EdgeTpu]W 0x48788 0x7f`).
 _LOG_PREFIX = re.compile(r"^[ \t]*\d+\t[0-9.:]+(?:[ \t]*[AP]M)?\t(?:\[\d+\][ \t]?)?"
-                         r"|^\[\d+\][0-9A-Fa-f]+\.[0-9A-Fa-f]+::\S+[ \t]+(?:\[[^\]\s]*\][ \t]*(?=\[|[RW]\d*\s))?",
+                         r"|^\[\d+\][0-9A-Fa-f]+\.[0-9A-Fa-f]+::\S+[ \t]+(?:\[[^\]\s]*\][ \t]*)?",
                          re.MULTILINE)
 
 

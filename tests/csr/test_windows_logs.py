@@ -36,6 +36,8 @@ def test_dbgview_columns_before_every_line_kind():
 def test_tracefmt_wpp_prefix():
     wpp = "".join(f"[0]0A2C.0B18::11/30/2026-09:24:{i:02d}.123 [EdgeTpu]{line}\n" for i, line in enumerate(LINES))
     assert [a[:4] + a[5:] for a in parse_text(wpp).accesses] == _plain()
+    snapshot = "[1]0004.00B4::07/23/2026-11:05:33.123 [EdgeTpu]0x48788 = 0x7f\n"
+    assert parse_text(snapshot).snapshot == {0x48788: 0x7F}
 
 
 def test_line_pattern(tmp_path, cli):
