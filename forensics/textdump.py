@@ -11,7 +11,8 @@ documented output):
   words are little-endian in memory.
 - `xxd`: `ADDRESS: hhhh hhhh ...  ASCII` (any -g grouping, bytes in memory order).
 - `hexdump -C`: `ADDRESS  hh .. hh  hh .. hh  |ASCII|`, a final line with the size, `*` for repeated lines.
-- `od -A x -t x1`: `ADDRESS hh hh ..` (optional `>ASCII<` with `z`), a final line with the size, `*` repeats.
+- `od -A x -t x1`: `ADDRESS hh hh ..` (optional `>ASCII<` with `z`), a final line with the size, `*` repeats;
+  od's default octal addresses (`-A o`) and `-A d` are recognised by the step between the first two lines.
 - plain hex: lines of hex digits, spaced or not, no addresses.
 
 Any of these may sit behind DbgView prefixes (`00000012<TAB>0.00123400<TAB>`, `[1234] `) and the file may be
@@ -255,6 +256,27 @@ def _windbg_line(line: str, m: re.Match, lineno: int, b: _Builder) -> tuple[int,
     return address, data, variant
 
 
+def _od_address_base(text: str) -> int:
+    """od prints addresses in octal by default (`-A o`), or decimal (`-A d`) or hex (`-A x`): the radix in
+    which the second line's address is the first's plus the first line's byte count."""
+    lines = []
+    for raw in text.splitlines():
+        m = _OD.match(_strip(raw))
+        if m:
+            lines.append((m.group(1), len(m.group(2).split())))
+            if len(lines) == 2:
+                break
+    if len(lines) == 2:
+        (a1, n1), (a2, _) = lines
+        for base in (16, 8, 10):
+            try:
+                if int(a2, base) - int(a1, base) == n1:
+                    return base
+            except ValueError:
+                continue
+    return 16
+
+
 def decode_text_dump(text: str, *, path: str = "<text>", fmt: str = "auto", gap_fill: int | None = None,
                      encoding: str = "utf-8") -> TextDump:
     """Decode a text hex dump to its bytes. `fmt` is "auto" or one of FORMATS; `gap_fill` (0-255) fills
@@ -271,6 +293,7 @@ def decode_text_dump(text: str, *, path: str = "<text>", fmt: str = "auto", gap_
         fmt = found
     b = _Builder(path, gap_fill)
     variant = {"xxd": "xxd", "hexdump": "hexdump -C", "od": "od", "plain": "plain"}.get(fmt, "")
+    base = _od_address_base(text) if fmt == "od" else 16
     started = False
     pending_error: tuple[int, str] | None = None
     for lineno, raw in enumerate(text.splitlines(), start=1):
@@ -285,7 +308,7 @@ def decode_text_dump(text: str, *, path: str = "<text>", fmt: str = "auto", gap_
         size_only = _SIZE_ONLY.match(line) if fmt in ("hexdump", "od") else None
         if size_only:  # the final line: the total size (also closes a '*' run)
             if started:
-                b.advance_to(int(size_only.group(1), 16), lineno)
+                b.advance_to(int(size_only.group(1), base), lineno)
                 b.last_line = b""
             continue
         parsed = None
@@ -306,7 +329,11 @@ def decode_text_dump(text: str, *, path: str = "<text>", fmt: str = "auto", gap_
         elif fmt == "od":
             m = _OD.match(line)
             if m:
-                parsed = (int(m.group(1), 16), _hexbytes(m.group(2).split(), lineno, b))
+                try:
+                    address = int(m.group(1), base)
+                except ValueError:
+                    b.fail(lineno, f"od address {m.group(1)!r} is not base {base} like the lines before")
+                parsed = (address, _hexbytes(m.group(2).split(), lineno, b))
         elif fmt == "plain":
             if _PLAIN.match(line):
                 cleaned = line.replace(",", " ").replace("0x", " ").replace("0X", " ")

@@ -125,7 +125,7 @@ def _with_runs() -> bytes:
 @pytest.mark.parametrize("tool,args,fmt", [
     ("xxd", (), "xxd"), ("xxd", ("-g", "1"), "xxd"), ("xxd", ("-c", "32", "-g", "4"), "xxd"),
     ("xxd", ("-p",), "plain"), ("hexdump", ("-C",), "hexdump"), ("od", ("-A", "x", "-t", "x1"), "od"),
-    ("od", ("-A", "x", "-t", "x1z"), "od"),
+    ("od", ("-A", "x", "-t", "x1z"), "od"), ("od", ("-t", "x1"), "od"), ("od", ("-A", "d", "-t", "x1"), "od"),
 ])
 @pytest.mark.parametrize("which", ["input", "runs"])
 def test_real_tools_round_trip(tool, args, fmt, which, tmp_path):
