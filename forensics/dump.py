@@ -198,7 +198,7 @@ class Dump:
     npy_dtype: str | None = None
     npy_shape: tuple[int, ...] | None = None
     meta: DumpMeta | None = None
-    source_format: str = "binary"  # "binary", "npy", or a text dump's description ("WinDbg db text dump")
+    source_format: str = "binary"  # "binary", "npy", or "text (...)" for a text dump ("text (WinDbg db)")
     text: object | None = field(default=None, repr=False, compare=False)  # the TextDump a text file decoded to
     slice_offset: int = 0          # the slice of the file's data this dump is (offset= / length=)
     slice_length: int | None = None
@@ -343,6 +343,7 @@ def open_dump(path, *, allow_empty: bool = False, use_sidecar: bool = True, offs
                              f"({size:,} bytes)", path)
         data_offset += offset
         size = size - offset if length is None else length
+        npy_dtype, npy_shape = None, None  # a slice of a .npy is bytes, not the array its header describes
     if size == 0 and not allow_empty:
         raise InputError("empty dump (0 data bytes)", path)
     meta = load_sidecar(path) if use_sidecar else None
