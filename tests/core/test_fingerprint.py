@@ -153,3 +153,12 @@ def test_crc_expect(cli):
 def test_parse_log_names_the_lines():
     found = parse_log("x\n" + brief_line() + "\n")
     assert {item.line for item in found} == {2}
+
+
+def test_readme_fingerprint_example_runs_as_written(cli):
+    readme = Path("README.md").read_text(encoding="utf-8")
+    command = "$ forensics fingerprint dumps/ours/input.bin --page 65536 --tag input"
+    block = readme.split(command + "\n", 1)[1].split("```", 1)[0]
+    result = cli(*command.split()[2:])
+    assert result.code == 0
+    assert result.out == block
