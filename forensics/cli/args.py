@@ -100,7 +100,7 @@ def gap_fill_byte(text: str) -> int:
 def add_slice_flags(parser: argparse.ArgumentParser, *, offset: bool = True, length: bool = True) -> None:
     """--offset/--length (a slice of every dump the command reads, e.g. the tensor in a page-rounded DMA
     allocation) and --gap-fill (for text dumps with holes). Commands whose layout flags already define
-    --offset pass offset=False: there `--offset` cuts the slice only together with --length."""
+    --offset pass offset=False: there `--offset` cuts the slice only together with --length (forensics.reports)."""
     group = parser.add_argument_group("which bytes of each dump (text dumps and DMA allocations)")
     if offset:
         group.add_argument("--offset", type=non_negative_int, default=None, metavar="BYTES",
@@ -111,35 +111,6 @@ def add_slice_flags(parser: argparse.ArgumentParser, *, offset: bool = True, len
                                 "in a page-rounded allocation); model size checks apply to the slice")
     group.add_argument("--gap-fill", type=gap_fill_byte, default=None, metavar="BYTE",
                        help="text dumps: fill holes between addresses with this byte instead of failing")
-
-
-def dump_options(args) -> dict:
-    """open_dump keywords from the slice flags. With layout flags (`_layout_offset`), `--offset` alone stays
-    the layout offset (records start there); `--offset` with `--length` cuts the slice and the layout starts
-    at its byte 0. Commands whose --offset/--length pick their own region (`_own_region`: coverage, hexdump)
-    pass only --gap-fill."""
-    options: dict = {}
-    offset, length = getattr(args, "offset", None), getattr(args, "length", None)
-    if getattr(args, "_own_region", False):
-        pass
-    elif getattr(args, "_layout_offset", False):
-        if length is not None:
-            options.update(offset=offset or 0, length=length)
-    else:
-        if offset:
-            options["offset"] = offset
-        if length is not None:
-            options["length"] = length
-    if getattr(args, "gap_fill", None) is not None:
-        options["gap_fill"] = args.gap_fill
-    return options
-
-
-def layout_offset(args):
-    """The layout offset a record command uses: `--offset`, unless --length made it a slice."""
-    if getattr(args, "_layout_offset", False) and getattr(args, "length", None) is not None:
-        return None
-    return getattr(args, "offset", None)
 
 
 def crc_value(text: str) -> int:

@@ -1,208 +1,52 @@
-"""CLI for the buffer commands: crc, diff, anchors, coverage, hexdump (arguments -> library -> render)."""
+"""CLI for the buffer commands: crc, diff, anchors, coverage, hexdump (arguments -> forensics.reports -> render)."""
 
 from __future__ import annotations
 
 
-from forensics.cli.args import (add_layout_flags, add_slice_flags, crc_value, dump_options, hex_pattern, layout_offset,
-                                non_negative_int, positive_int)
+from forensics.cli import options, show
+from forensics.cli.args import add_layout_flags, add_slice_flags, crc_value, hex_pattern, non_negative_int, positive_int
 
-EXIT_SAME, EXIT_DIFFERENT = 0, 1
-
-
-def _context(args, dump):
-    """Layout (model tensor or sidecar, overridden by flags) and anchor geometry (--model / --deps)."""
-    from forensics.modeldumps import dump_context
-
-    return dump_context(dump, model=args.model, tensor=args.tensor, labels=args.labels,
-                        deps=getattr(args, "deps", None), record_size=args.record, offset=layout_offset(args),
-                        count=getattr(args, "count", None), fields=args.fields, pad_lanes=args.pad,
-                        scale=args.scale, zero_point=args.zero_point)
-
-
-def _check_picture_flags(args, context) -> None:
-    from forensics.errors import InputError
-
-    if (args.heatmap or args.grid) and context.geometry is None:
-        raise InputError("--heatmap and --grid need the anchors' geometry: give --model MODEL or --deps DIR")
-    if args.heatmap:
-        from forensics.outputs import check_writable
-
-        check_writable(args.heatmap)
-
-
-def _emit(args, out, context, result, rows_key: str, render, heat, title: str, dumps=()) -> None:
-    """JSON (rows annotated with geometry, the model context, the picture drawn) or tables, then pictures."""
-    from forensics.dump import with_sources
-    from forensics.modeldumps import annotate_rows
-
-    if args.json:
-        doc = with_sources(result.to_dict(), *dumps)
-        if rows_key in doc:
-            doc[rows_key] = annotate_rows(doc[rows_key], context.geometry)
-        doc.update(context.to_dict())
-        if heat is not None:
-            _pictures(args, out, context, heat, title, doc)
-        out.json(doc)
-    else:
-        out.print(*render())
-        if heat is not None:
-            _pictures(args, out, context, heat, title, None)
-
-
-def _pictures(args, out, context, heat, title: str, doc: dict | None):
-    """Write --heatmap, print --grid; in JSON mode record what was drawn under `heatmap`."""
-    if args.heatmap:
-        from forensics.render.pictures import heatmap_for
-
-        picture = heatmap_for(context.geometry, heat, title=title)
-        picture.save(args.heatmap)
-        if doc is not None:
-            doc["heatmap"] = {"path": args.heatmap, **picture.to_dict(), **heat.to_dict()}
-        else:
-            from forensics.render.style import wrote
-
-            out.print(wrote(args.heatmap))
-    if args.grid and doc is None:
-        from forensics.render.grid import grid_for
-
-        out.print(grid_for(context.geometry, heat, title=title))
-
-
-def _limit(args):
-    return None if args.all else (None if args.limit == 0 else args.limit)
-
-
-# --- crc -----------------------------------------------------------------------------------------------
 
 def cmd_crc(args, out) -> int:
-    from forensics.crc import crc_files
-    from forensics.render.buffers import render_crc
+    from forensics import reports
 
     from forensics.render.progress import progress_for
 
     with progress_for(out, args, "crc32") as progress:
-        report = crc_files(args.files, chunk_size=args.chunk, expect=args.expect, progress=progress,
-                           **dump_options(args))
-    if args.json:
-        out.json(report.to_dict())
-    else:
-        out.print(*render_crc(report))
-    return EXIT_DIFFERENT if report.match is False else EXIT_SAME
+        report = reports.crc(*args.files, progress=progress, **options(args, "files"))
+    return show(report, args, out)
 
-
-# --- diff ----------------------------------------------------------------------------------------------
 
 def cmd_diff(args, out) -> int:
-    from forensics.diff import diff_dumps
-    from forensics.dump import open_dump
-    from forensics.render.buffers import render_diff
+    from forensics import reports
 
-    from forensics.modeldumps import records_by_anchor, remap_indices
-
-    dump_a, dump_b = open_dump(args.a, **dump_options(args)), open_dump(args.b, **dump_options(args))
-    context = _context(args, dump_a if dump_a.meta is not None or dump_b.meta is None else dump_b)
-    if context.view is not None:
-        from forensics.modeldumps import tensor_view
-
-        other = tensor_view(dump_b, args.model, args.tensor)  # B's size (the slice, with --length) decides
-        if other.mode != context.view.mode:
-            from forensics.errors import InputError
-
-            raise InputError(f"A is the {context.view.mode} layout ({dump_a.size:,} bytes) and B the "
-                             f"{other.mode} layout ({dump_b.size:,} bytes) of {args.tensor!r}: relayout one "
-                             f"first (forensics relayout ... --layer {args.tensor})")
-    _check_picture_flags(args, context)
     from forensics.render.progress import progress_for
 
-    with progress_for(out, args, "diff", max(dump_a.size, dump_b.size)) as progress:
-        result = diff_dumps(dump_a, dump_b, context.layout, tolerance=args.tolerance, limit=_limit(args),
-                            progress=progress)
-    result = remap_indices(result, context, "records")
-    heat = None
-    if args.heatmap or args.grid:
-        from forensics.geometry import diff_heat
+    with progress_for(out, args, "diff") as progress:
+        report = reports.diff(args.a, args.b, progress=progress, **options(args, "a", "b"))
+    return show(report, args, out)
 
-        heat = diff_heat(records_by_anchor(dump_a, context), records_by_anchor(dump_b, context), context.layout,
-                         lane=args.lane, tolerance=args.tolerance)
-    _emit(args, out, context, result, "records", lambda: render_diff(result, geometry=context.geometry),
-          heat, "differences A vs B", (dump_a, dump_b))
-    return EXIT_SAME if result.identical else EXIT_DIFFERENT
-
-
-# --- anchors -------------------------------------------------------------------------------------------
 
 def cmd_anchors(args, out) -> int:
-    from forensics.anchors import analyse_anchors
-    from forensics.dump import open_dump
-    from forensics.render.buffers import render_anchors
+    from forensics import reports
 
-    from forensics.modeldumps import records_by_anchor, remap_indices
-
-    dump = open_dump(args.file, **dump_options(args))
-    context = _context(args, dump)
-    _check_picture_flags(args, context)
     from forensics.render.progress import progress_for
 
-    with progress_for(out, args, "anchors", dump.size) as progress:
-        result = analyse_anchors(dump, context.layout, nonuniform=args.nonuniform, top=args.top,
-                                 window=args.window, limit=_limit(args), progress=progress)
-    result = remap_indices(result, context, "nonuniform")
-    heat = None
-    if args.heatmap or args.grid:
-        from forensics.geometry import anchors_heat
+    with progress_for(out, args, "anchors") as progress:
+        report = reports.anchors(args.file, progress=progress, **options(args, "file"))
+    return show(report, args, out)
 
-        heat = anchors_heat(records_by_anchor(dump, context), context.layout, lane=args.lane,
-                            dominant=result.dominant.record)
-    _emit(args, out, context, result, "nonuniform", lambda: render_anchors(result, geometry=context.geometry),
-          heat, "scores per cell", (dump,))
-    return EXIT_SAME
-
-
-# --- coverage ------------------------------------------------------------------------------------------
 
 def cmd_coverage(args, out) -> int:
-    from forensics.coverage import analyse_coverage
-    from forensics.dump import open_dump
-    from forensics.render.buffers import render_coverage
+    from forensics import reports
 
-    dump = open_dump(args.file, **dump_options(args))
-    result = analyse_coverage(dump, args.sentinel, min_run=args.min_run, offset=args.offset or 0,
-                              length=args.length)
-    if args.json:
-        from forensics.dump import with_sources
+    return show(reports.coverage(args.file, **options(args, "file")), args, out)
 
-        out.json(with_sources(result.to_dict(), dump))
-    else:
-        out.print(*render_coverage(result))
-    return EXIT_SAME if result.fully_written else EXIT_DIFFERENT
-
-
-# --- hexdump -------------------------------------------------------------------------------------------
 
 def cmd_hexdump(args, out) -> int:
-    from forensics.dump import open_dump
-    from forensics.hexdump import hexdump
-    from forensics.render.buffers import render_hexdump
+    from forensics import reports
 
-    dump_a = open_dump(args.file, **dump_options(args))
-    dump_b = open_dump(args.file2, **dump_options(args)) if args.file2 else None
-    if args.anchor is not None and args.byte_offset is not None:
-        from forensics.errors import InputError
-
-        raise InputError("give either --anchor or --at, not both")
-    context = _context(args, dump_a)
-    anchor = args.anchor
-    if anchor is not None and context.record_order is not None:  # the anchor's record in the chip's order
-        anchor = int(context.record_order[anchor]) if anchor < len(context.record_order) else anchor
-    result = hexdump(dump_a, dump_b, context.layout, anchor=anchor, context=args.context,
-                     offset=args.byte_offset, length=args.length)
-    if args.json:
-        from forensics.dump import with_sources
-
-        out.json(with_sources(result.to_dict(), dump_a, dump_b))
-    else:
-        out.print(*render_hexdump(result))
-    return EXIT_SAME
+    return show(reports.hexdump(args.file, args.file2, **options(args, "file", "file2")), args, out)
 
 
 def _add_model_flags(parser, *, geometry: bool = True, pictures: bool = True) -> None:
@@ -250,7 +94,7 @@ def register(subparsers, parents) -> None:
     p.add_argument("--all", action="store_true", help="list every differing record")
     _add_model_flags(p)
     add_slice_flags(p, offset=False)
-    p.set_defaults(handler=cmd_diff, _layout_offset=True)
+    p.set_defaults(handler=cmd_diff)
 
     p = subparsers.add_parser(
         "anchors", parents=parents, help="the dominant record and the anchors that depart from it",
@@ -267,7 +111,7 @@ def register(subparsers, parents) -> None:
     p.add_argument("--all", action="store_true", help="list every departing anchor")
     _add_model_flags(p)
     add_slice_flags(p, offset=False)
-    p.set_defaults(handler=cmd_anchors, _layout_offset=True)
+    p.set_defaults(handler=cmd_anchors)
 
     p = subparsers.add_parser(
         "coverage", parents=parents, help="how much of a sentinel-prefilled buffer the device wrote",
@@ -281,7 +125,7 @@ def register(subparsers, parents) -> None:
     p.add_argument("--offset", type=non_negative_int, default=None, metavar="BYTES")
     p.add_argument("--length", type=positive_int, default=None, metavar="BYTES")
     add_slice_flags(p, offset=False, length=False)
-    p.set_defaults(handler=cmd_coverage, _own_region=True)
+    p.set_defaults(handler=cmd_coverage)
 
     p = subparsers.add_parser(
         "hexdump", parents=parents, help="hex + ASCII view by record, two files side by side",
@@ -292,9 +136,9 @@ def register(subparsers, parents) -> None:
     add_layout_flags(p, count=False)
     p.add_argument("--anchor", type=non_negative_int, default=None, metavar="I", help="centre on record I")
     p.add_argument("--context", type=non_negative_int, default=4, metavar="K", help="records before and after")
-    p.add_argument("--at", dest="byte_offset", type=non_negative_int, default=None, metavar="BYTES",
+    p.add_argument("--at", type=non_negative_int, default=None, metavar="BYTES",
                    help="start at this byte offset (default: the layout offset)")
     p.add_argument("--length", type=positive_int, default=None, metavar="BYTES", help="bytes to show (default 256)")
     _add_model_flags(p, geometry=False, pictures=False)
     add_slice_flags(p, offset=False, length=False)
-    p.set_defaults(handler=cmd_hexdump, _own_region=True)
+    p.set_defaults(handler=cmd_hexdump)

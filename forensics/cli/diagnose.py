@@ -1,57 +1,19 @@
-"""CLI for `forensics diagnose A B`: name the classic bring-up bugs behind a differing pair (-> runs.diagnose)."""
+"""CLI for `forensics diagnose A B`: name the classic bring-up bugs behind a differing pair (-> forensics.reports)."""
 
 from __future__ import annotations
 
-from forensics.cli.args import (add_layout_flags, add_slice_flags, dump_options, hex_pattern, layout_offset,
-                                non_negative_int, positive_int)
-
-EXIT_CLEAN, EXIT_FOUND = 0, 1
-
-
-def _context(args, dump_a, dump_b):
-    """The layout from --model/--tensor (fitted to A's size, else B's: one side may be raw, the other the
-    tensor), else the sidecars; layout flags override either."""
-    from forensics.errors import InputError
-    from forensics.modeldumps import dump_context
-
-    if args.model is not None and args.tensor is None:
-        raise InputError("--model needs --tensor (the output tensor the dumps hold)")
-    flags = dict(record_size=args.record, offset=layout_offset(args), fields=args.fields, pad_lanes=args.pad,
-                 scale=args.scale, zero_point=args.zero_point)
-    if args.tensor is None:
-        return dump_context(dump_a if dump_a.meta is not None else dump_b, **flags)
-    try:
-        return dump_context(dump_a, model=args.model, tensor=args.tensor, **flags)
-    except InputError as first:
-        try:
-            return dump_context(dump_b, model=args.model, tensor=args.tensor, **flags)
-        except InputError:
-            raise first from None
+from forensics.cli import options, show
+from forensics.cli.args import add_layout_flags, add_slice_flags, hex_pattern, non_negative_int, positive_int
 
 
 def cmd_diagnose(args, out) -> int:
-    from forensics.dump import open_dump
-    from forensics.render.diagnose import render_diagnose
-    from forensics.runs.diagnose import diagnose_dumps
+    from forensics import reports
 
-    options = dump_options(args)
-    dump_a, dump_b = open_dump(args.a, **options), open_dump(args.b, **options)
-    previous = open_dump(args.previous, **options) if args.previous else None
-    context = _context(args, dump_a, dump_b)
-    sentinels = [(f"0x{p.hex().upper()}", p) for p in (args.sentinel or ())]
     from forensics.render.progress import progress_for
 
-    with progress_for(out, args, "diagnose", max(dump_a.size, dump_b.size)) as progress:
-        result = diagnose_dumps(dump_a, dump_b, layout=context.layout, previous=previous,
-                                model_view=context.view, sentinels=sentinels, min_run=args.min_run,
-                                max_shift=args.max_shift, window=args.window, progress=progress)
-    if args.json:
-        from forensics.dump import with_sources
-
-        out.json(with_sources(result.to_dict(), dump_a, dump_b, previous))
-    else:
-        out.print(*render_diagnose(result))
-    return EXIT_FOUND if result.findings else EXIT_CLEAN
+    with progress_for(out, args, "diagnose") as progress:
+        report = reports.diagnose(args.a, args.b, progress=progress, **options(args, "a", "b"))
+    return show(report, args, out)
 
 
 def register(subparsers, parents) -> None:
@@ -78,4 +40,4 @@ def register(subparsers, parents) -> None:
     p.add_argument("--max-shift", type=non_negative_int, default=64 << 10, metavar="BYTES",
                    help="search for shifts up to this many bytes either way (default 65536)")
     add_slice_flags(p, offset=False)
-    p.set_defaults(handler=cmd_diagnose, _layout_offset=True)
+    p.set_defaults(handler=cmd_diagnose)

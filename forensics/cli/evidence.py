@@ -1,36 +1,29 @@
-"""CLI for driver-side evidence: import (text dump -> .bin), fingerprint, verify (a driver log vs files), demo."""
+"""CLI for driver-side evidence: import (text dump -> .bin), fingerprint, verify (a driver log vs files), demo
+(arguments -> forensics.reports -> render)."""
 
 from __future__ import annotations
 
-from forensics.cli.args import add_slice_flags, dump_options, gap_fill_byte, positive_int
+from forensics.cli import options, show
+from forensics.cli.args import add_slice_flags, gap_fill_byte, positive_int
 
 
 def cmd_import(args, out) -> int:
-    from forensics.render.evidence import render_import
-    from forensics.textdump import import_text_dump
+    from forensics import reports
 
-    result = import_text_dump(args.text, args.output, fmt=args.format, gap_fill=args.gap_fill)
-    if args.json:
-        out.json(result.to_dict())
-    else:
-        out.print(*render_import(result))
-    return 0
+    return show(reports.import_(args.text, **options(args, "text")), args, out)
 
 
 def cmd_fingerprint(args, out) -> int:
-    from forensics.dump import open_dump
-    from forensics.fingerprint import fingerprint_dump
-    from forensics.render.evidence import render_fingerprint
+    from forensics import reports
     from forensics.render.progress import progress_for
 
-    dump = open_dump(args.file, allow_empty=True, use_sidecar=False, **dump_options(args))
-    with progress_for(out, args, "xor-fold", dump.size) as progress:
-        fp = fingerprint_dump(dump, page_size=args.page, tag=args.tag, progress=progress)
+    with progress_for(out, args, "xor-fold") as progress:
+        report = reports.fingerprint(args.file, progress=progress, **options(args, "file"))
     if args.json:
-        out.json(fp.to_dict())
-    else:
-        out.stdout.write("".join(line + "\n" for line in render_fingerprint(fp)))
-    return 0
+        out.json(report.to_dict())
+    else:  # plain lines, never wrapped: they are compared with a driver's log line by line
+        out.stdout.write("".join(line + "\n" for line in report.lines()))
+    return report.exit_code
 
 
 def _buffer_spec(text: str) -> tuple[str, str]:
@@ -43,22 +36,15 @@ def _buffer_spec(text: str) -> tuple[str, str]:
 
 
 def cmd_verify(args, out) -> int:
-    from forensics.fingerprint import verify_log
-    from forensics.render.evidence import render_verify
+    from forensics import reports
 
-    report = verify_log(args.log, args.files, buffers=dict(args.buffer or ()), page_size=args.page,
-                        pattern=args.pattern, **dump_options(args))
-    if args.json:
-        out.json(report.to_dict())
-    else:
-        out.print(*render_verify(report))
-    return report.exit_code
+    return show(reports.verify(args.log, *args.files, **options(args, "log", "files")), args, out)
 
 
 def cmd_demo(args, out) -> int:
-    from forensics.cli.demo import run_demo
+    from forensics import reports
 
-    return run_demo(out, json=args.json)
+    return show(reports.demo(), args, out)
 
 
 def register(subparsers, parents) -> None:
