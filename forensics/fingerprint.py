@@ -267,7 +267,8 @@ def parse_log(text: str, *, path: str = "<log>", page_size: int = 4096, pattern:
         try:
             compiled = re.compile(pattern)
         except re.error as exc:
-            raise InputError(f"pattern is not a regular expression: {exc}") from None
+            raise InputError("{pattern} is not a regular expression: " + str(exc).replace("{", "{{").replace("}", "}}"),
+                             params=True) from None
         if not set(compiled.groupindex) & set(PATTERN_GROUPS):
             raise InputError(f"pattern needs a named group among {', '.join(PATTERN_GROUPS)}, e.g. "
                              r"(?P<crc32>[0-9a-f]{8})")
@@ -360,7 +361,7 @@ def verify_log(log_path: str, files=(), *, buffers: dict[str, str] | None = None
     text, _ = read_text_file(log_path, "a driver log")
     logged = parse_log(text, path=log_path, page_size=page_size, pattern=pattern)
     if not files and not buffers:
-        raise InputError("give the files to check: FILE... or --buffer TAG=FILE")
+        raise InputError("give the files to check: FILE... or {buffer:TAG=FILE}", params=True)
     tags = list(dict.fromkeys(item.tag for item in logged))
     where = _assign(tags, list(files), buffers)
     dumps: dict[str, Dump] = {}
@@ -399,5 +400,6 @@ def verify_log(log_path: str, files=(), *, buffers: dict[str, str] | None = None
     unassigned = tuple(sorted({str(t) if t is not None else "(untagged)" for t in tags if t not in where}))
     if not checks:
         names = ", ".join(unassigned)
-        raise InputError(f"no file given for the buffers the log names ({names}): use --buffer TAG=FILE", log_path)
+        raise InputError(f"no file given for the buffers the log names ({names}): use {{buffer:TAG=FILE}}", log_path,
+                         params=True)
     return VerifyReport(log_path, tuple(checks), unassigned, tuple(d.source() for d in dumps.values()))

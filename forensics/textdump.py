@@ -167,8 +167,8 @@ class _Builder:
     def expected(self) -> int | None:
         return None if self.start is None else self.start + len(self.out)
 
-    def fail(self, lineno: int, message: str):
-        raise InputError(f"line {lineno}: {message}", self.path)
+    def fail(self, lineno: int, message: str, *, params: bool = False):
+        raise InputError(f"line {lineno}: {message}", self.path, params=params)
 
     def advance_to(self, address: int, lineno: int) -> None:
         """Bring the output up to `address`: `*` repeats, a gap fill, or an error."""
@@ -194,7 +194,7 @@ class _Builder:
             return
         if address > want:
             self.fail(lineno, f"addresses are not contiguous: expected 0x{want:x}, found 0x{address:x} "
-                              f"(a gap of {address - want:,} bytes; fill it with gap_fill)")
+                              f"(a gap of {address - want:,} bytes; fill it with {{gap_fill}})", params=True)
         self.fail(lineno, f"addresses are not contiguous: expected 0x{want:x}, found 0x{address:x} (goes back)")
 
     def add(self, address: int | None, data: bytes, lineno: int) -> None:

@@ -468,11 +468,12 @@ def parse_with_pattern(text: str, pattern: str, path: str | None = None) -> Trac
     try:
         compiled = re.compile(pattern)
     except re.error as exc:
-        raise InputError(f"line_pattern is not a regular expression: {exc}") from None
+        raise InputError("{line_pattern} is not a regular expression: "
+                         + str(exc).replace("{", "{{").replace("}", "}}"), params=True) from None
     missing = {"offset", "value"} - set(compiled.groupindex)
     if missing:
-        raise InputError(f"line_pattern needs named groups offset and value (missing {', '.join(sorted(missing))}),"
-                         r" e.g. (?P<op>[RW]) (?P<offset>0x[0-9a-f]+) (?P<value>0x[0-9a-f]+)")
+        raise InputError(f"{{line_pattern}} needs named groups offset and value (missing {', '.join(sorted(missing))}),"
+                         r" e.g. (?P<op>[RW]) (?P<offset>0x[0-9a-f]+) (?P<value>0x[0-9a-f]+)", params=True)
     accesses = []
     lines = text.splitlines()
     for lineno, line in enumerate(lines, start=1):
@@ -485,7 +486,7 @@ def parse_with_pattern(text: str, pattern: str, path: str | None = None) -> Trac
         value = _int(groups["value"], lineno, "value", path)
         accesses.append(Access(op, offset, value, width or _digits_width(groups["value"]), lineno, "pattern"))
     if not accesses:
-        raise InputError(f"no line of {len(lines)} matches line_pattern", path)
+        raise InputError(f"no line of {len(lines)} matches {{line_pattern}}", path, params=True)
     polled = collapse_polls(accesses)
     return Trace(path=path, kind="trace", accesses=tuple(polled), formats={"pattern": len(accesses)},
                  lines=len(lines), ignored=len(lines) - len(accesses), raw_accesses=len(accesses))

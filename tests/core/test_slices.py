@@ -61,7 +61,7 @@ def test_model_commands_check_the_slice(allocation, shared_data, cli, tmp_path):
     page, exact = allocation
     model = shared_data / "ssd_mobilenet_v2_coco_quant_postprocess_segment_1_of_2_edgetpu.tflite"
     flags = ["--model", model, "--tensor", "convert_scores"]
-    assert_one_line_error(cli("anchors", page, *flags), "180224 bytes", "length=176368")
+    assert_one_line_error(cli("anchors", page, *flags), "180224 bytes", "--length 176368")
     assert cli("anchors", page, *flags, "--length", RAW).code == 0
     assert cli("diff", exact, page, *flags, "--length", RAW).code == 0
     assert cli("diagnose", exact, page, *flags, "--length", RAW).code == 0

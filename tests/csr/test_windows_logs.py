@@ -53,7 +53,7 @@ def test_line_pattern(tmp_path, cli):
     assert json.loads(result.out)["counts"]["value"] == 1
     assert_one_line_error(cli("csr", a, b, "--line-pattern", r"(?P<offset>\w+)"), "named groups offset and value")
     assert_one_line_error(cli("csr", a, b, "--line-pattern", r"zzz(?P<offset>\w+) (?P<value>\w+)"),
-                          "a.log", "matches line_pattern")
+                          "a.log", "matches --line-pattern")
 
 
 def test_width_from_the_register_table():
