@@ -22,7 +22,7 @@ from forensics import exitcodes
 from forensics.errors import InputError
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Report:
     """What one command found: its `--json` document, exit code, warnings and tables."""
 
@@ -70,13 +70,16 @@ class Report:
         except ImportError:
             from forensics.errors import DependencyError
 
-            raise DependencyError("to_frame() needs pandas: pip install 'forensics[tables]'") from None
+            raise DependencyError("to_frame() needs pandas: pip install 'forensics[export]'") from None
         rows = self.to_dict().get(self.rows_key) or []
         return pd.DataFrame(rows)
 
     def __bool__(self) -> bool:
         """True when the command would exit 0 (same / ok / nothing found)."""
         return self.exit_code == exitcodes.SAME
+
+    def __repr__(self) -> str:  # short: notebooks show it as the plain-text form beside the HTML
+        return f"<{type(self).__name__} {self.command}: exit_code={self.exit_code}>"
 
 
 def _limit(limit, show_all: bool):
@@ -101,7 +104,7 @@ def _slice(offset=None, length=None, gap_fill=None, *, layout: bool = False) -> 
 
 # --- buffers: crc, diff, anchors, coverage, hexdump --------------------------------------------------------
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class CrcReport(Report):
     def renderables(self) -> list:
         from forensics.render.buffers import render_crc
@@ -152,7 +155,7 @@ def _draw_heatmap(context, heat, title: str, heatmap) -> dict | None:
     return {"path": os.fspath(heatmap), **picture.to_dict(), **heat.to_dict()}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class RecordsReport(Report):
     """diff and anchors: a result whose listed records carry anchor geometry, plus the pictures drawn."""
 
@@ -166,8 +169,9 @@ class RecordsReport(Report):
         from forensics.modeldumps import annotate_rows
 
         doc = self._sources(self.result.to_dict())
-        if self.rows_key in doc:
-            doc[self.rows_key] = annotate_rows(doc[self.rows_key], self.context.geometry)
+        listed = "records" if self.command == "diff" else "nonuniform"  # the rows that are anchors
+        if listed in doc:
+            doc[listed] = annotate_rows(doc[listed], self.context.geometry)
         doc.update(self.context.to_dict())
         if self.heatmap is not None:
             doc["heatmap"] = dict(self.heatmap)
@@ -259,7 +263,7 @@ def anchors(file, *, record=None, offset=None, count=None, fields=None, pad=None
                          context=context, heat=heat, heatmap=drawn, grid=grid, title=title, dumps=(dump,))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class CoverageReport(Report):
     def renderables(self) -> list:
         from forensics.render.buffers import render_coverage
@@ -293,7 +297,7 @@ def _hex_bytes(text: str) -> bytes:
     return value
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class HexdumpReport(Report):
     def renderables(self) -> list:
         from forensics.render.buffers import render_hexdump
@@ -345,7 +349,7 @@ def _open_model(path):
     return model, read_packages(model)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class GraphReport(Report):
     def renderables(self) -> list:
         from forensics.render.model import render_graph, render_params
@@ -373,7 +377,7 @@ def graph(model, *, params_out=None) -> GraphReport:
     return GraphReport("graph", Document(summary), rows_key="operators")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class ExtractReport(Report):
     files: tuple[str, ...] = ()
 
@@ -396,7 +400,7 @@ def extract(model, *, output, force: bool = False) -> ExtractReport:
     return ExtractReport("extract", result, files=tuple(files))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class RelayoutReport(Report):
     def renderables(self) -> list:
         from forensics.render.model import render_relayout
@@ -434,7 +438,7 @@ def relayout(input, *, model, layer: str, output, inverse: bool = False,  # noqa
 
 # --- decode, tail, anchors-gen -----------------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class DecodeReport(Report):
     geometry: object = None                # forensics.geometry.AnchorGeometry of the anchors
     drawing: dict | None = None            # what --draw wrote
@@ -547,7 +551,7 @@ def decode(boxes, scores, *, model=None, deps=None, layout: str = "auto", dequan
                         rows_key="detections", geometry=geometry, drawing=drawn, score_threshold=score_threshold)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class TailReport(Report):
     def renderables(self) -> list:
         from forensics.render.decode import render_tail
@@ -562,7 +566,7 @@ def tail(model, *, output) -> TailReport:
     return TailReport("tail", write_tail(model, output))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class AnchorsGenReport(Report):
     def renderables(self) -> list:
         from forensics.render.decode import render_anchors_gen
@@ -588,7 +592,7 @@ def anchors_gen(*, input_size=None, feature_maps=None, min_scale: float = 0.2, m
 
 # --- runs: capture, ingest, compare ------------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class CaptureReport(Report):
     def renderables(self) -> list:
         from forensics.render.runs import render_capture
@@ -607,7 +611,7 @@ def capture(*, model, output, source: str = "litert", image=None, input=None,  #
     return CaptureReport("capture", result, rows_key="buffers")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class IngestReport(Report):
     def renderables(self) -> list:
         from forensics.render.runs import render_ingest
@@ -628,7 +632,7 @@ def ingest(run, buffers, *, source: str, model=None, offset: int | None = None, 
     return IngestReport("ingest", result, warnings=warnings, rows_key="buffers")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class CompareReport(Report):
     html: str | None = None                # the --html page written
 
@@ -651,7 +655,7 @@ class CompareReport(Report):
         return out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class BatchReport(Report):
     def renderables(self) -> list:
         from forensics.render.runs import render_batch
@@ -711,7 +715,7 @@ def compare(*runs, html=None, previous=None, model=None, deps=None, limit: int =
 
 # --- diagnose ----------------------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class DiagnoseReport(Report):
     def renderables(self) -> list:
         from forensics.render.diagnose import render_diagnose
@@ -762,7 +766,7 @@ def diagnose(a, b, *, previous=None, model=None, tensor=None, record=None, offse
 
 # --- csr ---------------------------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class CsrReport(Report):
     limit: int | None = 200
     show_all: bool = False
@@ -773,7 +777,7 @@ class CsrReport(Report):
         return render_comparison(self.result, limit=self.limit, show_all=self.show_all)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class RegisterReport(Report):
     def renderables(self) -> list:
         from forensics.render.csr import render_lookup
@@ -816,7 +820,7 @@ def csr(a=None, b=None, *, reads: bool = False, mask=None, snapshot: bool = Fals
 
 # --- driver-side evidence: import, fingerprint, verify; the demo -------------------------------------------
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class ImportReport(Report):
     def renderables(self) -> list:
         from forensics.render.evidence import render_import
@@ -832,7 +836,7 @@ def import_(text, *, output, format: str = "auto", gap_fill: int | None = None) 
                                                    gap_fill=gap_fill))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class FingerprintReport(Report):
     def lines(self) -> list[str]:
         """The driver-style lines, exactly (a driver's log is compared with them character by character)."""
@@ -858,7 +862,7 @@ def fingerprint(file, *, page: int = 4096, tag: str | None = None, offset: int |
                              rows_key="pages")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class VerifyReport(Report):
     def renderables(self) -> list:
         from forensics.render.evidence import render_verify
@@ -918,7 +922,7 @@ class DemoDocument:
                 "ok": all(step["ok"] for step in self.steps)}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class DemoReport(Report):
     def renderables(self) -> list:
         from rich.text import Text
