@@ -123,7 +123,8 @@ def build_parser(command: str | None = None) -> ArgumentParser:
 
 
 class _notices_to:  # noqa: N801 - a context manager
-    """Print the library's DumpNotice warnings (how a dump was read) as one stderr line each."""
+    """Print the library's DumpNotice / DumpWarning (how a dump was read) as one stderr line each; silence
+    numpy's RuntimeWarnings."""
 
     def __init__(self, out):
         self.out = out
@@ -137,6 +138,9 @@ class _notices_to:  # noqa: N801 - a context manager
         self._catch.__enter__()
         warnings.simplefilter("always", DumpNotice)
         warnings.simplefilter("always", DumpWarning)
+        # numpy's floating-point RuntimeWarnings (overflow, invalid value) on hostile values would reach
+        # stderr before the one error line; results are checked for finiteness where it matters.
+        warnings.simplefilter("ignore", RuntimeWarning)
         previous = warnings.showwarning
 
         def show(message, category, filename, lineno, file=None, line=None):
@@ -172,6 +176,8 @@ def main(argv=None, stdout=None, stderr=None) -> int:
         parser.print_help(stdout)
         return EXIT_ERROR
     out = Output(stdout, stderr, width=args.width, color=args.color)
+    import warnings
+
     try:
         with _notices_to(out):
             return int(args.handler(args, out))
