@@ -33,6 +33,7 @@ import numpy as np
 
 CHUNK = 1 << 17          # elements converted to float64 at a time (1 MiB of float64: stays in cache)
 EXACT_LIMIT = 1 << 21    # float errors kept exactly up to this many non-zero errors (16 MiB)
+HIST_BINS = 64           # bins of the coarse histogram kept for pictures
 _HIST_SHIFT = 16         # float32 bits >> 16: 8 exponent bits and the top 7 mantissa bits
 
 
@@ -56,6 +57,12 @@ class _LsbHistogram:
     @property
     def total(self) -> int:
         return int(self.counts[1:].sum()) if self.counts.size > 1 else 0
+
+    def weighted(self):
+        """(values, counts) of the non-zero errors."""
+        values = np.flatnonzero(self.counts)
+        values = values[values > 0]
+        return values.astype(np.float64), self.counts[values]
 
     def kth(self, k: int) -> float:
         """The k-th smallest (1-based) of the values added that are not zero."""
@@ -97,6 +104,15 @@ class _FloatTail:
         as32[low] = np.nextafter(as32[low], np.float32(np.inf))
         bins = as32.view(np.uint32) >> _HIST_SHIFT
         self.hist += np.bincount(bins.astype(np.int64), minlength=self.hist.size)[: self.hist.size]
+
+    def weighted(self):
+        """(values, counts): the values themselves, or the histogram bins' upper edges."""
+        if self.values is not None:
+            data = np.concatenate(self.values) if self.values else np.zeros(0)
+            return data, np.ones(data.size, dtype=np.int64)
+        bins = np.flatnonzero(self.hist)
+        upper = ((bins + 1) << _HIST_SHIFT).astype(np.uint32).view(np.float32).astype(np.float64)
+        return upper, self.hist[bins]
 
     def kth(self, k: int) -> float:
         if self.values is not None:
@@ -150,6 +166,7 @@ class ErrorStats:
     violations: int = 0               # elements outside the tolerance the statistics were computed for
     units: str = "raw"                # "dequantized" or "raw"
     per_lane_max: tuple = field(default=(), repr=False)  # per lane (record buffers): max |b - a|
+    histogram: tuple = field(default=(), repr=False, compare=False)  # (edges, counts) of the non-zero |b - a|
 
     def to_dict(self) -> dict:
         out = {"max_abs": self.max_abs, "mean_abs": self.mean_abs, "median_abs": self.median_abs,
@@ -339,6 +356,11 @@ class ErrorAccumulator:
                    violations=self.violations + self.nonfinite_mismatch,
                    units="dequantized" if self.integer and self.scale is not None else "raw",
                    per_lane_max=tuple(float(v) for v in self.lane_max) if self.lane_max is not None else ())
+        values, weights = self.tail.weighted()
+        edges = np.linspace(0.0, max_abs if max_abs > 0 else 1.0, HIST_BINS + 1)
+        counts = np.histogram(np.minimum(values * unit, edges[-1]), bins=edges, weights=weights)[0] \
+            if values.size else np.zeros(HIST_BINS)
+        out["histogram"] = (edges, counts.astype(np.int64))
         if self.integer:
             min_lsb = None
             if min_atol is not None:

@@ -88,3 +88,13 @@ def add_layout_flags(parser: argparse.ArgumentParser, *, count: bool = True) -> 
     group.add_argument("--scale", type=positive_float, default=None, metavar="S",
                        help="uint8 quantization scale (e.g. 0.00390625 or 1/256)")
     group.add_argument("--zero-point", type=int, default=None, metavar="Z", help="uint8 quantization zero point")
+
+
+def add_tolerance_flags(parser: argparse.ArgumentParser) -> None:
+    """--atol/--rtol/--check: how far B may be from A and still pass (forensics.tolerance)."""
+    group = parser.add_argument_group("tolerance (verdict WITHIN TOLERANCE, exit 0, when the check passes)")
+    group.add_argument("--atol", default=None, metavar="1lsb|0.01",
+                       help="absolute tolerance in LSB (integer buffers, e.g. 1lsb) or in dequantized units")
+    group.add_argument("--rtol", default=None, metavar="R", help="relative tolerance: |b-a| <= atol + R*|a|")
+    group.add_argument("--check", default=None, metavar="max|mean|p99",
+                       help="which statistic must pass (default max: every value)")

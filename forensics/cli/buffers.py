@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 
-from forensics.cli.args import add_layout_flags, hex_pattern, non_negative_int, positive_int
+from forensics.cli.args import add_layout_flags, add_tolerance_flags, hex_pattern, non_negative_int, positive_int
 
 EXIT_SAME, EXIT_DIFFERENT = 0, 1
 
@@ -102,17 +102,39 @@ def cmd_diff(args, out) -> int:
                              f"{other.mode} layout ({dump_b.size:,} bytes) of {args.tensor!r}: relayout one "
                              f"first (forensics relayout ... --layer {args.tensor})")
     _check_picture_flags(args, context)
-    result = diff_dumps(dump_a, dump_b, context.layout, tolerance=args.tolerance, limit=_limit(args))
+    from forensics.tolerance import make_policy
+
+    policy = make_policy(tolerance=args.tolerance, atol=args.atol, rtol=args.rtol, check=args.check).default
+    if args.plot:
+        from forensics.outputs import check_writable
+
+        check_writable(args.plot)
+    result = diff_dumps(dump_a, dump_b, context.layout, tolerance=args.tolerance or 0, limit=_limit(args),
+                        policy=policy)
     result = remap_indices(result, context, "records")
     heat = None
     if args.heatmap or args.grid:
         from forensics.geometry import diff_heat
 
         heat = diff_heat(records_by_anchor(dump_a, context), records_by_anchor(dump_b, context), context.layout,
-                         lane=args.lane, tolerance=args.tolerance)
-    _emit(args, out, context, result, "records", lambda: render_diff(result, geometry=context.geometry),
+                         lane=args.lane, tolerance=args.tolerance or 0)
+    from forensics.render.errorplot import unicode_ok
+
+    _emit(args, out, context, result, "records",
+          lambda: render_diff(result, geometry=context.geometry, unicode=unicode_ok(out.stdout)),
           heat, "differences A vs B")
-    return EXIT_SAME if result.identical else EXIT_DIFFERENT
+    if args.plot:
+        _error_plot(args, out, dump_a, dump_b, context, result)
+    return EXIT_SAME if result.passed else EXIT_DIFFERENT
+
+
+def _error_plot(args, out, dump_a, dump_b, context, result) -> None:
+    from forensics.render.errorplot import error_plot_for_dumps
+
+    error_plot_for_dumps(dump_a, dump_b, context.layout, result.stats, geometry=context.geometry,
+                         title=f"{args.a} vs {args.b}").save(args.plot)
+    if not args.json:
+        out.print(f"wrote {args.plot}")
 
 
 # --- anchors -------------------------------------------------------------------------------------------
@@ -219,8 +241,11 @@ def register(subparsers, parents) -> None:
     p.add_argument("a", metavar="A")
     p.add_argument("b", metavar="B")
     add_layout_flags(p)
-    p.add_argument("--tolerance", type=non_negative_int, default=0, metavar="K",
-                   help="treat differences of at most K LSB as equal (runtimes round differently)")
+    p.add_argument("--tolerance", type=non_negative_int, default=None, metavar="K",
+                   help="treat differences of at most K LSB as equal (runtimes round differently; = --atol Klsb)")
+    add_tolerance_flags(p)
+    p.add_argument("--plot", default=None, metavar="OUT.png",
+                   help="a 2x2 picture of the error: histogram, B vs A, error map, per-lane max (needs Pillow)")
     p.add_argument("--limit", type=non_negative_int, default=20, metavar="N",
                    help="list at most N differing records (default 20; 0 = all)")
     p.add_argument("--all", action="store_true", help="list every differing record")

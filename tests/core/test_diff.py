@@ -149,7 +149,7 @@ def test_tolerance_and_pad_make_equal_as_configured(tmp_path):
 def test_cli_diff_identical_one_line(cli):
     r = cli("diff", "dumps/libedgetpu/convert_scores.bin", "dumps/ours/convert_scores.bin")
     assert r.code == 0
-    assert r.out.count("\n") == 1 and r.out.startswith("IDENTICAL | 8,136 bytes, CRC32 0x")
+    assert r.out.count("\n") == 1 and r.out.startswith("MATCH | 8,136 bytes, CRC32 0x")
 
 
 def test_cli_diff_json_keys_and_broken_case(cli):
@@ -269,3 +269,31 @@ def test_diff_verdicts(tmp_path):
     assert d["verdict"] == "WITHIN TOLERANCE" and d["stats"]["max_abs_lsb"] == 2
     assert d["stats"]["min_atol_lsb"] == 2 and d["stats"]["max_abs"] == pytest.approx(0.2)
     assert json.loads(json.dumps(d)) == d
+
+
+def test_cli_diff_tolerance_flags(cli):
+    a, b = "dumps/libedgetpu/convert_scores.bin", "dumps/broken/convert_scores.bin"
+    r = cli("diff", a, b, "--json", "--atol", "204lsb")
+    doc = json.loads(r.out)
+    assert r.code == 0 and doc["verdict"] == "WITHIN TOLERANCE"
+    assert doc["stats"]["max_abs_lsb"] == 204 and doc["stats"]["worst"]["lane"] == "face"
+    assert doc["stats"]["worst"]["anchor"] == 1500
+    r = cli("diff", a, b, "--json", "--atol", "203lsb")
+    assert r.code == 1 and json.loads(r.out)["verdict"] == "DIFFER"
+    r = cli("diff", a, b, "--tolerance", "204")  # today's flag: K LSB
+    assert r.code == 0 and r.out.startswith("WITHIN TOLERANCE | ")
+    # 534 of 2,034 anchors differ: the mean passes a tolerance the max does not
+    mean = json.loads(cli("diff", a, b, "--json").out)["stats"]["mean_abs"]
+    assert cli("diff", a, b, "--check", "mean", "--atol", str(mean * 1.01)).code == 0
+    assert cli("diff", a, b, "--check", "max", "--atol", str(mean * 1.01)).code == 1
+
+
+@pytest.mark.parametrize("flags, fragment", [
+    (["--check", "p98"], "check must be one of max, mean, p99"),
+    (["--atol", "abc"], "atol must be"),
+    (["--rtol", "-1"], "rtol must be"),
+    (["--atol", "1lsb", "--tolerance", "1"], "not both"),
+])
+def test_cli_diff_bad_tolerance_is_one_line(cli, flags, fragment):
+    r = cli("diff", "dumps/libedgetpu/convert_scores.bin", "dumps/broken/convert_scores.bin", *flags)
+    assert_one_line_error(r, fragment)
