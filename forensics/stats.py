@@ -357,7 +357,10 @@ class ErrorAccumulator:
                    units="dequantized" if self.integer and self.scale is not None else "raw",
                    per_lane_max=tuple(float(v) for v in self.lane_max) if self.lane_max is not None else ())
         values, weights = self.tail.weighted()
-        edges = np.linspace(0.0, max_abs if max_abs > 0 else 1.0, HIST_BINS + 1)
+        if self.integer and 0 < self.max_err <= HIST_BINS:  # one bin per LSB, centred on 1, 2, ...
+            edges = (np.arange(int(self.max_err) + 1) + 0.5) * unit
+        else:
+            edges = np.linspace(0.0, max_abs if max_abs > 0 else 1.0, HIST_BINS + 1)
         counts = np.histogram(np.minimum(values * unit, edges[-1]), bins=edges, weights=weights)[0] \
             if values.size else np.zeros(HIST_BINS)
         out["histogram"] = (edges, counts.astype(np.int64))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from forensics.cli.args import positive_int
+from forensics.cli.args import add_tolerance_flags, positive_int
 
 EXIT_SAME, EXIT_DIFFERENT = 0, 1
 
@@ -87,7 +87,17 @@ def cmd_compare(args, out) -> int:
     run_a, run_b = load_run(args.runs[0]), load_run(args.runs[1])
     previous = load_run(args.previous) if args.previous else None
     geometry = _geometry(args, run_a)
-    result = compare_runs(run_a, run_b, previous=previous, geometry=geometry, limit=args.limit)
+    from forensics.tolerance import make_policy
+
+    k, per_tensor = split_tolerances(args.tolerance)
+    policy = make_policy(tolerance=k, atol=args.atol, rtol=args.rtol, check=args.check, per_tensor=per_tensor)
+    labels = None
+    if args.labels:
+        from forensics.labels import read_labels
+
+        labels = read_labels(args.labels)
+    result = compare_runs(run_a, run_b, previous=previous, geometry=geometry, limit=args.limit, policy=policy,
+                          labels=labels)
     for line in result.warnings:
         out.warn(line)
     if args.html:
@@ -100,10 +110,12 @@ def cmd_compare(args, out) -> int:
             doc["html"] = args.html
         out.json(doc)
     else:
-        out.print(*render_compare(result))
+        from forensics.render.errorplot import unicode_ok
+
+        out.print(*render_compare(result, unicode=unicode_ok(out.stdout)))
         if args.html:
             out.print(f"wrote {args.html}")
-    return EXIT_SAME if result.match else EXIT_DIFFERENT
+    return EXIT_SAME if result.passed else EXIT_DIFFERENT
 
 
 def _batch(args, out) -> int:
@@ -115,7 +127,11 @@ def _batch(args, out) -> int:
         raise InputError("--batch takes -o SUMMARY.csv and --workers; --html/--previous/--model/--deps are for one pair")
     if not args.output:
         raise InputError("--batch needs -o SUMMARY.csv (a Parquet file is written beside it)")
-    result = batch_compare(args.batch, workers=args.workers)
+    from forensics.tolerance import make_policy
+
+    k, per_tensor = split_tolerances(args.tolerance)
+    policy = make_policy(tolerance=k, atol=args.atol, rtol=args.rtol, check=args.check, per_tensor=per_tensor)
+    result = batch_compare(args.batch, workers=args.workers, policy=policy)
     result = write_summary(result, args.output)
     if args.json:
         out.json(result.to_dict())
@@ -176,4 +192,32 @@ def register(subparsers, parents) -> None:
     p.add_argument("-o", "--output", metavar="SUMMARY.csv", help="--batch: the summary table (CSV + Parquet)")
     p.add_argument("--workers", type=positive_int, default=None, metavar="N",
                    help="--batch: worker processes (default: one per core)")
+    p.add_argument("--tolerance", type=_tolerance_arg, action="append", default=None, metavar="K|TENSOR=SPEC",
+                   help="K: every integer buffer may differ by K LSB (= --atol Klsb); TENSOR=SPEC (repeatable): "
+                        "this tensor's tolerance, e.g. convert_scores=1lsb or Squeeze1=atol=0.01,check=p99")
+    p.add_argument("--labels", metavar="FILE", help="class names for the detections (one per line)")
+    add_tolerance_flags(p)
     p.set_defaults(handler=cmd_compare)
+
+
+def _tolerance_arg(text: str):
+    """`2` (K LSB for every buffer) or `TENSOR=SPEC`."""
+    name, sep, spec = text.partition("=")
+    if sep:
+        if not name or not spec:
+            raise argparse.ArgumentTypeError(f"expected K or TENSOR=SPEC, got {text!r}")
+        return (name, spec)
+    from forensics.cli.args import non_negative_int
+
+    return non_negative_int(text)
+
+
+def split_tolerances(values) -> tuple[int | None, tuple]:
+    """--tolerance values -> (K or None, ((tensor, spec), ...)); InputError when K is given twice."""
+    from forensics.errors import InputError
+
+    values = values or []
+    ks = [v for v in values if isinstance(v, int)]
+    if len(ks) > 1:
+        raise InputError("--tolerance K is given more than once")
+    return (ks[0] if ks else None), tuple(v for v in values if not isinstance(v, int))

@@ -139,10 +139,9 @@ def stats_lines(stats, *, where: str = "", unicode: bool = True) -> list:
         at = f" at y={worst['y']} x={worst['x']} z={worst['z']}"
     elif worst:
         at = f" at element {worst['index']}"
-    parts = [f"max |B-A| {_stat(stats.max_abs, stats.max_abs_lsb if lsb else None)}{at}",
-             f"mean {_stat(stats.mean_abs)}", f"median {_stat(stats.median_abs)}",
-             f"p99 {_stat(stats.p99_abs, stats.p99_abs_lsb if lsb else None)}"]
-    more = []
+    parts = [f"max {_stat(stats.max_abs, stats.max_abs_lsb if lsb else None)}{at}",
+             f"mean {_stat(stats.mean_abs)}"]
+    more = [f"median {_stat(stats.median_abs)}", f"p99 {_stat(stats.p99_abs, stats.p99_abs_lsb if lsb else None)}"]
     if stats.max_rel is not None:
         more.append(f"max rel {_num(stats.max_rel)}")
     more.append(f"cosine {'-' if stats.cosine is None else f'{stats.cosine:.6f}'}")
@@ -155,7 +154,7 @@ def stats_lines(stats, *, where: str = "", unicode: bool = True) -> list:
         stats.min_atol, stats.min_atol_lsb if lsb else None)
     if stats.integer and not lsb and stats.min_atol is not None:
         atol += " LSB"
-    out = [Text(line), Text("       " + "; ".join(more) + f"; smallest atol that passes: {atol}")]
+    out = [Text(line), Text("  " + "; ".join(more)), Text(f"  smallest atol that passes: {atol}")]
     if stats.histogram:
         from forensics.render.errorplot import terminal_histogram
 

@@ -188,6 +188,21 @@ def draw_error_plot(data: ErrorPlotData, *, title: str = "B vs A") -> Picture:
     return Picture(buf.getvalue(), width, height, tuple(panels))
 
 
+def _max_pool(grid: np.ndarray, width: int, height: int) -> np.ndarray:
+    """Shrink a grid to fit width x height cells by the max of each block (a lone bad cell stays visible)."""
+    rows, cols = grid.shape
+    f = max(1, math.ceil(rows / max(1, height)), math.ceil(cols / max(1, width)))
+    if f == 1:
+        return grid
+    padded = np.full((-(-rows // f) * f, -(-cols // f) * f), np.nan)
+    padded[:rows, :cols] = grid
+    blocks = padded.reshape(padded.shape[0] // f, f, padded.shape[1] // f, f)
+    with np.errstate(all="ignore"):
+        finite = np.isfinite(blocks).any(axis=(1, 3))
+        out = np.where(finite, np.nanmax(np.where(np.isfinite(blocks), blocks, -np.inf), axis=(1, 3)), np.nan)
+    return out
+
+
 class _Draw:
     @staticmethod
     def histogram(draw, font, box, data, img):
@@ -236,6 +251,7 @@ class _Draw:
         n = len(data.maps)
         slot = (x1 - x0 - 4) // max(1, n)
         for i, grid in enumerate(data.maps):
+            grid = _max_pool(grid, slot - 4, y1 - y0 - 4)
             rows, cols = grid.shape
             cell = max(1, min((slot - 4) // max(1, cols), (y1 - y0 - 4) // max(1, rows)))
             rgb = ramp_colours(grid / hi)
@@ -266,6 +282,7 @@ class _Draw:
 
 # --- terminal ---------------------------------------------------------------------------------------------
 
+TERMINAL_BINS = 32
 BLOCKS = " ▁▂▃▄▅▆▇█"
 ASCII = " .:-=+*#@"
 
@@ -276,10 +293,14 @@ def terminal_histogram(edges, counts, *, unicode: bool = True, height_chars=None
     ramp = BLOCKS if unicode else ASCII
     if not counts.any():
         return []
+    if len(counts) > TERMINAL_BINS:  # fold neighbouring bins so the line fits a terminal
+        factor = -(-len(counts) // TERMINAL_BINS)
+        counts = np.pad(counts, (0, (-len(counts)) % factor)).reshape(-1, factor).sum(axis=1)
     logc = np.log10(counts + 1.0)
     levels = np.where(counts > 0, np.maximum(1, np.rint(logc / logc.max() * (len(ramp) - 1))), 0).astype(int)
     bars = "".join(ramp[v] for v in levels)
-    return [f"|B-A| histogram (log): [{bars}]", f"  0 .. {_fmt(float(edges[-1]))}, {int(counts.sum()):,} values"]
+    return [f"|B-A| histogram (log count): [{bars}] {_fmt(float(edges[0]))} .. {_fmt(float(edges[-1]))}, "
+            f"{int(counts.sum()):,} values"]
 
 
 def unicode_ok(stream) -> bool:
@@ -290,3 +311,27 @@ def unicode_ok(stream) -> bool:
     except (UnicodeEncodeError, LookupError):
         return False
     return True
+
+
+def error_plot_for_row(result, row) -> Picture:
+    """The error picture of one differing (stage, tensor) of a forensics.runs.compare.CompareResult."""
+    from forensics.dump import open_dump
+    from forensics.runs.compare import element_type
+
+    entry_a = result.run_a.buffer(row.stage, row.tensor)
+    entry_b = result.run_b.buffer(row.stage, row.tensor)
+    dump_a = open_dump(result.run_a.file_path(entry_a), allow_empty=True, use_sidecar=False)
+    dump_b = open_dump(result.run_b.file_path(entry_b), allow_empty=True, use_sidecar=False)
+    layout = row.diff.layout
+    dtype, scale, zero_point = element_type(entry_a, layout)
+    geometry = result.geometry if row.unit == "anchors" else None
+    shape = entry_a.shape
+    itemsize = np.dtype(dtype or "uint8").itemsize
+    if geometry is None and shape and len(shape) >= 3 and not layout.pad_lanes and \
+            int(np.prod(shape)) * itemsize == min(dump_a.size, dump_b.size):
+        from forensics.layout import RecordLayout
+
+        layout = RecordLayout(record_size=shape[-1] * itemsize)  # one record per (y, x): z is the lane
+    return error_plot_for_dumps(dump_a, dump_b, layout, row.stats, dtype=dtype or "uint8", scale=scale,
+                                zero_point=zero_point, geometry=geometry, shape=shape,
+                                title=f"{row.label}: {result.run_b.source} vs {result.run_a.source}")
