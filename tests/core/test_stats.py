@@ -193,3 +193,17 @@ def test_chunking_does_not_change_the_result(monkeypatch):
         assert getattr(whole, key) == getattr(pieces, key)
     for key in ("mean_abs", "cosine", "sqnr_db"):
         assert getattr(whole, key) == pytest.approx(getattr(pieces, key), rel=1e-12)
+
+
+def test_float_chunks_with_and_without_non_finite_values(monkeypatch):
+    """The dense float path (finite chunks) and the careful one (chunks holding NaN/Inf) add up the same."""
+    rng = np.random.default_rng(12)
+    a = rng.normal(size=3000).astype(np.float32)
+    b = (a + rng.normal(scale=0.01, size=a.size)).astype(np.float32)
+    b[2500] = np.inf
+    monkeypatch.setattr(stats_mod, "CHUNK", 64)
+    got = error_stats(a, b)
+    keep = np.arange(a.size) != 2500
+    check(got, reference(a[keep], b[keep]))
+    assert got.nonfinite_mismatch == 1 and got.inf == 1 and got.worst["index"] == 2500
+    assert got.differing == int(np.count_nonzero(a != b))
