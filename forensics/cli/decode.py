@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from forensics.cli.args import positive_float
+from forensics.cli.args import positive_float, positive_int
 
 EXIT_OK, EXIT_DIFFERENT = 0, 1
 
@@ -85,6 +85,8 @@ def _check_decode_flags(args) -> bool:
 
 
 def cmd_decode(args, out) -> int:
+    if args.top_k is not None:
+        return _classes(args, out)
     from forensics.decode.report import decode_dumps
     from forensics.geometry import infer_geometry
     from forensics.render.decode import decode_document, render_decode
@@ -139,6 +141,22 @@ def cmd_decode(args, out) -> int:
 
 
 # --- tail ----------------------------------------------------------------------------------------------
+
+def _classes(args, out) -> int:
+    """decode A B --model CLASSIFIER --top-k K: both sides' top-k, dequantized, with rank changes."""
+    from forensics.classes import classify_dumps
+    from forensics.errors import InputError
+    from forensics.render.decode import render_classes
+
+    if args.model is None:
+        raise InputError("--top-k needs --model MODEL (the classifier: its output's size and quantization)")
+    result = classify_dumps(args.boxes, args.scores, model=args.model, k=args.top_k, labels_path=args.labels)
+    if args.json:
+        out.json(result.to_dict())
+    else:
+        out.print(*render_classes(result, names=(args.boxes, args.scores)))
+    return EXIT_OK if result.same_order else EXIT_DIFFERENT
+
 
 def cmd_tail(args, out) -> int:
     from forensics.decode.tail_cmd import write_tail
@@ -206,6 +224,9 @@ def register(subparsers, parents) -> None:
                    help="show (and draw) only rows scoring >= S; never changes the kernel's result")
     p.add_argument("--replay", action="store_true",
                    help="also run the official kernel in LiteRT on the same bytes: MATCH / MISMATCH")
+    p.add_argument("--top-k", type=positive_int, default=None, metavar="K",
+                   help="a classifier (--model): BOXES and SCORES are then two dumps of its class scores; show "
+                        "both sides' top K with dequantized scores and rank changes (exit 1 when the order differs)")
     p.set_defaults(handler=cmd_decode)
 
     p = subparsers.add_parser(
