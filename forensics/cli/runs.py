@@ -35,7 +35,27 @@ def cmd_capture(args, out) -> int:
 # --- ingest --------------------------------------------------------------------------------------------
 
 def cmd_ingest(args, out) -> int:
+    from forensics.errors import InputError
     from forensics.render.runs import render_ingest
+
+    if args.from_format is not None:
+        fmt, path = args.from_format
+        if args.buffers or args.model:
+            raise InputError("--from FORMAT FILE brings in that file's arrays; give no STAGE=FILE or --model with it")
+        from forensics.runs.interop import ingest_arrays
+
+        result = ingest_arrays(args.run, fmt, path, source=args.source)
+        if args.json:
+            out.json(result.to_dict())
+        else:
+            from forensics.render.runs import render_buffers
+
+            out.print(f"{args.run}: added {', '.join(result.added)} from {path}", render_buffers(result.run))
+        return EXIT_SAME
+    if not args.buffers:
+        raise InputError("give STAGE[:TENSOR]=FILE ... or --from npz|polygraphy FILE")
+    if not args.source:
+        raise InputError("ingest needs --source NAME (who produced the dumps)")
     from forensics.runs.ingest import ingest
 
     result = ingest(args.run, args.source, args.buffers, model=args.model)
@@ -104,6 +124,11 @@ def cmd_compare(args, out) -> int:
         from forensics.outputs import write_text_atomic
 
         write_text_atomic(args.html, html_report(result, pictures=pictures_for(result)))
+    if args.junit:
+        from forensics.outputs import write_text_atomic
+        from forensics.render.junit import junit_xml
+
+        write_text_atomic(args.junit, junit_xml(result))
     if args.json:
         doc = result.to_dict()
         if args.html:
@@ -140,6 +165,18 @@ def _batch(args, out) -> int:
     return result.exit_code
 
 
+def cmd_export(args, out) -> int:
+    from forensics.runs.interop import export_run
+
+    result = export_run(args.run, args.format, args.output)
+    if args.json:
+        out.json(result.to_dict())
+    else:
+        out.print(f"wrote {result.output} ({args.format}: {len(result.arrays)} arrays: "
+                  f"{', '.join(n for n, _, _ in result.arrays)})")
+    return EXIT_SAME
+
+
 RESAMPLING = ("lanczos", "bilinear", "bicubic", "nearest", "box", "hamming")  # forensics.runs.capture.RESAMPLING
 
 
@@ -172,10 +209,23 @@ def register(subparsers, parents) -> None:
                     "input, raw, tensor, dequantized, detections. Without :TENSOR the buffer is named after its "
                     "stage. With --model, raw Edge TPU output layers are also relayouted into the tensor stage.")
     p.add_argument("run", metavar="RUN")
-    p.add_argument("buffers", nargs="+", metavar="STAGE[:TENSOR]=FILE")
-    p.add_argument("--source", required=True, metavar="NAME", help="who produced the dumps (e.g. ours, libedgetpu)")
+    p.add_argument("buffers", nargs="*", metavar="STAGE[:TENSOR]=FILE")
+    p.add_argument("--source", default=None, metavar="NAME",
+                   help="who produced the dumps (e.g. ours, libedgetpu); with --from polygraphy default: the runner")
+    p.add_argument("--from", dest="from_format", nargs=2, default=None, metavar=("npz|polygraphy", "FILE"),
+                   help="bring in every array of an .npz archive or a Polygraphy RunResults JSON (names "
+                        "STAGE:TENSOR; other names become tensor buffers)")
     p.add_argument("--model", metavar="MODEL", help="the model the dumps belong to (sha256, layouts, relayout)")
     p.set_defaults(handler=cmd_ingest)
+
+    p = subparsers.add_parser(
+        "export", parents=parents, help="write a run's buffers as .npz or Polygraphy RunResults JSON",
+        description="One typed array per buffer, named STAGE:TENSOR (dtype and shape from the manifest): an .npz "
+                    "archive, or Polygraphy's RunResults JSON (polygraphy run --load-outputs FILE). Exit 0 ok, 2 error.")
+    p.add_argument("run", metavar="RUN")
+    p.add_argument("--format", required=True, choices=("npz", "polygraphy"))
+    p.add_argument("-o", "--output", required=True, metavar="FILE")
+    p.set_defaults(handler=cmd_export)
 
     p = subparsers.add_parser(
         "compare", parents=parents, help="compare two runs stage by stage; or a folder of run pairs (--batch)",
@@ -196,6 +246,7 @@ def register(subparsers, parents) -> None:
                    help="K: every integer buffer may differ by K LSB (= --atol Klsb); TENSOR=SPEC (repeatable): "
                         "this tensor's tolerance, e.g. convert_scores=1lsb or Squeeze1=atol=0.01,check=p99")
     p.add_argument("--labels", metavar="FILE", help="class names for the detections (one per line)")
+    p.add_argument("--junit", metavar="OUT.xml", help="also write a JUnit XML report: one test case per (stage, tensor)")
     add_tolerance_flags(p)
     p.set_defaults(handler=cmd_compare)
 
