@@ -109,8 +109,13 @@ def cmd_diff(args, out) -> int:
         from forensics.outputs import check_writable
 
         check_writable(args.plot)
+    locate = None
+    if context.record_order is not None:  # raw chip layout: name the worst element by its anchor
+        from forensics.modeldumps import anchor_locator
+
+        locate = anchor_locator(context)
     result = diff_dumps(dump_a, dump_b, context.layout, tolerance=args.tolerance or 0, limit=_limit(args),
-                        policy=policy)
+                        policy=policy, locate=locate)
     result = remap_indices(result, context, "records")
     heat = None
     if args.heatmap or args.grid:
@@ -131,7 +136,8 @@ def cmd_diff(args, out) -> int:
 def _error_plot(args, out, dump_a, dump_b, context, result) -> None:
     from forensics.render.errorplot import error_plot_for_dumps
 
-    error_plot_for_dumps(dump_a, dump_b, context.layout, result.stats, geometry=context.geometry,
+    geometry = context.geometry if context.record_order is None else None  # the map needs anchor order
+    error_plot_for_dumps(dump_a, dump_b, context.layout, result.stats, geometry=geometry,
                          title=f"{args.a} vs {args.b}").save(args.plot)
     if not args.json:
         out.print(f"wrote {args.plot}")
