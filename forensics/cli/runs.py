@@ -39,9 +39,9 @@ def cmd_ingest(args, out) -> int:
     from forensics.render.runs import render_ingest
 
     if args.from_format is not None:
-        fmt, path = args.from_format
-        if args.buffers or args.model:
-            raise InputError("--from FORMAT FILE brings in that file's arrays; give no STAGE=FILE or --model with it")
+        if len(args.buffers) != 1 or args.model:
+            raise InputError("--from FORMAT FILE brings in one file's arrays; give no STAGE=FILE or --model with it")
+        fmt, path = args.from_format, args.buffers[0]
         from forensics.runs.interop import ingest_arrays
 
         result = ingest_arrays(args.run, fmt, path, source=args.source)
@@ -52,8 +52,6 @@ def cmd_ingest(args, out) -> int:
 
             out.print(f"{args.run}: added {', '.join(result.added)} from {path}", render_buffers(result.run))
         return EXIT_SAME
-    if not args.buffers:
-        raise InputError("give STAGE[:TENSOR]=FILE ... or --from npz|polygraphy FILE")
     if not args.source:
         raise InputError("ingest needs --source NAME (who produced the dumps)")
     from forensics.runs.ingest import ingest
@@ -209,11 +207,12 @@ def register(subparsers, parents) -> None:
                     "input, raw, tensor, dequantized, detections. Without :TENSOR the buffer is named after its "
                     "stage. With --model, raw Edge TPU output layers are also relayouted into the tensor stage.")
     p.add_argument("run", metavar="RUN")
-    p.add_argument("buffers", nargs="*", metavar="STAGE[:TENSOR]=FILE")
+    p.add_argument("buffers", nargs="+", metavar="STAGE[:TENSOR]=FILE",
+                   help="the dumps; with --from, the one file to read")
     p.add_argument("--source", default=None, metavar="NAME",
                    help="who produced the dumps (e.g. ours, libedgetpu); with --from polygraphy default: the runner")
-    p.add_argument("--from", dest="from_format", nargs=2, default=None, metavar=("npz|polygraphy", "FILE"),
-                   help="bring in every array of an .npz archive or a Polygraphy RunResults JSON (names "
+    p.add_argument("--from", dest="from_format", choices=("npz", "polygraphy"), default=None,
+                   help="FILE is an .npz archive or a Polygraphy RunResults JSON: bring in every array (names "
                         "STAGE:TENSOR; other names become tensor buffers)")
     p.add_argument("--model", metavar="MODEL", help="the model the dumps belong to (sha256, layouts, relayout)")
     p.set_defaults(handler=cmd_ingest)
