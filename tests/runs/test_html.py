@@ -63,6 +63,7 @@ def test_html_report_is_self_contained_and_well_formed(tmp_path, cli):
     assert "first divergent stage: input" in text and "inputs differ" in text
     assert "534 of 2,034 anchors differ (first: anchor 1500)" in text
     assert "truncation" in text and "fill" in text  # diagnose's findings for the DMA that stopped
+    assert "sqnr_db" in text and "min_atol_lsb" in text and "anchor 1500" in text  # the error statistics
     # one 2x2 error picture per differing stage, and the raw scores heatmap
     errors = [i for i in checker.images if i["alt"].endswith("error picture")]
     assert [i["alt"] for i in errors] == ["input error picture", "raw:convert_scores error picture"]
