@@ -9,9 +9,9 @@ correct them, so sum(a*b) and sum(b*b) come out exact without reading the equal 
 Integer buffers are compared in LSB (the integer codes) and, when the quantization (scale, zero point) is
 known, in dequantized units `(q - zero_point) * scale` too; the absolute errors are a histogram of LSB
 errors, so the median and p99 are exact. Float buffers keep the non-zero errors themselves up to
-`EXACT_LIMIT` of them (exact quantiles) and beyond that a histogram over the error's float32 exponent and
-its top 7 mantissa bits: a quantile is then the upper edge of its bin, at most 2**-7 (0.8 %) above the exact
-value. Quantiles are nearest-rank: the k-th smallest error with k = ceil(q * n) (numpy's
+`EXACT_LIMIT` of them (exact quantiles) and beyond that a histogram over the error's float64 exponent and
+its top 7 mantissa bits: a quantile is then the largest value of its bin, less than 2**-7 (0.8 %) above the
+exact value. Quantiles are nearest-rank: the k-th smallest error with k = ceil(q * n) (numpy's
 `method="inverted_cdf"`).
 
 Definitions (A the reference, errors over the elements where both sides are finite):
@@ -34,7 +34,7 @@ import numpy as np
 CHUNK = 1 << 17          # elements converted to float64 at a time (1 MiB of float64: stays in cache)
 EXACT_LIMIT = 1 << 21    # float errors kept exactly up to this many non-zero errors (16 MiB)
 HIST_BINS = 64           # bins of the coarse histogram kept for pictures
-_HIST_SHIFT = 16         # float32 bits >> 16: 8 exponent bits and the top 7 mantissa bits
+_HIST_SHIFT = 45         # float64 bits >> 45: the 11 exponent bits and the top 7 mantissa bits
 
 
 # --- quantiles of the non-zero errors ---------------------------------------------------------------------
@@ -71,7 +71,7 @@ class _LsbHistogram:
 
 
 class _FloatTail:
-    """Non-zero float errors: exact up to EXACT_LIMIT values, then a histogram of float32 bit patterns."""
+    """Non-zero float errors: exact up to EXACT_LIMIT values, then a histogram of their float64 bit patterns."""
 
     def __init__(self, limit: int = EXACT_LIMIT):
         self.limit = limit
@@ -96,14 +96,14 @@ class _FloatTail:
         self._bin(values)
 
     def _bin(self, values: np.ndarray) -> None:
+        # The float64 bit pattern of a positive value, shifted: its exponent and top 7 mantissa bits. A bin
+        # holds [edge, next edge) exactly; only the populated span of bins is counted per call.
+        bins = (values.view(np.uint64) >> _HIST_SHIFT).astype(np.intp)
+        lo = int(bins.min())
+        counts = np.bincount(bins - lo)
         if self.hist is None:
-            self.hist = np.zeros(1 << (31 - _HIST_SHIFT), dtype=np.int64)
-        # Round up to float32 so a bin's upper edge is never below a value it holds.
-        as32 = values.astype(np.float32)
-        low = as32.astype(np.float64) < values
-        as32[low] = np.nextafter(as32[low], np.float32(np.inf))
-        bins = as32.view(np.uint32) >> _HIST_SHIFT
-        self.hist += np.bincount(bins.astype(np.int64), minlength=self.hist.size)[: self.hist.size]
+            self.hist = np.zeros(1 << (63 - _HIST_SHIFT), dtype=np.int64)
+        self.hist[lo:lo + counts.size] += counts
 
     def weighted(self):
         """(values, counts): the values themselves, or the histogram bins' upper edges."""
@@ -111,8 +111,13 @@ class _FloatTail:
             data = np.concatenate(self.values) if self.values else np.zeros(0)
             return data, np.ones(data.size, dtype=np.int64)
         bins = np.flatnonzero(self.hist)
-        upper = ((bins + 1) << _HIST_SHIFT).astype(np.uint32).view(np.float32).astype(np.float64)
-        return upper, self.hist[bins]
+        return self._upper(bins), self.hist[bins]
+
+    @staticmethod
+    def _upper(bins) -> np.ndarray:
+        """The largest float64 in each bin."""
+        edges = (np.asarray(bins, dtype=np.uint64) + np.uint64(1)) << np.uint64(_HIST_SHIFT)
+        return np.nextafter(edges.view(np.float64), 0.0)
 
     def kth(self, k: int) -> float:
         if self.values is not None:
@@ -120,8 +125,7 @@ class _FloatTail:
             return float(np.partition(data, k - 1)[k - 1])
         cumulative = np.cumsum(self.hist)
         b = int(np.searchsorted(cumulative, k))
-        upper = np.array([(b + 1) << _HIST_SHIFT], dtype=np.uint32).view(np.float32)[0]
-        return float(np.nextafter(upper, np.float32(0)))
+        return float(self._upper([b])[0])
 
 
 def _dot(x: np.ndarray, y: np.ndarray) -> float:
@@ -295,7 +299,7 @@ class ErrorAccumulator:
         a = np.asarray(a).reshape(-1)
         b = np.asarray(b).reshape(-1)
         size = min(CHUNK, max(1, a.size))
-        fa, fb, d, r = (np.empty(size) for _ in range(4))
+        fa, fb, d, r, q = (np.empty(size) for _ in range(5))
         for i in range(0, a.size, CHUNK):
             pa, pb = a[i:i + CHUNK], b[i:i + CHUNK]
             m = pa.size
@@ -328,8 +332,10 @@ class ErrorAccumulator:
             if self.rtol > 0 and self.check == "mean":
                 self.s_abs_a += float(R.sum())
             nz = R > 0
+            Q = q[:m]
+            Q.fill(0.0)
             with np.errstate(divide="ignore", invalid="ignore"):
-                rel = np.divide(D, R, out=np.zeros(m), where=nz)
+                rel = np.divide(D, R, out=Q, where=nz)
             if nz.any():
                 top = float(rel.max())
                 self.max_rel = top if self.max_rel is None else max(self.max_rel, top)
