@@ -155,7 +155,7 @@ def diff_dumps(dump_a: Dump, dump_b: Dump, layout: RecordLayout, *, tolerance: i
         q_zp = zero_point if zero_point is not None else (layout.zero_point if q_scale is not None else 0)
         acc = ErrorAccumulator(integer=integer, scale=q_scale if integer else None, zero_point=q_zp or 0,
                                atol=policy.atol_units(integer=integer, scale=q_scale), rtol=policy.rtol,
-                               check=policy.check, lanes=per)
+                               check=policy.check, lanes=per, itemsize=k)
         is_data = np.zeros(per, dtype=bool)
         is_data[data_el] = True
 

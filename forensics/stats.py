@@ -199,7 +199,7 @@ class ErrorAccumulator:
     whose violations are counted and whose min_atol is reported."""
 
     def __init__(self, *, integer: bool, scale: float | None = None, zero_point: int = 0,
-                 atol: float = 0.0, rtol: float = 0.0, check: str = "max", lanes: int = 0):
+                 atol: float = 0.0, rtol: float = 0.0, check: str = "max", lanes: int = 0, itemsize: int = 1):
         self.integer = integer
         self.scale = scale
         self.unit = scale if (integer and scale is not None) else 1.0
@@ -223,7 +223,8 @@ class ErrorAccumulator:
         self.differing = 0
         self.violations = 0
         self.max_excess = 0.0
-        self.tail = _LsbHistogram() if integer else _FloatTail()
+        # LSB errors of 8- and 16-bit codes fit a histogram (exact quantiles); wider integers are kept like floats.
+        self.tail = _LsbHistogram() if integer and itemsize <= 2 else _FloatTail()
         self.excess_tail = _FloatTail() if rtol > 0 else None
         self.lane_max = np.zeros(lanes, dtype=np.float64) if lanes else None
 
@@ -259,7 +260,7 @@ class ErrorAccumulator:
             ai = a.astype(np.int64) - self.zero_point
             bi = b.astype(np.int64) - self.zero_point
             lsb = np.abs(bi - ai)
-            self.tail.add(lsb[lsb > 0])
+            self.tail.add(lsb[lsb > 0] if isinstance(self.tail, _LsbHistogram) else lsb.astype(np.float64))
             fa, fb = ai.astype(np.float64), bi.astype(np.float64)
             err = lsb.astype(np.float64)
             self._pairs(fa, fb, err, index_of, lane)
@@ -471,7 +472,8 @@ def error_stats(a, b, *, scale: float | None = None, zero_point: int = 0, atol: 
 
         raise InputError(f"the arrays hold {a.size} and {b.size} elements")
     integer = a.dtype.kind in "iub"
-    acc = ErrorAccumulator(integer=integer, scale=scale, zero_point=zero_point, atol=atol, rtol=rtol, check=check)
+    acc = ErrorAccumulator(integer=integer, scale=scale, zero_point=zero_point, atol=atol, rtol=rtol, check=check,
+                           itemsize=a.dtype.itemsize)
     feed_pair(acc, a, b, 0)
     return acc.finish(locate)
 

@@ -207,3 +207,10 @@ def test_float_chunks_with_and_without_non_finite_values(monkeypatch):
     check(got, reference(a[keep], b[keep]))
     assert got.nonfinite_mismatch == 1 and got.inf == 1 and got.worst["index"] == 2500
     assert got.differing == int(np.count_nonzero(a != b))
+
+
+def test_wide_integers_do_not_need_a_histogram_of_every_lsb():
+    a = np.array([0, 2_000_000_000, -5], dtype=np.int32)
+    b = np.array([-2_000_000_000, 2_000_000_000, -4], dtype=np.int32)
+    got = error_stats(a, b)
+    assert got.max_abs_lsb == 2_000_000_000 and got.median_abs_lsb == 1 and got.worst["index"] == 0
