@@ -500,7 +500,8 @@ def feed_pair(acc: ErrorAccumulator, a: np.ndarray, b: np.ndarray, start: int) -
 # --- where an element is -------------------------------------------------------------------------------------
 
 def locator(*, shape=None, record_size: int | None = None, lane_names=None, itemsize: int = 1, unit: str = "anchors"):
-    """`flat index -> {"anchor", "lane"}` for per-anchor records, `{"y", "x", "z"}` for (1, H, W, C) tensors."""
+    """`flat index -> {"anchor", "lane"}` for per-anchor records, `{"y", "x", "z"}` for (1, H, W, C) tensors,
+    `{"record", "lane"}` for other (1, N, C) tensors."""
     if unit == "anchors" and record_size:
         per = record_size // itemsize
 
@@ -512,7 +513,14 @@ def locator(*, shape=None, record_size: int | None = None, lane_names=None, item
             return out
 
         return where
-    if shape is not None and len(shape) >= 3:
+    if shape is not None and len(shape) == 3 and shape[-1]:  # (1, rows, lanes): a row and its lane
+        per_row = shape[-1]
+
+        def where(index):
+            return {"record": index // per_row, "lane": index % per_row}
+
+        return where
+    if shape is not None and len(shape) >= 4:
         h, w, c = shape[-3], shape[-2], shape[-1]
         if h and w and c:
             def where(index):

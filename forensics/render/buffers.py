@@ -135,6 +135,8 @@ def stats_lines(stats, *, where: str = "", unicode: bool = True) -> list:
     at = ""
     if "anchor" in worst:
         at = f" at anchor {worst['anchor']} lane {worst['lane']}"
+    elif "record" in worst:
+        at = f" at record {worst['record']} lane {worst['lane']}"
     elif "y" in worst:
         at = f" at y={worst['y']} x={worst['x']} z={worst['z']}"
     elif worst:

@@ -94,6 +94,11 @@ def _diff_records_table(row) -> Table:
     return table
 
 
+def numbers_only(row) -> bool:
+    """Float stages and detections are shown as numbers (statistics, boxes), never as raw hex records."""
+    return row.stage == "detections" or (row.stats is not None and not row.stats.integer)
+
+
 def render_compare(result, *, unicode: bool = True) -> list:
     a, b = result.run_a, result.run_b
     out = [Text(f"A: {a.path} (source {a.source})    B: {b.path} (source {b.source})")]
@@ -125,7 +130,7 @@ def render_compare(result, *, unicode: bool = True) -> list:
         if row.stats is not None and row.stats.differing:
             out.extend(stats_lines(row.stats, where=f" ({row.label})", unicode=unicode))
     for row in result.rows:
-        if row.diff is not None and row.diff.records:
+        if row.diff is not None and row.diff.records and not numbers_only(row):
             out.append(_diff_records_table(row))
     if result.detections is not None and (result.detections.pairs or result.detections.only_a
                                           or result.detections.only_b):
@@ -236,7 +241,7 @@ def html_report(result, *, pictures: dict | None = None, title: str | None = Non
                      f"{'; pad lanes ' + ','.join(map(str, diff.layout.pad_lanes)) if diff.layout.pad_lanes else ''}.</p>")
         if row.stats is not None and row.stats.differing:
             parts.append(_stats_html(row.stats))
-        if diff.records:
+        if diff.records and not numbers_only(row):
             unit = row.unit[:-1] if row.unit.endswith("s") else row.unit
             parts.append(f"<table><tr><th>{_e(unit)}</th><th>offset</th><th>A</th><th>B</th></tr>")
             for r in diff.records:
