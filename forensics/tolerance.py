@@ -157,7 +157,7 @@ def make_policy(*, tolerance: int | None = None, atol: str | None = None, rtol: 
     """The policy from the parameters: `tolerance` K is an atol of K LSB (the older spelling of atol=Klsb);
     `per_tensor` holds (name, spec) pairs whose unnamed fields come from the default."""
     if tolerance is not None and atol is not None:
-        raise InputError("give tolerance K (LSB) or atol, not both")
+        raise InputError("give {tolerance} K (LSB) or {atol}, not both", params=True)
     value, lsb = (float(tolerance), True) if tolerance is not None else (parse_atol(atol) if atol else (0.0, True))
     if check is not None and check not in CHECKS:
         raise InputError(f"check must be one of {', '.join(CHECKS)}, got {check!r}")

@@ -1,12 +1,11 @@
-"""CLI for runs: capture, ingest and compare (incl. --html and --batch) -> one library call -> render -> exit code."""
+"""CLI for runs: capture, ingest, export and compare (incl. --html, --junit and --batch) -> forensics.reports -> render -> exit code."""
 
 from __future__ import annotations
 
 import argparse
 
-from forensics.cli.args import add_tolerance_flags, positive_int
-
-EXIT_SAME, EXIT_DIFFERENT = 0, 1
+from forensics.cli import UsageError, options, show
+from forensics.cli.args import add_tolerance_flags, non_negative_int, positive_int
 
 
 def _input_spec(text: str) -> tuple[str, str]:
@@ -16,163 +15,40 @@ def _input_spec(text: str) -> tuple[str, str]:
     return name, path
 
 
-# --- capture -------------------------------------------------------------------------------------------
-
 def cmd_capture(args, out) -> int:
-    from forensics.render.runs import render_capture
-    from forensics.runs.capture import capture
+    from forensics import reports
 
-    result = capture(args.model, args.output, source=args.source, image=args.image, inputs=args.input,
-                     resampling=args.resampling, tail_only=args.tail_only, delegate=args.delegate,
-                     replace=args.replace)
-    if args.json:
-        out.json(result.to_dict())
-    else:
-        out.print(*render_capture(result))
-    return EXIT_SAME
+    return show(reports.capture(**options(args)), args, out)
 
-
-# --- ingest --------------------------------------------------------------------------------------------
 
 def cmd_ingest(args, out) -> int:
-    from forensics.errors import InputError
-    from forensics.render.runs import render_ingest
+    from forensics import reports
 
-    if args.from_format is not None:
-        if len(args.buffers) != 1 or args.model:
-            raise InputError("--from FORMAT FILE brings in one file's arrays; give no STAGE=FILE or --model with it")
-        fmt, path = args.from_format, args.buffers[0]
-        from forensics.runs.interop import ingest_arrays
-
-        result = ingest_arrays(args.run, fmt, path, source=args.source)
-        if args.json:
-            out.json(result.to_dict())
-        else:
-            from forensics.render.runs import render_buffers
-
-            out.print(f"{args.run}: added {', '.join(result.added)} from {path}", render_buffers(result.run))
-        return EXIT_SAME
-    if not args.source:
-        raise InputError("ingest needs --source NAME (who produced the dumps)")
-    from forensics.runs.ingest import ingest
-
-    result = ingest(args.run, args.source, args.buffers, model=args.model)
-    for label in result.replaced:
-        out.warn(f"{args.run}: replaced the run's {label} buffer")
-    if args.json:
-        out.json(result.to_dict())
-    else:
-        out.print(*render_ingest(result))
-    return EXIT_SAME
-
-
-# --- compare -------------------------------------------------------------------------------------------
-
-def _geometry(args, run_a):
-    import os
-
-    from forensics.errors import InputError
-    from forensics.geometry import geometry_for
-
-    if args.model or args.deps:
-        return geometry_for(model=args.model, deps=args.deps)
-    path = (run_a.model or {}).get("path")
-    if path and os.path.isfile(path):
-        try:
-            return geometry_for(model=path)
-        except InputError:  # a model without PostProcess: no anchors, no pictures
-            return None
-    return None
+    return show(reports.ingest(args.run, args.buffers, **options(args, "run", "buffers")), args, out)
 
 
 def cmd_compare(args, out) -> int:
-    from forensics.errors import InputError
+    from forensics import reports
 
-    if args.batch:
-        if args.runs:
-            raise InputError("give RUN_A RUN_B or --batch DIR, not both")
-        return _batch(args, out)
-    if len(args.runs) != 2:
-        raise InputError("compare needs two runs: forensics compare RUN_A RUN_B (or --batch DIR -o summary.csv)")
-    if args.output:
-        raise InputError("-o/--output is the --batch summary; for one pair use --html OUT.html or --json")
-    if args.model and args.deps:
-        raise InputError("give --model or --deps, not both")
-    from forensics.render.runs import html_report, pictures_for, render_compare
-    from forensics.runs.compare import compare_runs
-    from forensics.runs.run import load_run
-
-    run_a, run_b = load_run(args.runs[0]), load_run(args.runs[1])
-    previous = load_run(args.previous) if args.previous else None
-    geometry = _geometry(args, run_a)
-    from forensics.tolerance import make_policy
-
-    k, per_tensor = split_tolerances(args.tolerance)
-    policy = make_policy(tolerance=k, atol=args.atol, rtol=args.rtol, check=args.check, per_tensor=per_tensor)
-    labels = None
-    if args.labels:
-        from forensics.labels import read_labels
-
-        labels = read_labels(args.labels)
-    result = compare_runs(run_a, run_b, previous=previous, geometry=geometry, limit=args.limit, policy=policy,
-                          labels=labels)
-    for line in result.warnings:
-        out.warn(line)
-    if args.html:
-        from forensics.outputs import write_text_atomic
-
-        write_text_atomic(args.html, html_report(result, pictures=pictures_for(result)))
-    if args.junit:
-        from forensics.outputs import write_text_atomic
-        from forensics.render.junit import junit_xml
-
-        write_text_atomic(args.junit, junit_xml(result))
-    if args.json:
-        doc = result.to_dict()
-        if args.html:
-            doc["html"] = args.html
-        out.json(doc)
-    else:
-        from forensics.render.errorplot import unicode_ok
-
-        out.print(*render_compare(result, unicode=unicode_ok(out.stdout)))
-        if args.html:
-            out.print(f"wrote {args.html}")
-    return EXIT_SAME if result.passed else EXIT_DIFFERENT
-
-
-def _batch(args, out) -> int:
-    from forensics.errors import InputError
-    from forensics.render.runs import render_batch
-    from forensics.runs.batch import batch_compare, write_summary
-
-    if args.html or args.previous or args.model or args.deps:
-        raise InputError("--batch takes -o SUMMARY.csv and --workers; --html/--previous/--model/--deps are for one pair")
-    if not args.output:
-        raise InputError("--batch needs -o SUMMARY.csv (a Parquet file is written beside it)")
-    from forensics.tolerance import make_policy
-
-    k, per_tensor = split_tolerances(args.tolerance)
-    policy = make_policy(tolerance=k, atol=args.atol, rtol=args.rtol, check=args.check, per_tensor=per_tensor)
-    result = batch_compare(args.batch, workers=args.workers, policy=policy)
-    result = write_summary(result, args.output)
-    if args.json:
-        out.json(result.to_dict())
-    else:
-        out.print(*render_batch(result))
-    return result.exit_code
+    if not args.batch and len(args.runs) != 2:  # the command line's usage, worded as such
+        raise UsageError("compare needs two runs: forensics compare RUN_A RUN_B (or --batch DIR -o summary.csv)")
+    return show(reports.compare(*args.runs, **options(args, "runs")), args, out)
 
 
 def cmd_export(args, out) -> int:
-    from forensics.runs.interop import export_run
+    from forensics import reports
 
-    result = export_run(args.run, args.format, args.output)
-    if args.json:
-        out.json(result.to_dict())
-    else:
-        out.print(f"wrote {result.output} ({args.format}: {len(result.arrays)} arrays: "
-                  f"{', '.join(n for n, _, _ in result.arrays)})")
-    return EXIT_SAME
+    return show(reports.export(args.run, **options(args, "run")), args, out)
+
+
+def _tolerance_arg(text: str):
+    """`--tolerance K` (K LSB for every buffer) or `--tolerance TENSOR=SPEC` (one tensor's tolerance)."""
+    name, sep, spec = text.partition("=")
+    if sep:
+        if not name or not spec:
+            raise argparse.ArgumentTypeError(f"expected K or TENSOR=SPEC, got {text!r}")
+        return (name, spec)
+    return non_negative_int(text)
 
 
 RESAMPLING = ("lanczos", "bilinear", "bicubic", "nearest", "box", "hamming")  # forensics.runs.capture.RESAMPLING
@@ -207,24 +83,14 @@ def register(subparsers, parents) -> None:
                     "input, raw, tensor, dequantized, detections. Without :TENSOR the buffer is named after its "
                     "stage. With --model, raw Edge TPU output layers are also relayouted into the tensor stage.")
     p.add_argument("run", metavar="RUN")
-    p.add_argument("buffers", nargs="+", metavar="STAGE[:TENSOR]=FILE",
-                   help="the dumps; with --from, the one file to read")
+    p.add_argument("buffers", nargs="+", metavar="STAGE[:TENSOR]=FILE", help="the dumps; with --from, the one file")
     p.add_argument("--source", default=None, metavar="NAME",
                    help="who produced the dumps (e.g. ours, libedgetpu); with --from polygraphy default: the runner")
     p.add_argument("--from", dest="from_format", choices=("npz", "polygraphy"), default=None,
-                   help="FILE is an .npz archive or a Polygraphy RunResults JSON: bring in every array (names "
-                        "STAGE:TENSOR; other names become tensor buffers)")
+                   help="the one FILE is an .npz archive or a Polygraphy RunResults JSON: bring in every array "
+                        "(names STAGE:TENSOR; other names become tensor buffers)")
     p.add_argument("--model", metavar="MODEL", help="the model the dumps belong to (sha256, layouts, relayout)")
     p.set_defaults(handler=cmd_ingest)
-
-    p = subparsers.add_parser(
-        "export", parents=parents, help="write a run's buffers as .npz or Polygraphy RunResults JSON",
-        description="One typed array per buffer, named STAGE:TENSOR (dtype and shape from the manifest): an .npz "
-                    "archive, or Polygraphy's RunResults JSON (polygraphy run --load-outputs FILE). Exit 0 ok, 2 error.")
-    p.add_argument("run", metavar="RUN")
-    p.add_argument("--format", required=True, choices=("npz", "polygraphy"))
-    p.add_argument("-o", "--output", required=True, metavar="FILE")
-    p.set_defaults(handler=cmd_export)
 
     p = subparsers.add_parser(
         "compare", parents=parents, help="compare two runs stage by stage; or a folder of run pairs (--batch)",
@@ -249,25 +115,11 @@ def register(subparsers, parents) -> None:
     add_tolerance_flags(p)
     p.set_defaults(handler=cmd_compare)
 
-
-def _tolerance_arg(text: str):
-    """`2` (K LSB for every buffer) or `TENSOR=SPEC`."""
-    name, sep, spec = text.partition("=")
-    if sep:
-        if not name or not spec:
-            raise argparse.ArgumentTypeError(f"expected K or TENSOR=SPEC, got {text!r}")
-        return (name, spec)
-    from forensics.cli.args import non_negative_int
-
-    return non_negative_int(text)
-
-
-def split_tolerances(values) -> tuple[int | None, tuple]:
-    """--tolerance values -> (K or None, ((tensor, spec), ...)); InputError when K is given twice."""
-    from forensics.errors import InputError
-
-    values = values or []
-    ks = [v for v in values if isinstance(v, int)]
-    if len(ks) > 1:
-        raise InputError("--tolerance K is given more than once")
-    return (ks[0] if ks else None), tuple(v for v in values if not isinstance(v, int))
+    p = subparsers.add_parser(
+        "export", parents=parents, help="write a run's buffers as .npz or Polygraphy RunResults JSON",
+        description="One typed array per buffer, named STAGE:TENSOR (dtype and shape from the manifest): an .npz "
+                    "archive, or Polygraphy's RunResults JSON (polygraphy run --load-outputs FILE). Exit 0 ok, 2 error.")
+    p.add_argument("run", metavar="RUN")
+    p.add_argument("--format", required=True, choices=("npz", "polygraphy"))
+    p.add_argument("-o", "--output", required=True, metavar="FILE")
+    p.set_defaults(handler=cmd_export)

@@ -85,10 +85,13 @@ class BatchResult:
     @property
     def exit_code(self) -> int:
         """0 every pair matches (or is within tolerance); 1 some differ (or failed); 2 none could be compared."""
+        from forensics import exitcodes
+
         counts = self.counts
         if counts.get("ERROR", 0) == len(self.rows):
-            return 2
-        return 0 if counts.get("MATCH", 0) + counts.get("WITHIN TOLERANCE", 0) == len(self.rows) else 1
+            return exitcodes.ERROR
+        passed = counts.get("MATCH", 0) + counts.get("WITHIN TOLERANCE", 0)
+        return exitcodes.SAME if passed == len(self.rows) else exitcodes.DIFFERENT
 
     def frame(self):
         try:

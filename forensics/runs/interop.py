@@ -212,7 +212,7 @@ def ingest_arrays(run_path, fmt: str, path, *, source: str | None = None) -> Arr
         runner, arrays = read_polygraphy(path)
     source = source or runner
     if not source:
-        raise InputError("a run needs a source name (--source NAME)")
+        raise InputError("a run needs a source name: give {source:NAME}", params=True)
     added = []
     seen = set()
     with write_run(run_path, source, add=True) as builder:
