@@ -73,8 +73,8 @@ class _LsbHistogram:
 class _FloatTail:
     """Non-zero float errors: exact up to EXACT_LIMIT values, then a histogram of their float64 bit patterns."""
 
-    def __init__(self, limit: int = EXACT_LIMIT):
-        self.limit = limit
+    def __init__(self, limit: int | None = None):
+        self.limit = EXACT_LIMIT if limit is None else limit
         self.values: list[np.ndarray] | None = []
         self.kept = 0
         self.hist = None
@@ -95,12 +95,27 @@ class _FloatTail:
             return
         self._bin(values)
 
+    def add_nonnegative(self, values: np.ndarray) -> None:
+        """`add` for float64 values known to be >= 0 (absolute errors): zeros are binned and taken out again
+        instead of being masked away, which saves two passes over a dense chunk."""
+        if self.values is not None:
+            self.add(values)
+            return
+        nonzero = int(np.count_nonzero(values))
+        if not nonzero:
+            return
+        self.total += nonzero
+        self._bin(values)
+        self.hist[0] -= values.size - nonzero  # +0.0 has the bit pattern 0: it fell in bin 0
+
     def _bin(self, values: np.ndarray) -> None:
         # The float64 bit pattern of a positive value, shifted: its exponent and top 7 mantissa bits. A bin
         # holds [edge, next edge) exactly; only the populated span of bins is counted per call.
-        bins = (values.view(np.uint64) >> _HIST_SHIFT).astype(np.intp)
+        bins = values.view(np.int64) >> _HIST_SHIFT  # non-negative floats: the sign bit is 0
         lo = int(bins.min())
-        counts = np.bincount(bins - lo)
+        if lo:
+            bins -= lo
+        counts = np.bincount(bins)
         if self.hist is None:
             self.hist = np.zeros(1 << (63 - _HIST_SHIFT), dtype=np.int64)
         self.hist[lo:lo + counts.size] += counts
@@ -372,7 +387,7 @@ class ErrorAccumulator:
                 self.excess_tail.add(R)
             else:
                 self.violations += int(np.count_nonzero(D > self.atol))
-            self.tail.add(D)
+            self.tail.add_nonnegative(D)
 
     def _pairs(self, fa, fb, err, index_of, lane) -> None:
         """Finite differing pairs, in centred units of LSB (integers) or raw units (floats)."""
