@@ -126,7 +126,7 @@ def _stat(value, lsb=None) -> str:
     return f"{text} ({_num(lsb)} LSB)" if lsb is not None and lsb != value else text
 
 
-def stats_lines(stats, *, where: str = "", unicode: bool = True) -> list:
+def stats_lines(stats, *, where: str = "", unicode: bool | None = None) -> list:
     """`error: max ... at anchor 1500 lane face; mean ...; p99 ...; cosine ...; SQNR ... dB; min atol ...`."""
     if stats is None or not stats.differing:
         return []
@@ -158,13 +158,17 @@ def stats_lines(stats, *, where: str = "", unicode: bool = True) -> list:
         atol += " LSB"
     out = [Text(line), Text("  " + "; ".join(more)), Text(f"  smallest atol that passes: {atol}")]
     if stats.histogram:
-        from forensics.render.errorplot import terminal_histogram
+        from forensics.render.errorplot import terminal_histogram, unicode_ok
 
+        if unicode is None:  # the block characters only where standard output can encode them
+            import sys
+
+            unicode = unicode_ok(sys.stdout)
         out.extend(Text(t) for t in terminal_histogram(*stats.histogram, unicode=unicode))
     return out
 
 
-def render_diff(result, geometry=None, *, unicode: bool = True) -> list:
+def render_diff(result, geometry=None, *, unicode: bool | None = None) -> list:
     rs = result.layout.record_size
     if result.identical and result.bytes_identical:
         return [verdict("MATCH", f"{result.size_a:,} bytes, CRC32 {format_crc(result.crc32_a)}, "

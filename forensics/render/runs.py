@@ -99,7 +99,7 @@ def numbers_only(row) -> bool:
     return row.stage == "detections" or (row.stats is not None and not row.stats.integer)
 
 
-def render_compare(result, *, unicode: bool = True) -> list:
+def render_compare(result, *, unicode: bool | None = None) -> list:
     a, b = result.run_a, result.run_b
     out = [Text(f"A: {a.path} (source {a.source})    B: {b.path} (source {b.source})")]
     table = _table("stage", "tensor", "status", "CRC32 A", "CRC32 B", "summary")

@@ -79,3 +79,20 @@ def test_cli_diff_plot(cli, tmp_path):
     assert r.code == 1 and f"wrote {out}" in r.out
     image = PIL.open(out)
     assert image.size[0] >= 800 and image.size[1] >= 600
+
+
+@pytest.mark.parametrize("encoding", ["ascii", "cp1252"])
+def test_terminal_histogram_on_a_legacy_encoding(encoding):
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    env = dict(os.environ, PYTHONIOENCODING=encoding, PYTHONPATH=str(REPO))
+    r = subprocess.run([sys.executable, "-m", "forensics", "diff", "dumps/libedgetpu/convert_scores.bin",
+                        "dumps/broken/convert_scores.bin", "--limit", "1"], cwd=REPO, env=env,
+                       capture_output=True, text=True, encoding=encoding)
+    assert r.returncode == 1, r.stderr
+    line = next(x for x in r.stdout.splitlines() if x.startswith("|B-A| histogram"))
+    assert "@" in line and line.isascii()
