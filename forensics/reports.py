@@ -22,7 +22,7 @@ from forensics import exitcodes
 from forensics.errors import InputError
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Report:
     """What one command found: its `--json` document, exit code, warnings and tables."""
 
@@ -64,13 +64,16 @@ class Report:
         except ImportError:
             from forensics.errors import DependencyError
 
-            raise DependencyError("to_frame() needs pandas: pip install 'forensics[tables]'") from None
+            raise DependencyError("to_frame() needs pandas: pip install 'forensics[export]'") from None
         rows = self.to_dict().get(self.rows_key) or []
         return pd.DataFrame(rows)
 
     def __bool__(self) -> bool:
         """True when the command would exit 0 (same / ok / nothing found)."""
         return self.exit_code == exitcodes.SAME
+
+    def __repr__(self) -> str:  # short: notebooks show it as the plain-text form beside the HTML
+        return f"<{type(self).__name__} {self.command}: exit_code={self.exit_code}>"
 
 
 def _limit(limit, show_all: bool):
@@ -79,7 +82,7 @@ def _limit(limit, show_all: bool):
 
 # --- buffers: crc, diff, anchors, coverage, hexdump --------------------------------------------------------
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class CrcReport(Report):
     def renderables(self) -> list:
         from forensics.render.buffers import render_crc
@@ -126,7 +129,7 @@ def _draw_heatmap(context, heat, title: str, heatmap) -> dict | None:
     return {"path": os.fspath(heatmap), **picture.to_dict(), **heat.to_dict()}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class RecordsReport(Report):
     """diff and anchors: a result whose listed records carry anchor geometry, plus the pictures drawn."""
 
@@ -141,8 +144,9 @@ class RecordsReport(Report):
         from forensics.modeldumps import annotate_rows
 
         doc = self.result.to_dict()
-        if self.rows_key in doc:
-            doc[self.rows_key] = annotate_rows(doc[self.rows_key], self.context.geometry)
+        listed = "records" if self.command == "diff" else "nonuniform"  # the rows that are anchors
+        if listed in doc:
+            doc[listed] = annotate_rows(doc[listed], self.context.geometry)
         doc.update(self.context.to_dict())
         if self.heatmap is not None:
             doc["heatmap"] = dict(self.heatmap)
@@ -254,7 +258,7 @@ def anchors(file, *, record=None, offset=None, count=None, fields=None, pad=None
                          context=context, heat=heat, heatmap=drawn, grid=grid, title=title)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class CoverageReport(Report):
     def renderables(self) -> list:
         from forensics.render.buffers import render_coverage
@@ -287,7 +291,7 @@ def _hex_bytes(text: str) -> bytes:
     return value
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class HexdumpReport(Report):
     def renderables(self) -> list:
         from forensics.render.buffers import render_hexdump
@@ -338,7 +342,7 @@ def _open_model(path):
     return model, read_packages(model)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class GraphReport(Report):
     def renderables(self) -> list:
         from forensics.render.model import render_graph, render_params
@@ -366,7 +370,7 @@ def graph(model, *, params_out=None) -> GraphReport:
     return GraphReport("graph", Document(summary), rows_key="operators")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class ExtractReport(Report):
     files: tuple[str, ...] = ()
 
@@ -389,7 +393,7 @@ def extract(model, *, output, force: bool = False) -> ExtractReport:
     return ExtractReport("extract", result, files=tuple(files))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class RelayoutReport(Report):
     def renderables(self) -> list:
         from forensics.render.model import render_relayout
@@ -425,7 +429,7 @@ def relayout(input, *, model, layer: str, output, inverse: bool = False,  # noqa
 
 # --- decode, tail, anchors-gen -----------------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class DecodeReport(Report):
     geometry: object = None                # forensics.geometry.AnchorGeometry of the anchors
     drawing: dict | None = None            # what --draw wrote
@@ -483,7 +487,7 @@ def _check_decode_options(*, model, deps, image, image_size, overlay, overlay_bo
     return overlaying
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class ClassesReport(Report):
     names: tuple[str, str] = ("A", "B")
 
@@ -556,7 +560,7 @@ def decode(boxes, scores, *, model=None, deps=None, layout: str = "auto", dequan
                         rows_key="detections", geometry=geometry, drawing=drawn, score_threshold=score_threshold)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class TailReport(Report):
     def renderables(self) -> list:
         from forensics.render.decode import render_tail
@@ -571,7 +575,7 @@ def tail(model, *, output) -> TailReport:
     return TailReport("tail", write_tail(model, output))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class AnchorsGenReport(Report):
     def renderables(self) -> list:
         from forensics.render.decode import render_anchors_gen
@@ -597,7 +601,7 @@ def anchors_gen(*, input_size=None, feature_maps=None, min_scale: float = 0.2, m
 
 # --- runs: capture, ingest, compare ------------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class CaptureReport(Report):
     def renderables(self) -> list:
         from forensics.render.runs import render_capture
@@ -616,7 +620,7 @@ def capture(*, model, output, source: str = "litert", image=None, input=None,  #
     return CaptureReport("capture", result, rows_key="buffers")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class IngestReport(Report):
     def renderables(self) -> list:
         from forensics.render.runs import render_ingest
@@ -624,7 +628,7 @@ class IngestReport(Report):
         return render_ingest(self.result)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class ArraysIngestReport(Report):
     path: str = ""
 
@@ -660,7 +664,7 @@ def ingest(run, buffers, *, source: str | None = None, model=None,
     return IngestReport("ingest", result, warnings=warnings, rows_key="buffers")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class ExportReport(Report):
     def renderables(self) -> list:
         from rich.text import Text
@@ -676,7 +680,7 @@ def export(run, *, format: str, output) -> ExportReport:  # noqa: A002
     return ExportReport("export", export_run(run, format, output), rows_key="arrays")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class CompareReport(Report):
     html: str | None = None                # the --html page written
 
@@ -697,7 +701,7 @@ class CompareReport(Report):
         return out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class BatchReport(Report):
     def renderables(self) -> list:
         from forensics.render.runs import render_batch
@@ -792,7 +796,7 @@ def compare(*runs, html=None, previous=None, model=None, deps=None, limit: int =
 
 # --- diagnose ----------------------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class DiagnoseReport(Report):
     def renderables(self) -> list:
         from forensics.render.diagnose import render_diagnose
@@ -840,7 +844,7 @@ def diagnose(a, b, *, previous=None, model=None, tensor=None, record=None, offse
 
 # --- csr ---------------------------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class CsrReport(Report):
     limit: int | None = 200
     show_all: bool = False
@@ -851,7 +855,7 @@ class CsrReport(Report):
         return render_comparison(self.result, limit=self.limit, show_all=self.show_all)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class RegisterReport(Report):
     def renderables(self) -> list:
         from forensics.render.csr import render_lookup
