@@ -164,6 +164,7 @@ class RecordsReport(Report):
     heatmap: dict | None = None           # what --heatmap wrote
     grid: bool = False
     title: str = ""
+    plot: dict | None = None              # what diff's plot (the error picture) wrote
 
     def to_dict(self) -> dict:
         from forensics.modeldumps import annotate_rows
@@ -175,6 +176,8 @@ class RecordsReport(Report):
         doc.update(self.context.to_dict())
         if self.heatmap is not None:
             doc["heatmap"] = dict(self.heatmap)
+        if self.plot is not None:
+            doc["plot"] = dict(self.plot)
         return doc
 
     def renderables(self) -> list:
@@ -192,15 +195,28 @@ class RecordsReport(Report):
             from forensics.render.style import wrote
 
             out.append(Text(wrote(self.heatmap["path"])))
+        if self.plot is not None:
+            from rich.text import Text
+
+            from forensics.render.style import wrote
+
+            out.append(Text(wrote(self.plot["path"])))
         return out
 
 
 def diff(a, b, *, record=None, offset=None, count=None, fields=None, pad=None, scale=None, zero_point=None,
-         tolerance: int = 0, limit: int = 20, all: bool = False, model=None, tensor=None, labels=None,  # noqa: A002
-         deps=None, heatmap=None, grid: bool = False, lane: int | None = None, length: int | None = None,
-         gap_fill: int | None = None, progress=None) -> RecordsReport:
-    """`forensics diff A B`: record-by-record comparison; exit code 0 identical (as configured), 1 different.
-    With `length`, offset/length cut the same slice of both dumps (else offset is the layout offset)."""
+         tolerance: int | None = None, atol=None, rtol=None, check=None, limit: int = 20,
+         all: bool = False, model=None, tensor=None, labels=None,  # noqa: A002
+         deps=None, heatmap=None, grid: bool = False, lane: int | None = None, plot=None,
+         length: int | None = None, gap_fill: int | None = None, progress=None) -> RecordsReport:
+    """`forensics diff A B`: record-by-record comparison with error statistics; exit code 0 MATCH or WITHIN
+    TOLERANCE (tolerance K LSB, or atol / rtol / check: forensics.tolerance), 1 DIFFER. `plot` writes the 2x2
+    picture of the error. With `length`, offset/length cut the same slice of both dumps (else offset is the
+    layout offset)."""
+    from forensics.tolerance import make_policy
+
+    policy = make_policy(tolerance=tolerance, atol=atol, rtol=rtol, check=check).default
+    tolerance = tolerance or 0
     from forensics.diff import diff_dumps
     from forensics.dump import open_dump
     from forensics.modeldumps import records_by_anchor, remap_indices, tensor_view
@@ -217,8 +233,17 @@ def diff(a, b, *, record=None, offset=None, count=None, fields=None, pad=None, s
                              f"{other.mode} layout ({dump_b.size:,} bytes) of {tensor!r}: relayout one "
                              f"first (forensics relayout ... --layer {tensor})")
     _check_pictures(context, heatmap, grid)
+    if plot:
+        from forensics.outputs import check_writable
+
+        check_writable(plot)
+    locate = None
+    if context.record_order is not None:  # raw chip layout: name the worst element by its anchor
+        from forensics.modeldumps import anchor_locator
+
+        locate = anchor_locator(context)
     result = diff_dumps(dump_a, dump_b, context.layout, tolerance=tolerance, limit=_limit(limit, all),
-                        progress=progress)
+                        policy=policy, locate=locate, progress=progress)
     result = remap_indices(result, context, "records")
     heat = None
     title = "differences A vs B"
@@ -228,9 +253,18 @@ def diff(a, b, *, record=None, offset=None, count=None, fields=None, pad=None, s
         heat = diff_heat(records_by_anchor(dump_a, context), records_by_anchor(dump_b, context), context.layout,
                          lane=lane, tolerance=tolerance)
     drawn = _draw_heatmap(context, heat, title, heatmap)
-    return RecordsReport("diff", result, exitcodes.SAME if result.identical else exitcodes.DIFFERENT,
+    plotted = None
+    if plot:
+        from forensics.render.errorplot import error_plot_for_dumps
+
+        geometry = context.geometry if context.record_order is None else None  # the map needs anchor order
+        picture = error_plot_for_dumps(dump_a, dump_b, context.layout, result.stats, geometry=geometry,
+                                       title=f"{a} vs {b}")
+        picture.save(plot)
+        plotted = {"path": os.fspath(plot), **picture.to_dict()}
+    return RecordsReport("diff", result, exitcodes.SAME if result.passed else exitcodes.DIFFERENT,
                          rows_key="records", context=context, heat=heat, heatmap=drawn, grid=grid, title=title,
-                         dumps=(dump_a, dump_b))
+                         plot=plotted, dumps=(dump_a, dump_b))
 
 
 def anchors(file, *, record=None, offset=None, count=None, fields=None, pad=None, scale=None, zero_point=None,
@@ -513,13 +547,38 @@ def _check_decode_options(*, model, deps, image, image_size, overlay, overlay_bo
     return overlaying
 
 
+@dataclass(frozen=True, repr=False)
+class ClassesReport(Report):
+    names: tuple[str, str] = ("A", "B")
+
+    def renderables(self) -> list:
+        from forensics.render.decode import render_classes
+
+        return render_classes(self.result, names=self.names)
+
+
+def _classes(a, b, *, model, top_k: int, labels, dump_options=None) -> ClassesReport:
+    from forensics.classes import classify_dumps
+
+    if model is None:
+        raise InputError("{top_k} needs {model:MODEL} (the classifier: its output's size and quantization)",
+                         params=True)
+    result = classify_dumps(a, b, model=model, k=top_k, labels_path=labels, dump_options=dump_options)
+    return ClassesReport("decode", result, exitcodes.SAME if result.same_order else exitcodes.DIFFERENT,
+                         names=(os.fspath(a), os.fspath(b)))
+
+
 def decode(boxes, scores, *, model=None, deps=None, layout: str = "auto", dequantize: str = "reference",
            labels=None, image=None, image_size=None, input_size=None, draw=None, overlay=None,
            overlay_boxes=None, overlay_scores=None, names=None, score_threshold: float | None = None,
-           replay: bool = False, offset: int | None = None, length: int | None = None,
-           gap_fill: int | None = None) -> DecodeReport:
+           replay: bool = False, top_k: int | None = None, offset: int | None = None, length: int | None = None,
+           gap_fill: int | None = None) -> DecodeReport | ClassesReport:
     """`forensics decode BOXES SCORES (--model M | --deps DIR)`: the TFLite_Detection_PostProcess kernel's
-    result; exit code 1 when the replay in LiteRT disagrees."""
+    result; exit code 1 when the replay in LiteRT disagrees. With `top_k` (a classifier model), BOXES and
+    SCORES are two dumps of its class scores: both sides' top-k and rank changes; exit 1 when the order differs."""
+    if top_k is not None:
+        return _classes(boxes, scores, model=model, top_k=top_k, labels=labels,
+                        dump_options=_slice(offset, length, gap_fill)[0])
     from forensics.decode.report import decode_dumps
     from forensics.geometry import infer_geometry
 
@@ -637,17 +696,58 @@ class IngestReport(Report):
         return render_ingest(self.result)
 
 
-def ingest(run, buffers, *, source: str, model=None, offset: int | None = None, length: int | None = None,
-           gap_fill: int | None = None) -> IngestReport:
-    """`forensics ingest RUN STAGE[:TENSOR]=FILE... --source NAME`: a driver's dumps into a run."""
+@dataclass(frozen=True, repr=False)
+class ArraysIngestReport(Report):
+    path: str = ""
+
+    def renderables(self) -> list:
+        from rich.text import Text
+
+        from forensics.render.runs import render_buffers
+
+        return [Text(f"{self.result.run.path}: added {', '.join(self.result.added)} from {self.path}"),
+                render_buffers(self.result.run)]
+
+
+def ingest(run, buffers, *, source: str | None = None, model=None, from_format: str | None = None,
+           offset: int | None = None, length: int | None = None,
+           gap_fill: int | None = None) -> IngestReport | ArraysIngestReport:
+    """`forensics ingest RUN STAGE[:TENSOR]=FILE... --source NAME`: a driver's dumps into a run; with
+    `from_format` (npz / polygraphy) `buffers` is one file whose arrays are brought in."""
     from forensics.runs.ingest import ingest as ingest_run
 
     if isinstance(buffers, (str, os.PathLike)):
         buffers = [buffers]
+    if from_format is not None:
+        from forensics.runs.interop import ingest_arrays
+
+        if len(buffers) != 1 or model:
+            raise InputError("{from_format} FILE brings in one file's arrays; give no STAGE=FILE or {model} with it",
+                             params=True)
+        result = ingest_arrays(run, from_format, buffers[0], source=source)
+        return ArraysIngestReport("ingest", result, rows_key="buffers", path=os.fspath(buffers[0]))
+    if not source:
+        raise InputError("ingest needs {source:NAME} (who produced the dumps)", params=True)
     result = ingest_run(run, source, list(buffers), model=model,
                         dump_options=_slice(offset, length, gap_fill)[0])
     warnings = tuple(f"{run}: replaced the run's {label} buffer" for label in result.replaced)
     return IngestReport("ingest", result, warnings=warnings, rows_key="buffers")
+
+
+@dataclass(frozen=True, repr=False)
+class ExportReport(Report):
+    def renderables(self) -> list:
+        from rich.text import Text
+
+        r = self.result
+        return [Text(f"wrote {r.output} ({r.format}: {len(r.arrays)} arrays: {', '.join(n for n, _, _ in r.arrays)})")]
+
+
+def export(run, *, format: str, output) -> ExportReport:  # noqa: A002
+    """`forensics export RUN --format npz|polygraphy -o FILE`: the run's buffers as typed arrays."""
+    from forensics.runs.interop import export_run
+
+    return ExportReport("export", export_run(run, format, output), rows_key="arrays")
 
 
 @dataclass(frozen=True, repr=False)
@@ -695,9 +795,33 @@ def _run_geometry(model, deps, run_a):
     return None
 
 
+def _policy(tolerance, atol, rtol, check):
+    """The tolerance policy from compare's parameters: `tolerance` K, or (TENSOR, SPEC) pairs, or a list of both."""
+    from forensics.tolerance import make_policy
+
+    if tolerance is None or isinstance(tolerance, (int, str, tuple)):
+        tolerance = [] if tolerance is None else [tolerance]
+    ks, per_tensor = [], []
+    for item in tolerance:
+        if isinstance(item, tuple):
+            per_tensor.append(item)
+        elif isinstance(item, str) and "=" in item:
+            per_tensor.append(tuple(item.split("=", 1)))
+        else:
+            ks.append(int(item))
+    if len(ks) > 1:
+        raise InputError("{tolerance} K is given more than once", params=True)
+    return make_policy(tolerance=ks[0] if ks else None, atol=atol, rtol=rtol, check=check, per_tensor=per_tensor)
+
+
 def compare(*runs, html=None, previous=None, model=None, deps=None, limit: int = 8, batch=None, output=None,
-            workers: int | None = None, progress=None) -> CompareReport | BatchReport:
-    """`forensics compare RUN_A RUN_B` (stage by stage) or `compare --batch DIR -o SUMMARY.csv`."""
+            workers: int | None = None, tolerance=None, atol=None, rtol=None, check=None, labels=None,
+            junit=None, progress=None) -> CompareReport | BatchReport:
+    """`forensics compare RUN_A RUN_B` (stage by stage) or `compare --batch DIR -o SUMMARY.csv`. `tolerance`:
+    K (LSB for every integer buffer) and/or (TENSOR, SPEC) pairs; with atol / rtol / check they judge
+    differing buffers MATCH / WITHIN TOLERANCE / DIFFER (forensics.tolerance). `labels` names detection
+    classes; `junit` writes a JUnit XML report (one test case per stage and tensor)."""
+    policy = _policy(tolerance, atol, rtol, check)
     if batch:
         if runs:
             raise InputError("give RUN_A RUN_B or {batch:DIR}, not both", params=True)
@@ -708,7 +832,7 @@ def compare(*runs, html=None, previous=None, model=None, deps=None, limit: int =
             raise InputError("{batch} needs {output:SUMMARY.csv} (a Parquet file is written beside it)", params=True)
         from forensics.runs.batch import batch_compare, write_summary
 
-        result = write_summary(batch_compare(batch, workers=workers, progress=progress), output)
+        result = write_summary(batch_compare(batch, workers=workers, policy=policy, progress=progress), output)
         if result.exit_code == exitcodes.ERROR:  # every pair failed: say why on stderr, as for any input error
             first = result.rows[0].get("error") if result.rows else None
             raise InputError(f"no pair could be compared ({len(result.rows)} failed; first: {first}); the "
@@ -725,13 +849,24 @@ def compare(*runs, html=None, previous=None, model=None, deps=None, limit: int =
 
     run_a, run_b = load_run(runs[0]), load_run(runs[1])
     earlier = load_run(previous) if previous else None
-    result = compare_runs(run_a, run_b, previous=earlier, geometry=_run_geometry(model, deps, run_a), limit=limit)
+    names = None
+    if labels:
+        from forensics.labels import read_labels
+
+        names = read_labels(labels)
+    result = compare_runs(run_a, run_b, previous=earlier, geometry=_run_geometry(model, deps, run_a), limit=limit,
+                          policy=policy, labels=names)
     if html:
         from forensics.outputs import write_text_atomic
         from forensics.render.runs import html_report, pictures_for
 
         write_text_atomic(html, html_report(result, pictures=pictures_for(result)))
-    return CompareReport("compare", result, exitcodes.SAME if result.match else exitcodes.DIFFERENT,
+    if junit:
+        from forensics.outputs import write_text_atomic
+        from forensics.render.junit import junit_xml
+
+        write_text_atomic(junit, junit_xml(result))
+    return CompareReport("compare", result, exitcodes.SAME if result.passed else exitcodes.DIFFERENT,
                          warnings=tuple(result.warnings), rows_key="stages", html=os.fspath(html) if html else None)
 
 

@@ -153,3 +153,11 @@ def crc_value(text: str) -> int:
     if not 1 <= len(cleaned) <= 8 or any(c not in "0123456789abcdef" for c in cleaned):
         raise argparse.ArgumentTypeError(f"expected a CRC32 like 0x1234abcd, got {text!r}")
     return int(cleaned, 16)
+def add_tolerance_flags(parser: argparse.ArgumentParser) -> None:
+    """--atol/--rtol/--check: how far B may be from A and still pass (forensics.tolerance)."""
+    group = parser.add_argument_group("tolerance (verdict WITHIN TOLERANCE, exit 0, when the check passes)")
+    group.add_argument("--atol", default=None, metavar="1lsb|0.01",
+                       help="absolute tolerance in LSB (integer buffers, e.g. 1lsb) or in dequantized units")
+    group.add_argument("--rtol", default=None, metavar="R", help="relative tolerance: |b-a| <= atol + R*|a|")
+    group.add_argument("--check", default=None, metavar="max|mean|p99",
+                       help="which statistic must pass (default max: every value)")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 
 from forensics.cli import options, show
-from forensics.cli.args import add_layout_flags, add_slice_flags, crc_value, hex_pattern, non_negative_int, positive_int
+from forensics.cli.args import (add_layout_flags, add_slice_flags, add_tolerance_flags, crc_value, hex_pattern,
+                                 non_negative_int, positive_int)
 
 
 def cmd_crc(args, out) -> int:
@@ -87,8 +88,11 @@ def register(subparsers, parents) -> None:
     p.add_argument("a", metavar="A")
     p.add_argument("b", metavar="B")
     add_layout_flags(p)
-    p.add_argument("--tolerance", type=non_negative_int, default=0, metavar="K",
-                   help="treat differences of at most K LSB as equal (runtimes round differently)")
+    p.add_argument("--tolerance", type=non_negative_int, default=None, metavar="K",
+                   help="treat differences of at most K LSB as equal (runtimes round differently; = --atol Klsb)")
+    add_tolerance_flags(p)
+    p.add_argument("--plot", default=None, metavar="OUT.png",
+                   help="a 2x2 picture of the error: histogram, B vs A, error map, per-lane max (needs Pillow)")
     p.add_argument("--limit", type=non_negative_int, default=20, metavar="N",
                    help="list at most N differing records (default 20; 0 = all)")
     p.add_argument("--all", action="store_true", help="list every differing record")

@@ -167,3 +167,18 @@ def render_anchors_gen(result, show: int = 5) -> list:
                                          f"than {check.tolerance:.2g}; worst anchor {check.worst_anchor} by "
                                          f"{check.max_abs_diff:.3g}"))
     return out
+
+
+def render_classes(result, *, names=("A", "B")) -> list:
+    """Both sides' top-k side by side: rank, class, score, and where the class ranks on the other side."""
+    table = styled_table(("#", "right"), f"A: {names[0]}", ("score", "right"), ("rank in B", "right"),
+                         f"B: {names[1]}", ("score", "right"), ("rank in A", "right"),
+                         title=f"top-{result.k} of {result.vector.num_classes:,} classes")
+    for i, (a, b) in enumerate(zip(result.top_a, result.top_b), 1):
+        table.add_row(str(i), a.name, f"{a.score_a:.4f}", _rank(a.rank_b, i), b.name, f"{b.score_b:.4f}",
+                      _rank(b.rank_a, i))
+    return [verdict(result.verdict, result.message), table]
+
+
+def _rank(rank: int, here: int) -> str:
+    return str(rank) if rank == here else f"{rank} ({here - rank:+d})"

@@ -218,7 +218,8 @@ def _edgetpu_ops(model):
 
 
 def _record_tail(builder, model, it, offset_tensors=None) -> None:
-    """dequantized: DEQUANTIZE outputs; detections: the PostProcess outputs (or the graph outputs without one)."""
+    """dequantized: DEQUANTIZE outputs; detections: the PostProcess outputs; without a PostProcess the graph
+    outputs go under tensor (a classifier's scores are not detections)."""
     from forensics.tflite.graph import postprocess_info
 
     index_of = {d["name"]: d["index"] for d in it.get_tensor_details()}
@@ -240,10 +241,13 @@ def _record_tail(builder, model, it, offset_tensors=None) -> None:
             value = it.get_tensor(index_of[t.name])
             builder.add_bytes("detections", t.name, np.ascontiguousarray(value), role=role, **_meta_of(t, value))
     else:
+        # No PostProcess: the outputs are tensors (a classifier's class scores, a feature map), not detections.
         for d in it.get_output_details():
             t = model.tensor(d["name"])
+            if ("tensor", t.name) in builder.entries:
+                continue  # the accelerator's own output, already recorded
             value = it.get_tensor(d["index"])
-            builder.add_bytes("detections", t.name, np.ascontiguousarray(value), **_meta_of(t, value))
+            builder.add_bytes("tensor", t.name, np.ascontiguousarray(value), **_meta_of(t, value))
 
 
 def _tensor_role(model, name: str) -> str | None:
