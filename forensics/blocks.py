@@ -64,7 +64,8 @@ def _file_crcs(dumps, block: int, out: list, cancelled: threading.Event) -> None
         out.append(exc)
 
 
-def stream_pair(dump_a: Dump, dump_b: Dump, start: int, record_size: int, consume, block: int | None = None):
+def stream_pair(dump_a: Dump, dump_b: Dump, start: int, record_size: int, consume, block: int | None = None,
+                *, progress=None):
     """Call `consume(lo, view_a, view_b, positions)` for every common block (views trimmed to the shorter
     file; `positions` as `differing_positions` gives them), in order. Returns (crc_a, crc_b) of the whole data.
 
@@ -87,6 +88,8 @@ def stream_pair(dump_a: Dump, dump_b: Dump, start: int, record_size: int, consum
             finally:
                 window_a.release()
                 window_b.release()
+            if progress is not None:
+                progress(hi, common)
     except BaseException:
         cancelled.set()
         raise
