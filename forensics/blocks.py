@@ -11,7 +11,7 @@ import threading
 
 import numpy as np
 
-from forensics.crc import crc32, crc32_combine
+from forensics.crc import crc32
 from forensics.dump import Dump, DumpReader, iter_windows
 
 BLOCK = 4 << 20  # by measurement (benchmarks/bench_core.py): 1-8 MiB are alike in time; RSS grows with it
@@ -101,92 +101,3 @@ def stream_pair(dump_a: Dump, dump_b: Dump, start: int, record_size: int, consum
         if isinstance(value, BaseException):
             raise value
     return crcs[0], crcs[1]
-
-
-_KEEP_POSITIONS = 1 << 12  # differing offsets kept per block between the scan and the hand-over; past it, found again
-
-
-def _scan_half(dump_a: Dump, dump_b: Dump, bounds, common: int, tails: bool, out: list, slot: int,
-               cancelled: threading.Event) -> None:
-    """Compare and checksum one run of common blocks (and, with `tails`, the longer file's bytes past the
-    common length); note the blocks that differ. Results (or an exception) go to out[slot]."""
-    try:
-        crc_a = crc_b = 0
-        found = []
-        with DumpReader(dump_a) as reader_a, DumpReader(dump_b) as reader_b:
-            for lo, hi in bounds:
-                if cancelled.is_set():
-                    return
-                window_a, window_b = reader_a.window(lo, hi), reader_b.window(lo, hi)
-                try:
-                    positions = differing_positions(window_a.view, window_b.view)
-                    crc_a = crc32(window_a.view, crc_a)  # right after the comparison: still in the cache
-                    crc_b = crc32(window_b.view, crc_b)
-                finally:
-                    window_a.release()
-                    window_b.release()
-                if positions is None or positions.size:
-                    found.append((lo, hi, positions if positions is not None and positions.size <= _KEEP_POSITIONS
-                                  else False))
-            if tails:
-                for dump, reader in ((dump_a, reader_a), (dump_b, reader_b)):
-                    crc = crc_a if dump is dump_a else crc_b
-                    for lo in range(common, dump.size, BLOCK):
-                        window = reader.window(lo, min(lo + BLOCK, dump.size))
-                        try:
-                            crc = crc32(window.view, crc)
-                        finally:
-                            window.release()
-                    if dump is dump_a:
-                        crc_a = crc
-                    else:
-                        crc_b = crc
-        out[slot] = (crc_a, crc_b, found)
-    except BaseException as exc:  # raised again in the caller's thread
-        out[slot] = exc
-
-
-def scan_pair(dump_a: Dump, dump_b: Dump, start: int, record_size: int, consume, block: int | None = None):
-    """Like `stream_pair`, but `consume` sees only the blocks that differ: two threads each compare and
-    checksum half of the files (both cores, no hand-over of blocks), then the differing blocks are handed
-    to `consume` in order. Returns (crc_a, crc_b) of the whole data."""
-    block = block or BLOCK
-    common = min(dump_a.size, dump_b.size)
-    bounds = block_bounds(common, start, record_size, block)
-    half = len(bounds) // 2
-    parts = [bounds[:half], bounds[half:]] if half else [bounds]
-    out: list = [None] * len(parts)
-    cancelled = threading.Event()
-    workers = [threading.Thread(target=_scan_half, daemon=True,
-                                args=(dump_a, dump_b, part, common, k == len(parts) - 1, out, k, cancelled))
-               for k, part in enumerate(parts)]
-    for worker in workers[1:]:
-        worker.start()
-    try:
-        workers[0].run()  # the first half in this thread
-    finally:
-        for worker in workers[1:]:
-            worker.join()
-    for result in out:
-        if isinstance(result, BaseException):
-            raise result
-    crc_a, crc_b, _ = out[0]
-    if len(parts) == 2:  # the second half runs from its first block to each file's end
-        first = parts[1][0][0]
-        crc_a = crc32_combine(crc_a, out[1][0], dump_a.size - first)
-        crc_b = crc32_combine(crc_b, out[1][1], dump_b.size - first)
-    with DumpReader(dump_a) as reader_a, DumpReader(dump_b) as reader_b:
-        for _, _, found in out:
-            for lo, hi, positions in found:
-                # Sparse differences touch a few records: map without bringing in the whole block.
-                sparse = positions is not None and positions is not False
-                window_a = reader_a.window(lo, hi, populate=not sparse)
-                window_b = reader_b.window(lo, hi, populate=not sparse)
-                try:
-                    if positions is False:
-                        positions = differing_positions(window_a.view, window_b.view)
-                    consume(lo, window_a.view, window_b.view, positions)
-                finally:
-                    window_a.release()
-                    window_b.release()
-    return crc_a, crc_b
