@@ -474,26 +474,71 @@ static uint32_t fr__le32(const unsigned char *p)
     return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
 }
 
+/* a * b mod P for CRC-32 register values (reflected: bit 31 is x^0). */
+static uint32_t fr__crc_mul(uint32_t a, uint32_t b)
+{
+    uint32_t product = 0;
+    int i;
+    for (i = 31; i >= 0; i--) {
+        if ((a >> i) & 1)
+            product ^= b;
+        b = (b & 1) ? (b >> 1) ^ 0xedb88320u : b >> 1;  /* b *= x */
+    }
+    return product;
+}
+
+/* x^(8n) mod P: what n zero bytes do to a CRC register (square and multiply). */
+static uint32_t fr__crc_shift(uint64_t n)
+{
+    uint32_t result = 0x80000000u, power = 0x00800000u;  /* x^0, x^8 */
+    for (; n != 0; n >>= 1) {
+        if (n & 1)
+            result = fr__crc_mul(result, power);
+        power = fr__crc_mul(power, power);
+    }
+    return result;
+}
+
+/* Eight bytes into a CRC register, one look-up per byte from the row for the bytes that follow it. */
+#define FR__CRC_STEP(reg, p)                                                                               \
+    do {                                                                                                   \
+        uint32_t lo_ = (reg) ^ fr__le32(p), hi_ = fr__le32((p) + 4);                                       \
+        (reg) = fr__crc_table[7][lo_ & 0xff] ^ fr__crc_table[6][(lo_ >> 8) & 0xff] ^                       \
+                fr__crc_table[5][(lo_ >> 16) & 0xff] ^ fr__crc_table[4][lo_ >> 24] ^                       \
+                fr__crc_table[3][hi_ & 0xff] ^ fr__crc_table[2][(hi_ >> 8) & 0xff] ^                       \
+                fr__crc_table[1][(hi_ >> 16) & 0xff] ^ fr__crc_table[0][hi_ >> 24];                        \
+    } while (0)
+
 uint32_t fr_crc32(uint32_t crc, const void *data, size_t size)
 {
     const unsigned char *p = (const unsigned char *)data;
+    uint32_t reg;
     if (p == NULL)
         return crc;  /* like zlib: crc32(crc, Z_NULL, n) changes nothing */
-    crc = ~crc;
-    /* Byte loads assembled little-endian: the same on any host, and compilers turn them into one load. */
-    while (size >= 8) {
-        uint32_t lo = crc ^ fr__le32(p);
-        uint32_t hi = fr__le32(p + 4);
-        crc = fr__crc_table[7][lo & 0xff] ^ fr__crc_table[6][(lo >> 8) & 0xff] ^
-              fr__crc_table[5][(lo >> 16) & 0xff] ^ fr__crc_table[4][lo >> 24] ^
-              fr__crc_table[3][hi & 0xff] ^ fr__crc_table[2][(hi >> 8) & 0xff] ^
-              fr__crc_table[1][(hi >> 16) & 0xff] ^ fr__crc_table[0][hi >> 24];
-        p += 8;
-        size -= 8;
+    reg = ~crc;
+    /* Large buffers: four quarters at once, so the table look-ups of four independent registers overlap
+       instead of waiting on one chain. The register is linear in its start value, so the quarters join as
+       reg(A|B) = reg_A * x^(8|B|) ^ reg_B(started at 0), zlib's crc32_combine. */
+    if (size >= 65536) {
+        size_t quarter = (size / 4) & ~(size_t)7, k;
+        uint32_t a = reg, b = 0, c = 0, d = 0, shift;
+        for (k = 0; k < quarter; k += 8) {
+            FR__CRC_STEP(a, p + k);
+            FR__CRC_STEP(b, p + quarter + k);
+            FR__CRC_STEP(c, p + 2 * quarter + k);
+            FR__CRC_STEP(d, p + 3 * quarter + k);
+        }
+        shift = fr__crc_shift((uint64_t)quarter);
+        reg = fr__crc_mul(shift, fr__crc_mul(shift, fr__crc_mul(shift, a) ^ b) ^ c) ^ d;
+        p += 4 * quarter;
+        size -= 4 * quarter;
     }
+    /* Byte loads assembled little-endian: the same on any host, and compilers turn them into one load. */
+    for (; size >= 8; p += 8, size -= 8)
+        FR__CRC_STEP(reg, p);
     while (size--)
-        crc = fr__crc_table[0][(crc ^ *p++) & 0xff] ^ (crc >> 8);
-    return ~crc;
+        reg = fr__crc_table[0][(reg ^ *p++) & 0xff] ^ (reg >> 8);
+    return ~reg;
 }
 
 uint64_t fr_xorfold64(const void *data, size_t size)

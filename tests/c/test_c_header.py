@@ -120,7 +120,7 @@ def test_crc_xorfold_and_fingerprint_equal_zlib_and_numpy(builds, build, tmp_pat
     program = _program(builds, build)
     rng = random.Random(15)
     blob = rng.randbytes((1 << 20) + 64)
-    sizes = [0, 1, 2, 3, 7, 8, 9, 15, 16, 17, 18, 31, 32, 33, 63, 64, 65, 1 << 20]
+    sizes = [0, 1, 2, 3, 7, 8, 9, 15, 16, 17, 18, 31, 32, 33, 63, 64, 65, 65535, 65536, 65537, 65543, 1 << 20]
     sizes += [rng.randrange(0, 1 << 20) | 1 for _ in range(10)] + [rng.randrange(0, 1 << 20) for _ in range(6)]
     cases = [(rng.randrange(0, 64) if s < (1 << 20) else 0, s) for s in sizes]  # unaligned starts too
     (tmp_path / "blob").write_bytes(blob)
