@@ -540,6 +540,7 @@ uint32_t fr_crc32(uint32_t crc, const void *data, size_t size)
         reg = fr__crc_table[0][(reg ^ *p++) & 0xff] ^ (reg >> 8);
     return ~reg;
 }
+#undef FR__CRC_STEP
 
 uint64_t fr_xorfold64(const void *data, size_t size)
 {
