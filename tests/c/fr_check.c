@@ -4,7 +4,9 @@
                                     (whole, and fed in two pieces), its xor-fold-64 and its fingerprint line
    fr_check errors BASE             every refused input; prints "case got WANT_NAME want" lines
    fr_check write TARGET N MODE [K] writes N buffers; MODE commit | abort K (fr_run_abort after K buffers)
-                                    | kill K (SIGKILL on itself after K buffers, as a crash would) */
+                                    | kill K (SIGKILL on itself after K buffers, as a crash would)
+   fr_check io BASE                 the file system refusing: a missing parent, then a disk that fills up
+                                    (RLIMIT_FSIZE) in the middle of a buffer; prints lines like errors */
 #define FORENSICS_RUN_IMPLEMENTATION
 #include "forensics_run.h"
 
@@ -13,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 static unsigned char *slurp(const char *path, size_t *size)
@@ -174,6 +177,27 @@ static int errors(const char *base)
     return 0;
 }
 
+static int io_errors(const char *base)
+{
+    static unsigned char data[8192];
+    char missing[4096], target[4096];
+    fr_run *run = NULL;
+    struct rlimit limit;
+    snprintf(missing, sizeof missing, "%s/no/such/parent/run", base);
+    snprintf(target, sizeof target, "%s/full", base);
+    CHECK("begin_parent_missing", fr_run_begin(&run, missing, "ours", NULL), FR_E_IO);
+    CHECK("begin_full_ok", fr_run_begin(&run, target, "ours", NULL), FR_OK);
+    CHECK("add_before_full_ok", fr_run_add(run, "input", "input", data, 1000, NULL), FR_OK);
+    /* From here on no file may grow past 4096 bytes: write() fails with EFBIG (SIGXFSZ ignored). */
+    signal(SIGXFSZ, SIG_IGN);
+    limit.rlim_cur = limit.rlim_max = 4096;
+    CHECK("setrlimit", setrlimit(RLIMIT_FSIZE, &limit), 0);
+    CHECK("add_disk_full", fr_run_add(run, "raw", "scores", data, sizeof data, NULL), FR_E_IO);
+    CHECK("add_after_failure", fr_run_add(run, "raw", "boxes", data, 10, NULL), FR_E_FAILED);
+    CHECK("commit_after_failure", fr_run_commit(run), FR_E_FAILED);
+    return 0;
+}
+
 static int write_run(const char *target, int count, const char *mode, int after)
 {
     /* Names and values that need care in JSON and in file names. */
@@ -228,8 +252,10 @@ int main(int argc, char **argv)
         return crc_cases(argv[2], argv[3]);
     if (argc == 3 && strcmp(argv[1], "errors") == 0)
         return errors(argv[2]);
+    if (argc == 3 && strcmp(argv[1], "io") == 0)
+        return io_errors(argv[2]);
     if (argc >= 5 && strcmp(argv[1], "write") == 0)
         return write_run(argv[2], atoi(argv[3]), argv[4], argc > 5 ? atoi(argv[5]) : 0);
-    fprintf(stderr, "usage: fr_check crc BLOB CASES | errors BASE | write TARGET N commit|abort K|kill K\n");
+    fprintf(stderr, "usage: fr_check crc BLOB CASES | errors BASE | io BASE | write TARGET N commit|abort K|kill K\n");
     return 2;
 }

@@ -186,6 +186,23 @@ def test_every_bad_input_has_its_code_and_writes_nothing(builds, build, tmp_path
     assert os.listdir(tmp_path / "late") == []
 
 
+@pytest.mark.parametrize("build", CHECK_BUILDS)
+def test_file_system_failures_are_reported_and_leave_nothing(builds, build, tmp_path):
+    """A missing parent, then writes failing mid-run (a file size limit, as a full disk): FR_E_IO, then the
+    run refuses more buffers and the commit (FR_E_FAILED) and removes everything it wrote."""
+    if sys.platform == "win32":
+        pytest.skip("RLIMIT_FSIZE is POSIX")
+    program = _program(builds, build)
+    proc = _run([program, "io", tmp_path])
+    assert proc.returncode == 0, proc.stderr
+    rows = [line.split() for line in proc.stdout.splitlines()]
+    assert [r[0] for r in rows] == ["begin_parent_missing", "begin_full_ok", "add_before_full_ok", "setrlimit",
+                                    "add_disk_full", "add_after_failure", "commit_after_failure"]
+    for name, got, want_name, want in rows:
+        assert int(got) == int(want), f"{name}: got {got}, want {want_name} ({want})"
+    assert os.listdir(tmp_path) == []
+
+
 # --- writing runs ------------------------------------------------------------------------------------------
 
 TENSORS = ["input", "TFLite_Detection_PostProcess:1", 'q"uote', "pipe|star*?<>", "café €", "CON"]
