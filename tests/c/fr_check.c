@@ -103,19 +103,32 @@ static int errors(const char *base)
     CHECK("add_null_stage", fr_run_add(run, NULL, "t", data, 4, NULL), FR_E_NULL);
     CHECK("add_null_tensor", fr_run_add(run, "raw", NULL, data, 4, NULL), FR_E_NULL);
     CHECK("add_null_data", fr_run_add(run, "raw", "t", NULL, 4, NULL), FR_E_NULL);
-    CHECK("add_stage_unknown", fr_run_add(run, "output", "t", data, 4, NULL), FR_E_STAGE);
-    CHECK("add_stage_case", fr_run_add(run, "Raw", "t", data, 4, NULL), FR_E_STAGE);
-    CHECK("add_stage_empty", fr_run_add(run, "", "t", data, 4, NULL), FR_E_STAGE);
-    CHECK("add_tensor_empty", fr_run_add(run, "raw", "", data, 4, NULL), FR_E_TENSOR);
-    CHECK("add_tensor_slash", fr_run_add(run, "raw", "a/b", data, 4, NULL), FR_E_TENSOR);
-    CHECK("add_tensor_backslash", fr_run_add(run, "raw", "a\\b", data, 4, NULL), FR_E_TENSOR);
-    CHECK("add_tensor_dotdot", fr_run_add(run, "raw", "..", data, 4, NULL), FR_E_TENSOR);
-    CHECK("add_tensor_inner_dotdot", fr_run_add(run, "raw", "a..b", data, 4, NULL), FR_E_TENSOR);
-    CHECK("add_tensor_newline", fr_run_add(run, "raw", "a\nb", data, 4, NULL), FR_E_TENSOR);
-    CHECK("add_tensor_del", fr_run_add(run, "raw", "a\x7f", data, 4, NULL), FR_E_TENSOR);
-    CHECK("add_tensor_overlong_utf8", fr_run_add(run, "raw", "a\xc0\xaf", data, 4, NULL), FR_E_TENSOR);
-    CHECK("add_tensor_truncated_utf8", fr_run_add(run, "raw", "a\xe2\x82", data, 4, NULL), FR_E_TENSOR);
-
+    {
+        /* Refused names: (case, stage, tensor, expected code). */
+#define NAME_CASE(name, stage, tensor, want) {name, stage, tensor, want, #want}
+        static const struct {
+            const char *name, *stage, *tensor;
+            int want;
+            const char *want_name;
+        } cases[] = {
+            NAME_CASE("add_stage_unknown", "output", "t", FR_E_STAGE),
+            NAME_CASE("add_stage_case", "Raw", "t", FR_E_STAGE),
+            NAME_CASE("add_stage_empty", "", "t", FR_E_STAGE),
+            NAME_CASE("add_tensor_empty", "raw", "", FR_E_TENSOR),
+            NAME_CASE("add_tensor_slash", "raw", "a/b", FR_E_TENSOR),
+            NAME_CASE("add_tensor_backslash", "raw", "a\\b", FR_E_TENSOR),
+            NAME_CASE("add_tensor_dotdot", "raw", "..", FR_E_TENSOR),
+            NAME_CASE("add_tensor_inner_dotdot", "raw", "a..b", FR_E_TENSOR),
+            NAME_CASE("add_tensor_newline", "raw", "a\nb", FR_E_TENSOR),
+            NAME_CASE("add_tensor_del", "raw", "a\x7f", FR_E_TENSOR),
+            NAME_CASE("add_tensor_overlong_utf8", "raw", "a\xc0\xaf", FR_E_TENSOR),
+            NAME_CASE("add_tensor_truncated_utf8", "raw", "a\xe2\x82", FR_E_TENSOR),
+        };
+#undef NAME_CASE
+        for (i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++)
+            report(cases[i].name, fr_run_add(run, cases[i].stage, cases[i].tensor, data, 4, NULL), cases[i].want_name,
+                   cases[i].want);
+    }
     memset(&m, 0, sizeof m);
     m.has_quant = 1;
     m.scale = nan("");
