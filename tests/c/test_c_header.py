@@ -339,10 +339,18 @@ def test_fingerprint_line_is_read_by_forensics_verify(example_run, tmp_path):
     same = run_cli("verify", log, "dumps/ours/input.bin", "--json")
     assert same.code == 0, same.out + same.err
     checks = json.loads(same.out)["checks"]
-    assert checks and all(c["match"] for c in checks)
+    assert len(checks) == 6 and all(c["match"] for c in checks)  # size, crc32, xor64, head, mid, tail
     other = run_cli("verify", log, "dumps/broken/input.bin", "--json")
     assert other.code == 1, other.out + other.err
     assert not all(c["match"] for c in json.loads(other.out)["checks"])
+    # All three lines of the example in one log, each buffer named by its tag.
+    log.write_text("".join(f"00000{i}\t0.5\t{line}\n" for i, line in enumerate(out.splitlines())))
+    every = run_cli("verify", log, "--buffer", "input=dumps/ours/input.bin",
+                    "--buffer", "convert_scores=dumps/ours/convert_scores.bin",
+                    "--buffer", "Squeeze1=dumps/ours/Squeeze1.bin", "--json")
+    assert every.code == 0, every.out + every.err
+    checks = json.loads(every.out)["checks"]
+    assert len(checks) == 18 and all(c["match"] for c in checks)
 
 
 # --- Windows: cross-compiled with mingw-w64 ------------------------------------------------------------
