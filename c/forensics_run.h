@@ -18,6 +18,8 @@
    Every function returns 0 (FR_OK) on success or a negative FR_E_... code. Not thread-safe per run: one
    fr_run is used by one thread at a time (different runs from different threads are fine).
    Dependencies: the C standard library and the OS (POSIX, or Win32 with UTF-8 paths converted to UTF-16).
+   Each file is flushed to the disk before the manifest is written (fsync / FlushFileBuffers); define
+   FORENSICS_RUN_NO_FSYNC to skip that where durability does not matter (tests, RAM disks).
 */
 #ifndef FORENSICS_RUN_H
 #define FORENSICS_RUN_H
