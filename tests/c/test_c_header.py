@@ -394,3 +394,13 @@ def test_readme_c_fragments_compile():
         proc = subprocess.run([CC, *STRICT, "-fsyntax-only", "-x", "c", "-"], input=text, capture_output=True,
                               text=True)
         assert proc.returncode == 0, f"{name}:\n{text}\n{proc.stderr}"
+
+
+def test_readme_error_table_is_the_headers():
+    """The README's table of codes lists exactly the header's FR_E_ defines with their values."""
+    header = (HEADER_DIR / "forensics_run.h").read_text(encoding="utf-8")
+    defined = {name: int(value) for name, value in re.findall(r"^#define (FR_E_\w+)\s+(-\d+)", header, re.M)}
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    documented = {name: int(value) for name, value in re.findall(r"^\| `(FR_E_\w+)` \| (-\d+) \|", readme, re.M)}
+    assert len(defined) >= 12
+    assert documented == defined
