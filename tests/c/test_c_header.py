@@ -159,6 +159,15 @@ def test_kernel_only_part_calls_nothing_outside(builds, tmp_path):
     assert "fr_run_begin" not in defined
 
 
+def test_header_is_clean_under_conversion_warnings():
+    """Driver builds warn on every narrowing (MSVC /W4, gcc -Wconversion): the header gives them nothing to say."""
+    tu = '#define FORENSICS_RUN_IMPLEMENTATION\n#include "forensics_run.h"\n'
+    extra = ["-Wconversion", "-Wsign-conversion", "-Wshadow", "-Wcast-qual", "-Wstrict-prototypes",
+             "-Wmissing-prototypes", "-fsyntax-only"]
+    proc = subprocess.run([CC, *STRICT, *extra, "-x", "c", "-"], input=tu, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+
+
 # --- bad input --------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("build", CHECK_BUILDS)
