@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* forensics_run.h - write forensics runs (run format version 1) and fingerprint lines from C and C++.
 
    A single header. In exactly one C or C++ file of your program:
