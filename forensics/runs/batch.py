@@ -119,7 +119,7 @@ def batch_compare(directory, *, workers: int | None = None) -> BatchResult:
 
 def write_summary(result: BatchResult, output) -> BatchResult:
     """Write `output` (.csv) and the same table as Parquet beside it (or .parquet and a .csv beside it)."""
-    from forensics.outputs import atomic_write
+    from forensics.outputs import atomic_write, check_writable
 
     output = os.fspath(output)
     stem, ext = os.path.splitext(output)
@@ -131,11 +131,26 @@ def write_summary(result: BatchResult, output) -> BatchResult:
         import pyarrow  # noqa: F401  (pandas' Parquet engine)
     except ImportError:
         raise DependencyError("Parquet output needs pyarrow: pip install 'forensics[export]'") from None
+    import io
+
+    # Both tables are made in memory first and then renamed into place: a failure leaves neither file
+    # behind, never a summary.csv without its Parquet.
+    csv_bytes = frame.to_csv(index=False).encode("utf-8")
+    parquet = io.BytesIO()
+    frame.to_parquet(parquet, index=False)
+    check_writable(csv_path)
+    check_writable(parquet_path)
+    existed = os.path.lexists(csv_path)
     try:
-        with atomic_write(csv_path, "w") as fh:
-            frame.to_csv(fh, index=False)
-        with atomic_write(parquet_path, "wb") as fh:
-            frame.to_parquet(fh, index=False)
+        with atomic_write(csv_path, "wb") as fh:
+            fh.write(csv_bytes)
+        try:
+            with atomic_write(parquet_path, "wb") as fh:
+                fh.write(parquet.getvalue())
+        except BaseException:
+            if not existed:
+                os.unlink(csv_path)
+            raise
     except OSError as exc:
         raise InputError(f"cannot write: {exc.strerror or exc}", output) from None
     return BatchResult(result.directory, result.rows, result.workers, (csv_path, parquet_path))
