@@ -111,17 +111,63 @@ def _batch(args, out) -> int:
     from forensics.render.runs import render_batch
     from forensics.runs.batch import batch_compare, write_summary
 
-    if args.html or args.previous or args.model or args.deps:
-        raise InputError("--batch takes -o SUMMARY.csv and --workers; --html/--previous/--model/--deps are for one pair")
+    if args.previous:
+        raise InputError("--batch takes -o SUMMARY.csv, --workers, --scheduler, --html, --model/--deps; "
+                         "--previous is for one pair")
     if not args.output:
         raise InputError("--batch needs -o SUMMARY.csv (a Parquet file is written beside it)")
-    result = batch_compare(args.batch, workers=args.workers)
+    if args.model and args.deps:
+        raise InputError("give --model or --deps, not both")
+    if args.html:
+        from forensics.outputs import check_writable
+
+        check_writable(args.html)
+    geometry = None
+    if args.model or args.deps:
+        from forensics.geometry import geometry_for
+
+        geometry = geometry_for(model=args.model, deps=args.deps)
+    result = batch_compare(args.batch, workers=args.workers, scheduler=args.scheduler, geometry=geometry)
     result = write_summary(result, args.output)
+    if args.html:
+        _batch_html(args, result, geometry)
     if args.json:
-        out.json(result.to_dict())
+        doc = result.to_dict()
+        if args.html:
+            doc["html"] = args.html
+        out.json(doc)
     else:
         out.print(*render_batch(result))
+        if args.html:
+            out.print(f"wrote {args.html}")
     return result.exit_code
+
+
+def _batch_html(args, result, geometry, limit: int = 100) -> None:
+    """The one-page summary, and beside it (OUT_pairs/) the reports of the first `limit` pairs that differ."""
+    import os
+
+    from forensics.errors import ForensicsError
+    from forensics.outputs import write_text_atomic
+    from forensics.render.runs import batch_pictures, html_batch, html_report
+    from forensics.runs.compare import compare_runs, find_runs
+    from forensics.runs.engine import is_url
+
+    reports = {}
+    if not is_url(os.fspath(args.batch)):
+        folder = os.path.splitext(args.html)[0] + "_pairs"
+        for row in [r for r in result.rows if r["verdict"] == "DIFFER"][:limit]:
+            runs = find_runs(os.path.join(args.batch, row["pair"]))
+            try:
+                pair = compare_runs(runs[0], runs[1], geometry=geometry)
+            except ForensicsError:
+                continue
+            os.makedirs(folder, exist_ok=True)
+            name = f"{row['pair']}.html"
+            write_text_atomic(os.path.join(folder, name), html_report(pair))
+            reports[row["pair"]] = f"{os.path.basename(folder)}/{name}"
+    write_text_atomic(args.html, html_batch(result, reports=reports,
+                                            pictures=batch_pictures(result.aggregates, geometry)))
 
 
 RESAMPLING = ("lanczos", "bilinear", "bicubic", "nearest", "box", "hamming")  # forensics.runs.capture.RESAMPLING
@@ -176,4 +222,7 @@ def register(subparsers, parents) -> None:
     p.add_argument("-o", "--output", metavar="SUMMARY.csv", help="--batch: the summary table (CSV + Parquet)")
     p.add_argument("--workers", type=positive_int, default=None, metavar="N",
                    help="--batch: worker processes (default: one per core)")
+    p.add_argument("--scheduler", default="local", metavar="local|dask|tcp://HOST:PORT",
+                   help="--batch: where the pairs run: local (a process pool, default), dask (a Dask LocalCluster "
+                        "on this machine) or the address of a running Dask scheduler")
     p.set_defaults(handler=cmd_compare)

@@ -127,16 +127,62 @@ def render_batch(result, limit: int = 30) -> list:
         table.add_row(r["pair"], r["verdict"], r.get("first_divergent_stage") or "-", str(r.get("stages_differing", "")),
                       r.get("summary") or r.get("error") or "")
     counts = result.counts
+    engine = (f"{result.workers} worker processes" if getattr(result, "scheduler", "local") == "local"
+              else f"{result.scheduler}, {result.workers} workers")
     line = (f"{len(result.rows)} pairs: {counts.get('MATCH', 0)} match, {counts.get('DIFFER', 0)} differ, "
-            f"{counts.get('ERROR', 0)} errors ({result.workers} worker processes)")
+            f"{counts.get('ERROR', 0)} errors ({engine})")
+    if getattr(result, "retried", 0):
+        line += f"; {result.retried} pairs run again after a worker was lost"
     out = [Text(line)]
     if shown:
         out.append(table)
         hidden = sum(1 for r in result.rows if r["verdict"] != "MATCH") - len(shown)
         if hidden > 0:
             out.append(Text(f"... {hidden} more differing pairs in the summary files"))
+    if getattr(result, "aggregates", None) is not None:
+        out += render_aggregates(result.aggregates)
     if result.outputs:
         out.append(Text("wrote " + ", ".join(result.outputs)))
+    return out
+
+
+def _share(value) -> str:
+    return f"{value:.1%}" if value is not None else "-"
+
+
+def _num(value, digits: int = 4) -> str:
+    return f"{value:.{digits}f}" if value is not None else "-"
+
+
+def detections_line(det: dict) -> str:
+    return (f"detections of B against A as ground truth ({det['pairs']:,} pairs): precision {_num(det['precision'])}, "
+            f"recall {_num(det['recall'])}, F1 {_num(det['f1'])} at IoU 0.5 (TP {det['tp']:,}, FP {det['fp']:,}, "
+            f"FN {det['fn']:,}); mAP@[.5:.95] {_num(det['map'])}")
+
+
+def render_aggregates(agg, limit: int = 10) -> list:
+    """The batch's aggregates: verdict shares per (stage, tensor), the anchors that differ most often, the
+    score / box delta distributions and the detection agreement."""
+    out = []
+    if agg.stages:
+        table = _table("stage", "tensor", ("pairs", "right"), ("match", "right"), ("within tol.", "right"),
+                       ("differ", "right"), title="verdicts per stage over the pairs")
+        for s in agg.stages:
+            table.add_row(s["stage"], s["tensor"] if s["tensor"] != s["stage"] else "", f"{s['pairs_compared']:,}",
+                          _share(s["share_match"]), _share(s["share_within_tolerance"]), _share(s["share_differ"]))
+        out.append(table)
+    if agg.anchors:
+        table = _table("stage", "tensor", ("anchor", "right"), "where", ("pairs differing", "right"),
+                       ("share", "right"), title="anchors that differ most often")
+        for a in agg.anchors[:limit]:
+            table.add_row(a["stage"], a["tensor"], str(a["anchor"]), a["where"] or "", f"{a['pairs_differing']:,}",
+                          _share(a["share"]))
+        out.append(table)
+    for role, d in agg.deltas.items():
+        out.append(Text(f"{role} deltas (B - A, {d['unit']}): {d['differing']:,} of {d['elements']:,} elements "
+                        f"differ; max |delta| {d['max_abs']}, p99 |delta| {d['p99_abs']}"))
+    if agg.detections is not None:
+        out.append(Text(detections_line(agg.detections)))
     return out
 
 
@@ -273,6 +319,101 @@ def pictures_for(result) -> dict:
             from forensics.render.pictures import heatmap_for
 
             out[row.label] = heatmap_for(result.geometry, row.heat, title=f"{row.label}: A vs B")
+        except (DependencyError, InputError):
+            return out
+    return out
+
+
+def html_batch(result, *, reports: dict | None = None, pictures: dict | None = None, limit: int = 500) -> str:
+    """One page for a batch: counts, verdict shares per stage, the worst anchors (and their heatmaps), the delta
+    distributions, detection agreement, and the pairs that are not MATCH, each linking its report
+    (`reports` maps a pair name to a relative link)."""
+    reports, pictures = reports or {}, pictures or {}
+    agg = result.aggregates
+    counts = result.counts
+    title = f"forensics compare --batch: {result.directory}"
+    parts = ["<!DOCTYPE html>", "<html lang=\"en\"><head><meta charset=\"utf-8\">",
+             f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>", f"<h1>{_e(title)}</h1>"]
+    bad = counts.get("DIFFER", 0) + counts.get("ERROR", 0)
+    parts.append(f"<div class=\"verdict {'bad' if bad else 'ok'}\" id=\"verdict\"><b>{len(result.rows):,} pairs</b>: "
+                 f"{counts.get('MATCH', 0):,} match, {counts.get('DIFFER', 0):,} differ, {counts.get('ERROR', 0):,} "
+                 f"errors (scheduler {_e(result.scheduler)}, {result.workers} workers"
+                 f"{f', {result.retried} pairs run again' if result.retried else ''})</div>")
+    if agg is not None and agg.stages:
+        parts.append("<h2>Verdicts per stage</h2><table id=\"stages\"><tr><th>stage</th><th>tensor</th><th>pairs</th>"
+                     "<th>MATCH</th><th>WITHIN TOLERANCE</th><th>DIFFER</th></tr>")
+        for s in agg.stages:
+            parts.append(f"<tr><td>{_e(s['stage'])}</td><td class=\"mono\">{_e(s['tensor'])}</td>"
+                         f"<td class=\"num\">{s['pairs_compared']:,}</td><td class=\"num\">{_share(s['share_match'])}</td>"
+                         f"<td class=\"num\">{_share(s['share_within_tolerance'])}</td>"
+                         f"<td class=\"num\">{_share(s['share_differ'])}</td></tr>")
+        parts.append("</table>")
+    if agg is not None and agg.anchors:
+        parts.append("<h2>Anchors that differ most often</h2><table id=\"anchors\"><tr><th>stage</th><th>tensor</th>"
+                     "<th>anchor</th><th>where</th><th>pairs differing</th><th>share</th></tr>")
+        for a in agg.anchors:
+            parts.append(f"<tr><td>{_e(a['stage'])}</td><td class=\"mono\">{_e(a['tensor'])}</td>"
+                         f"<td class=\"num\">{a['anchor']}</td><td class=\"mono\">{_e(a['where'] or '')}</td>"
+                         f"<td class=\"num\">{a['pairs_differing']:,}</td><td class=\"num\">{_share(a['share'])}</td></tr>")
+        parts.append("</table>")
+    for label, picture in pictures.items():
+        parts.append(f"<figure><img alt=\"{_e(label)} differing-pairs heatmap\" src=\"{picture.data_uri()}\" "
+                     f"width=\"{picture.width}\" height=\"{picture.height}\"><figcaption>{_e(label)}: pairs in which "
+                     "an anchor of the cell differs</figcaption></figure>")
+    if agg is not None and agg.deltas:
+        parts.append("<h2>Deltas</h2><table id=\"deltas\"><tr><th>buffer</th><th>elements</th><th>differing</th>"
+                     "<th>max |B − A|</th><th>p99 |B − A|</th><th>histogram (delta: count)</th></tr>")
+        for role, d in agg.deltas.items():
+            hist = ", ".join(f"{k:+d}: {v:,}" for k, v in d["histogram"][:40])
+            parts.append(f"<tr><td>{_e(role)} ({_e(d['unit'])})</td><td class=\"num\">{d['elements']:,}</td>"
+                         f"<td class=\"num\">{d['differing']:,}</td><td class=\"num\">{d['max_abs']}</td>"
+                         f"<td class=\"num\">{d['p99_abs']}</td><td class=\"mono\">{_e(hist)}</td></tr>")
+        parts.append("</table>")
+    if agg is not None and agg.detections is not None:
+        det = agg.detections
+        parts.append(f"<h2>Detections</h2><p id=\"detections\">{_e(detections_line(det))}</p>"
+                     "<table><tr><th>class</th><th>in A</th><th>in B</th><th>TP</th><th>FP</th><th>FN</th>"
+                     "<th>precision</th><th>recall</th><th>F1</th><th>AP@[.5:.95]</th></tr>")
+        for c in det["per_class"]:
+            parts.append(f"<tr><td class=\"num\">{c['class']}</td><td class=\"num\">{c['truth']:,}</td>"
+                         f"<td class=\"num\">{c['found']:,}</td><td class=\"num\">{c['tp']:,}</td>"
+                         f"<td class=\"num\">{c['fp']:,}</td><td class=\"num\">{c['fn']:,}</td>"
+                         f"<td class=\"num\">{_num(c['precision'])}</td><td class=\"num\">{_num(c['recall'])}</td>"
+                         f"<td class=\"num\">{_num(c['f1'])}</td><td class=\"num\">{_num(c['ap'])}</td></tr>")
+        parts.append("</table>")
+    listed = [r for r in result.rows if r["verdict"] != "MATCH"][:limit]
+    parts.append("<h2>Pairs that do not match</h2><table id=\"pairs\"><tr><th>pair</th><th>verdict</th>"
+                 "<th>first divergent</th><th>summary</th></tr>")
+    for r in listed:
+        name = _e(r["pair"])
+        link = reports.get(r["pair"])
+        cell = f"<a href=\"{_e(link)}\">{name}</a>" if link else name
+        parts.append(f"<tr><td class=\"mono\">{cell}</td><td class=\"{_e(r['verdict'])}\">{_e(r['verdict'])}</td>"
+                     f"<td>{_e(r.get('first_divergent_stage') or '-')}</td>"
+                     f"<td>{_e(r.get('summary') or r.get('error') or '')}</td></tr>")
+    parts.append("</table>")
+    hidden = sum(1 for r in result.rows if r["verdict"] != "MATCH") - len(listed)
+    if hidden > 0:
+        parts.append(f"<p>… {hidden:,} more in the summary files</p>")
+    parts.append("</body></html>\n")
+    return "\n".join(parts)
+
+
+def batch_pictures(aggregates, geometry) -> dict:
+    """Heatmaps over the feature-map grid of how many pairs differ at each anchor (needs Pillow and a grid)."""
+    if geometry is None or aggregates is None or not getattr(geometry, "is_grid", False):
+        return {}
+    from forensics.errors import DependencyError, InputError
+
+    out = {}
+    for label, (_stage, _tensor, counts) in aggregates.anchor_counts.items():
+        if len(counts) != geometry.num_anchors or not counts.any():
+            continue
+        try:
+            from forensics.render.pictures import heatmap
+
+            out[label] = heatmap(geometry, counts, marked=(), title=f"{label}: pairs differing per anchor",
+                                 vmin=0, value_label="pairs", reduce="max")
         except (DependencyError, InputError):
             return out
     return out

@@ -20,7 +20,7 @@ COLUMNS = ("pair", "run_a", "run_b", "source_a", "source_b", "verdict", "first_d
            "first_divergent_tensor", "stages_compared", "stages_differing", "changed", "summary", "error") + STAGES
 
 
-def find_pairs(directory) -> list[str]:
+def find_pairs(directory) -> list[str]:  # local folders; forensics.runs.engine.list_pairs takes URLs too
     """The pair directories under `directory` (sorted); InputError when there is none."""
     directory = os.fspath(directory)
     if not os.path.isdir(directory):
@@ -35,22 +35,32 @@ def find_pairs(directory) -> list[str]:
     return pairs
 
 
-def compare_pair(pair_dir: str) -> dict:
-    """One summary row; never raises for a bad pair (the error becomes the row)."""
+def compare_pair(pair_dir: str, *, stats: bool = False, name: str | None = None):
+    """One summary row; never raises for a bad pair (the error becomes the row). With `stats`, the pair's
+    compact statistics for forensics.runs.aggregate too: (row, stats or None)."""
     from forensics.runs.compare import compare_runs, find_runs
 
     row = {c: None for c in COLUMNS}
-    row["pair"] = os.path.basename(pair_dir.rstrip("/\\"))
+    row["pair"] = name or os.path.basename(pair_dir.rstrip("/\\"))
     try:
         runs = find_runs(pair_dir)
         if len(runs) != 2:
-            raise InputError(f"holds {len(runs)} runs, expected 2", pair_dir)
+            raise InputError(f"holds {len(runs)} runs, expected 2", name or pair_dir)
         row["run_a"], row["run_b"] = (os.path.basename(r) for r in runs)
         result = compare_runs(runs[0], runs[1], diagnose=False, limit=1)
+        pair_stats = None
+        if stats:
+            from forensics.runs.aggregate import pair_stats as _pair_stats
+
+            pair_stats = _pair_stats(result)
     except ForensicsError as exc:
         row["verdict"] = "ERROR"
         row["error"] = str(exc)
-        return row
+        return (row, None) if stats else row
+    except Exception as exc:  # noqa: BLE001 - a broken pair is an ERROR row and never stops the batch
+        row["verdict"] = "ERROR"
+        row["error"] = f"{name or pair_dir}: {type(exc).__name__}: {exc}"
+        return (row, None) if stats else row
     row["source_a"], row["source_b"] = result.run_a.source, result.run_b.source
     first = result.first_divergent
     row["verdict"] = "MATCH" if result.match else "DIFFER"
@@ -65,7 +75,7 @@ def compare_pair(pair_dir: str) -> dict:
         if statuses:
             row[stage] = "MATCH" if all(s == "MATCH" for s in statuses) else (
                 "DIFFER" if any(s in ("DIFFER", "MISSING") for s in statuses) else statuses[0])
-    return row
+    return (row, pair_stats) if stats else row
 
 
 @dataclass(frozen=True)
@@ -74,6 +84,9 @@ class BatchResult:
     rows: tuple[dict, ...]
     workers: int
     outputs: tuple[str, ...] = field(default=())
+    aggregates: object | None = field(default=None, compare=False)  # forensics.runs.aggregate.BatchAggregates
+    scheduler: str = "local"
+    retried: int | None = 0  # pairs whose worker was lost and that the scheduler ran again (None: not known)
 
     @property
     def counts(self) -> Counter:
@@ -91,33 +104,51 @@ class BatchResult:
         try:
             import pandas as pd
         except ImportError:
-            raise DependencyError("batch summaries need pandas: pip install 'forensics[tables]'") from None
+            raise DependencyError("batch summaries need pandas: pip install 'forensics[export]'") from None
         return pd.DataFrame(list(self.rows), columns=list(COLUMNS))
 
     def to_dict(self) -> dict:
-        return {"directory": self.directory, "pairs": len(self.rows), "workers": self.workers,
-                "counts": dict(self.counts), "outputs": list(self.outputs), "rows": list(self.rows)}
+        out = {"directory": self.directory, "pairs": len(self.rows), "workers": self.workers,
+               "counts": dict(self.counts), "outputs": list(self.outputs), "rows": list(self.rows),
+               "scheduler": self.scheduler, "retried": self.retried}
+        if self.aggregates is not None:
+            out["aggregates"] = self.aggregates.to_dict()
+        return out
 
 
-def batch_compare(directory, *, workers: int | None = None) -> BatchResult:
-    """Compare every pair under `directory`, `workers` processes at a time (default: one per core)."""
-    pairs = find_pairs(directory)
-    workers = workers or os.cpu_count() or 1
-    workers = max(1, min(workers, len(pairs)))
-    if workers == 1:
-        rows = [compare_pair(p) for p in pairs]
-    else:
-        from concurrent.futures import ProcessPoolExecutor
+def batch_compare(directory, *, workers: int | None = None, scheduler: str = "local", geometry=None,
+                  connect_timeout: float = 5.0) -> BatchResult:
+    """Compare every pair under `directory` (a path or an fsspec URL) and aggregate them, streamed.
 
-        chunk = max(1, len(pairs) // (workers * 8))
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            rows = list(pool.map(compare_pair, pairs, chunksize=chunk))
-    return BatchResult(os.fspath(directory), tuple(rows), workers)
+    `scheduler`: "local" (a process pool, `workers` processes, default one per core), "dask" (a Dask
+    LocalCluster of `workers` worker processes on this machine) or "tcp://HOST:PORT" (an existing Dask cluster).
+    `geometry` (forensics.geometry.AnchorGeometry) names the worst anchors' places.
+    """
+    from forensics.runs import engine
+    from forensics.runs.aggregate import Aggregator
+
+    kind = engine.scheduler_kind(scheduler)
+    pairs = engine.list_pairs(directory)
+    aggregator = Aggregator(geometry=geometry)
+    rows = []
+    run = engine.run_dask if kind != "local" else engine.run_local
+    outcome = run(pairs, workers=workers, scheduler=scheduler, connect_timeout=connect_timeout)
+    for row, stats in outcome:
+        rows.append(row)
+        aggregator.add(stats)
+    return BatchResult(os.fspath(directory), tuple(rows), outcome.workers, aggregates=aggregator.result(),
+                       scheduler=outcome.name, retried=outcome.retried)
 
 
-def write_summary(result: BatchResult, output) -> BatchResult:
-    """Write `output` (.csv) and the same table as Parquet beside it (or .parquet and a .csv beside it)."""
-    from forensics.outputs import atomic_write
+PARTITION_ROWS = 250_000
+
+
+def write_summary(result: BatchResult, output, *, partition_rows: int = PARTITION_ROWS) -> BatchResult:
+    """Write `output` (.csv) and the same table as Parquet beside it (or .parquet and a .csv beside it), each
+    atomically. More than `partition_rows` rows make the Parquet a directory of part files of that many rows."""
+    from dataclasses import replace
+
+    from forensics.outputs import atomic_directory, atomic_write
 
     output = os.fspath(output)
     stem, ext = os.path.splitext(output)
@@ -128,12 +159,23 @@ def write_summary(result: BatchResult, output) -> BatchResult:
     try:
         import pyarrow  # noqa: F401  (pandas' Parquet engine)
     except ImportError:
-        raise DependencyError("Parquet output needs pyarrow: pip install 'forensics[tables]'") from None
+        raise DependencyError("Parquet output needs pyarrow: pip install 'forensics[export]'") from None
     try:
         with atomic_write(csv_path, "w") as fh:
             frame.to_csv(fh, index=False)
-        with atomic_write(parquet_path, "wb") as fh:
-            frame.to_parquet(fh, index=False)
+        if len(frame) <= partition_rows:
+            if os.path.isdir(parquet_path):
+                raise InputError("is a directory (a partitioned summary of an earlier batch): remove it first",
+                                 parquet_path)
+            with atomic_write(parquet_path, "wb") as fh:
+                frame.to_parquet(fh, index=False)
+        else:
+            if os.path.isfile(parquet_path):
+                os.unlink(parquet_path)
+            with atomic_directory(parquet_path, replace=True) as tmp:
+                for part, start in enumerate(range(0, len(frame), partition_rows)):
+                    frame.iloc[start:start + partition_rows].to_parquet(
+                        os.path.join(tmp, f"part-{part:05d}.parquet"), index=False)
     except OSError as exc:
         raise InputError(f"cannot write: {exc.strerror or exc}", output) from None
-    return BatchResult(result.directory, result.rows, result.workers, (csv_path, parquet_path))
+    return replace(result, outputs=(csv_path, parquet_path))
