@@ -182,8 +182,12 @@ def connect(scheduler: str, *, workers=None, connect_timeout: float = 5.0):
     distributed = _dask()
     if scheduler == "dask":
         n = max(1, workers or os.cpu_count() or 1)
-        cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                           scheduler_port=0, dashboard_address=None, silence_logs=logging.ERROR)
+        try:
+            cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                               scheduler_port=0, dashboard_address=None, silence_logs=logging.ERROR)
+        except (OSError, RuntimeError, TimeoutError) as exc:
+            raise DependencyError(f"could not start a Dask LocalCluster of {n} workers: "
+                                  f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
         return distributed.Client(cluster, set_as_default=False), cluster, n
     try:
         client = distributed.Client(scheduler, timeout=connect_timeout, set_as_default=False)
@@ -197,8 +201,11 @@ def connect(scheduler: str, *, workers=None, connect_timeout: float = 5.0):
     return client, None, n
 
 
-def run_dask(pairs, *, workers=None, scheduler="dask", connect_timeout: float = 5.0, in_flight: int = 4) -> Outcome:
-    """The same per-pair function on Dask, in chunks of pairs, at most `in_flight` chunks per worker queued."""
+def run_dask(pairs, *, workers=None, scheduler="dask", connect_timeout: float = 5.0, in_flight: int = 4,
+             chunk: int | None = None, task=None) -> Outcome:
+    """The same per-pair function on Dask, in chunks of pairs (`chunk` pairs per task), at most `in_flight`
+    chunks per worker queued. `task` (default compare_chunk) maps a list of pair locations to (row, stats)."""
+    task = task or compare_chunk
     import uuid
 
     client, cluster, n = connect(scheduler, workers=workers, connect_timeout=connect_timeout)
@@ -209,7 +216,7 @@ def run_dask(pairs, *, workers=None, scheduler="dask", connect_timeout: float = 
     except Exception:  # noqa: BLE001 - a cluster that refuses plugins still compares; retries are then unknown
         tracked = False
 
-    size = max(1, min(256, len(pairs) // (n * 16) or 1))
+    size = chunk or max(1, min(256, len(pairs) // (n * 16) or 1))
     chunks = [pairs[i:i + size] for i in range(0, len(pairs), size)]
     token = uuid.uuid4().hex[:12]
 
@@ -225,8 +232,8 @@ def run_dask(pairs, *, workers=None, scheduler="dask", connect_timeout: float = 
             def submit_next():
                 nxt = next(it, None)
                 if nxt is not None:
-                    i, chunk = nxt
-                    fut = client.submit(compare_chunk, chunk, key=f"{KEY_PREFIX}{token}-{i}", pure=False)
+                    i, part = nxt
+                    fut = client.submit(task, part, key=f"{KEY_PREFIX}{token}-{i}", pure=False)
                     futures[fut.key] = i
                     ac.add(fut)
 
