@@ -22,6 +22,9 @@ def cmd_capture(args, out) -> int:
     from forensics.render.runs import render_capture
     from forensics.runs.capture import capture
 
+    if args.images:
+        return _capture_many(args, out)
+
     result = capture(args.model, args.output, source=args.source, image=args.image, inputs=args.input,
                      resampling=args.resampling, tail_only=args.tail_only, delegate=args.delegate,
                      replace=args.replace)
@@ -30,6 +33,25 @@ def cmd_capture(args, out) -> int:
     else:
         out.print(*render_capture(result))
     return EXIT_SAME
+
+
+def _capture_many(args, out) -> int:
+    from forensics.errors import InputError
+    from forensics.render.runs import progress_bar, render_capture_many
+    from forensics.runs.capture_many import capture_many
+
+    if args.replace:
+        raise InputError("--images resumes: runs already captured are kept (remove a run to capture it again)")
+    with progress_bar(out.stderr, "capture") as progress:
+        result = capture_many(args.model, args.images, args.output, source=args.source, resampling=args.resampling,
+                              tail_only=args.tail_only, delegate=args.delegate, progress=progress)
+    for image, error in result.failed:
+        out.warn(error if image in error else f"{image}: {error}")
+    if args.json:
+        out.json(result.to_dict())
+    else:
+        out.print(*render_capture_many(result))
+    return result.exit_code
 
 
 # --- ingest --------------------------------------------------------------------------------------------
@@ -182,10 +204,14 @@ def register(subparsers, parents) -> None:
     p.add_argument("--model", required=True, metavar="MODEL", help="the .tflite to run")
     src = p.add_mutually_exclusive_group()
     src.add_argument("--image", metavar="IMG", help="an image, prepared as pycoral's set_resized_input does")
+    src.add_argument("--images", metavar="DIR|LIST",
+                     help="one run per image of a folder or a list file, written as RUN/<image>/<source> "
+                          "(resumable; with --tail-only: one folder of accelerator outputs per image)")
     src.add_argument("--input", type=_input_spec, action="append", metavar="NAME=FILE",
                      help="raw bytes (or .npy) for the input NAME; repeat for each input (with --tail-only: the "
                           "accelerator's outputs, raw chip layout or tensor)")
-    p.add_argument("-o", "--output", required=True, metavar="RUN", help="the run directory to create")
+    p.add_argument("-o", "--output", required=True, metavar="RUN",
+                   help="the run directory to create (with --images: the folder of runs)")
     p.add_argument("--source", default="litert", metavar="NAME", help="the run's source name (default litert)")
     p.add_argument("--resampling", choices=RESAMPLING, default="lanczos",
                    help="how --image is resized (default lanczos, as pycoral's examples)")

@@ -3,6 +3,7 @@ self-contained HTML report (inline CSS, heatmaps embedded as PNG data URIs) for 
 
 from __future__ import annotations
 
+import contextlib
 import html
 
 from rich.table import Table
@@ -49,6 +50,31 @@ def render_capture(result) -> list:
                         f"{im.resized[0]}x{im.resized[1]} at the top-left of a zero-filled tensor, scale {im.scale:.6g}"))
     out.append(render_buffers(run))
     return out
+
+
+def render_capture_many(result) -> list:
+    line = (f"{len(result.captured)} runs captured, {len(result.kept)} already there (kept), {len(result.failed)} "
+            f"failed, under {result.output} as <image>/{result.source}")
+    return [Text(line)]
+
+
+@contextlib.contextmanager
+def progress_bar(stream, what: str):
+    """A callback progress(done, total, name) drawing a bar on `stream` when it is a terminal (nothing otherwise)."""
+    if not (hasattr(stream, "isatty") and stream.isatty()):
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    with Progress(TextColumn(what), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                  TextColumn("{task.description}"), console=Console(file=stream), transient=True) as bar:
+        task = bar.add_task("", total=None)
+
+        def progress(done, total, name):
+            bar.update(task, completed=done, total=total, description=name)
+
+        yield progress
 
 
 def render_ingest(result) -> list:
