@@ -182,9 +182,14 @@ def connect(scheduler: str, *, workers=None, connect_timeout: float = 5.0):
     distributed = _dask()
     if scheduler == "dask":
         n = max(1, workers or os.cpu_count() or 1)
+        import dask
+
         try:
-            cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                               scheduler_port=0, dashboard_address=None, silence_logs=logging.ERROR)
+            # the workers' statistical profiler samples every stack 100 times a second: CPU the pairs need
+            with dask.config.set({"distributed.worker.profile.enabled": False}):
+                cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                                   scheduler_port=0, dashboard_address=None,
+                                                   silence_logs=logging.ERROR)
         except (OSError, RuntimeError, TimeoutError) as exc:
             raise DependencyError(f"could not start a Dask LocalCluster of {n} workers: "
                                   f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
