@@ -164,11 +164,18 @@ def write_summary(result: BatchResult, output, *, partition_rows: int = PARTITIO
         with atomic_write(csv_path, "w") as fh:
             frame.to_csv(fh, index=False)
         if len(frame) <= partition_rows:
-            if os.path.isdir(parquet_path):
-                raise InputError("is a directory (a partitioned summary of an earlier batch): remove it first",
-                                 parquet_path)
-            with atomic_write(parquet_path, "wb") as fh:
+            earlier = os.path.isdir(parquet_path)  # the partitioned summary of an earlier, larger batch
+            target = parquet_path + ".new" if earlier else parquet_path
+            with atomic_write(target, "wb") as fh:
                 frame.to_parquet(fh, index=False)
+            if earlier:
+                import shutil
+                import tempfile
+
+                old = tempfile.mkdtemp(prefix=".old.", dir=os.path.dirname(os.path.abspath(parquet_path)))
+                os.replace(parquet_path, os.path.join(old, "summary"))
+                os.replace(target, parquet_path)
+                shutil.rmtree(old, ignore_errors=True)
         else:
             if os.path.isfile(parquet_path):
                 os.unlink(parquet_path)

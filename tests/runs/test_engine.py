@@ -100,3 +100,21 @@ def test_dask_is_not_imported_by_other_commands():
     out = subprocess.run([sys.executable, "-c", "import json; " + code], capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": os.getcwd()}, check=True).stdout
     assert json.loads(out.strip().splitlines()[-1]) == []
+
+
+def test_large_summaries_are_partitioned_parquet(tmp_path):
+    import pandas as pd
+
+    from forensics.runs.batch import write_summary
+
+    farm = _farm(tmp_path)
+    result = write_summary(batch_compare(farm, workers=1), tmp_path / "s.csv", partition_rows=4)
+    parts = sorted(os.listdir(tmp_path / "s.parquet"))
+    assert parts == ["part-00000.parquet", "part-00001.parquet"]
+    table = pd.read_parquet(tmp_path / "s.parquet")
+    csv = pd.read_csv(tmp_path / "s.csv")
+    assert list(table["pair"]) == list(csv["pair"]) == [r["pair"] for r in result.rows]
+    assert list(table["verdict"]) == list(csv["verdict"])
+    # a small batch later replaces the directory with one file
+    write_summary(batch_compare(farm, workers=1), tmp_path / "s.csv")
+    assert os.path.isfile(tmp_path / "s.parquet")
