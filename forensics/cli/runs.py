@@ -96,6 +96,8 @@ def cmd_compare(args, out) -> int:
         if args.runs:
             raise InputError("give RUN_A RUN_B or --batch DIR, not both")
         return _batch(args, out)
+    if args.scheduler != "local":
+        raise InputError("--scheduler is for --batch DIR; one pair is compared here")
     if len(args.runs) != 2:
         raise InputError("compare needs two runs: forensics compare RUN_A RUN_B (or --batch DIR -o summary.csv)")
     if args.output:

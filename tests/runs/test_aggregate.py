@@ -213,3 +213,42 @@ def test_aggregator_memory_does_not_grow_with_pairs(farm):
     large, r1000 = state(1000)
     assert small == large
     assert r1000.anchors[0]["pairs_differing"] == 1000 and r10.anchors[0]["pairs_differing"] == 10
+
+
+def test_worst_anchors_have_their_place_and_a_heatmap(farm, tmp_path, cli):
+    pytest.importorskip("PIL")
+    from forensics.geometry import geometry_for
+
+    geometry = geometry_for(deps="dumps/face_ssd")
+    html = tmp_path / "summary.html"
+    result = cli("compare", "--batch", farm, "-o", tmp_path / "s.csv", "--deps", "dumps/face_ssd", "--html", html,
+                 "--json")
+    doc = json.loads(result.out)
+    anchors = doc["aggregates"]["anchors"]
+    assert anchors and all(a["where"] == geometry.where(a["anchor"]) for a in anchors)
+    assert anchors[0]["where"].startswith("L")
+    page = html.read_text(encoding="utf-8")
+    assert page.count('src="data:image/png;base64,') == 1 and "raw:convert_scores: pairs in which an anchor of the cell differs" in page
+
+
+def test_delta_histograms_hand_computed(tmp_path):
+    from forensics.runs.run import write_run
+
+    farm = tmp_path / "farm"
+    base = np.full((1, 4, 4), 100, np.uint8)
+    changed = base.copy()
+    changed[0, 1, 2] += 2
+    changed[0, 3, 0] -= 1
+    for i, b_boxes in enumerate((changed, base)):
+        (farm / f"pair-{i}").mkdir(parents=True)
+        for name, boxes in (("a", base), ("b", b_boxes)):
+            with write_run(farm / f"pair-{i}" / name, name) as b:
+                b.add_bytes("tensor", "Squeeze1", boxes, dtype="uint8", shape=(1, 4, 4), scale=0.1, zero_point=128,
+                            role="boxes")
+    agg = batch_compare(farm, workers=1).aggregates
+    boxes = agg.deltas["boxes"]
+    assert boxes["histogram"] == [[-1, 1], [0, 30], [2, 1]]
+    assert (boxes["elements"], boxes["differing"], boxes["max_abs"], boxes["p99_abs"]) == (32, 2, 2, 2)
+    assert "scores" not in agg.deltas
+    rows = {(a["anchor"]) for a in agg.anchors}
+    assert rows == {1, 3}
