@@ -350,6 +350,18 @@ def pictures_for(result) -> dict:
     return out
 
 
+def _html_table(table_id: str, headers, rows) -> str:
+    """A table of escaped cells; a cell is a value or (value, css class)."""
+    out = [f"<table id=\"{table_id}\"><tr>" + "".join(f"<th>{_e(h)}</th>" for h in headers) + "</tr>"]
+    for row in rows:
+        cells = []
+        for cell in row:
+            value, cls = cell if isinstance(cell, tuple) else (cell, None)
+            cells.append(f"<td class=\"{cls}\">{_e(value)}</td>" if cls else f"<td>{_e(value)}</td>")
+        out.append("<tr>" + "".join(cells) + "</tr>")
+    return "\n".join(out + ["</table>"])
+
+
 def html_batch(result, *, reports: dict | None = None, pictures: dict | None = None, limit: int = 500) -> str:
     """One page for a batch: counts, verdict shares per stage, the worst anchors (and their heatmaps), the delta
     distributions, detection agreement, and the pairs that are not MATCH, each linking its report
@@ -366,47 +378,34 @@ def html_batch(result, *, reports: dict | None = None, pictures: dict | None = N
                  f"errors (scheduler {_e(result.scheduler)}, {result.workers} workers"
                  f"{f', {result.retried} pairs run again' if result.retried else ''})</div>")
     if agg is not None and agg.stages:
-        parts.append("<h2>Verdicts per stage</h2><table id=\"stages\"><tr><th>stage</th><th>tensor</th><th>pairs</th>"
-                     "<th>MATCH</th><th>WITHIN TOLERANCE</th><th>DIFFER</th></tr>")
-        for s in agg.stages:
-            parts.append(f"<tr><td>{_e(s['stage'])}</td><td class=\"mono\">{_e(s['tensor'])}</td>"
-                         f"<td class=\"num\">{s['pairs_compared']:,}</td><td class=\"num\">{_share(s['share_match'])}</td>"
-                         f"<td class=\"num\">{_share(s['share_within_tolerance'])}</td>"
-                         f"<td class=\"num\">{_share(s['share_differ'])}</td></tr>")
-        parts.append("</table>")
+        parts.append("<h2>Verdicts per stage</h2>")
+        parts.append(_html_table("stages", ("stage", "tensor", "pairs", "MATCH", "WITHIN TOLERANCE", "DIFFER"), [
+            (s["stage"], (s["tensor"], "mono"), (f"{s['pairs_compared']:,}", "num"), (_share(s["share_match"]), "num"),
+             (_share(s["share_within_tolerance"]), "num"), (_share(s["share_differ"]), "num")) for s in agg.stages]))
     if agg is not None and agg.anchors:
-        parts.append("<h2>Anchors that differ most often</h2><table id=\"anchors\"><tr><th>stage</th><th>tensor</th>"
-                     "<th>anchor</th><th>where</th><th>pairs differing</th><th>share</th></tr>")
-        for a in agg.anchors:
-            parts.append(f"<tr><td>{_e(a['stage'])}</td><td class=\"mono\">{_e(a['tensor'])}</td>"
-                         f"<td class=\"num\">{a['anchor']}</td><td class=\"mono\">{_e(a['where'] or '')}</td>"
-                         f"<td class=\"num\">{a['pairs_differing']:,}</td><td class=\"num\">{_share(a['share'])}</td></tr>")
-        parts.append("</table>")
+        parts.append("<h2>Anchors that differ most often</h2>")
+        parts.append(_html_table("anchors", ("stage", "tensor", "anchor", "where", "pairs differing", "share"), [
+            (a["stage"], (a["tensor"], "mono"), (a["anchor"], "num"), (a["where"] or "", "mono"),
+             (f"{a['pairs_differing']:,}", "num"), (_share(a["share"]), "num")) for a in agg.anchors]))
     for label, picture in pictures.items():
         parts.append(f"<figure><img alt=\"{_e(label)} differing-pairs heatmap\" src=\"{picture.data_uri()}\" "
                      f"width=\"{picture.width}\" height=\"{picture.height}\"><figcaption>{_e(label)}: pairs in which "
                      "an anchor of the cell differs</figcaption></figure>")
     if agg is not None and agg.deltas:
-        parts.append("<h2>Deltas</h2><table id=\"deltas\"><tr><th>buffer</th><th>elements</th><th>differing</th>"
-                     "<th>max |B − A|</th><th>p99 |B − A|</th><th>histogram (delta: count)</th></tr>")
-        for role, d in agg.deltas.items():
-            hist = ", ".join(f"{k:+d}: {v:,}" for k, v in d["histogram"][:40])
-            parts.append(f"<tr><td>{_e(role)} ({_e(d['unit'])})</td><td class=\"num\">{d['elements']:,}</td>"
-                         f"<td class=\"num\">{d['differing']:,}</td><td class=\"num\">{d['max_abs']}</td>"
-                         f"<td class=\"num\">{d['p99_abs']}</td><td class=\"mono\">{_e(hist)}</td></tr>")
-        parts.append("</table>")
+        parts.append("<h2>Deltas</h2>")
+        parts.append(_html_table("deltas", ("buffer", "elements", "differing", "max |B − A|", "p99 |B − A|",
+                                            "histogram (delta: count)"), [
+            (f"{role} ({d['unit']})", (f"{d['elements']:,}", "num"), (f"{d['differing']:,}", "num"),
+             (d["max_abs"], "num"), (d["p99_abs"], "num"),
+             (", ".join(f"{k:+d}: {v:,}" for k, v in d["histogram"][:40]), "mono")) for role, d in agg.deltas.items()]))
     if agg is not None and agg.detections is not None:
         det = agg.detections
-        parts.append(f"<h2>Detections</h2><p id=\"detections\">{_e(detections_line(det))}</p>"
-                     "<table><tr><th>class</th><th>in A</th><th>in B</th><th>TP</th><th>FP</th><th>FN</th>"
-                     "<th>precision</th><th>recall</th><th>F1</th><th>AP@[.5:.95]</th></tr>")
-        for c in det["per_class"]:
-            parts.append(f"<tr><td class=\"num\">{c['class']}</td><td class=\"num\">{c['truth']:,}</td>"
-                         f"<td class=\"num\">{c['found']:,}</td><td class=\"num\">{c['tp']:,}</td>"
-                         f"<td class=\"num\">{c['fp']:,}</td><td class=\"num\">{c['fn']:,}</td>"
-                         f"<td class=\"num\">{_num(c['precision'])}</td><td class=\"num\">{_num(c['recall'])}</td>"
-                         f"<td class=\"num\">{_num(c['f1'])}</td><td class=\"num\">{_num(c['ap'])}</td></tr>")
-        parts.append("</table>")
+        parts.append(f"<h2>Detections</h2><p id=\"detections\">{_e(detections_line(det))}</p>")
+        parts.append(_html_table("classes", ("class", "in A", "in B", "TP", "FP", "FN", "precision", "recall", "F1",
+                                             "AP@[.5:.95]"), [
+            tuple((v, "num") for v in (c["class"], f"{c['truth']:,}", f"{c['found']:,}", f"{c['tp']:,}", f"{c['fp']:,}",
+                                      f"{c['fn']:,}", _num(c["precision"]), _num(c["recall"]), _num(c["f1"]),
+                                      _num(c["ap"]))) for c in det["per_class"]]))
     listed = [r for r in result.rows if r["verdict"] != "MATCH"][:limit]
     parts.append("<h2>Pairs that do not match</h2><table id=\"pairs\"><tr><th>pair</th><th>verdict</th>"
                  "<th>first divergent</th><th>summary</th></tr>")

@@ -12,6 +12,7 @@ import pytest
 
 from forensics.runs.run import load_run
 from tests.conftest import assert_one_line_error
+from tests.runs.runs_support import skip_with_libedgetpu
 from tests.runs.test_capture import SSD_V2, _image_model, _pycoral_input, _ssd_v2_dumps
 
 pytest.importorskip("PIL")
@@ -101,13 +102,7 @@ def test_bad_image_sets(tmp_path, cli, model, setup, fragment):
 
 
 def test_edgetpu_model_without_libedgetpu_stops_at_once(tmp_path, cli, shared_data):
-    import ctypes
-
-    try:
-        ctypes.CDLL("libedgetpu.so.1")
-        pytest.skip("libedgetpu is installed here")
-    except OSError:
-        pass
+    skip_with_libedgetpu()
     images = _images(tmp_path)
     result = cli("capture", "--model", shared_data / SSD_V2, "--images", images, "-o", tmp_path / "farm")
     assert_one_line_error(result, "libedgetpu.so.1")
