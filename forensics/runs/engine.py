@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from forensics.errors import DependencyError, InputError
 
@@ -63,12 +63,11 @@ def list_pairs(directory) -> list[str]:
         entries = fs.ls(path, detail=True)
     except (OSError, ValueError) as exc:
         raise InputError(f"cannot list: {exc}", text) from None
-    protocol = text.split("://", 1)[0]
     names = sorted(e["name"].rstrip("/").rsplit("/", 1)[-1] for e in entries if e.get("type") == "directory")
     names = [n for n in names if not n.startswith(".")]
     if not names:
         raise InputError("holds no pair directories (each pair is a folder with two runs)", text)
-    return [f"{text.rstrip('/')}/{n}" for n in names] if protocol else names
+    return [f"{text.rstrip('/')}/{n}" for n in names]
 
 
 def compare_location(pair: str) -> tuple[dict, dict | None]:
@@ -121,7 +120,6 @@ class Outcome:
     workers: int
     name: str
     retried: int | None = 0
-    _done: bool = field(default=False, repr=False)
 
     def __iter__(self):
         yield from self.items
