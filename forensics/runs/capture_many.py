@@ -74,7 +74,9 @@ class CaptureManyResult:
 
     @property
     def exit_code(self) -> int:
-        return 2 if self.failed else 0
+        from forensics import exitcodes
+
+        return exitcodes.ERROR if self.failed else exitcodes.SAME
 
     def to_dict(self) -> dict:
         return {"output": self.output, "source": self.source, "images": len(self.captured) + len(self.kept)
@@ -113,8 +115,8 @@ def _tail_inputs(model_path) -> list[str]:
     try:
         ops = _edgetpu_ops(model)
         if not ops:
-            raise InputError("--tail-only runs what follows edgetpu-custom-op; this model has none (run it "
-                             "whole without --tail-only)", model_path)
+            raise InputError("{tail_only} runs what follows edgetpu-custom-op; this model has none (run it "
+                             "whole without {tail_only})", model_path, params=True)
         return [model.main.tensors[i].name for op in ops for i in op.outputs]
     finally:
         model.close()

@@ -109,7 +109,8 @@ def scheduler_kind(scheduler: str) -> str:
         return scheduler
     if isinstance(scheduler, str) and scheduler.startswith(("tcp://", "tls://")) and ":" in scheduler[6:]:
         return "remote"
-    raise InputError(f"scheduler must be local, dask or tcp://HOST:PORT, got {scheduler!r}")
+    raise InputError("{scheduler} must be local, dask or tcp://HOST:PORT, got " + repr(scheduler).replace("{", "{{")
+                     .replace("}", "}}"), params=True)
 
 
 @dataclass
@@ -146,7 +147,7 @@ def _dask():
     try:
         import distributed
     except ImportError:
-        raise DependencyError("--scheduler dask needs Dask: pip install 'forensics[scale]'") from None
+        raise DependencyError("{scheduler} dask needs Dask: pip install 'forensics[scale]'", params=True) from None
     return distributed
 
 
@@ -186,7 +187,7 @@ def connect(scheduler: str, *, workers=None, connect_timeout: float = 5.0):
             # the workers' statistical profiler samples every stack 100 times a second: CPU the pairs need
             with dask.config.set({"distributed.worker.profile.enabled": False}):
                 cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                                   scheduler_port=0, dashboard_address=None,
+                                                   scheduler_port=0, dashboard_address="127.0.0.1:0",
                                                    silence_logs=logging.ERROR)
         except (OSError, RuntimeError, TimeoutError) as exc:
             raise DependencyError(f"could not start a Dask LocalCluster of {n} workers: "
