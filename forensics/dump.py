@@ -9,7 +9,6 @@ file next to the dump (`ours.bin.json`, or `ours.json`).
 from __future__ import annotations
 
 import ast
-import json
 import os
 import stat
 from dataclasses import dataclass, field, fields as dataclass_fields
@@ -52,10 +51,9 @@ def _expect(cond: bool, message: str, path: str) -> None:
 
 def parse_sidecar(text: str, path: str) -> DumpMeta:
     """Validate a sidecar's JSON text; every problem is an InputError naming the sidecar."""
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"malformed sidecar JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", path) from None
+    from forensics.jsonio import loads
+
+    raw = loads(text, path, "sidecar JSON")
     _expect(isinstance(raw, dict), "sidecar must be a JSON object", path)
     known = {f.name for f in dataclass_fields(DumpMeta)} - {"extra", "path"}
     values: dict = {"extra": {k: v for k, v in raw.items() if k not in known}, "path": path}
@@ -138,6 +136,22 @@ def check_readable_file(path: str) -> int:
     return st.st_size
 
 
+def read_small_file(path, limit: int, what: str = "file") -> bytes:
+    """The whole of a small regular file (a JSON description, a label list), refusing FIFOs, devices and
+    anything over `limit` bytes: one InputError naming the file."""
+    from forensics.errors import reading
+
+    path = os.fspath(path)
+    size = check_readable_file(path)
+    if size > limit:
+        raise InputError(f"is {size} bytes, too large for {what} (at most {limit})", path)
+    with reading(path, what), open(path, "rb") as fh:
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise InputError(f"grew past {limit} bytes while reading", path)
+    return data
+
+
 def _npy_header(path: str, file_size: int) -> tuple[int, str, tuple[int, ...]]:
     """Parse a .npy header (format versions 1-3): data offset, dtype string, shape."""
     with open(path, "rb") as fh:
@@ -164,6 +178,10 @@ def _npy_header(path: str, file_size: int) -> tuple[int, str, tuple[int, ...]]:
         descr, fortran, shape = info["descr"], info["fortran_order"], tuple(info["shape"])
     except Exception:
         raise InputError("malformed .npy header", path) from None
+    if not all(isinstance(d, int) and not isinstance(d, bool) for d in shape):
+        raise InputError(f"malformed .npy header: shape {shape!r} is not a tuple of integers", path)
+    if any(d < 0 for d in shape):
+        raise InputError(f"malformed .npy header: shape {shape!r} has a negative dimension", path)
     if not isinstance(descr, str):
         raise InputError("structured .npy arrays are not supported", path)
     if fortran and len(shape) > 1:
@@ -172,8 +190,10 @@ def _npy_header(path: str, file_size: int) -> tuple[int, str, tuple[int, ...]]:
 
     try:
         dtype = np.dtype(descr)
-    except TypeError:
+    except (TypeError, ValueError, SyntaxError, OverflowError):
         raise InputError(f"unknown .npy dtype {descr!r}", path) from None
+    if dtype.subdtype is not None or dtype.names is not None:
+        raise InputError(f"subarray or structured .npy dtype {descr!r} is not supported", path)
     if dtype.hasobject:
         raise InputError(".npy arrays of Python objects are not supported", path)
     count = 1

@@ -217,8 +217,10 @@ def anchors(file, *, record=None, offset=None, count=None, fields=None, pad=None
     if heatmap or grid:
         from forensics.heat import anchors_heat
 
+        # Without a dominant record every anchor "departs": mark the highest-scoring ones instead.
+        marked = None if result.dominated else tuple(t.index for t in result.top_scores)
         heat = anchors_heat(records_by_anchor(dump, context), context.layout, lane=lane,
-                            dominant=result.dominant.record)
+                            dominant=result.dominant.record, marked=marked)
     drawn = _draw_heatmap(context, heat, title, heatmap)
     return RecordsReport("anchors", result, exitcodes.SAME, rows_key="nonuniform" if nonuniform else "top",
                          context=context, heat=heat, heatmap=drawn, grid=grid, title=title)
@@ -351,8 +353,10 @@ class ExtractReport(Report):
 
 def extract(model, *, output, force: bool = False) -> ExtractReport:
     """`forensics extract MODEL -o DIR`: anchors.bin and postprocess.json for a standalone decoder."""
+    from forensics.outputs import check_not_input
     from forensics.tflite.extract import extract as extract_deps, write_extract
 
+    check_not_input(output, model)
     opened, packages = _open_model(model)
     result = extract_deps(opened, packages)
     files = write_extract(result, output, replace=force)
@@ -380,8 +384,18 @@ def relayout(input, *, model, layer: str, output, inverse: bool = False,  # noqa
         names = sorted({lay.name for p in packages for e in p.executables for lay in e.output_layers})
         raise InputError(f"no Edge TPU output layer named {layer!r} (output layers: "
                          f"{', '.join(names) or 'none: not an Edge TPU model'})", model)
-    lmap = layer_map(found)
-    data = open_dump(input, use_sidecar=False).read_array()  # a .bin, or a .npy's data bytes
+    from forensics.errors import FormatError
+    from forensics.outputs import check_not_input
+
+    check_not_input(output, input, model)
+    dump = open_dump(input, use_sidecar=False)
+    try:  # sizes first: a hostile layer or a wrong dump fails before the map is built
+        lmap = layer_map(found, dump_size=dump.size)
+    except FormatError as exc:
+        raise exc.with_path(os.fspath(model)) from None
+    except InputError as exc:
+        raise InputError(str(exc), input) from None
+    data = dump.read_array()  # a .bin, or a .npy's data bytes
     try:
         result = inverse_relayout(data, lmap, pad_byte) if inverse else relayout_array(data, lmap)
     except InputError as exc:
@@ -465,6 +479,11 @@ def decode(boxes, scores, *, model=None, deps=None, layout: str = "auto", dequan
     overlaying = _check_decode_options(model=model, deps=deps, image=image, image_size=image_size, overlay=overlay,
                                        overlay_boxes=overlay_boxes, overlay_scores=overlay_scores, names=names,
                                        draw=draw)
+    if draw:
+        from forensics.outputs import check_not_input, check_writable
+
+        check_not_input(draw, image, overlay, overlay_boxes, overlay_scores, model, boxes, scores)
+        check_writable(draw)
     relayouts, tail = {}, None
     if deps is not None:
         from forensics.decode.deps import read_deps
@@ -707,6 +726,10 @@ def compare(*runs, html=None, previous=None, model=None, deps=None, limit: int =
 
             geometry = geometry_for(model=model, deps=deps)
         result = write_summary(batch_compare(batch, workers=workers, scheduler=scheduler, geometry=geometry), output)
+        if result.exit_code == exitcodes.ERROR:  # every pair failed: say why on stderr, as for any input error
+            first = result.rows[0].get("error") if result.rows else None
+            raise InputError(f"no pair could be compared ({len(result.rows)} failed; first: {first}); the "
+                             f"summary is in {output}", batch)
         if html:
             _batch_html(html, batch, result, geometry)
         return BatchReport("compare", result, result.exit_code, rows_key="rows",

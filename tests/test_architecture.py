@@ -14,7 +14,7 @@ PACKAGE = REPO / "forensics"
 # package. CONTRIBUTING.md's map is checked against this list.
 LAYERS = (
     ("core", ("__init__.py", "exitcodes.py", "errors.py")),
-    ("foundation", ("dump.py", "layout.py", "outputs.py", "labels.py", "runtime.py")),
+    ("foundation", ("jsonio.py", "dump.py", "layout.py", "outputs.py", "labels.py", "runtime.py")),
     ("streaming", ("crc.py", "blocks.py")),
     ("analyses", ("diff.py", "anchors.py", "coverage.py", "hexdump.py", "heat.py")),
     ("model", ("tflite/",)),

@@ -137,8 +137,14 @@ def main(argv=None, stdout=None, stderr=None) -> int:
         parser.print_help(stdout)
         return EXIT_ERROR
     out = Output(stdout, stderr, width=args.width, color=args.color)
+    import warnings
+
     try:
-        return int(args.handler(args, out))
+        with warnings.catch_warnings():
+            # numpy's floating-point RuntimeWarnings (overflow, invalid value) on hostile values would reach
+            # stderr before the one error line; results are checked for finiteness where it matters.
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return int(args.handler(args, out))
     except ForensicsError as exc:
         if args.traceback:
             import traceback

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
+
+MAX_RECORD = 1 << 24  # bytes per record: a record is one anchor's lanes; 16 MiB is far beyond any real one
+_DECIMAL = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", re.ASCII)
 
 
 def parse_int(text: str) -> int:
@@ -28,18 +32,46 @@ def positive_int(text: str) -> int:
     return value
 
 
+def _decimal(text: str) -> float:
+    """An ASCII decimal number (float() also takes `1_000`, `١٢` and `inf`, which a flag should not)."""
+    text = text.strip()
+    if not _DECIMAL.fullmatch(text):
+        raise ValueError(text)
+    return float(text)
+
+
 def positive_float(text: str) -> float:
     """A scale: `0.10822763`, `1/256` (fractions are how users write uint8 scales)."""
     try:
         if "/" in text:
             num, den = text.split("/", 1)
-            value = float(num) / float(den)
+            value = _decimal(num) / _decimal(den)
         else:
-            value = float(text)
-    except (ValueError, ZeroDivisionError):
+            value = _decimal(text)
+    except (ValueError, ZeroDivisionError, OverflowError):
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"must be a positive finite number, got {text}")
+    return value
+
+
+def record_size(text: str) -> int:
+    value = positive_int(text)
+    if value > MAX_RECORD:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_RECORD} bytes per record, got {value}")
+    return value
+
+
+def zero_point(text: str) -> int:
+    """A uint8 (0..255) or int8 (-128..127) zero point; the dtype, when known, narrows it further."""
+    try:
+        value = int(text.strip(), 10) if re.fullmatch(r"\s*[+-]?\d+\s*", text, re.ASCII) else None
+    except ValueError:
+        value = None
+    if value is None:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}")
+    if not -128 <= value <= 255:
+        raise argparse.ArgumentTypeError(f"must be a uint8 (0..255) or int8 (-128..127) zero point, got {value}")
     return value
 
 
@@ -74,7 +106,7 @@ def hex_pattern(text: str) -> bytes:
 def add_layout_flags(parser: argparse.ArgumentParser, *, count: bool = True) -> None:
     """--record/--offset/--count/--fields/--pad/--scale/--zero-point, as every record command takes them."""
     group = parser.add_argument_group("record layout (flags override the dump's sidecar JSON)")
-    group.add_argument("--record", type=positive_int, default=None, metavar="N",
+    group.add_argument("--record", type=record_size, default=None, metavar="N",
                        help="bytes per record / anchor (default 4, the chip's lane width)")
     group.add_argument("--offset", type=non_negative_int, default=None, metavar="BYTES",
                        help="start at this byte offset")
@@ -87,4 +119,4 @@ def add_layout_flags(parser: argparse.ArgumentParser, *, count: bool = True) -> 
                        help="lanes that are padding, e.g. 2,3")
     group.add_argument("--scale", type=positive_float, default=None, metavar="S",
                        help="uint8 quantization scale (e.g. 0.00390625 or 1/256)")
-    group.add_argument("--zero-point", type=int, default=None, metavar="Z", help="uint8 quantization zero point")
+    group.add_argument("--zero-point", type=zero_point, default=None, metavar="Z", help="uint8 quantization zero point")

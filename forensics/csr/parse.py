@@ -23,7 +23,6 @@ from __future__ import annotations
 import csv
 import gc
 import io
-import json
 import re
 from collections import Counter, deque
 from collections.abc import Iterable
@@ -113,10 +112,15 @@ class Trace:
     lines: int = 0
     ignored: int = 0                         # lines in no known format (other log output)
     raw_accesses: int = 0                    # before reads were collapsed into polls
+    # ignored lines that look like accesses but do not parse, and the first one's line number (diagnostics:
+    # not part of what a trace is, so the per-line reference parser need not compute them)
+    malformed: int = field(default=0, compare=False)
+    first_malformed: int | None = field(default=None, compare=False)
 
     def to_dict(self) -> dict:
         return {"path": self.path, "kind": self.kind, "formats": dict(self.formats), "lines": self.lines,
-                "ignored_lines": self.ignored, "raw_accesses": self.raw_accesses,
+                "ignored_lines": self.ignored, "malformed_lines": self.malformed,
+                "first_malformed_line": self.first_malformed, "raw_accesses": self.raw_accesses,
                 "accesses": len(self.accesses) if self.kind == "trace" else len(self.snapshot)}
 
 
@@ -171,6 +175,10 @@ def _op_word(word: str | None) -> tuple[str, int | None]:
 
 _CHUNK_LINES = 8192    # lines a regex stage holds matches for at a time
 _SAMPLE_LINES = 1000    # lines looked at to decide whether classifying distinct lines once pays
+# Bounds on one trace: parsing costs ~10-25 us per line, so 10^6 lines took half a minute and 1.7 GB. Twice
+# the benchmark's 100,000 accesses per side is allowed; a longer log is cut to the inferences compared.
+MAX_TRACE_LINES = 200_000
+MAX_TRACE_BYTES = 64 << 20
 _NEVER = float("nan")   # poll key of a non-read: equal to nothing, not even itself
 _new_access = partial(tuple.__new__, Access)   # Access from one 8-tuple without a Python-level __new__
 _ACCESS = repeat(Access)                       # map(tuple.__new__, _ACCESS, tuples): the same, faster
@@ -372,10 +380,9 @@ def _resolve_key(key: str, lineno, path, table) -> int | None:
 
 
 def _snapshot_from_json(text: str, path, table) -> Trace:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"malformed JSON snapshot: {exc.msg} at line {exc.lineno} column {exc.colno}", path) from None
+    from forensics.jsonio import loads
+
+    data = loads(text, path, "JSON snapshot")
     if isinstance(data, dict) and isinstance(data.get("registers"), dict):
         data = data["registers"]
     if not isinstance(data, dict) or not data:
@@ -471,6 +478,7 @@ def _parse_log(text: str, path, table) -> Trace:
         verdicts, others = _classify(distinct, text)
         per_line = list(map(dict(zip(distinct, verdicts)).__getitem__, lines))
     ignored = per_line.count(None)
+    malformed, first_malformed = _malformed(lines, per_line) if ignored else (0, None)
     items = list(filter(None, per_line))
     line_nos = list(compress(count(1), per_line))
     snapshot: dict[int, int] = {}
@@ -494,12 +502,24 @@ def _parse_log(text: str, path, table) -> Trace:
         # A trace wins: `0x48788 = 0x7f` lines inside a log are counted under "snapshot" but not used.
         polled = collapse_polls(accesses, list(map(itemgetter(3), protos)))
         return Trace(path=path, kind="trace", accesses=tuple(polled), formats=formats, lines=len(lines),
-                     ignored=ignored + formats.get(FORMAT_SNAPSHOT, 0), raw_accesses=len(accesses))
+                     ignored=ignored + formats.get(FORMAT_SNAPSHOT, 0), raw_accesses=len(accesses),
+                     malformed=malformed, first_malformed=first_malformed)
     if snapshot:
         return Trace(path=path, kind="snapshot", snapshot=snapshot, formats=formats, lines=len(lines),
                      ignored=ignored)
     raise InputError(f"no register accesses in {len(lines)} lines (expected libedgetpu VLOG(5) `Write: offset = "
                      f"0x...` lines, [CSR@..] lines, `W 0x48788 0x7f` lines, or an offset=value snapshot)", path)
+
+
+# An ignored line that starts like an access (`W 0x...`, `R ...`) or carries a driver's access marker is not
+# other log output: it is a malformed access, counted and reported rather than skipped without a word.
+_LOOKS_LIKE_ACCESS = re.compile(r"^\s*[WRwr]\s+\S|offset = |\[CSR@|\[csr@")
+
+
+def _malformed(lines: list, per_line: list) -> tuple[int, int | None]:
+    flagged = [n for n, (line, verdict) in enumerate(zip(lines, per_line), 1)
+               if verdict is None and _LOOKS_LIKE_ACCESS.search(line)]
+    return len(flagged), (flagged[0] if flagged else None)
 
 
 def _snapshot_lines(items: list, line_nos: list, snapshot: dict, path, table) -> tuple[dict, int]:
@@ -532,6 +552,9 @@ def read_trace(path, table=None) -> Trace:
     size = check_readable_file(path)
     if size == 0:
         raise InputError("empty file: no register accesses", path)
+    if size > MAX_TRACE_BYTES:
+        raise InputError(f"is {size} bytes; forensics csr reads traces of at most {MAX_TRACE_BYTES} bytes (cut "
+                         "the log to the inferences you compare)", path)
     try:
         with open(path, "rb") as handle:
             data = handle.read()
@@ -546,4 +569,8 @@ def read_trace(path, table=None) -> Trace:
     else:
         text = data.decode("utf-8-sig", errors="replace")
     del data   # the text is a copy: no need to hold both while parsing
+    lines = text.count("\n")
+    if lines > MAX_TRACE_LINES:
+        raise InputError(f"has {lines} lines; forensics csr compares traces of at most {MAX_TRACE_LINES} lines "
+                         "(cut the log to the inferences you compare)", path)
     return parse_text(text, path, table)

@@ -191,9 +191,31 @@ def render_diff(result, geometry=None) -> list:
 
 # --- anchors -----------------------------------------------------------------------------------------------
 
+def _render_top_scores(result, geometry) -> list:
+    """A buffer without a dominant record (real COCO scores): its highest-scoring anchors come first."""
+    layout = result.layout
+    dom = result.dominant
+    head = Text()
+    head.append(f"no dominant record: {result.distinct:,} distinct records in {result.records:,} anchors",
+                style="bold")
+    head.append(f" (the most frequent occurs {dom.count:,} time{'s' if dom.count != 1 else ''})")
+    cols = [("anchor", "right")] + (["where", "prior box"] if geometry is not None else [])
+    cols += ["class", ("score", "right")]
+    table = _table(*cols, title="anchors with the highest non-background scores")
+    for t in result.top_scores:
+        row = [str(t.index)] + (_where(geometry, t.index) if geometry is not None else [])
+        score = f"{t.q}" if t.value is None else f"{t.q} -> {_num(t.value)}"
+        # the kernel's class id: the lane after the background lane is class 0
+        background = 1 if len(layout.data_lanes) > 2 else 0
+        table.add_row(*row, f"{t.lane - background} {t.name}", score)
+    return [head, table]
+
+
 def render_anchors(result, geometry=None) -> list:
     layout = result.layout
     dom = result.dominant
+    if not result.dominated and result.top_scores and result.nonuniform is None:
+        return _render_top_scores(result, geometry) + _render_summary_tables(result)
     pct = 100.0 * dom.count / result.records
     head = Text()
     head.append(f"{dom.count:,} / {result.records:,} anchors match ", style="bold")
@@ -246,22 +268,31 @@ def render_anchors(result, geometry=None) -> list:
                 more = result.nonuniform_total - len(result.nonuniform)
                 out.append(Text(f"... and {more:,} more (--all or --limit N to list them)"))
     else:
+        out += _render_summary_tables(result)
+        if not result.uniform:
+            out.append(Text("--nonuniform lists every anchor that departs from the dominant record"))
+    return out
+
+
+def _render_summary_tables(result) -> list:
+    """The most frequent records (when one dominates: else they are a tie of ones) and the lanes."""
+    layout = result.layout
+    out = []
+    if result.dominated or not result.top_scores:
         top = _table(("#", "right"), "record", ("count", "right"), ("share", "right"), ("first anchor", "right"),
                      title=f"top records ({result.distinct:,} distinct)")
         for rank, r in enumerate(result.top, 1):
             top.add_row(str(rank), _hex(r.record), f"{r.count:,}", f"{100.0 * r.count / result.records:.2f}%",
                         str(r.first_index))
         out.append(top)
-        lanes = _table(("lane", "right"), "name", ("min", "right"), ("max", "right"), ("distinct", "right"),
-                       title="lanes")
-        shown = [lane for lane in result.lanes if layout.record_size <= WIDE or lane.distinct > 1]
-        for lane in shown:
-            lanes.add_row(str(lane.lane), lane.name, f"{lane.min:#04x}", f"{lane.max:#04x}", str(lane.distinct))
-        out.append(lanes)
-        if len(shown) < len(result.lanes):
-            out.append(Text(f"{len(result.lanes) - len(shown)} lanes hold one value throughout (not shown)"))
-        if not result.uniform:
-            out.append(Text("--nonuniform lists every anchor that departs from the dominant record"))
+    lanes = _table(("lane", "right"), "name", ("min", "right"), ("max", "right"), ("distinct", "right"),
+                   title="lanes")
+    shown = [lane for lane in result.lanes if layout.record_size <= WIDE or lane.distinct > 1]
+    for lane in shown:
+        lanes.add_row(str(lane.lane), lane.name, f"{lane.min:#04x}", f"{lane.max:#04x}", str(lane.distinct))
+    out.append(lanes)
+    if len(shown) < len(result.lanes):
+        out.append(Text(f"{len(result.lanes) - len(shown)} lanes hold one value throughout (not shown)"))
     return out
 
 

@@ -87,6 +87,9 @@ def render_graph(d: dict) -> list:
     return out
 
 
+PATCH_ROWS_SHOWN = 64  # real packages have a few dozen; a table of 300,000 rows is not something to read
+
+
 def render_edgetpu(e: dict) -> list:
     out = []
     for pkg in e["packages"]:
@@ -117,9 +120,12 @@ def render_edgetpu(e: dict) -> list:
             if x["field_offsets"]:
                 t = _table(f"Executable {x['index']} patch table (field_offsets)", ("bitstream", "right"),
                            ("desc", "left"), ("position", "left"), ("name", "left"), ("offset_bit", "right"))
-                for f in x["field_offsets"]:
+                for f in x["field_offsets"][:PATCH_ROWS_SHOWN]:
                     t.add_row(str(f["bitstream"]), f["desc"], f["position"], f["name"] or "-", str(f["offset_bit"]))
                 out.append(t)
+                hidden = len(x["field_offsets"]) - PATCH_ROWS_SHOWN
+                if hidden > 0:
+                    out.append(Text(f"... {hidden:,} more patch table rows (--json lists every row)"))
     return out
 
 

@@ -145,12 +145,39 @@ def batch_compare(directory, *, workers: int | None = None, scheduler: str = "lo
 PARTITION_ROWS = 250_000
 
 
-def write_summary(result: BatchResult, output, *, partition_rows: int = PARTITION_ROWS) -> BatchResult:
-    """Write `output` (.csv) and the same table as Parquet beside it (or .parquet and a .csv beside it), each
-    atomically. More than `partition_rows` rows make the Parquet a directory of part files of that many rows."""
-    from dataclasses import replace
+def _write_parquet(path: str, parts: list[bytes]) -> None:
+    """One Parquet file, or a directory of part files when there are several; each replaces what was there
+    (a file or the directory of an earlier, larger batch) in one rename."""
+    import shutil
+    import tempfile
 
     from forensics.outputs import atomic_directory, atomic_write
+
+    if len(parts) > 1:
+        if os.path.isfile(path):
+            os.unlink(path)
+        with atomic_directory(path, replace=True) as tmp:
+            for i, data in enumerate(parts):
+                with open(os.path.join(tmp, f"part-{i:05d}.parquet"), "wb") as fh:
+                    fh.write(data)
+        return
+    earlier = os.path.isdir(path)
+    with atomic_write(path + ".new" if earlier else path, "wb") as fh:
+        fh.write(parts[0])
+    if earlier:
+        old = tempfile.mkdtemp(prefix=".old.", dir=os.path.dirname(os.path.abspath(path)))
+        os.replace(path, os.path.join(old, "summary"))
+        os.replace(path + ".new", path)
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def write_summary(result: BatchResult, output, *, partition_rows: int = PARTITION_ROWS) -> BatchResult:
+    """Write `output` (.csv) and the same table as Parquet beside it (or .parquet and a .csv beside it), both or
+    neither. More than `partition_rows` rows make the Parquet a directory of part files of that many rows."""
+    import io
+    from dataclasses import replace
+
+    from forensics.outputs import atomic_write, check_writable
 
     output = os.fspath(output)
     stem, ext = os.path.splitext(output)
@@ -162,29 +189,27 @@ def write_summary(result: BatchResult, output, *, partition_rows: int = PARTITIO
         import pyarrow  # noqa: F401  (pandas' Parquet engine)
     except ImportError:
         raise DependencyError("Parquet output needs pyarrow: pip install 'forensics[export]'") from None
+    # Both tables are made in memory first and then renamed into place: a failure leaves neither file
+    # behind, never a summary.csv without its Parquet.
+    csv_bytes = frame.to_csv(index=False).encode("utf-8")
+    parts = []
+    for start in range(0, max(len(frame), 1), partition_rows):
+        buffer = io.BytesIO()
+        frame.iloc[start:start + partition_rows].to_parquet(buffer, index=False)
+        parts.append(buffer.getvalue())
+    check_writable(csv_path)
+    if not os.path.isdir(parquet_path):
+        check_writable(parquet_path)
+    existed = os.path.lexists(csv_path)
     try:
-        with atomic_write(csv_path, "w") as fh:
-            frame.to_csv(fh, index=False)
-        if len(frame) <= partition_rows:
-            earlier = os.path.isdir(parquet_path)  # the partitioned summary of an earlier, larger batch
-            target = parquet_path + ".new" if earlier else parquet_path
-            with atomic_write(target, "wb") as fh:
-                frame.to_parquet(fh, index=False)
-            if earlier:
-                import shutil
-                import tempfile
-
-                old = tempfile.mkdtemp(prefix=".old.", dir=os.path.dirname(os.path.abspath(parquet_path)))
-                os.replace(parquet_path, os.path.join(old, "summary"))
-                os.replace(target, parquet_path)
-                shutil.rmtree(old, ignore_errors=True)
-        else:
-            if os.path.isfile(parquet_path):
-                os.unlink(parquet_path)
-            with atomic_directory(parquet_path, replace=True) as tmp:
-                for part, start in enumerate(range(0, len(frame), partition_rows)):
-                    frame.iloc[start:start + partition_rows].to_parquet(
-                        os.path.join(tmp, f"part-{part:05d}.parquet"), index=False)
+        with atomic_write(csv_path, "wb") as fh:
+            fh.write(csv_bytes)
+        try:
+            _write_parquet(parquet_path, parts)
+        except BaseException:
+            if not existed:
+                os.unlink(csv_path)
+            raise
     except OSError as exc:
         raise InputError(f"cannot write: {exc.strerror or exc}", output) from None
     return replace(result, outputs=(csv_path, parquet_path))

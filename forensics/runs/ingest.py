@@ -73,6 +73,22 @@ def _tensor_meta(model, name: str) -> dict:
     return meta
 
 
+def _check_size(spec: IngestSpec, meta: dict) -> None:
+    """A tensor's dump must hold exactly shape x dtype bytes when the model or the sidecar says both."""
+    from forensics.dump import open_dump
+    from forensics.tflite.model import NUMPY_DTYPES
+
+    shape, dtype = meta.get("shape"), meta.get("dtype")
+    if shape is None or dtype not in NUMPY_DTYPES:
+        return
+    import numpy as np
+
+    want = int(np.prod([int(d) for d in shape], dtype=np.int64)) * np.dtype(NUMPY_DTYPES[dtype]).itemsize
+    size = open_dump(spec.path, allow_empty=True, use_sidecar=False).size
+    if size != want:
+        raise InputError(f"is {size} bytes; {spec.label} is {list(shape)} {dtype}, {want} bytes", spec.path)
+
+
 def _sidecar_meta(path: str) -> dict:
     from forensics.dump import load_sidecar
 
@@ -128,11 +144,18 @@ def ingest(run_path, source: str, specs, *, model=None) -> IngestResult:
                     meta.update(_tensor_meta(opened, s.tensor))
                 if s.stage == "raw":
                     meta.pop("shape", None)  # a sidecar's tensor shape is not the raw buffer's
+                else:
+                    _check_size(s, meta)
                 builder.add_file(s.stage, s.tensor, s.path, from_file=os.path.abspath(s.path), **meta)
                 added.append(s.label)
                 if s.stage == "raw" and opened is not None and ("tensor", s.tensor) not in given:
                     if _relayout_into(builder, opened, s):
                         relayouted.append(s.tensor)
+                elif s.stage == "raw" and ("tensor", s.tensor) not in given:
+                    stale = builder.entries.get(("tensor", s.tensor))
+                    if stale is not None and stale.extra.get("relayouted_from") == "raw":
+                        # relayouted from the raw buffer just replaced: without --model it cannot be redone
+                        builder._drop("tensor", s.tensor)
             replaced = list(builder.replaced)
     finally:
         if opened is not None:
@@ -155,8 +178,13 @@ def _relayout_into(builder, model, spec: IngestSpec) -> bool:
             break
     if layer is None:
         return False
-    m = layer_map(layer)
     dump = open_dump(spec.path, use_sidecar=False)
+    from forensics.errors import FormatError
+
+    try:
+        m = layer_map(layer, tensor_bytes=model.tensor(spec.tensor).size_bytes)
+    except FormatError as exc:
+        raise exc.with_path(model.path) from None
     if dump.size != m.raw_size:
         raise InputError(f"is {dump.size} bytes; the Edge TPU writes {spec.tensor!r} as {m.raw_size} bytes (raw) "
                          f"and the tensor is {m.tensor_size} bytes: ingest it as tensor:{spec.tensor}=FILE if it "

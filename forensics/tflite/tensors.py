@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from forensics.errors import InputError
+from forensics.errors import FormatError, InputError
 from forensics.labels import read_labels
 from forensics.layout import RecordLayout
 from forensics.tflite.edgetpu import Layer, read_packages
@@ -80,7 +80,7 @@ def tensor_record_layout(model: Model, tensor_name: str, dump_size: int, labels=
     """The record layout of a dump of `tensor_name` whose size is `dump_size` bytes."""
     tensor = model.tensor(tensor_name)
     if tensor.itemsize is None:
-        raise InputError(f"tensor {tensor_name!r} is {tensor.dtype}; dumps of it cannot be laid out")
+        raise InputError(f"tensor {tensor_name!r} is {tensor.dtype}; dumps of it cannot be laid out", model.path)
     channels = int(tensor.shape[-1]) if tensor.shape else 1
     records = tensor.num_elements // max(channels, 1)
     role, num_classes = _role(model, tensor)
@@ -92,7 +92,12 @@ def tensor_record_layout(model: Model, tensor_name: str, dump_size: int, labels=
     scale, zp = (tensor.scale, tensor.zero_point) if itemsize == 1 else (None, None)
 
     layer = _find_layer(model, tensor.name)
-    lmap: LayerMap | None = layer_map(layer) if layer is not None else None
+    try:
+        lmap: LayerMap | None = layer_map(layer, tensor_bytes=tensor.size_bytes) if layer is not None else None
+    except FormatError as exc:
+        raise exc.with_path(model.path) if model.path else exc
+    except InputError as exc:
+        raise InputError(str(exc), model.path) if model.path and not getattr(exc, "path", None) else exc
     if dump_size == tensor_size:
         fields = tuple(names) if itemsize == 1 else None
         layout = RecordLayout(record_size=channels * itemsize, count=records, fields=fields, scale=scale,
