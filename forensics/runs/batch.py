@@ -145,6 +145,17 @@ def batch_compare(directory, *, workers: int | None = None, scheduler: str = "lo
 PARTITION_ROWS = 250_000
 
 
+def _partitioned_summary(path: str) -> bool:
+    """A directory of part-NNNNN.parquet files only: the summary of an earlier, larger batch."""
+    import re
+
+    try:
+        names = os.listdir(path) if os.path.isdir(path) else []
+    except OSError:
+        return False
+    return bool(names) and all(re.fullmatch(r"part-\d{5}\.parquet", n) for n in names)
+
+
 def _write_parquet(path: str, parts: list[bytes]) -> None:
     """One Parquet file, or a directory of part files when there are several; each replaces what was there
     (a file or the directory of an earlier, larger batch) in one rename."""
@@ -198,7 +209,7 @@ def write_summary(result: BatchResult, output, *, partition_rows: int = PARTITIO
         frame.iloc[start:start + partition_rows].to_parquet(buffer, index=False)
         parts.append(buffer.getvalue())
     check_writable(csv_path)
-    if not os.path.isdir(parquet_path):
+    if not _partitioned_summary(parquet_path):  # any other directory there is not ours to replace
         check_writable(parquet_path)
     existed = os.path.lexists(csv_path)
     try:
