@@ -271,7 +271,7 @@ def _partitioned_ranking(dump: Dump, region: Region, dtype, keep: int) -> _Ranki
 
 
 def analyse_anchors(dump: Dump, layout: RecordLayout, *, nonuniform: bool = False, top: int = DEFAULT_TOP,
-                    window: int = DEFAULT_WINDOW, limit: int | None = DEFAULT_LIMIT) -> AnchorsResult:
+                    window: int = DEFAULT_WINDOW, limit: int | None = DEFAULT_LIMIT, progress=None) -> AnchorsResult:
     """Find the exact mode record (ties: the one that occurs first) and, if asked, every record that departs."""
     region = layout.region(dump.size, dump.path)
     rs = layout.record_size
@@ -294,6 +294,8 @@ def analyse_anchors(dump: Dump, layout: RecordLayout, *, nonuniform: bool = Fals
     departures_total, first_departure = 0, None
     cap = None if limit is None else limit
     for base, records in _iter_records(dump, region, dtype):
+        if progress is not None:
+            progress(region.start + (base + len(records)) * rs, dump.size)
         equal = records == guess
         n_equal = int(np.count_nonzero(equal))
         guess_count += n_equal

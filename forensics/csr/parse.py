@@ -145,10 +145,19 @@ def _int(text: str, lineno, what: str, path: str | None) -> int:
         raise FormatError(str(exc), where=[f"line {lineno}"], path=path) from None
 
 
+class GuessedWidth(int):
+    """A width read off how many hex digits a value was printed with (`%08X` -> 32): a guess that the
+    register table's width overrides when comparing (a 64-bit register printed as %08X is no width
+    mismatch). Equal to the plain int, so traces compare and serialise as before."""
+
+
+GUESS_32, GUESS_64 = GuessedWidth(32), GuessedWidth(64)
+
+
 def _digits_width(text: str) -> int | None:
     if text[:2].lower() == "0x":
         text = text[2:]
-    return 32 if len(text) == 8 else 64 if len(text) == 16 else None
+    return GUESS_32 if len(text) == 8 else GUESS_64 if len(text) == 16 else None
 
 
 def _op_word(word: str | None) -> tuple[str, int | None]:
@@ -446,13 +455,64 @@ def _snapshot_from_csv(text: str, start: int, path, table) -> Trace | None:
 _VISIBLE = re.compile(r"\S")
 
 
-def parse_text(text: str, path: str | None = None, table=None) -> Trace:
-    """Parse a whole trace or snapshot. `table` (a RegisterTable) lets snapshot keys be register names."""
+# Columns a Windows log viewer puts before each message, stripped before the formats are tried:
+# DbgView's saved log `00000012<TAB>0.00123400<TAB>` (line number, time; optional DbgPrint `[pid] `) and
+# tracefmt's default WPP/ETW prefix `[%9!d!]%8!04X!.%3!04X!::%4!s! [%1!s!]`, i.e. `[CPU]PID.TID::TIMESTAMP
+# [FriendlyName]` as Microsoft documents it (`[0]0A2C.0B18::11/30/2026-09:24:35.123 [EdgeTpu]W 0x48788 0x7f`).
+_LOG_PREFIX = re.compile(r"^[ \t]*\d+\t[0-9.:]+(?:[ \t]*[AP]M)?\t(?:\[\d+\][ \t]?)?"
+                         r"|^\[\d+\][0-9A-Fa-f]+\.[0-9A-Fa-f]+::\S+[ \t]+(?:\[[^\]\s]*\][ \t]*)?",
+                         re.MULTILINE)
+
+
+def strip_log_prefixes(text: str) -> str:
+    """The text without DbgView / tracefmt columns (unchanged, not copied, when its head has none)."""
+    if _LOG_PREFIX.search(text, 0, 1 << 16) is None:
+        return text
+    return _LOG_PREFIX.sub("", text)
+
+
+def parse_with_pattern(text: str, pattern: str, path: str | None = None) -> Trace:
+    """A trace in a format of the user's: `pattern` is a regular expression with named groups `offset` and
+    `value` (numbers, 0x-hex or decimal) and optionally `op` (R/READ/W/WRITE and 32/64; default a write)."""
+    try:
+        compiled = re.compile(pattern)
+    except re.error as exc:
+        raise InputError("{line_pattern} is not a regular expression: "
+                         + str(exc).replace("{", "{{").replace("}", "}}"), params=True) from None
+    missing = {"offset", "value"} - set(compiled.groupindex)
+    if missing:
+        raise InputError(f"{{line_pattern}} needs named groups offset and value (missing {', '.join(sorted(missing))}),"
+                         r" e.g. (?P<op>[RW]) (?P<offset>0x[0-9a-f]+) (?P<value>0x[0-9a-f]+)", params=True)
+    accesses = []
+    lines = text.splitlines()
+    for lineno, line in enumerate(lines, start=1):
+        m = compiled.search(line)
+        if not m:
+            continue
+        groups = m.groupdict()
+        op, width = _op_word(groups.get("op"))
+        offset = _int(groups["offset"], lineno, "offset", path)
+        value = _int(groups["value"], lineno, "value", path)
+        accesses.append(Access(op, offset, value, width or _digits_width(groups["value"]), lineno, "pattern"))
+    if not accesses:
+        raise InputError(f"no line of {len(lines)} matches {{line_pattern}}", path, params=True)
+    polled = collapse_polls(accesses)
+    return Trace(path=path, kind="trace", accesses=tuple(polled), formats={"pattern": len(accesses)},
+                 lines=len(lines), ignored=len(lines) - len(accesses), raw_accesses=len(accesses))
+
+
+def parse_text(text: str, path: str | None = None, table=None, *, line_pattern: str | None = None) -> Trace:
+    """Parse a whole trace or snapshot. `table` (a RegisterTable) lets snapshot keys be register names;
+    `line_pattern` (named groups op, offset, value) reads a format of the user's instead of the built-in ones."""
     first = _VISIBLE.search(text)   # not text.strip(): no copy of a 100 MB log
     if first is None:
         raise InputError("empty: no register accesses", path)
     if "\x00" in text[:4096]:
         raise InputError("binary data, not a text register trace", path)
+    text = strip_log_prefixes(text)
+    if line_pattern is not None:
+        return parse_with_pattern(text, line_pattern, path)
+    first = _VISIBLE.search(text)
     if text[first.start()] == "{":
         return _snapshot_from_json(text[first.start():], path, table)
     csv_trace = _snapshot_from_csv(text, first.start(), path, table)
@@ -544,7 +604,7 @@ def _snapshot_lines(items: list, line_nos: list, snapshot: dict, path, table) ->
     return formats, unresolved
 
 
-def read_trace(path, table=None) -> Trace:
+def read_trace(path, table=None, *, line_pattern: str | None = None) -> Trace:
     """Open a trace or snapshot file read-only and parse it; one InputError/FormatError when unusable."""
     from forensics.dump import check_readable_file
 
@@ -573,4 +633,4 @@ def read_trace(path, table=None) -> Trace:
     if lines > MAX_TRACE_LINES:
         raise InputError(f"has {lines} lines; forensics csr compares traces of at most {MAX_TRACE_LINES} lines "
                          "(cut the log to the inferences you compare)", path)
-    return parse_text(text, path, table)
+    return parse_text(text, path, table, line_pattern=line_pattern)

@@ -9,7 +9,7 @@ from rich.text import Text
 # Green for "the same / fine", red for "different / found", yellow for "look here", dim for "not compared".
 VERDICT_STYLES = {
     "MATCH": "bold green", "IDENTICAL": "bold green", "OK": "bold green", "PASSED": "bold green",
-    "CLEAN": "bold green",
+    "CLEAN": "bold green", "WITHIN TOLERANCE": "bold green",
     "DIFFER": "bold red", "FAILED": "bold red", "FOUND": "bold red", "MISMATCH": "bold red",
     "WARNING": "bold yellow", "CHANGED": "bold yellow", "MISSING": "bold yellow", "ERROR": "bold yellow",
     "ONLY_A": "dim", "ONLY_B": "dim",
@@ -33,3 +33,17 @@ def verdict(kind: str, message: str) -> Text:
     text.append(kind, style=VERDICT_STYLES.get(kind, "bold"))
     text.append(f" | {message}")
     return text
+
+
+def wrote(path) -> str:
+    """`wrote PATH (N bytes)`: what every command that writes a file says (a directory: its files' total)."""
+    import os
+
+    path = os.fspath(path)
+    try:
+        if os.path.isdir(path):
+            sizes = [os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs]
+            return f"wrote {path} ({len(sizes)} files, {sum(sizes):,} bytes)"
+        return f"wrote {path} ({os.path.getsize(path):,} bytes)"
+    except OSError:
+        return f"wrote {path}"

@@ -137,7 +137,10 @@ def pair_stats(result) -> dict:
     detections = None
     got_a, got_b = read_detections(run_a), read_detections(run_b)
     if got_a is not None and got_b is not None:
-        detections = evaluate_image(got_a[0], got_b[0])
+        def rows(dets):
+            return [d.to_dict() if hasattr(d, "to_dict") else d for d in dets]
+
+        detections = evaluate_image(rows(got_a[0]), rows(got_b[0]))
     return {"stages": stages, "anchors": anchors, "deltas": deltas, "detections": detections}
 
 

@@ -35,8 +35,9 @@ def find_pairs(directory) -> list[str]:  # local folders; forensics.runs.engine.
     return pairs
 
 
-def compare_pair(pair_dir: str, *, stats: bool = False, name: str | None = None):
-    """One summary row; never raises for a bad pair (the error becomes the row). With `stats`, the pair's
+def compare_pair(pair_dir: str, policy=None, *, stats: bool = False, name: str | None = None):
+    """One summary row; never raises for a bad pair (the error becomes the row). `policy`: a
+    forensics.tolerance.TolerancePolicy judging the differing buffers (default: exact). With `stats`, the pair's
     compact statistics for forensics.runs.aggregate too: (row, stats or None)."""
     from forensics.runs.compare import compare_runs, find_runs
 
@@ -47,7 +48,7 @@ def compare_pair(pair_dir: str, *, stats: bool = False, name: str | None = None)
         if len(runs) != 2:
             raise InputError(f"holds {len(runs)} runs, expected 2", name or pair_dir)
         row["run_a"], row["run_b"] = (os.path.basename(r) for r in runs)
-        result = compare_runs(runs[0], runs[1], diagnose=False, limit=1)
+        result = compare_runs(runs[0], runs[1], diagnose=False, limit=1, policy=policy)
         pair_stats = None
         if stats:
             from forensics.runs.aggregate import pair_stats as _pair_stats
@@ -63,18 +64,20 @@ def compare_pair(pair_dir: str, *, stats: bool = False, name: str | None = None)
         return (row, None) if stats else row
     row["source_a"], row["source_b"] = result.run_a.source, result.run_b.source
     first = result.first_divergent
-    row["verdict"] = "MATCH" if result.match else "DIFFER"
+    row["verdict"] = result.verdict
     row["first_divergent_stage"] = first.stage if first else None
     row["first_divergent_tensor"] = first.tensor if first else None
     row["stages_compared"] = sum(1 for r in result.rows if r.compared)
-    row["stages_differing"] = sum(1 for r in result.rows if r.compared and not r.match)
+    row["stages_differing"] = sum(1 for r in result.rows if r.compared and not r.passed)
     row["changed"] = "; ".join(result.changed) or None
     row["summary"] = f"{first.label}: {first.summary}" if first else None
     for stage in STAGES:
         statuses = [r.status for r in result.rows if r.stage == stage]
         if statuses:
             row[stage] = "MATCH" if all(s == "MATCH" for s in statuses) else (
-                "DIFFER" if any(s in ("DIFFER", "MISSING") for s in statuses) else statuses[0])
+                "DIFFER" if any(s in ("DIFFER", "MISSING") for s in statuses) else (
+                    "WITHIN TOLERANCE" if all(s in ("MATCH", "WITHIN TOLERANCE") for s in statuses)
+                    else statuses[0]))
     return (row, pair_stats) if stats else row
 
 
@@ -94,13 +97,14 @@ class BatchResult:
 
     @property
     def exit_code(self) -> int:
-        """0 every pair matches; 1 some differ (or failed); 2 no pair could be compared at all."""
+        """0 every pair matches (or is within tolerance); 1 some differ (or failed); 2 none could be compared."""
         from forensics import exitcodes
 
         counts = self.counts
         if counts.get("ERROR", 0) == len(self.rows):
             return exitcodes.ERROR
-        return exitcodes.SAME if counts.get("MATCH", 0) == len(self.rows) else exitcodes.DIFFERENT
+        passed = counts.get("MATCH", 0) + counts.get("WITHIN TOLERANCE", 0)
+        return exitcodes.SAME if passed == len(self.rows) else exitcodes.DIFFERENT
 
     def frame(self):
         try:
@@ -119,12 +123,14 @@ class BatchResult:
 
 
 def batch_compare(directory, *, workers: int | None = None, scheduler: str = "local", geometry=None,
-                  connect_timeout: float = 5.0) -> BatchResult:
+                  policy=None, progress=None, connect_timeout: float = 5.0) -> BatchResult:
     """Compare every pair under `directory` (a path or an fsspec URL) and aggregate them, streamed.
 
     `scheduler`: "local" (a process pool, `workers` processes, default one per core), "dask" (a Dask
     LocalCluster of `workers` worker processes on this machine) or "tcp://HOST:PORT" (an existing Dask cluster).
-    `geometry` (forensics.geometry.AnchorGeometry) names the worst anchors' places.
+    `geometry` (forensics.geometry.AnchorGeometry) names the worst anchors' places; `policy`
+    (forensics.tolerance.TolerancePolicy; default exact) judges differing buffers; `progress(pairs_done, pairs)`
+    is called as rows come in.
     """
     from forensics.runs import engine
     from forensics.runs.aggregate import Aggregator
@@ -134,10 +140,12 @@ def batch_compare(directory, *, workers: int | None = None, scheduler: str = "lo
     aggregator = Aggregator(geometry=geometry)
     rows = []
     run = engine.run_dask if kind != "local" else engine.run_local
-    outcome = run(pairs, workers=workers, scheduler=scheduler, connect_timeout=connect_timeout)
+    outcome = run(pairs, workers=workers, scheduler=scheduler, connect_timeout=connect_timeout, policy=policy)
     for row, stats in outcome:
         rows.append(row)
         aggregator.add(stats)
+        if progress is not None:
+            progress(len(rows), len(pairs))
     return BatchResult(os.fspath(directory), tuple(rows), outcome.workers, aggregates=aggregator.result(),
                        scheduler=outcome.name, retried=outcome.retried)
 

@@ -70,12 +70,12 @@ def list_pairs(directory) -> list[str]:
     return [f"{text.rstrip('/')}/{n}" for n in names]
 
 
-def compare_location(pair: str) -> tuple[dict, dict | None]:
+def compare_location(pair: str, policy=None) -> tuple[dict, dict | None]:
     """The per-pair function every scheduler runs: (summary row, stats for the aggregates). Never raises."""
     from forensics.runs.batch import compare_pair
 
     if not is_url(pair):
-        return compare_pair(pair, stats=True)
+        return compare_pair(pair, policy, stats=True)
     name = pair.rstrip("/").rsplit("/", 1)[-1]
     tmp = tempfile.mkdtemp(prefix="forensics-pair.")
     try:
@@ -89,7 +89,7 @@ def compare_location(pair: str) -> tuple[dict, dict | None]:
             row = {c: None for c in COLUMNS}
             row.update(pair=name, verdict="ERROR", error=f"{pair}: cannot read the pair: {exc}")
             return row, None
-        row, stats = compare_pair(local, stats=True, name=name)
+        row, stats = compare_pair(local, policy, stats=True, name=name)
         if row.get("error"):
             row["error"] = row["error"].replace(local, pair)
         return row, stats
@@ -97,8 +97,8 @@ def compare_location(pair: str) -> tuple[dict, dict | None]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def compare_chunk(pairs: list[str]) -> list[tuple[dict, dict | None]]:
-    return [compare_location(p) for p in pairs]
+def compare_chunk(pairs: list[str], policy=None) -> list[tuple[dict, dict | None]]:
+    return [compare_location(p, policy) for p in pairs]
 
 
 # --- schedulers ----------------------------------------------------------------------------------------------
@@ -126,19 +126,20 @@ class Outcome:
         yield from self.items
 
 
-def run_local(pairs, *, workers=None, **_) -> Outcome:
+def run_local(pairs, *, workers=None, policy=None, **_) -> Outcome:
     workers = max(1, min(workers or os.cpu_count() or 1, len(pairs)))
 
     def items():
         if workers == 1:
             for p in pairs:
-                yield compare_location(p)
+                yield compare_location(p, policy)
             return
+        import functools
         from concurrent.futures import ProcessPoolExecutor
 
         chunk = max(1, min(256, len(pairs) // (workers * 8)))
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            yield from pool.map(compare_location, pairs, chunksize=chunk)
+            yield from pool.map(functools.partial(compare_location, policy=policy), pairs, chunksize=chunk)
 
     return Outcome(items(), workers, "local")
 
@@ -206,7 +207,7 @@ def connect(scheduler: str, *, workers=None, connect_timeout: float = 5.0):
 
 
 def run_dask(pairs, *, workers=None, scheduler="dask", connect_timeout: float = 5.0, in_flight: int = 4,
-             chunk: int | None = None, task=None) -> Outcome:
+             chunk: int | None = None, task=None, policy=None) -> Outcome:
     """The same per-pair function on Dask, in chunks of pairs (`chunk` pairs per task), at most `in_flight`
     chunks per worker queued. `task` (default compare_chunk) maps a list of pair locations to (row, stats)."""
     task = task or compare_chunk
@@ -237,7 +238,8 @@ def run_dask(pairs, *, workers=None, scheduler="dask", connect_timeout: float = 
                 nxt = next(it, None)
                 if nxt is not None:
                     i, part = nxt
-                    fut = client.submit(task, part, key=f"{KEY_PREFIX}{token}-{i}", pure=False)
+                    fut = client.submit(task, part, **({"policy": policy} if policy is not None else {}),
+                                        key=f"{KEY_PREFIX}{token}-{i}", pure=False)
                     futures[fut.key] = i
                     ac.add(fut)
 

@@ -155,7 +155,14 @@ def _parse_crc(value, where, path) -> int:
 
 def _check_relative(file: str, where, path) -> str:
     """Buffer files live inside the run: relative, '/' separated, no '..' (a hostile manifest reads nothing else)."""
-    if (not isinstance(file, str) or not file or "\\" in file or file.startswith("/") or ":" in file
+    if isinstance(file, str) and len(file) >= 2 and file[1] == ":" and file[0].isalpha():
+        raise FormatError(f"file {file!r} has a Windows drive letter: buffer files are relative to the run, "
+                          f"e.g. 'raw/convert_scores.bin'", where=where + ("file",), path=path)
+    if isinstance(file, str) and "\\" in file:
+        suggestion = file.replace("\\", "/").lstrip("/")
+        raise FormatError(f"file {file!r} uses backslashes: write it with '/' separators, relative to the run "
+                          f"(e.g. {suggestion!r})", where=where + ("file",), path=path)
+    if (not isinstance(file, str) or not file or file.startswith("/") or ":" in file
             or any(ord(c) < 32 for c in file)):
         raise FormatError(f"file must be a relative path inside the run with '/' separators, got {file!r}",
                           where=where + ("file",), path=path)

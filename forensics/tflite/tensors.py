@@ -121,8 +121,11 @@ def tensor_record_layout(model: Model, tensor_name: str, dump_size: int, labels=
                               zero_point=zp)
         return ModelTensorView(tensor, layout, "raw", role, lmap.raw_size, tensor_size, layer, order)
     if lmap is not None:
+        hint = ""
+        if dump_size > lmap.raw_size:  # a driver's page-rounded DMA allocation holds the raw layer at its start
+            hint = f"; a larger allocation? read its first {lmap.raw_size} bytes ({{length}} {lmap.raw_size})"
         raise InputError(f"dump is {dump_size} bytes; tensor {tensor.name!r} is {lmap.raw_size} bytes as the "
                          f"chip writes it (raw, z padded to {lmap.z_bytes_padded}) and {tensor_size} bytes as "
-                         "the TFLite tensor")
+                         "the TFLite tensor" + hint, params=bool(hint))
     raise InputError(f"dump is {dump_size} bytes; tensor {tensor.name!r} {list(tensor.shape)} {tensor.dtype} "
                      f"is {tensor_size} bytes (no Edge TPU output layer of that name, so no raw size)")

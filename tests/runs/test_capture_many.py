@@ -129,20 +129,3 @@ def test_tail_only_over_folders_of_accelerator_outputs(tmp_path, cli, shared_dat
     assert result.code == 2 and "holds no Squeeze1.bin" in result.err
     assert len(json.loads(result.out)["kept"]) == 2
 
-
-def test_progress_bar_only_at_a_terminal():
-    import io
-
-    from forensics.render.runs import progress_bar
-
-    class Terminal(io.StringIO):
-        def isatty(self):
-            return True
-
-    with progress_bar(io.StringIO(), "capture") as progress:
-        assert progress is None
-    screen = Terminal()
-    with progress_bar(screen, "capture") as progress:
-        for done in (1, 2, 3):
-            progress(done, 3, f"img{done}.png")
-    assert "3/3" in screen.getvalue() and "img3.png" in screen.getvalue()
