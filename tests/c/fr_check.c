@@ -1,0 +1,274 @@
+/* fr_check: drives c/forensics_run.h for tests/c/test_c_header.py (POSIX; built as C99 and as C++).
+
+   fr_check crc BLOB CASES          for each "offset length" line of CASES: the CRC32 of that slice of BLOB
+                                    (whole, and fed in two pieces), its xor-fold-64 and its fingerprint line
+   fr_check errors BASE             every refused input; prints "case got WANT_NAME want" lines
+   fr_check write TARGET N MODE [K] writes N buffers; MODE commit | abort K (fr_run_abort after K buffers)
+                                    | kill K (SIGKILL on itself after K buffers, as a crash would)
+   fr_check io BASE                 the file system refusing: a missing parent, then a disk that fills up
+                                    (RLIMIT_FSIZE) in the middle of a buffer; prints lines like errors */
+#define FORENSICS_RUN_IMPLEMENTATION
+#include "forensics_run.h"
+
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+
+static unsigned char *slurp(const char *path, size_t *size)
+{
+    FILE *f = fopen(path, "rb");
+    unsigned char *data;
+    long n;
+    if (f == NULL || fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0)
+        exit(3);
+    data = (unsigned char *)malloc((size_t)n + 1);
+    if (data == NULL || fread(data, 1, (size_t)n, f) != (size_t)n)
+        exit(3);
+    fclose(f);
+    *size = (size_t)n;
+    return data;
+}
+
+static int crc_cases(const char *blob_path, const char *cases_path)
+{
+    size_t blob_size, offset, length;
+    unsigned char *blob = slurp(blob_path, &blob_size);
+    FILE *cases = fopen(cases_path, "r");
+    char line[FR_FINGERPRINT_SIZE(16)];
+    int i = 0;
+    if (cases == NULL)
+        return 3;
+    while (fscanf(cases, "%zu %zu", &offset, &length) == 2) {
+        const unsigned char *p = blob + offset;
+        size_t cut = length / 3;
+        uint32_t whole, pieces;
+        int n;
+        char tag[16];
+        if (offset + length > blob_size)
+            return 3;
+        whole = fr_crc32(0, p, length);
+        pieces = fr_crc32(fr_crc32(0, p, cut), p + cut, length - cut);
+        snprintf(tag, sizeof tag, "case%d", i);
+        n = fr_fingerprint_line(line, sizeof line, tag, p, length);
+        if (n < 0 || (size_t)n != strlen(line))
+            return 4;
+        printf("R %d %08lx %08lx %016llx\n%s\n", i, (unsigned long)whole, (unsigned long)pieces,
+               (unsigned long long)fr_xorfold64(p, length), line);
+        i++;
+    }
+    fclose(cases);
+    free(blob);
+    return 0;
+}
+
+static void report(const char *name, int got, const char *want_name, int want)
+{
+    printf("%s %d %s %d\n", name, got, want_name, want);
+}
+#define CHECK(name, expr, want) report(name, (expr), #want, want)
+
+static int errors(const char *base)
+{
+    char existing[4096], fresh[4096], late[4096], line[FR_FINGERPRINT_SIZE(8)];
+    unsigned char data[64];
+    int64_t shape[2] = {2, 32}, negative[2] = {2, -32};
+    fr_run *run = NULL, *other = NULL;
+    fr_meta m;
+    int n, i;
+    for (i = 0; i < 64; i++)
+        data[i] = (unsigned char)(i * 7);
+    snprintf(existing, sizeof existing, "%s/existing", base);
+    snprintf(fresh, sizeof fresh, "%s/fresh", base);
+    snprintf(late, sizeof late, "%s/late", base);
+
+    CHECK("begin_null_run", fr_run_begin(NULL, fresh, "ours", NULL), FR_E_NULL);
+    CHECK("begin_null_dir", fr_run_begin(&run, NULL, "ours", NULL), FR_E_NULL);
+    CHECK("begin_null_source", fr_run_begin(&run, fresh, NULL, NULL), FR_E_NULL);
+    CHECK("begin_empty_dir", fr_run_begin(&run, "", "ours", NULL), FR_E_ARG);
+    CHECK("begin_blank_source", fr_run_begin(&run, fresh, " \t", NULL), FR_E_ARG);
+    CHECK("begin_source_not_utf8", fr_run_begin(&run, fresh, "ours\xff", NULL), FR_E_ARG);
+    CHECK("begin_tool_surrogate", fr_run_begin(&run, fresh, "ours", "\xed\xa0\x80"), FR_E_ARG);
+    CHECK("begin_existing", fr_run_begin(&run, existing, "ours", NULL), FR_E_EXISTS);
+    CHECK("begin_existing_slash", fr_run_begin(&run, strcat(strcpy(late, existing), "/"), "ours", NULL),
+          FR_E_EXISTS);
+    CHECK("begin_run_null_after_failure", run == NULL ? 0 : 1, FR_OK);
+    snprintf(late, sizeof late, "%s/late", base);
+
+    CHECK("begin_ok", fr_run_begin(&run, fresh, "ours", NULL), FR_OK);
+    CHECK("add_null_run", fr_run_add(NULL, "raw", "t", data, 4, NULL), FR_E_NULL);
+    CHECK("add_null_stage", fr_run_add(run, NULL, "t", data, 4, NULL), FR_E_NULL);
+    CHECK("add_null_tensor", fr_run_add(run, "raw", NULL, data, 4, NULL), FR_E_NULL);
+    CHECK("add_null_data", fr_run_add(run, "raw", "t", NULL, 4, NULL), FR_E_NULL);
+    {
+        /* Refused names: (case, stage, tensor, expected code). */
+#define NAME_CASE(name, stage, tensor, want) {name, stage, tensor, want, #want}
+        static const struct {
+            const char *name, *stage, *tensor;
+            int want;
+            const char *want_name;
+        } cases[] = {
+            NAME_CASE("add_stage_unknown", "output", "t", FR_E_STAGE),
+            NAME_CASE("add_stage_case", "Raw", "t", FR_E_STAGE),
+            NAME_CASE("add_stage_empty", "", "t", FR_E_STAGE),
+            NAME_CASE("add_tensor_empty", "raw", "", FR_E_TENSOR),
+            NAME_CASE("add_tensor_slash", "raw", "a/b", FR_E_TENSOR),
+            NAME_CASE("add_tensor_backslash", "raw", "a\\b", FR_E_TENSOR),
+            NAME_CASE("add_tensor_dotdot", "raw", "..", FR_E_TENSOR),
+            NAME_CASE("add_tensor_inner_dotdot", "raw", "a..b", FR_E_TENSOR),
+            NAME_CASE("add_tensor_newline", "raw", "a\nb", FR_E_TENSOR),
+            NAME_CASE("add_tensor_del", "raw", "a\x7f", FR_E_TENSOR),
+            NAME_CASE("add_tensor_overlong_utf8", "raw", "a\xc0\xaf", FR_E_TENSOR),
+            NAME_CASE("add_tensor_truncated_utf8", "raw", "a\xe2\x82", FR_E_TENSOR),
+        };
+#undef NAME_CASE
+        for (i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++)
+            report(cases[i].name, fr_run_add(run, cases[i].stage, cases[i].tensor, data, 4, NULL), cases[i].want_name,
+                   cases[i].want);
+    }
+    memset(&m, 0, sizeof m);
+    m.has_quant = 1;
+    m.scale = nan("");
+    CHECK("add_scale_nan", fr_run_add(run, "raw", "t", data, 4, &m), FR_E_META);
+    m.scale = HUGE_VAL;
+    CHECK("add_scale_inf", fr_run_add(run, "raw", "t", data, 4, &m), FR_E_META);
+    m.scale = 0.0;
+    CHECK("add_scale_zero", fr_run_add(run, "raw", "t", data, 4, &m), FR_E_META);
+    m.scale = -0.5;
+    CHECK("add_scale_negative", fr_run_add(run, "raw", "t", data, 4, &m), FR_E_META);
+    memset(&m, 0, sizeof m);
+    m.rank = 2;
+    CHECK("add_rank_without_shape", fr_run_add(run, "raw", "t", data, 4, &m), FR_E_META);
+    m.shape = shape;
+    m.rank = -1;
+    CHECK("add_rank_negative", fr_run_add(run, "raw", "t", data, 4, &m), FR_E_META);
+    m.shape = negative;
+    m.rank = 2;
+    CHECK("add_shape_negative", fr_run_add(run, "raw", "t", data, 4, &m), FR_E_META);
+    memset(&m, 0, sizeof m);
+    m.record_size = -4;
+    CHECK("add_record_size_negative", fr_run_add(run, "raw", "t", data, 4, &m), FR_E_META);
+    memset(&m, 0, sizeof m);
+    m.role = "logits";
+    CHECK("add_role_unknown", fr_run_add(run, "raw", "t", data, 4, &m), FR_E_META);
+    memset(&m, 0, sizeof m);
+    m.dtype = "";
+    CHECK("add_dtype_empty", fr_run_add(run, "raw", "t", data, 4, &m), FR_E_META);
+
+    CHECK("add_ok", fr_run_add(run, "raw", "t", data, 64, NULL), FR_OK);
+    CHECK("add_duplicate", fr_run_add(run, "raw", "t", data, 8, NULL), FR_E_DUPLICATE);
+    CHECK("add_same_tensor_other_stage", fr_run_add(run, "tensor", "t", data, 8, NULL), FR_OK);
+    CHECK("begin_target_taken_by_live_run_ok", fr_run_begin(&other, fresh, "ours", NULL), FR_OK);
+    fr_run_abort(other);
+    fr_run_abort(run);  /* nothing of `fresh` may remain */
+    fr_run_abort(NULL);
+
+    /* The target appears while the run is being written: commit refuses and removes its temporary dir. */
+    CHECK("begin_late_ok", fr_run_begin(&run, late, "ours", NULL), FR_OK);
+    CHECK("add_late_ok", fr_run_add(run, "input", "input", data, 64, NULL), FR_OK);
+    CHECK("mkdir_late", mkdir(late, 0777), 0);
+    CHECK("commit_target_appeared", fr_run_commit(run), FR_E_EXISTS);
+    CHECK("commit_null", fr_run_commit(NULL), FR_E_NULL);
+
+    CHECK("fp_null_buf", fr_fingerprint_line(NULL, 10, "t", data, 4), FR_E_NULL);
+    CHECK("fp_null_tag", fr_fingerprint_line(line, sizeof line, NULL, data, 4), FR_E_NULL);
+    CHECK("fp_null_data", fr_fingerprint_line(line, sizeof line, "t", NULL, 4), FR_E_NULL);
+    CHECK("fp_null_data_empty_ok", fr_fingerprint_line(line, sizeof line, "t", NULL, 0) > 0 ? 0 : -99, FR_OK);
+    CHECK("fp_tag_empty", fr_fingerprint_line(line, sizeof line, "", data, 4), FR_E_TAG);
+    CHECK("fp_tag_space", fr_fingerprint_line(line, sizeof line, "a b", data, 4), FR_E_TAG);
+    CHECK("fp_tag_slash", fr_fingerprint_line(line, sizeof line, "a/b", data, 4), FR_E_TAG);
+    CHECK("fp_tag_utf8", fr_fingerprint_line(line, sizeof line, "\xc3\xa9", data, 4), FR_E_TAG);
+    n = fr_fingerprint_line(line, sizeof line, "t", data, 64);
+    CHECK("fp_fits_bound", n >= 0 && (size_t)n < FR_FINGERPRINT_SIZE(1) ? 0 : -99, FR_OK);
+    CHECK("fp_exact_size", fr_fingerprint_line(line, (size_t)n + 1, "t", data, 64), n);
+    CHECK("fp_one_short", fr_fingerprint_line(line, (size_t)n, "t", data, 64), FR_E_BUFFER);
+    CHECK("fp_one_short_empty_string", line[0] == '\0' ? 0 : -99, FR_OK);
+    CHECK("fp_zero_size_buffer", fr_fingerprint_line(line, 0, "t", data, 64), FR_E_BUFFER);
+    return 0;
+}
+
+static int io_errors(const char *base)
+{
+    static unsigned char data[8192];
+    char missing[4096], target[4096];
+    fr_run *run = NULL;
+    struct rlimit limit;
+    snprintf(missing, sizeof missing, "%s/no/such/parent/run", base);
+    snprintf(target, sizeof target, "%s/full", base);
+    CHECK("begin_parent_missing", fr_run_begin(&run, missing, "ours", NULL), FR_E_IO);
+    CHECK("begin_full_ok", fr_run_begin(&run, target, "ours", NULL), FR_OK);
+    CHECK("add_before_full_ok", fr_run_add(run, "input", "input", data, 1000, NULL), FR_OK);
+    /* From here on no file may grow past 4096 bytes: write() fails with EFBIG (SIGXFSZ ignored). */
+    signal(SIGXFSZ, SIG_IGN);
+    limit.rlim_cur = limit.rlim_max = 4096;
+    CHECK("setrlimit", setrlimit(RLIMIT_FSIZE, &limit), 0);
+    CHECK("add_disk_full", fr_run_add(run, "raw", "scores", data, sizeof data, NULL), FR_E_IO);
+    CHECK("add_after_failure", fr_run_add(run, "raw", "boxes", data, 10, NULL), FR_E_FAILED);
+    CHECK("commit_after_failure", fr_run_commit(run), FR_E_FAILED);
+    return 0;
+}
+
+static int write_run(const char *target, int count, const char *mode, int after)
+{
+    /* Names and values that need care in JSON and in file names. */
+    static const char *const tensors[6] = {"input", "TFLite_Detection_PostProcess:1", "q\"uote",
+                                           "pipe|star*?<>", "caf\xc3\xa9 \xe2\x82\xac", "CON"};
+    static const double scales[6] = {0.10822763, 0.00390625, 0.1, 3.0000000000000004, 1e-300, 12345678.9};
+    fr_run *run = NULL;
+    int i, rc;
+    rc = fr_run_begin(&run, target, "ours \"C\" \\ \xc3\xb6\x02", "fr_check 1");
+    if (rc != FR_OK)
+        return 10 - rc;
+    for (i = 0; i < count; i++) {
+        size_t size = (size_t)(i * 1031 + (i % 2));  /* 0, 1032, 2062, ... odd and even */
+        unsigned char *data = (unsigned char *)malloc(size + 1);
+        int64_t shape[3];
+        fr_meta m;
+        size_t k;
+        for (k = 0; k < size; k++)
+            data[k] = (unsigned char)(k * 31 + (size_t)i);
+        memset(&m, 0, sizeof m);
+        m.dtype = i % 2 ? "uint8" : "float32";
+        shape[0] = 1;
+        shape[1] = (int64_t)size;
+        shape[2] = (int64_t)1 << 40;
+        m.shape = shape;
+        m.rank = i % 4;
+        m.has_quant = i % 3 != 2;
+        m.scale = scales[i % 6];
+        m.zero_point = i % 2 ? -128 : 144;
+        m.record_size = i % 5;
+        m.role = i == 1 ? "scores" : NULL;
+        rc = fr_run_add(run, i % 2 ? "raw" : "detections", tensors[i % 6], data, size, &m);
+        free(data);
+        if (rc != FR_OK)
+            return 20 - rc;
+        if (i + 1 == after && strcmp(mode, "kill") == 0) {
+            fflush(stdout);
+            raise(SIGKILL);
+        }
+        if (i + 1 == after && strcmp(mode, "abort") == 0) {
+            fr_run_abort(run);
+            return 0;
+        }
+    }
+    rc = fr_run_commit(run);
+    return rc == FR_OK ? 0 : 30 - rc;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 4 && strcmp(argv[1], "crc") == 0)
+        return crc_cases(argv[2], argv[3]);
+    if (argc == 3 && strcmp(argv[1], "errors") == 0)
+        return errors(argv[2]);
+    if (argc == 3 && strcmp(argv[1], "io") == 0)
+        return io_errors(argv[2]);
+    if (argc >= 5 && strcmp(argv[1], "write") == 0)
+        return write_run(argv[2], atoi(argv[3]), argv[4], argc > 5 ? atoi(argv[5]) : 0);
+    fprintf(stderr, "usage: fr_check crc BLOB CASES | errors BASE | io BASE | write TARGET N commit|abort K|kill K\n");
+    return 2;
+}
