@@ -677,10 +677,30 @@ class CaptureReport(Report):
         return render_capture(self.result)
 
 
+@dataclass(frozen=True)
+class CaptureManyReport(Report):
+    def renderables(self) -> list:
+        from forensics.render.runs import render_capture_many
+
+        return render_capture_many(self.result)
+
+
 def capture(*, model, output, source: str = "litert", image=None, input=None,  # noqa: A002
             resampling: str = "lanczos", tail_only: bool = False, delegate=None,
-            replace: bool = False, progress=None) -> CaptureReport:
-    """`forensics capture --model M -o RUN`: run the model in LiteRT and record every stage as a run."""
+            replace: bool = False, images=None, progress=None) -> CaptureReport | CaptureManyReport:
+    """`forensics capture --model M -o RUN`: run the model in LiteRT and record every stage as a run;
+    with `images` (a folder or a list file), one run per image under `output` (progress(images_done, images))."""
+    if images is not None:
+        from forensics.runs.capture_many import capture_many
+
+        if replace:
+            raise InputError("{images} resumes: runs already captured are kept (remove a run to capture it again)",
+                             params=True)
+        result = capture_many(model, images, output, source=source, resampling=resampling, tail_only=tail_only,
+                              delegate=delegate,
+                              progress=(lambda done, total, _name: progress(done, total)) if progress else None)
+        warnings = tuple(error if image in error else f"{image}: {error}" for image, error in result.failed)
+        return CaptureManyReport("capture", result, result.exit_code, warnings=warnings)
     from forensics.runs.capture import capture as capture_run
 
     result = capture_run(model, output, source=source, image=image, inputs=input, resampling=resampling,
@@ -775,10 +795,23 @@ class CompareReport(Report):
 
 @dataclass(frozen=True, repr=False)
 class BatchReport(Report):
+    html: str | None = None                # the --html summary page written
+
+    def to_dict(self) -> dict:
+        doc = self.result.to_dict()
+        if self.html:
+            doc["html"] = self.html
+        return doc
+
     def renderables(self) -> list:
+        from rich.text import Text
+
         from forensics.render.runs import render_batch
 
-        return render_batch(self.result)
+        out = list(render_batch(self.result))
+        if self.html:
+            out.append(Text(f"wrote {self.html}"))
+        return out
 
 
 def _run_geometry(model, deps, run_a):
@@ -793,6 +826,31 @@ def _run_geometry(model, deps, run_a):
         except InputError:  # a model without PostProcess: no anchors, no pictures
             return None
     return None
+
+
+def _batch_html(html, batch, result, geometry, limit: int = 100) -> None:
+    """The one-page batch summary, and beside it (OUT_pairs/) the reports of the first `limit` differing pairs."""
+    from forensics.errors import ForensicsError
+    from forensics.outputs import write_text_atomic
+    from forensics.render.runs import batch_pictures, html_batch, html_report
+    from forensics.runs.compare import compare_runs, find_runs
+    from forensics.runs.engine import is_url
+
+    html = os.fspath(html)
+    reports = {}
+    if not is_url(os.fspath(batch)):
+        folder = os.path.splitext(html)[0] + "_pairs"
+        for row in [r for r in result.rows if r["verdict"] == "DIFFER"][:limit]:
+            runs = find_runs(os.path.join(batch, row["pair"]))
+            try:
+                pair = compare_runs(runs[0], runs[1], geometry=geometry)
+            except ForensicsError:
+                continue
+            os.makedirs(folder, exist_ok=True)
+            name = f"{row['pair']}.html"
+            write_text_atomic(os.path.join(folder, name), html_report(pair))
+            reports[row["pair"]] = f"{os.path.basename(folder)}/{name}"
+    write_text_atomic(html, html_batch(result, reports=reports, pictures=batch_pictures(result.aggregates, geometry)))
 
 
 def _policy(tolerance, atol, rtol, check):
@@ -816,28 +874,46 @@ def _policy(tolerance, atol, rtol, check):
 
 def compare(*runs, html=None, previous=None, model=None, deps=None, limit: int = 8, batch=None, output=None,
             workers: int | None = None, tolerance=None, atol=None, rtol=None, check=None, labels=None,
-            junit=None, progress=None) -> CompareReport | BatchReport:
+            junit=None, progress=None, scheduler: str = "local") -> CompareReport | BatchReport:
     """`forensics compare RUN_A RUN_B` (stage by stage) or `compare --batch DIR -o SUMMARY.csv`. `tolerance`:
     K (LSB for every integer buffer) and/or (TENSOR, SPEC) pairs; with atol / rtol / check they judge
     differing buffers MATCH / WITHIN TOLERANCE / DIFFER (forensics.tolerance). `labels` names detection
-    classes; `junit` writes a JUnit XML report (one test case per stage and tensor)."""
+    classes; `junit` writes a JUnit XML report (one test case per stage and tensor). With `batch`: `scheduler`
+    local / dask / tcp://HOST:PORT, `html` the one-page summary, `model`/`deps` the anchors."""
     policy = _policy(tolerance, atol, rtol, check)
     if batch:
         if runs:
             raise InputError("give RUN_A RUN_B or {batch:DIR}, not both", params=True)
-        if html or previous or model or deps:
-            raise InputError("{batch} takes {output:SUMMARY.csv} and {workers}; {html}/{previous}/{model}/{deps} are "
-                             "for one pair", params=True)
+        if previous:
+            raise InputError("{batch} takes {output:SUMMARY.csv}, {workers}, {scheduler}, {html}, {model}/{deps}; "
+                             "{previous} is for one pair", params=True)
         if not output:
             raise InputError("{batch} needs {output:SUMMARY.csv} (a Parquet file is written beside it)", params=True)
+        if model and deps:
+            raise InputError("give {model} or {deps}, not both", params=True)
         from forensics.runs.batch import batch_compare, write_summary
 
-        result = write_summary(batch_compare(batch, workers=workers, policy=policy, progress=progress), output)
+        if html:
+            from forensics.outputs import check_writable
+
+            check_writable(html)
+        geometry = None
+        if model or deps:
+            from forensics.geometry import geometry_for
+
+            geometry = geometry_for(model=model, deps=deps)
+        result = write_summary(batch_compare(batch, workers=workers, scheduler=scheduler, geometry=geometry,
+                                             policy=policy, progress=progress), output)
         if result.exit_code == exitcodes.ERROR:  # every pair failed: say why on stderr, as for any input error
             first = result.rows[0].get("error") if result.rows else None
             raise InputError(f"no pair could be compared ({len(result.rows)} failed; first: {first}); the "
                              f"summary is in {output}", batch)
-        return BatchReport("compare", result, result.exit_code, rows_key="rows")
+        if html:
+            _batch_html(html, batch, result, geometry)
+        return BatchReport("compare", result, result.exit_code, rows_key="rows",
+                           html=os.fspath(html) if html else None)
+    if scheduler != "local":
+        raise InputError("{scheduler} is for {batch:DIR}; one pair is compared here", params=True)
     if len(runs) != 2:
         raise InputError("compare needs two runs: RUN_A RUN_B (or {batch:DIR} {output:summary.csv})", params=True)
     if output:

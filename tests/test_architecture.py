@@ -28,7 +28,8 @@ LAYERS = (
     ("reports", ("reports.py",)),
     ("cli", ("cli/", "__main__.py")),
 )
-OPTIONAL = {"ai_edge_litert", "tflite_runtime", "PIL", "matplotlib", "pandas", "pyarrow", "nbclient", "nbformat"}
+OPTIONAL = {"ai_edge_litert", "tflite_runtime", "PIL", "matplotlib", "pandas", "pyarrow", "nbclient", "nbformat",
+            "dask", "distributed", "fsspec", "faster_coco_eval"}
 
 
 def _imports(tree, top_level_only):

@@ -17,7 +17,6 @@ def _input_spec(text: str) -> tuple[str, str]:
 
 def cmd_capture(args, out) -> int:
     from forensics import reports
-
     from forensics.render.progress import progress_for
 
     with progress_for(out, args, "capture", min_total=0, unit="steps") as progress:
@@ -71,10 +70,14 @@ def register(subparsers, parents) -> None:
     p.add_argument("--model", required=True, metavar="MODEL", help="the .tflite to run")
     src = p.add_mutually_exclusive_group()
     src.add_argument("--image", metavar="IMG", help="an image, prepared as pycoral's set_resized_input does")
+    src.add_argument("--images", metavar="DIR|LIST",
+                     help="one run per image of a folder or a list file, written as RUN/<image>/<source> "
+                          "(resumable; with --tail-only: one folder of accelerator outputs per image)")
     src.add_argument("--input", type=_input_spec, action="append", metavar="NAME=FILE",
                      help="raw bytes (or .npy) for the input NAME; repeat for each input (with --tail-only: the "
                           "accelerator's outputs, raw chip layout or tensor)")
-    p.add_argument("-o", "--output", required=True, metavar="RUN", help="the run directory to create")
+    p.add_argument("-o", "--output", required=True, metavar="RUN",
+                   help="the run directory to create (with --images: the folder of runs)")
     p.add_argument("--source", default="litert", metavar="NAME", help="the run's source name (default litert)")
     p.add_argument("--resampling", choices=RESAMPLING, default="lanczos",
                    help="how --image is resized (default lanczos, as pycoral's examples)")
@@ -107,7 +110,8 @@ def register(subparsers, parents) -> None:
                     "the first divergent stage with what to do, per-tensor diffs and detections matched by IoU. "
                     "Exit 0 every common stage matches, 1 otherwise, 2 error (or no stage in common).")
     p.add_argument("runs", nargs="*", metavar="RUN", help="RUN_A RUN_B")
-    p.add_argument("--html", metavar="OUT.html", help="also write the report as a self-contained HTML page")
+    p.add_argument("--html", metavar="OUT.html",
+                   help="also write the report as a self-contained HTML page (--batch: the one-page summary)")
     p.add_argument("--previous", metavar="RUN", help="an earlier run, to recognise stale buffers")
     p.add_argument("--model", metavar="MODEL", help="anchors for per-anchor heatmaps in --html (default: run A's model)")
     p.add_argument("--deps", metavar="DIR", help="anchors.bin + postprocess.json instead of --model")
@@ -116,6 +120,9 @@ def register(subparsers, parents) -> None:
     p.add_argument("-o", "--output", metavar="SUMMARY.csv", help="--batch: the summary table (CSV + Parquet)")
     p.add_argument("--workers", type=positive_int, default=None, metavar="N",
                    help="--batch: worker processes (default: one per core)")
+    p.add_argument("--scheduler", default="local", metavar="local|dask|tcp://HOST:PORT",
+                   help="--batch: where the pairs run: local (a process pool, default), dask (a Dask LocalCluster "
+                        "on this machine) or the address of a running Dask scheduler")
     p.add_argument("--tolerance", type=_tolerance_arg, action="append", default=None, metavar="K|TENSOR=SPEC",
                    help="K: every integer buffer may differ by K LSB (= --atol Klsb); TENSOR=SPEC (repeatable): "
                         "this tensor's tolerance, e.g. convert_scores=1lsb or Squeeze1=atol=0.01,check=p99")

@@ -53,6 +53,12 @@ def render_capture(result) -> list:
     return out
 
 
+def render_capture_many(result) -> list:
+    line = (f"{len(result.captured)} runs captured, {len(result.kept)} already there (kept), {len(result.failed)} "
+            f"failed, under {result.output} as <image>/{result.source}")
+    return [Text(line)]
+
+
 def render_ingest(result) -> list:
     run = result.run
     verb = "created" if result.created else "updated"
@@ -150,16 +156,62 @@ def render_batch(result, limit: int = 30) -> list:
                       r.get("summary") or r.get("error") or "")
     counts = result.counts
     within = f"{counts['WITHIN TOLERANCE']} within tolerance, " if counts.get("WITHIN TOLERANCE") else ""
+    engine = (f"{result.workers} worker processes" if getattr(result, "scheduler", "local") == "local"
+              else f"{result.scheduler}, {result.workers} workers")
     line = (f"{len(result.rows)} pairs: {counts.get('MATCH', 0)} match, {within}{counts.get('DIFFER', 0)} differ, "
-            f"{counts.get('ERROR', 0)} errors ({result.workers} worker processes)")
+            f"{counts.get('ERROR', 0)} errors ({engine})")
+    if getattr(result, "retried", 0):
+        line += f"; {result.retried} pairs run again after a worker was lost"
     out = [Text(line)]
     if shown:
         out.append(table)
         hidden = sum(1 for r in result.rows if r["verdict"] not in ("MATCH", "WITHIN TOLERANCE")) - len(shown)
         if hidden > 0:
             out.append(Text(f"... {hidden} more differing pairs in the summary files"))
+    if getattr(result, "aggregates", None) is not None:
+        out += render_aggregates(result.aggregates)
     if result.outputs:
         out.extend(Text(wrote(path)) for path in result.outputs)
+    return out
+
+
+def _share(value) -> str:
+    return f"{value:.1%}" if value is not None else "-"
+
+
+def _num(value, digits: int = 4) -> str:
+    return f"{value:.{digits}f}" if value is not None else "-"
+
+
+def detections_line(det: dict) -> str:
+    return (f"detections of B against A as ground truth ({det['pairs']:,} pairs): precision {_num(det['precision'])}, "
+            f"recall {_num(det['recall'])}, F1 {_num(det['f1'])} at IoU 0.5 (TP {det['tp']:,}, FP {det['fp']:,}, "
+            f"FN {det['fn']:,}); mAP@[.5:.95] {_num(det['map'])}")
+
+
+def render_aggregates(agg, limit: int = 10) -> list:
+    """The batch's aggregates: verdict shares per (stage, tensor), the anchors that differ most often, the
+    score / box delta distributions and the detection agreement."""
+    out = []
+    if agg.stages:
+        table = _table("stage", "tensor", ("pairs", "right"), ("match", "right"), ("within tol.", "right"),
+                       ("differ", "right"), title="verdicts per stage over the pairs")
+        for s in agg.stages:
+            table.add_row(s["stage"], s["tensor"] if s["tensor"] != s["stage"] else "", f"{s['pairs_compared']:,}",
+                          _share(s["share_match"]), _share(s["share_within_tolerance"]), _share(s["share_differ"]))
+        out.append(table)
+    if agg.anchors:
+        table = _table("stage", "tensor", ("anchor", "right"), "where", ("pairs differing", "right"),
+                       ("share", "right"), title="anchors that differ most often")
+        for a in agg.anchors[:limit]:
+            table.add_row(a["stage"], a["tensor"], str(a["anchor"]), a["where"] or "", f"{a['pairs_differing']:,}",
+                          _share(a["share"]))
+        out.append(table)
+    for role, d in agg.deltas.items():
+        out.append(Text(f"{role} deltas (B - A, {d['unit']}): {d['differing']:,} of {d['elements']:,} elements "
+                        f"differ; max |delta| {d['max_abs']}, p99 |delta| {d['p99_abs']}"))
+    if agg.detections is not None:
+        out.append(Text(detections_line(agg.detections)))
     return out
 
 
@@ -345,6 +397,100 @@ def pictures_for(result) -> dict:
             from forensics.render.pictures import heatmap_for
 
             out[row.label] = heatmap_for(result.geometry, row.heat, title=f"{row.label}: A vs B")
+        except (DependencyError, InputError):
+            return out
+    return out
+
+
+def _html_table(table_id: str, headers, rows) -> str:
+    """A table of escaped cells; a cell is a value or (value, css class)."""
+    out = [f"<table id=\"{table_id}\"><tr>" + "".join(f"<th>{_e(h)}</th>" for h in headers) + "</tr>"]
+    for row in rows:
+        cells = []
+        for cell in row:
+            value, cls = cell if isinstance(cell, tuple) else (cell, None)
+            cells.append(f"<td class=\"{cls}\">{_e(value)}</td>" if cls else f"<td>{_e(value)}</td>")
+        out.append("<tr>" + "".join(cells) + "</tr>")
+    return "\n".join(out + ["</table>"])
+
+
+def html_batch(result, *, reports: dict | None = None, pictures: dict | None = None, limit: int = 500) -> str:
+    """One page for a batch: counts, verdict shares per stage, the worst anchors (and their heatmaps), the delta
+    distributions, detection agreement, and the pairs that are not MATCH, each linking its report
+    (`reports` maps a pair name to a relative link)."""
+    reports, pictures = reports or {}, pictures or {}
+    agg = result.aggregates
+    counts = result.counts
+    title = f"forensics compare --batch: {result.directory}"
+    parts = ["<!DOCTYPE html>", "<html lang=\"en\"><head><meta charset=\"utf-8\">",
+             f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>", f"<h1>{_e(title)}</h1>"]
+    bad = counts.get("DIFFER", 0) + counts.get("ERROR", 0)
+    parts.append(f"<div class=\"verdict {'bad' if bad else 'ok'}\" id=\"verdict\"><b>{len(result.rows):,} pairs</b>: "
+                 f"{counts.get('MATCH', 0):,} match, {counts.get('DIFFER', 0):,} differ, {counts.get('ERROR', 0):,} "
+                 f"errors (scheduler {_e(result.scheduler)}, {result.workers} workers"
+                 f"{f', {result.retried} pairs run again' if result.retried else ''})</div>")
+    if agg is not None and agg.stages:
+        parts.append("<h2>Verdicts per stage</h2>")
+        parts.append(_html_table("stages", ("stage", "tensor", "pairs", "MATCH", "WITHIN TOLERANCE", "DIFFER"), [
+            (s["stage"], (s["tensor"], "mono"), (f"{s['pairs_compared']:,}", "num"), (_share(s["share_match"]), "num"),
+             (_share(s["share_within_tolerance"]), "num"), (_share(s["share_differ"]), "num")) for s in agg.stages]))
+    if agg is not None and agg.anchors:
+        parts.append("<h2>Anchors that differ most often</h2>")
+        parts.append(_html_table("anchors", ("stage", "tensor", "anchor", "where", "pairs differing", "share"), [
+            (a["stage"], (a["tensor"], "mono"), (a["anchor"], "num"), (a["where"] or "", "mono"),
+             (f"{a['pairs_differing']:,}", "num"), (_share(a["share"]), "num")) for a in agg.anchors]))
+    for label, picture in pictures.items():
+        parts.append(f"<figure><img alt=\"{_e(label)} differing-pairs heatmap\" src=\"{picture.data_uri()}\" "
+                     f"width=\"{picture.width}\" height=\"{picture.height}\"><figcaption>{_e(label)}: pairs in which "
+                     "an anchor of the cell differs</figcaption></figure>")
+    if agg is not None and agg.deltas:
+        parts.append("<h2>Deltas</h2>")
+        parts.append(_html_table("deltas", ("buffer", "elements", "differing", "max |B − A|", "p99 |B − A|",
+                                            "histogram (delta: count)"), [
+            (f"{role} ({d['unit']})", (f"{d['elements']:,}", "num"), (f"{d['differing']:,}", "num"),
+             (d["max_abs"], "num"), (d["p99_abs"], "num"),
+             (", ".join(f"{k:+d}: {v:,}" for k, v in d["histogram"][:40]), "mono")) for role, d in agg.deltas.items()]))
+    if agg is not None and agg.detections is not None:
+        det = agg.detections
+        parts.append(f"<h2>Detections</h2><p id=\"detections\">{_e(detections_line(det))}</p>")
+        parts.append(_html_table("classes", ("class", "in A", "in B", "TP", "FP", "FN", "precision", "recall", "F1",
+                                             "AP@[.5:.95]"), [
+            tuple((v, "num") for v in (c["class"], f"{c['truth']:,}", f"{c['found']:,}", f"{c['tp']:,}", f"{c['fp']:,}",
+                                      f"{c['fn']:,}", _num(c["precision"]), _num(c["recall"]), _num(c["f1"]),
+                                      _num(c["ap"]))) for c in det["per_class"]]))
+    listed = [r for r in result.rows if r["verdict"] != "MATCH"][:limit]
+    parts.append("<h2>Pairs that do not match</h2><table id=\"pairs\"><tr><th>pair</th><th>verdict</th>"
+                 "<th>first divergent</th><th>summary</th></tr>")
+    for r in listed:
+        name = _e(r["pair"])
+        link = reports.get(r["pair"])
+        cell = f"<a href=\"{_e(link)}\">{name}</a>" if link else name
+        parts.append(f"<tr><td class=\"mono\">{cell}</td><td class=\"{_e(r['verdict'])}\">{_e(r['verdict'])}</td>"
+                     f"<td>{_e(r.get('first_divergent_stage') or '-')}</td>"
+                     f"<td>{_e(r.get('summary') or r.get('error') or '')}</td></tr>")
+    parts.append("</table>")
+    hidden = sum(1 for r in result.rows if r["verdict"] != "MATCH") - len(listed)
+    if hidden > 0:
+        parts.append(f"<p>… {hidden:,} more in the summary files</p>")
+    parts.append("</body></html>\n")
+    return "\n".join(parts)
+
+
+def batch_pictures(aggregates, geometry) -> dict:
+    """Heatmaps over the feature-map grid of how many pairs differ at each anchor (needs Pillow and a grid)."""
+    if geometry is None or aggregates is None or not getattr(geometry, "is_grid", False):
+        return {}
+    from forensics.errors import DependencyError, InputError
+
+    out = {}
+    for label, (_stage, _tensor, counts) in aggregates.anchor_counts.items():
+        if len(counts) != geometry.num_anchors or not counts.any():
+            continue
+        try:
+            from forensics.render.pictures import heatmap
+
+            out[label] = heatmap(geometry, counts, marked=(), title=f"{label}: pairs differing per anchor",
+                                 vmin=0, value_label="pairs", reduce="max")
         except (DependencyError, InputError):
             return out
     return out

@@ -20,7 +20,7 @@ COLUMNS = ("pair", "run_a", "run_b", "source_a", "source_b", "verdict", "first_d
            "first_divergent_tensor", "stages_compared", "stages_differing", "changed", "summary", "error") + STAGES
 
 
-def find_pairs(directory) -> list[str]:
+def find_pairs(directory) -> list[str]:  # local folders; forensics.runs.engine.list_pairs takes URLs too
     """The pair directories under `directory` (sorted); InputError when there is none."""
     directory = os.fspath(directory)
     if not os.path.isdir(directory):
@@ -35,23 +35,33 @@ def find_pairs(directory) -> list[str]:
     return pairs
 
 
-def compare_pair(pair_dir: str, policy=None) -> dict:
+def compare_pair(pair_dir: str, policy=None, *, stats: bool = False, name: str | None = None):
     """One summary row; never raises for a bad pair (the error becomes the row). `policy`: a
-    forensics.tolerance.TolerancePolicy judging the differing buffers (default: exact)."""
+    forensics.tolerance.TolerancePolicy judging the differing buffers (default: exact). With `stats`, the pair's
+    compact statistics for forensics.runs.aggregate too: (row, stats or None)."""
     from forensics.runs.compare import compare_runs, find_runs
 
     row = {c: None for c in COLUMNS}
-    row["pair"] = os.path.basename(pair_dir.rstrip("/\\"))
+    row["pair"] = name or os.path.basename(pair_dir.rstrip("/\\"))
     try:
         runs = find_runs(pair_dir)
         if len(runs) != 2:
-            raise InputError(f"holds {len(runs)} runs, expected 2", pair_dir)
+            raise InputError(f"holds {len(runs)} runs, expected 2", name or pair_dir)
         row["run_a"], row["run_b"] = (os.path.basename(r) for r in runs)
         result = compare_runs(runs[0], runs[1], diagnose=False, limit=1, policy=policy)
+        pair_stats = None
+        if stats:
+            from forensics.runs.aggregate import pair_stats as _pair_stats
+
+            pair_stats = _pair_stats(result)
     except ForensicsError as exc:
         row["verdict"] = "ERROR"
         row["error"] = str(exc)
-        return row
+        return (row, None) if stats else row
+    except Exception as exc:  # noqa: BLE001 - a broken pair is an ERROR row and never stops the batch
+        row["verdict"] = "ERROR"
+        row["error"] = f"{name or pair_dir}: {type(exc).__name__}: {exc}"
+        return (row, None) if stats else row
     row["source_a"], row["source_b"] = result.run_a.source, result.run_b.source
     first = result.first_divergent
     row["verdict"] = result.verdict
@@ -68,7 +78,7 @@ def compare_pair(pair_dir: str, policy=None) -> dict:
                 "DIFFER" if any(s in ("DIFFER", "MISSING") for s in statuses) else (
                     "WITHIN TOLERANCE" if all(s in ("MATCH", "WITHIN TOLERANCE") for s in statuses)
                     else statuses[0]))
-    return row
+    return (row, pair_stats) if stats else row
 
 
 @dataclass(frozen=True)
@@ -77,6 +87,9 @@ class BatchResult:
     rows: tuple[dict, ...]
     workers: int
     outputs: tuple[str, ...] = field(default=())
+    aggregates: object | None = field(default=None, compare=False)  # forensics.runs.aggregate.BatchAggregates
+    scheduler: str = "local"
+    retried: int | None = 0  # pairs whose worker was lost and that the scheduler ran again (None: not known)
 
     @property
     def counts(self) -> Counter:
@@ -101,39 +114,88 @@ class BatchResult:
         return pd.DataFrame(list(self.rows), columns=list(COLUMNS))
 
     def to_dict(self) -> dict:
-        return {"directory": self.directory, "pairs": len(self.rows), "workers": self.workers,
-                "counts": dict(self.counts), "outputs": list(self.outputs), "rows": list(self.rows)}
+        out = {"directory": self.directory, "pairs": len(self.rows), "workers": self.workers,
+               "counts": dict(self.counts), "outputs": list(self.outputs), "rows": list(self.rows),
+               "scheduler": self.scheduler, "retried": self.retried}
+        if self.aggregates is not None:
+            out["aggregates"] = self.aggregates.to_dict()
+        return out
 
 
-def batch_compare(directory, *, workers: int | None = None, policy=None, progress=None) -> BatchResult:
-    """Compare every pair under `directory`, `workers` processes at a time (default: one per core), judging
-    differing buffers by `policy` (forensics.tolerance.TolerancePolicy; default exact);
-    `progress(pairs_done, pairs)` is called as rows come in."""
-    import functools
+def batch_compare(directory, *, workers: int | None = None, scheduler: str = "local", geometry=None,
+                  policy=None, progress=None, connect_timeout: float = 5.0) -> BatchResult:
+    """Compare every pair under `directory` (a path or an fsspec URL) and aggregate them, streamed.
 
-    pairs = find_pairs(directory)
-    workers = workers or os.cpu_count() or 1
-    workers = max(1, min(workers, len(pairs)))
+    `scheduler`: "local" (a process pool, `workers` processes, default one per core), "dask" (a Dask
+    LocalCluster of `workers` worker processes on this machine) or "tcp://HOST:PORT" (an existing Dask cluster).
+    `geometry` (forensics.geometry.AnchorGeometry) names the worst anchors' places; `policy`
+    (forensics.tolerance.TolerancePolicy; default exact) judges differing buffers; `progress(pairs_done, pairs)`
+    is called as rows come in.
+    """
+    from forensics.runs import engine
+    from forensics.runs.aggregate import Aggregator
+
+    kind = engine.scheduler_kind(scheduler)
+    pairs = engine.list_pairs(directory)
+    aggregator = Aggregator(geometry=geometry)
     rows = []
-    if workers == 1:
-        for p in pairs:
-            rows.append(compare_pair(p, policy))
-            if progress is not None:
-                progress(len(rows), len(pairs))
-    else:
-        from concurrent.futures import ProcessPoolExecutor
-
-        chunk = max(1, len(pairs) // (workers * 8))
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            for row in pool.map(functools.partial(compare_pair, policy=policy), pairs, chunksize=chunk):
-                rows.append(row)
-                if progress is not None:
-                    progress(len(rows), len(pairs))
-    return BatchResult(os.fspath(directory), tuple(rows), workers)
+    run = engine.run_dask if kind != "local" else engine.run_local
+    outcome = run(pairs, workers=workers, scheduler=scheduler, connect_timeout=connect_timeout, policy=policy)
+    for row, stats in outcome:
+        rows.append(row)
+        aggregator.add(stats)
+        if progress is not None:
+            progress(len(rows), len(pairs))
+    return BatchResult(os.fspath(directory), tuple(rows), outcome.workers, aggregates=aggregator.result(),
+                       scheduler=outcome.name, retried=outcome.retried)
 
 
-def write_summary(result: BatchResult, output) -> BatchResult:
-    """Write `output` (.csv) and the same table as Parquet beside it (or .parquet and a .csv beside it)."""
+PARTITION_ROWS = 250_000
+
+
+def _partitioned_summary(path: str) -> bool:
+    """A directory of part-NNNNN.parquet files only: the summary of an earlier, larger batch."""
+    import re
+
+    try:
+        names = os.listdir(path) if os.path.isdir(path) else []
+    except OSError:
+        return False
+    return bool(names) and all(re.fullmatch(r"part-\d{5}\.parquet", n) for n in names)
+
+
+def _write_parquet(path: str, parts: list[bytes]) -> None:
+    """One Parquet file, or a directory of part files when there are several; each replaces what was there
+    (a file or the directory of an earlier, larger batch) in one rename."""
+    import shutil
+    import tempfile
+
+    from forensics.outputs import atomic_directory, atomic_write
+
+    if len(parts) > 1:
+        if os.path.isfile(path):
+            os.unlink(path)
+        with atomic_directory(path, replace=True) as tmp:
+            for i, data in enumerate(parts):
+                with open(os.path.join(tmp, f"part-{i:05d}.parquet"), "wb") as fh:
+                    fh.write(data)
+        return
+    earlier = os.path.isdir(path)
+    with atomic_write(path + ".new" if earlier else path, "wb") as fh:
+        fh.write(parts[0])
+    if earlier:
+        old = tempfile.mkdtemp(prefix=".old.", dir=os.path.dirname(os.path.abspath(path)))
+        os.replace(path, os.path.join(old, "summary"))
+        os.replace(path + ".new", path)
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def write_summary(result: BatchResult, output, *, partition_rows: int = PARTITION_ROWS) -> BatchResult:
+    """Write `output` (.csv) and the same table as Parquet beside it (or .parquet and a .csv beside it), both or
+    neither. More than `partition_rows` rows make the Parquet a directory of part files of that many rows."""
+    import io
+    from dataclasses import replace
+
     from forensics.outputs import atomic_write, check_writable
 
     output = os.fspath(output)
@@ -146,26 +208,27 @@ def write_summary(result: BatchResult, output) -> BatchResult:
         import pyarrow  # noqa: F401  (pandas' Parquet engine)
     except ImportError:
         raise DependencyError("Parquet output needs pyarrow: pip install 'forensics[export]'") from None
-    import io
-
     # Both tables are made in memory first and then renamed into place: a failure leaves neither file
     # behind, never a summary.csv without its Parquet.
     csv_bytes = frame.to_csv(index=False).encode("utf-8")
-    parquet = io.BytesIO()
-    frame.to_parquet(parquet, index=False)
+    parts = []
+    for start in range(0, max(len(frame), 1), partition_rows):
+        buffer = io.BytesIO()
+        frame.iloc[start:start + partition_rows].to_parquet(buffer, index=False)
+        parts.append(buffer.getvalue())
     check_writable(csv_path)
-    check_writable(parquet_path)
+    if not _partitioned_summary(parquet_path):  # any other directory there is not ours to replace
+        check_writable(parquet_path)
     existed = os.path.lexists(csv_path)
     try:
         with atomic_write(csv_path, "wb") as fh:
             fh.write(csv_bytes)
         try:
-            with atomic_write(parquet_path, "wb") as fh:
-                fh.write(parquet.getvalue())
+            _write_parquet(parquet_path, parts)
         except BaseException:
             if not existed:
                 os.unlink(csv_path)
             raise
     except OSError as exc:
         raise InputError(f"cannot write: {exc.strerror or exc}", output) from None
-    return BatchResult(result.directory, result.rows, result.workers, (csv_path, parquet_path))
+    return replace(result, outputs=(csv_path, parquet_path))

@@ -261,9 +261,10 @@ def _tensor_role(model, name: str) -> str | None:
 
 def capture(model_path, output, *, source: str = "litert", image=None, inputs=None, resampling: str = "lanczos",
             tail_only: bool = False, delegate: str | None = None, replace: bool = False,
-            progress=None) -> CaptureResult:
+            progress=None, input_image: str | None = None) -> CaptureResult:
     """Run `model_path` once and write everything it produced as the run `output`. `progress(step, steps)`
-    is called as the steps (interpreter ready, model run, run written) finish."""
+    is called as the steps (interpreter ready, model run, run written) finish. `input_image` names the image
+    in the manifest when the inputs are given as files (default: `image`)."""
     from forensics.tflite.model import open_model
 
     model_path = os.fspath(model_path)
@@ -284,7 +285,7 @@ def capture(model_path, output, *, source: str = "litert", image=None, inputs=No
             if image is not None:
                 raise InputError("{tail_only} takes the accelerator's outputs as {input:TENSOR=FILE}, not {image}",
                                  params=True)
-            return _capture_tail(model, model_bytes, record, output, source, feeds, replace)
+            return _capture_tail(model, model_bytes, record, output, source, feeds, replace, input_image)
         result = _capture_full(model, model_bytes, record, output, source, image, feeds, resampling, delegate,
                                bool(edgetpu_ops), replace, progress)
         if progress is not None:
@@ -377,7 +378,7 @@ def _capture_full(model, model_bytes, record, output, source, image, feeds, resa
     return CaptureResult(load_run(output), runtime, "full", delegate_name, prepared)
 
 
-def _capture_tail(model, model_bytes, record, output, source, feeds, replace) -> CaptureResult:
+def _capture_tail(model, model_bytes, record, output, source, feeds, replace, input_image=None) -> CaptureResult:
     from forensics.dump import open_dump
     from forensics.tflite.edgetpu import read_packages
     from forensics.tflite.relayout import layer_map, relayout
@@ -426,6 +427,7 @@ def _capture_tail(model, model_bytes, record, output, source, feeds, replace) ->
     tail_model = read_model(tail)
     with write_run(output, source, replace=replace) as builder:
         builder.model = record
+        builder.input_image = os.fspath(input_image) if input_image is not None else None
         builder.capture = {"runtime": runtime, "mode": "tail-only"}
         for name, (data, m) in raw_kept.items():
             builder.add_bytes("raw", name, data, dtype="uint8", record_size=m.z_bytes_padded,

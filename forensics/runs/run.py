@@ -306,9 +306,10 @@ def load_run(path) -> Run:
 def file_crc32(path) -> tuple[int, int]:
     """(size, CRC32) of a file, streamed."""
     crc, size = 0, 0
-    buf = bytearray(_COPY_BLOCK)
-    view = memoryview(buf)
     with open(path, "rb", buffering=0) as fh:
+        # A buffer the size of the file (up to 1 MiB): a fresh 1 MiB per small buffer costs a page-faulted
+        # allocation each time where malloc returns memory eagerly (Dask workers set MALLOC_TRIM_THRESHOLD_).
+        view = memoryview(bytearray(max(1, min(_COPY_BLOCK, os.fstat(fh.fileno()).st_size))))
         while True:
             n = fh.readinto(view)
             if not n:

@@ -46,3 +46,16 @@ def edit_manifest(run_path, change) -> None:
     change(doc)
     with open(manifest, "w", encoding="utf-8") as fh:
         json.dump(doc, fh)
+
+
+def skip_with_libedgetpu() -> None:
+    """Skip a test of the Edge TPU runtime's absence on a machine that has it."""
+    import ctypes
+
+    import pytest
+
+    try:
+        ctypes.CDLL("libedgetpu.so.1")
+    except OSError:
+        return
+    pytest.skip("libedgetpu is installed here")

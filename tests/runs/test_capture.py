@@ -13,6 +13,7 @@ import pytest
 from forensics.runs.run import load_run, verify_run
 from forensics.tflite import writer as w
 from tests.conftest import assert_one_line_error
+from tests.runs.runs_support import skip_with_libedgetpu
 
 HEAD = "ssd_mobilenet_v1_coco_quant_postprocess_head_layers.tflite"
 SSD_V2 = "ssd_mobilenet_v2_coco_quant_postprocess_segment_1_of_2_edgetpu.tflite"
@@ -130,13 +131,7 @@ def test_image_on_a_feature_map_model_is_a_one_line_error(tmp_path, cli, shared_
 
 
 def test_edgetpu_model_without_libedgetpu_is_a_clear_error(tmp_path, cli, shared_data):
-    import ctypes
-
-    try:
-        ctypes.CDLL("libedgetpu.so.1")
-        pytest.skip("libedgetpu is installed here")
-    except OSError:
-        pass
+    skip_with_libedgetpu()
     result = cli("capture", "--model", shared_data / SSD_V2, "--input", "x=y", "-o", tmp_path / "r")
     assert_one_line_error(result, "libedgetpu.so.1", "--tail-only")
     assert not (tmp_path / "r").exists()

@@ -1,0 +1,322 @@
+"""Aggregates over a batch of compared run pairs, streamed: per (stage, tensor) the share of pairs that match /
+are within tolerance / differ, how often each anchor differs over the dataset, the distribution of the score
+and box deltas (LSB), and how well B's detections agree with A's taken as ground truth (precision, recall and
+F1 at IoU 0.5 per class and pooled; COCO-style mAP@[.5:.95]).
+
+Each pair is reduced in its worker to a small `pair_stats` dict; the `Aggregator` folds those in, in any order,
+into fixed-size tables (one counter per anchor, one histogram bin per LSB, one row per distinct detection
+score and class), so its memory does not grow with the number of pairs.
+
+The detection evaluation follows COCO's `evaluateImg` / `accumulate` (area "all", maxDets 100): per image and
+class, B's detections in descending score order are matched greedily to the unmatched A detection of highest
+IoU >= t; precision is made monotone from the right and read at the 101 recall points 0, 0.01, ..., 1; a class
+without A detections is left out. Detections of equal score are taken together (one point on the precision /
+recall curve per distinct score): that is what keeps the tables fixed-size; COCO orders ties by image instead,
+so the two agree exactly when scores are distinct and may differ slightly with ties.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+VERDICTS = ("MATCH", "WITHIN TOLERANCE", "DIFFER")
+IOU_THRESHOLDS = tuple(round(0.5 + 0.05 * i, 2) for i in range(10))
+RECALL_POINTS = np.linspace(0.0, 1.0, 101)
+MAX_DETECTIONS = 100
+DELTA_ROLES = ("scores", "boxes")
+WORST_ANCHORS = 20
+
+
+def verdict_of(status: str) -> str | None:
+    """The shared vocabulary for one stage row's status: MATCH / WITHIN TOLERANCE / DIFFER (MISSING counts as
+    DIFFER, as in the batch table); None for a buffer present in one run only (not compared)."""
+    if status in ("MATCH", "WITHIN TOLERANCE"):
+        return status
+    if status in ("DIFFER", "MISSING"):
+        return "DIFFER"
+    return None
+
+
+# --- per pair (runs in the worker) ---------------------------------------------------------------------------
+
+def _box_iou(a, b) -> np.ndarray:
+    """[len(a), len(b)] IoU of (ymin, xmin, ymax, xmax) boxes (corners in either order)."""
+    a, b = np.asarray(a, np.float64).reshape(-1, 4), np.asarray(b, np.float64).reshape(-1, 4)
+    ay0, ay1 = np.minimum(a[:, 0], a[:, 2]), np.maximum(a[:, 0], a[:, 2])
+    ax0, ax1 = np.minimum(a[:, 1], a[:, 3]), np.maximum(a[:, 1], a[:, 3])
+    by0, by1 = np.minimum(b[:, 0], b[:, 2]), np.maximum(b[:, 0], b[:, 2])
+    bx0, bx1 = np.minimum(b[:, 1], b[:, 3]), np.maximum(b[:, 1], b[:, 3])
+    ih = np.clip(np.minimum(ay1[:, None], by1[None]) - np.maximum(ay0[:, None], by0[None]), 0, None)
+    iw = np.clip(np.minimum(ax1[:, None], bx1[None]) - np.maximum(ax0[:, None], bx0[None]), 0, None)
+    inter = ih * iw
+    union = ((ay1 - ay0) * (ax1 - ax0))[:, None] + ((by1 - by0) * (bx1 - bx0))[None] - inter
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(union > 0, inter / np.where(union > 0, union, 1), 0.0)
+
+
+def evaluate_image(truth: list[dict], found: list[dict], *, max_detections: int = MAX_DETECTIONS) -> dict:
+    """One image's detections `found` (B) against `truth` (A), per class as COCO's evaluateImg does.
+
+    Returns {class: {"truth": n, "found": [(score, tp_mask), ...]}} where bit i of tp_mask says the detection is
+    a true positive at IOU_THRESHOLDS[i].
+    """
+    out = {}
+    for cls in sorted({d["class"] for d in truth} | {d["class"] for d in found}):
+        gt = [d for d in truth if d["class"] == cls]
+        dt = [d for d in found if d["class"] == cls]
+        order = np.argsort([-d["score"] for d in dt], kind="mergesort")[:max_detections]
+        dt = [dt[i] for i in order]
+        ious = _box_iou([d["box"] for d in dt], [d["box"] for d in gt]) if dt and gt else np.zeros((len(dt), 0))
+        masks = [0] * len(dt)
+        for ti, t in enumerate(IOU_THRESHOLDS):
+            taken = [False] * len(gt)
+            for i in range(len(dt)):
+                best, m = min(t, 1 - 1e-10), -1
+                for j in range(len(gt)):
+                    if taken[j] or ious[i, j] < best:
+                        continue
+                    best, m = ious[i, j], j
+                if m >= 0:
+                    taken[m] = True
+                    masks[i] |= 1 << ti
+        out[cls] = {"truth": len(gt), "found": [(float(d["score"]), masks[i]) for i, d in enumerate(dt)]}
+    return out
+
+
+def _records(path: str, size: int) -> np.ndarray:
+    return np.fromfile(path, dtype=np.uint8, count=size)
+
+
+def pair_stats(result) -> dict:
+    """The compact statistics of one compared pair (a forensics.runs.compare.CompareResult) for the Aggregator:
+    small and picklable, so a worker can send it back cheaply."""
+    from forensics.runs.compare import buffer_layout, read_detections
+
+    stages, anchors, deltas = [], {}, {}
+    run_a, run_b = result.run_a, result.run_b
+    for row in result.rows:
+        verdict = verdict_of(row.status)
+        stages.append((row.stage, row.tensor, verdict))
+        if verdict is None or row.size_a is None or row.size_a != row.size_b or not row.size_a:
+            continue
+        entry = next(b for b in run_a.buffers if b.key == (row.stage, row.tensor))
+        layout, unit = buffer_layout(entry, row.size_a)
+        role = entry.role if row.stage == "tensor" and (entry.dtype or "uint8") == "uint8" else None
+        wants_anchors = unit == "anchors" and layout.record_size > 1
+        if verdict == "MATCH":
+            if wants_anchors:
+                anchors[row.label] = (row.stage, row.tensor, row.size_a // layout.record_size, ())
+            if role in DELTA_ROLES:
+                deltas.setdefault(role, {})
+                deltas[role][0] = deltas[role].get(0, 0) + row.size_a
+            continue
+        if not (wants_anchors or role in DELTA_ROLES) or row.status == "MISSING":
+            continue
+        entry_b = next(b for b in run_b.buffers if b.key == (row.stage, row.tensor))
+        try:
+            a = _records(run_a.file_path(entry), row.size_a)
+            b = _records(run_b.file_path(entry_b), row.size_b)
+        except OSError:
+            continue
+        if len(a) != row.size_a or len(b) != row.size_b:
+            continue
+        if wants_anchors:
+            n = row.size_a // layout.record_size
+            lanes = list(layout.data_lanes)
+            ra = a[:n * layout.record_size].reshape(n, layout.record_size)[:, lanes]
+            rb = b[:n * layout.record_size].reshape(n, layout.record_size)[:, lanes]
+            anchors[row.label] = (row.stage, row.tensor, n, tuple(np.flatnonzero(np.any(ra != rb, axis=1)).tolist()))
+        if role in DELTA_ROLES:
+            delta = b.astype(np.int16) - a.astype(np.int16)
+            counts = np.bincount(delta + 255, minlength=511)
+            hist = deltas.setdefault(role, {})
+            for i in np.flatnonzero(counts):
+                hist[int(i) - 255] = hist.get(int(i) - 255, 0) + int(counts[i])
+    detections = None
+    got_a, got_b = read_detections(run_a), read_detections(run_b)
+    if got_a is not None and got_b is not None:
+        def rows(dets):
+            return [d.to_dict() if hasattr(d, "to_dict") else d for d in dets]
+
+        detections = evaluate_image(rows(got_a[0]), rows(got_b[0]))
+    return {"stages": stages, "anchors": anchors, "deltas": deltas, "detections": detections}
+
+
+# --- over the batch (runs where the results arrive) ----------------------------------------------------------
+
+def _ratio(num: float, den: float) -> float | None:
+    return float(num / den) if den else None
+
+
+def _f1(p: float | None, r: float | None) -> float | None:
+    if p is None or r is None:
+        return None
+    return float(2 * p * r / (p + r)) if p + r else 0.0
+
+
+def average_precision(table: dict, truth: int) -> list[float]:
+    """COCO's AP at each IoU threshold from {score: [n, tp@t0, ..., tp@t9]} (ties at one score taken together);
+    -1 for every threshold when there is no ground truth."""
+    if not truth:
+        return [-1.0] * len(IOU_THRESHOLDS)
+    if not table:
+        return [0.0] * len(IOU_THRESHOLDS)
+    scores = sorted(table, reverse=True)
+    counts = np.array([table[s] for s in scores], dtype=np.float64)  # [k, 1 + T]
+    n_cum = np.cumsum(counts[:, 0])
+    out = []
+    for ti in range(len(IOU_THRESHOLDS)):
+        tp = np.cumsum(counts[:, 1 + ti])
+        recall = tp / truth
+        precision = tp / n_cum
+        precision = np.maximum.accumulate(precision[::-1])[::-1]
+        idx = np.searchsorted(recall, RECALL_POINTS, side="left")
+        q = np.where(idx < len(precision), precision[np.minimum(idx, len(precision) - 1)], 0.0)
+        out.append(float(q.mean()))
+    return out
+
+
+@dataclass(frozen=True)
+class BatchAggregates:
+    """What `compare --batch --json` prints under `aggregates` (plus `pairs` counted)."""
+
+    pairs: int
+    stages: tuple[dict, ...]
+    anchors: tuple[dict, ...]
+    deltas: dict
+    detections: dict | None
+    anchor_counts: dict = field(default_factory=dict, repr=False, compare=False)  # label -> (stage, tensor, counts)
+
+    def to_dict(self) -> dict:
+        return {"pairs": self.pairs, "stages": list(self.stages), "anchors": list(self.anchors),
+                "deltas": self.deltas, "detections": self.detections}
+
+
+class Aggregator:
+    """Folds `pair_stats` dicts in (order does not matter); `result()` gives the BatchAggregates."""
+
+    def __init__(self, *, geometry=None, worst: int = WORST_ANCHORS):
+        self.geometry = geometry
+        self.worst = worst
+        self.pairs = 0
+        self.stage_counts: dict[tuple[str, str], dict[str, int]] = {}
+        self.anchor_counts: dict[str, list] = {}  # label -> [stage, tensor, counts array, pairs compared]
+        self.deltas: dict[str, np.ndarray] = {}
+        self.truth: dict[int, int] = {}
+        self.found: dict[int, dict[float, np.ndarray]] = {}
+        self.with_detections = 0
+
+    def add(self, stats: dict | None) -> None:
+        if stats is None:  # a pair that could not be compared
+            return
+        self.pairs += 1
+        for stage, tensor, verdict in stats["stages"]:
+            counts = self.stage_counts.setdefault((stage, tensor), {"compared": 0, "not_compared": 0,
+                                                                   **{v: 0 for v in VERDICTS}})
+            if verdict is None:
+                counts["not_compared"] += 1
+            else:
+                counts["compared"] += 1
+                counts[verdict] += 1
+        for label, (stage, tensor, n, differing) in stats["anchors"].items():
+            slot = self.anchor_counts.get(label)
+            if slot is None or len(slot[2]) != n:
+                if slot is not None:  # another record count under the same name: keep the first seen
+                    continue
+                slot = self.anchor_counts[label] = [stage, tensor, np.zeros(n, np.int64), 0]
+            slot[3] += 1
+            if differing:
+                slot[2][np.asarray(differing, dtype=np.int64)] += 1
+        for role, hist in stats["deltas"].items():
+            acc = self.deltas.setdefault(role, np.zeros(511, np.int64))
+            for delta, count in hist.items():
+                acc[delta + 255] += count
+        if stats["detections"] is not None:
+            self.with_detections += 1
+            for cls, got in stats["detections"].items():
+                self.truth[cls] = self.truth.get(cls, 0) + got["truth"]
+                table = self.found.setdefault(cls, {})
+                for score, mask in got["found"]:
+                    row = table.get(score)
+                    if row is None:
+                        row = table[score] = np.zeros(1 + len(IOU_THRESHOLDS), np.int64)
+                    row[0] += 1
+                    for ti in range(len(IOU_THRESHOLDS)):
+                        if mask >> ti & 1:
+                            row[1 + ti] += 1
+
+    def _stages(self) -> tuple[dict, ...]:
+        from forensics.runs.run import STAGES
+
+        order = {s: i for i, s in enumerate(STAGES)}
+        out = []
+        for (stage, tensor), c in sorted(self.stage_counts.items(), key=lambda kv: order.get(kv[0][0], 99)):
+            n = c["compared"]
+            out.append({"stage": stage, "tensor": tensor, "pairs_compared": n, "not_compared": c["not_compared"],
+                        "match": c["MATCH"], "within_tolerance": c["WITHIN TOLERANCE"], "differ": c["DIFFER"],
+                        "share_match": _ratio(c["MATCH"], n), "share_within_tolerance": _ratio(c["WITHIN TOLERANCE"], n),
+                        "share_differ": _ratio(c["DIFFER"], n)})
+        return tuple(out)
+
+    def _anchors(self) -> tuple[dict, ...]:
+        rows = []
+        for label, (stage, tensor, counts, compared) in self.anchor_counts.items():
+            for i in np.flatnonzero(counts):
+                rows.append((-int(counts[i]), label, int(i), stage, tensor, compared))
+        rows.sort()
+        out = []
+        geometry = self.geometry
+        for neg, label, anchor, stage, tensor, compared in rows[:self.worst]:
+            where = None
+            if geometry is not None and anchor < geometry.num_anchors and \
+                    len(self.anchor_counts[label][2]) == geometry.num_anchors:
+                where = geometry.where(anchor)
+            out.append({"stage": stage, "tensor": tensor, "anchor": anchor, "pairs_differing": -neg,
+                        "pairs_compared": compared, "share": _ratio(-neg, compared), "where": where})
+        return tuple(out)
+
+    def _deltas(self) -> dict:
+        out = {}
+        for role in DELTA_ROLES:
+            hist = self.deltas.get(role)
+            if hist is None:
+                continue
+            total = int(hist.sum())
+            nz = np.flatnonzero(hist)
+            abs_hist = np.bincount(np.abs(np.arange(511) - 255), weights=hist, minlength=256)
+            cum = np.cumsum(abs_hist)
+            p99 = int(np.searchsorted(cum, 0.99 * total)) if total else None
+            out[role] = {"unit": "LSB", "elements": total, "differing": int(total - hist[255]),
+                         "max_abs": int(np.abs(nz - 255).max()) if len(nz) else None, "p99_abs": p99,
+                         "histogram": [[int(i) - 255, int(hist[i])] for i in nz]}
+        return out
+
+    def _detections(self) -> dict | None:
+        if not self.with_detections:
+            return None
+        per_class, aps, tp_all, fp_all, fn_all = [], [], 0, 0, 0
+        for cls in sorted(set(self.truth) | set(self.found)):
+            table, truth = self.found.get(cls, {}), self.truth.get(cls, 0)
+            found = int(sum(r[0] for r in table.values()))
+            tp = int(sum(r[1] for r in table.values()))  # IoU 0.5
+            fp, fn = found - tp, truth - tp
+            tp_all, fp_all, fn_all = tp_all + tp, fp_all + fp, fn_all + fn
+            ap = average_precision(table, truth)
+            if truth:
+                aps.append(ap)
+            p, r = _ratio(tp, tp + fp), _ratio(tp, tp + fn)
+            per_class.append({"class": cls, "truth": truth, "found": found, "tp": tp, "fp": fp, "fn": fn,
+                              "precision": p, "recall": r, "f1": _f1(p, r),
+                              "ap": float(np.mean(ap)) if truth else None, "ap50": ap[0] if truth else None})
+        p, r = _ratio(tp_all, tp_all + fp_all), _ratio(tp_all, tp_all + fn_all)
+        return {"pairs": self.with_detections, "iou": IOU_THRESHOLDS[0], "tp": tp_all, "fp": fp_all, "fn": fn_all,
+                "precision": p, "recall": r, "f1": _f1(p, r),
+                "map": float(np.mean(aps)) if aps else None,
+                "map50": float(np.mean([a[0] for a in aps])) if aps else None, "per_class": per_class}
+
+    def result(self) -> BatchAggregates:
+        counts = {label: (s, t, c.copy()) for label, (s, t, c, _) in self.anchor_counts.items()}
+        return BatchAggregates(self.pairs, self._stages(), self._anchors(), self._deltas(), self._detections(),
+                               counts)
