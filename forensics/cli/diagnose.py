@@ -1,4 +1,4 @@
-"""CLI for `forensics diagnose A B`: name the classic bring-up bugs behind a differing pair (-> runs.diagnose)."""
+"""CLI for `forensics diagnose A B`: name the classic bring-up bugs behind a differing pair (-> forensics.diagnose)."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def _context(args, dump_a, dump_b):
 def cmd_diagnose(args, out) -> int:
     from forensics.dump import open_dump
     from forensics.render.diagnose import render_diagnose
-    from forensics.runs.diagnose import diagnose_dumps
+    from forensics.diagnose import diagnose_dumps
 
     dump_a, dump_b = open_dump(args.a), open_dump(args.b)
     previous = open_dump(args.previous) if args.previous else None

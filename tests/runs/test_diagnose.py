@@ -15,7 +15,7 @@ from forensics.coverage import analyse_coverage
 from forensics.dump import open_dump
 from forensics.errors import InputError
 from forensics.layout import RecordLayout
-from forensics.runs.diagnose import KINDS, Finding, diagnose_dumps
+from forensics.diagnose import KINDS, Finding, diagnose_dumps
 
 SCORES = "dumps/libedgetpu/convert_scores.bin"
 BOXES = "dumps/libedgetpu/Squeeze1.bin"
