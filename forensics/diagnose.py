@@ -1,42 +1,60 @@
-"""Name the classic bring-up bugs behind two differing dumps: shift, fill, stride, relayout, signedness, lane_swap,
-truncation, stale and head_window, each with the evidence that fired it (and nothing for a clean pair).
+"""Name the bring-up bug behind two differing dumps, or say plainly that no known pattern explains them.
+
+One engine of hypotheses: every bug kind is a generator (forensics.simulate) that predicts B from A and the
+layout (the model's tensor shape and Edge TPU layer map when known, else the record size and searches over
+sizes, pad lanes and sampled shift windows). Each candidate is scored by how many of the differing bytes its
+prediction reproduces (`explains`) and how many equal bytes it would have changed; the most explaining, most
+specific candidate wins, and further candidates join while they explain what is left (shift + fill).
+The verdict follows from the share explained: IDENTICAL, WITHIN TOLERANCE (exit 0), EXPLAINED, PARTLY
+EXPLAINED, UNEXPLAINED (exit 1, with where the differences are and what they look like). A differing pair
+never exits 0 without a tolerance.
 
 Everything streams: one paired pass over both dumps in reused fixed-size buffers collects the CRCs, the
-differing bytes, per-lane XOR tallies, sampled lane-equality counts, byte histograms of the differing chunks and
-the sentinel runs; the heuristics then decide from those tallies, and the few that need more (shift,
-lane_swap, stale) read small sampled windows or verify one candidate with an early-exit stream. Memory stays
-flat for GiB dumps (see PITFALLS.md on mmap residency) and no heuristic is quadratic in the size.
-
-Thresholds are chosen so that legitimate differences do not fire: a detection that moved, or runtimes that
-round box deltas differently, change a handful of records or change values (histograms), not the layout.
+differing bytes, histograms and sentinel runs; candidates are then scored on the whole pair when it is at
+most EXACT_LIMIT bytes, else on SAMPLE_BLOCKS blocks spread over it and over its differing chunks (the
+fractions are then estimates and `exact` is false). Memory stays bounded for GiB dumps.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 import os
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from forensics.blocks import block_bounds, stream_pair
+from forensics.blocks import stream_pair
 from forensics.crc import format_crc
 from forensics.dump import Dump, _read_fully, open_dump
 from forensics.errors import InputError
 from forensics.layout import RecordLayout, layout_from
+from forensics.simulate import (Fill, LaneSwap, Oversize, Shift, Signedness, Stale, Strided, Truncation, ceil4,
+                                compress_lanes)
 
-KINDS = ("stride", "shift", "signedness", "lane_swap", "relayout", "fill", "truncation", "stale", "head_window")
+KINDS = ("oversize", "truncation", "stride", "pitch", "shift", "lane_swap", "signedness", "stale", "fill",
+         "relayout", "head_window")
+VERDICTS = ("IDENTICAL", "WITHIN TOLERANCE", "EXPLAINED", "PARTLY EXPLAINED", "UNEXPLAINED")
+EXIT_CODES = {"IDENTICAL": 0, "WITHIN TOLERANCE": 0, "EXPLAINED": 1, "PARTLY EXPLAINED": 1, "UNEXPLAINED": 1}
 
 DEFAULT_CHUNK = 2 << 20       # bytes per paired read; three reused buffers of this size per scan
 DEFAULT_MIN_RUN = 16          # a sentinel run shorter than this is taken as data that happens to match
 DEFAULT_MAX_SHIFT = 64 << 10  # how far (bytes) shift detection searches either way around each window
 DEFAULT_WINDOW = 256          # the story's trap: the first 256 bytes shown by a hexdump
 SHIFT_WINDOW = 64             # bytes of B searched for in A
-SHIFT_SAMPLES = 8             # windows sampled across the differing chunks
+SHIFT_SAMPLES = 16            # windows sampled across the differing chunks
 LANE_SAMPLE = 8192            # records per chunk that feed the lane-equality matrix
 MAX_LANE_RECORD = 8           # lane permutations are searched exhaustively up to this record size
 _HIST_SLICE = 1 << 16
-RECORD_SET_LIMIT = 16 << 20   # relayout: compare the record multisets too when a dump is at most this big
+EXACT_LIMIT = 2 << 20         # pairs up to this size are scored on every byte
+SAMPLE_BLOCKS = 32            # larger pairs: this many blocks ...
+SAMPLE_BLOCK = 32 << 10       # ... of this size
+EXPLAINED_SHARE = 0.99        # EXPLAINED when the findings account for this share of the differing bytes
+MIN_SHARE = 0.05              # a candidate must explain this share of the differing bytes (or of what is left)
+MAX_FALSE = 0.05              # ... and change at most this many equal bytes per byte it explains
+MAX_STRIDE_Z = 4096
+STRIDE_SLACK = 64             # bytes after the last record a layout may leave (size_bytes 176,368 = 1,917 x 92 + 4)
+MAX_CANDIDATES = 400
 
 # Prefill patterns drivers and allocators use (MSVC debug heap 0xCD, HeapAlloc 0xBAADF00D; both byte orders of
 # the 32-bit words, since a driver writes them as words on a little-endian host).
@@ -46,35 +64,27 @@ SENTINELS = (
     ("BAADF00D", bytes.fromhex("0df0adba")), ("BAADF00D (big endian)", bytes.fromhex("baadf00d")),
 )
 
-HINTS = {
-    "stride": "relayout the raw side (forensics relayout --model M --tensor T) before comparing",
-    "shift": "check the buffer's start address / DMA offset (an off-by-k in the descriptor or a header not skipped)",
-    "signedness": "the tensor is signed on one side: flip the MSB of each element (libedgetpu's "
-                  "TransformSignedDataType) or fix the declared type",
-    "lane_swap": "bytes move within each record: check element endianness and the lane order the driver assumes",
-    "relayout": "same bytes in another order: check the tile/stride layout used to copy the output "
-                "(libedgetpu's check calls this a probable re-layout error)",
-    "fill": "those bytes were never written: check the DMA length / completion before reading the buffer",
-    "truncation": "the copy stopped early: check the transfer size against the output's size_bytes",
-    "stale": "B is an earlier run's output: wait for completion / invalidate the cache before reading",
-    "head_window": "look at every record (forensics diff / forensics anchors --nonuniform), not the first bytes",
-}
+# Most specific first: when two candidates explain the same bytes, the earlier kind names them.
+_RANK = {k: i for i, k in enumerate(KINDS)}
 
 
 @dataclass(frozen=True)
 class Finding:
-    """One named bug pattern: `kind` (one of KINDS), the evidence sentence, what to do, structured details."""
+    """One named bug pattern: `kind` (one of KINDS), the evidence sentence, what to do, structured details;
+    `explains` is the share of the differing bytes its simulation reproduces."""
 
     kind: str
     evidence: str
     hint: str = ""
     details: dict = field(default_factory=dict, compare=False, hash=False)
+    explains: float = 0.0
 
     def __getitem__(self, key):
         return self.details[key]
 
     def to_dict(self) -> dict:
-        return {"kind": self.kind, "evidence": self.evidence, "hint": self.hint, **self.details}
+        return {"kind": self.kind, "evidence": self.evidence, "hint": self.hint, "explains": self.explains,
+                **self.details}
 
 
 @dataclass(frozen=True)
@@ -92,10 +102,21 @@ class DiagnoseResult:
     first_differing_offset: int | None
     findings: tuple[Finding, ...]
     previous: str | None = None
+    verdict: str = "IDENTICAL"
+    explained_fraction: float = 1.0
+    residual: dict | None = None
+    characterization: dict | None = None
+    tolerance: int | None = None
+    exact: bool = True
+    hint: str = ""
 
     @property
     def identical(self) -> bool:
         return self.size_a == self.size_b and self.bytes_differing == 0
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES[self.verdict]
 
     @property
     def kinds(self) -> tuple[str, ...]:
@@ -103,23 +124,27 @@ class DiagnoseResult:
 
     @property
     def clean(self) -> bool:
+        """No named bug pattern (identical, within tolerance, or unexplained: see `verdict`)."""
         return not self.findings
 
     def __bool__(self) -> bool:
-        return self.clean
+        return self.exit_code == 0
 
     def finding(self, kind: str) -> Finding | None:
         return next((f for f in self.findings if f.kind == kind), None)
 
     def to_dict(self) -> dict:
         return {
+            "verdict": self.verdict, "exit_code": self.exit_code,
+            "explained_fraction": self.explained_fraction, "exact": self.exact,
             "path_a": self.path_a, "path_b": self.path_b, "previous": self.previous,
             "size_a": self.size_a, "size_b": self.size_b,
             "crc32_a": format_crc(self.crc32_a), "crc32_b": format_crc(self.crc32_b),
-            "identical": self.identical, "record_size": self.record_size,
+            "identical": self.identical, "record_size": self.record_size, "tolerance": self.tolerance,
             "records_compared": self.records_compared, "records_differing": self.records_differing,
             "bytes_differing": self.bytes_differing, "first_differing_offset": self.first_differing_offset,
             "findings": [f.to_dict() for f in self.findings],
+            "residual": self.residual, "characterization": self.characterization, "hint": self.hint,
         }
 
 
@@ -239,6 +264,8 @@ class _Scan:
     lane_sampled: int = 0
     runs: dict = field(default_factory=dict)              # sentinel name -> _Runs
     window_equal: bool = False
+    max_delta: int = 0                                   # largest |A - B| of one byte (same-size pairs)
+    bytes_off_by_one: int = 0
 
 
 def _scan(dump_a: Dump, dump_b: Dump, layout: RecordLayout, sentinels, min_run: int, chunk: int) -> _Scan:
@@ -286,6 +313,9 @@ def _scan(dump_a: Dump, dump_b: Dump, layout: RecordLayout, sentinels, min_run: 
         for i in range(0, n, _HIST_SLICE):  # bincount widens to intp: slices keep that temporary small
             s.hist_a += np.bincount(a[i:i + _HIST_SLICE], minlength=256)
             s.hist_b += np.bincount(b[i:i + _HIST_SLICE], minlength=256)
+            d = np.abs(a[i:i + _HIST_SLICE].astype(np.int16) - b[i:i + _HIST_SLICE])
+            s.max_delta = max(s.max_delta, int(d.max()))
+            s.bytes_off_by_one += int(np.count_nonzero(d == 1))
         if m:
             xr = x[:m * rs].reshape(m, rs)
             s.lane_diff += np.count_nonzero(xr, axis=0)
@@ -313,321 +343,456 @@ def _scan(dump_a: Dump, dump_b: Dump, layout: RecordLayout, sentinels, min_run: 
 
 # --- heuristics ----------------------------------------------------------------------------------------------
 
-def _n(value: int) -> str:
-    return f"{value:,}"
+
+# --- the engine: candidates from A, the layout and the scan; scored on the differing bytes ------------------
+
+def _n(value) -> str:
+    return f"{int(value):,}"
 
 
 def _rec(layout: RecordLayout, offset: int) -> int:
     return max(0, offset - layout.offset) // layout.record_size
 
 
-def _stride(dump_a, dump_b, layout, model_view, chunk) -> Finding | None:
-    """One side is the lane-padded raw layout of the other (z padded to 4-byte lanes)."""
-    if dump_a.size == dump_b.size:
-        return None
-    big, small, big_name = (dump_a, dump_b, "A") if dump_a.size > dump_b.size else (dump_b, dump_a, "B")
-    small_name = "B" if big_name == "A" else "A"
-    if model_view is not None and getattr(model_view, "layer", None) is not None:
-        found = _stride_model(big, small, big_name, small_name, model_view)
-        if found is not None:
-            return found
-    candidates = []
-    if layout.pad_lanes:
-        candidates.append((layout.record_size, tuple(l for l in range(layout.record_size)
-                                                     if l not in layout.pad_lanes)))
-    for z in range(1, 65):
-        padded = -(-z // 4) * 4
-        if padded != z:
-            candidates.append((padded, tuple(range(z))))
-    for padded, lanes in candidates:
-        z = len(lanes)
-        if not z or big.size % padded or big.size // padded * z != small.size:
-            continue
-        records = big.size // padded
-        agree, pad_const, pad_value = _stride_compare(big, small, padded, lanes, records, chunk)
-        if agree * 2 < records and not pad_const:
-            continue
-        pad_text = f"; its pad lanes hold 0x{pad_value:02x} throughout" if pad_const else ""
-        return Finding("stride", (
-            f"{big_name} is {_n(big.size)} bytes = {_n(records)} records of {padded} (z={z} padded to a "
-            f"{padded}-byte lane) and {small_name} is {_n(small.size)} bytes = {_n(records)} x {z}: "
-            f"{small_name} equals {big_name} with the pad lanes dropped in {_n(agree)} of {_n(records)} records"
-            f"{pad_text}. {big_name} is the chip's raw layout, {small_name} the tensor: relayout needed"),
-            HINTS["stride"],
-            {"raw_side": big_name, "raw_size": big.size, "tensor_size": small.size, "record_size": padded,
-             "z_bytes": z, "data_lanes": list(lanes), "records": records, "records_equal": agree,
-             "ratio": round(big.size / small.size, 6), "pad_constant": pad_value if pad_const else None})
-    return None
+class _DumpSource:
+    """A's bytes for the generators: reads of any range through one open read-only handle."""
+
+    def __init__(self, dump: Dump):
+        self.dump, self.size = dump, dump.size
+        try:
+            self.fh = open(dump.path, "rb", buffering=0)
+        except OSError as exc:
+            raise InputError(f"cannot read: {exc.strerror or exc}", dump.path) from None
+
+    def read(self, lo: int, hi: int) -> np.ndarray:
+        lo, hi = max(0, lo), min(hi, self.size)
+        if hi <= lo:
+            return np.zeros(0, np.uint8)
+        buf = bytearray(hi - lo)
+        self.fh.seek(self.dump.data_offset + lo)
+        got = _read_fully(self.fh, memoryview(buf))
+        if got != hi - lo:
+            raise InputError(f"file shrank while reading (expected {self.size} bytes)", self.dump.path)
+        return np.frombuffer(buf, np.uint8)
+
+    def close(self):
+        self.fh.close()
 
 
-def _stride_compare(big, small, padded, lanes, records, chunk):
-    """Records of `big` whose data lanes equal the matching record of `small`; are the pad lanes one constant?"""
-    z = len(lanes)
-    pad = [l for l in range(padded) if l not in lanes]
-    per = max(1, chunk // padded)
-    agree, pad_value, pad_const = 0, None, bool(pad)
-    with _Readers([big, small], per * padded) as rd:
-        for r in range(0, records, per):
-            k = min(per, records - r)
-            braw = np.frombuffer(rd.read(0, r * padded, (r + k) * padded), np.uint8).reshape(k, padded)
-            sm = np.frombuffer(rd.read(1, r * z, (r + k) * z), np.uint8).reshape(k, z)
-            agree += int(np.count_nonzero((braw[:, list(lanes)] == sm).all(axis=1)))
-            if pad_const:
-                p = braw[:, pad]
-                if pad_value is None:
-                    pad_value = int(p[0, 0])
-                pad_const = bool((p == pad_value).all())
-    return agree, pad_const, pad_value
+class _Region:
+    """The scored positions of B (the whole pair, or sampled blocks): A's and B's bytes there and where they
+    differ (positions past A's end differ)."""
+
+    def __init__(self, src_a, src_b, blocks):
+        self.blocks = blocks
+        self.starts = np.cumsum([0] + [hi - lo for lo, hi in blocks])
+        total = int(self.starts[-1])
+        self.a = np.zeros(total, np.uint8)
+        self.b = np.zeros(total, np.uint8)
+        self.in_a = np.zeros(total, bool)
+        for (lo, hi), off in zip(blocks, self.starts[:-1].tolist()):
+            self.b[off:off + hi - lo] = src_b.read(lo, hi)
+            got = src_a.read(lo, hi)
+            self.a[off:off + len(got)] = got
+            self.in_a[off:off + len(got)] = True
+        self.diff = (self.a != self.b) | ~self.in_a
+        self.pos = np.concatenate([np.arange(lo, hi, dtype=np.int64) for lo, hi in blocks]) if blocks else \
+            np.zeros(0, np.int64)
 
 
-def _stride_model(big, small, big_name, small_name, view) -> Finding | None:
-    from forensics.tflite.relayout import layer_map, relayout
-
-    lmap = layer_map(view.layer)
-    if (big.size, small.size) != (lmap.raw_size, lmap.tensor_size) or lmap.raw_size == lmap.tensor_size:
-        return None
-    tensor = relayout(big.read_array(0, big.size), lmap)
-    other = small.read_array(0, small.size)
-    z = lmap.z_bytes
-    recs = lmap.tensor_size // max(z, 1)
-    equal = int(np.count_nonzero((tensor.reshape(recs, z) == other.reshape(recs, z)).all(axis=1)))
-    name = view.tensor.name
-    return Finding("stride", (
-        f"{big_name} is {_n(big.size)} bytes: {name!r} as the chip writes it (raw size_bytes, z={z} bytes padded "
-        f"to {lmap.z_bytes_padded}); {small_name} is {_n(small.size)} bytes: the TFLite tensor. After relayout "
-        f"{big_name} equals {small_name} in {_n(equal)} of {_n(recs)} records: relayout needed"),
-        HINTS["stride"].replace("--model M --tensor T", f"--tensor {name}"),
-        {"raw_side": big_name, "raw_size": big.size, "tensor_size": small.size, "record_size": lmap.z_bytes_padded,
-         "z_bytes": z, "records": recs, "records_equal": equal, "tensor": name,
-         "ratio": round(big.size / small.size, 6)})
+def _blocks(n_b: int, n_a: int, scan) -> tuple[list, bool]:
+    if n_b <= EXACT_LIMIT:
+        return [(0, n_b)], True
+    starts = [i * (n_b - SAMPLE_BLOCK) // max(1, SAMPLE_BLOCKS // 2 - 1) for i in range(SAMPLE_BLOCKS // 2)]
+    diffs = list(scan.samples)
+    if len(diffs) > SAMPLE_BLOCKS // 2:
+        diffs = [diffs[i * (len(diffs) - 1) // (SAMPLE_BLOCKS // 2 - 1)] for i in range(SAMPLE_BLOCKS // 2)]
+    starts += [p - SAMPLE_BLOCK // 4 for p in diffs]
+    starts += [p - SAMPLE_BLOCK // 2 for p in (scan.first, scan.last, n_a) if p is not None]
+    out = []
+    for s in sorted(min(max(0, s), n_b - SAMPLE_BLOCK) for s in starts):
+        if out and s <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], s + SAMPLE_BLOCK))
+        else:
+            out.append((s, s + SAMPLE_BLOCK))
+    return [(lo, min(hi, n_b)) for lo, hi in out], False
 
 
-def _shift(dump_a, dump_b, scan: _Scan, max_shift: int, chunk: int) -> Finding | None:
-    """B equals A moved by k bytes: windows of B found in A near their own offset, then verified by streaming."""
-    if not scan.samples:
-        return None
+@dataclass
+class _Scored:
+    bug: object
+    hits: np.ndarray          # bool over the region: differing bytes the prediction reproduces
+    false: int                # equal bytes the prediction would have changed
+    missing: bool             # explains B being shorter than A
+    complexity: int = 0
+
+
+def _score(bug, src_a, region: _Region, n_a: int, n_b: int) -> _Scored:
+    hits = np.zeros(region.diff.size, bool)
+    false = np.zeros(region.diff.size, bool)
+    for (lo, hi), off in zip(region.blocks, region.starts[:-1].tolist()):
+        pred, defined, slack = bug.predict(src_a, lo, hi)
+        b = region.b[off:off + hi - lo]
+        ok = slack | (defined & (pred == b))
+        d = region.diff[off:off + hi - lo]
+        hits[off:off + hi - lo] = d & ok
+        false[off:off + hi - lo] = ~d & ~ok
+    missing = n_b < n_a and bug.size_out(n_a) == n_b
+    if isinstance(bug, Stale):
+        false[:] = False  # parts of B rewritten this run are no evidence against staleness elsewhere
+    if isinstance(bug, Shift) and bug.start is None:
+        found = np.flatnonzero(hits)
+        nf = int(np.count_nonzero(false))
+        if found.size and nf > MAX_FALSE * found.size:
+            f, l = int(found[0]), int(found[-1])
+            span_false = int(np.count_nonzero(false[f:l + 1]))
+            s, e = int(region.pos[f]), int(region.pos[l]) + 1
+            if e - s >= SHIFT_WINDOW and span_false <= MAX_FALSE * max(1, found.size):
+                bug = Shift(bug.k, s, e)
+                false[:f] = False
+                false[l + 1:] = False
+    return _Scored(bug, hits, int(np.count_nonzero(false)), missing, _complexity(bug))
+
+
+SHORTLIST = 12          # candidates scored on the whole region after a pre-score on small windows
+
+
+def _shortlist(cands: list, src_a, src_b, region: _Region, n_a: int, n_b: int) -> list:
+    """Pre-score every candidate on a few 2 KiB windows around differing bytes (and spread over B); keep the
+    ones that explain something there, most first."""
+    if len(cands) <= SHORTLIST // 2:
+        return cands
+    idx = np.flatnonzero(region.diff)
+    if not idx.size:
+        return cands
+    picks = region.pos[idx[np.linspace(0, idx.size - 1, min(16, idx.size)).astype(np.int64)]].tolist()
+    picks += [i * max(0, n_b - 2048) // 7 for i in range(8)]
+    blocks = []
+    for p in sorted(min(max(0, p - 512), max(0, n_b - 2048)) for p in picks):
+        if blocks and p <= blocks[-1][1]:
+            blocks[-1] = (blocks[-1][0], min(n_b, max(blocks[-1][1], p + 2048)))
+        else:
+            blocks.append((p, min(n_b, p + 2048)))
+    small = _Region(src_a, src_b, blocks)
+    ranked = []
+    for c in cands:
+        sc = _score(c, src_a, small, n_a, n_b)
+        gain = int(np.count_nonzero(sc.hits)) + (1 << 30 if sc.missing else 0)
+        if gain > 0.02 * max(1, np.count_nonzero(small.diff)):
+            ranked.append((-gain, _RANK.get(c.kind, 99), sc.complexity, len(ranked), c))
+    ranked.sort(key=lambda t: t[:4])
+    return [t[-1] for t in ranked[:SHORTLIST]]
+
+
+def _complexity(bug) -> int:
+    if isinstance(bug, Shift):
+        return abs(bug.k) + (0 if bug.start is None else 1)
+    if isinstance(bug, Signedness):
+        return bug.period * 1000 + len(bug.lanes)
+    if isinstance(bug, LaneSwap):
+        return len(bug.permutation)
+    if isinstance(bug, Strided):
+        return abs(bug.src - bug.dst)
+    if isinstance(bug, Oversize):
+        return bug.offset
+    return 0
+
+
+# --- candidates -------------------------------------------------------------------------------------------
+
+def _shift_votes(dump_a, dump_b, scan, max_shift: int) -> dict:
+    """k -> number of sampled windows of B found in A k bytes earlier (B[j] = A[j - k])."""
     picks = scan.samples
     if len(picks) > SHIFT_SAMPLES:
         picks = [picks[i * (len(picks) - 1) // (SHIFT_SAMPLES - 1)] for i in range(SHIFT_SAMPLES)]
     votes: dict[int, int] = {}
-    windows = 0
     for p in picks:
         if dump_b.size < SHIFT_WINDOW:
             break
-        wlo = min(p, dump_b.size - SHIFT_WINDOW)  # starts at a differing byte: inside a moved block
+        wlo = min(p, dump_b.size - SHIFT_WINDOW)
         window = dump_b.read(wlo, SHIFT_WINDOW)
         if len(set(window)) < 2:
-            continue  # a constant window matches everywhere: no information
-        windows += 1
+            continue
         alo = max(0, wlo - max_shift)
         hay = dump_a.read(alo, min(dump_a.size, wlo + max_shift + SHIFT_WINDOW) - alo)
         found, at = 0, hay.find(window)
-        while at >= 0 and found < 256:
-            k = alo + at - wlo
+        while at >= 0 and found < 64:
+            k = wlo - (alo + at)
             if k:
                 votes[k] = votes.get(k, 0) + 1
             found += 1
             at = hay.find(window, at + 1)
-    if not votes:
-        return None
+    return votes
+
+
+def _divisors(n: int) -> list[int]:
+    out = set()
+    for i in range(1, math.isqrt(n) + 1):
+        if n % i == 0:
+            out.update((i, n // i))
+    return sorted(out)
+
+
+def _pad_periods(src, limit: int = 1 << 18) -> list[tuple[int, int]]:
+    """(period, trailing constant lanes) where every record of that period ends in constant lanes: the
+    repeating pad byte of a lane-padded layout."""
+    data = src.read(0, min(src.size, limit))
+    out = []
+    for p in range(4, min(MAX_STRIDE_Z, len(data) // 8) + 1, 4):
+        m = len(data) // p
+        rec = data[:m * p].reshape(m, p)
+        t = 0
+        while t < 3 and (rec[:, p - 1 - t] == rec[0, p - 1 - t]).all():
+            t += 1
+        if t and not (rec[:, 0] == rec[0, 0]).all():
+            out.append((p, t))
+            if len(out) >= 3:
+                break
+    return out
+
+
+def _model_rows(view) -> list[int]:
+    """Row sizes of the model tensor (bytes in the last 1, 2, ... dims), for pitch."""
+    if view is None:
+        return []
+    shape = [int(d) for d in getattr(view.tensor, "shape", ()) or ()]
+    item = int(getattr(view.tensor, "itemsize", 1) or 1)
+    rows = []
+    for k in range(len(shape) - 1, 0, -1):
+        r = int(np.prod(shape[k:])) * item
+        if r > 1:
+            rows.append(r)
+    return rows
+
+
+def _candidates(dump_a, dump_b, src_a, src_b, layout, scan, region, model_view, previous_src, max_shift,
+                fills) -> list:
+    n_a, n_b = dump_a.size, dump_b.size
+    out = []
+    votes = _shift_votes(dump_a, dump_b, scan, max_shift)
     ranked = sorted(votes, key=lambda k: (-votes[k], abs(k), k))
-    for k in ranked[:4]:
-        lo, hi = max(0, -k), min(dump_b.size, dump_a.size - k)
-        if hi - lo < max(SHIFT_WINDOW, min(dump_a.size, dump_b.size) // 2):
+    for k in ranked[:6]:
+        out.append(Shift(k))
+    # Size changes.
+    if n_b < n_a:
+        out.append(Truncation(n_b))
+    if n_b > n_a:
+        extra = n_b - n_a
+        offsets = {0}
+        for probe in (0, n_a // 2):
+            w = src_a.read(probe, probe + SHIFT_WINDOW).tobytes()
+            if len(w) == SHIFT_WINDOW and len(set(w)) > 1:
+                hay = src_b.read(probe, probe + extra + SHIFT_WINDOW).tobytes()
+                at = hay.find(w)
+                if at >= 0:
+                    offsets.add(at)
+        out += [Oversize(k, extra) for k in sorted(offsets) if k <= extra]
+    # Sentinel runs: a tail run is a truncation, the others fills.
+    for name, pat, hits in fills:
+        tail = [h for h in hits if h[1] == n_b]
+        rest = tuple((s, e) for s, e, _ in hits if e != n_b)
+        if tail:
+            out.append(Truncation(tail[0][0], pat))
+        if rest:
+            out.append(Fill(rest, pat))
+    # Stride: lane padding wrong in either direction.
+    strides = set()
+    lmap = _layer_map(model_view)
+    if lmap is not None and lmap.z_bytes_padded != lmap.z_bytes:
+        strides.add(lmap.z_bytes)
+    if layout.pad_lanes:
+        data = [l for l in range(layout.record_size) if l not in layout.pad_lanes]
+        if data == list(range(len(data))):
+            strides.add(len(data))
+    for src in (src_a, src_b):
+        for p, t in _pad_periods(src):
+            strides.update(p - i for i in range(1, t + 1))
+    if n_a != n_b:
+        for w in range(1, MAX_STRIDE_Z + 1):
+            p = ceil4(w)
+            if p == w:
+                continue
+            for sa, sb in ((p, w), (w, p)):
+                r = n_a // sa
+                if r >= 2 and 0 <= n_a - r * sa < STRIDE_SLACK and 0 <= n_b - r * sb < STRIDE_SLACK:
+                    strides.add(w)
+    for w in sorted(strides):
+        p = ceil4(w)
+        if p != w:
+            out += [Strided(w, p, w, size=n_b), Strided(w, w, p, size=n_b)]
+    # Pitch: rows of A at a fixed pitch in B (or the reverse).
+    rows = set(_model_rows(model_view))
+    if n_a != n_b:
+        ks = [abs(k) for k in ranked[:6]]
+        d = math.gcd(*ks) if ks else 0
+        small, big = min(n_a, n_b), max(n_a, n_b)
+        for r in _divisors(small):
+            row = small // r
+            if r < 2 or row < 8:
+                continue
+            if row in rows or (d and (big - small) % d == 0 and (big - small) // d in (r, r - 1)):
+                rows.add(row)
+            for pitch in ((big - row) // (r - 1) if (big - row) % (r - 1) == 0 else 0,
+                          big // r if big % r == 0 else 0):
+                if pitch > row and pitch - row <= max(4096, row) and (row in rows or pitch % 16 == 0):
+                    rows.add(row)
+    for row in sorted(rows):
+        small = min(n_a, n_b)
+        if row >= small or small % row or n_a == n_b:
             continue
-        if _equal_shifted(dump_a, dump_b, k, lo, hi, chunk):
-            direction = "later" if k < 0 else "earlier"
-            return Finding("shift", (
-                f"B equals A moved by {abs(k)} bytes: B[j] = A[j{'+' if k > 0 else '-'}{abs(k)}] for all "
-                f"{_n(hi - lo)} overlapping bytes (A's data appears {abs(k)} bytes {direction} in B; "
-                f"{windows} sampled windows of B searched within +-{_n(max_shift)} bytes of A)"),
-                HINTS["shift"],
-                {"shift_bytes": -k, "scope": "global", "overlap": [lo, hi], "overlap_bytes": hi - lo,
-                 "windows": windows})
-    # A local shift: every differing byte lies in one span of B that repeats B's own bytes k away and equals A
-    # there (a row or block written twice: a stride bug). A detection that merely moved does not repeat in B.
-    lo, hi = scan.first, scan.last + 1
-    for k in ranked[:4]:
-        if hi - lo < SHIFT_WINDOW or min(lo + k, lo) < 0 or hi + k > min(dump_a.size, dump_b.size):
-            continue
-        if _equal_shifted(dump_a, dump_b, k, lo, hi, chunk) and _equal_shifted(dump_b, dump_b, k, lo, hi, chunk):
-            return Finding("shift", (
-                f"B's differing span 0x{lo:x}-0x{hi:x} ({_n(hi - lo)} bytes) repeats B's own bytes {abs(k)} bytes "
-                f"{'before' if k < 0 else 'after'} them (A holds them there): a block written twice at the wrong "
-                f"place, as a wrong row stride does"),
-                "check the row stride / block addresses used when writing B",
-                {"shift_bytes": -k, "scope": "local", "overlap": [lo, hi], "overlap_bytes": hi - lo,
-                 "windows": windows})
-    return None
+        r = small // row
+        big = max(n_a, n_b)
+        for pitch in {(big - row) // (r - 1) if r > 1 and (big - row) % (r - 1) == 0 else 0,
+                      big // r if big % r == 0 else 0}:
+            if pitch > row:
+                out.append(Strided(row, row, pitch, size=n_b, kind_name="pitch") if n_b > n_a else
+                           Strided(row, pitch, row, size=n_b, kind_name="pitch"))
+    if n_a == n_b:
+        # Byte order of 16/32/64-bit words and 3-byte pixels, whatever the record size.
+        for perm in ((1, 0), (3, 2, 1, 0), (7, 6, 5, 4, 3, 2, 1, 0), (2, 3, 0, 1), (2, 1, 0)):
+            out.append(LaneSwap(perm))
+            if layout.offset % len(perm):
+                out.append(LaneSwap(perm, layout.offset))
+        best = _best_permutation(scan, layout)
+        if best is not None:
+            out.append(LaneSwap(best, layout.offset))
+        out += _signedness_candidates(region, layout)
+    if previous_src is not None:
+        out.append(Stale(previous_src))
+    seen, unique = set(), []
+    for c in out[:MAX_CANDIDATES]:
+        key = c.spec() if not isinstance(c, Stale) else "stale"
+        if key not in seen:
+            seen.add(key)
+            unique.append(c)
+    return unique
 
 
-def _equal_shifted(dump_a, dump_b, k, lo, hi, chunk) -> bool:
-    with _Readers([dump_a, dump_b], chunk) as rd:
-        for j in range(lo, hi, chunk):
-            e = min(hi, j + chunk)
-            if rd.read(1, j, e) != rd.read(0, j + k, e + k):
-                return False
-    return True
-
-
-def _signedness(layout, scan: _Scan) -> Finding | None:
-    """Every byte of some lanes differs by exactly 0x80 (the sign bit) and nothing else differs."""
-    if not scan.records or not scan.bytes_differing:
+def _layer_map(view):
+    layer = getattr(view, "layer", None)
+    if layer is None:
         return None
-    data = [l for l in range(layout.record_size) if l not in layout.pad_lanes]
-    flipped = [l for l in data if scan.lane_x80[l] >= 0.95 * scan.records]
-    if not flipped:
+    from forensics.tflite.relayout import layer_map
+
+    try:
+        return layer_map(layer)
+    except InputError:
         return None
-    x80 = int(scan.lane_x80[data].sum())
-    other = int(scan.lane_diff[data].sum()) - x80
-    quiet = all(scan.lane_diff[l] <= 0.01 * scan.records for l in data if l not in flipped)
-    if other > 0.01 * max(1, x80) or not quiet:
-        return None
-    lanes = ", ".join(str(l) for l in flipped)
-    return Finding("signedness", (
-        f"every byte of lane{'s' if len(flipped) > 1 else ''} {lanes} differs by 0x80 in "
-        f"{_n(int(scan.lane_x80[flipped].min()))} of {_n(scan.records)} records and no other bit differs: one side "
-        f"is the signed (int8) form of the other's uint8"),
-        HINTS["signedness"],
-        {"lanes": flipped, "records": scan.records, "bytes_xor_80": x80,
-         "ratio": round(float(scan.lane_x80[flipped].min()) / scan.records, 6)})
 
 
-_NAMED_PERMS = {
-    (1, 0): "16-bit byte order swapped (endianness)",
-    (3, 2, 1, 0): "32-bit byte order reversed (endianness)",
-    (1, 0, 3, 2): "bytes swapped within each 16-bit half (16-bit endianness)",
-    (2, 3, 0, 1): "16-bit halves swapped",
-    (7, 6, 5, 4, 3, 2, 1, 0): "64-bit byte order reversed (endianness)",
-    (3, 2, 1, 0, 7, 6, 5, 4): "32-bit byte order reversed in each word (endianness)",
-}
-
-
-def _lane_swap(dump_a, dump_b, layout, scan: _Scan, chunk) -> Finding | None:
-    """Bytes permuted within records: the best lane permutation by sampled equality, verified over every record."""
+def _best_permutation(scan, layout) -> tuple | None:
     rs = layout.record_size
-    if scan.lane_eq is None or rs < 2 or not scan.records_differing or dump_a.size != dump_b.size:
+    if scan.lane_eq is None or rs < 2 or not scan.lane_sampled:
         return None
     eq = scan.lane_eq
     best, best_key = None, None
     for perm in itertools.permutations(range(rs)):
         score = int(eq[np.arange(rs), perm].sum())
-        named = 0 if perm in _NAMED_PERMS else 1
-        moved = sum(1 for i, j in enumerate(perm) if i != j)  # equal lanes (pad 80 80) tie: move the fewest
-        key = (-score, moved, named, perm)
+        moved = sum(1 for i, j in enumerate(perm) if i != j)
+        key = (-score, moved, perm)
         if best_key is None or key < best_key:
             best, best_key = perm, key
-    if best == tuple(range(rs)) or -best_key[0] < 0.99 * scan.lane_sampled * rs:
-        return None
-    perm_match, id_match = _records_permuted(dump_a, dump_b, layout, best, chunk)
-    if perm_match < 0.99 * scan.records or id_match > 0.5 * scan.records:
-        return None
-    what = _NAMED_PERMS.get(best, "bytes permuted within each record")
-    mapping = ", ".join(f"B lane {i} = A lane {j}" for i, j in enumerate(best) if i != j)
-    return Finding("lane_swap", (
-        f"{what}: with {mapping}, {_n(perm_match)} of {_n(scan.records)} {rs}-byte records of B equal A's "
-        f"(without the permutation: {_n(id_match)})"),
-        HINTS["lane_swap"],
-        {"permutation": list(best), "record_size": rs, "records": scan.records, "records_matching": perm_match,
-         "records_matching_unpermuted": id_match, "ratio": round(perm_match / scan.records, 6),
-         "endianness": best in _NAMED_PERMS and "endianness" in what})
+    return None if best == tuple(range(rs)) else best
 
 
-def _records_permuted(dump_a, dump_b, layout, perm, chunk) -> tuple[int, int]:
-    rs, off = layout.record_size, layout.offset
-    records = (min(dump_a.size, dump_b.size) - off) // rs if dump_a.size > off else 0
-    per = max(1, chunk // rs)
-    perm_match = id_match = 0
-    with _Readers([dump_a, dump_b], per * rs) as rd:
-        for r in range(0, records, per):
-            k = min(per, records - r)
-            lo, hi = off + r * rs, off + (r + k) * rs
-            a = np.frombuffer(rd.read(0, lo, hi), np.uint8).reshape(k, rs)
-            b = np.frombuffer(rd.read(1, lo, hi), np.uint8).reshape(k, rs)
-            perm_match += int(np.count_nonzero((b == a[:, list(perm)]).all(axis=1)))
-            id_match += int(np.count_nonzero((b == a).all(axis=1)))
-    return perm_match, id_match
-
-
-def _relayout(dump_a, dump_b, layout, scan: _Scan) -> Finding | None:
-    """Same byte histogram, different order, over a large part of the records (a moved detection is legit)."""
-    if dump_a.size != dump_b.size or not scan.bytes_differing or not np.array_equal(scan.hist_a, scan.hist_b):
-        return None
-    records = max(1, scan.records)
-    if scan.records_differing < 0.1 * records:
-        return None
-    details = {"records": scan.records, "records_differing": scan.records_differing,
-               "ratio": round(scan.records_differing / records, 6), "same_records": None}
-    tail = ""
-    if dump_a.size <= RECORD_SET_LIMIT and scan.records:
-        rs, off = layout.record_size, layout.offset
-        a = dump_a.read_array(off, scan.records * rs).reshape(-1, rs)
-        b = dump_b.read_array(off, scan.records * rs).reshape(-1, rs)
-        ua, ca = np.unique(a, axis=0, return_counts=True)
-        ub, cb = np.unique(b, axis=0, return_counts=True)
-        same = ua.shape == ub.shape and np.array_equal(ua, ub) and np.array_equal(ca, cb)
-        details["same_records"] = bool(same)
-        tail = (f"; both hold the same {rs}-byte records, only their positions differ" if same else
-                f"; the {rs}-byte records themselves differ too (bytes moved across record boundaries)")
-    return Finding("relayout", (
-        f"A and B have the same byte histogram (every byte value occurs equally often) but "
-        f"{_n(scan.records_differing)} of {_n(scan.records)} records differ{tail}: the same data in another order"),
-        HINTS["relayout"], details)
-
-
-def _fill(layout, scan: _Scan) -> list[tuple[str, list]]:
-    out = []
-    for name, runs in scan.runs.items():
-        hits = [(s, e, w) for s, e, w in runs.runs if 2 * w >= e - s]
-        if hits:
-            out.append((name, hits))
+def _signedness_candidates(region: _Region, layout) -> list:
+    d = region.diff
+    x80 = d & ((region.a ^ region.b) == 0x80)
+    if np.count_nonzero(x80) < 0.5 * max(1, np.count_nonzero(d)):
+        return []
+    out = [Signedness(1, (0,))]
+    for p in sorted({2, 4, layout.record_size}):
+        if p < 2 or p > MAX_STRIDE_Z:
+            continue
+        lane = (region.pos - layout.offset) % p
+        flipped = np.bincount(lane[x80], minlength=p)
+        total = np.bincount(lane, minlength=p)
+        lanes = tuple(int(i) for i in np.flatnonzero(flipped >= 0.5 * np.maximum(total, 1)))
+        if lanes and len(lanes) < p:
+            out.append(Signedness(p, lanes) if not layout.offset else _OffsetSignedness(p, lanes, layout.offset))
     return out
 
 
-def _fill_finding(layout, fills) -> Finding | None:
-    if not fills:
-        return None
-    parts, ranges, total = [], [], 0
-    for name, hits in fills:
-        n = sum(e - s for s, e, _ in hits)
-        total += n
-        first = hits[0]
-        parts.append(f"{name} in {len(hits)} run{'s' if len(hits) > 1 else ''} of {_n(n)} bytes (first at "
-                     f"0x{first[0]:x}-0x{first[1]:x}, records {_rec(layout, first[0])}-{_rec(layout, first[1] - 1)})")
-        ranges += [{"sentinel": name, "start": s, "end": e} for s, e, _ in hits[:20]]
-    return Finding("fill", (
-        "B holds " + "; ".join(parts) + " where A has data: never written"),
-        HINTS["fill"],
-        {"bytes": total, "ranges": ranges, "sentinels": [name for name, _ in fills]})
+@dataclass(frozen=True)
+class _OffsetSignedness(Signedness):
+    offset: int = 0
+
+    def values(self, source, pos, pred, defined):
+        m = np.isin((pos - self.offset) % self.period, np.asarray(self.lanes)) & defined & (pos >= self.offset)
+        pred[m] ^= 0x80
 
 
-def _truncation(dump_a, dump_b, layout, scan: _Scan, fills) -> Finding | None:
-    if dump_a.size != dump_b.size:
-        short, long_, sname, lname = ((dump_b, dump_a, "B", "A") if dump_b.size < dump_a.size
-                                      else (dump_a, dump_b, "A", "B"))
-        rs = layout.record_size
-        prefix = ("identical" if scan.bytes_differing == 0 else
-                  f"differ in {_n(scan.bytes_differing)} bytes (first at 0x{scan.first:x})")
-        return Finding("truncation", (
-            f"{sname} is {_n(short.size)} bytes and {lname} {_n(long_.size)}: {sname} stops at record "
-            f"{_rec(layout, short.size)} of {_n(-(-max(0, long_.size - layout.offset) // rs))} "
-            f"({_n(long_.size - short.size)} bytes missing); the common {_n(short.size)} bytes are {prefix}"),
-            HINTS["truncation"],
-            {"shorter": sname, "size_a": dump_a.size, "size_b": dump_b.size, "missing_bytes": long_.size - short.size,
-             "stops_at_record": _rec(layout, short.size), "tail_unwritten_from": None,
-             "ratio": round(short.size / long_.size, 6)})
-    for name, hits in fills:
-        s, e, _ = hits[-1]
-        if e == dump_b.size and (e - s >= 64 or e - s >= 0.01 * dump_b.size):
-            return Finding("truncation", (
-                f"B's last {_n(e - s)} bytes (from 0x{s:x}, record {_rec(layout, s)} of "
-                f"{_n(scan.records)}) are {name} where A has data: the device stopped writing at record "
-                f"{_rec(layout, s)}"),
-                HINTS["truncation"],
-                {"shorter": None, "size_a": dump_a.size, "size_b": dump_b.size, "missing_bytes": e - s,
-                 "stops_at_record": _rec(layout, s), "tail_unwritten_from": s, "sentinel": name,
-                 "ratio": round(s / dump_b.size, 6)})
-    return None
+def _fills(scan, sentinels) -> list:
+    out = []
+    pats = dict(sentinels)
+    for name, runs in scan.runs.items():
+        hits = [(s, e, w) for s, e, w in runs.runs if 2 * w >= e - s]
+        if hits:
+            out.append((name, pats[name], hits))
+    return out
+
+
+# --- selection and the result -----------------------------------------------------------------------------
+
+def _select(scored: list, d_total: float, scale: float, missing: int) -> tuple[list, np.ndarray, bool]:
+    """Greedy: the candidate explaining most of what is left (ties: the most specific), while it explains
+    enough and changes (almost) no equal bytes."""
+    union = None
+    chosen, missing_done = [], False
+    remaining = list(scored)
+    while remaining:
+        gains = []
+        for c in remaining:
+            own = float(np.count_nonzero(c.hits)) * scale + (missing if c.missing else 0)
+            if c.false * scale > MAX_FALSE * own:
+                continue
+            new = c.hits if union is None else c.hits & ~union
+            g = float(np.count_nonzero(new)) * scale + (missing if c.missing and not missing_done else 0)
+            need = MIN_SHARE * d_total if not chosen else max(0.01 * d_total, 8)
+            if g >= need and g > 0:
+                gains.append((g, c))
+        if not gains:
+            break
+        top = max(g for g, _ in gains)
+        tied = [c for g, c in gains if g >= 0.98 * top]
+        best = min(tied, key=lambda c: (_RANK.get(c.bug.kind, 99), c.complexity))
+        chosen.append(best)
+        remaining.remove(best)
+        union = best.hits.copy() if union is None else union | best.hits
+        missing_done = missing_done or best.missing
+    if union is None:
+        union = np.zeros(0 if not scored else scored[0].hits.size, bool)
+    return chosen, union, missing_done
+
+
+def _ranges(mask: np.ndarray, pos: np.ndarray, gap: int = 16, limit: int = 8) -> tuple[list, int]:
+    """Byte ranges [start, end) of True positions (absolute offsets), merged across small gaps."""
+    idx = np.flatnonzero(mask)
+    if not idx.size:
+        return [], 0
+    p = pos[idx]
+    breaks = np.flatnonzero(np.diff(p) > gap)
+    starts = np.concatenate(([p[0]], p[breaks + 1]))
+    ends = np.concatenate((p[breaks], [p[-1]])) + 1
+    order = np.argsort(-(ends - starts), kind="stable")[:limit]
+    ranges = sorted([int(starts[i]), int(ends[i])] for i in order)
+    return ranges, int(starts.size)
+
+
+def _where(mask, region, layout, unit: str = "record") -> dict:
+    ranges, count = _ranges(mask, region.pos)
+    rs, off = layout.record_size, layout.offset
+    p = region.pos[mask]
+    recs = np.unique((p[p >= off] - off) // rs) if p.size else np.zeros(0, np.int64)
+    lanes = np.unique((p[p >= off] - off) % rs) if p.size else np.zeros(0, np.int64)
+    return {"ranges": ranges, "range_count": count,
+            f"{unit}s": compress_lanes(recs.tolist()[:100000]) if recs.size <= 4096 else
+            f"{int(recs[0])}-{int(recs[-1])} ({recs.size:,} of them)",
+            "lanes": compress_lanes(lanes.tolist()), "record_size": rs}
+
+
+def _hex_ranges(ranges) -> str:
+    return ", ".join(f"0x{s:x}-0x{e:x}" for s, e in ranges[:4]) + (" ..." if len(ranges) > 4 else "")
 
 
 def _head_window(dump_a, dump_b, layout, scan: _Scan, window: int) -> Finding | None:
@@ -657,52 +822,177 @@ def _head_window(dump_a, dump_b, layout, scan: _Scan, window: int) -> Finding | 
         f"the first {window} bytes are identical in A and B and all `{first.hex(' ')}`, yet "
         f"{_n(differing)} of {_n(later)} later records differ ({where}): the head alone would call these "
         "buffers equal"),
-        HINTS["head_window"],
+        "look at every record (forensics diff / forensics anchors --nonuniform), not the first bytes",
         {"window": window, "head_record": first.hex(" "), "records_differing_after": differing,
          "first_differing_offset": scan.first, "ratio": round(differing / later, 6)})
 
 
-def _stale(dump_a, dump_b, previous: Dump, chunk) -> Finding | None:
-    """Where B differs from A, does it hold the previous run's bytes?"""
-    common = min(dump_a.size, dump_b.size, previous.size)
-    differing = from_previous = 0
-    with _Readers([dump_a, dump_b, previous], chunk) as rd:
-        for lo, hi in block_bounds(common, 0, 1, chunk):
-            a = np.frombuffer(rd.read(0, lo, hi), np.uint8)
-            b = np.frombuffer(rd.read(1, lo, hi), np.uint8)
-            d = a != b
-            nd = int(np.count_nonzero(d))
-            if not nd:
-                continue
-            p = np.frombuffer(rd.read(2, lo, hi), np.uint8)
-            differing += nd
-            from_previous += int(np.count_nonzero(d & (b == p)))
-    differing += abs(dump_a.size - dump_b.size)
-    if not differing or from_previous < 0.9 * differing:
-        return None
-    whole = previous.size == dump_b.size and from_previous == differing and _files_equal(dump_b, previous, chunk)
-    if whole:
-        text = (f"B is byte-identical to the previous run's buffer {previous.path} ({_n(previous.size)} bytes) "
-                f"and differs from A: this run's output was never written (stale buffer)")
+def _records_of(layout, s: int, e: int) -> str:
+    rs, off = layout.record_size, layout.offset
+    first, last = max(0, s - off) // rs, max(0, e - 1 - off) // rs
+    return str(first) if first == last else f"{first}-{last}"
+
+
+def _finding(c: _Scored, region, layout, ctx: dict, explains: float) -> list:
+    """The finding(s) for one chosen candidate: evidence from the simulation's parameters, a hint that is a
+    command or a check with the user's file names."""
+    bug, a, b = c.bug, ctx["a"], ctx["b"]
+    n_a, n_b = ctx["n_a"], ctx["n_b"]
+    where = _where(c.hits, region, layout)
+    details = dict(bug.params())
+    out = []
+    if isinstance(bug, Shift):
+        k = bug.k
+        direction = "later" if k > 0 else "earlier"
+        if bug.start is None:
+            lo, hi = max(0, k), min(n_b, n_a + k)
+            details["overlap"] = [lo, hi]
+            details["overlap_bytes"] = hi - lo
+            text = (f"B equals A moved by {abs(k)} bytes: A's data appears {abs(k)} bytes {direction} in B "
+                    f"(B[j] = A[j{'-' if k > 0 else '+'}{abs(k)}] over the {_n(hi - lo)} overlapping bytes)")
+            hint = (f"check the buffer's start address / DMA offset of {b}: an off-by-{abs(k)} in the descriptor, "
+                    "or a header not skipped")
+        else:
+            s, e = bug.start, bug.end
+            details["overlap"] = [s, e]
+            details["overlap_bytes"] = e - s
+            text = (f"B's bytes 0x{s:x}-0x{e:x} ({_n(e - s)} bytes, records {_records_of(layout, s, e)}) are A's "
+                    f"moved {abs(k)} bytes {direction}; the rest of B matches A: that span (a tile, a row block, "
+                    "a record range) was written at the wrong place")
+            hint = (f"check the address / row stride used for bytes 0x{s:x}-0x{e:x} of {b}: written {abs(k)} bytes "
+                    f"{'late' if k > 0 else 'early'}")
+    elif isinstance(bug, Fill):
+        name = ctx["pattern_names"].get(bug.pattern, f"0x{bug.pattern.hex().upper()}")
+        n = sum(e - s for s, e in bug.ranges)
+        s0, e0 = bug.ranges[0]
+        details = {"bytes": n, "ranges": [{"sentinel": name, "start": s, "end": e} for s, e in bug.ranges[:20]],
+                   "sentinels": [name]}
+        text = (f"B holds {name} in {len(bug.ranges)} run{'s' if len(bug.ranges) > 1 else ''} of {_n(n)} bytes "
+                f"(first at 0x{s0:x}-0x{e0:x}, records {_records_of(layout, s0, e0)}) where A has data: never written")
+        hint = f"those bytes of {b} were never written: check the DMA length / completion before reading the buffer"
+    elif isinstance(bug, Truncation):
+        rs = layout.record_size
+        if bug.pattern is None:
+            short, long_, sname, lname = (n_b, n_a, "B", "A")
+            text = (f"{sname} is {_n(short)} bytes and {lname} {_n(long_)}: {sname} stops at record "
+                    f"{max(0, short - layout.offset) // rs} of {_n(-(-max(0, long_ - layout.offset) // rs))} "
+                    f"({_n(long_ - short)} bytes missing); the common bytes are "
+                    f"{'identical' if not ctx['common_differ'] else 'different too'}")
+            details = {"shorter": "B", "size_a": n_a, "size_b": n_b, "missing_bytes": n_a - n_b,
+                       "stops_at_record": max(0, short - layout.offset) // rs, "tail_unwritten_from": None}
+        else:
+            name = ctx["pattern_names"].get(bug.pattern, f"0x{bug.pattern.hex().upper()}")
+            s = bug.keep
+            rec = max(0, s - layout.offset) // rs
+            text = (f"B's last {_n(n_b - s)} bytes (from 0x{s:x}, record {rec} of {_n(ctx['records'])}) are {name} "
+                    f"where A has data: the device stopped writing at record {rec}")
+            details = {"shorter": None, "size_a": n_a, "size_b": n_b, "missing_bytes": n_b - s,
+                       "stops_at_record": rec, "tail_unwritten_from": s, "sentinel": name}
+            out.append(Finding("fill", (
+                f"B holds {name} in 1 run of {_n(n_b - s)} bytes (first at 0x{s:x}-0x{n_b:x}, records "
+                f"{_records_of(layout, s, n_b)}) where A has data: never written"),
+                f"those bytes of {b} were never written: check the DMA length / completion before reading the buffer",
+                {"bytes": n_b - s, "ranges": [{"sentinel": name, "start": s, "end": n_b}], "sentinels": [name]},
+                explains))
+        hint = f"the copy stopped early: check the transfer size of {b} against the output's size_bytes ({_n(n_a)})"
+    elif isinstance(bug, Oversize):
+        k = bug.offset
+        text = (f"B is {_n(n_b)} bytes and holds all {_n(n_a)} bytes of A at offset {k} ({_n(bug.extra)} extra "
+                "bytes): a larger allocation (a page-rounded DMA buffer, or buffers allocated together) dumped whole")
+        cut = (f"head -c {n_a} {b} > cut.bin" if k == 0 else
+               f"dd if={b} of=cut.bin bs=1 skip={k} count={n_a}")
+        hint = f"compare only A's {_n(n_a)} bytes: cut B with `{cut}`, or dump the layer's size_bytes, not the allocation"
+    elif isinstance(bug, Strided) and bug.kind == "pitch":
+        row, pitch = bug.width, max(bug.src, bug.dst)
+        side = "B" if bug.dst > bug.src else "A"
+        other = "A" if side == "B" else "B"
+        rows = -(-min(n_a, n_b) // row)
+        details.update({"rows": rows, "row_bytes": row, "pitch": pitch, "pitched_side": side})
+        text = (f"{rows} rows of {_n(row)} bytes of {other} appear in {side} at a pitch of {_n(pitch)} bytes "
+                f"({_n(pitch - row)} padding bytes after each row): {side} was written with an aligned row pitch")
+        hint = (f"copy each row of {b if side == 'B' else a} at the tensor's row size ({_n(row)} bytes), dropping "
+                f"the {_n(pitch - row)} pitch padding bytes, or give the consumer the pitch")
+    elif isinstance(bug, Strided):
+        z, sa, sb = bug.width, bug.src, bug.dst
+        recs = min(-(-n_a // sa), -(-n_b // sb))
+        details.update({"records": recs, "raw_side": "A" if sa > sb else "B", "raw_size": n_a if sa > sb else n_b,
+                        "tensor_size": n_b if sa > sb else n_a, "record_size": max(sa, sb),
+                        "data_lanes": compress_lanes(range(z))})
+        padded, packed = ("A", "B") if sa > sb else ("B", "A")
+        text = (f"{padded} holds {_n(recs)} records of z={z} bytes at a {max(sa, sb)}-byte stride (z padded to the "
+                f"4-byte lane), {packed} the same records {min(sa, sb)} bytes apart")
+        if n_a == n_b:
+            text += f" in a buffer of the same size: {packed} was read or written with the wrong stride"
+        elif ctx.get("tensor"):
+            text += f": {padded} is {ctx['tensor']!r} as the chip writes it, {packed} the TFLite tensor"
+        raw = a if padded == "A" else b
+        if ctx.get("model") and ctx.get("tensor") and n_a != n_b:
+            hint = (f"relayout the raw side before comparing: forensics relayout {raw} --model {ctx['model']} "
+                    f"--layer {ctx['tensor']} -o {os.path.splitext(os.path.basename(raw))[0]}.tensor.bin")
+        elif n_a != n_b:
+            hint = (f"relayout the raw side before comparing: forensics relayout {raw} --model MODEL --layer LAYER "
+                    "-o tensor.bin")
+        else:
+            hint = (f"read and write each record at the chip's stride of {max(sa, sb)} bytes (z={z} padded to the "
+                    "4-byte lane; the layer's size_bytes), not at z")
+    elif isinstance(bug, Signedness):
+        lanes = compress_lanes(bug.lanes) if bug.period > 1 else "every byte"
+        details = {"lanes": list(bug.lanes), "lanes_text": lanes, "period": bug.period}
+        what = f"lanes {lanes} of every {bug.period}-byte record" if bug.period > 1 else "every byte"
+        text = (f"the sign bit (0x80) of {what} is flipped and nothing else differs: one side is the signed "
+                "(int8) form of the other's uint8")
+        hint = ("the tensor is signed on one side: flip the MSB of each element (libedgetpu's "
+                "TransformSignedDataType) or fix the declared type")
+    elif isinstance(bug, LaneSwap):
+        mapping = ", ".join(f"B lane {i} = A lane {j}" for i, j in enumerate(bug.permutation) if i != j)
+        text = f"{bug.describe()} in every {len(bug.permutation)}-byte word: {mapping}"
+        hint = (f"bytes of {b} move within each word: check element endianness and the lane / channel order "
+                "the driver assumes")
+    elif isinstance(bug, Stale):
+        rs = layout.record_size
+        ranges = where["ranges"]
+        recs = where["records"]
+        whole = ctx.get("stale_whole", False)
+        details = {"previous": ctx["previous"], "identical_to_previous": whole, "ranges": ranges,
+                   "records": recs, "record_size": rs}
+        text = (f"B is byte-identical to the previous run's buffer {ctx['previous']} and differs from A: this run's "
+                f"output was never written (stale buffer)" if whole else
+                f"where B differs from A it holds the previous run's bytes ({ctx['previous']}) at "
+                f"{_hex_ranges(ranges)} (records {recs}): those parts were not rewritten this run")
+        hint = (f"B ({b}) is an earlier run's output: wait for completion / invalidate the cache before reading")
     else:
-        text = (f"{_n(from_previous)} of the {_n(differing)} bytes where B differs from A hold the previous run's "
-                f"bytes ({previous.path}): those parts were not rewritten this run")
-    return Finding("stale", text, HINTS["stale"],
-                   {"previous": previous.path, "identical_to_previous": whole, "bytes_differing": differing,
-                    "bytes_from_previous": from_previous, "ratio": round(from_previous / differing, 6)})
+        text, hint = bug.kind, ""
+    out.insert(0, Finding(bug.kind, text, hint, details, explains))
+    return out
 
 
-def _files_equal(x: Dump, y: Dump, chunk) -> bool:
-    if x.size != y.size:
-        return False
-    with _Readers([x, y], chunk) as rd:
-        for lo, hi in block_bounds(x.size, 0, 1, chunk):
-            if rd.read(0, lo, hi) != rd.read(1, lo, hi):
-                return False
-    return True
+def _relayout_finding(scan, layout, region, residual_mask, explains) -> Finding:
+    where = _where(residual_mask, region, layout)
+    return Finding("relayout", (
+        f"A and B hold the same bytes (every byte value occurs equally often) but in another order at "
+        f"{_hex_ranges(where['ranges'])} (records {where['records']}): the same data in another order"),
+        "check the tile/stride layout used to copy the output (libedgetpu's check calls this a probable "
+        "re-layout error)",
+        {"records_differing": scan.records_differing, "ranges": where["ranges"]}, explains)
 
 
-# --- entry point -------------------------------------------------------------------------------------------------
+def _characterize(scan, layout, region, mask, dump_a, dump_b, fills) -> dict:
+    """Where the unexplained differences are and what they look like."""
+    where = _where(mask, region, layout)
+    ha, hb = scan.hist_a, scan.hist_b
+    tv = float(np.abs(ha / max(1, ha.sum()) - hb / max(1, hb.sum())).sum() / 2) if ha.sum() else 0.0
+    pad_ok = None
+    if layout.pad_lanes and region.pos.size:
+        rel = region.pos - layout.offset
+        pads = (rel >= 0) & np.isin(rel % layout.record_size, list(layout.pad_lanes)) & region.in_a
+        pad_ok = bool(not np.count_nonzero(region.diff & pads))
+    sized = dump_a.size == dump_b.size
+    well_formed = sized and not fills and tv <= 0.25 and pad_ok is not False
+    return {**where, "max_delta": scan.max_delta if sized else None,
+            "bytes_off_by_one": scan.bytes_off_by_one if sized else None,
+            "histogram_distance": round(tv, 4), "pad_lanes_intact": pad_ok,
+            "looks_like_another_inference": bool(well_formed)}
+
 
 def _as_dump(value, what: str) -> Dump:
     if isinstance(value, Dump):
@@ -713,19 +1003,23 @@ def _as_dump(value, what: str) -> Dump:
 
 
 def diagnose_dumps(dump_a, dump_b, *, layout: RecordLayout | None = None, previous=None, model_view=None,
-                   sentinels=None, min_run: int = DEFAULT_MIN_RUN, max_shift: int = DEFAULT_MAX_SHIFT,
-                   window: int = DEFAULT_WINDOW, chunk: int = DEFAULT_CHUNK) -> DiagnoseResult:
-    """Run every heuristic on the pair A (reference) / B (under test); a clean pair has no findings.
+                   model=None, sentinels=None, tolerance: int | None = None, min_run: int = DEFAULT_MIN_RUN,
+                   max_shift: int = DEFAULT_MAX_SHIFT, window: int = DEFAULT_WINDOW,
+                   chunk: int = DEFAULT_CHUNK) -> DiagnoseResult:
+    """Explain how B (under test) differs from A (reference) with the bug generators; see the module doc.
 
     `layout` (record size, offset, pad lanes) defaults to the model view's, else A's or B's sidecar, else
-    4-byte records. `previous` is an earlier run's buffer (path or Dump) for the stale check. `sentinels`
-    adds `(name, pattern bytes)` prefill patterns to SENTINELS. `layout.count` is not used: the whole common
-    length is examined.
+    4-byte records; it places records and lanes in the text but never changes which bug is named.
+    `model_view` (forensics.modeldumps.tensor_view) adds the model's tensor shape and Edge TPU layer map;
+    `model` is the model's path for hints. `previous` is an earlier run's buffer (path or Dump) for stale.
+    `tolerance` K: same-size pairs whose bytes differ by at most K are WITHIN TOLERANCE (exit 0).
     """
     dump_a, dump_b = _as_dump(dump_a, "dump_a"), _as_dump(dump_b, "dump_b")
     prev = _as_dump(previous, "previous") if previous is not None else None
     if min_run <= 0 or window <= 0 or max_shift < 0 or chunk <= 0:
         raise InputError("min_run, window and chunk must be positive and max_shift not negative")
+    if tolerance is not None and tolerance < 0:
+        raise InputError(f"tolerance must not be negative, got {tolerance}")
     if layout is None:
         if model_view is not None:
             layout = model_view.layout
@@ -736,45 +1030,84 @@ def diagnose_dumps(dump_a, dump_b, *, layout: RecordLayout | None = None, previo
         raise InputError(f"offset {layout.offset} is past the end of the data ({shorter.size} bytes)", shorter.path)
     pats = tuple(SENTINELS) + tuple((str(n), bytes(p)) for n, p in (sentinels or ()) if p)
     scan = _scan(dump_a, dump_b, layout, pats, min_run, chunk)
+    n_a, n_b = dump_a.size, dump_b.size
+    base = dict(path_a=dump_a.path, path_b=dump_b.path, size_a=n_a, size_b=n_b, crc32_a=scan.crc_a,
+                crc32_b=scan.crc_b, record_size=layout.record_size, records_compared=scan.records,
+                records_differing=scan.records_differing, bytes_differing=scan.bytes_differing,
+                first_differing_offset=scan.first, previous=prev.path if prev is not None else None,
+                tolerance=tolerance)
+    if n_a == n_b and scan.bytes_differing == 0:
+        return DiagnoseResult(**base, findings=(), verdict="IDENTICAL", explained_fraction=1.0)
+    if tolerance is not None and n_a == n_b and scan.max_delta <= tolerance:
+        return DiagnoseResult(**base, findings=(), verdict="WITHIN TOLERANCE", explained_fraction=1.0,
+                              hint=f"every byte is within {tolerance} LSB of A's")
 
-    findings: list[Finding] = []
-    same = dump_a.size == dump_b.size and scan.bytes_differing == 0
-    if not same:
-        stride = _stride(dump_a, dump_b, layout, model_view, chunk)
-        if stride is not None:
-            findings.append(stride)
+    src_a, src_b = _DumpSource(dump_a), _DumpSource(dump_b)
+    prev_src = _DumpSource(prev) if prev is not None else None
+    try:
+        blocks, exact = _blocks(n_b, n_a, scan)
+        region = _Region(src_a, src_b, blocks)
+        fills = _fills(scan, pats)
+        cands = _candidates(dump_a, dump_b, src_a, src_b, layout, scan, region, model_view, prev_src, max_shift,
+                            fills)
+        d_b = scan.bytes_differing + max(0, n_b - n_a)
+        missing = max(0, n_a - n_b)
+        d_total = d_b + missing
+        d_s = int(np.count_nonzero(region.diff))
+        scale = d_b / d_s if d_s else 0.0
+        scored = [_score(c, src_a, region, n_a, n_b) for c in _shortlist(cands, src_a, src_b, region, n_a, n_b)]
+        chosen, union, missing_done = _select(scored, d_total, scale, missing)
+        explained = float(np.count_nonzero(union)) * scale + (missing if missing_done else 0)
+        names = {bytes(p): n for n, p in pats}
+        ctx = {"a": dump_a.path, "b": dump_b.path, "n_a": n_a, "n_b": n_b, "pattern_names": names,
+               "records": scan.records, "common_differ": scan.bytes_differing > 0, "model": model,
+               "tensor": getattr(getattr(model_view, "tensor", None), "name", None),
+               "previous": prev.path if prev is not None else None}
+        findings: list[Finding] = []
+        for c in chosen:
+            if isinstance(c.bug, Stale):
+                ctx["stale_whole"] = prev.size == n_b and c.false == 0 and \
+                    int(np.count_nonzero(c.hits)) == d_s and exact
+            own = float(np.count_nonzero(c.hits)) * scale + (missing if c.missing else 0)
+            findings += _finding(c, region, layout, ctx, round(min(1.0, own / d_total), 6) if d_total else 0.0)
+        residual_mask = region.diff & ~union if union.size else region.diff
+        residual_bytes = float(np.count_nonzero(residual_mask)) * scale + (0 if missing_done else missing)
+        if (n_a == n_b and residual_bytes >= max(64, 0.01 * n_b) and np.array_equal(scan.hist_a, scan.hist_b)):
+            findings.append(_relayout_finding(scan, layout, region, residual_mask,
+                                              round(residual_bytes / d_total, 6)))
+            explained, residual_bytes = float(d_total), 0.0
+            residual_mask = np.zeros_like(residual_mask)
+        head = _head_window(dump_a, dump_b, layout, scan, window)
+        if head is not None:
+            findings.append(head)
+    finally:
+        for s in (src_a, src_b, prev_src):
+            if s is not None:
+                s.close()
+    fraction = round(min(1.0, explained / d_total), 6) if d_total else 1.0
+    named = [f for f in findings if f.kind != "head_window"]
+    if named and fraction >= EXPLAINED_SHARE:
+        verdict = "EXPLAINED"
+    elif named:
+        verdict = "PARTLY EXPLAINED"
+    else:
+        verdict = "UNEXPLAINED"
+    residual = None
+    if residual_bytes > 0:
+        residual = {"bytes": int(round(residual_bytes)), "fraction": round(residual_bytes / d_total, 6),
+                    **_where(residual_mask, region, layout)}
+        if missing and not missing_done:
+            residual["missing_bytes"] = missing
+    characterization, hint = None, ""
+    if verdict != "EXPLAINED":
+        characterization = _characterize(scan, layout, region, residual_mask, dump_a, dump_b, fills)
+        if characterization["looks_like_another_inference"]:
+            hint = ("B looks like a well-formed output of another inference (pad lanes intact, value histogram "
+                    "like A's): a stale buffer or a different input. Compare the input CRCs "
+                    "(forensics crc INPUT_A INPUT_B) and rerun with --previous PREVIOUS_B")
         else:
-            shift = _shift(dump_a, dump_b, scan, max_shift, chunk)
-            if shift is not None:
-                findings.append(shift)
-            else:
-                for found in (_signedness(layout, scan), _lane_swap(dump_a, dump_b, layout, scan, chunk)):
-                    if found is not None:
-                        findings.append(found)
-                if not findings:
-                    found = _relayout(dump_a, dump_b, layout, scan)
-                    if found is not None:
-                        findings.append(found)
-            fills = _fill(layout, scan)
-            fill = _fill_finding(layout, fills)
-            if fill is not None:
-                findings.append(fill)
-            trunc = _truncation(dump_a, dump_b, layout, scan, fills)
-            if trunc is not None and not (shift is not None and trunc["shorter"] is not None
-                                          and abs(dump_a.size - dump_b.size) == abs(shift["shift_bytes"])):
-                findings.append(trunc)
-            head = _head_window(dump_a, dump_b, layout, scan, window)
-            if head is not None:
-                findings.append(head)
-        if prev is not None:
-            stale = _stale(dump_a, dump_b, prev, chunk)
-            if stale is not None:
-                findings.append(stale)
+            hint = (f"look at the differing records: forensics diff {dump_a.path} {dump_b.path}")
     order = {k: i for i, k in enumerate(KINDS)}
-    findings.sort(key=lambda f: order.get(f.kind, len(order)))
-    return DiagnoseResult(
-        path_a=dump_a.path, path_b=dump_b.path, size_a=dump_a.size, size_b=dump_b.size,
-        crc32_a=scan.crc_a, crc32_b=scan.crc_b, record_size=layout.record_size,
-        records_compared=scan.records, records_differing=scan.records_differing,
-        bytes_differing=scan.bytes_differing, first_differing_offset=scan.first,
-        findings=tuple(findings), previous=prev.path if prev is not None else None)
+    findings.sort(key=lambda f: (-f.explains if f.kind != "head_window" else 2, order.get(f.kind, 99)))
+    return DiagnoseResult(**base, findings=tuple(findings), verdict=verdict, explained_fraction=fraction,
+                          residual=residual, characterization=characterization, exact=exact, hint=hint)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from forensics.cli.args import add_layout_flags, hex_pattern, non_negative_int, positive_int
 
-EXIT_CLEAN, EXIT_FOUND = 0, 1
 
 
 def _context(args, dump_a, dump_b):
@@ -38,13 +37,28 @@ def cmd_diagnose(args, out) -> int:
     context = _context(args, dump_a, dump_b)
     sentinels = [(f"0x{p.hex().upper()}", p) for p in (args.sentinel or ())]
     result = diagnose_dumps(dump_a, dump_b, layout=context.layout, previous=previous, model_view=context.view,
-                            sentinels=sentinels, min_run=args.min_run, max_shift=args.max_shift,
-                            window=args.window)
+                            model=args.model, sentinels=sentinels, tolerance=_tolerance(args),
+                            min_run=args.min_run, max_shift=args.max_shift, window=args.window)
     if args.json:
         out.json(result.to_dict())
     else:
         out.print(*render_diagnose(result))
-    return EXIT_FOUND if result.findings else EXIT_CLEAN
+    return result.exit_code
+
+
+def _tolerance(args):
+    """--tolerance K or --atol Klsb (LSB of the uint8 elements); None without either."""
+    from forensics.errors import InputError
+
+    if args.atol is None:
+        return args.tolerance
+    text = args.atol.strip().lower()
+    number = text[:-3] if text.endswith("lsb") else text
+    if not number.isdigit():
+        raise InputError(f"--atol {args.atol!r}: diagnose compares bytes, give whole LSB (e.g. --atol 1lsb)")
+    if args.tolerance is not None and args.tolerance != int(number):
+        raise InputError("give either --tolerance or --atol, not both")
+    return int(number)
 
 
 def register(subparsers, parents) -> None:
@@ -52,15 +66,19 @@ def register(subparsers, parents) -> None:
         "diagnose", parents=parents, help="name the classic bring-up bug behind two differing dumps",
         description="Compare A (reference) with B (under test) and name the usual bugs with their evidence: "
                     "shift, fill (never written), stride (raw vs tensor layout), relayout, signedness, lane_swap "
-                    "(endianness), truncation, stale (with --previous), head_window. Exit 0 when no pattern "
-                    "fires (identical, or legitimately different), 1 with findings, 2 on bad input.")
+                    "(endianness), truncation, oversize, pitch, stale (with --previous), head_window. Verdicts: "
+                    "IDENTICAL and WITHIN TOLERANCE exit 0; EXPLAINED, PARTLY EXPLAINED and UNEXPLAINED exit 1 "
+                    "(a differing pair never exits 0 without a tolerance); 2 on bad input.")
     p.add_argument("a", metavar="A", help="reference dump (e.g. libedgetpu's)")
     p.add_argument("b", metavar="B", help="dump under test (e.g. your driver's)")
     p.add_argument("--previous", metavar="FILE", default=None,
                    help="the same buffer from an earlier run: is B stale (not rewritten this run)?")
     p.add_argument("--model", metavar="MODEL", default=None, help="the .tflite the dumps come from (with --tensor)")
     p.add_argument("--tensor", metavar="NAME", default=None,
-                   help="output tensor the dumps hold: raw (chip layout) or tensor sizes are recognised")
+                   help="tensor the dumps hold (input or output): raw (chip layout) or tensor sizes are recognised")
+    p.add_argument("--tolerance", type=non_negative_int, default=None, metavar="K",
+                   help="same-size pairs whose bytes differ by at most K LSB are WITHIN TOLERANCE (exit 0)")
+    p.add_argument("--atol", default=None, metavar="KLSB", help="the same as --tolerance K, written Klsb (1lsb)")
     add_layout_flags(p, count=False)
     p.add_argument("--sentinel", type=hex_pattern, action="append", metavar="HEX",
                    help="another prefill pattern to look for (besides cc, aa, 00, ff, cd, deadbeef, baadf00d)")
