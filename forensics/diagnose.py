@@ -47,8 +47,8 @@ LANE_SAMPLE = 8192            # records per chunk that feed the lane-equality ma
 MAX_LANE_RECORD = 8           # lane permutations are searched exhaustively up to this record size
 _HIST_SLICE = 1 << 16
 EXACT_LIMIT = 2 << 20         # pairs up to this size are scored on every byte
-SAMPLE_BLOCKS = 32            # larger pairs: this many blocks ...
-SAMPLE_BLOCK = 32 << 10       # ... of this size
+SAMPLE_BLOCKS = 24            # larger pairs: this many blocks ...
+SAMPLE_BLOCK = 24 << 10       # ... of this size
 EXPLAINED_SHARE = 0.99        # EXPLAINED when the findings account for this share of the differing bytes
 MIN_SHARE = 0.05              # a candidate must explain this share of the differing bytes (or of what is left)
 MAX_FALSE = 0.05              # ... and change at most this many equal bytes per byte it explains
@@ -396,8 +396,21 @@ class _Region:
             self.a[off:off + len(got)] = got
             self.in_a[off:off + len(got)] = True
         self.diff = (self.a != self.b) | ~self.in_a
-        self.pos = np.concatenate([np.arange(lo, hi, dtype=np.int64) for lo, hi in blocks]) if blocks else \
-            np.zeros(0, np.int64)
+        self.lows = np.asarray([lo for lo, _ in blocks], np.int64)
+
+    def at(self, idx, step: int = 1) -> np.ndarray:
+        """Absolute offsets in B of region indices `idx` (an int array, or a bool mask over the region: then
+        every `step`-th True position)."""
+        if np.asarray(idx).dtype == bool:
+            parts, phase = [], 0
+            for lo, s, e in zip(self.lows.tolist(), self.starts[:-1].tolist(), self.starts[1:].tolist()):
+                hit = np.flatnonzero(idx[s:e])
+                parts.append(hit[phase::step] + lo)
+                phase = (phase - hit.size) % step
+            return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+        idx = np.asarray(idx, np.int64)
+        block = np.searchsorted(self.starts, idx, side="right") - 1
+        return self.lows[block] + (idx - self.starts[block])
 
 
 def _blocks(n_b: int, n_a: int, scan) -> tuple[list, bool]:
@@ -421,10 +434,15 @@ def _blocks(n_b: int, n_a: int, scan) -> tuple[list, bool]:
 @dataclass
 class _Scored:
     bug: object
-    hits: np.ndarray          # bool over the region: differing bytes the prediction reproduces
+    packed: np.ndarray        # bits over the region: differing bytes the prediction reproduces
     false: int                # equal bytes the prediction would have changed
     missing: bool             # explains B being shorter than A
     complexity: int = 0
+    size: int = 0
+
+    @property
+    def hits(self) -> np.ndarray:
+        return np.unpackbits(self.packed, count=self.size).view(bool)
 
 
 def _score(bug, src_a, region: _Region, n_a: int, n_b: int) -> _Scored:
@@ -441,17 +459,17 @@ def _score(bug, src_a, region: _Region, n_a: int, n_b: int) -> _Scored:
     if isinstance(bug, Stale):
         false[:] = False  # parts of B rewritten this run are no evidence against staleness elsewhere
     if isinstance(bug, Shift) and bug.start is None:
-        found = np.flatnonzero(hits)
+        found = int(np.count_nonzero(hits))
         nf = int(np.count_nonzero(false))
-        if found.size and nf > MAX_FALSE * found.size:
-            f, l = int(found[0]), int(found[-1])
+        if found and nf > MAX_FALSE * found:
+            f, l = int(np.argmax(hits)), hits.size - 1 - int(np.argmax(hits[::-1]))
             span_false = int(np.count_nonzero(false[f:l + 1]))
-            s, e = int(region.pos[f]), int(region.pos[l]) + 1
-            if e - s >= SHIFT_WINDOW and span_false <= MAX_FALSE * max(1, found.size):
+            s, e = int(region.at([f])[0]), int(region.at([l])[0]) + 1
+            if e - s >= SHIFT_WINDOW and span_false <= MAX_FALSE * found:
                 bug = Shift(bug.k, s, e)
                 false[:f] = False
                 false[l + 1:] = False
-    return _Scored(bug, hits, int(np.count_nonzero(false)), missing, _complexity(bug))
+    return _Scored(bug, np.packbits(hits), int(np.count_nonzero(false)), missing, _complexity(bug), hits.size)
 
 
 SHORTLIST = 12          # candidates scored on the whole region after a pre-score on small windows
@@ -465,7 +483,7 @@ def _shortlist(cands: list, src_a, src_b, region: _Region, n_a: int, n_b: int) -
     idx = np.flatnonzero(region.diff)
     if not idx.size:
         return cands
-    picks = region.pos[idx[np.linspace(0, idx.size - 1, min(16, idx.size)).astype(np.int64)]].tolist()
+    picks = region.at(idx[np.linspace(0, idx.size - 1, min(16, idx.size)).astype(np.int64)]).tolist()
     picks += [i * max(0, n_b - 2048) // 7 for i in range(8)]
     blocks = []
     for p in sorted(min(max(0, p - 512), max(0, n_b - 2048)) for p in picks):
@@ -704,8 +722,8 @@ def _signedness_candidates(region: _Region, layout) -> list:
     for p in sorted({2, 4, layout.record_size}):
         if p < 2 or p > MAX_STRIDE_Z:
             continue
-        lane = (region.pos - layout.offset) % p
-        flipped = np.bincount(lane[x80], minlength=p)
+        lane = (region.at(d) - layout.offset) % p
+        flipped = np.bincount(lane[x80[d]], minlength=p)
         total = np.bincount(lane, minlength=p)
         lanes = tuple(int(i) for i in np.flatnonzero(flipped >= 0.5 * np.maximum(total, 1)))
         if lanes and len(lanes) < p:
@@ -765,12 +783,10 @@ def _select(scored: list, d_total: float, scale: float, missing: int) -> tuple[l
     return chosen, union, missing_done
 
 
-def _ranges(mask: np.ndarray, pos: np.ndarray, gap: int = 16, limit: int = 8) -> tuple[list, int]:
-    """Byte ranges [start, end) of True positions (absolute offsets), merged across small gaps."""
-    idx = np.flatnonzero(mask)
-    if not idx.size:
+def _ranges(p: np.ndarray, gap: int = 16, limit: int = 8) -> tuple[list, int]:
+    """Byte ranges [start, end) of sorted absolute offsets, merged across small gaps."""
+    if not p.size:
         return [], 0
-    p = pos[idx]
     breaks = np.flatnonzero(np.diff(p) > gap)
     starts = np.concatenate(([p[0]], p[breaks + 1]))
     ends = np.concatenate((p[breaks], [p[-1]])) + 1
@@ -780,9 +796,10 @@ def _ranges(mask: np.ndarray, pos: np.ndarray, gap: int = 16, limit: int = 8) ->
 
 
 def _where(mask, region, layout, unit: str = "record") -> dict:
-    ranges, count = _ranges(mask, region.pos)
+    step = max(1, int(np.count_nonzero(mask)) >> 16)  # huge residuals: summarise every step-th offset
+    p = region.at(mask, step)
+    ranges, count = _ranges(p, gap=16 * step)
     rs, off = layout.record_size, layout.offset
-    p = region.pos[mask]
     recs = np.unique((p[p >= off] - off) // rs) if p.size else np.zeros(0, np.int64)
     lanes = np.unique((p[p >= off] - off) % rs) if p.size else np.zeros(0, np.int64)
     return {"ranges": ranges, "range_count": count,
@@ -982,10 +999,9 @@ def _characterize(scan, layout, region, mask, dump_a, dump_b, fills) -> dict:
     ha, hb = scan.hist_a, scan.hist_b
     tv = float(np.abs(ha / max(1, ha.sum()) - hb / max(1, hb.sum())).sum() / 2) if ha.sum() else 0.0
     pad_ok = None
-    if layout.pad_lanes and region.pos.size:
-        rel = region.pos - layout.offset
-        pads = (rel >= 0) & np.isin(rel % layout.record_size, list(layout.pad_lanes)) & region.in_a
-        pad_ok = bool(not np.count_nonzero(region.diff & pads))
+    if layout.pad_lanes and region.diff.size:
+        rel = region.at(region.diff & region.in_a) - layout.offset
+        pad_ok = not np.isin(rel[rel >= 0] % layout.record_size, list(layout.pad_lanes)).any()
     sized = dump_a.size == dump_b.size
     well_formed = sized and not fills and tv <= 0.25 and pad_ok is not False
     return {**where, "max_delta": scan.max_delta if sized else None,

@@ -357,7 +357,7 @@ BUG_HELP = (
     ("signedness", "signedness[:PERIOD[:LANES]]", "the sign bit of those lanes (default all bytes) is flipped"),
     ("lane_swap", "lane_swap:16|32|64|halves|rgb|P,E,R,M", "bytes permuted in every word (byte order, RGB/BGR)"),
     ("relayout", "relayout:RECORD[:SEED]", "B's RECORD-byte records are A's in a shuffled order"),
-    ("stale", "stale[:START-END,...]", "those bytes (default all) hold the previous run's buffer (previous=)"),
+    ("stale", "stale[:START-END,...]", "those bytes (default all) hold the previous run's buffer (--previous)"),
 )
 
 
@@ -417,8 +417,8 @@ def parse_bug(spec: str, size: int, previous=None) -> Bug:
                 raise InputError("oversize needs EXTRA > 0 and 0 <= OFFSET <= EXTRA")
             return Oversize(offset, extra)
         if kind == "stride":
-            z, src, dst = (_int(a, n) for a, n in zip(args[:3], ("Z", "SRC", "DST")))
-            if len(args) < 3 or z <= 0 or src < z or dst < z or src == dst and src == z:
+            z, src, dst = (_int(args[i], n) for i, n in enumerate(("Z", "SRC", "DST")))
+            if z <= 0 or src < z or dst < z or src == dst and src == z:
                 raise InputError("stride needs Z <= SRC, Z <= DST and a padded side (e.g. stride:91:92:91)")
             return Strided(z, src, dst, pad=_hex(args[3])[0] if len(args) > 3 else None)
         if kind == "pitch":

@@ -35,7 +35,7 @@ COMMAND_HOMES = {
     "graph": "forensics.cli.model", "extract": "forensics.cli.model", "relayout": "forensics.cli.model",
     "decode": "forensics.cli.decode", "tail": "forensics.cli.decode", "anchors-gen": "forensics.cli.decode",
     "capture": "forensics.cli.runs", "ingest": "forensics.cli.runs", "compare": "forensics.cli.runs",
-    "diagnose": "forensics.cli.diagnose",
+    "diagnose": "forensics.cli.diagnose", "simulate": "forensics.cli.diagnose",
     "csr": "forensics.cli.csr",
 }
 

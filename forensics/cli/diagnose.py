@@ -89,3 +89,34 @@ def register(subparsers, parents) -> None:
     p.add_argument("--max-shift", type=non_negative_int, default=64 << 10, metavar="BYTES",
                    help="search for shifts up to this many bytes either way (default 65536)")
     p.set_defaults(handler=cmd_diagnose)
+
+    p = subparsers.add_parser(
+        "simulate", parents=parents, help="what a reference dump becomes under a named driver bug",
+        description="Apply a bug generator (the same ones diagnose scores) to A and write B, e.g. to decode and "
+                    "draw a bug's downstream effect or to test a checker. --bug list shows the kinds.")
+    p.add_argument("a", metavar="A", nargs="?", help="reference dump")
+    p.add_argument("--bug", required=True, metavar="KIND[:PARAMS]", help="e.g. shift:4, stride:91:92:91, list")
+    p.add_argument("-o", "--output", metavar="B", default=None, help="where to write the buggy dump")
+    p.add_argument("--previous", metavar="FILE", default=None, help="the earlier run's buffer (for stale)")
+    p.set_defaults(handler=cmd_simulate)
+
+
+def cmd_simulate(args, out) -> int:
+    from forensics.errors import InputError
+    from forensics.render.diagnose import render_bug_list
+    from forensics.simulate import BUG_HELP, simulate
+
+    if args.bug == "list":
+        if args.json:
+            out.json({"bugs": [{"kind": k, "usage": u, "description": d} for k, u, d in BUG_HELP]})
+        else:
+            out.print(render_bug_list(BUG_HELP))
+        return 0
+    if args.a is None or args.output is None:
+        raise InputError("simulate needs A and -o B (or --bug list)")
+    result = simulate(args.a, args.bug, previous=args.previous, output=args.output)
+    if args.json:
+        out.json(result.to_dict())
+    else:
+        out.print(f"wrote {result.output} ({result.size_b:,} bytes)")
+    return 0

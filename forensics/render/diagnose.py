@@ -72,7 +72,7 @@ def render_diagnose(result) -> list:
         table.add_column("evidence", ratio=3)
         table.add_column("what to do", ratio=2)
         for f in result.findings:
-            table.add_row(f.kind, "-" if f.kind == "head_window" else _pct(f.explains), f.evidence, f.hint)
+            table.add_row(f.kind, "-" if f.kind == "head_window" else _pct(f.explains), Text(f.evidence), Text(f.hint))
         out.append(table)
     lines = Text()
     if result.residual:
@@ -92,3 +92,14 @@ def render_diagnose(result) -> list:
         lines.rstrip()
         out.append(lines)
     return out
+
+
+def render_bug_list(rows) -> Table:
+    """`forensics simulate --bug list`: kind, parameters, what it does."""
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, expand=False)
+    table.add_column("kind", style="bold", no_wrap=True)
+    table.add_column("--bug", no_wrap=True)
+    table.add_column("what B becomes")
+    for kind, usage, text in rows:
+        table.add_row(Text(kind), Text(usage), Text(text))
+    return table
