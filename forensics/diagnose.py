@@ -53,6 +53,7 @@ EXPLAINED_SHARE = 0.99        # EXPLAINED when the findings account for this sha
 MIN_SHARE = 0.05              # a candidate must explain this share of the differing bytes (or of what is left)
 MAX_FALSE = 0.05              # ... and change at most this many equal bytes per byte it explains
 MAX_STRIDE_Z = 4096
+RECORD_SET_LIMIT = 16 << 20   # relayout: compare the record multisets too when a dump is at most this big
 STRIDE_SLACK = 64             # bytes after the last record a layout may leave (size_bytes 176,368 = 1,917 x 92 + 4)
 MAX_CANDIDATES = 400
 
@@ -64,6 +65,8 @@ SENTINELS = (
     ("BAADF00D", bytes.fromhex("0df0adba")), ("BAADF00D (big endian)", bytes.fromhex("baadf00d")),
 )
 
+_DISPLAY = ("stride", "pitch", "oversize", "shift", "signedness", "lane_swap", "relayout", "fill", "truncation",
+            "stale", "head_window")
 # Most specific first: when two candidates explain the same bytes, the earlier kind names them.
 _RANK = {k: i for i, k in enumerate(KINDS)}
 
@@ -80,7 +83,7 @@ class Finding:
     explains: float = 0.0
 
     def __getitem__(self, key):
-        return self.details[key]
+        return self.to_dict()[key]
 
     def to_dict(self) -> dict:
         return {"kind": self.kind, "evidence": self.evidence, "hint": self.hint, "explains": self.explains,
@@ -936,6 +939,7 @@ def _finding(c: _Scored, region, layout, ctx: dict, explains: float) -> list:
                         "tensor_size": n_b if sa > sb else n_a, "record_size": max(sa, sb),
                         "data_lanes": compress_lanes(range(z))})
         padded, packed = ("A", "B") if sa > sb else ("B", "A")
+        details.update(_stride_evidence(bug, ctx, region, recs))
         text = (f"{padded} holds {_n(recs)} records of z={z} bytes at a {max(sa, sb)}-byte stride (z padded to the "
                 f"4-byte lane), {packed} the same records {min(sa, sb)} bytes apart")
         if n_a == n_b:
@@ -953,9 +957,13 @@ def _finding(c: _Scored, region, layout, ctx: dict, explains: float) -> list:
             hint = (f"read and write each record at the chip's stride of {max(sa, sb)} bytes (z={z} padded to the "
                     "4-byte lane; the layer's size_bytes), not at z")
     elif isinstance(bug, Signedness):
-        lanes = compress_lanes(bug.lanes) if bug.period > 1 else "every byte"
-        details = {"lanes": list(bug.lanes), "lanes_text": lanes, "period": bug.period}
-        what = f"lanes {lanes} of every {bug.period}-byte record" if bug.period > 1 else "every byte"
+        rs = layout.record_size
+        period, lanes = bug.period, list(bug.lanes)
+        if rs % period == 0:  # the same flip, said in the layout's records
+            period, lanes = rs, [l for l in range(rs) if l % bug.period in bug.lanes]
+        text_lanes = compress_lanes(lanes)
+        details = {"lanes": lanes, "lanes_text": text_lanes, "period": period, "word_bytes": bug.period}
+        what = (f"lanes {text_lanes} of every {period}-byte record" if len(lanes) < period else "every byte")
         text = (f"the sign bit (0x80) of {what} is flipped and nothing else differs: one side is the signed "
                 "(int8) form of the other's uint8")
         hint = ("the tensor is signed on one side: flip the MSB of each element (libedgetpu's "
@@ -971,7 +979,7 @@ def _finding(c: _Scored, region, layout, ctx: dict, explains: float) -> list:
         recs = where["records"]
         whole = ctx.get("stale_whole", False)
         details = {"previous": ctx["previous"], "identical_to_previous": whole, "ranges": ranges,
-                   "records": recs, "record_size": rs}
+                   "records": recs, "record_size": rs, "ratio": explains}
         text = (f"B is byte-identical to the previous run's buffer {ctx['previous']} and differs from A: this run's "
                 f"output was never written (stale buffer)" if whole else
                 f"where B differs from A it holds the previous run's bytes ({ctx['previous']}) at "
@@ -983,14 +991,45 @@ def _finding(c: _Scored, region, layout, ctx: dict, explains: float) -> list:
     return out
 
 
-def _relayout_finding(scan, layout, region, residual_mask, explains) -> Finding:
+def _stride_evidence(bug, ctx, region, recs) -> dict:
+    """Records whose z data bytes B holds exactly where the stride puts them, and the padded side's pad byte
+    when it is one constant (on pairs scored exactly; None otherwise)."""
+    if not ctx["exact"]:
+        return {"records_equal": None, "pad_constant": None}
+    src_a, src_b = ctx["src_a"], ctx["src_b"]
+    z, sa, sb = bug.width, bug.src, bug.dst
+    a = src_a.read(0, src_a.size)
+    b = src_b.read(0, src_b.size)
+    n = min(recs, len(a) // sa + (len(a) % sa >= z), len(b) // sb + (len(b) % sb >= z))
+    ia = (np.arange(n)[:, None] * sa + np.arange(z)[None, :])
+    ib = (np.arange(n)[:, None] * sb + np.arange(z)[None, :])
+    equal = int(np.count_nonzero((a[ia] == b[ib]).all(axis=1)))
+    padded, p = (a, sa) if sa > sb else (b, sb)
+    m = len(padded) // p
+    pads = padded[:m * p].reshape(m, p)[:, z:]
+    pad = int(pads.flat[0]) if pads.size and (pads == pads.flat[0]).all() else None
+    return {"records_equal": equal, "pad_constant": pad}
+
+
+def _relayout_finding(scan, layout, region, residual_mask, explains, dump_a, dump_b) -> Finding:
     where = _where(residual_mask, region, layout)
+    same, tail = None, ""
+    rs, off = layout.record_size, layout.offset
+    records = (dump_a.size - off) // rs
+    if dump_a.size <= RECORD_SET_LIMIT and records:
+        a = dump_a.read_array(off, records * rs).reshape(-1, rs)
+        b = dump_b.read_array(off, records * rs).reshape(-1, rs)
+        ua, ca = np.unique(a, axis=0, return_counts=True)
+        ub, cb = np.unique(b, axis=0, return_counts=True)
+        same = bool(ua.shape == ub.shape and np.array_equal(ua, ub) and np.array_equal(ca, cb))
+        tail = (f"; both hold the same {rs}-byte records, only their positions differ" if same else
+                f"; the {rs}-byte records themselves differ too (bytes moved across record boundaries)")
     return Finding("relayout", (
         f"A and B hold the same bytes (every byte value occurs equally often) but in another order at "
-        f"{_hex_ranges(where['ranges'])} (records {where['records']}): the same data in another order"),
+        f"{_hex_ranges(where['ranges'])} (records {where['records']}){tail}: the same data in another order"),
         "check the tile/stride layout used to copy the output (libedgetpu's check calls this a probable "
         "re-layout error)",
-        {"records_differing": scan.records_differing, "ranges": where["ranges"]}, explains)
+        {"records_differing": scan.records_differing, "ranges": where["ranges"], "same_records": same}, explains)
 
 
 def _characterize(scan, layout, region, mask, dump_a, dump_b, fills) -> dict:
@@ -1008,6 +1047,17 @@ def _characterize(scan, layout, region, mask, dump_a, dump_b, fills) -> dict:
             "bytes_off_by_one": scan.bytes_off_by_one if sized else None,
             "histogram_distance": round(tv, 4), "pad_lanes_intact": pad_ok,
             "looks_like_another_inference": bool(well_formed)}
+
+
+def _files_equal(x: Dump, y: Dump, chunk: int) -> bool:
+    if x.size != y.size:
+        return False
+    with _Readers([x, y], chunk) as rd:
+        for lo in range(0, x.size, chunk):
+            hi = min(x.size, lo + chunk)
+            if rd.read(0, lo, hi) != rd.read(1, lo, hi):
+                return False
+    return True
 
 
 def _as_dump(value, what: str) -> Dump:
@@ -1078,19 +1128,19 @@ def diagnose_dumps(dump_a, dump_b, *, layout: RecordLayout | None = None, previo
         ctx = {"a": dump_a.path, "b": dump_b.path, "n_a": n_a, "n_b": n_b, "pattern_names": names,
                "records": scan.records, "common_differ": scan.bytes_differing > 0, "model": model,
                "tensor": getattr(getattr(model_view, "tensor", None), "name", None),
-               "previous": prev.path if prev is not None else None}
+               "previous": prev.path if prev is not None else None, "exact": exact, "src_a": src_a,
+               "src_b": src_b}
         findings: list[Finding] = []
         for c in chosen:
             if isinstance(c.bug, Stale):
-                ctx["stale_whole"] = prev.size == n_b and c.false == 0 and \
-                    int(np.count_nonzero(c.hits)) == d_s and exact
+                ctx["stale_whole"] = _files_equal(dump_b, prev, chunk)
             own = float(np.count_nonzero(c.hits)) * scale + (missing if c.missing else 0)
             findings += _finding(c, region, layout, ctx, round(min(1.0, own / d_total), 6) if d_total else 0.0)
         residual_mask = region.diff & ~union if union.size else region.diff
         residual_bytes = float(np.count_nonzero(residual_mask)) * scale + (0 if missing_done else missing)
         if (n_a == n_b and residual_bytes >= max(64, 0.01 * n_b) and np.array_equal(scan.hist_a, scan.hist_b)):
             findings.append(_relayout_finding(scan, layout, region, residual_mask,
-                                              round(residual_bytes / d_total, 6)))
+                                              round(residual_bytes / d_total, 6), dump_a, dump_b))
             explained, residual_bytes = float(d_total), 0.0
             residual_mask = np.zeros_like(residual_mask)
         head = _head_window(dump_a, dump_b, layout, scan, window)
@@ -1123,7 +1173,6 @@ def diagnose_dumps(dump_a, dump_b, *, layout: RecordLayout | None = None, previo
                     "(forensics crc INPUT_A INPUT_B) and rerun with --previous PREVIOUS_B")
         else:
             hint = (f"look at the differing records: forensics diff {dump_a.path} {dump_b.path}")
-    order = {k: i for i, k in enumerate(KINDS)}
-    findings.sort(key=lambda f: (-f.explains if f.kind != "head_window" else 2, order.get(f.kind, 99)))
+    findings.sort(key=lambda f: _DISPLAY.index(f.kind) if f.kind in _DISPLAY else 99)
     return DiagnoseResult(**base, findings=tuple(findings), verdict=verdict, explained_fraction=fraction,
                           residual=residual, characterization=characterization, exact=exact, hint=hint)
