@@ -1131,6 +1131,10 @@ def diagnose_dumps(dump_a, dump_b, *, layout: RecordLayout | None = None, previo
                "previous": prev.path if prev is not None else None, "exact": exact, "src_a": src_a,
                "src_b": src_b}
         findings: list[Finding] = []
+        for c in scored:  # the previous run's bytes explain what another finding explains: say both
+            if isinstance(c.bug, Stale) and c not in chosen and \
+                    float(np.count_nonzero(c.hits)) * scale >= 0.9 * d_b and d_b:
+                chosen.append(c)
         for c in chosen:
             if isinstance(c.bug, Stale):
                 ctx["stale_whole"] = _files_equal(dump_b, prev, chunk)
