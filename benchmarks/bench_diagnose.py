@@ -163,7 +163,7 @@ def part1(cases: int, seed: int, tmp: str) -> None:
             total += 1
             differing += 1
             per_kind[expected] += 1
-            top = next((f.kind for f in result.findings if f.kind != "head_window"), None)
+            top = result.primary
             if top == expected:
                 right += 1
             else:

@@ -112,6 +112,7 @@ class DiagnoseResult:
     tolerance: int | None = None
     exact: bool = True
     hint: str = ""
+    primary: str | None = None  # the kind that explains the most (the engine's first choice)
 
     @property
     def identical(self) -> bool:
@@ -138,7 +139,7 @@ class DiagnoseResult:
 
     def to_dict(self) -> dict:
         return {
-            "verdict": self.verdict, "exit_code": self.exit_code,
+            "verdict": self.verdict, "exit_code": self.exit_code, "primary": self.primary,
             "explained_fraction": self.explained_fraction, "exact": self.exact,
             "path_a": self.path_a, "path_b": self.path_b, "previous": self.previous,
             "size_a": self.size_a, "size_b": self.size_b,
@@ -776,7 +777,7 @@ def _select(scored: list, d_total: float, scale: float, missing: int) -> tuple[l
             break
         top = max(g for g, _ in gains)
         tied = [c for g, c in gains if g >= 0.98 * top]
-        best = min(tied, key=lambda c: (_RANK.get(c.bug.kind, 99), c.complexity))
+        best = min(tied, key=lambda c: (_RANK.get(c.bug.kind, 99), c.false, c.complexity))
         chosen.append(best)
         remaining.remove(best)
         union = best.hits.copy() if union is None else union | best.hits
@@ -1178,5 +1179,7 @@ def diagnose_dumps(dump_a, dump_b, *, layout: RecordLayout | None = None, previo
         else:
             hint = (f"look at the differing records: forensics diff {dump_a.path} {dump_b.path}")
     findings.sort(key=lambda f: _DISPLAY.index(f.kind) if f.kind in _DISPLAY else 99)
+    primary = chosen[0].bug.kind if chosen else next((f.kind for f in named), None)
     return DiagnoseResult(**base, findings=tuple(findings), verdict=verdict, explained_fraction=fraction,
-                          residual=residual, characterization=characterization, exact=exact, hint=hint)
+                          residual=residual, characterization=characterization, exact=exact, hint=hint,
+                          primary=primary)
