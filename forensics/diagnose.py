@@ -460,6 +460,8 @@ def _score(bug, src_a, region: _Region, n_a: int, n_b: int) -> _Scored:
         hits[off:off + hi - lo] = d & ok
         false[off:off + hi - lo] = ~d & ~ok
     missing = n_b < n_a and bug.size_out(n_a) == n_b
+    if missing and isinstance(bug, Strided) and bug.size is not None:  # its own size, not the one it was cut to
+        missing = abs(Strided(bug.width, bug.src, bug.dst).size_out(n_a) - n_b) < STRIDE_SLACK
     if isinstance(bug, Stale):
         false[:] = False  # parts of B rewritten this run are no evidence against staleness elsewhere
     if isinstance(bug, Shift) and bug.start is None:
@@ -477,6 +479,7 @@ def _score(bug, src_a, region: _Region, n_a: int, n_b: int) -> _Scored:
 
 
 SHORTLIST = 12          # candidates scored on the whole region after a pre-score on small windows
+_STRUCTURAL = (Fill, Truncation, Oversize, Stale)  # few, from the scan's runs and the sizes: always scored
 
 
 def _shortlist(cands: list, src_a, src_b, region: _Region, n_a: int, n_b: int) -> list:
@@ -496,14 +499,16 @@ def _shortlist(cands: list, src_a, src_b, region: _Region, n_a: int, n_b: int) -
         else:
             blocks.append((p, min(n_b, p + 2048)))
     small = _Region(src_a, src_b, blocks)
-    ranked = []
+    ranked, kept = [], [c for c in cands if isinstance(c, _STRUCTURAL)]
     for c in cands:
+        if isinstance(c, _STRUCTURAL):
+            continue
         sc = _score(c, src_a, small, n_a, n_b)
         gain = int(np.count_nonzero(sc.hits)) + (1 << 30 if sc.missing else 0)
         if gain > 0.02 * max(1, np.count_nonzero(small.diff)):
             ranked.append((-gain, _RANK.get(c.kind, 99), sc.complexity, len(ranked), c))
     ranked.sort(key=lambda t: t[:4])
-    return [t[-1] for t in ranked[:SHORTLIST]]
+    return kept + [t[-1] for t in ranked[:SHORTLIST]]
 
 
 def _complexity(bug) -> int:
