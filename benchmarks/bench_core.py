@@ -4,7 +4,7 @@
 
 Builds a 1 GiB dump pair (random data, a few thousand scattered differing records) and a 64 M-record
 dominated scores buffer, then prints medians and ratios:
-  diff      `forensics diff A B`       vs `cmp -l A B > file` (GNU cmp; to a real file, see PITFALLS.md)   goal <= 2x
+  diff      `forensics diff A B`       vs `cmp -l A B > file` (GNU cmp, to a real file: on /dev/null it stops early)   goal <= 2x
   crc       `forensics crc A`          vs a Python process doing zlib.crc32 over an mmap of A          goal <= 1.2x
   anchors   `forensics anchors S`      (64 M records)  vs numpy.unique(return_counts) on the same records  goal <= 1.5 s
   help      `forensics --help`         vs `python -c "import numpy"`                                   goal <= 3x

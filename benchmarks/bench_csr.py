@@ -28,7 +28,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # run from a clone without installing
 
-from forensics.csr.compare import align, compare_files
+from forensics.csr.align import align
+from forensics.csr.compare import compare_files
 from forensics.csr.parse import read_trace
 
 OFFSETS = [0x485A8, 0x48788, 0x44018, 0x400C0, 0x486A0, 0x48570, 0x486E8]

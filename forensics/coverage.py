@@ -61,7 +61,7 @@ def analyse_coverage(dump: Dump, sentinel: bytes, *, min_run: int = DEFAULT_MIN_
     if not sentinel:
         raise InputError("sentinel must be at least one byte")
     if min_run <= 0:
-        raise InputError(f"--min-run must be a positive number of bytes, got {min_run}")
+        raise InputError(f"{{min_run}} must be a positive number of bytes, got {min_run}", params=True)
     if offset >= dump.size:
         raise InputError(f"offset {offset} is past the end of the data ({dump.size} bytes)", dump.path)
     stop = dump.size if length is None else offset + length

@@ -2,7 +2,7 @@
 
 A dump is never copied whole into Python bytes: analyses pull fixed-size chunks into buffers they
 reuse (`readinto`), which keeps resident memory flat even for dumps larger than memory (an mmap's
-touched pages would count as resident, see PITFALLS.md). Optional metadata comes from a sidecar JSON
+touched pages would count as resident; README, Known pitfalls). Optional metadata comes from a sidecar JSON
 file next to the dump (`ours.bin.json`, or `ours.json`).
 """
 

@@ -7,19 +7,70 @@ ordinary Python exceptions and deliberately *not* part of this family.
 
 from __future__ import annotations
 
+from forensics import exitcodes
+
 
 class ForensicsError(Exception):
-    """Root of every error a user can cause. `str(error)` is the one line the CLI prints."""
+    """Root of every error a user can cause. `str(error)` is the one line a library user reads.
 
-    exit_code = 2
+    The library names parameters, not command-line flags: a message made with `params=True` is a template
+    whose `{name}` (or `{name:METAVAR}`) fields are parameters. `str()` spells them as the parameter names
+    (`give input_size or feature_maps, not both`, `give model=MODEL or deps=DIR`); the CLI calls `worded()`
+    to spell them as its flags (`give --input-size or --feature-maps, not both`, `give --model MODEL or
+    --deps DIR`).
+    """
+
+    exit_code = exitcodes.ERROR
+
+    def __init__(self, message: str = "", *, params: bool = False, prefix: str | None = None):
+        self.template = message if params else None
+        self.prefix = prefix
+        super().__init__(self._with_prefix(_spell(message, _parameter_name) if params else message))
+
+    def _with_prefix(self, reason: str) -> str:
+        return f"{self.prefix}: {reason}" if self.prefix else reason
+
+    def worded(self, spell) -> str:
+        """The message with each parameter spelled by `spell(name, metavar)` (metavar may be "")."""
+        if self.template is None:
+            return str(self)
+        return self._with_prefix(_spell(self.template, spell))
+
+
+def _parameter_name(name: str, metavar: str) -> str:
+    return f"{name}={metavar}" if metavar else name
+
+
+class _Field:
+    def __init__(self, name, spell):
+        self.name, self.spell = name, spell
+
+    def __format__(self, spec: str) -> str:
+        return self.spell(self.name, spec)
+
+
+class _Fields(dict):
+    def __init__(self, spell):
+        super().__init__()
+        self.spell = spell
+
+    def __missing__(self, name):
+        return _Field(name, self.spell)
+
+
+def _spell(template: str, spell) -> str:
+    try:
+        return template.format_map(_Fields(spell))
+    except (ValueError, IndexError):  # a value put into the template had braces of its own: say it as it is
+        return template
 
 
 class InputError(ForensicsError):
     """A file or flag is unusable: missing, unreadable, empty, wrong size, malformed JSON, bad value."""
 
-    def __init__(self, message: str, path: str | None = None):
+    def __init__(self, message: str, path: str | None = None, *, params: bool = False):
         self.path = str(path) if path is not None else None
-        super().__init__(f"{self.path}: {message}" if self.path else message)
+        super().__init__(message, params=params, prefix=self.path)
 
 
 class FormatError(ForensicsError):

@@ -79,7 +79,7 @@ class GridLayer:
 
     @property
     def shape_text(self) -> str:
-        """`19x19x3`: rows x cols x boxes, as the issue and the model cards write feature maps."""
+        """`19x19x3`: rows x cols x boxes, as model cards write feature maps."""
         return f"{self.rows}x{self.cols}x{self.boxes}"
 
     def to_dict(self) -> dict:
@@ -368,38 +368,6 @@ def geometry_for_deps(directory) -> AnchorGeometry:
     return geometry_from_anchors_file(os.path.join(directory, "anchors.bin"))
 
 
-def anchor_values(records, lanes=None, *, scale: float | None = None, zero_point: int = 0) -> np.ndarray:
-    """One number per anchor for a heatmap: the maximum over `lanes` of each record (all lanes when None).
-
-    `records` is an [N, lanes] uint8 (or float) array. For scores, pass the non-background class lanes
-    (e.g. lanes=(1,) for the face model's `ff 00 80 80` records) or one chosen `--lane`. With `scale`, the
-    values are dequantized as (q - zero_point) * scale.
-    """
-    records = np.asarray(records)
-    if records.ndim != 2:
-        raise InputError(f"records must be an [N, lanes] array, got shape {list(records.shape)}")
-    lanes = tuple(range(records.shape[1])) if lanes is None else tuple(int(v) for v in lanes)
-    if not lanes:
-        raise InputError("no lanes chosen for the heatmap")
-    bad = [lane for lane in lanes if not 0 <= lane < records.shape[1]]
-    if bad:
-        raise InputError(f"lane {bad[0]} is outside a {records.shape[1]}-lane record (lanes 0..{records.shape[1] - 1})")
-    values = records[:, list(lanes)].astype(np.float64)
-    if scale is not None:
-        values = (values - zero_point) * scale
-    return values.max(axis=1)
-
-
-def anchor_differences(a, b, lanes=None, *, scale: float | None = None) -> np.ndarray:
-    """One number per anchor for a diff heatmap: max |a - b| over `lanes` (in LSB, or times `scale`)."""
-    a, b = np.asarray(a), np.asarray(b)
-    if a.shape != b.shape or a.ndim != 2:
-        raise InputError(f"the two record arrays differ in shape: {list(a.shape)} vs {list(b.shape)}")
-    lanes = tuple(range(a.shape[1])) if lanes is None else tuple(int(v) for v in lanes)
-    delta = np.abs(a[:, list(lanes)].astype(np.float64) - b[:, list(lanes)].astype(np.float64)).max(axis=1)
-    return delta * scale if scale is not None else delta
-
-
 def cell_values(geometry: AnchorGeometry, values, *, reduce: str = "max") -> tuple[np.ndarray, ...]:
     """Per layer, a [rows, cols] array: `reduce` ("max" or "sum") of the per-anchor `values` over the cell's boxes."""
     _require_grid(geometry)
@@ -453,74 +421,3 @@ def annotate(geometry: AnchorGeometry | None, row: dict, anchor: int) -> dict:
     prior = geometry.prior(anchor)
     return {**row, "geometry": geometry.geometry_of(anchor),
             "prior": {"ycenter": prior[0], "xcenter": prior[1], "h": prior[2], "w": prior[3]} if prior else None}
-
-
-@dataclass(frozen=True)
-class AnchorHeat:
-    """One value per anchor for `--heatmap` / `--grid`, the anchors to mark, and how to label the scale."""
-
-    values: np.ndarray = field(repr=False)
-    marked: tuple[int, ...]
-    label: str
-    vmin: float | None = None
-    vmax: float | None = None
-
-    @property
-    def peak_anchor(self) -> int | None:
-        finite = np.where(np.isfinite(self.values), self.values, -np.inf)
-        return int(np.argmax(finite)) if len(finite) and np.isfinite(finite.max()) else None
-
-    def to_dict(self) -> dict:
-        peak = self.peak_anchor
-        return {"label": self.label, "marked": list(self.marked), "vmin": self.vmin, "vmax": self.vmax,
-                "peak_anchor": peak, "peak_value": float(self.values[peak]) if peak is not None else None}
-
-
-def _value_lanes(layout, lane):
-    data_lanes = layout.data_lanes
-    if lane is not None:
-        if not 0 <= lane < layout.record_size:
-            raise InputError(f"--lane {lane} is outside a {layout.record_size}-byte record "
-                             f"(lanes 0..{layout.record_size - 1})")
-        return (lane,), f"lane {lane} ({layout.field_names[lane]})"
-    if len(data_lanes) > 2:  # scores: lane 0 is the background class; its maximum says nothing of objects
-        return tuple(data_lanes[1:]), "max non-background lane"
-    if len(data_lanes) == 2:
-        return (data_lanes[1],), f"lane {data_lanes[1]} ({layout.field_names[data_lanes[1]]})"
-    return tuple(data_lanes), f"lane {data_lanes[0]} ({layout.field_names[data_lanes[0]]})"
-
-
-def anchors_heat(records, layout, *, lane: int | None = None, dominant: bytes | None = None) -> AnchorHeat:
-    """`anchors --heatmap/--grid`: per anchor the maximum non-background lane (lanes after the first data
-    lane; pad lanes skipped) or the chosen `lane`, dequantized when the layout has a scale; the anchors whose
-    record departs from `dominant` (the mode) are marked.
-    """
-    records = np.asarray(records, dtype=np.uint8)
-    lanes, label = _value_lanes(layout, lane)
-    if layout.quantized:
-        values = anchor_values(records, lanes, scale=layout.scale, zero_point=layout.zero_point or 0)
-        lo = (0 - (layout.zero_point or 0)) * layout.scale
-        hi = (255 - (layout.zero_point or 0)) * layout.scale
-    else:
-        values = anchor_values(records, lanes)
-        lo, hi = 0.0, 255.0
-    marked = ()
-    if dominant is not None:
-        ref = np.frombuffer(bytes(dominant), dtype=np.uint8)
-        if len(ref) == records.shape[1]:
-            marked = tuple(int(i) for i in np.flatnonzero(np.any(records != ref, axis=1)))
-    return AnchorHeat(values, marked, label, lo, hi)
-
-
-def diff_heat(records_a, records_b, layout, *, lane: int | None = None, tolerance: int = 0) -> AnchorHeat:
-    """`diff --heatmap/--grid`: per anchor the largest |a - b| over the data lanes (or `lane`), in LSB;
-    anchors differing by more than `tolerance` LSB in those lanes are marked."""
-    a = np.asarray(records_a, dtype=np.uint8)
-    b = np.asarray(records_b, dtype=np.uint8)
-    if lane is not None:
-        lanes, label = _value_lanes(layout, lane)
-    else:
-        lanes, label = tuple(layout.data_lanes), "max |a - b| over lanes"
-    delta = anchor_differences(a, b, lanes)
-    marked = tuple(int(i) for i in np.flatnonzero(delta > tolerance))
-    return AnchorHeat(delta, marked, label + " (LSB)", 0.0, None)

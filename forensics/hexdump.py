@@ -79,7 +79,7 @@ def hexdump(dump_a: Dump, dump_b: Dump | None, layout: RecordLayout, *, anchor: 
         lo = base + (lo - base) // rs * rs if lo >= base else lo
     hi = min(hi, size)
     if hi - lo > MAX_BYTES:
-        raise InputError(f"refusing to hexdump {hi - lo} bytes; ask for at most {MAX_BYTES} (--length)")
+        raise InputError(f"refusing to hexdump {hi - lo} bytes; ask for at most {MAX_BYTES} ({{length}})", params=True)
     data_a = dump_a.read(lo, hi - lo)
     data_b = dump_b.read(lo, hi - lo) if dump_b is not None else None
     rows = []

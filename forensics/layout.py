@@ -59,7 +59,7 @@ class RecordLayout:
         if self.scale is not None and not (math.isfinite(self.scale) and self.scale > 0):
             raise InputError(f"scale must be a positive finite number, got {self.scale}")
         if (self.scale is None) != (self.zero_point is None) and self.scale is None:
-            raise InputError("a zero point needs a scale (--scale)")
+            raise InputError("a zero point needs a scale ({scale})", params=True)
 
     @property
     def quantized(self) -> bool:

@@ -52,11 +52,12 @@ _FLAG_FIELDS = {"record_size": "record_size", "offset": "offset", "count": "coun
 def dump_context(dump, *, model=None, tensor=None, labels=None, deps=None, **flags) -> DumpContext:
     """Layout (model tensor, else sidecar; flags override either) and geometry (model or deps) for one dump."""
     if tensor is not None and model is None:
-        raise InputError("--tensor needs --model (the model that says what the tensor looks like)")
+        raise InputError("{tensor} needs {model} (the model that says what the tensor looks like)", params=True)
     if labels is not None and tensor is None:
-        raise InputError("--labels names the classes of a model's score tensor: give --model and --tensor too")
+        raise InputError("{labels} names the classes of a model's score tensor: give {model} and {tensor} too",
+                         params=True)
     if model is not None and deps is not None:
-        raise InputError("give either --model or --deps, not both")
+        raise InputError("give either {model} or {deps}, not both", params=True)
     view = None
     if tensor is not None:
         view = tensor_view(dump, model, tensor, labels)
@@ -119,7 +120,7 @@ def records_by_anchor(dump, context: DumpContext) -> np.ndarray:
     anchors = getattr(context.geometry, "num_anchors", None)
     if anchors is not None and len(data) != anchors:
         raise InputError(f"holds {len(data)} records of {layout.record_size} bytes but the model has {anchors} "
-                         "anchors: no per-anchor picture (give --model/--tensor or --record)", dump.path)
+                         "anchors: no per-anchor picture (give {{model}}/{{tensor}} or {{record}})", dump.path, params=True)
     return data
 
 

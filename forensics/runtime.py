@@ -2,7 +2,7 @@
 
 Both are optional (`pip install 'forensics[runtime]'`). The reference interpreter is always created with
 the default delegates OFF (OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES): LiteRT's default XNNPACK
-delegate changes uint8 results (PITFALLS.md).
+delegate changes uint8 results (README, Known pitfalls).
 """
 
 from __future__ import annotations
@@ -28,7 +28,9 @@ class Runtime:
 
 
 def load_runtime(purpose: str = "this command") -> Runtime:
-    """The installed runtime, or a DependencyError saying how to install one (and why an old one fails)."""
+    """The installed runtime, or a DependencyError saying how to install one (and why an old one fails).
+
+    `purpose` starts the message; it may name a parameter as `{name}` (see forensics.errors)."""
     try:
         from ai_edge_litert.interpreter import (
             Interpreter,
@@ -48,7 +50,7 @@ def load_runtime(purpose: str = "this command") -> Runtime:
             pass
         else:
             raise DependencyError(f"{purpose} needs a TFLite runtime: tflite-runtime 2.14 only works with numpy < 2 "
-                                  f"(this is numpy {numpy.__version__}); {INSTALL_HINT}")
+                                  f"(this is numpy {numpy.__version__}); {INSTALL_HINT}", params=True)
     try:
         from tflite_runtime.interpreter import (
             Interpreter,
@@ -58,4 +60,4 @@ def load_runtime(purpose: str = "this command") -> Runtime:
 
         return Runtime("tflite-runtime", Interpreter, OpResolverType, load_delegate)
     except ImportError:
-        raise DependencyError(f"{purpose} needs a TFLite runtime: {INSTALL_HINT}") from None
+        raise DependencyError(f"{purpose} needs a TFLite runtime: {INSTALL_HINT}", params=True) from None

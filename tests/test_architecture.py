@@ -1,11 +1,32 @@
-"""The house rules that a parser can check: the library never imports the CLI or rich, and optional
-dependencies are imported lazily (inside functions), so the core works with numpy + rich + flatbuffers."""
+"""The house rules that a parser can check: data flows down the layers (no module imports one above it),
+the library never imports the CLI or rich, optional dependencies are imported lazily (inside functions),
+so the core works with numpy + rich + flatbuffers, and CONTRIBUTING's map lists every module in layer order."""
 
 import ast
 
 from tests.conftest import REPO
 
 PACKAGE = REPO / "forensics"
+
+# The package's layers, bottom first: a module may import (at the top or inside a function) modules of its
+# own layer and of the layers below, never above. Entries are paths under forensics/; "pkg/" is a whole
+# package. CONTRIBUTING.md's map is checked against this list.
+LAYERS = (
+    ("core", ("__init__.py", "exitcodes.py", "errors.py")),
+    ("foundation", ("dump.py", "layout.py", "outputs.py", "labels.py", "runtime.py")),
+    ("streaming", ("crc.py", "blocks.py")),
+    ("analyses", ("diff.py", "anchors.py", "coverage.py", "hexdump.py", "heat.py")),
+    ("model", ("tflite/",)),
+    ("decode", ("decode/",)),
+    ("geometry", ("geometry.py",)),
+    ("model dumps", ("modeldumps.py",)),
+    ("diagnosis", ("simulate.py", "diagnose.py")),
+    ("registers", ("csr/",)),
+    ("runs", ("runs/",)),
+    ("rendering", ("render/",)),
+    ("reports", ("reports.py",)),
+    ("cli", ("cli/", "__main__.py")),
+)
 OPTIONAL = {"ai_edge_litert", "tflite_runtime", "PIL", "matplotlib", "pandas", "pyarrow", "nbclient", "nbformat"}
 
 
@@ -25,9 +46,10 @@ def _modules():
 
 
 def test_library_never_imports_cli_or_rendering():
+    # forensics.reports composes the library and the renderers (its reports render themselves): above render.
     offenders = []
     for rel, tree in _modules():
-        if rel.parts[0] in ("cli", "render") or rel.name == "__main__.py":
+        if rel.parts[0] in ("cli", "render") or rel.name in ("__main__.py", "reports.py"):
             continue
         for name in _imports(tree, top_level_only=False):
             if name.split(".")[0] == "rich" or name.startswith(("forensics.cli", "forensics.render")):
@@ -83,3 +105,82 @@ def test_command_homes_match_what_the_modules_register():
             registered[name] = module
     assert registered == COMMAND_HOMES
     assert set(build_parser()._subparsers._group_actions[0].choices) == set(COMMAND_HOMES)
+
+
+def _layer_of(rel) -> int:
+    path = rel.as_posix()
+    for index, (_, members) in enumerate(LAYERS):
+        for member in members:
+            if path == member or (member.endswith("/") and path.startswith(member)):
+                return index
+    raise AssertionError(f"forensics/{path} is in no layer: add it to LAYERS in tests/test_architecture.py "
+                         "and to CONTRIBUTING.md's map")
+
+
+def _module_file(name: str):
+    """forensics.a.b -> a/b.py or a/b/__init__.py (relative to forensics/), None when it is not a module."""
+    parts = name.split(".")[1:]
+    for candidate in (PACKAGE.joinpath(*parts).with_suffix(".py") if parts else None,
+                      PACKAGE.joinpath(*parts, "__init__.py")):
+        if candidate is not None and candidate.is_file():
+            return candidate.relative_to(PACKAGE)
+    return None
+
+
+def _forensics_imports(tree):
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            # `from forensics.x import y`: y may be a module (forensics.x.y) or a name in forensics.x
+            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        for name in names:
+            if name == "forensics" or name.startswith("forensics."):
+                target = _module_file(name)
+                if target is not None:
+                    yield target
+
+
+def test_every_import_goes_down_the_layers():
+    offenders = []
+    for rel, tree in _modules():
+        own = _layer_of(rel)
+        for target in set(_forensics_imports(tree)):
+            if _layer_of(target) > own:
+                offenders.append(f"forensics/{rel.as_posix()} ({LAYERS[own][0]}) imports "
+                                 f"forensics/{target.as_posix()} ({LAYERS[_layer_of(target)][0]})")
+    assert sorted(offenders) == []
+
+
+def _contributing_map() -> list:
+    """The modules CONTRIBUTING.md's map lists, in order, as paths under forensics/.
+
+    Each line starts with file names (`crc.py`) or a package (`tflite/`) followed by its files, then the
+    description; a more deeply indented line continues the package of the line before it."""
+    text = (REPO / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    block = text.split("## Map", 1)[1].split("```", 2)[1]
+    listed, package = [], ""
+    for line in block.splitlines()[2:]:  # the first line is the fence's language tag, then `forensics/`
+        if len(line) - len(line.lstrip()) <= 2:
+            package = ""
+        for word in line.split():
+            if word.endswith("/"):
+                package = word
+            elif word.endswith(".py"):
+                listed.append(package + word)
+            else:
+                break
+    return listed
+
+
+def test_contributing_map_lists_every_module_in_layer_order():
+    listed = _contributing_map()
+    # A package's line stands for its __init__.py unless the map names it (cli/__init__.py holds main()).
+    on_disk = sorted(path for path in (rel.as_posix() for rel, _ in _modules())
+                     if path.count("/") == 0 or not path.endswith("/__init__.py") or path in listed)
+    assert sorted(set(listed)) == on_disk, "CONTRIBUTING.md's map and the files under forensics/ differ"
+    assert len(listed) == len(set(listed)), "a module is listed twice in CONTRIBUTING.md's map"
+    layers = [_layer_of(PACKAGE.joinpath(path).relative_to(PACKAGE)) for path in listed]
+    assert layers == sorted(layers), "CONTRIBUTING.md's map is not in the layer order of LAYERS"

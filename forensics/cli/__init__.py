@@ -13,8 +13,8 @@ import sys
 
 from forensics import __version__
 from forensics.errors import ForensicsError, InputError
-
-EXIT_SAME, EXIT_DIFFERENT, EXIT_ERROR, EXIT_BUG = 0, 1, 2, 3
+from forensics.exitcodes import BUG as EXIT_BUG, ERROR as EXIT_ERROR, INTERRUPTED as EXIT_INTERRUPTED, \
+    SAME as EXIT_SAME
 
 # One module per command group; each defines register(subparsers, common_parents).
 COMMAND_MODULES = (  # in the order a bring-up goes: bytes, model, decode, runs, diagnosis, registers
@@ -47,6 +47,49 @@ class UsageError(InputError):
 class ArgumentParser(argparse.ArgumentParser):
     def error(self, message):  # argparse prints usage + message and exits; we want one line and exit 2
         raise UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
+
+
+# Attributes of the parsed arguments that are the CLI's own; every other one is a keyword of the command's
+# report function (forensics.reports), named after its long flag.
+_CLI_ONLY = frozenset({"json", "traceback", "width", "color", "handler", "command"})
+
+
+def options(args, *positional: str) -> dict:
+    """The report function's keywords from the parsed arguments (all but the CLI's own and `positional`)."""
+    return {k: v for k, v in vars(args).items() if k not in _CLI_ONLY and k not in positional}
+
+
+def show(report, args, out) -> int:
+    """Print a report (warnings on stderr, then JSON or tables) and return its exit code."""
+    for line in report.warnings:
+        out.warn(line)
+    if args.json:
+        out.json(report.to_dict())
+    else:
+        out.print(*report.renderables())
+    return report.exit_code
+
+
+def flag_speller(parser: argparse.ArgumentParser | None):
+    """How the CLI spells a library parameter: the option that sets it in `parser` (`max_shift` ->
+    `--max-shift`; `output` -> `-o/--output`, or `-o SUMMARY.csv` with a metavar), else `--name-with-dashes`."""
+    options = {}
+    for action in getattr(parser, "_actions", ()):
+        if action.option_strings and action.dest not in options:
+            options[action.dest] = action.option_strings
+
+    def spell(name: str, metavar: str = "") -> str:
+        strings = options.get(name) or ["--" + name.replace("_", "-")]
+        return f"{strings[0]} {metavar}" if metavar else "/".join(strings)
+
+    return spell
+
+
+def _command_parser(parser: argparse.ArgumentParser, command: str | None):
+    for action in parser._subparsers._group_actions if parser._subparsers else ():
+        if command in getattr(action, "choices", {}):
+            return action.choices[command]
+    return None
 
 
 def common_parents() -> list[argparse.ArgumentParser]:
@@ -101,11 +144,12 @@ def main(argv=None, stdout=None, stderr=None) -> int:
             import traceback
 
             traceback.print_exc(file=stderr)
-        out.error(f"forensics {args.command}: error: {exc}")
+        spell = flag_speller(_command_parser(parser, args.command))
+        out.error(f"forensics {args.command}: error: {exc.worded(spell)}")
         return EXIT_ERROR
     except KeyboardInterrupt:
         out.error("forensics: interrupted")
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:  # `forensics diff ... | head`: the reader left, nothing more to say
         try:
             sys.stdout = None  # keep the interpreter from complaining while flushing at exit

@@ -1,187 +1,40 @@
-"""CLI for the buffer commands: crc, diff, anchors, coverage, hexdump (arguments -> library -> render)."""
+"""CLI for the buffer commands: crc, diff, anchors, coverage, hexdump (arguments -> forensics.reports -> render)."""
 
 from __future__ import annotations
 
 
+from forensics.cli import options, show
 from forensics.cli.args import add_layout_flags, hex_pattern, non_negative_int, positive_int
 
-EXIT_SAME, EXIT_DIFFERENT = 0, 1
-
-
-def _context(args, dump):
-    """Layout (model tensor or sidecar, overridden by flags) and anchor geometry (--model / --deps)."""
-    from forensics.modeldumps import dump_context
-
-    return dump_context(dump, model=args.model, tensor=args.tensor, labels=args.labels,
-                        deps=getattr(args, "deps", None), record_size=args.record, offset=args.offset,
-                        count=getattr(args, "count", None), fields=args.fields, pad_lanes=args.pad,
-                        scale=args.scale, zero_point=args.zero_point)
-
-
-def _check_picture_flags(args, context) -> None:
-    from forensics.errors import InputError
-
-    if (args.heatmap or args.grid) and context.geometry is None:
-        raise InputError("--heatmap and --grid need the anchors' geometry: give --model MODEL or --deps DIR")
-    if args.heatmap:
-        from forensics.outputs import check_writable
-
-        check_writable(args.heatmap)
-
-
-def _emit(args, out, context, result, rows_key: str, render, heat, title: str) -> None:
-    """JSON (rows annotated with geometry, the model context, the picture drawn) or tables, then pictures."""
-    from forensics.modeldumps import annotate_rows
-
-    if args.json:
-        doc = result.to_dict()
-        if rows_key in doc:
-            doc[rows_key] = annotate_rows(doc[rows_key], context.geometry)
-        doc.update(context.to_dict())
-        if heat is not None:
-            _pictures(args, out, context, heat, title, doc)
-        out.json(doc)
-    else:
-        out.print(*render())
-        if heat is not None:
-            _pictures(args, out, context, heat, title, None)
-
-
-def _pictures(args, out, context, heat, title: str, doc: dict | None):
-    """Write --heatmap, print --grid; in JSON mode record what was drawn under `heatmap`."""
-    if args.heatmap:
-        from forensics.render.pictures import heatmap_for
-
-        picture = heatmap_for(context.geometry, heat, title=title)
-        picture.save(args.heatmap)
-        if doc is not None:
-            doc["heatmap"] = {"path": args.heatmap, **picture.to_dict(), **heat.to_dict()}
-    if args.grid and doc is None:
-        from forensics.render.grid import grid_for
-
-        out.print(grid_for(context.geometry, heat, title=title))
-
-
-def _limit(args):
-    return None if args.all else (None if args.limit == 0 else args.limit)
-
-
-# --- crc -----------------------------------------------------------------------------------------------
 
 def cmd_crc(args, out) -> int:
-    from forensics.crc import crc_files
-    from forensics.render.buffers import render_crc
+    from forensics import reports
 
-    report = crc_files(args.files, chunk_size=args.chunk)
-    if args.json:
-        out.json(report.to_dict())
-    else:
-        out.print(*render_crc(report))
-    return EXIT_DIFFERENT if report.match is False else EXIT_SAME
+    return show(reports.crc(*args.files, **options(args, "files")), args, out)
 
-
-# --- diff ----------------------------------------------------------------------------------------------
 
 def cmd_diff(args, out) -> int:
-    from forensics.diff import diff_dumps
-    from forensics.dump import open_dump
-    from forensics.render.buffers import render_diff
+    from forensics import reports
 
-    from forensics.modeldumps import records_by_anchor, remap_indices
+    return show(reports.diff(args.a, args.b, **options(args, "a", "b")), args, out)
 
-    dump_a, dump_b = open_dump(args.a), open_dump(args.b)
-    context = _context(args, dump_a if dump_a.meta is not None or dump_b.meta is None else dump_b)
-    if context.view is not None:
-        from forensics.modeldumps import tensor_view
-
-        other = tensor_view(dump_b, args.model, args.tensor)
-        if other.mode != context.view.mode:
-            from forensics.errors import InputError
-
-            raise InputError(f"A is the {context.view.mode} layout ({dump_a.size:,} bytes) and B the "
-                             f"{other.mode} layout ({dump_b.size:,} bytes) of {args.tensor!r}: relayout one "
-                             f"first (forensics relayout ... --layer {args.tensor})")
-    _check_picture_flags(args, context)
-    result = diff_dumps(dump_a, dump_b, context.layout, tolerance=args.tolerance, limit=_limit(args))
-    result = remap_indices(result, context, "records")
-    heat = None
-    if args.heatmap or args.grid:
-        from forensics.geometry import diff_heat
-
-        heat = diff_heat(records_by_anchor(dump_a, context), records_by_anchor(dump_b, context), context.layout,
-                         lane=args.lane, tolerance=args.tolerance)
-    _emit(args, out, context, result, "records", lambda: render_diff(result, geometry=context.geometry),
-          heat, "differences A vs B")
-    return EXIT_SAME if result.identical else EXIT_DIFFERENT
-
-
-# --- anchors -------------------------------------------------------------------------------------------
 
 def cmd_anchors(args, out) -> int:
-    from forensics.anchors import analyse_anchors
-    from forensics.dump import open_dump
-    from forensics.render.buffers import render_anchors
+    from forensics import reports
 
-    from forensics.modeldumps import records_by_anchor, remap_indices
+    return show(reports.anchors(args.file, **options(args, "file")), args, out)
 
-    dump = open_dump(args.file)
-    context = _context(args, dump)
-    _check_picture_flags(args, context)
-    result = analyse_anchors(dump, context.layout, nonuniform=args.nonuniform, top=args.top,
-                             window=args.window, limit=_limit(args))
-    result = remap_indices(result, context, "nonuniform")
-    heat = None
-    if args.heatmap or args.grid:
-        from forensics.geometry import anchors_heat
-
-        heat = anchors_heat(records_by_anchor(dump, context), context.layout, lane=args.lane,
-                            dominant=result.dominant.record)
-    _emit(args, out, context, result, "nonuniform", lambda: render_anchors(result, geometry=context.geometry),
-          heat, "scores per cell")
-    return EXIT_SAME
-
-
-# --- coverage ------------------------------------------------------------------------------------------
 
 def cmd_coverage(args, out) -> int:
-    from forensics.coverage import analyse_coverage
-    from forensics.dump import open_dump
-    from forensics.render.buffers import render_coverage
+    from forensics import reports
 
-    dump = open_dump(args.file)
-    result = analyse_coverage(dump, args.sentinel, min_run=args.min_run, offset=args.offset or 0,
-                              length=args.length)
-    if args.json:
-        out.json(result.to_dict())
-    else:
-        out.print(*render_coverage(result))
-    return EXIT_SAME if result.fully_written else EXIT_DIFFERENT
+    return show(reports.coverage(args.file, **options(args, "file")), args, out)
 
-
-# --- hexdump -------------------------------------------------------------------------------------------
 
 def cmd_hexdump(args, out) -> int:
-    from forensics.dump import open_dump
-    from forensics.hexdump import hexdump
-    from forensics.render.buffers import render_hexdump
+    from forensics import reports
 
-    dump_a = open_dump(args.file)
-    dump_b = open_dump(args.file2) if args.file2 else None
-    if args.anchor is not None and args.byte_offset is not None:
-        from forensics.errors import InputError
-
-        raise InputError("give either --anchor or --at, not both")
-    context = _context(args, dump_a)
-    anchor = args.anchor
-    if anchor is not None and context.record_order is not None:  # the anchor's record in the chip's order
-        anchor = int(context.record_order[anchor]) if anchor < len(context.record_order) else anchor
-    result = hexdump(dump_a, dump_b, context.layout, anchor=anchor, context=args.context,
-                     offset=args.byte_offset, length=args.length)
-    if args.json:
-        out.json(result.to_dict())
-    else:
-        out.print(*render_hexdump(result))
-    return EXIT_SAME
+    return show(reports.hexdump(args.file, args.file2, **options(args, "file", "file2")), args, out)
 
 
 def _add_model_flags(parser, *, geometry: bool = True, pictures: bool = True) -> None:
@@ -265,7 +118,7 @@ def register(subparsers, parents) -> None:
     add_layout_flags(p, count=False)
     p.add_argument("--anchor", type=non_negative_int, default=None, metavar="I", help="centre on record I")
     p.add_argument("--context", type=non_negative_int, default=4, metavar="K", help="records before and after")
-    p.add_argument("--at", dest="byte_offset", type=non_negative_int, default=None, metavar="BYTES",
+    p.add_argument("--at", type=non_negative_int, default=None, metavar="BYTES",
                    help="start at this byte offset (default: the layout offset)")
     p.add_argument("--length", type=positive_int, default=None, metavar="BYTES", help="bytes to show (default 256)")
     _add_model_flags(p, geometry=False, pictures=False)

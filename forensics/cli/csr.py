@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 
+from forensics.cli import UsageError, options, show
 from forensics.cli.args import non_negative_int
 
-EXIT_SAME, EXIT_DIFFERENT = 0, 1
 ALL_BITS = (1 << 64) - 1
 
 
@@ -28,59 +28,18 @@ def mask_spec(text: str) -> tuple[str, int]:
 
 
 def cmd_csr(args, out) -> int:
-    from forensics.cli import UsageError
-
-    lookups = [q for q in (args.name, args.find) if q is not None]
-    if lookups:
-        if args.a is not None or args.b is not None:
-            raise UsageError("--name/--find take no trace files")
-        if len(lookups) > 1:
-            raise UsageError("give --name or --find, not both")
-        return _lookup(args, out)
-    if args.a is None or args.b is None:
-        raise UsageError("expected two traces A B, or --name OFFSET, or --find TEXT "
-                         "(see forensics csr --help)")
-    return _compare(args, out)
-
-
-def _compare(args, out) -> int:
-    from forensics.csr.compare import compare_files
+    from forensics import reports
     from forensics.csr.parse import gc_paused
-    from forensics.csr.registers import beagle_table
 
-    table = beagle_table()
-    masks: dict[int, int] = {}
-    for key, mask in args.mask or ():
-        offset = table.resolve(key)
-        masks[offset] = masks.get(offset, 0) | mask
-    # Cyclic GC stays paused until the result (10^5 acyclic tuples) is freed: resumed earlier, its first
+    # Cyclic GC stays paused until the report (10^5 acyclic tuples) is freed: resumed earlier, its first
     # pass would walk them all (~25 ms for two 100,000-access traces) just to find nothing to collect.
+    if args.name is None and args.find is None and (args.a is None or args.b is None):
+        raise UsageError("expected two traces A B, or --name OFFSET, or --find TEXT (see forensics csr --help)")
     with gc_paused():
-        result = compare_files(args.a, args.b, include_reads=args.reads, masks=masks, snapshot=args.snapshot,
-                               table=table)
-        if args.json:
-            out.json(result.to_dict())
-        else:
-            # rich tables: imported only here, --json does not need them
-            from forensics.render.csr import render_comparison
-
-            limit = None if args.limit == 0 else args.limit
-            out.print(*render_comparison(result, limit=limit, show_all=args.all))
-        passed = result.passed
-        del result
-    return EXIT_SAME if passed else EXIT_DIFFERENT
-
-
-def _lookup(args, out) -> int:
-    from forensics.csr.registers import lookup_register
-    from forensics.render.csr import render_lookup
-
-    result = lookup_register(args.find if args.find is not None else args.name, find=args.find is not None)
-    if args.json:
-        out.json(result.to_dict())
-    else:
-        out.print(*render_lookup(result))
-    return EXIT_SAME if result.found else EXIT_DIFFERENT
+        report = reports.csr(args.a, args.b, **options(args, "a", "b"))
+        code = show(report, args, out)
+        del report
+    return code
 
 
 def register(subparsers, parents) -> None:

@@ -1,12 +1,11 @@
-"""CLI for decode, tail and anchors-gen (arguments -> one library call -> render -> exit code)."""
+"""CLI for decode, tail and anchors-gen (arguments -> forensics.reports -> render -> exit code)."""
 
 from __future__ import annotations
 
 import argparse
 
+from forensics.cli import options, show
 from forensics.cli.args import positive_float
-
-EXIT_OK, EXIT_DIFFERENT = 0, 1
 
 
 def size_wh(text: str) -> tuple[int, int]:
@@ -49,8 +48,6 @@ def int_list(text: str) -> tuple[int, ...]:
     return values
 
 
-# --- decode --------------------------------------------------------------------------------------------
-
 def two_names(text: str) -> tuple[str, str]:
     """`libedgetpu,ours` -> ("libedgetpu", "ours"): the --overlay decode's name, then this decode's."""
     names = tuple(p.strip() for p in text.split(","))
@@ -60,116 +57,22 @@ def two_names(text: str) -> tuple[str, str]:
     return names
 
 
-def _check_decode_flags(args) -> bool:
-    """Flag combinations argparse cannot express; returns whether an overlay was asked for."""
-    from forensics.errors import InputError
-
-    if (args.model is None) == (args.deps is None):
-        raise InputError("give exactly one of --model MODEL or --deps DIR")
-    if args.image and args.image_size:
-        raise InputError("give --image or --image-size, not both")
-    pair = (args.overlay_boxes, args.overlay_scores)
-    if any(p is not None for p in pair) and not all(p is not None for p in pair):
-        raise InputError("--overlay-boxes and --overlay-scores go together (the other decode's two dumps)")
-    if args.overlay is not None and pair[0] is not None:
-        raise InputError("give --overlay OTHER.json or --overlay-boxes/--overlay-scores, not both")
-    overlaying = args.overlay is not None or pair[0] is not None
-    if overlaying and not args.draw:
-        raise InputError("--overlay needs --draw OUT.png (the picture with both decodes' boxes)")
-    if args.names is not None and not overlaying:
-        raise InputError("--names names the two decodes of an --overlay picture; there is no --overlay")
-    if args.draw and not args.image and not (overlaying and args.image_size):
-        raise InputError("--draw needs --image IMG (the original image to draw on; with --overlay, "
-                         "--image-size WxH gives a blank canvas)")
-    return overlaying
-
-
 def cmd_decode(args, out) -> int:
-    from forensics.decode.report import decode_dumps
-    from forensics.geometry import infer_geometry
-    from forensics.render.decode import decode_document, render_decode
+    from forensics import reports
 
-    overlaying = _check_decode_flags(args)
-    relayouts, tail = {}, None
-    if args.deps is not None:
-        from forensics.decode.deps import read_deps
+    return show(reports.decode(args.boxes, args.scores, **options(args, "boxes", "scores")), args, out)
 
-        deps = read_deps(args.deps)
-    else:
-        from forensics.decode.model_deps import deps_from_model
-
-        deps, relayouts, tail = deps_from_model(args.model)
-    report = decode_dumps(deps, args.boxes, args.scores, layout=args.layout, rounding=args.dequantize,
-                          image=args.image, image_wh=args.image_size, input_wh=args.input_size,
-                          labels_path=args.labels, replay=args.replay, relayouts=relayouts, tail_model=tail)
-    geometry = infer_geometry(deps.anchors, source=deps.source)
-    drawn = None
-    if overlaying:
-        from forensics.render.decode import render_overlay
-
-        if args.overlay is not None:
-            from forensics.render.overlay import load_detections
-
-            other, source = load_detections(args.overlay), str(args.overlay)
-        else:
-            other = decode_dumps(deps, args.overlay_boxes, args.overlay_scores, layout=args.layout,
-                                 rounding=args.dequantize, input_wh=args.input_size, labels_path=args.labels,
-                                 relayouts=relayouts).rows()
-            source = f"{args.overlay_boxes} + {args.overlay_scores}"
-        picture, summary = render_overlay(report, other, names=args.names or ("other", "this"), image=args.image,
-                                          image_size=args.image_size, score_threshold=args.score_threshold,
-                                          source=source)
-        drawn = {"output": picture.save(args.draw), **summary}
-    elif args.draw:
-        from forensics.decode.draw import draw_detections
-
-        drawn = draw_detections(args.image, args.draw, report, score_threshold=args.score_threshold)
-    if args.json:
-        out.json(decode_document(report, geometry, drawing=drawn))
-    else:
-        out.print(*render_decode(report, score_threshold=args.score_threshold, geometry=geometry))
-        if drawn and "overlay" in drawn:
-            (name_a, name_b), (n_a, n_b) = drawn["overlay"]["names"], drawn["overlay"]["boxes"]
-            out.print(f"drew {n_b} {name_b} box(es) in red and {n_a} {name_a} box(es) in green on {drawn['output']}")
-        elif drawn:
-            out.print(f"drew {drawn['boxes']} box(es) on {drawn['output']}")
-    if report.replay is not None and not report.replay.match:
-        return EXIT_DIFFERENT
-    return EXIT_OK
-
-
-# --- tail ----------------------------------------------------------------------------------------------
 
 def cmd_tail(args, out) -> int:
-    from forensics.decode.tail_cmd import write_tail
-    from forensics.render.decode import render_tail
+    from forensics import reports
 
-    result = write_tail(args.model, args.output)
-    if args.json:
-        out.json(result)
-    else:
-        out.print(*render_tail(result))
-    return EXIT_OK
+    return show(reports.tail(args.model, **options(args, "model")), args, out)
 
-
-# --- anchors-gen ---------------------------------------------------------------------------------------
 
 def cmd_anchors_gen(args, out) -> int:
-    from forensics.decode.anchors_cmd import anchors_gen
-    from forensics.render.decode import render_anchors_gen
+    from forensics import reports
 
-    result = anchors_gen(input_size=args.input_size, feature_maps=args.feature_maps, min_scale=args.min_scale,
-                         max_scale=args.max_scale, aspect_ratios=args.aspect_ratios,
-                         interpolated_scale_aspect_ratio=args.interpolated_scale_aspect_ratio,
-                         reduce_boxes_in_lowest_layer=not args.no_reduce_lowest, output=args.output,
-                         check_model=args.check_model, check_deps=args.check_deps, show=args.show,
-                         anchor=args.anchor)
-    if args.json:
-        out.json(result)
-    else:
-        out.print(*render_anchors_gen(result, show=len(result["anchors"])))
-    check = result.get("check")
-    return EXIT_DIFFERENT if check is not None and not check["matches"] else EXIT_OK
+    return show(reports.anchors_gen(**options(args)), args, out)
 
 
 def register(subparsers, parents) -> None:

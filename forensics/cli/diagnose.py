@@ -1,64 +1,15 @@
-"""CLI for `forensics diagnose A B`: name the classic bring-up bugs behind a differing pair (-> forensics.diagnose)."""
+"""CLI for `forensics diagnose A B`: name the classic bring-up bugs behind a differing pair (-> forensics.reports)."""
 
 from __future__ import annotations
 
+from forensics.cli import options, show
 from forensics.cli.args import add_layout_flags, hex_pattern, non_negative_int, positive_int
 
 
-
-def _context(args, dump_a, dump_b):
-    """The layout from --model/--tensor (fitted to A's size, else B's: one side may be raw, the other the
-    tensor), else the sidecars; layout flags override either."""
-    from forensics.errors import InputError
-    from forensics.modeldumps import dump_context
-
-    if args.model is not None and args.tensor is None:
-        raise InputError("--model needs --tensor (the output tensor the dumps hold)")
-    flags = dict(record_size=args.record, offset=args.offset, fields=args.fields, pad_lanes=args.pad,
-                 scale=args.scale, zero_point=args.zero_point)
-    if args.tensor is None:
-        return dump_context(dump_a if dump_a.meta is not None else dump_b, **flags)
-    try:
-        return dump_context(dump_a, model=args.model, tensor=args.tensor, **flags)
-    except InputError as first:
-        try:
-            return dump_context(dump_b, model=args.model, tensor=args.tensor, **flags)
-        except InputError:
-            raise first from None
-
-
 def cmd_diagnose(args, out) -> int:
-    from forensics.dump import open_dump
-    from forensics.render.diagnose import render_diagnose
-    from forensics.diagnose import diagnose_dumps
+    from forensics import reports
 
-    dump_a, dump_b = open_dump(args.a), open_dump(args.b)
-    previous = open_dump(args.previous) if args.previous else None
-    context = _context(args, dump_a, dump_b)
-    sentinels = [(f"0x{p.hex().upper()}", p) for p in (args.sentinel or ())]
-    result = diagnose_dumps(dump_a, dump_b, layout=context.layout, previous=previous, model_view=context.view,
-                            model=args.model, sentinels=sentinels, tolerance=_tolerance(args),
-                            min_run=args.min_run, max_shift=args.max_shift, window=args.window)
-    if args.json:
-        out.json(result.to_dict())
-    else:
-        out.print(*render_diagnose(result))
-    return result.exit_code
-
-
-def _tolerance(args):
-    """--tolerance K or --atol Klsb (LSB of the uint8 elements); None without either."""
-    from forensics.errors import InputError
-
-    if args.atol is None:
-        return args.tolerance
-    text = args.atol.strip().lower()
-    number = text[:-3] if text.endswith("lsb") else text
-    if not number.isdigit():
-        raise InputError(f"--atol {args.atol!r}: diagnose compares bytes, give whole LSB (e.g. --atol 1lsb)")
-    if args.tolerance is not None and args.tolerance != int(number):
-        raise InputError("give either --tolerance or --atol, not both")
-    return int(number)
+    return show(reports.diagnose(args.a, args.b, **options(args, "a", "b")), args, out)
 
 
 def register(subparsers, parents) -> None:
@@ -102,21 +53,6 @@ def register(subparsers, parents) -> None:
 
 
 def cmd_simulate(args, out) -> int:
-    from forensics.errors import InputError
-    from forensics.render.diagnose import render_bug_list
-    from forensics.simulate import BUG_HELP, simulate
+    from forensics import reports
 
-    if args.bug == "list":
-        if args.json:
-            out.json({"bugs": [{"kind": k, "usage": u, "description": d} for k, u, d in BUG_HELP]})
-        else:
-            out.print(render_bug_list(BUG_HELP))
-        return 0
-    if args.a is None or args.output is None:
-        raise InputError("simulate needs A and -o B (or --bug list)")
-    result = simulate(args.a, args.bug, previous=args.previous, output=args.output)
-    if args.json:
-        out.json(result.to_dict())
-    else:
-        out.print(f"wrote {result.output} ({result.size_b:,} bytes)")
-    return 0
+    return show(reports.simulate(args.a, **options(args, "a")), args, out)

@@ -1,85 +1,27 @@
-"""CLI for model forensics: graph, extract, relayout (arguments -> forensics.tflite -> render -> exit code)."""
+"""CLI for model forensics: graph, extract, relayout (arguments -> forensics.reports -> render -> exit code)."""
 
 from __future__ import annotations
 
+from forensics.cli import options, show
 from forensics.cli.args import parse_int
-
-EXIT_OK = 0
-
-
-def _open(path):
-    from forensics.tflite.edgetpu import read_packages
-    from forensics.tflite.model import open_model
-
-    model = open_model(path)
-    return model, read_packages(model)
 
 
 def cmd_graph(args, out) -> int:
-    from forensics.render.model import render_graph, render_params
-    from forensics.tflite.graph import graph_summary
+    from forensics import reports
 
-    model, packages = _open(args.model)
-    summary = graph_summary(model, packages).to_dict()
-    written = None
-    if args.params_out:
-        from forensics.errors import InputError
-        from forensics.tflite.edgetpu import write_parameters
-
-        if not packages:
-            raise InputError("has no edgetpu-custom-op, so no parameter blobs to write (--params-out)", args.model)
-        written = [w for pkg in packages for w in write_parameters(pkg, args.params_out)]
-        summary["params_written"] = written
-    if args.json:
-        out.json(summary)
-    else:
-        out.print(*render_graph(summary))
-        if written:
-            out.print(*render_params(written))
-    return EXIT_OK
+    return show(reports.graph(args.model, **options(args, "model")), args, out)
 
 
 def cmd_extract(args, out) -> int:
-    from forensics.render.model import render_extract
-    from forensics.tflite.extract import extract, write_extract
+    from forensics import reports
 
-    model, packages = _open(args.model)
-    result = extract(model, packages)
-    files = write_extract(result, args.output, replace=args.force)
-    if args.json:
-        out.json(dict(result.to_dict(), files=files))
-    else:
-        out.print(*render_extract(result.to_dict(), files))
-    return EXIT_OK
+    return show(reports.extract(args.model, **options(args, "model")), args, out)
 
 
 def cmd_relayout(args, out) -> int:
-    from forensics.dump import open_dump
-    from forensics.errors import InputError
-    from forensics.outputs import write_bytes_atomic
-    from forensics.render.model import render_relayout
-    from forensics.tflite.relayout import inverse_relayout, layer_map, relayout
+    from forensics import reports
 
-    model, packages = _open(args.model)
-    layer = next((p.output_layer(args.layer) for p in packages if p.output_layer(args.layer) is not None), None)
-    if layer is None:
-        names = sorted({lay.name for p in packages for e in p.executables for lay in e.output_layers})
-        raise InputError(f"no Edge TPU output layer named {args.layer!r} (output layers: "
-                         f"{', '.join(names) or 'none: not an Edge TPU model'})", args.model)
-    lmap = layer_map(layer)
-    data = open_dump(args.input, use_sidecar=False).read_array()  # a .bin, or a .npy's data bytes
-    try:
-        result = inverse_relayout(data, lmap, args.pad_byte) if args.inverse else relayout(data, lmap)
-    except InputError as exc:
-        raise InputError(str(exc), args.input) from None
-    write_bytes_atomic(args.output, result.tobytes())
-    d = dict(lmap.to_dict(), inverse=bool(args.inverse), input=args.input, output=args.output,
-             input_size=int(data.size), output_size=int(result.size), pad_byte=args.pad_byte)
-    if args.json:
-        out.json(d)
-    else:
-        out.print(*render_relayout(d))
-    return EXIT_OK
+    return show(reports.relayout(args.input, **options(args, "input")), args, out)
 
 
 def _byte(text: str) -> int:

@@ -1,12 +1,11 @@
-"""CLI for runs: capture, ingest and compare (incl. --html and --batch) -> one library call -> render -> exit code."""
+"""CLI for runs: capture, ingest and compare (incl. --html and --batch) -> forensics.reports -> render -> exit code."""
 
 from __future__ import annotations
 
 import argparse
 
+from forensics.cli import UsageError, options, show
 from forensics.cli.args import positive_int
-
-EXIT_SAME, EXIT_DIFFERENT = 0, 1
 
 
 def _input_spec(text: str) -> tuple[str, str]:
@@ -16,112 +15,24 @@ def _input_spec(text: str) -> tuple[str, str]:
     return name, path
 
 
-# --- capture -------------------------------------------------------------------------------------------
-
 def cmd_capture(args, out) -> int:
-    from forensics.render.runs import render_capture
-    from forensics.runs.capture import capture
+    from forensics import reports
 
-    result = capture(args.model, args.output, source=args.source, image=args.image, inputs=args.input,
-                     resampling=args.resampling, tail_only=args.tail_only, delegate=args.delegate,
-                     replace=args.replace)
-    if args.json:
-        out.json(result.to_dict())
-    else:
-        out.print(*render_capture(result))
-    return EXIT_SAME
+    return show(reports.capture(**options(args)), args, out)
 
-
-# --- ingest --------------------------------------------------------------------------------------------
 
 def cmd_ingest(args, out) -> int:
-    from forensics.render.runs import render_ingest
-    from forensics.runs.ingest import ingest
+    from forensics import reports
 
-    result = ingest(args.run, args.source, args.buffers, model=args.model)
-    for label in result.replaced:
-        out.warn(f"{args.run}: replaced the run's {label} buffer")
-    if args.json:
-        out.json(result.to_dict())
-    else:
-        out.print(*render_ingest(result))
-    return EXIT_SAME
-
-
-# --- compare -------------------------------------------------------------------------------------------
-
-def _geometry(args, run_a):
-    import os
-
-    from forensics.errors import InputError
-    from forensics.geometry import geometry_for
-
-    if args.model or args.deps:
-        return geometry_for(model=args.model, deps=args.deps)
-    path = (run_a.model or {}).get("path")
-    if path and os.path.isfile(path):
-        try:
-            return geometry_for(model=path)
-        except InputError:  # a model without PostProcess: no anchors, no pictures
-            return None
-    return None
+    return show(reports.ingest(args.run, args.buffers, **options(args, "run", "buffers")), args, out)
 
 
 def cmd_compare(args, out) -> int:
-    from forensics.errors import InputError
+    from forensics import reports
 
-    if args.batch:
-        if args.runs:
-            raise InputError("give RUN_A RUN_B or --batch DIR, not both")
-        return _batch(args, out)
-    if len(args.runs) != 2:
-        raise InputError("compare needs two runs: forensics compare RUN_A RUN_B (or --batch DIR -o summary.csv)")
-    if args.output:
-        raise InputError("-o/--output is the --batch summary; for one pair use --html OUT.html or --json")
-    if args.model and args.deps:
-        raise InputError("give --model or --deps, not both")
-    from forensics.render.runs import html_report, pictures_for, render_compare
-    from forensics.runs.compare import compare_runs
-    from forensics.runs.run import load_run
-
-    run_a, run_b = load_run(args.runs[0]), load_run(args.runs[1])
-    previous = load_run(args.previous) if args.previous else None
-    geometry = _geometry(args, run_a)
-    result = compare_runs(run_a, run_b, previous=previous, geometry=geometry, limit=args.limit)
-    for line in result.warnings:
-        out.warn(line)
-    if args.html:
-        from forensics.outputs import write_text_atomic
-
-        write_text_atomic(args.html, html_report(result, pictures=pictures_for(result)))
-    if args.json:
-        doc = result.to_dict()
-        if args.html:
-            doc["html"] = args.html
-        out.json(doc)
-    else:
-        out.print(*render_compare(result))
-        if args.html:
-            out.print(f"wrote {args.html}")
-    return EXIT_SAME if result.match else EXIT_DIFFERENT
-
-
-def _batch(args, out) -> int:
-    from forensics.errors import InputError
-    from forensics.render.runs import render_batch
-    from forensics.runs.batch import batch_compare, write_summary
-
-    if args.html or args.previous or args.model or args.deps:
-        raise InputError("--batch takes -o SUMMARY.csv and --workers; --html/--previous/--model/--deps are for one pair")
-    if not args.output:
-        raise InputError("--batch needs -o SUMMARY.csv (a Parquet file is written beside it)")
-    result = batch_compare(args.batch, workers=args.workers)
-    result = write_summary(result, args.output)
-    if args.json:
-        out.json(result.to_dict())
-    else:
-        out.print(*render_batch(result))
-    return result.exit_code
+    if not args.batch and len(args.runs) != 2:  # the command line's usage, worded as such
+        raise UsageError("compare needs two runs: forensics compare RUN_A RUN_B (or --batch DIR -o summary.csv)")
+    return show(reports.compare(*args.runs, **options(args, "runs")), args, out)
 
 
 RESAMPLING = ("lanczos", "bilinear", "bicubic", "nearest", "box", "hamming")  # forensics.runs.capture.RESAMPLING

@@ -64,7 +64,7 @@ class RegisterTable:
         """Registers whose name or group contains `text` (case-insensitive), in offset order."""
         needle = text.strip().lower()
         if not needle:
-            raise InputError("--find needs a non-empty name fragment")
+            raise InputError("{find} needs a non-empty name fragment", params=True)
         return tuple(r for r in self.registers
                      if needle in r.name.lower() or any(needle in g.lower() for g in r.groups))
 

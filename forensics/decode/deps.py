@@ -1,7 +1,7 @@
 """The `--deps DIR` format: anchors.bin (float32 [N, 4] ycenter, xcenter, h, w) + postprocess.json.
 
 The same directory `forensics extract` writes, and what a user with only anchors and quantization
-parameters (no model file) writes by hand. postprocess.json keys (issue 3's extract format):
+parameters (no model file) writes by hand. postprocess.json keys (the format `forensics extract` writes):
   num_anchors, num_classes (without background), options (the kernel's option names), boxes and scores
   ({"tensor", "scale", "zero_point", "shape"}), input_size ([width, height], optional), layouts (optional).
 """
@@ -134,8 +134,8 @@ def read_deps(directory) -> DecodeDeps:
     directory = os.fspath(directory)
     if not os.path.isdir(directory):
         if os.path.exists(directory):
-            raise InputError("is not a directory (--deps wants a directory with anchors.bin and "
-                             "postprocess.json)", directory)
+            raise InputError("is not a directory ({deps} wants a directory with anchors.bin and "
+                             "postprocess.json)", directory, params=True)
         raise InputError("no such directory", directory)
     json_path = os.path.join(directory, POSTPROCESS_FILE)
     anchors_path = os.path.join(directory, ANCHORS_FILE)

@@ -14,11 +14,11 @@ def draw_detections(image_path, output, report, *, score_threshold: float | None
     try:
         from PIL import Image, ImageDraw, UnidentifiedImageError
     except ImportError:
-        raise DependencyError("--draw needs Pillow: pip install 'forensics[images]'") from None
+        raise DependencyError("{draw} needs Pillow: pip install 'forensics[images]'", params=True) from None
     from forensics.outputs import atomic_write
 
     if report.letterbox is None:
-        raise InputError("--draw needs the image size and the model input size")
+        raise InputError("{draw} needs the image size and the model input size", params=True)
     image_path = os.fspath(image_path)
     try:
         with Image.open(image_path) as src:

@@ -1,7 +1,7 @@
 """Run the official TFLite_Detection_PostProcess in LiteRT on the same inputs, and compare with ours.
 
 The interpreter is created with default delegates off (the XNNPACK delegate changes uint8 results, see
-PITFALLS.md) and one thread (regular NMS merges per-thread class results in thread order otherwise).
+the README's Known pitfalls) and one thread (regular NMS merges per-thread class results in thread order otherwise).
 ai-edge-litert is imported lazily; tflite-runtime is the fallback import; neither installed is a
 DependencyError that says what to install.
 """
@@ -20,7 +20,7 @@ BOX_TOLERANCE = 1e-6
 
 def load_runtime():
     """(Interpreter class, interpreter kwargs, runtime name) of the reference runtime."""
-    runtime = _load_runtime("--replay")
+    runtime = _load_runtime("{replay}")
     return runtime.Interpreter, runtime.reference_kwargs, runtime.name
 
 
@@ -151,7 +151,7 @@ def replay(result, boxes: np.ndarray, scores: np.ndarray, anchors, *, boxes_quan
             boxes = boxes.astype(np.float32)
             scores = scores.astype(np.float32) if scores.dtype != np.uint8 else None
             if scores is None:
-                raise InputError("--replay needs both inputs uint8 or both float32")
+                raise InputError("{replay} needs both inputs uint8 or both float32", params=True)
         model = postprocess_model(anchors if anchors_quant is None else anchors, result.options,
                                   score_columns=scores.shape[1], boxes_quant=boxes_quant if quantized else None,
                                   scores_quant=scores_quant if quantized else None, anchors_quant=anchors_quant,

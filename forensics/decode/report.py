@@ -21,7 +21,7 @@ def image_size(path) -> tuple[int, int]:
     try:
         from PIL import Image, UnidentifiedImageError
     except ImportError:
-        raise DependencyError("--image needs Pillow: pip install 'forensics[images]'") from None
+        raise DependencyError("{image} needs Pillow: pip install 'forensics[images]'", params=True) from None
     try:
         with Image.open(path) as img:
             return int(img.width), int(img.height)
@@ -114,8 +114,8 @@ def decode_dumps(deps: DecodeDeps, boxes_path, scores_path, *, layout: str = "au
     letterbox = None
     if image_wh is not None:
         if input_size is None:
-            raise InputError("an image size needs the model's input size: give --input-size WxH (Edge TPU "
-                             "segments take feature maps, so their graphs do not say)")
+            raise InputError("an image size needs the model's input size: give {input_size:WxH} (Edge TPU "
+                             "segments take feature maps, so their graphs do not say)", params=True)
         letterbox = Letterbox(int(image_wh[0]), int(image_wh[1]), int(input_size[0]), int(input_size[1]))
     labels = read_labels(labels_path) if labels_path is not None else None
     replay_result = None

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from forensics.errors import InputError
+from forensics.outputs import write_bytes_atomic
 
 
 @dataclass(frozen=True)
@@ -182,3 +183,82 @@ def check_anchors(anchors, config: AnchorConfig, tolerance: float = 1e-6) -> Anc
     return AnchorCheck(bad.size == 0, int(anchors.shape[0]), int(expected.shape[0]),
                        float(per_anchor.max()) if per_anchor.size else 0.0, worst, int(bad.size), tolerance,
                        config, firsts)
+
+
+# --- `forensics anchors-gen`: generate, write, check a model's or a deps directory's anchors ----------------
+
+DEFAULT_ASPECT_RATIOS = (1.0, 2.0, 0.5, 3.0, 0.3333)  # as the sample pipeline configs
+
+
+@dataclass(frozen=True)
+class AnchorsGenResult:
+    """Generated anchors: the configuration, the anchors asked to be shown, the file written, the check."""
+
+    config: AnchorConfig
+    anchors: tuple[tuple[int, tuple[float, float, float, float]], ...]  # (anchor index, ycenter, xcenter, h, w)
+    output: str | None = None
+    check: AnchorCheck | None = None
+    check_source: str | None = None      # the model or deps directory whose anchors were checked
+
+    def to_dict(self) -> dict:
+        check = None
+        if self.check is not None:
+            check = self.check.to_dict()
+            check.pop("config", None)
+            check["source"] = self.check_source
+        return {"config": self.config.to_dict(),
+                "anchors": [{"anchor": i, "value": list(value)} for i, value in self.anchors],
+                "output": self.output, "check": check}
+
+
+def _model_anchors(path):
+    """(float32 anchors, tolerance) of a model's PostProcess: uint8 anchors are compared within half a step."""
+    from forensics.decode.model_deps import deps_from_model
+
+    deps, _, _ = deps_from_model(path)
+    tol = 1e-6 if deps.anchors_quant is None else deps.anchors_quant.scale / 2 + 1e-6
+    return deps.anchors, tol
+
+
+def anchors_gen(*, input_size=None, feature_maps=None, min_scale=0.2, max_scale=0.95,
+                aspect_ratios=DEFAULT_ASPECT_RATIOS, interpolated_scale_aspect_ratio=1.0,
+                reduce_boxes_in_lowest_layer=True, output=None, check_model=None, check_deps=None,
+                show=5, anchor=None) -> AnchorsGenResult:
+    """Generate anchors for an input size (default 300x300) or square feature maps; write them to `output`
+    (float32 [N, 4] little-endian); check `check_model`'s or `check_deps`'s anchors against them."""
+    import os
+
+    if input_size is not None and feature_maps is not None:
+        raise InputError("give {input_size} or {feature_maps}, not both", params=True)
+    if check_model is not None and check_deps is not None:
+        raise InputError("give {check_model} or {check_deps}, not both", params=True)
+    overrides = dict(min_scale=min_scale, max_scale=max_scale, aspect_ratios=tuple(aspect_ratios),
+                     interpolated_scale_aspect_ratio=interpolated_scale_aspect_ratio,
+                     reduce_boxes_in_lowest_layer=reduce_boxes_in_lowest_layer)
+    if feature_maps is not None:
+        config = AnchorConfig(feature_map_sizes=tuple(feature_maps), **overrides)
+    else:
+        w, h = input_size if input_size is not None else (300, 300)
+        config = standard_config(w, h, **overrides)
+    anchors = generate_anchors(config)
+    picks = list(range(min(max(show, 0), len(anchors))))
+    if anchor is not None:
+        if not 0 <= anchor < len(anchors):
+            raise InputError(f"anchor {anchor} is out of range (0..{len(anchors) - 1})")
+        picks = [anchor]
+    shown = tuple((i, tuple(float(v) for v in anchors[i])) for i in picks)
+    written = None
+    if output is not None:
+        write_bytes_atomic(output, np.ascontiguousarray(anchors, "<f4").tobytes())
+        written = os.fspath(output)
+    check = source = None
+    if check_model is not None:
+        theirs, tol = _model_anchors(check_model)
+        source = os.fspath(check_model)
+        check = check_anchors(theirs, config, tolerance=tol)
+    elif check_deps is not None:
+        from forensics.decode.deps import read_deps
+
+        source = os.fspath(check_deps)
+        check = check_anchors(read_deps(check_deps).anchors, config, tolerance=1e-6)
+    return AnchorsGenResult(config, shown, written, check, source)

@@ -25,21 +25,6 @@ def _box_px(b: dict) -> str:
     return f"({_f(b['xmin'], 1)}, {_f(b['ymin'], 1)}, {_f(b['xmax'], 1)}, {_f(b['ymax'], 1)})"
 
 
-def decode_document(report, geometry=None, *, drawing: dict | None = None) -> dict:
-    """The `decode --json` document: the report, each detection with `geometry` ({"layer", "row", "col",
-    "box"}, null without a grid) and `prior` (ycenter, xcenter, h, w) when the anchors' geometry is known."""
-    doc = report.to_dict()
-    if geometry is not None:
-        from forensics.geometry import annotate
-
-        doc["detections"] = [annotate(geometry, row, row["anchor"]) for row in doc["detections"]]
-        doc["anchor_geometry"] = {"grid": geometry.is_grid, "reason": geometry.reason,
-                                  "layers": [layer.shape_text for layer in geometry.layers]}
-    if drawing:
-        doc["drawing"] = drawing
-    return doc
-
-
 def _tuple(values, digits: int = 3) -> str:
     return "(" + ", ".join(_f(v, digits) for v in values) + ")"
 
@@ -146,36 +131,39 @@ def render_replay(replay) -> Text:
     return verdict("MISMATCH", f"{replay.runtime} {replay.source}: " + "; ".join(replay.mismatches[:3]))
 
 
-def render_tail(result: dict) -> list:
-    return [Text(f"wrote {result['output']}: {result['operators']} operator(s) after removing "
-                 f"{result['removed']!r}; inputs now {', '.join(result['inputs'])} ({result['size_bytes']} bytes)")]
+def render_tail(result) -> list:
+    """`tail`: what was written (a forensics.tflite.tail.TailResult)."""
+    return [Text(f"wrote {result.output}: {result.operators} operator(s) after removing "
+                 f"{result.removed!r}; inputs now {', '.join(result.inputs)} ({result.size_bytes} bytes)")]
 
 
-def render_anchors_gen(result: dict, show: int = 5) -> list:
-    cfg = result["config"]
-    out = [Text(f"{cfg['num_anchors']} anchors from feature maps "
-                f"{', '.join(f'{h}x{w}' for h, w in cfg['feature_map_sizes'])}; scales {cfg['min_scale']}..."
-                f"{cfg['max_scale']}, aspect ratios {', '.join(f'{a:g}' for a in cfg['aspect_ratios'])}")]
+def render_anchors_gen(result, show: int = 5) -> list:
+    """`anchors-gen`: the configuration, the anchors shown, the file written and the check's verdict
+    (a forensics.decode.ssd_anchors.AnchorsGenResult)."""
+    cfg = result.config
+    out = [Text(f"{cfg.num_anchors} anchors from feature maps "
+                f"{', '.join(f'{h}x{w}' for h, w in cfg.feature_map_sizes)}; scales {cfg.min_scale}..."
+                f"{cfg.max_scale}, aspect ratios {', '.join(f'{a:g}' for a in cfg.aspect_ratios)}")]
     table = styled_table()
     for col in ("anchor", "ycenter", "xcenter", "h", "w"):
         table.add_column(col, justify="right")
-    for row in result["anchors"][:show]:
-        table.add_row(str(row["anchor"]), *(f"{v:.4f}" for v in row["value"]))
-    if result["anchors"] and show:
+    for index, value in result.anchors[:show]:
+        table.add_row(str(index), *(f"{v:.4f}" for v in value))
+    if result.anchors and show:
         out.append(table)
-    if result.get("output"):
-        out.append(Text(f"wrote {result['output']} (float32 [N, 4] ycenter, xcenter, h, w)"))
-    check = result.get("check")
+    if result.output:
+        out.append(Text(f"wrote {result.output} (float32 [N, 4] ycenter, xcenter, h, w)"))
+    check, source = result.check, result.check_source
     if check is not None:
-        if check["matches"]:
-            out.append(verdict("MATCH", f"{check['source']}: all {check['num_anchors']} anchors equal the "
-                                        f"generated ones within {check['tolerance']:.2g} (max diff "
-                                        f"{check['max_abs_diff']:.2g})"))
-        elif check["max_abs_diff"] is None:
-            out.append(verdict("DIFFER", f"{check['source']}: {check['num_anchors']} anchors, the config makes "
-                                         f"{check['expected_anchors']}"))
+        if check.matches:
+            out.append(verdict("MATCH", f"{source}: all {check.num_anchors} anchors equal the "
+                                        f"generated ones within {check.tolerance:.2g} (max diff "
+                                        f"{check.max_abs_diff:.2g})"))
+        elif check.max_abs_diff is None:
+            out.append(verdict("DIFFER", f"{source}: {check.num_anchors} anchors, the config makes "
+                                         f"{check.expected_anchors}"))
         else:
-            out.append(verdict("DIFFER", f"{check['source']}: {check['mismatched']} anchor(s) differ by more "
-                                         f"than {check['tolerance']:.2g}; worst anchor {check['worst_anchor']} by "
-                                         f"{check['max_abs_diff']:.3g}"))
+            out.append(verdict("DIFFER", f"{source}: {check.mismatched} anchor(s) differ by more "
+                                         f"than {check.tolerance:.2g}; worst anchor {check.worst_anchor} by "
+                                         f"{check.max_abs_diff:.3g}"))
     return out

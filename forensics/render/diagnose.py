@@ -103,3 +103,8 @@ def render_bug_list(rows) -> Table:
     for kind, usage, text in rows:
         table.add_row(Text(kind), Text(usage), Text(text))
     return table
+
+
+def render_simulated(result) -> list:
+    """`forensics simulate ... -o B`: one line, `wrote PATH (N bytes)`."""
+    return [Text(f"wrote {result.output} ({result.size_b:,} bytes)")]

@@ -114,6 +114,6 @@ def grid_map(geometry: AnchorGeometry, values, *, marked=(), title: str | None =
 
 
 def grid_for(geometry: AnchorGeometry, heat, *, title: str | None = None):
-    """The `--grid` map of an `AnchorHeat` (forensics.geometry.anchors_heat / diff_heat)."""
+    """The `--grid` map of an `AnchorHeat` (forensics.heat.anchors_heat / diff_heat)."""
     return grid_map(geometry, heat.values, marked=heat.marked, title=title, vmin=heat.vmin, vmax=heat.vmax,
                     value_label=heat.label)

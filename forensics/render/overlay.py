@@ -172,7 +172,7 @@ def overlay_rows(image, rows_a, rows_b, *, image_size=None, names=("other", "thi
         canvas = _load_image(image)
         image, image_size = canvas, canvas.size
     if image_size is None:
-        raise InputError("--overlay needs --image IMG or an image size to draw on")
+        raise InputError("{overlay} needs {image:IMG} or an image size to draw on", params=True)
     a = boxes_from_detections(rows_a, image_size, labels=labels, score_threshold=score_threshold)
     b = boxes_from_detections(rows_b, image_size, labels=labels, score_threshold=score_threshold)
     return overlay(image if image is not None else tuple(image_size), a, b, names=names, title=title)

@@ -210,6 +210,6 @@ def heatmap(geometry: AnchorGeometry, values, *, marked=(), title: str | None = 
 
 
 def heatmap_for(geometry: AnchorGeometry, heat, *, title: str | None = None) -> Picture:
-    """The `--heatmap OUT.png` picture of an `AnchorHeat` (forensics.geometry.anchors_heat / diff_heat)."""
+    """The `--heatmap OUT.png` picture of an `AnchorHeat` (forensics.heat.anchors_heat / diff_heat)."""
     return heatmap(geometry, heat.values, marked=heat.marked, title=title, vmin=heat.vmin, vmax=heat.vmax,
                    value_label=heat.label)

@@ -82,10 +82,12 @@ class BatchResult:
     @property
     def exit_code(self) -> int:
         """0 every pair matches; 1 some differ (or failed); 2 no pair could be compared at all."""
+        from forensics import exitcodes
+
         counts = self.counts
         if counts.get("ERROR", 0) == len(self.rows):
-            return 2
-        return 0 if counts.get("MATCH", 0) == len(self.rows) else 1
+            return exitcodes.ERROR
+        return exitcodes.SAME if counts.get("MATCH", 0) == len(self.rows) else exitcodes.DIFFERENT
 
     def frame(self):
         try:

@@ -4,10 +4,10 @@ tensors and the detections, written as a run directory (forensics.runs.run).
 - Edge TPU models run with the Edge TPU delegate (libedgetpu) when it loads; otherwise a DependencyError says so.
   `tail_only` runs just the CPU tail (the model without edgetpu-custom-op, forensics.tflite.tail) on given
   accelerator outputs; raw chip-layout dumps are relayouted into tensors with the model's layout tables.
-- CPU models run in LiteRT with default delegates off (XNNPACK changes uint8 results, PITFALLS.md); there is no
+- CPU models run in LiteRT with default delegates off (XNNPACK changes uint8 results); there is no
   `raw` stage, and the decode's inputs are recorded as `tensor`.
 - Intermediate tensors (the custom op's outputs, DEQUANTIZE outputs) are read after `invoke()`, which needs
-  `experimental_preserve_all_tensors=True` (PITFALLS.md).
+  `experimental_preserve_all_tensors=True`.
 - `--image` prepares the input as pycoral's `set_resized_input` (adapters/common.py): scale =
   min(W_in / w, H_in / h), the image resized to (int(w * scale), int(h * scale)) with the chosen resampling
   (pycoral's examples use LANCZOS) and written at the top-left of a zero-filled input tensor.
@@ -54,11 +54,11 @@ def prepare_image(image_path, input_shape, dtype: str = "uint8", resampling: str
         raise InputError(f"unknown resampling {resampling!r} (choose {', '.join(RESAMPLING)})")
     shape = tuple(int(d) for d in input_shape)
     if len(shape) != 4 or shape[0] != 1 or shape[3] not in (1, 3) or shape[1] < 1 or shape[2] < 1:
-        raise InputError(f"--image needs a model whose input is an image [1, H, W, 1 or 3]; this input is "
-                         f"{list(shape)} (give the input bytes with --input NAME=FILE)")
+        raise InputError(f"{{image}} needs a model whose input is an image [1, H, W, 1 or 3]; this input is "
+                         f"{list(shape)} (give the input bytes with {{input:NAME=FILE}})", params=True)
     if dtype != "uint8":
-        raise InputError(f"--image prepares uint8 inputs as pycoral does; this input is {dtype} "
-                         "(give the input bytes with --input NAME=FILE)")
+        raise InputError(f"{{image}} prepares uint8 inputs as pycoral does; this input is {dtype} "
+                         "(give the input bytes with {input:NAME=FILE})", params=True)
     from forensics.dump import check_readable_file
 
     image_path = os.fspath(image_path)
@@ -66,7 +66,7 @@ def prepare_image(image_path, input_shape, dtype: str = "uint8", resampling: str
     try:
         from PIL import Image, UnidentifiedImageError
     except ImportError:
-        raise DependencyError("--image needs Pillow: pip install 'forensics[images]'") from None
+        raise DependencyError("{image} needs Pillow: pip install 'forensics[images]'", params=True) from None
     methods = {"lanczos": Image.Resampling.LANCZOS, "bilinear": Image.Resampling.BILINEAR,
                "bicubic": Image.Resampling.BICUBIC, "nearest": Image.Resampling.NEAREST,
                "box": Image.Resampling.BOX, "hamming": Image.Resampling.HAMMING}
@@ -151,8 +151,8 @@ def load_edgetpu_delegate():
         return load_external_delegate(library, "the Edge TPU delegate"), library
     except DependencyError as exc:
         raise DependencyError(f"{exc}: install the Edge TPU runtime (libedgetpu) and connect the device, or run "
-                              "only the CPU tail with --tail-only --input TENSOR=FILE for the accelerator's "
-                              "outputs") from None
+                              "only the CPU tail with {tail_only} {input:TENSOR=FILE} for the accelerator's "
+                              "outputs", params=True) from None
 
 
 def make_interpreter(model_bytes: bytes, *, delegates=(), default_delegates: bool = False):
@@ -204,9 +204,9 @@ def _parse_feeds(inputs) -> dict:
         else:
             name, sep, path = str(item).partition("=")
             if not sep or not name or not path:
-                raise InputError(f"expected --input NAME=FILE, got {item!r}")
+                raise InputError(f"expected {{input:NAME=FILE}}, got {item!r}", params=True)
         if name in feeds:
-            raise InputError(f"--input {name} is given twice")
+            raise InputError(f"{{input}} {name} is given twice", params=True)
         feeds[name] = os.fspath(path)
     return feeds
 
@@ -263,9 +263,9 @@ def capture(model_path, output, *, source: str = "litert", image=None, inputs=No
     model_path = os.fspath(model_path)
     feeds = _parse_feeds(inputs)
     if image is not None and feeds:
-        raise InputError("give --image or --input NAME=FILE, not both")
+        raise InputError("give {image} or {input:NAME=FILE}, not both", params=True)
     if image is None and not feeds:
-        raise InputError("nothing to run on: give --image IMG or --input NAME=FILE")
+        raise InputError("nothing to run on: give {image:IMG} or {input:NAME=FILE}", params=True)
     record = model_record(model_path)
     model = open_model(model_path)
     try:
@@ -273,10 +273,11 @@ def capture(model_path, output, *, source: str = "litert", image=None, inputs=No
         edgetpu_ops = _edgetpu_ops(model)
         if tail_only:
             if not edgetpu_ops:
-                raise InputError("--tail-only runs what follows edgetpu-custom-op; this model has none (run it "
-                                 "whole without --tail-only)", model_path)
+                raise InputError("{tail_only} runs what follows edgetpu-custom-op; this model has none (run it "
+                                 "whole without {tail_only})", model_path, params=True)
             if image is not None:
-                raise InputError("--tail-only takes the accelerator's outputs as --input TENSOR=FILE, not --image")
+                raise InputError("{tail_only} takes the accelerator's outputs as {input:TENSOR=FILE}, not {image}",
+                                 params=True)
             return _capture_tail(model, model_bytes, record, output, source, feeds, replace)
         return _capture_full(model, model_bytes, record, output, source, image, feeds, resampling, delegate,
                              bool(edgetpu_ops), replace)
@@ -303,8 +304,9 @@ def _capture_full(model, model_bytes, record, output, source, image, feeds, resa
     values = {}
     if image is not None:
         if len(details) != 1:
-            raise InputError(f"--image fills one image input; the model has {len(details)} inputs "
-                             f"({', '.join(d['name'] for d in details)}): give --input NAME=FILE for each")
+            raise InputError(f"{{image}} fills one image input; the model has {len(details)} inputs "
+                             f"({', '.join(d['name'] for d in details)}): give {{input:NAME=FILE}} for each",
+                             params=True)
         d = details[0]
         prepared = prepare_image(image, d["shape"], model.tensor(d["name"]).dtype, resampling)
         values[d["name"]] = prepared.array
@@ -315,7 +317,7 @@ def _capture_full(model, model_bytes, record, output, source, image, feeds, resa
             raise InputError(f"the model has no input {unknown[0]!r} (inputs: {', '.join(names)})")
         missing = [n for n in names if n not in feeds]
         if missing:
-            raise InputError(f"no --input for {', '.join(missing)} (the model has {len(names)} inputs)")
+            raise InputError(f"no {{input}} for {', '.join(missing)} (the model has {len(names)} inputs)", params=True)
         for d in details:
             values[d["name"]] = read_input_file(feeds[d["name"]], d["name"], d["shape"],
                                                 model.tensor(d["name"]).dtype)
@@ -377,7 +379,8 @@ def _capture_tail(model, model_bytes, record, output, source, feeds, replace) ->
                          f"{', '.join(details)})")
     missing = [n for n in details if n not in feeds]
     if missing:
-        raise InputError(f"no --input for {', '.join(missing)} (the CPU tail reads {', '.join(details)})")
+        raise InputError(f"no {{input}} for {', '.join(missing)} (the CPU tail reads {', '.join(details)})",
+                         params=True)
     layers = {}
     for package in read_packages(model):
         for name in details:

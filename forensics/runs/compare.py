@@ -35,7 +35,7 @@ ADVICE = {
     "tensor": "the raw output matches but the tensors differ: the relayout is wrong (tile order, 4-byte lane "
               "padding, the signed-type fix); every later stage is expected to differ",
     "dequantized": "the tensors match but the dequantized values differ: check scale and zero_point and the "
-                   "runtime's dequantize rounding (PITFALLS.md: XNNPACK, LiteRT's blocks of 8)",
+                   "runtime's dequantize rounding (XNNPACK, LiteRT's blocks of 8: README, Known pitfalls)",
     "detections": "every earlier stage matches: the post-processing differs (PostProcess options, anchors, NMS, "
                   "runtime version or delegate)",
 }
@@ -57,7 +57,7 @@ class StageRow:
     unit: str = "bytes"
     diff: DiffResult | None = field(default=None, repr=False)
     findings: tuple = ()
-    heat: object | None = field(default=None, repr=False)  # forensics.geometry.AnchorHeat for pictures
+    heat: object | None = field(default=None, repr=False)  # forensics.heat.AnchorHeat for pictures
 
     @property
     def compared(self) -> bool:
@@ -369,7 +369,7 @@ def _heat(geometry, dump_a, dump_b, layout: RecordLayout, unit: str):
         return None
     if dump_a.size != dump_b.size or dump_a.size != geometry.num_anchors * layout.record_size:
         return None
-    from forensics.geometry import diff_heat
+    from forensics.heat import diff_heat
 
     a = dump_a.read_array().reshape(geometry.num_anchors, layout.record_size)
     b = dump_b.read_array().reshape(geometry.num_anchors, layout.record_size)

@@ -12,9 +12,12 @@ the remaining operators' tables, builtin options included, are the original byte
 
 from __future__ import annotations
 
+import os
+from dataclasses import dataclass
+
 import flatbuffers
 
-from forensics.errors import InputError
+from forensics.errors import FormatError, InputError
 from forensics.tflite.flat import Buffer
 from forensics.tflite.model import TFLITE_IDENTIFIER, read_model
 
@@ -109,3 +112,46 @@ def remove_custom_op(model_bytes: bytes, custom_code: str = EDGETPU_CUSTOM_CODE,
     front = bytes(builder.Output())
     assert len(front) % 16 == 0, len(front)
     return front + data
+
+
+@dataclass(frozen=True)
+class TailResult:
+    """What `write_tail` wrote: the tail model's file, size, operator count and graph inputs/outputs."""
+
+    model: str
+    output: str
+    removed: str
+    size_bytes: int
+    operators: int
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+
+    def to_dict(self) -> dict:
+        return {"model": self.model, "output": self.output, "removed": self.removed, "size_bytes": self.size_bytes,
+                "operators": self.operators, "inputs": list(self.inputs), "outputs": list(self.outputs)}
+
+
+def write_tail(model_path, output) -> TailResult:
+    """Write `model_path`'s CPU tail (the edgetpu-custom-op removed) to `output`, atomically."""
+    from forensics.dump import check_readable_file
+    from forensics.outputs import write_bytes_atomic
+
+    model_path = os.fspath(model_path)
+    size = check_readable_file(model_path)
+    if size == 0:
+        raise InputError("empty file", model_path)
+    if os.path.abspath(os.fspath(output)) == os.path.abspath(model_path):
+        raise InputError("refusing to overwrite the input model", output)
+    with open(model_path, "rb") as fh:
+        data = fh.read()
+    try:
+        tail = remove_custom_op(data)
+    except InputError as exc:
+        raise InputError(str(exc), model_path) from None
+    except FormatError as exc:  # FormatError carries no path from bytes; name the file here
+        raise exc.with_path(model_path) from None
+    subgraph = read_model(tail).main
+    write_bytes_atomic(output, tail)
+    return TailResult(model_path, os.fspath(output), EDGETPU_CUSTOM_CODE, len(tail), len(subgraph.operators),
+                      tuple(subgraph.tensors[i].name for i in subgraph.inputs),
+                      tuple(subgraph.tensors[i].name for i in subgraph.outputs))

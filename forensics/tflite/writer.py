@@ -352,7 +352,8 @@ def build_detection_model(anchors, *, boxes_quant=(0.1, 128), scores_quant=(1 / 
 
     dequantize=True: boxes/scores -> DEQUANTIZE -> float32 -> PostProcess with constant float32 anchors.
     dequantize=False: uint8 boxes/scores straight into PostProcess; anchors are stored uint8 with
-    `anchors_quant=(scale, zero_point)` (the kernel needs uint8 anchors then, see PITFALLS.md).
+    `anchors_quant=(scale, zero_point)` (the kernel reads float32 anchors' bytes as uint8
+    when its box input is uint8).
     `anchors` is [N, 4] (ycenter, xcenter, h, w): floats, or uint8 codes when anchors_quant is given.
     Outputs: detection_boxes [1,M,4], detection_classes [1,M], detection_scores [1,M], num_detections [1].
     """

@@ -11,8 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import forensics.csr.align as align_module
 import forensics.csr.compare as compare_module
-from forensics.csr.compare import align, compare_files, compare_traces
+from forensics.csr.align import align
+from forensics.csr.compare import compare_files, compare_traces
 from forensics.csr.parse import parse_text
 from tests.csr import reference_align
 from tests.conftest import assert_golden
@@ -75,7 +77,7 @@ def test_greedy_walk_equals_the_walk_as_first_written(seed):
     alo, blo = rng.randrange(len(a) + 1), rng.randrange(len(b) + 1)
     ahi, bhi = rng.randrange(alo, len(a) + 1), rng.randrange(blo, len(b) + 1)
     ours, reference = [], []
-    compare_module._greedy(a, alo, ahi, b, blo, bhi, ours)
+    align_module._greedy(a, alo, ahi, b, blo, bhi, ours)
     reference_align.greedy(a, alo, ahi, b, blo, bhi, reference)
     assert ours == reference
 
@@ -84,12 +86,12 @@ def test_greedy_walk_equals_the_walk_as_first_written(seed):
 @given(st.lists(st.integers(0, 6), max_size=60), st.lists(st.integers(0, 6), max_size=60))
 def test_capped_alignment_stays_valid(a, b):
     # With a tiny edit budget the anchored and greedy fallbacks run; the result must still be an alignment.
-    old = compare_module.MYERS_MAX_D
-    compare_module.MYERS_MAX_D = 2
+    old = align_module.MYERS_MAX_D
+    align_module.MYERS_MAX_D = 2
     try:
         pairs, methods = align(a, b)
     finally:
-        compare_module.MYERS_MAX_D = old
+        align_module.MYERS_MAX_D = old
     check_alignment(a, b, pairs)
 
 
@@ -99,12 +101,12 @@ def test_fallbacks_still_find_shared_structure():
     b = list(a)
     for k in range(0, 400, 9):
         b[k] = 1000 + k          # many substitutions: far more edits than the budget
-    old = compare_module.MYERS_MAX_D
-    compare_module.MYERS_MAX_D = 10
+    old = align_module.MYERS_MAX_D
+    align_module.MYERS_MAX_D = 10
     try:
         pairs, methods = align(a, b)
     finally:
-        compare_module.MYERS_MAX_D = old
+        align_module.MYERS_MAX_D = old
     check_alignment(a, b, pairs)
     assert set(methods) & {"anchored", "greedy"}
     # Every untouched position is still matched to itself.

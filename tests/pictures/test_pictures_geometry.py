@@ -11,14 +11,13 @@ from pictures_support import REAL_SSD_MODELS, SSD_300_MAPS, SSD_320_MAPS, multip
 from forensics.errors import InputError
 from forensics.geometry import (
     AnchorPlace,
-    anchor_differences,
-    anchor_values,
     cell_marks,
     cell_values,
     geometry_for_deps,
     geometry_from_anchors_file,
     infer_geometry,
 )
+from forensics.heat import anchor_differences, anchor_values
 
 REAL_LAYERS = [(19, 19, 3), (10, 10, 6), (5, 5, 6), (3, 3, 6), (2, 2, 6), (1, 1, 6)]
 
