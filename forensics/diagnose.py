@@ -52,6 +52,7 @@ SAMPLE_BLOCK = 24 << 10       # ... of this size
 EXPLAINED_SHARE = 0.99        # EXPLAINED when the findings account for this share of the differing bytes
 MIN_SHARE = 0.05              # a candidate must explain this share of the differing bytes (or of what is left)
 MAX_FALSE = 0.05              # ... and change at most this many equal bytes per byte it explains
+MAX_WRONG = 0.1              # oversize / stride / pitch: at most this share of the bytes they place may be wrong
 MAX_STRIDE_Z = 4096
 RECORD_SET_LIMIT = 16 << 20   # relayout: compare the record multisets too when a dump is at most this big
 STRIDE_SLACK = 64             # bytes after the last record a layout may leave (size_bytes 176,368 = 1,917 x 92 + 4)
@@ -452,13 +453,19 @@ class _Scored:
 def _score(bug, src_a, region: _Region, n_a: int, n_b: int) -> _Scored:
     hits = np.zeros(region.diff.size, bool)
     false = np.zeros(region.diff.size, bool)
+    predicted = wrong = 0
     for (lo, hi), off in zip(region.blocks, region.starts[:-1].tolist()):
         pred, defined, slack = bug.predict(src_a, lo, hi)
         b = region.b[off:off + hi - lo]
-        ok = slack | (defined & (pred == b))
+        same = defined & (pred == b)
+        ok = slack | same
         d = region.diff[off:off + hi - lo]
         hits[off:off + hi - lo] = d & ok
         false[off:off + hi - lo] = ~d & ~ok
+        predicted += int(np.count_nonzero(defined))
+        wrong += int(np.count_nonzero(defined & ~same))
+    if isinstance(bug, (Oversize, Strided)) and wrong > MAX_WRONG * predicted:
+        hits[:] = False  # the slack it allows explains nothing unless A's bytes really are where it puts them
     missing = n_b < n_a and bug.size_out(n_a) == n_b
     if missing and isinstance(bug, Strided) and bug.size is not None:  # its own size, not the one it was cut to
         missing = abs(Strided(bug.width, bug.src, bug.dst).size_out(n_a) - n_b) < STRIDE_SLACK
@@ -1162,7 +1169,9 @@ def diagnose_dumps(dump_a, dump_b, *, layout: RecordLayout | None = None, previo
                 s.close()
     fraction = round(min(1.0, explained / d_total), 6) if d_total else 1.0
     named = [f for f in findings if f.kind != "head_window"]
-    if named and fraction >= EXPLAINED_SHARE:
+    common_left = float(np.count_nonzero(residual_mask & region.in_a)) * scale if residual_mask.size else 0.0
+    common_ok = common_left <= (1 - EXPLAINED_SHARE) * max(1, scan.bytes_differing)
+    if named and fraction >= EXPLAINED_SHARE and common_ok:
         verdict = "EXPLAINED"
     elif named:
         verdict = "PARTLY EXPLAINED"
