@@ -534,11 +534,16 @@ def _complexity(bug) -> int:
 
 # --- candidates -------------------------------------------------------------------------------------------
 
-def _shift_votes(dump_a, dump_b, scan, max_shift: int) -> dict:
-    """k -> number of sampled windows of B found in A k bytes earlier (B[j] = A[j - k])."""
+def _shift_votes(dump_a, dump_b, scan, region, max_shift: int) -> dict:
+    """k -> number of sampled windows of B found in A k bytes earlier (B[j] = A[j - k]); the windows start at
+    differing bytes spread over the scored region and the scan's chunks."""
     picks = scan.samples
     if len(picks) > SHIFT_SAMPLES:
         picks = [picks[i * (len(picks) - 1) // (SHIFT_SAMPLES - 1)] for i in range(SHIFT_SAMPLES)]
+    idx = np.flatnonzero(region.diff)
+    if idx.size:
+        picks = sorted(set(picks) | set(region.at(idx[np.linspace(0, idx.size - 1, min(SHIFT_SAMPLES, idx.size))
+                                                      .astype(np.int64)]).tolist()))
     votes: dict[int, int] = {}
     for p in picks:
         if dump_b.size < SHIFT_WINDOW:
@@ -603,7 +608,7 @@ def _candidates(dump_a, dump_b, src_a, src_b, layout, scan, region, model_view, 
                 fills) -> list:
     n_a, n_b = dump_a.size, dump_b.size
     out = []
-    votes = _shift_votes(dump_a, dump_b, scan, max_shift)
+    votes = _shift_votes(dump_a, dump_b, scan, region, max_shift)
     ranked = sorted(votes, key=lambda k: (-votes[k], abs(k), k))
     for k in ranked[:6]:
         out.append(Shift(k))
