@@ -77,8 +77,8 @@ def render_diagnose(result) -> list:
     lines = Text()
     if result.residual:
         r = result.residual
-        lines.append(f"residual: {r['bytes']:,} differing bytes ({_pct(r['fraction'])}) no finding explains "
-                     f"{_where_text(r)}".rstrip() + "\n")
+        lines.append(f"residual: {r['bytes']:,} differing bytes ({_pct(r['fraction'])}) that no finding explains, "
+                     f"{_where_text(r)}".rstrip(", ") + "\n")
     c = result.characterization
     if c and result.verdict == "UNEXPLAINED":
         if c.get("max_delta") is not None:
