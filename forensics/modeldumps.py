@@ -45,10 +45,6 @@ class DumpContext:
         return out
 
 
-_FLAG_FIELDS = {"record_size": "record_size", "offset": "offset", "count": "count", "fields": "fields",
-                "pad_lanes": "pad_lanes", "scale": "scale", "zero_point": "zero_point"}
-
-
 def dump_context(dump, *, model=None, tensor=None, labels=None, deps=None, **flags) -> DumpContext:
     """Layout (model tensor, else sidecar; flags override either) and geometry (model or deps) for one dump."""
     if tensor is not None and model is None:

@@ -22,7 +22,7 @@ from forensics import exitcodes
 from forensics.errors import InputError
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Report:
     """What one command found: its `--json` document, exit code, warnings and tables."""
 
@@ -64,13 +64,16 @@ class Report:
         except ImportError:
             from forensics.errors import DependencyError
 
-            raise DependencyError("to_frame() needs pandas: pip install 'forensics[tables]'") from None
+            raise DependencyError("to_frame() needs pandas: pip install 'forensics[export]'") from None
         rows = self.to_dict().get(self.rows_key) or []
         return pd.DataFrame(rows)
 
     def __bool__(self) -> bool:
         """True when the command would exit 0 (same / ok / nothing found)."""
         return self.exit_code == exitcodes.SAME
+
+    def __repr__(self) -> str:  # short: notebooks show it as the plain-text form beside the HTML
+        return f"<{type(self).__name__} {self.command}: exit_code={self.exit_code}>"
 
 
 def _limit(limit, show_all: bool):
@@ -79,7 +82,7 @@ def _limit(limit, show_all: bool):
 
 # --- buffers: crc, diff, anchors, coverage, hexdump --------------------------------------------------------
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class CrcReport(Report):
     def renderables(self) -> list:
         from forensics.render.buffers import render_crc
@@ -126,7 +129,7 @@ def _draw_heatmap(context, heat, title: str, heatmap) -> dict | None:
     return {"path": os.fspath(heatmap), **picture.to_dict(), **heat.to_dict()}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class RecordsReport(Report):
     """diff and anchors: a result whose listed records carry anchor geometry, plus the pictures drawn."""
 
@@ -140,8 +143,9 @@ class RecordsReport(Report):
         from forensics.modeldumps import annotate_rows
 
         doc = self.result.to_dict()
-        if self.rows_key in doc:
-            doc[self.rows_key] = annotate_rows(doc[self.rows_key], self.context.geometry)
+        listed = "records" if self.command == "diff" else "nonuniform"  # the rows that are anchors
+        if listed in doc:
+            doc[listed] = annotate_rows(doc[listed], self.context.geometry)
         doc.update(self.context.to_dict())
         if self.heatmap is not None:
             doc["heatmap"] = dict(self.heatmap)
@@ -220,7 +224,7 @@ def anchors(file, *, record=None, offset=None, count=None, fields=None, pad=None
                          context=context, heat=heat, heatmap=drawn, grid=grid, title=title)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class CoverageReport(Report):
     def renderables(self) -> list:
         from forensics.render.buffers import render_coverage
@@ -253,7 +257,7 @@ def _hex_bytes(text: str) -> bytes:
     return value
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class HexdumpReport(Report):
     def renderables(self) -> list:
         from forensics.render.buffers import render_hexdump
@@ -304,7 +308,7 @@ def _open_model(path):
     return model, read_packages(model)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class GraphReport(Report):
     def renderables(self) -> list:
         from forensics.render.model import render_graph, render_params
@@ -332,7 +336,7 @@ def graph(model, *, params_out=None) -> GraphReport:
     return GraphReport("graph", Document(summary), rows_key="operators")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class ExtractReport(Report):
     files: tuple[str, ...] = ()
 
@@ -355,7 +359,7 @@ def extract(model, *, output, force: bool = False) -> ExtractReport:
     return ExtractReport("extract", result, files=tuple(files))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class RelayoutReport(Report):
     def renderables(self) -> list:
         from forensics.render.model import render_relayout
@@ -391,7 +395,7 @@ def relayout(input, *, model, layer: str, output, inverse: bool = False,  # noqa
 
 # --- decode, tail, anchors-gen -----------------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class DecodeReport(Report):
     geometry: object = None                # forensics.geometry.AnchorGeometry of the anchors
     drawing: dict | None = None            # what --draw wrote
@@ -498,7 +502,7 @@ def decode(boxes, scores, *, model=None, deps=None, layout: str = "auto", dequan
                         rows_key="detections", geometry=geometry, drawing=drawn, score_threshold=score_threshold)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class TailReport(Report):
     def renderables(self) -> list:
         from forensics.render.decode import render_tail
@@ -513,7 +517,7 @@ def tail(model, *, output) -> TailReport:
     return TailReport("tail", write_tail(model, output))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class AnchorsGenReport(Report):
     def renderables(self) -> list:
         from forensics.render.decode import render_anchors_gen
@@ -539,7 +543,7 @@ def anchors_gen(*, input_size=None, feature_maps=None, min_scale: float = 0.2, m
 
 # --- runs: capture, ingest, compare ------------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class CaptureReport(Report):
     def renderables(self) -> list:
         from forensics.render.runs import render_capture
@@ -558,7 +562,7 @@ def capture(*, model, output, source: str = "litert", image=None, input=None,  #
     return CaptureReport("capture", result, rows_key="buffers")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class IngestReport(Report):
     def renderables(self) -> list:
         from forensics.render.runs import render_ingest
@@ -577,7 +581,7 @@ def ingest(run, buffers, *, source: str, model=None) -> IngestReport:
     return IngestReport("ingest", result, warnings=warnings, rows_key="buffers")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class CompareReport(Report):
     html: str | None = None                # the --html page written
 
@@ -598,7 +602,7 @@ class CompareReport(Report):
         return out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class BatchReport(Report):
     def renderables(self) -> list:
         from forensics.render.runs import render_batch
@@ -658,7 +662,7 @@ def compare(*runs, html=None, previous=None, model=None, deps=None, limit: int =
 
 # --- diagnose ----------------------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class DiagnoseReport(Report):
     def renderables(self) -> list:
         from forensics.render.diagnose import render_diagnose
@@ -746,7 +750,7 @@ def simulate(a=None, *, bug: str, output=None, previous=None) -> SimulateReport:
 
 # --- csr ---------------------------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class CsrReport(Report):
     limit: int | None = 200
     show_all: bool = False
@@ -757,7 +761,7 @@ class CsrReport(Report):
         return render_comparison(self.result, limit=self.limit, show_all=self.show_all)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class RegisterReport(Report):
     def renderables(self) -> list:
         from forensics.render.csr import render_lookup

@@ -3,6 +3,7 @@ the library never imports the CLI or rich, optional dependencies are imported la
 so the core works with numpy + rich + flatbuffers, and CONTRIBUTING's map lists every module in layer order."""
 
 import ast
+import re
 
 from tests.conftest import REPO
 
@@ -184,3 +185,18 @@ def test_contributing_map_lists_every_module_in_layer_order():
     assert len(listed) == len(set(listed)), "a module is listed twice in CONTRIBUTING.md's map"
     layers = [_layer_of(PACKAGE.joinpath(path).relative_to(PACKAGE)) for path in listed]
     assert layers == sorted(layers), "CONTRIBUTING.md's map is not in the layer order of LAYERS"
+
+
+def test_install_hints_name_extras_that_exist():
+    # `pip install 'forensics[X]'` in a message or the README must name an extra pyproject.toml defines.
+    import pytest
+
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+
+    extras = set(tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+                 ["optional-dependencies"])
+    texts = [path.read_text(encoding="utf-8") for path in sorted(PACKAGE.rglob("*.py"))]
+    texts.append((REPO / "README.md").read_text(encoding="utf-8"))
+    named = {extra for text in texts for group in re.findall(r"forensics\[([\w,]+)\]", text)
+             for extra in group.split(",")}
+    assert named and named <= extras, sorted(named - extras)

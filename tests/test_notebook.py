@@ -18,6 +18,7 @@ def outputs():
     nbclient = pytest.importorskip("nbclient")
     pytest.importorskip("ipykernel")
     pytest.importorskip("PIL")
+    pytest.importorskip("pandas")
     notebook = nbformat.read(str(NOTEBOOK), as_version=4)
     client = nbclient.NotebookClient(notebook, timeout=180, kernel_name="python3",
                                      resources={"metadata": {"path": str(NOTEBOOK.parent)}})
@@ -85,3 +86,11 @@ def test_diagnose_and_stage_table(outputs):
     assert "libedgetpu vs ours: every stage MATCH | first divergent stage: None" in table
     assert "first divergent stage: input" in table and "inputs differ" in table
     assert "raw:convert_scores" in table and "534 of 2,034 anchors differ" in table
+
+
+def test_reports_render_as_tables(outputs):
+    # The reports are the cells' results: shown as the CLI's tables in HTML, and as DataFrames.
+    html = [text for text, kinds in outputs if "text/html" in kinds]
+    assert any("<RecordsReport diff: exit_code=1>" in text for text in html)
+    assert any("<CompareReport compare: exit_code=1>" in text for text in html)
+    assert sum(1 for text, kinds in outputs if "text/html" in kinds and "summary" in text and "crc32_a" in text) == 1

@@ -59,6 +59,8 @@ BUFFER_CASES = {
                        lambda: reports.diff(f"{LIBEDGETPU}/convert_scores.bin", f"{OURS}/convert_scores.bin")),
     "anchors": (["anchors", f"{OURS}/convert_scores.bin", "--nonuniform", "--deps", "dumps/face_ssd"],
                 lambda: reports.anchors(f"{OURS}/convert_scores.bin", nonuniform=True, deps="dumps/face_ssd")),
+    "anchors-top": (["anchors", f"{OURS}/convert_scores.bin", "--deps", "dumps/face_ssd", "--top", "3"],
+                    lambda: reports.anchors(f"{OURS}/convert_scores.bin", deps="dumps/face_ssd", top=3)),
     "coverage": (["coverage", f"{BROKEN}/convert_scores.bin", "--sentinel", "cc", "--min-run", "4"],
                  lambda: reports.coverage(f"{BROKEN}/convert_scores.bin", sentinel=b"\xcc", min_run=4)),
     "hexdump": (["hexdump", f"{LIBEDGETPU}/convert_scores.bin", f"{BROKEN}/convert_scores.bin", "--anchor", "1500",
@@ -236,6 +238,10 @@ def test_library_errors_name_parameters_and_the_cli_words_flags():
     with pytest.raises(InputError) as caught:
         reports.anchors_gen(input_size=(300, 300), feature_maps=(19, 10))
     assert str(caught.value) == "give input_size or feature_maps, not both"
+    with pytest.raises(InputError, match=r"^give exactly one of model=MODEL or deps=DIR$"):
+        reports.decode(f"{OURS}/Squeeze1.bin", f"{OURS}/convert_scores.bin")
+    assert run_cli("decode", f"{OURS}/Squeeze1.bin", f"{OURS}/convert_scores.bin").err.endswith(
+        "give exactly one of --model MODEL or --deps DIR\n")
     result = run_cli("anchors-gen", "--input-size", "300x300", "--feature-maps", "19,10")
     assert result.code == 2
     assert result.err.strip() == "forensics anchors-gen: error: give --input-size or --feature-maps, not both"

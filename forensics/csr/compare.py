@@ -297,6 +297,10 @@ def compare_traces(a: Trace, b: Trace, *, include_reads: bool = False, masks: di
             # Rows of the common prefix and suffix are slices of the two sequences; between them each
             # row's missing side indexes the _GAP appended here.
             rows_a, rows_b = zip(*middle) if middle else ((), ())
+            # missing(i, i) is i, or -1 when i is None (dict.get(key, default) with the index as its own
+            # default), and index -1 of [*seq, _GAP] is the _GAP: so each side is
+            #     [seq[i] if i is not None else _GAP for i in rows]
+            # computed by map() in C, without a Python-level step per row.
             missing = {None: -1}.get
             side_a = [*seq_a[:head], *map([*seq_a, _GAP].__getitem__, map(missing, rows_a, rows_a)),
                       *seq_a[len(seq_a) - tail:]]

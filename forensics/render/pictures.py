@@ -126,11 +126,6 @@ def _font(ImageFont, size: int = 12):
         return ImageFont.load_default()
 
 
-def _text_width(draw, text: str, font) -> int:
-    x0, _, x1, _ = draw.textbbox((0, 0), text, font=font)
-    return x1 - x0
-
-
 def _fmt(value: float) -> str:
     return f"{value:.4g}"
 

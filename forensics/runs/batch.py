@@ -93,7 +93,7 @@ class BatchResult:
         try:
             import pandas as pd
         except ImportError:
-            raise DependencyError("batch summaries need pandas: pip install 'forensics[tables]'") from None
+            raise DependencyError("batch summaries need pandas: pip install 'forensics[export]'") from None
         return pd.DataFrame(list(self.rows), columns=list(COLUMNS))
 
     def to_dict(self) -> dict:
@@ -130,7 +130,7 @@ def write_summary(result: BatchResult, output) -> BatchResult:
     try:
         import pyarrow  # noqa: F401  (pandas' Parquet engine)
     except ImportError:
-        raise DependencyError("Parquet output needs pyarrow: pip install 'forensics[tables]'") from None
+        raise DependencyError("Parquet output needs pyarrow: pip install 'forensics[export]'") from None
     try:
         with atomic_write(csv_path, "w") as fh:
             frame.to_csv(fh, index=False)

@@ -238,10 +238,6 @@ def buffer_layout(entry: BufferEntry, size: int) -> tuple[RecordLayout, str]:
                         **(quant if itemsize == 1 else {})), unit
 
 
-def _plural(n: int, unit: str) -> str:
-    return f"{n:,} {unit}" if n != 1 or unit == "bytes" else f"{n:,} {unit[:-1]}"
-
-
 def _summary(diff: DiffResult, unit: str) -> str:
     parts = []
     if diff.size_a != diff.size_b:

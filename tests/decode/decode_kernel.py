@@ -5,10 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-litert = pytest.importorskip("ai_edge_litert.interpreter")
-
 
 def interpreter(model: bytes):
+    # Imported here, not at module level: modules importing these helpers also hold pure-numpy tests that
+    # must run without the runtime extra; only the tests that reach LiteRT skip.
+    litert = pytest.importorskip("ai_edge_litert.interpreter")
     it = litert.Interpreter(model_content=model, num_threads=1, experimental_preserve_all_tensors=True,
                             experimental_op_resolver_type=litert.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
     it.allocate_tensors()

@@ -6,10 +6,9 @@ import numpy as np
 import pytest
 
 from forensics.decode.ssd import PostProcessOptions, Quantization, dequantize_litert, postprocess
+from forensics.tflite import writer
 
 from decode_kernel import assert_same, run
-
-writer = pytest.importorskip("forensics.tflite.writer")
 
 
 def random_anchors(rng, n, degenerate=False):

@@ -10,10 +10,9 @@ from hypothesis import strategies as st
 
 from forensics.decode.ssd import PostProcessOptions, Quantization, greedy_nms, iou_one_to_many, postprocess
 from forensics.decode.ssd_anchors import generate_anchors, standard_config
+from forensics.tflite import writer
 
 from decode_kernel import assert_same, run
-
-writer = pytest.importorskip("forensics.tflite.writer")
 
 
 def plain_greedy(boxes, sizes, limit, thr):

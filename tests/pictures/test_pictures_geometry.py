@@ -224,8 +224,9 @@ def test_geometry_from_an_extract_directory(tmp_path, ssd320_anchors):
 
 
 def test_the_projects_generator_and_the_tests_formula_give_the_same_grid(ssd320_anchors):
-    """Cross-check with the decode issue's generator: same anchors (to float32 rounding), same geometry."""
-    ssd_anchors = pytest.importorskip("forensics.decode.ssd_anchors")
+    """Cross-check with the project's generator: same anchors (to float32 rounding), same geometry."""
+    from forensics.decode import ssd_anchors
+
     generated = ssd_anchors.generate_anchors(ssd_anchors.standard_config(320))
     np.testing.assert_allclose(generated, ssd320_anchors, rtol=1e-4, atol=1e-6)
     geometry = infer_geometry(generated)

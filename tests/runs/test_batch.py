@@ -7,7 +7,6 @@ import filecmp
 import json
 import os
 
-import pandas as pd
 import pytest
 
 from forensics.runs.batch import batch_compare
@@ -44,6 +43,8 @@ def _oracle(pair):
 
 
 def test_batch_summary_csv_and_parquet(tmp_path, cli):
+    pd = pytest.importorskip("pandas")  # the `tables` extra; collecting this module must not need it
+    pytest.importorskip("pyarrow")
     farm = _farm(tmp_path)
     out = tmp_path / "summary.csv"
     result = cli("compare", "--batch", farm, "-o", out, "--workers", "2", "--json")

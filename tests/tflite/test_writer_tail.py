@@ -10,11 +10,11 @@ from forensics.tflite.tail import remove_custom_op
 from forensics.tflite.writer import (DEQUANTIZE, RESHAPE, ModelSpec, OpCodeSpec, OperatorSpec, TensorSpec,
                                      build_detection_model, build_model, postprocess_options, reshape_options)
 
-litert = pytest.importorskip("ai_edge_litert.interpreter")
 SEGMENT = "ssd_mobilenet_v2_coco_quant_postprocess_segment_1_of_2_edgetpu.tflite"
 
 
 def interpreter(model_bytes):
+    litert = pytest.importorskip("ai_edge_litert.interpreter")  # only the tests that run LiteRT skip without it
     it = litert.Interpreter(model_content=model_bytes,
                             experimental_op_resolver_type=litert.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
     it.allocate_tensors()
@@ -57,7 +57,7 @@ def test_written_model_matches_litert_tensor_details_and_dequantizes():
 
 
 def test_opcode_above_127_uses_placeholder_byte():
-    from ai_edge_litert import schema_py_generated as schema
+    schema = pytest.importorskip("ai_edge_litert.schema_py_generated")
 
     spec = ModelSpec(tensors=[TensorSpec("a", [1], "float32")], opcodes=[OpCodeSpec(builtin_code=150)],
                      operators=[OperatorSpec(0, [0], [0])], inputs=[0], outputs=[0])
