@@ -823,10 +823,18 @@ def _where(mask, region, layout, unit: str = "record") -> dict:
     rs, off = layout.record_size, layout.offset
     recs = np.unique((p[p >= off] - off) // rs) if p.size else np.zeros(0, np.int64)
     lanes = np.unique((p[p >= off] - off) % rs) if p.size else np.zeros(0, np.int64)
-    return {"ranges": ranges, "range_count": count,
-            f"{unit}s": compress_lanes(recs.tolist()[:100000]) if recs.size <= 4096 else
-            f"{int(recs[0])}-{int(recs[-1])} ({recs.size:,} of them)",
-            "lanes": compress_lanes(lanes.tolist()), "record_size": rs}
+    return {"ranges": ranges, "range_count": count, f"{unit}s": _span_text(recs),
+            "lanes": _span_text(lanes), "record_size": rs}
+
+
+def _span_text(values: np.ndarray, parts: int = 8) -> str:
+    """Sorted unique integers as ranges ('0-90'); more than `parts` runs become 'first-last (N in M runs)'."""
+    if not values.size:
+        return ""
+    runs = int(np.count_nonzero(np.diff(values) != 1)) + 1
+    if runs <= parts:
+        return compress_lanes(values.tolist())
+    return f"{int(values[0])}-{int(values[-1])} ({values.size:,} in {runs:,} runs)"
 
 
 def _hex_ranges(ranges) -> str:
