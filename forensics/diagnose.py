@@ -388,8 +388,8 @@ class _Region:
     """The scored positions of B (the whole pair, or sampled blocks): A's and B's bytes there and where they
     differ (positions past A's end differ)."""
 
-    def __init__(self, src_a, src_b, blocks):
-        self.blocks = blocks
+    def __init__(self, src_a, src_b, blocks, exact: bool = True):
+        self.blocks, self.exact = blocks, exact
         self.starts = np.cumsum([0] + [hi - lo for lo, hi in blocks])
         total = int(self.starts[-1])
         self.a = np.zeros(total, np.uint8)
@@ -475,10 +475,17 @@ def _score(bug, src_a, region: _Region, n_a: int, n_b: int) -> _Scored:
         found = int(np.count_nonzero(hits))
         nf = int(np.count_nonzero(false))
         if found and nf > MAX_FALSE * found:
-            f, l = _dense_span(hits, false, region.diff)
+            if region.exact:  # the span from the first to the last hit must hold throughout
+                f, l = int(np.argmax(hits)), hits.size - 1 - int(np.argmax(hits[::-1]))
+                span_hits = found
+            else:  # sampled blocks of a large pair: chance hits in far blocks must not stretch the span
+                f, l = _dense_span(hits, false, region.diff)
+                span_hits = int(np.count_nonzero(hits[f:l + 1]))
+                if span_hits < 0.9 * int(np.count_nonzero(region.diff[f:l + 1])):
+                    span_hits = 0
             span_false = int(np.count_nonzero(false[f:l + 1]))
             s, e = int(region.at([f])[0]), int(region.at([l])[0]) + 1
-            if e - s >= SHIFT_WINDOW and span_false <= MAX_FALSE * found:
+            if span_hits and e - s >= SHIFT_WINDOW and span_false <= MAX_FALSE * span_hits:
                 bug = Shift(bug.k, s, e)
                 false[:f] = False
                 false[l + 1:] = False
@@ -1151,7 +1158,7 @@ def diagnose_dumps(dump_a, dump_b, *, layout: RecordLayout | None = None, previo
     prev_src = _DumpSource(prev) if prev is not None else None
     try:
         blocks, exact = _blocks(n_b, n_a, scan)
-        region = _Region(src_a, src_b, blocks)
+        region = _Region(src_a, src_b, blocks, exact)
         fills = _fills(scan, pats)
         cands = _candidates(dump_a, dump_b, src_a, src_b, layout, scan, region, model_view, prev_src, max_shift,
                             fills)
