@@ -15,7 +15,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 demo: setup
-	@bash dumps/demo.sh $(FORENSICS)
+	@$(FORENSICS) demo
 
 test: setup
 	$(BIN)/python -m pytest

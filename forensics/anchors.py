@@ -56,6 +56,20 @@ class NonuniformRecord:
 
 
 @dataclass(frozen=True)
+class TopScore:
+    """An anchor of a buffer without a dominant record, by its highest non-background lane."""
+
+    index: int
+    lane: int
+    name: str
+    q: int
+    value: float | None  # dequantized when the layout has a scale
+
+    def to_dict(self) -> dict:
+        return {"index": self.index, "lane": self.lane, "class": self.name, "q": self.q, "score": self.value}
+
+
+@dataclass(frozen=True)
 class AnchorsResult:
     path: str
     size: int
@@ -73,10 +87,17 @@ class AnchorsResult:
     first_nonuniform_offset: int | None
     window: int
     window_records: int
+    top_scores: tuple[TopScore, ...] = ()  # only when no record dominates
 
     @property
     def records(self) -> int:
         return self.region.records
+
+    @property
+    def dominated(self) -> bool:
+        """Does one record hold more than half the anchors (the story's `ff 00 80 80`)? Real COCO scores
+        (91 classes) are all distinct: their "mode" is a tie of ones and says nothing."""
+        return self.dominant.count * 2 > self.records
 
     @property
     def uniform(self) -> bool:
@@ -108,6 +129,8 @@ class AnchorsResult:
             "first_nonuniform_offset": self.first_nonuniform_offset,
             "window": self.window,
             "head_window_trap": self.head_window_trap,
+            "dominated": self.dominated,
+            "top_scores": [t.to_dict() for t in self.top_scores],
         }
         if self.nonuniform is not None:
             out["nonuniform"] = [
@@ -248,7 +271,7 @@ def _partitioned_ranking(dump: Dump, region: Region, dtype, keep: int) -> _Ranki
 
 
 def analyse_anchors(dump: Dump, layout: RecordLayout, *, nonuniform: bool = False, top: int = DEFAULT_TOP,
-                    window: int = DEFAULT_WINDOW, limit: int | None = DEFAULT_LIMIT) -> AnchorsResult:
+                    window: int = DEFAULT_WINDOW, limit: int | None = DEFAULT_LIMIT, progress=None) -> AnchorsResult:
     """Find the exact mode record (ties: the one that occurs first) and, if asked, every record that departs."""
     region = layout.region(dump.size, dump.path)
     rs = layout.record_size
@@ -271,6 +294,8 @@ def analyse_anchors(dump: Dump, layout: RecordLayout, *, nonuniform: bool = Fals
     departures_total, first_departure = 0, None
     cap = None if limit is None else limit
     for base, records in _iter_records(dump, region, dtype):
+        if progress is not None:
+            progress(region.start + (base + len(records)) * rs, dump.size)
         equal = records == guess
         n_equal = int(np.count_nonzero(equal))
         guess_count += n_equal
@@ -322,7 +347,11 @@ def analyse_anchors(dump: Dump, layout: RecordLayout, *, nonuniform: bool = Fals
         lanes.append(LaneSummary(lane, layout.field_names[lane], int(seen[0]), int(seen[-1]), len(seen),
                                  lane in layout.pad_lanes))
 
+    scores = ()
+    if dominant.count * 2 <= region.records and rs > 1:
+        scores = top_scores(dump, layout, region, top)
     return AnchorsResult(
+        top_scores=scores,
         path=dump.path, size=dump.size, layout=layout, region=region, dominant=dominant, tied=tied,
         tied_total=ranking.at_max - 1, distinct=ranking.distinct, top=tuple(ranking.head[:top]),
         lanes=tuple(lanes),
@@ -332,3 +361,29 @@ def analyse_anchors(dump: Dump, layout: RecordLayout, *, nonuniform: bool = Fals
         first_nonuniform_offset=None if first_departure is None else region.start + first_departure * rs,
         window=window, window_records=min(region.records, window // rs),
     )
+
+
+def top_scores(dump: Dump, layout: RecordLayout, region: Region, count: int) -> tuple[TopScore, ...]:
+    """The `count` anchors with the highest value in a non-background lane (forensics.layout.value_lanes),
+    ties by anchor index; one streamed pass, at most `count` candidates kept between chunks."""
+    from forensics.layout import value_lanes
+
+    lanes = np.array(value_lanes(layout)[0], dtype=np.int64)
+    rs = region.record_size
+    best_q = np.empty(0, np.int64)
+    best_i = np.empty(0, np.int64)
+    best_l = np.empty(0, np.int64)
+    for base, records in _iter_records(dump, region, np.dtype(np.uint8)):
+        table = records.reshape(-1, rs)[:, lanes]
+        arg = np.argmax(table, axis=1)
+        q = table[np.arange(len(table)), arg].astype(np.int64)
+        best_q = np.concatenate([best_q, q])
+        best_i = np.concatenate([best_i, np.arange(base, base + len(table), dtype=np.int64)])
+        best_l = np.concatenate([best_l, lanes[arg]])
+        if len(best_q) > count:
+            order = np.lexsort((best_i, -best_q))[:count]
+            best_q, best_i, best_l = best_q[order], best_i[order], best_l[order]
+    order = np.lexsort((best_i, -best_q))[:count]
+    names = layout.field_names
+    return tuple(TopScore(int(best_i[k]), int(best_l[k]), names[int(best_l[k])], int(best_q[k]),
+                          layout.dequantize(int(best_q[k])) if layout.quantized else None) for k in order)

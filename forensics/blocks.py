@@ -89,7 +89,7 @@ class _Reader(threading.Thread):
 
     def run(self):
         try:
-            with open(self.dump.path, "rb", buffering=0) as fh:
+            with self.dump.open() as fh:
                 fh.seek(self.dump.data_offset)
                 for lo, hi in self.bounds:
                     buf = self.free.get()
@@ -122,10 +122,13 @@ class _Reader(threading.Thread):
         self.join()
 
 
-def stream_pair(dump_a: Dump, dump_b: Dump, start: int, record_size: int, consume, block: int | None = None):
+def stream_pair(dump_a: Dump, dump_b: Dump, start: int, record_size: int, consume, block: int | None = None,
+                *, progress=None):
     """Call `consume(lo, view_a, view_b, positions)` for every common block (views trimmed to the shorter
     file; `positions` as `differing_positions` gives them). Both files are read to the end (the longer
-    one's extra blocks only feed its CRC). Returns (crc_a, crc_b) of the whole data."""
+    one's extra blocks only feed its CRC). Returns (crc_a, crc_b) of the whole data. `progress(done, total)`
+    is called after each block (bytes of the longer file)."""
+    total = max(dump_a.size, dump_b.size)
     block = block or BLOCK
     reader_a = _Reader(dump_a, block_bounds(dump_a.size, start, record_size, block), parity=0)
     reader_b = _Reader(dump_b, block_bounds(dump_b.size, start, record_size, block), parity=1)
@@ -155,6 +158,9 @@ def stream_pair(dump_a: Dump, dump_b: Dump, start: int, record_size: int, consum
                 crc_a = _fold(crc_a, memoryview(item_a[1])[:item_a[2]], item_a[3])
             if item_b is not None:
                 crc_b = _fold(crc_b, memoryview(item_b[1])[:item_b[2]], item_b[3])
+            if progress is not None:
+                done = max(item[0] + item[2] for item in (item_a, item_b) if item is not None)
+                progress(done, total)
             if item_a is not None:
                 reader_a.release(item_a[1])
                 item_a = reader_a.next_block()

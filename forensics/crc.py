@@ -122,6 +122,7 @@ class FileCrc:
     tail: bytes
     data_offset: int = 0
     chunk_crcs: tuple[int, ...] | None = None
+    source_format: str = "binary"
 
     def to_dict(self) -> dict:
         out = {
@@ -135,6 +136,8 @@ class FileCrc:
         }
         if self.data_offset:
             out["data_offset"] = self.data_offset
+        if self.source_format not in ("binary", "npy"):
+            out["source_format"] = self.source_format
         if self.chunk_crcs is not None:
             out["chunk_crcs"] = [format_crc(c) for c in self.chunk_crcs]
         return out
@@ -144,6 +147,13 @@ class FileCrc:
 class CrcReport:
     files: tuple[FileCrc, ...]
     chunk_size: int | None = None
+    expect: int | None = None  # a CRC32 the files should have (e.g. one a driver logged)
+
+    @property
+    def expect_matches(self) -> tuple[bool, ...] | None:
+        if self.expect is None:
+            return None
+        return tuple(f.crc32 == self.expect for f in self.files)
 
     @property
     def compared(self) -> bool:
@@ -157,7 +167,13 @@ class CrcReport:
 
     @property
     def match(self) -> bool | None:
-        return all(self.matches) if self.compared else None
+        """Every file equals the first (two or more files) and every file has the expected CRC (expect)."""
+        verdicts = []
+        if self.compared:
+            verdicts.append(all(self.matches))
+        if self.expect is not None:
+            verdicts.append(all(self.expect_matches))
+        return all(verdicts) if verdicts else None
 
     @property
     def first_differing_chunk(self) -> int | None:
@@ -178,6 +194,9 @@ class CrcReport:
                "first_differing_chunk": self.first_differing_chunk}
         if self.chunk_size is not None:
             out["chunk_size"] = self.chunk_size
+        if self.expect is not None:
+            out["expect"] = format_crc(self.expect)
+            out["expect_match"] = all(self.expect_matches)
         return out
 
 
@@ -188,7 +207,7 @@ def _crc_range(dump: Dump, start: int, stop: int, chunk_size: int | None, out: l
     chunk_crc, chunk_fill = 0, 0
     buf = bytearray(min(BLOCK, max(stop - start, 1)))
     view = memoryview(buf)
-    with open(dump.path, "rb", buffering=0) as fh:
+    with dump.open() as fh:
         fh.seek(dump.data_offset + start)
         pos = start
         while pos < stop:
@@ -247,10 +266,19 @@ def crc_dump(dump: Dump, chunk_size: int | None = None, *, threads: int = 2) -> 
         tail=dump.read(max(0, size - PEEK), PEEK),
         data_offset=dump.data_offset,
         chunk_crcs=tuple(chunks) if chunk_size else None,
+        source_format=dump.source_format,
     )
 
 
-def crc_files(paths, chunk_size: int | None = None, *, threads: int = 2) -> CrcReport:
-    """CRC32 report for one or more dumps; empty files are allowed here (and only here)."""
-    dumps = [open_dump(p, allow_empty=True, use_sidecar=False) for p in paths]
-    return CrcReport(tuple(crc_dump(d, chunk_size, threads=threads) for d in dumps), chunk_size)
+def crc_files(paths, chunk_size: int | None = None, *, threads: int = 2, expect: int | None = None,
+              progress=None, **dump_options) -> CrcReport:
+    """CRC32 report for one or more dumps; empty files are allowed here (and only here). `dump_options`
+    (offset, length, gap_fill, text_format) go to open_dump for every file."""
+    dumps = [open_dump(p, allow_empty=True, use_sidecar=False, **dump_options) for p in paths]
+    total, done, files = sum(d.size for d in dumps), 0, []
+    for dump in dumps:
+        files.append(crc_dump(dump, chunk_size, threads=threads))
+        done += dump.size
+        if progress is not None:
+            progress(done, total)
+    return CrcReport(tuple(files), chunk_size, expect)

@@ -164,7 +164,7 @@ class _Readers:
         self.bufs = [bytearray(chunk) for _ in self.dumps]
         try:
             for d in self.dumps:
-                self.files.append(open(d.path, "rb", buffering=0))
+                self.files.append(d.open())
         except OSError as exc:
             self.close()
             raise InputError(f"cannot read: {exc.strerror or exc}", d.path) from None
@@ -273,7 +273,8 @@ class _Scan:
     bytes_off_by_one: int = 0
 
 
-def _scan(dump_a: Dump, dump_b: Dump, layout: RecordLayout, sentinels, min_run: int, chunk: int) -> _Scan:
+def _scan(dump_a: Dump, dump_b: Dump, layout: RecordLayout, sentinels, min_run: int, chunk: int,
+          progress=None) -> _Scan:
     common = min(dump_a.size, dump_b.size)
     rs, off = layout.record_size, min(layout.offset, common)
     data = np.ones(rs, dtype=bool)
@@ -340,7 +341,7 @@ def _scan(dump_a: Dump, dump_b: Dump, layout: RecordLayout, sentinels, min_run: 
             runs.feed(lo, mask, nzx)
 
     # stream_pair reads both files to the end (CRCs of whole files) and hands over their common blocks.
-    s.crc_a, s.crc_b = stream_pair(dump_a, dump_b, off, rs, consume, block=max(chunk, rs))
+    s.crc_a, s.crc_b = stream_pair(dump_a, dump_b, off, rs, consume, block=max(chunk, rs), progress=progress)
     for runs in s.runs.values():
         runs.finish(common)
     return s
@@ -365,7 +366,7 @@ class _DumpSource:
     def __init__(self, dump: Dump):
         self.dump, self.size = dump, dump.size
         try:
-            self.fh = open(dump.path, "rb", buffering=0)
+            self.fh = dump.open()
         except OSError as exc:
             raise InputError(f"cannot read: {exc.strerror or exc}", dump.path) from None
 
@@ -1117,7 +1118,7 @@ def _as_dump(value, what: str) -> Dump:
 def diagnose_dumps(dump_a, dump_b, *, layout: RecordLayout | None = None, previous=None, model_view=None,
                    model=None, sentinels=None, tolerance: int | None = None, min_run: int = DEFAULT_MIN_RUN,
                    max_shift: int = DEFAULT_MAX_SHIFT, window: int = DEFAULT_WINDOW,
-                   chunk: int = DEFAULT_CHUNK) -> DiagnoseResult:
+                   chunk: int = DEFAULT_CHUNK, progress=None) -> DiagnoseResult:
     """Explain how B (under test) differs from A (reference) with the bug generators; see the module doc.
 
     `layout` (record size, offset, pad lanes) defaults to the model view's, else A's or B's sidecar, else
@@ -1141,7 +1142,7 @@ def diagnose_dumps(dump_a, dump_b, *, layout: RecordLayout | None = None, previo
     if layout.offset >= shorter.size:
         raise InputError(f"offset {layout.offset} is past the end of the data ({shorter.size} bytes)", shorter.path)
     pats = tuple(SENTINELS) + tuple((str(n), bytes(p)) for n, p in (sentinels or ()) if p)
-    scan = _scan(dump_a, dump_b, layout, pats, min_run, chunk)
+    scan = _scan(dump_a, dump_b, layout, pats, min_run, chunk, progress)
     n_a, n_b = dump_a.size, dump_b.size
     base = dict(path_a=dump_a.path, path_b=dump_b.path, size_a=n_a, size_b=n_b, crc32_a=scan.crc_a,
                 crc32_b=scan.crc_b, record_size=layout.record_size, records_compared=scan.records,

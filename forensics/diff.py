@@ -14,6 +14,8 @@ from forensics.blocks import stream_pair
 from forensics.crc import format_crc
 from forensics.dump import Dump
 from forensics.layout import RecordLayout
+from forensics.stats import ErrorAccumulator, ErrorStats, bit_view, locator
+from forensics.tolerance import DIFFER, MATCH, Tolerance, judge
 
 DEFAULT_LIMIT = 20
 
@@ -60,6 +62,10 @@ class DiffResult:
     trailing_differ: bool
     bytes_identical: bool
     tolerance: int = 0
+    stats: ErrorStats | None = None    # over the data lanes of the whole records, as `dtype` elements
+    policy: Tolerance | None = None    # the tolerance the verdict was judged by
+    verdict: str = ""                  # MATCH / WITHIN TOLERANCE / DIFFER
+    dtype: str = "uint8"
 
     @property
     def sizes_equal(self) -> bool:
@@ -73,8 +79,14 @@ class DiffResult:
     def __bool__(self) -> bool:
         return self.identical
 
+    @property
+    def passed(self) -> bool:
+        """MATCH or WITHIN TOLERANCE: what the exit code follows."""
+        return self.verdict != DIFFER if self.verdict else self.identical
+
     def to_dict(self) -> dict:
-        return {
+        out = {
+            "verdict": self.verdict or (MATCH if self.identical else DIFFER),
             "identical": self.identical,
             "bytes_identical": self.bytes_identical,
             "path_a": self.path_a,
@@ -99,21 +111,54 @@ class DiffResult:
             "records": [r.to_dict(self.layout) for r in self.records],
             "records_truncated": self.records_truncated,
         }
+        if self.policy is not None:
+            out["check"] = self.policy.to_dict()
+        if self.stats is not None:
+            out["dtype"] = self.dtype
+            out["stats"] = self.stats.to_dict()
+        return out
 
 
 def diff_dumps(dump_a: Dump, dump_b: Dump, layout: RecordLayout, *, tolerance: int = 0,
-               limit: int | None = DEFAULT_LIMIT) -> DiffResult:
-    """Compare two dumps record by record over the layout's region of their common length."""
+               limit: int | None = DEFAULT_LIMIT, policy: Tolerance | None = None, dtype: str = "uint8",
+               scale: float | None = None, zero_point: int | None = None, stats: bool = True,
+               locate=None, progress=None) -> DiffResult:
+    """Compare two dumps record by record over the layout's region of their common length.
+
+    `tolerance` (LSB) filters which records count as differing, as it always has; `policy` (default: atol of
+    `tolerance` LSB) judges the verdict from error statistics of the data lanes read as `dtype` elements
+    (quantization from `scale`/`zero_point`, else the layout's), computed in the same pass. `locate` maps a
+    flat element index to where it is (default: anchor and lane). `progress(done, total)` is called as blocks
+    stream by.
+    """
     if tolerance < 0:
         from forensics.errors import InputError
 
         raise InputError(f"tolerance must not be negative, got {tolerance}")
+    policy = policy if policy is not None else Tolerance(atol=float(tolerance), lsb=True)
+    np_dtype = np.dtype(dtype).newbyteorder("<") if np.dtype(dtype).itemsize > 1 else np.dtype(dtype)
+    k = np_dtype.itemsize
+    if k == 1 and np_dtype.kind == "u" and policy.lsb_threshold() is not None and tolerance == 0:
+        tolerance = policy.lsb_threshold()  # atol Klsb lists the records as --tolerance K always did
     common = min(dump_a.size, dump_b.size)
     region = layout.region(common, dump_a.path if dump_a.size <= dump_b.size else dump_b.path)
     rs = layout.record_size
     rec_lo, rec_hi = region.start, region.start + region.record_bytes
     keep = np.ones(rs, dtype=bool)
     keep[list(layout.pad_lanes)] = False
+    acc = None
+    if stats and rs % k == 0:
+        per = rs // k
+        data_el = np.array([e for e in range(per) if keep[e * k]], dtype=np.int64)
+        all_data = data_el.size == per
+        integer = np_dtype.kind in "iub"
+        q_scale = scale if scale is not None else (layout.scale if k == 1 else None)
+        q_zp = zero_point if zero_point is not None else (layout.zero_point if q_scale is not None else 0)
+        acc = ErrorAccumulator(integer=integer, scale=q_scale if integer else None, zero_point=q_zp or 0,
+                               atol=policy.atol_units(integer=integer, scale=q_scale), rtol=policy.rtol,
+                               check=policy.check, lanes=per, itemsize=k)
+        is_data = np.zeros(per, dtype=bool)
+        is_data[data_el] = True
 
     state = {
         "bytes_identical": dump_a.size == dump_b.size,
@@ -124,18 +169,46 @@ def diff_dumps(dump_a: Dump, dump_b: Dump, layout: RecordLayout, *, tolerance: i
         "max_delta": np.zeros(rs, dtype=np.int64),
         "records": [],
         "trailing_differ": False,
+        "trailing_any": False,
+        "ref_from": None,  # the first block whose reference values were summed (earlier blocks were equal)
     }
 
+    def feed_stats(lo: int, a_all, b_all, r_lo: int, positions) -> None:
+        """Error statistics of this block's whole records, as dtype elements of the data lanes."""
+        if state["ref_from"] is None:
+            state["ref_from"] = r_lo
+        a_el = a_all.view(np_dtype).reshape(-1, per)
+        b_el = b_all.view(np_dtype).reshape(-1, per)
+        acc.add_reference(a_el if all_data else a_el[:, data_el])
+        base = (r_lo - rec_lo) // k
+        if positions is None:
+            mask = bit_view(a_el) != bit_view(b_el)
+            if not all_data:
+                mask &= is_data
+            where = np.flatnonzero(mask)
+        else:
+            inside = positions[(positions >= r_lo - lo) & (positions < r_lo - lo + a_all.size)]
+            where = np.unique((inside - (r_lo - lo)) // k)
+            if not all_data:
+                where = where[is_data[where % per]]
+        if where.size:
+            fa, fb = a_el.reshape(-1), b_el.reshape(-1)
+            acc.add_differing(fa[where], fb[where], lambda i, _w=where: base + int(_w[i]), lane=where % per)
+
     def consume(lo: int, va: memoryview, vb: memoryview, positions) -> None:
-        if positions is not None and positions.size == 0:
-            return
-        state["bytes_identical"] = False
         hi = lo + len(va)
         # Whole records of the region inside this block (blocks are record-aligned from region.start).
         r_lo, r_hi = max(lo, rec_lo), min(hi, rec_hi)
+        if positions is not None and positions.size == 0:
+            if acc is not None and state["ref_from"] is not None and r_lo < r_hi:
+                acc.add_reference(np.frombuffer(va[r_lo - lo:r_hi - lo], np_dtype).reshape(-1, per)[:, data_el])
+            return
+        state["bytes_identical"] = False
         if r_lo < r_hi:
             a_all = np.frombuffer(va[r_lo - lo:r_hi - lo], np.uint8).reshape(-1, rs)
             b_all = np.frombuffer(vb[r_lo - lo:r_hi - lo], np.uint8).reshape(-1, rs)
+            if acc is not None:
+                feed_stats(lo, a_all, b_all, r_lo, positions)
             if positions is None:  # dense: every record of the block
                 candidates = None
                 a, b = a_all, b_all
@@ -167,14 +240,33 @@ def diff_dumps(dump_a: Dump, dump_b: Dump, layout: RecordLayout, *, tolerance: i
         if t_lo < t_hi:
             ta = np.frombuffer(va[t_lo - lo:t_hi - lo], np.uint8)
             tb = np.frombuffer(vb[t_lo - lo:t_hi - lo], np.uint8)
-            tmask = np.abs(ta.astype(np.int16) - tb.astype(np.int16)) > tolerance
+            tdelta = np.abs(ta.astype(np.int16) - tb.astype(np.int16))
+            state["trailing_any"] = state["trailing_any"] or bool(tdelta.any())
+            tmask = tdelta > tolerance
             if tmask.any():
                 state["trailing_differ"] = True
                 state["bytes_differing"] += int(np.count_nonzero(tmask))
                 if state["first"] is None:
                     state["first"] = t_lo + int(np.flatnonzero(tmask)[0])
 
-    crc_a, crc_b = stream_pair(dump_a, dump_b, region.start, rs, consume)
+    crc_a, crc_b = stream_pair(dump_a, dump_b, region.start, rs, consume, progress=progress)
+    result_stats = None
+    if acc is not None:
+        ref_from = state["ref_from"]
+        if acc.differing and ref_from is not None and ref_from > rec_lo:
+            # The blocks before the first difference were equal and not summed: one pass over A's prefix.
+            step = max(rs, (8 << 20) // rs * rs)
+            for _, view in dump_a.iter_chunks(rec_lo, ref_from, chunk_size=step):
+                acc.add_reference(np.frombuffer(view, np_dtype).reshape(-1, per)[:, data_el])
+        elif ref_from is None or not acc.differing:
+            acc.n = region.records * data_el.size  # equal everywhere: only the count matters
+        if locate is None:
+            names = layout.field_names
+            where_lane = locator(record_size=per, lane_names=names if k == 1 else None)
+
+            def locate(index, _where=where_lane):
+                return {**_where(index), "offset": region.start + index * k}
+        result_stats = acc.finish(locate)
     first = state["first"]
     if first is None and dump_a.size != dump_b.size:
         first = common  # the prefix is equal: the files part where the shorter one ends
@@ -189,4 +281,15 @@ def diff_dumps(dump_a: Dump, dump_b: Dump, layout: RecordLayout, *, tolerance: i
         records=tuple(state["records"]), records_truncated=truncated,
         trailing_bytes=region.trailing, trailing_differ=state["trailing_differ"],
         bytes_identical=state["bytes_identical"], tolerance=tolerance,
+        stats=result_stats, policy=policy, dtype=np_dtype.name,
+        verdict=_verdict(dump_a.size == dump_b.size, state, result_stats, policy, acc),
     )
+
+
+def _verdict(sizes_equal: bool, state: dict, stats, policy: Tolerance, acc) -> str:
+    if not sizes_equal or state["trailing_differ"]:
+        return DIFFER
+    if stats is None:
+        return MATCH if state["records_differing"] == 0 and not state["trailing_any"] else DIFFER
+    equal = stats.differing == 0 and not state["trailing_any"]
+    return judge(equal=equal, stats=stats, tol=policy, atol_units=acc.atol)

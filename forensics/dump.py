@@ -9,7 +9,7 @@ file next to the dump (`ours.bin.json`, or `ours.json`).
 from __future__ import annotations
 
 import ast
-import json
+import io
 import os
 import stat
 from dataclasses import dataclass, field, fields as dataclass_fields
@@ -52,10 +52,9 @@ def _expect(cond: bool, message: str, path: str) -> None:
 
 def parse_sidecar(text: str, path: str) -> DumpMeta:
     """Validate a sidecar's JSON text; every problem is an InputError naming the sidecar."""
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"malformed sidecar JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", path) from None
+    from forensics.jsonio import loads
+
+    raw = loads(text, path, "sidecar JSON")
     _expect(isinstance(raw, dict), "sidecar must be a JSON object", path)
     known = {f.name for f in dataclass_fields(DumpMeta)} - {"extra", "path"}
     values: dict = {"extra": {k: v for k, v in raw.items() if k not in known}, "path": path}
@@ -138,6 +137,22 @@ def check_readable_file(path: str) -> int:
     return st.st_size
 
 
+def read_small_file(path, limit: int, what: str = "file") -> bytes:
+    """The whole of a small regular file (a JSON description, a label list), refusing FIFOs, devices and
+    anything over `limit` bytes: one InputError naming the file."""
+    from forensics.errors import reading
+
+    path = os.fspath(path)
+    size = check_readable_file(path)
+    if size > limit:
+        raise InputError(f"is {size} bytes, too large for {what} (at most {limit})", path)
+    with reading(path, what), open(path, "rb") as fh:
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise InputError(f"grew past {limit} bytes while reading", path)
+    return data
+
+
 def _npy_header(path: str, file_size: int) -> tuple[int, str, tuple[int, ...]]:
     """Parse a .npy header (format versions 1-3): data offset, dtype string, shape."""
     with open(path, "rb") as fh:
@@ -164,6 +179,10 @@ def _npy_header(path: str, file_size: int) -> tuple[int, str, tuple[int, ...]]:
         descr, fortran, shape = info["descr"], info["fortran_order"], tuple(info["shape"])
     except Exception:
         raise InputError("malformed .npy header", path) from None
+    if not all(isinstance(d, int) and not isinstance(d, bool) for d in shape):
+        raise InputError(f"malformed .npy header: shape {shape!r} is not a tuple of integers", path)
+    if any(d < 0 for d in shape):
+        raise InputError(f"malformed .npy header: shape {shape!r} has a negative dimension", path)
     if not isinstance(descr, str):
         raise InputError("structured .npy arrays are not supported", path)
     if fortran and len(shape) > 1:
@@ -172,8 +191,10 @@ def _npy_header(path: str, file_size: int) -> tuple[int, str, tuple[int, ...]]:
 
     try:
         dtype = np.dtype(descr)
-    except TypeError:
+    except (TypeError, ValueError, SyntaxError, OverflowError):
         raise InputError(f"unknown .npy dtype {descr!r}", path) from None
+    if dtype.subdtype is not None or dtype.names is not None:
+        raise InputError(f"subarray or structured .npy dtype {descr!r} is not supported", path)
     if dtype.hasobject:
         raise InputError(".npy arrays of Python objects are not supported", path)
     count = 1
@@ -197,13 +218,39 @@ class Dump:
     npy_dtype: str | None = None
     npy_shape: tuple[int, ...] | None = None
     meta: DumpMeta | None = None
+    source_format: str = "binary"  # "binary", "npy", or "text (...)" for a text dump ("text (WinDbg db)")
+    text: object | None = field(default=None, repr=False, compare=False)  # the TextDump a text file decoded to
+    slice_offset: int = 0          # the slice of the file's data this dump is (offset= / length=)
+    slice_length: int | None = None
+
+    def open(self):
+        """A binary file object over the dump's storage; data byte i is at `data_offset + i`."""
+        if self.text is not None:
+            return io.BytesIO(self.text.data)
+        return open(self.path, "rb", buffering=0)
+
+    @property
+    def slice(self) -> dict | None:
+        """{"offset", "length"} when the dump is a slice of its file's data (e.g. a DMA allocation's tensor)."""
+        if self.slice_offset == 0 and self.slice_length is None:
+            return None
+        return {"offset": self.slice_offset, "length": self.size}
+
+    def source(self) -> dict:
+        """Where the bytes come from, for JSON: the format and any slice."""
+        out: dict = {"path": self.path, "source_format": self.source_format}
+        if self.text is not None:
+            out["text"] = self.text.to_dict()
+        if self.slice is not None:
+            out["slice"] = self.slice
+        return out
 
     def read(self, offset: int, length: int) -> bytes:
         """Up to `length` data bytes starting at data offset `offset` (short at the end)."""
         if offset >= self.size or length <= 0:
             return b""
         length = min(length, self.size - offset)
-        with open(self.path, "rb", buffering=0) as fh:
+        with self.open() as fh:
             fh.seek(self.data_offset + offset)
             return fh.read(length)
 
@@ -222,7 +269,7 @@ class Dump:
             return
         buf = bytearray(min(chunk_size, stop - start))
         view = memoryview(buf)
-        with open(self.path, "rb", buffering=0) as fh:
+        with self.open() as fh:
             fh.seek(self.data_offset + start)
             pos = start
             while pos < stop:
@@ -244,11 +291,40 @@ def _read_fully(fh, view: memoryview) -> int:
     return total
 
 
-def open_dump(path, *, allow_empty: bool = False, use_sidecar: bool = True) -> Dump:
-    """Check and describe a dump without reading its data. Empty dumps are input errors unless allowed."""
+def with_sources(doc: dict, *dumps) -> dict:
+    """Add `sources` (format and slice of each dump) to a JSON document when a dump is a text dump or a
+    slice; plain binary dumps leave the document as it was."""
+    if any(d is not None and (d.text is not None or d.slice is not None) for d in dumps):
+        doc["sources"] = [d.source() for d in dumps if d is not None]
+    return doc
+
+
+class DumpNotice(UserWarning):
+    """Something a user should know about how a dump was read (a text dump decoded, a text file read as
+    binary). The library raises it with `warnings.warn`; the CLI prints it as one line on stderr."""
+
+
+class DumpWarning(UserWarning):
+    """A dump was read in a way that may not be what the user meant."""
+
+
+def open_dump(path, *, allow_empty: bool = False, use_sidecar: bool = True, offset: int = 0,
+              length: int | None = None, text_format: str = "auto", gap_fill: int | None = None) -> Dump:
+    """Check and describe a dump without reading its data. Empty dumps are input errors unless allowed.
+
+    A text hex dump (WinDbg db/dw/dd/dq, xxd, hexdump -C, od, plain hex; see forensics.textdump) is decoded
+    in memory and the Dump reads those bytes; `text_format` forces a format ("binary" reads the file as is),
+    `gap_fill` fills holes between its addresses. `offset` / `length` cut a slice of the data (e.g. the
+    tensor inside a page-rounded DMA allocation); a slice past the end is an InputError naming the file."""
+    import warnings
+
+    from forensics import textdump
+
     path = os.fspath(path)
     file_size = check_readable_file(path)
     data_offset, npy_dtype, npy_shape = 0, None, None
+    text = None
+    source_format = "binary"
     if path.lower().endswith(".npy"):
         if file_size == 0:
             raise InputError("empty file (no .npy header)", path)
@@ -259,9 +335,37 @@ def open_dump(path, *, allow_empty: bool = False, use_sidecar: bool = True) -> D
         for dim in npy_shape:
             count *= dim
         size = count * np.dtype(npy_dtype).itemsize
+        source_format = "npy"
+    elif text_format != "binary":
+        sniffed = textdump.sniff_file(path, file_size) if text_format == "auto" else ("text-dump", 0.0)
+        if sniffed is not None and sniffed[0] == "text-dump":
+            text = textdump.read_text_dump(path, fmt=text_format, gap_fill=gap_fill)
+            size = len(text.data)
+            source_format = f"text ({text.description})"
+            start = "" if text.start_address is None else f" from address 0x{text.start_address:x}"
+            warnings.warn(DumpNotice(f"{path}: a text hex dump ({text.description}): {text.lines:,} lines "
+                                     f"decoded to {size:,} bytes{start}"), stacklevel=2)
+        else:
+            size = file_size
+            if sniffed is not None and (sniffed[0] == "text" or sniffed[1] >= 0.95 and file_size >= 256):
+                warnings.warn(DumpWarning(
+                    f"{path}: looks like text ({sniffed[1]:.0%} printable ASCII) but is no hex dump format "
+                    f"forensics knows (WinDbg db/dw/dd/dq, xxd, hexdump -C, od -A x -t x1, plain hex); "
+                    f"reading its bytes as binary"), stacklevel=2)
     else:
         size = file_size
+    if offset or length is not None:
+        if offset < 0 or (length is not None and length <= 0):
+            raise InputError(f"bad slice offset={offset} length={length}", path)
+        if offset > size or (length is not None and offset + length > size):
+            end = "the end" if length is None else f"0x{offset + length:x}"
+            raise InputError(f"slice from 0x{offset:x} to {end} is past the end of the data "
+                             f"({size:,} bytes)", path)
+        data_offset += offset
+        size = size - offset if length is None else length
+        npy_dtype, npy_shape = None, None  # a slice of a .npy is bytes, not the array its header describes
     if size == 0 and not allow_empty:
         raise InputError("empty dump (0 data bytes)", path)
     meta = load_sidecar(path) if use_sidecar else None
-    return Dump(path=path, size=size, data_offset=data_offset, npy_dtype=npy_dtype, npy_shape=npy_shape, meta=meta)
+    return Dump(path=path, size=size, data_offset=data_offset, npy_dtype=npy_dtype, npy_shape=npy_shape, meta=meta,
+                source_format=source_format, text=text, slice_offset=offset, slice_length=length)

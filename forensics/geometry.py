@@ -365,7 +365,16 @@ def geometry_for_deps(directory) -> AnchorGeometry:
     if not os.path.isdir(directory):
         raise InputError("is not a directory (expected the extract format: anchors.bin + postprocess.json)",
                          directory)
-    return geometry_from_anchors_file(os.path.join(directory, "anchors.bin"))
+    anchors_path = os.path.join(directory, "anchors.bin")
+    json_path = os.path.join(directory, "postprocess.json")
+    if not os.path.lexists(json_path):  # anchors.bin alone: bounded by MAX_ANCHORS only
+        return geometry_from_anchors_file(anchors_path)
+    from forensics.decode.deps import declared_anchors, parse_postprocess
+    from forensics.dump import read_small_file
+    from forensics.tflite.extract import read_anchors_file
+
+    raw = parse_postprocess(read_small_file(json_path, 16 << 20, "a postprocess description"), json_path)
+    return infer_geometry(read_anchors_file(anchors_path, expected=declared_anchors(raw)), source=anchors_path)
 
 
 def cell_values(geometry: AnchorGeometry, values, *, reduce: str = "max") -> tuple[np.ndarray, ...]:
@@ -401,7 +410,8 @@ def cell_marks(geometry: AnchorGeometry, anchors) -> tuple[np.ndarray, ...]:
 
 def _require_grid(geometry: AnchorGeometry) -> None:
     if not geometry.is_grid:
-        raise InputError(f"the anchors have no grid geometry ({geometry.reason}): no per-cell picture possible")
+        raise InputError(f"the anchors have no grid geometry ({geometry.reason}): no per-cell picture possible",
+                         geometry.source)
 
 
 # --- what the commands put in their tables, JSON and pictures ---------------------------------------------------

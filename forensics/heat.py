@@ -68,23 +68,17 @@ class AnchorHeat:
 
 
 def _value_lanes(layout, lane):
-    data_lanes = layout.data_lanes
-    if lane is not None:
-        if not 0 <= lane < layout.record_size:
-            raise InputError(f"{{lane}} {lane} is outside a {layout.record_size}-byte record "
-                             f"(lanes 0..{layout.record_size - 1})", params=True)
-        return (lane,), f"lane {lane} ({layout.field_names[lane]})"
-    if len(data_lanes) > 2:  # scores: lane 0 is the background class; its maximum says nothing of objects
-        return tuple(data_lanes[1:]), "max non-background lane"
-    if len(data_lanes) == 2:
-        return (data_lanes[1],), f"lane {data_lanes[1]} ({layout.field_names[data_lanes[1]]})"
-    return tuple(data_lanes), f"lane {data_lanes[0]} ({layout.field_names[data_lanes[0]]})"
+    from forensics.layout import value_lanes
+
+    return value_lanes(layout, lane)
 
 
-def anchors_heat(records, layout, *, lane: int | None = None, dominant: bytes | None = None) -> AnchorHeat:
+def anchors_heat(records, layout, *, lane: int | None = None, dominant: bytes | None = None,
+                 marked: tuple[int, ...] | None = None) -> AnchorHeat:
     """`anchors --heatmap/--grid`: per anchor the maximum non-background lane (lanes after the first data
     lane; pad lanes skipped) or the chosen `lane`, dequantized when the layout has a scale; the anchors whose
-    record departs from `dominant` (the mode) are marked.
+    record departs from `dominant` (the mode) are marked, or the anchors in `marked` when given (a buffer
+    without a dominant record: its highest-scoring anchors).
     """
     records = np.asarray(records, dtype=np.uint8)
     lanes, label = _value_lanes(layout, lane)
@@ -95,6 +89,8 @@ def anchors_heat(records, layout, *, lane: int | None = None, dominant: bytes | 
     else:
         values = anchor_values(records, lanes)
         lo, hi = 0.0, 255.0
+    if marked is not None:
+        return AnchorHeat(values, tuple(int(i) for i in marked), label, lo, hi)
     marked = ()
     if dominant is not None:
         ref = np.frombuffer(bytes(dominant), dtype=np.uint8)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from forensics.errors import InputError
 
 DEFAULT_RECORD_SIZE = 4
+MAX_RECORD_SIZE = 1 << 24  # 16 MiB per record: bounds what a hostile --record or sidecar can make us allocate
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,10 @@ class RecordLayout:
     def __post_init__(self):
         if not isinstance(self.record_size, int) or self.record_size <= 0:
             raise InputError(f"record size must be a positive integer, got {self.record_size}")
+        if self.record_size > MAX_RECORD_SIZE:
+            raise InputError(f"record size {self.record_size} is more than {MAX_RECORD_SIZE} bytes per record")
+        if self.zero_point is not None and not -128 <= self.zero_point <= 255:
+            raise InputError(f"zero point {self.zero_point} is outside uint8 (0..255) and int8 (-128..127)")
         if self.offset < 0:
             raise InputError(f"offset must not be negative, got {self.offset}")
         if self.count is not None and self.count <= 0:
@@ -117,6 +122,11 @@ def layout_from(meta=None, *, record_size=None, offset=None, count=None, fields=
     chosen_zp = pick(zero_point, "zero_point")
     if chosen_scale is not None and chosen_zp is None:
         chosen_zp = 0
+    dtype = getattr(meta, "dtype", None) if meta is not None else None
+    low, high = {"uint8": (0, 255), "int8": (-128, 127)}.get(dtype, (-128, 255))
+    if chosen_zp is not None and not low <= chosen_zp <= high:
+        raise InputError(f"zero point {chosen_zp} is outside {dtype or 'uint8/int8'} ({low}..{high})",
+                         getattr(meta, "path", None) if zero_point is None else None)
     return RecordLayout(
         record_size=chosen_size,
         offset=offset or 0,
@@ -126,3 +136,22 @@ def layout_from(meta=None, *, record_size=None, offset=None, count=None, fields=
         scale=chosen_scale,
         zero_point=chosen_zp,
     )
+
+
+def value_lanes(layout: RecordLayout, lane: int | None = None) -> tuple[tuple[int, ...], str]:
+    """The lanes whose maximum says how strongly an anchor scores, and a label for them.
+
+    With `lane`, that lane. Otherwise the data lanes after the first (scores: lane 0 is the background class,
+    whose maximum says nothing of objects); with two data lanes, the second; with one, that one.
+    """
+    data_lanes = layout.data_lanes
+    if lane is not None:
+        if not 0 <= lane < layout.record_size:
+            raise InputError(f"{{lane}} {lane} is outside a {layout.record_size}-byte record "
+                             f"(lanes 0..{layout.record_size - 1})", params=True)
+        return (lane,), f"lane {lane} ({layout.field_names[lane]})"
+    if len(data_lanes) > 2:
+        return tuple(data_lanes[1:]), "max non-background lane"
+    if len(data_lanes) == 2:
+        return (data_lanes[1],), f"lane {data_lanes[1]} ({layout.field_names[data_lanes[1]]})"
+    return tuple(data_lanes), f"lane {data_lanes[0]} ({layout.field_names[data_lanes[0]]})"

@@ -106,6 +106,20 @@ def remap_indices(result, context: DumpContext, attribute: str):
     return dataclasses.replace(result, **{attribute: tuple(mapped)})
 
 
+def anchor_locator(context: DumpContext):
+    """`flat byte index -> {"anchor", "lane", "offset", "record"}` for statistics over a raw-layout dump."""
+    layout = context.layout
+    names = layout.field_names
+
+    def where(index: int) -> dict:
+        record, lane = divmod(index, layout.record_size)
+        anchor = context.anchor_of_record(record)
+        return {"anchor": -1 if anchor is None else anchor, "lane": names[lane], "record": record,
+                "offset": layout.offset + index}
+
+    return where
+
+
 def records_by_anchor(dump, context: DumpContext) -> np.ndarray:
     """[anchors, record_size] uint8 in anchor order, for pictures; the count must match the geometry."""
     layout = context.layout

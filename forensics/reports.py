@@ -31,10 +31,16 @@ class Report:
     exit_code: int = exitcodes.SAME
     warnings: tuple[str, ...] = ()
     rows_key: str | None = field(default=None, repr=False)  # the document's list of rows, for to_frame()
+    dumps: tuple = field(default=(), repr=False)  # the dumps read: a text dump or a slice is named in `sources`
 
     def to_dict(self) -> dict:
         """The `--json` document (a fresh dict each call)."""
-        return self.result.to_dict()
+        return self._sources(self.result.to_dict())
+
+    def _sources(self, doc: dict) -> dict:
+        from forensics.dump import with_sources
+
+        return with_sources(doc, *self.dumps)
 
     def renderables(self) -> list:
         """The rich renderables the command prints (without --json)."""
@@ -80,6 +86,22 @@ def _limit(limit, show_all: bool):
     return None if show_all else (None if limit == 0 else limit)
 
 
+def _slice(offset=None, length=None, gap_fill=None, *, layout: bool = False) -> tuple[dict, int | None]:
+    """(open_dump keywords, layout offset). offset/length cut a slice of every dump (e.g. the tensor in a
+    page-rounded DMA allocation); gap_fill fills holes in text dumps. For the record commands (`layout`),
+    offset alone stays the layout offset (where records start); with length it cuts the slice."""
+    options: dict = {}
+    if gap_fill is not None:
+        options["gap_fill"] = gap_fill
+    if layout and length is None:
+        return options, offset
+    if offset:
+        options["offset"] = offset
+    if length is not None:
+        options["length"] = length
+    return options, None
+
+
 # --- buffers: crc, diff, anchors, coverage, hexdump --------------------------------------------------------
 
 @dataclass(frozen=True, repr=False)
@@ -90,11 +112,15 @@ class CrcReport(Report):
         return render_crc(self.result)
 
 
-def crc(*files, chunk: int | None = None) -> CrcReport:
-    """`forensics crc FILE... [--chunk N]`: size, CRC32 and head/mid/tail bytes; each file against the first."""
+def crc(*files, chunk: int | None = None, expect: int | None = None, offset: int | None = None,
+        length: int | None = None, gap_fill: int | None = None, progress=None) -> CrcReport:
+    """`forensics crc FILE... [--chunk N] [--expect CRC]`: size, CRC32 and head/mid/tail bytes; each file
+    against the first, and against `expect` (a CRC32 a driver logged) when given."""
     from forensics.crc import crc_files
 
-    result = crc_files([os.fspath(f) for f in files], chunk_size=chunk)
+    options, _ = _slice(offset, length, gap_fill)
+    result = crc_files([os.fspath(f) for f in files], chunk_size=chunk, expect=expect, progress=progress,
+                       **options)
     return CrcReport("crc", result, exitcodes.DIFFERENT if result.match is False else exitcodes.SAME,
                      rows_key="files")
 
@@ -138,17 +164,20 @@ class RecordsReport(Report):
     heatmap: dict | None = None           # what --heatmap wrote
     grid: bool = False
     title: str = ""
+    plot: dict | None = None              # what diff's plot (the error picture) wrote
 
     def to_dict(self) -> dict:
         from forensics.modeldumps import annotate_rows
 
-        doc = self.result.to_dict()
+        doc = self._sources(self.result.to_dict())
         listed = "records" if self.command == "diff" else "nonuniform"  # the rows that are anchors
         if listed in doc:
             doc[listed] = annotate_rows(doc[listed], self.context.geometry)
         doc.update(self.context.to_dict())
         if self.heatmap is not None:
             doc["heatmap"] = dict(self.heatmap)
+        if self.plot is not None:
+            doc["plot"] = dict(self.plot)
         return doc
 
     def renderables(self) -> list:
@@ -160,18 +189,40 @@ class RecordsReport(Report):
             from forensics.render.grid import grid_for
 
             out.append(grid_for(self.context.geometry, self.heat, title=self.title))
+        if self.heatmap is not None:
+            from rich.text import Text
+
+            from forensics.render.style import wrote
+
+            out.append(Text(wrote(self.heatmap["path"])))
+        if self.plot is not None:
+            from rich.text import Text
+
+            from forensics.render.style import wrote
+
+            out.append(Text(wrote(self.plot["path"])))
         return out
 
 
 def diff(a, b, *, record=None, offset=None, count=None, fields=None, pad=None, scale=None, zero_point=None,
-         tolerance: int = 0, limit: int = 20, all: bool = False, model=None, tensor=None, labels=None,  # noqa: A002
-         deps=None, heatmap=None, grid: bool = False, lane: int | None = None) -> RecordsReport:
-    """`forensics diff A B`: record-by-record comparison; exit code 0 identical (as configured), 1 different."""
+         tolerance: int | None = None, atol=None, rtol=None, check=None, limit: int = 20,
+         all: bool = False, model=None, tensor=None, labels=None,  # noqa: A002
+         deps=None, heatmap=None, grid: bool = False, lane: int | None = None, plot=None,
+         length: int | None = None, gap_fill: int | None = None, progress=None) -> RecordsReport:
+    """`forensics diff A B`: record-by-record comparison with error statistics; exit code 0 MATCH or WITHIN
+    TOLERANCE (tolerance K LSB, or atol / rtol / check: forensics.tolerance), 1 DIFFER. `plot` writes the 2x2
+    picture of the error. With `length`, offset/length cut the same slice of both dumps (else offset is the
+    layout offset)."""
+    from forensics.tolerance import make_policy
+
+    policy = make_policy(tolerance=tolerance, atol=atol, rtol=rtol, check=check).default
+    tolerance = tolerance or 0
     from forensics.diff import diff_dumps
     from forensics.dump import open_dump
     from forensics.modeldumps import records_by_anchor, remap_indices, tensor_view
 
-    dump_a, dump_b = open_dump(a), open_dump(b)
+    options, offset = _slice(offset, length, gap_fill, layout=True)
+    dump_a, dump_b = open_dump(a, **options), open_dump(b, **options)
     context = _dump_context(dump_a if dump_a.meta is not None or dump_b.meta is None else dump_b, model=model,
                             tensor=tensor, labels=labels, deps=deps, record=record, offset=offset, count=count,
                             fields=fields, pad=pad, scale=scale, zero_point=zero_point)
@@ -182,7 +233,17 @@ def diff(a, b, *, record=None, offset=None, count=None, fields=None, pad=None, s
                              f"{other.mode} layout ({dump_b.size:,} bytes) of {tensor!r}: relayout one "
                              f"first (forensics relayout ... --layer {tensor})")
     _check_pictures(context, heatmap, grid)
-    result = diff_dumps(dump_a, dump_b, context.layout, tolerance=tolerance, limit=_limit(limit, all))
+    if plot:
+        from forensics.outputs import check_writable
+
+        check_writable(plot)
+    locate = None
+    if context.record_order is not None:  # raw chip layout: name the worst element by its anchor
+        from forensics.modeldumps import anchor_locator
+
+        locate = anchor_locator(context)
+    result = diff_dumps(dump_a, dump_b, context.layout, tolerance=tolerance, limit=_limit(limit, all),
+                        policy=policy, locate=locate, progress=progress)
     result = remap_indices(result, context, "records")
     heat = None
     title = "differences A vs B"
@@ -192,36 +253,50 @@ def diff(a, b, *, record=None, offset=None, count=None, fields=None, pad=None, s
         heat = diff_heat(records_by_anchor(dump_a, context), records_by_anchor(dump_b, context), context.layout,
                          lane=lane, tolerance=tolerance)
     drawn = _draw_heatmap(context, heat, title, heatmap)
-    return RecordsReport("diff", result, exitcodes.SAME if result.identical else exitcodes.DIFFERENT,
-                         rows_key="records", context=context, heat=heat, heatmap=drawn, grid=grid, title=title)
+    plotted = None
+    if plot:
+        from forensics.render.errorplot import error_plot_for_dumps
+
+        geometry = context.geometry if context.record_order is None else None  # the map needs anchor order
+        picture = error_plot_for_dumps(dump_a, dump_b, context.layout, result.stats, geometry=geometry,
+                                       title=f"{a} vs {b}")
+        picture.save(plot)
+        plotted = {"path": os.fspath(plot), **picture.to_dict()}
+    return RecordsReport("diff", result, exitcodes.SAME if result.passed else exitcodes.DIFFERENT,
+                         rows_key="records", context=context, heat=heat, heatmap=drawn, grid=grid, title=title,
+                         plot=plotted, dumps=(dump_a, dump_b))
 
 
 def anchors(file, *, record=None, offset=None, count=None, fields=None, pad=None, scale=None, zero_point=None,
             nonuniform: bool = False, top: int = 10, window: int = 256, limit: int = 1000,
             all: bool = False, model=None, tensor=None, labels=None, deps=None, heatmap=None,  # noqa: A002
-            grid: bool = False, lane: int | None = None) -> RecordsReport:
+            grid: bool = False, lane: int | None = None, length: int | None = None, gap_fill: int | None = None,
+            progress=None) -> RecordsReport:
     """`forensics anchors FILE`: the dominant record and (with nonuniform) the anchors that depart from it."""
     from forensics.anchors import analyse_anchors
     from forensics.dump import open_dump
     from forensics.modeldumps import records_by_anchor, remap_indices
 
-    dump = open_dump(file)
+    options, offset = _slice(offset, length, gap_fill, layout=True)
+    dump = open_dump(file, **options)
     context = _dump_context(dump, model=model, tensor=tensor, labels=labels, deps=deps, record=record,
                             offset=offset, count=count, fields=fields, pad=pad, scale=scale, zero_point=zero_point)
     _check_pictures(context, heatmap, grid)
     result = analyse_anchors(dump, context.layout, nonuniform=nonuniform, top=top, window=window,
-                             limit=_limit(limit, all))
+                             limit=_limit(limit, all), progress=progress)
     result = remap_indices(result, context, "nonuniform")
     heat = None
     title = "scores per cell"
     if heatmap or grid:
         from forensics.heat import anchors_heat
 
+        # Without a dominant record every anchor "departs": mark the highest-scoring ones instead.
+        marked = None if result.dominated else tuple(t.index for t in result.top_scores)
         heat = anchors_heat(records_by_anchor(dump, context), context.layout, lane=lane,
-                            dominant=result.dominant.record)
+                            dominant=result.dominant.record, marked=marked)
     drawn = _draw_heatmap(context, heat, title, heatmap)
     return RecordsReport("anchors", result, exitcodes.SAME, rows_key="nonuniform" if nonuniform else "top",
-                         context=context, heat=heat, heatmap=drawn, grid=grid, title=title)
+                         context=context, heat=heat, heatmap=drawn, grid=grid, title=title, dumps=(dump,))
 
 
 @dataclass(frozen=True, repr=False)
@@ -233,16 +308,17 @@ class CoverageReport(Report):
 
 
 def coverage(file, *, sentinel, min_run: int = 8, offset: int | None = None,
-             length: int | None = None) -> CoverageReport:
+             length: int | None = None, gap_fill: int | None = None) -> CoverageReport:
     """`forensics coverage FILE --sentinel HEX`: exit code 0 fully written, 1 untouched ranges remain."""
     from forensics.coverage import analyse_coverage
     from forensics.dump import open_dump
 
     if isinstance(sentinel, str):
         sentinel = _hex_bytes(sentinel)
-    result = analyse_coverage(open_dump(file), sentinel, min_run=min_run, offset=offset or 0, length=length)
+    dump = open_dump(file, **_slice(gap_fill=gap_fill)[0])  # offset/length: the region coverage looks at
+    result = analyse_coverage(dump, sentinel, min_run=min_run, offset=offset or 0, length=length)
     return CoverageReport("coverage", result, exitcodes.SAME if result.fully_written else exitcodes.DIFFERENT,
-                          rows_key="untouched_ranges")
+                          rows_key="untouched_ranges", dumps=(dump,))
 
 
 def _hex_bytes(text: str) -> bytes:
@@ -267,13 +343,14 @@ class HexdumpReport(Report):
 
 def hexdump(file, file2=None, *, record=None, offset=None, fields=None, pad=None, scale=None, zero_point=None,
             anchor: int | None = None, context: int = 4, at: int | None = None, length: int | None = None,
-            model=None, tensor=None, labels=None) -> HexdumpReport:
+            model=None, tensor=None, labels=None, gap_fill: int | None = None) -> HexdumpReport:
     """`forensics hexdump FILE [FILE2]`: hex + ASCII by record around an anchor, or over at/length bytes."""
     from forensics.dump import open_dump
     from forensics.hexdump import hexdump as hexdump_of
 
-    dump_a = open_dump(file)
-    dump_b = open_dump(file2) if file2 else None
+    options = _slice(gap_fill=gap_fill)[0]  # at/length: the bytes hexdump shows
+    dump_a = open_dump(file, **options)
+    dump_b = open_dump(file2, **options) if file2 else None
     if anchor is not None and at is not None:
         raise InputError("give either {anchor} or {at}, not both", params=True)
     dump_context = _dump_context(dump_a, model=model, tensor=tensor, labels=labels, record=record, offset=offset,
@@ -283,7 +360,7 @@ def hexdump(file, file2=None, *, record=None, offset=None, fields=None, pad=None
         anchor = int(order[anchor]) if anchor < len(order) else anchor
     result = hexdump_of(dump_a, dump_b, dump_context.layout, anchor=anchor, context=context, offset=at,
                         length=length)
-    return HexdumpReport("hexdump", result, rows_key="rows")
+    return HexdumpReport("hexdump", result, rows_key="rows", dumps=(dump_a, dump_b))
 
 
 # --- model: graph, extract, relayout -----------------------------------------------------------------------
@@ -351,8 +428,10 @@ class ExtractReport(Report):
 
 def extract(model, *, output, force: bool = False) -> ExtractReport:
     """`forensics extract MODEL -o DIR`: anchors.bin and postprocess.json for a standalone decoder."""
+    from forensics.outputs import check_not_input
     from forensics.tflite.extract import extract as extract_deps, write_extract
 
+    check_not_input(output, model)
     opened, packages = _open_model(model)
     result = extract_deps(opened, packages)
     files = write_extract(result, output, replace=force)
@@ -368,7 +447,8 @@ class RelayoutReport(Report):
 
 
 def relayout(input, *, model, layer: str, output, inverse: bool = False,  # noqa: A002
-             pad_byte: int = 0x80) -> RelayoutReport:
+             pad_byte: int = 0x80, offset: int | None = None, length: int | None = None,
+             gap_fill: int | None = None) -> RelayoutReport:
     """`forensics relayout RAW --model M --layer NAME -o OUT`: chip layout <-> TFLite tensor layout."""
     from forensics.dump import open_dump
     from forensics.outputs import write_bytes_atomic
@@ -380,8 +460,18 @@ def relayout(input, *, model, layer: str, output, inverse: bool = False,  # noqa
         names = sorted({lay.name for p in packages for e in p.executables for lay in e.output_layers})
         raise InputError(f"no Edge TPU output layer named {layer!r} (output layers: "
                          f"{', '.join(names) or 'none: not an Edge TPU model'})", model)
-    lmap = layer_map(found)
-    data = open_dump(input, use_sidecar=False).read_array()  # a .bin, or a .npy's data bytes
+    from forensics.errors import FormatError
+    from forensics.outputs import check_not_input
+
+    check_not_input(output, input, model)
+    dump = open_dump(input, use_sidecar=False, **_slice(offset, length, gap_fill)[0])
+    try:  # sizes first: a hostile layer or a wrong dump fails before the map is built
+        lmap = layer_map(found, dump_size=dump.size)
+    except FormatError as exc:
+        raise exc.with_path(os.fspath(model)) from None
+    except InputError as exc:
+        raise InputError(str(exc), input) from None
+    data = dump.read_array()  # a .bin, a .npy's data bytes, a text dump's bytes, or a slice
     try:
         result = inverse_relayout(data, lmap, pad_byte) if inverse else relayout_array(data, lmap)
     except InputError as exc:
@@ -427,6 +517,10 @@ class DecodeReport(Report):
                             f"{drawn['output']}"))
         elif drawn:
             out.append(Text(f"drew {drawn['boxes']} box(es) on {drawn['output']}"))
+        if drawn:
+            from forensics.render.style import wrote
+
+            out.append(Text(wrote(drawn["output"])))
         return out
 
 
@@ -453,18 +547,49 @@ def _check_decode_options(*, model, deps, image, image_size, overlay, overlay_bo
     return overlaying
 
 
+@dataclass(frozen=True, repr=False)
+class ClassesReport(Report):
+    names: tuple[str, str] = ("A", "B")
+
+    def renderables(self) -> list:
+        from forensics.render.decode import render_classes
+
+        return render_classes(self.result, names=self.names)
+
+
+def _classes(a, b, *, model, top_k: int, labels, dump_options=None) -> ClassesReport:
+    from forensics.classes import classify_dumps
+
+    if model is None:
+        raise InputError("{top_k} needs {model:MODEL} (the classifier: its output's size and quantization)",
+                         params=True)
+    result = classify_dumps(a, b, model=model, k=top_k, labels_path=labels, dump_options=dump_options)
+    return ClassesReport("decode", result, exitcodes.SAME if result.same_order else exitcodes.DIFFERENT,
+                         names=(os.fspath(a), os.fspath(b)))
+
+
 def decode(boxes, scores, *, model=None, deps=None, layout: str = "auto", dequantize: str = "reference",
            labels=None, image=None, image_size=None, input_size=None, draw=None, overlay=None,
            overlay_boxes=None, overlay_scores=None, names=None, score_threshold: float | None = None,
-           replay: bool = False) -> DecodeReport:
+           replay: bool = False, top_k: int | None = None, offset: int | None = None, length: int | None = None,
+           gap_fill: int | None = None) -> DecodeReport | ClassesReport:
     """`forensics decode BOXES SCORES (--model M | --deps DIR)`: the TFLite_Detection_PostProcess kernel's
-    result; exit code 1 when the replay in LiteRT disagrees."""
+    result; exit code 1 when the replay in LiteRT disagrees. With `top_k` (a classifier model), BOXES and
+    SCORES are two dumps of its class scores: both sides' top-k and rank changes; exit 1 when the order differs."""
+    if top_k is not None:
+        return _classes(boxes, scores, model=model, top_k=top_k, labels=labels,
+                        dump_options=_slice(offset, length, gap_fill)[0])
     from forensics.decode.report import decode_dumps
     from forensics.geometry import infer_geometry
 
     overlaying = _check_decode_options(model=model, deps=deps, image=image, image_size=image_size, overlay=overlay,
                                        overlay_boxes=overlay_boxes, overlay_scores=overlay_scores, names=names,
                                        draw=draw)
+    if draw:
+        from forensics.outputs import check_not_input, check_writable
+
+        check_not_input(draw, image, overlay, overlay_boxes, overlay_scores, model, boxes, scores)
+        check_writable(draw)
     relayouts, tail = {}, None
     if deps is not None:
         from forensics.decode.deps import read_deps
@@ -476,7 +601,7 @@ def decode(boxes, scores, *, model=None, deps=None, layout: str = "auto", dequan
         decode_deps, relayouts, tail = deps_from_model(model)
     result = decode_dumps(decode_deps, boxes, scores, layout=layout, rounding=dequantize, image=image,
                           image_wh=image_size, input_wh=input_size, labels_path=labels, replay=replay,
-                          relayouts=relayouts, tail_model=tail)
+                          relayouts=relayouts, tail_model=tail, dump_options=_slice(offset, length, gap_fill)[0])
     geometry = infer_geometry(decode_deps.anchors, source=decode_deps.source)
     drawn = None
     if overlaying:
@@ -488,7 +613,8 @@ def decode(boxes, scores, *, model=None, deps=None, layout: str = "auto", dequan
             other, source = load_detections(overlay), str(overlay)
         else:
             other = decode_dumps(decode_deps, overlay_boxes, overlay_scores, layout=layout, rounding=dequantize,
-                                 input_wh=input_size, labels_path=labels, relayouts=relayouts).rows()
+                                 input_wh=input_size, labels_path=labels, relayouts=relayouts,
+                                 dump_options=_slice(offset, length, gap_fill)[0]).rows()
             source = f"{overlay_boxes} + {overlay_scores}"
         picture, summary = render_overlay(result, other, names=names or ("other", "this"), image=image,
                                           image_size=image_size, score_threshold=score_threshold, source=source)
@@ -553,12 +679,12 @@ class CaptureReport(Report):
 
 def capture(*, model, output, source: str = "litert", image=None, input=None,  # noqa: A002
             resampling: str = "lanczos", tail_only: bool = False, delegate=None,
-            replace: bool = False) -> CaptureReport:
+            replace: bool = False, progress=None) -> CaptureReport:
     """`forensics capture --model M -o RUN`: run the model in LiteRT and record every stage as a run."""
     from forensics.runs.capture import capture as capture_run
 
     result = capture_run(model, output, source=source, image=image, inputs=input, resampling=resampling,
-                         tail_only=tail_only, delegate=delegate, replace=replace)
+                         tail_only=tail_only, delegate=delegate, replace=replace, progress=progress)
     return CaptureReport("capture", result, rows_key="buffers")
 
 
@@ -570,15 +696,58 @@ class IngestReport(Report):
         return render_ingest(self.result)
 
 
-def ingest(run, buffers, *, source: str, model=None) -> IngestReport:
-    """`forensics ingest RUN STAGE[:TENSOR]=FILE... --source NAME`: a driver's dumps into a run."""
+@dataclass(frozen=True, repr=False)
+class ArraysIngestReport(Report):
+    path: str = ""
+
+    def renderables(self) -> list:
+        from rich.text import Text
+
+        from forensics.render.runs import render_buffers
+
+        return [Text(f"{self.result.run.path}: added {', '.join(self.result.added)} from {self.path}"),
+                render_buffers(self.result.run)]
+
+
+def ingest(run, buffers, *, source: str | None = None, model=None, from_format: str | None = None,
+           offset: int | None = None, length: int | None = None,
+           gap_fill: int | None = None) -> IngestReport | ArraysIngestReport:
+    """`forensics ingest RUN STAGE[:TENSOR]=FILE... --source NAME`: a driver's dumps into a run; with
+    `from_format` (npz / polygraphy) `buffers` is one file whose arrays are brought in."""
     from forensics.runs.ingest import ingest as ingest_run
 
     if isinstance(buffers, (str, os.PathLike)):
         buffers = [buffers]
-    result = ingest_run(run, source, list(buffers), model=model)
+    if from_format is not None:
+        from forensics.runs.interop import ingest_arrays
+
+        if len(buffers) != 1 or model:
+            raise InputError("{from_format} FILE brings in one file's arrays; give no STAGE=FILE or {model} with it",
+                             params=True)
+        result = ingest_arrays(run, from_format, buffers[0], source=source)
+        return ArraysIngestReport("ingest", result, rows_key="buffers", path=os.fspath(buffers[0]))
+    if not source:
+        raise InputError("ingest needs {source:NAME} (who produced the dumps)", params=True)
+    result = ingest_run(run, source, list(buffers), model=model,
+                        dump_options=_slice(offset, length, gap_fill)[0])
     warnings = tuple(f"{run}: replaced the run's {label} buffer" for label in result.replaced)
     return IngestReport("ingest", result, warnings=warnings, rows_key="buffers")
+
+
+@dataclass(frozen=True, repr=False)
+class ExportReport(Report):
+    def renderables(self) -> list:
+        from rich.text import Text
+
+        r = self.result
+        return [Text(f"wrote {r.output} ({r.format}: {len(r.arrays)} arrays: {', '.join(n for n, _, _ in r.arrays)})")]
+
+
+def export(run, *, format: str, output) -> ExportReport:  # noqa: A002
+    """`forensics export RUN --format npz|polygraphy -o FILE`: the run's buffers as typed arrays."""
+    from forensics.runs.interop import export_run
+
+    return ExportReport("export", export_run(run, format, output), rows_key="arrays")
 
 
 @dataclass(frozen=True, repr=False)
@@ -598,7 +767,9 @@ class CompareReport(Report):
 
         out = list(render_compare(self.result))
         if self.html:
-            out.append(Text(f"wrote {self.html}"))
+            from forensics.render.style import wrote
+
+            out.append(Text(wrote(self.html)))
         return out
 
 
@@ -624,9 +795,33 @@ def _run_geometry(model, deps, run_a):
     return None
 
 
+def _policy(tolerance, atol, rtol, check):
+    """The tolerance policy from compare's parameters: `tolerance` K, or (TENSOR, SPEC) pairs, or a list of both."""
+    from forensics.tolerance import make_policy
+
+    if tolerance is None or isinstance(tolerance, (int, str, tuple)):
+        tolerance = [] if tolerance is None else [tolerance]
+    ks, per_tensor = [], []
+    for item in tolerance:
+        if isinstance(item, tuple):
+            per_tensor.append(item)
+        elif isinstance(item, str) and "=" in item:
+            per_tensor.append(tuple(item.split("=", 1)))
+        else:
+            ks.append(int(item))
+    if len(ks) > 1:
+        raise InputError("{tolerance} K is given more than once", params=True)
+    return make_policy(tolerance=ks[0] if ks else None, atol=atol, rtol=rtol, check=check, per_tensor=per_tensor)
+
+
 def compare(*runs, html=None, previous=None, model=None, deps=None, limit: int = 8, batch=None, output=None,
-            workers: int | None = None) -> CompareReport | BatchReport:
-    """`forensics compare RUN_A RUN_B` (stage by stage) or `compare --batch DIR -o SUMMARY.csv`."""
+            workers: int | None = None, tolerance=None, atol=None, rtol=None, check=None, labels=None,
+            junit=None, progress=None) -> CompareReport | BatchReport:
+    """`forensics compare RUN_A RUN_B` (stage by stage) or `compare --batch DIR -o SUMMARY.csv`. `tolerance`:
+    K (LSB for every integer buffer) and/or (TENSOR, SPEC) pairs; with atol / rtol / check they judge
+    differing buffers MATCH / WITHIN TOLERANCE / DIFFER (forensics.tolerance). `labels` names detection
+    classes; `junit` writes a JUnit XML report (one test case per stage and tensor)."""
+    policy = _policy(tolerance, atol, rtol, check)
     if batch:
         if runs:
             raise InputError("give RUN_A RUN_B or {batch:DIR}, not both", params=True)
@@ -637,7 +832,11 @@ def compare(*runs, html=None, previous=None, model=None, deps=None, limit: int =
             raise InputError("{batch} needs {output:SUMMARY.csv} (a Parquet file is written beside it)", params=True)
         from forensics.runs.batch import batch_compare, write_summary
 
-        result = write_summary(batch_compare(batch, workers=workers), output)
+        result = write_summary(batch_compare(batch, workers=workers, policy=policy, progress=progress), output)
+        if result.exit_code == exitcodes.ERROR:  # every pair failed: say why on stderr, as for any input error
+            first = result.rows[0].get("error") if result.rows else None
+            raise InputError(f"no pair could be compared ({len(result.rows)} failed; first: {first}); the "
+                             f"summary is in {output}", batch)
         return BatchReport("compare", result, result.exit_code, rows_key="rows")
     if len(runs) != 2:
         raise InputError("compare needs two runs: RUN_A RUN_B (or {batch:DIR} {output:summary.csv})", params=True)
@@ -650,13 +849,24 @@ def compare(*runs, html=None, previous=None, model=None, deps=None, limit: int =
 
     run_a, run_b = load_run(runs[0]), load_run(runs[1])
     earlier = load_run(previous) if previous else None
-    result = compare_runs(run_a, run_b, previous=earlier, geometry=_run_geometry(model, deps, run_a), limit=limit)
+    names = None
+    if labels:
+        from forensics.labels import read_labels
+
+        names = read_labels(labels)
+    result = compare_runs(run_a, run_b, previous=earlier, geometry=_run_geometry(model, deps, run_a), limit=limit,
+                          policy=policy, labels=names)
     if html:
         from forensics.outputs import write_text_atomic
         from forensics.render.runs import html_report, pictures_for
 
         write_text_atomic(html, html_report(result, pictures=pictures_for(result)))
-    return CompareReport("compare", result, exitcodes.SAME if result.match else exitcodes.DIFFERENT,
+    if junit:
+        from forensics.outputs import write_text_atomic
+        from forensics.render.junit import junit_xml
+
+        write_text_atomic(junit, junit_xml(result))
+    return CompareReport("compare", result, exitcodes.SAME if result.passed else exitcodes.DIFFERENT,
                          warnings=tuple(result.warnings), rows_key="stages", html=os.fspath(html) if html else None)
 
 
@@ -703,22 +913,25 @@ def _lsb(tolerance, atol):
 
 def diagnose(a, b, *, previous=None, model=None, tensor=None, record=None, offset=None, fields=None, pad=None,
              scale=None, zero_point=None, sentinel=None, min_run: int = 16, window: int = 256,
-             max_shift: int = 64 << 10, tolerance: int | None = None, atol=None) -> DiagnoseReport:
+             max_shift: int = 64 << 10, length: int | None = None, gap_fill: int | None = None,
+             progress=None, tolerance: int | None = None, atol=None) -> DiagnoseReport:
     """`forensics diagnose A B`: the verdict (IDENTICAL / WITHIN TOLERANCE exit 0; EXPLAINED / PARTLY
     EXPLAINED / UNEXPLAINED exit 1) and the named bugs behind a differing pair."""
     from forensics.diagnose import diagnose_dumps
     from forensics.dump import open_dump
 
-    dump_a, dump_b = open_dump(a), open_dump(b)
-    earlier = open_dump(previous) if previous else None
+    options, offset = _slice(offset, length, gap_fill, layout=True)
+    dump_a, dump_b = open_dump(a, **options), open_dump(b, **options)
+    earlier = open_dump(previous, **options) if previous else None
     context = _diagnose_context(dump_a, dump_b, model=model, tensor=tensor, record_size=record, offset=offset,
                                 fields=fields, pad_lanes=pad, scale=scale, zero_point=zero_point)
     patterns = [_hex_bytes(p) if isinstance(p, str) else p for p in (sentinel or ())]
     sentinels = [(f"0x{p.hex().upper()}", p) for p in patterns]
     result = diagnose_dumps(dump_a, dump_b, layout=context.layout, previous=earlier, model_view=context.view,
                             model=os.fspath(model) if model is not None else None, sentinels=sentinels,
-                            tolerance=_lsb(tolerance, atol), min_run=min_run, max_shift=max_shift, window=window)
-    return DiagnoseReport("diagnose", result, result.exit_code, rows_key="findings")
+                            tolerance=_lsb(tolerance, atol), min_run=min_run, max_shift=max_shift, window=window,
+                            progress=progress)
+    return DiagnoseReport("diagnose", result, result.exit_code, rows_key="findings", dumps=(dump_a, dump_b, earlier))
 
 
 @dataclass(frozen=True)
@@ -770,7 +983,8 @@ class RegisterReport(Report):
 
 
 def csr(a=None, b=None, *, reads: bool = False, mask=None, snapshot: bool = False, limit: int = 200,
-        all: bool = False, name=None, find=None) -> CsrReport | RegisterReport:  # noqa: A002
+        all: bool = False, name=None, find=None,  # noqa: A002
+        line_pattern: str | None = None) -> CsrReport | RegisterReport:
     """`forensics csr A B` (two register traces or snapshots) or `csr --name OFFSET` / `csr --find TEXT`.
 
     `mask` is a list of (offset or register name, bits that may differ) pairs."""
@@ -795,6 +1009,154 @@ def csr(a=None, b=None, *, reads: bool = False, mask=None, snapshot: bool = Fals
     for key, bits in mask or ():
         offset = table.resolve(key)
         masks[offset] = masks.get(offset, 0) | bits
-    result = compare_files(a, b, include_reads=reads, masks=masks, snapshot=snapshot, table=table)
+    result = compare_files(a, b, include_reads=reads, masks=masks, snapshot=snapshot, table=table,
+                           line_pattern=line_pattern)
     return CsrReport("csr", result, exitcodes.SAME if result.passed else exitcodes.DIFFERENT, rows_key="rows",
                      limit=None if limit == 0 else limit, show_all=all)
+
+
+# --- driver-side evidence: import, fingerprint, verify; the demo -------------------------------------------
+
+@dataclass(frozen=True, repr=False)
+class ImportReport(Report):
+    def renderables(self) -> list:
+        from forensics.render.evidence import render_import
+
+        return render_import(self.result)
+
+
+def import_(text, *, output, format: str = "auto", gap_fill: int | None = None) -> ImportReport:  # noqa: A002
+    """`forensics import TEXT -o OUT.bin`: a text hex dump (WinDbg d*, xxd, hexdump -C, od, plain hex) to bytes."""
+    from forensics.textdump import import_text_dump
+
+    return ImportReport("import", import_text_dump(os.fspath(text), os.fspath(output), fmt=format,
+                                                   gap_fill=gap_fill))
+
+
+@dataclass(frozen=True, repr=False)
+class FingerprintReport(Report):
+    def lines(self) -> list[str]:
+        """The driver-style lines, exactly (a driver's log is compared with them character by character)."""
+        from forensics.render.evidence import render_fingerprint
+
+        return render_fingerprint(self.result)
+
+    def renderables(self) -> list:
+        from rich.text import Text
+
+        return [Text(line, no_wrap=True, overflow="ignore") for line in self.lines()]
+
+
+def fingerprint(file, *, page: int = 4096, tag: str | None = None, offset: int | None = None,
+                length: int | None = None, gap_fill: int | None = None, progress=None) -> FingerprintReport:
+    """`forensics fingerprint FILE`: what a driver can log for a buffer (pages' first8/last8, xor-fold, size,
+    CRC32, HEAD/MID/TAIL, the [FP] line)."""
+    from forensics.dump import open_dump
+    from forensics.fingerprint import fingerprint_dump
+
+    dump = open_dump(file, allow_empty=True, use_sidecar=False, **_slice(offset, length, gap_fill)[0])
+    return FingerprintReport("fingerprint", fingerprint_dump(dump, page_size=page, tag=tag, progress=progress),
+                             rows_key="pages")
+
+
+@dataclass(frozen=True, repr=False)
+class VerifyReport(Report):
+    def renderables(self) -> list:
+        from forensics.render.evidence import render_verify
+
+        return render_verify(self.result)
+
+
+def verify(log, *files, buffer=None, pattern: str | None = None, page: int = 4096, offset: int | None = None,
+           length: int | None = None, gap_fill: int | None = None) -> VerifyReport:
+    """`forensics verify LOG FILE...`: every fingerprint a driver logged, checked against the files; exit code
+    1 when one differs. `buffer` is a list of (tag, file) pairs."""
+    from forensics.fingerprint import verify_log
+
+    result = verify_log(os.fspath(log), [os.fspath(f) for f in files], buffers=dict(buffer or ()), page_size=page,
+                        pattern=pattern, **_slice(offset, length, gap_fill)[0])
+    return VerifyReport("verify", result, result.exit_code, rows_key="checks")
+
+
+# (question, expected exit code, command, positional arguments, options), in the README story's order.
+DEMO_STEPS = (
+    ("1. Are the inputs even the same?", 0, "crc", ("dumps/libedgetpu/input.bin", "dumps/ours/input.bin"), {}),
+    ("2. Did the chip write the same scores through both drivers?", 0, "diff",
+     ("dumps/libedgetpu/convert_scores.bin", "dumps/ours/convert_scores.bin"), {}),
+    ("3. The first 256 bytes repeat one record. Which anchors do not?", 0, "anchors",
+     ("dumps/ours/convert_scores.bin",), {"nonuniform": True, "deps": "dumps/face_ssd"}),
+    ("4. Decode them as TFLite_Detection_PostProcess would (anchors + options in dumps/face_ssd)", 0, "decode",
+     ("dumps/ours/Squeeze1.bin", "dumps/ours/convert_scores.bin"), {"deps": "dumps/face_ssd", "image_size": (640, 480)}),
+    ("5. What a real bug looks like: a DMA that stopped early (0xCC prefill left) and a row-stride bug", 1, "diff",
+     ("dumps/libedgetpu/convert_scores.bin", "dumps/broken/convert_scores.bin"), {"limit": 3}),
+    (None, 1, "coverage", ("dumps/broken/convert_scores.bin",), {"sentinel": b"\xcc"}),
+    (None, 1, "crc", ("dumps/libedgetpu/input.bin", "dumps/broken/input.bin"), {"chunk": 960}),
+    (None, 1, "diagnose", ("dumps/libedgetpu/convert_scores.bin", "dumps/broken/convert_scores.bin"), {}),
+)
+
+
+def _demo_command(command: str, positional, opts: dict) -> str:
+    words = ["forensics", command]
+    for key, value in opts.items():
+        flag = "--" + key.replace("_", "-")
+        if value is True:
+            words.append(flag)
+        elif isinstance(value, tuple):
+            words += [flag, "x".join(map(str, value))]
+        elif isinstance(value, bytes):
+            words += [flag, value.hex()]
+        else:
+            words += [flag, str(value)]
+    return " ".join(words[:2] + list(positional) + words[2:])
+
+
+@dataclass(frozen=True)
+class DemoDocument:
+    steps: tuple
+
+    def to_dict(self) -> dict:
+        return {"steps": [{k: v for k, v in step.items() if k != "report"} for step in self.steps],
+                "ok": all(step["ok"] for step in self.steps)}
+
+
+@dataclass(frozen=True, repr=False)
+class DemoReport(Report):
+    def renderables(self) -> list:
+        from rich.text import Text
+
+        out = []
+        for step in self.result.steps:
+            if step["step"]:
+                out.append(Text("\n" + step["step"]))
+            out.append(Text(f"\n$ {step['command']}", style="bold"))
+            out.extend(step["report"].renderables())
+            if not step["ok"]:
+                out.append(Text(f"demo: expected exit {step['expected_exit']} from '{step['command']}', "
+                                f"got {step['exit']}", style="bold red"))
+        return out
+
+
+def demo(root=None) -> DemoReport:
+    """`forensics demo`: the README's story on the bundled dumps, step by step; exit code 1 when a step does not
+    end as the story expects. `root` is the directory holding `dumps/` (default: the repository of this file)."""
+    from pathlib import Path
+
+    root = Path(root) if root is not None else Path(__file__).resolve().parent.parent
+    if not (root / "dumps" / "ours" / "convert_scores.bin").is_file():
+        raise InputError("the bundled dumps (dumps/ours, dumps/libedgetpu, dumps/broken) are not here: run the "
+                         "demo from a clone of the repository", str(root / "dumps"))
+    here = Path.cwd().resolve() == root.resolve()
+
+    def at(path: str) -> str:  # as the README writes it when run from the repository root
+        return path if here else str(root / path)
+
+    steps = []
+    for question, expected, command, positional, opts in DEMO_STEPS:
+        paths = [at(p) for p in positional]
+        kwargs = {k: (at(v) if k == "deps" else v) for k, v in opts.items()}
+        report = globals()[command](*paths, **kwargs)
+        steps.append({"step": question, "command": _demo_command(command, positional, opts),
+                      "expected_exit": expected, "exit": report.exit_code, "ok": report.exit_code == expected,
+                      "report": report})
+    result = DemoDocument(tuple(steps))
+    return DemoReport("demo", result, exitcodes.SAME if result.to_dict()["ok"] else exitcodes.DIFFERENT)

@@ -14,11 +14,12 @@ PACKAGE = REPO / "forensics"
 # package. CONTRIBUTING.md's map is checked against this list.
 LAYERS = (
     ("core", ("__init__.py", "exitcodes.py", "errors.py")),
-    ("foundation", ("dump.py", "layout.py", "outputs.py", "labels.py", "runtime.py")),
+    ("foundation", ("jsonio.py", "dump.py", "textdump.py", "layout.py", "outputs.py", "labels.py", "runtime.py",
+                    "stats.py", "tolerance.py")),
     ("streaming", ("crc.py", "blocks.py")),
-    ("analyses", ("diff.py", "anchors.py", "coverage.py", "hexdump.py", "heat.py")),
+    ("analyses", ("diff.py", "anchors.py", "coverage.py", "hexdump.py", "heat.py", "fingerprint.py")),
     ("model", ("tflite/",)),
-    ("decode", ("decode/",)),
+    ("decode", ("decode/", "classes.py")),
     ("geometry", ("geometry.py",)),
     ("model dumps", ("modeldumps.py",)),
     ("diagnosis", ("simulate.py", "diagnose.py")),

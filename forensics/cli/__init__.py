@@ -24,6 +24,7 @@ COMMAND_MODULES = (  # in the order a bring-up goes: bytes, model, decode, runs,
     "forensics.cli.runs",
     "forensics.cli.diagnose",
     "forensics.cli.csr",
+    "forensics.cli.evidence",
 )
 
 # Which module registers which command, so that running one command imports only its module (every
@@ -35,8 +36,11 @@ COMMAND_HOMES = {
     "graph": "forensics.cli.model", "extract": "forensics.cli.model", "relayout": "forensics.cli.model",
     "decode": "forensics.cli.decode", "tail": "forensics.cli.decode", "anchors-gen": "forensics.cli.decode",
     "capture": "forensics.cli.runs", "ingest": "forensics.cli.runs", "compare": "forensics.cli.runs",
+    "export": "forensics.cli.runs",
     "diagnose": "forensics.cli.diagnose", "simulate": "forensics.cli.diagnose",
     "csr": "forensics.cli.csr",
+    "import": "forensics.cli.evidence", "fingerprint": "forensics.cli.evidence", "verify": "forensics.cli.evidence",
+    "demo": "forensics.cli.evidence",
 }
 
 
@@ -119,6 +123,42 @@ def build_parser(command: str | None = None) -> ArgumentParser:
     return parser
 
 
+class _notices_to:  # noqa: N801 - a context manager
+    """Print the library's DumpNotice / DumpWarning (how a dump was read) as one stderr line each; silence
+    numpy's RuntimeWarnings."""
+
+    def __init__(self, out):
+        self.out = out
+
+    def __enter__(self):
+        import warnings
+
+        from forensics.dump import DumpNotice, DumpWarning
+
+        self._catch = warnings.catch_warnings()
+        self._catch.__enter__()
+        warnings.simplefilter("always", DumpNotice)
+        warnings.simplefilter("always", DumpWarning)
+        # numpy's floating-point RuntimeWarnings (overflow, invalid value) on hostile values would reach
+        # stderr before the one error line; results are checked for finiteness where it matters.
+        warnings.simplefilter("ignore", RuntimeWarning)
+        previous = warnings.showwarning
+
+        def show(message, category, filename, lineno, file=None, line=None):
+            if issubclass(category, DumpWarning):
+                self.out.warn(str(message))
+            elif issubclass(category, DumpNotice):
+                self.out.error(f"forensics: note: {message}")
+            else:
+                previous(message, category, filename, lineno, file, line)
+
+        warnings.showwarning = show
+        return self
+
+    def __exit__(self, *exc):
+        return self._catch.__exit__(*exc)
+
+
 def main(argv=None, stdout=None, stderr=None) -> int:
     from forensics.render.console import Output
 
@@ -137,8 +177,11 @@ def main(argv=None, stdout=None, stderr=None) -> int:
         parser.print_help(stdout)
         return EXIT_ERROR
     out = Output(stdout, stderr, width=args.width, color=args.color)
+    import warnings
+
     try:
-        return int(args.handler(args, out))
+        with _notices_to(out):
+            return int(args.handler(args, out))
     except ForensicsError as exc:
         if args.traceback:
             import traceback

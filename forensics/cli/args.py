@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
+
+MAX_RECORD = 1 << 24  # bytes per record: a record is one anchor's lanes; 16 MiB is far beyond any real one
+_DECIMAL = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", re.ASCII)
 
 
 def parse_int(text: str) -> int:
@@ -28,18 +32,46 @@ def positive_int(text: str) -> int:
     return value
 
 
+def _decimal(text: str) -> float:
+    """An ASCII decimal number (float() also takes `1_000`, `١٢` and `inf`, which a flag should not)."""
+    text = text.strip()
+    if not _DECIMAL.fullmatch(text):
+        raise ValueError(text)
+    return float(text)
+
+
 def positive_float(text: str) -> float:
     """A scale: `0.10822763`, `1/256` (fractions are how users write uint8 scales)."""
     try:
         if "/" in text:
             num, den = text.split("/", 1)
-            value = float(num) / float(den)
+            value = _decimal(num) / _decimal(den)
         else:
-            value = float(text)
-    except (ValueError, ZeroDivisionError):
+            value = _decimal(text)
+    except (ValueError, ZeroDivisionError, OverflowError):
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"must be a positive finite number, got {text}")
+    return value
+
+
+def record_size(text: str) -> int:
+    value = positive_int(text)
+    if value > MAX_RECORD:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_RECORD} bytes per record, got {value}")
+    return value
+
+
+def zero_point(text: str) -> int:
+    """A uint8 (0..255) or int8 (-128..127) zero point; the dtype, when known, narrows it further."""
+    try:
+        value = int(text.strip(), 10) if re.fullmatch(r"\s*[+-]?\d+\s*", text, re.ASCII) else None
+    except ValueError:
+        value = None
+    if value is None:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}")
+    if not -128 <= value <= 255:
+        raise argparse.ArgumentTypeError(f"must be a uint8 (0..255) or int8 (-128..127) zero point, got {value}")
     return value
 
 
@@ -74,7 +106,7 @@ def hex_pattern(text: str) -> bytes:
 def add_layout_flags(parser: argparse.ArgumentParser, *, count: bool = True) -> None:
     """--record/--offset/--count/--fields/--pad/--scale/--zero-point, as every record command takes them."""
     group = parser.add_argument_group("record layout (flags override the dump's sidecar JSON)")
-    group.add_argument("--record", type=positive_int, default=None, metavar="N",
+    group.add_argument("--record", type=record_size, default=None, metavar="N",
                        help="bytes per record / anchor (default 4, the chip's lane width)")
     group.add_argument("--offset", type=non_negative_int, default=None, metavar="BYTES",
                        help="start at this byte offset")
@@ -87,4 +119,45 @@ def add_layout_flags(parser: argparse.ArgumentParser, *, count: bool = True) -> 
                        help="lanes that are padding, e.g. 2,3")
     group.add_argument("--scale", type=positive_float, default=None, metavar="S",
                        help="uint8 quantization scale (e.g. 0.00390625 or 1/256)")
-    group.add_argument("--zero-point", type=int, default=None, metavar="Z", help="uint8 quantization zero point")
+    group.add_argument("--zero-point", type=zero_point, default=None, metavar="Z", help="uint8 quantization zero point")
+
+
+
+def gap_fill_byte(text: str) -> int:
+    value = non_negative_int(text)
+    if value > 255:
+        raise argparse.ArgumentTypeError(f"must be a byte value 0-255, got {value}")
+    return value
+
+
+def add_slice_flags(parser: argparse.ArgumentParser, *, offset: bool = True, length: bool = True) -> None:
+    """--offset/--length (a slice of every dump the command reads, e.g. the tensor in a page-rounded DMA
+    allocation) and --gap-fill (for text dumps with holes). Commands whose layout flags already define
+    --offset pass offset=False: there `--offset` cuts the slice only together with --length (forensics.reports)."""
+    group = parser.add_argument_group("which bytes of each dump (text dumps and DMA allocations)")
+    if offset:
+        group.add_argument("--offset", type=non_negative_int, default=None, metavar="BYTES",
+                           help="read each dump from this byte offset (a slice)")
+    if length:
+        group.add_argument("--length", type=positive_int, default=None, metavar="BYTES",
+                           help="read this many bytes of each dump from --offset (e.g. the tensor's size_bytes "
+                                "in a page-rounded allocation); model size checks apply to the slice")
+    group.add_argument("--gap-fill", type=gap_fill_byte, default=None, metavar="BYTE",
+                       help="text dumps: fill holes between addresses with this byte instead of failing")
+
+
+def crc_value(text: str) -> int:
+    """A CRC32 as logged: `0x1234abcd`, `1234ABCD`."""
+    cleaned = text.strip().lower()
+    cleaned = cleaned[2:] if cleaned.startswith("0x") else cleaned
+    if not 1 <= len(cleaned) <= 8 or any(c not in "0123456789abcdef" for c in cleaned):
+        raise argparse.ArgumentTypeError(f"expected a CRC32 like 0x1234abcd, got {text!r}")
+    return int(cleaned, 16)
+def add_tolerance_flags(parser: argparse.ArgumentParser) -> None:
+    """--atol/--rtol/--check: how far B may be from A and still pass (forensics.tolerance)."""
+    group = parser.add_argument_group("tolerance (verdict WITHIN TOLERANCE, exit 0, when the check passes)")
+    group.add_argument("--atol", default=None, metavar="1lsb|0.01",
+                       help="absolute tolerance in LSB (integer buffers, e.g. 1lsb) or in dequantized units")
+    group.add_argument("--rtol", default=None, metavar="R", help="relative tolerance: |b-a| <= atol + R*|a|")
+    group.add_argument("--check", default=None, metavar="max|mean|p99",
+                       help="which statistic must pass (default max: every value)")

@@ -4,25 +4,38 @@ from __future__ import annotations
 
 
 from forensics.cli import options, show
-from forensics.cli.args import add_layout_flags, hex_pattern, non_negative_int, positive_int
+from forensics.cli.args import (add_layout_flags, add_slice_flags, add_tolerance_flags, crc_value, hex_pattern,
+                                 non_negative_int, positive_int)
 
 
 def cmd_crc(args, out) -> int:
     from forensics import reports
 
-    return show(reports.crc(*args.files, **options(args, "files")), args, out)
+    from forensics.render.progress import progress_for
+
+    with progress_for(out, args, "crc32") as progress:
+        report = reports.crc(*args.files, progress=progress, **options(args, "files"))
+    return show(report, args, out)
 
 
 def cmd_diff(args, out) -> int:
     from forensics import reports
 
-    return show(reports.diff(args.a, args.b, **options(args, "a", "b")), args, out)
+    from forensics.render.progress import progress_for
+
+    with progress_for(out, args, "diff") as progress:
+        report = reports.diff(args.a, args.b, progress=progress, **options(args, "a", "b"))
+    return show(report, args, out)
 
 
 def cmd_anchors(args, out) -> int:
     from forensics import reports
 
-    return show(reports.anchors(args.file, **options(args, "file")), args, out)
+    from forensics.render.progress import progress_for
+
+    with progress_for(out, args, "anchors") as progress:
+        report = reports.anchors(args.file, progress=progress, **options(args, "file"))
+    return show(report, args, out)
 
 
 def cmd_coverage(args, out) -> int:
@@ -63,6 +76,9 @@ def register(subparsers, parents) -> None:
     p.add_argument("files", nargs="+", metavar="FILE")
     p.add_argument("--chunk", type=positive_int, default=None, metavar="N",
                    help="also CRC32 every N-byte chunk and name the first differing one (e.g. one image row)")
+    p.add_argument("--expect", type=crc_value, default=None, metavar="0xCRC32",
+                   help="the CRC32 every file should have (e.g. one a driver logged); exit 1 when one differs")
+    add_slice_flags(p)
     p.set_defaults(handler=cmd_crc)
 
     p = subparsers.add_parser(
@@ -72,12 +88,16 @@ def register(subparsers, parents) -> None:
     p.add_argument("a", metavar="A")
     p.add_argument("b", metavar="B")
     add_layout_flags(p)
-    p.add_argument("--tolerance", type=non_negative_int, default=0, metavar="K",
-                   help="treat differences of at most K LSB as equal (runtimes round differently)")
+    p.add_argument("--tolerance", type=non_negative_int, default=None, metavar="K",
+                   help="treat differences of at most K LSB as equal (runtimes round differently; = --atol Klsb)")
+    add_tolerance_flags(p)
+    p.add_argument("--plot", default=None, metavar="OUT.png",
+                   help="a 2x2 picture of the error: histogram, B vs A, error map, per-lane max (needs Pillow)")
     p.add_argument("--limit", type=non_negative_int, default=20, metavar="N",
                    help="list at most N differing records (default 20; 0 = all)")
     p.add_argument("--all", action="store_true", help="list every differing record")
     _add_model_flags(p)
+    add_slice_flags(p, offset=False)
     p.set_defaults(handler=cmd_diff)
 
     p = subparsers.add_parser(
@@ -94,6 +114,7 @@ def register(subparsers, parents) -> None:
                    help="list at most N departing anchors (default 1000; 0 = all)")
     p.add_argument("--all", action="store_true", help="list every departing anchor")
     _add_model_flags(p)
+    add_slice_flags(p, offset=False)
     p.set_defaults(handler=cmd_anchors)
 
     p = subparsers.add_parser(
@@ -107,6 +128,7 @@ def register(subparsers, parents) -> None:
                    help="shortest run that counts as untouched (default 8, as libedgetpu's check)")
     p.add_argument("--offset", type=non_negative_int, default=None, metavar="BYTES")
     p.add_argument("--length", type=positive_int, default=None, metavar="BYTES")
+    add_slice_flags(p, offset=False, length=False)
     p.set_defaults(handler=cmd_coverage)
 
     p = subparsers.add_parser(
@@ -122,4 +144,5 @@ def register(subparsers, parents) -> None:
                    help="start at this byte offset (default: the layout offset)")
     p.add_argument("--length", type=positive_int, default=None, metavar="BYTES", help="bytes to show (default 256)")
     _add_model_flags(p, geometry=False, pictures=False)
+    add_slice_flags(p, offset=False, length=False)
     p.set_defaults(handler=cmd_hexdump)

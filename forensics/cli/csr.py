@@ -63,6 +63,9 @@ def register(subparsers, parents) -> None:
     p.add_argument("--limit", type=non_negative_int, default=200, metavar="N",
                    help="table rows before only differing rows are shown (default 200; 0 = no limit)")
     p.add_argument("--all", action="store_true", help="show every row of the aligned table")
+    p.add_argument("--line-pattern", default=None, metavar="REGEX",
+                   help="read both traces with this regular expression (named groups op, offset, value) "
+                        "instead of the built-in formats")
     p.add_argument("--name", metavar="OFFSET", help="name a BAR2 offset (or find a register's offset by name)")
     p.add_argument("--find", metavar="TEXT", help="list registers whose name or group contains TEXT")
     p.set_defaults(handler=cmd_csr)

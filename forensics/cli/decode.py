@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from forensics.cli import options, show
-from forensics.cli.args import positive_float
+from forensics.cli.args import add_slice_flags, positive_float, positive_int
 
 
 def size_wh(text: str) -> tuple[int, int]:
@@ -109,6 +109,10 @@ def register(subparsers, parents) -> None:
                    help="show (and draw) only rows scoring >= S; never changes the kernel's result")
     p.add_argument("--replay", action="store_true",
                    help="also run the official kernel in LiteRT on the same bytes: MATCH / MISMATCH")
+    add_slice_flags(p)
+    p.add_argument("--top-k", type=positive_int, default=None, metavar="K",
+                   help="a classifier (--model): BOXES and SCORES are then two dumps of its class scores; show "
+                        "both sides' top K with dequantized scores and rank changes (exit 1 when the order differs)")
     p.set_defaults(handler=cmd_decode)
 
     p = subparsers.add_parser(

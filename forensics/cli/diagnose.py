@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 from forensics.cli import options, show
-from forensics.cli.args import add_layout_flags, hex_pattern, non_negative_int, positive_int
+from forensics.cli.args import add_layout_flags, add_slice_flags, hex_pattern, non_negative_int, positive_int
 
 
 def cmd_diagnose(args, out) -> int:
     from forensics import reports
 
-    return show(reports.diagnose(args.a, args.b, **options(args, "a", "b")), args, out)
+    from forensics.render.progress import progress_for
+
+    with progress_for(out, args, "diagnose") as progress:
+        report = reports.diagnose(args.a, args.b, progress=progress, **options(args, "a", "b"))
+    return show(report, args, out)
 
 
 def register(subparsers, parents) -> None:
@@ -39,6 +43,7 @@ def register(subparsers, parents) -> None:
                    help="the head window a quick look covers (default 256)")
     p.add_argument("--max-shift", type=non_negative_int, default=64 << 10, metavar="BYTES",
                    help="search for shifts up to this many bytes either way (default 65536)")
+    add_slice_flags(p, offset=False)
     p.set_defaults(handler=cmd_diagnose)
 
     p = subparsers.add_parser(

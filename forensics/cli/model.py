@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from forensics.cli import options, show
-from forensics.cli.args import parse_int
+from forensics.cli.args import add_slice_flags, parse_int
 
 
 def cmd_graph(args, out) -> int:
@@ -65,4 +65,5 @@ def register(subparsers, parents) -> None:
     p.add_argument("--inverse", action="store_true", help="tensor -> raw")
     p.add_argument("--pad-byte", type=_byte, default=0x80, metavar="B",
                    help="value of padding bytes with --inverse (default 0x80)")
+    add_slice_flags(p)
     p.set_defaults(handler=cmd_relayout)

@@ -1,11 +1,11 @@
-"""CLI for runs: capture, ingest and compare (incl. --html and --batch) -> forensics.reports -> render -> exit code."""
+"""CLI for runs: capture, ingest, export and compare (incl. --html, --junit and --batch) -> forensics.reports -> render -> exit code."""
 
 from __future__ import annotations
 
 import argparse
 
 from forensics.cli import UsageError, options, show
-from forensics.cli.args import positive_int
+from forensics.cli.args import add_slice_flags, add_tolerance_flags, non_negative_int, positive_int
 
 
 def _input_spec(text: str) -> tuple[str, str]:
@@ -18,7 +18,11 @@ def _input_spec(text: str) -> tuple[str, str]:
 def cmd_capture(args, out) -> int:
     from forensics import reports
 
-    return show(reports.capture(**options(args)), args, out)
+    from forensics.render.progress import progress_for
+
+    with progress_for(out, args, "capture", min_total=0, unit="steps") as progress:
+        report = reports.capture(progress=progress, **options(args))
+    return show(report, args, out)
 
 
 def cmd_ingest(args, out) -> int:
@@ -32,7 +36,27 @@ def cmd_compare(args, out) -> int:
 
     if not args.batch and len(args.runs) != 2:  # the command line's usage, worded as such
         raise UsageError("compare needs two runs: forensics compare RUN_A RUN_B (or --batch DIR -o summary.csv)")
-    return show(reports.compare(*args.runs, **options(args, "runs")), args, out)
+    from forensics.render.progress import progress_for
+
+    with progress_for(out, args, "pairs", min_total=0, unit="pairs") as progress:
+        report = reports.compare(*args.runs, progress=progress if args.batch else None, **options(args, "runs"))
+    return show(report, args, out)
+
+
+def cmd_export(args, out) -> int:
+    from forensics import reports
+
+    return show(reports.export(args.run, **options(args, "run")), args, out)
+
+
+def _tolerance_arg(text: str):
+    """`--tolerance K` (K LSB for every buffer) or `--tolerance TENSOR=SPEC` (one tensor's tolerance)."""
+    name, sep, spec = text.partition("=")
+    if sep:
+        if not name or not spec:
+            raise argparse.ArgumentTypeError(f"expected K or TENSOR=SPEC, got {text!r}")
+        return (name, spec)
+    return non_negative_int(text)
 
 
 RESAMPLING = ("lanczos", "bilinear", "bicubic", "nearest", "box", "hamming")  # forensics.runs.capture.RESAMPLING
@@ -67,9 +91,14 @@ def register(subparsers, parents) -> None:
                     "input, raw, tensor, dequantized, detections. Without :TENSOR the buffer is named after its "
                     "stage. With --model, raw Edge TPU output layers are also relayouted into the tensor stage.")
     p.add_argument("run", metavar="RUN")
-    p.add_argument("buffers", nargs="+", metavar="STAGE[:TENSOR]=FILE")
-    p.add_argument("--source", required=True, metavar="NAME", help="who produced the dumps (e.g. ours, libedgetpu)")
+    p.add_argument("buffers", nargs="+", metavar="STAGE[:TENSOR]=FILE", help="the dumps; with --from, the one file")
+    p.add_argument("--source", default=None, metavar="NAME",
+                   help="who produced the dumps (e.g. ours, libedgetpu); with --from polygraphy default: the runner")
+    p.add_argument("--from", dest="from_format", choices=("npz", "polygraphy"), default=None,
+                   help="the one FILE is an .npz archive or a Polygraphy RunResults JSON: bring in every array "
+                        "(names STAGE:TENSOR; other names become tensor buffers)")
     p.add_argument("--model", metavar="MODEL", help="the model the dumps belong to (sha256, layouts, relayout)")
+    add_slice_flags(p)
     p.set_defaults(handler=cmd_ingest)
 
     p = subparsers.add_parser(
@@ -87,4 +116,19 @@ def register(subparsers, parents) -> None:
     p.add_argument("-o", "--output", metavar="SUMMARY.csv", help="--batch: the summary table (CSV + Parquet)")
     p.add_argument("--workers", type=positive_int, default=None, metavar="N",
                    help="--batch: worker processes (default: one per core)")
+    p.add_argument("--tolerance", type=_tolerance_arg, action="append", default=None, metavar="K|TENSOR=SPEC",
+                   help="K: every integer buffer may differ by K LSB (= --atol Klsb); TENSOR=SPEC (repeatable): "
+                        "this tensor's tolerance, e.g. convert_scores=1lsb or Squeeze1=atol=0.01,check=p99")
+    p.add_argument("--labels", metavar="FILE", help="class names for the detections (one per line)")
+    p.add_argument("--junit", metavar="OUT.xml", help="also write a JUnit XML report: one test case per (stage, tensor)")
+    add_tolerance_flags(p)
     p.set_defaults(handler=cmd_compare)
+
+    p = subparsers.add_parser(
+        "export", parents=parents, help="write a run's buffers as .npz or Polygraphy RunResults JSON",
+        description="One typed array per buffer, named STAGE:TENSOR (dtype and shape from the manifest): an .npz "
+                    "archive, or Polygraphy's RunResults JSON (polygraphy run --load-outputs FILE). Exit 0 ok, 2 error.")
+    p.add_argument("run", metavar="RUN")
+    p.add_argument("--format", required=True, choices=("npz", "polygraphy"))
+    p.add_argument("-o", "--output", required=True, metavar="FILE")
+    p.set_defaults(handler=cmd_export)

@@ -18,7 +18,7 @@ from operator import eq, itemgetter, lshift, ne, or_
 from typing import NamedTuple
 
 from forensics.csr.align import align_parts
-from forensics.csr.parse import Access, Trace, format_value, gc_paused, read_trace
+from forensics.csr.parse import Access, GuessedWidth, Trace, format_value, gc_paused, read_trace
 from forensics.csr.registers import UNKNOWN, RegisterTable, beagle_table, in_pcie_window
 
 KINDS = ("match", "value", "width", "only_a", "only_b")
@@ -52,9 +52,10 @@ class CsrRow(NamedTuple):
 # Judging and the result object
 
 
-def _judge(ea: Access, eb: Access, masks: dict) -> tuple[str, bool]:
+def _judge(ea: Access, eb: Access, masks: dict, table: RegisterTable | None = None) -> tuple[str, bool]:
     if ea.width is not None and eb.width is not None and ea.width != eb.width:
-        return "width", False
+        if not _widths_agree(ea, eb, table):
+            return "width", False
     diff = ea.value ^ eb.value
     if not diff:
         return "match", False
@@ -253,7 +254,7 @@ def _label_note(side: str, label: str, offset: int, table: RegisterTable) -> str
     return None
 
 
-def _judge_rows(side_a: list, side_b: list, masks: dict) -> dict:
+def _judge_rows(side_a: list, side_b: list, masks: dict, table: RegisterTable | None = None) -> dict:
     """Row index -> (kind, masked) for the rows that are not a plain match. Rows whose two accesses
     have equal (value, width) are matches and are passed over by C-level iteration; _judge sees the rest."""
     judged = {}
@@ -264,7 +265,7 @@ def _judge_rows(side_a: list, side_b: list, masks: dict) -> dict:
         elif eb is _GAP:
             judged[index] = ("only_a", False)
         else:
-            kind, was_masked = _judge(ea, eb, masks)
+            kind, was_masked = _judge(ea, eb, masks, table)
             if kind != "match" or was_masked:
                 judged[index] = (kind, was_masked)
     return judged
@@ -308,7 +309,7 @@ def compare_traces(a: Trace, b: Trace, *, include_reads: bool = False, masks: di
                       *seq_b[len(seq_b) - tail:]]
             accesses_a, accesses_b = len(seq_a), len(seq_b)
             offsets = {key >> 1 for key in set(keys_a) | set(keys_b)}
-        judged = _judge_rows(side_a, side_b, masks)
+        judged = _judge_rows(side_a, side_b, masks, table)
         counts = dict.fromkeys(KINDS, 0)
         for kind, _ in judged.values():
             counts[kind] += 1
@@ -337,6 +338,17 @@ def compare_traces(a: Trace, b: Trace, *, include_reads: bool = False, masks: di
     )
 
 
+def _widths_agree(ea: Access, eb: Access, table: RegisterTable | None) -> bool:
+    """Widths that differ only where one is a guess from printed digits (GuessedWidth) and the register
+    table gives the register's true width, equal to the other side's."""
+    reg = table.lookup(ea.offset) if table is not None else None
+    if reg is None:
+        return False
+    width_a = reg.width if isinstance(ea.width, GuessedWidth) else ea.width
+    width_b = reg.width if isinstance(eb.width, GuessedWidth) else eb.width
+    return width_a == width_b
+
+
 def _keys(accesses: list) -> list:
     return list(map(or_, map(lshift, map(_OFFSET, accesses), repeat(1)), map(ne, map(_OP, accesses), repeat("W"))))
 
@@ -348,13 +360,14 @@ def _as_access(item, offset: int) -> Access | None:
 
 
 def compare_files(path_a, path_b, *, include_reads: bool = False, masks: dict | None = None,
-                  snapshot: bool = False, table: RegisterTable | None = None) -> CsrComparison:
+                  snapshot: bool = False, table: RegisterTable | None = None,
+                  line_pattern: str | None = None) -> CsrComparison:
     """Read two trace or snapshot files and compare them (the `forensics csr A B` library call)."""
     table = table or beagle_table()
     # One GC pause for the whole: each pause that ends leaves its 10^5 new tuples to the next cyclic
     # collection, which would otherwise walk them at the start of the next stage (~10 ms each).
     with gc_paused():
-        trace_a = read_trace(path_a, table)
-        trace_b = read_trace(path_b, table)
+        trace_a = read_trace(path_a, table, line_pattern=line_pattern)
+        trace_b = read_trace(path_b, table, line_pattern=line_pattern)
         return compare_traces(trace_a, trace_b, include_reads=include_reads, masks=masks, table=table,
                               snapshot=snapshot)

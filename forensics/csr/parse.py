@@ -23,7 +23,6 @@ from __future__ import annotations
 import csv
 import gc
 import io
-import json
 import re
 from collections import Counter, deque
 from collections.abc import Iterable
@@ -113,10 +112,15 @@ class Trace:
     lines: int = 0
     ignored: int = 0                         # lines in no known format (other log output)
     raw_accesses: int = 0                    # before reads were collapsed into polls
+    # ignored lines that look like accesses but do not parse, and the first one's line number (diagnostics:
+    # not part of what a trace is, so the per-line reference parser need not compute them)
+    malformed: int = field(default=0, compare=False)
+    first_malformed: int | None = field(default=None, compare=False)
 
     def to_dict(self) -> dict:
         return {"path": self.path, "kind": self.kind, "formats": dict(self.formats), "lines": self.lines,
-                "ignored_lines": self.ignored, "raw_accesses": self.raw_accesses,
+                "ignored_lines": self.ignored, "malformed_lines": self.malformed,
+                "first_malformed_line": self.first_malformed, "raw_accesses": self.raw_accesses,
                 "accesses": len(self.accesses) if self.kind == "trace" else len(self.snapshot)}
 
 
@@ -141,10 +145,19 @@ def _int(text: str, lineno, what: str, path: str | None) -> int:
         raise FormatError(str(exc), where=[f"line {lineno}"], path=path) from None
 
 
+class GuessedWidth(int):
+    """A width read off how many hex digits a value was printed with (`%08X` -> 32): a guess that the
+    register table's width overrides when comparing (a 64-bit register printed as %08X is no width
+    mismatch). Equal to the plain int, so traces compare and serialise as before."""
+
+
+GUESS_32, GUESS_64 = GuessedWidth(32), GuessedWidth(64)
+
+
 def _digits_width(text: str) -> int | None:
     if text[:2].lower() == "0x":
         text = text[2:]
-    return 32 if len(text) == 8 else 64 if len(text) == 16 else None
+    return GUESS_32 if len(text) == 8 else GUESS_64 if len(text) == 16 else None
 
 
 def _op_word(word: str | None) -> tuple[str, int | None]:
@@ -171,6 +184,10 @@ def _op_word(word: str | None) -> tuple[str, int | None]:
 
 _CHUNK_LINES = 8192    # lines a regex stage holds matches for at a time
 _SAMPLE_LINES = 1000    # lines looked at to decide whether classifying distinct lines once pays
+# Bounds on one trace: parsing costs ~10-25 us per line, so 10^6 lines took half a minute and 1.7 GB. Twice
+# the benchmark's 100,000 accesses per side is allowed; a longer log is cut to the inferences compared.
+MAX_TRACE_LINES = 200_000
+MAX_TRACE_BYTES = 64 << 20
 _NEVER = float("nan")   # poll key of a non-read: equal to nothing, not even itself
 _new_access = partial(tuple.__new__, Access)   # Access from one 8-tuple without a Python-level __new__
 _ACCESS = repeat(Access)                       # map(tuple.__new__, _ACCESS, tuples): the same, faster
@@ -372,10 +389,9 @@ def _resolve_key(key: str, lineno, path, table) -> int | None:
 
 
 def _snapshot_from_json(text: str, path, table) -> Trace:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"malformed JSON snapshot: {exc.msg} at line {exc.lineno} column {exc.colno}", path) from None
+    from forensics.jsonio import loads
+
+    data = loads(text, path, "JSON snapshot")
     if isinstance(data, dict) and isinstance(data.get("registers"), dict):
         data = data["registers"]
     if not isinstance(data, dict) or not data:
@@ -439,13 +455,64 @@ def _snapshot_from_csv(text: str, start: int, path, table) -> Trace | None:
 _VISIBLE = re.compile(r"\S")
 
 
-def parse_text(text: str, path: str | None = None, table=None) -> Trace:
-    """Parse a whole trace or snapshot. `table` (a RegisterTable) lets snapshot keys be register names."""
+# Columns a Windows log viewer puts before each message, stripped before the formats are tried:
+# DbgView's saved log `00000012<TAB>0.00123400<TAB>` (line number, time; optional DbgPrint `[pid] `) and
+# tracefmt's default WPP/ETW prefix `[%9!d!]%8!04X!.%3!04X!::%4!s! [%1!s!]`, i.e. `[CPU]PID.TID::TIMESTAMP
+# [FriendlyName]` as Microsoft documents it (`[0]0A2C.0B18::11/30/2026-09:24:35.123 [EdgeTpu]W 0x48788 0x7f`).
+_LOG_PREFIX = re.compile(r"^[ \t]*\d+\t[0-9.:]+(?:[ \t]*[AP]M)?\t(?:\[\d+\][ \t]?)?"
+                         r"|^\[\d+\][0-9A-Fa-f]+\.[0-9A-Fa-f]+::\S+[ \t]+(?:\[[^\]\s]*\][ \t]*)?",
+                         re.MULTILINE)
+
+
+def strip_log_prefixes(text: str) -> str:
+    """The text without DbgView / tracefmt columns (unchanged, not copied, when its head has none)."""
+    if _LOG_PREFIX.search(text, 0, 1 << 16) is None:
+        return text
+    return _LOG_PREFIX.sub("", text)
+
+
+def parse_with_pattern(text: str, pattern: str, path: str | None = None) -> Trace:
+    """A trace in a format of the user's: `pattern` is a regular expression with named groups `offset` and
+    `value` (numbers, 0x-hex or decimal) and optionally `op` (R/READ/W/WRITE and 32/64; default a write)."""
+    try:
+        compiled = re.compile(pattern)
+    except re.error as exc:
+        raise InputError("{line_pattern} is not a regular expression: "
+                         + str(exc).replace("{", "{{").replace("}", "}}"), params=True) from None
+    missing = {"offset", "value"} - set(compiled.groupindex)
+    if missing:
+        raise InputError(f"{{line_pattern}} needs named groups offset and value (missing {', '.join(sorted(missing))}),"
+                         r" e.g. (?P<op>[RW]) (?P<offset>0x[0-9a-f]+) (?P<value>0x[0-9a-f]+)", params=True)
+    accesses = []
+    lines = text.splitlines()
+    for lineno, line in enumerate(lines, start=1):
+        m = compiled.search(line)
+        if not m:
+            continue
+        groups = m.groupdict()
+        op, width = _op_word(groups.get("op"))
+        offset = _int(groups["offset"], lineno, "offset", path)
+        value = _int(groups["value"], lineno, "value", path)
+        accesses.append(Access(op, offset, value, width or _digits_width(groups["value"]), lineno, "pattern"))
+    if not accesses:
+        raise InputError(f"no line of {len(lines)} matches {{line_pattern}}", path, params=True)
+    polled = collapse_polls(accesses)
+    return Trace(path=path, kind="trace", accesses=tuple(polled), formats={"pattern": len(accesses)},
+                 lines=len(lines), ignored=len(lines) - len(accesses), raw_accesses=len(accesses))
+
+
+def parse_text(text: str, path: str | None = None, table=None, *, line_pattern: str | None = None) -> Trace:
+    """Parse a whole trace or snapshot. `table` (a RegisterTable) lets snapshot keys be register names;
+    `line_pattern` (named groups op, offset, value) reads a format of the user's instead of the built-in ones."""
     first = _VISIBLE.search(text)   # not text.strip(): no copy of a 100 MB log
     if first is None:
         raise InputError("empty: no register accesses", path)
     if "\x00" in text[:4096]:
         raise InputError("binary data, not a text register trace", path)
+    text = strip_log_prefixes(text)
+    if line_pattern is not None:
+        return parse_with_pattern(text, line_pattern, path)
+    first = _VISIBLE.search(text)
     if text[first.start()] == "{":
         return _snapshot_from_json(text[first.start():], path, table)
     csv_trace = _snapshot_from_csv(text, first.start(), path, table)
@@ -471,6 +538,7 @@ def _parse_log(text: str, path, table) -> Trace:
         verdicts, others = _classify(distinct, text)
         per_line = list(map(dict(zip(distinct, verdicts)).__getitem__, lines))
     ignored = per_line.count(None)
+    malformed, first_malformed = _malformed(lines, per_line) if ignored else (0, None)
     items = list(filter(None, per_line))
     line_nos = list(compress(count(1), per_line))
     snapshot: dict[int, int] = {}
@@ -494,12 +562,24 @@ def _parse_log(text: str, path, table) -> Trace:
         # A trace wins: `0x48788 = 0x7f` lines inside a log are counted under "snapshot" but not used.
         polled = collapse_polls(accesses, list(map(itemgetter(3), protos)))
         return Trace(path=path, kind="trace", accesses=tuple(polled), formats=formats, lines=len(lines),
-                     ignored=ignored + formats.get(FORMAT_SNAPSHOT, 0), raw_accesses=len(accesses))
+                     ignored=ignored + formats.get(FORMAT_SNAPSHOT, 0), raw_accesses=len(accesses),
+                     malformed=malformed, first_malformed=first_malformed)
     if snapshot:
         return Trace(path=path, kind="snapshot", snapshot=snapshot, formats=formats, lines=len(lines),
                      ignored=ignored)
     raise InputError(f"no register accesses in {len(lines)} lines (expected libedgetpu VLOG(5) `Write: offset = "
                      f"0x...` lines, [CSR@..] lines, `W 0x48788 0x7f` lines, or an offset=value snapshot)", path)
+
+
+# An ignored line that starts like an access (`W 0x...`, `R ...`) or carries a driver's access marker is not
+# other log output: it is a malformed access, counted and reported rather than skipped without a word.
+_LOOKS_LIKE_ACCESS = re.compile(r"^\s*[WRwr]\s+\S|offset = |\[CSR@|\[csr@")
+
+
+def _malformed(lines: list, per_line: list) -> tuple[int, int | None]:
+    flagged = [n for n, (line, verdict) in enumerate(zip(lines, per_line), 1)
+               if verdict is None and _LOOKS_LIKE_ACCESS.search(line)]
+    return len(flagged), (flagged[0] if flagged else None)
 
 
 def _snapshot_lines(items: list, line_nos: list, snapshot: dict, path, table) -> tuple[dict, int]:
@@ -524,7 +604,7 @@ def _snapshot_lines(items: list, line_nos: list, snapshot: dict, path, table) ->
     return formats, unresolved
 
 
-def read_trace(path, table=None) -> Trace:
+def read_trace(path, table=None, *, line_pattern: str | None = None) -> Trace:
     """Open a trace or snapshot file read-only and parse it; one InputError/FormatError when unusable."""
     from forensics.dump import check_readable_file
 
@@ -532,6 +612,9 @@ def read_trace(path, table=None) -> Trace:
     size = check_readable_file(path)
     if size == 0:
         raise InputError("empty file: no register accesses", path)
+    if size > MAX_TRACE_BYTES:
+        raise InputError(f"is {size} bytes; forensics csr reads traces of at most {MAX_TRACE_BYTES} bytes (cut "
+                         "the log to the inferences you compare)", path)
     try:
         with open(path, "rb") as handle:
             data = handle.read()
@@ -546,4 +629,8 @@ def read_trace(path, table=None) -> Trace:
     else:
         text = data.decode("utf-8-sig", errors="replace")
     del data   # the text is a copy: no need to hold both while parsing
-    return parse_text(text, path, table)
+    lines = text.count("\n")
+    if lines > MAX_TRACE_LINES:
+        raise InputError(f"has {lines} lines; forensics csr compares traces of at most {MAX_TRACE_LINES} lines "
+                         "(cut the log to the inferences you compare)", path)
+    return parse_text(text, path, table, line_pattern=line_pattern)

@@ -8,7 +8,6 @@ parameters (no model file) writes by hand. postprocess.json keys (the format `fo
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from dataclasses import dataclass
@@ -16,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from forensics.decode.ssd import PostProcessOptions, Quantization
-from forensics.dump import check_readable_file
+from forensics.dump import read_small_file
 from forensics.errors import InputError
 from forensics.tflite.extract import (
     ANCHORS_FILE,
@@ -26,6 +25,8 @@ from forensics.tflite.extract import (
 )
 
 _MAX_JSON = 16 << 20
+REQUIRED_OPTIONS = ("max_detections", "max_classes_per_detection", "nms_score_threshold", "nms_iou_threshold",
+                    "num_classes", "y_scale", "x_scale", "h_scale", "w_scale")
 
 
 @dataclass(frozen=True)
@@ -120,13 +121,24 @@ def _tensor_info(raw, key: str, path: str) -> TensorInfo:
 
 
 def parse_postprocess(text: str, path: str) -> dict:
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"malformed JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", path) from None
+    from forensics.jsonio import loads
+
+    raw = loads(text, path, "JSON")
     if not isinstance(raw, dict):
         raise InputError("must be a JSON object", path)
     return raw
+
+
+def declared_anchors(raw: dict) -> int | None:
+    """How many anchors postprocess.json says there are (num_anchors, else the scores/boxes shape)."""
+    declared = raw.get("num_anchors")
+    if isinstance(declared, int) and not isinstance(declared, bool) and declared > 0:
+        return declared
+    for key in ("scores", "boxes"):
+        shape = raw.get(key, {}).get("shape") if isinstance(raw.get(key), dict) else None
+        if isinstance(shape, list) and len(shape) >= 2 and isinstance(shape[-2], int) and shape[-2] > 0:
+            return shape[-2]
+    return None
 
 
 def read_deps(directory) -> DecodeDeps:
@@ -139,18 +151,8 @@ def read_deps(directory) -> DecodeDeps:
         raise InputError("no such directory", directory)
     json_path = os.path.join(directory, POSTPROCESS_FILE)
     anchors_path = os.path.join(directory, ANCHORS_FILE)
-    size = check_readable_file(json_path)
-    if size > _MAX_JSON:
-        raise InputError(f"too large for a postprocess description ({size} bytes)", json_path)
-    try:
-        with open(json_path, "rb") as fh:
-            text = fh.read().decode("utf-8")
-    except UnicodeDecodeError:
-        raise InputError("is not UTF-8 text", json_path) from None
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror or exc}", json_path) from None
-    raw = parse_postprocess(text, json_path)
-    anchors = read_anchors_file(anchors_path)
+    raw = parse_postprocess(read_small_file(json_path, _MAX_JSON, "a postprocess description"), json_path)
+    anchors = read_anchors_file(anchors_path, expected=declared_anchors(raw))
     return deps_from_document(raw, anchors, json_path=json_path, anchors_path=anchors_path, source=directory)
 
 
@@ -165,8 +167,15 @@ def deps_from_document(raw: dict, anchors: np.ndarray, *, json_path: str, anchor
     if not isinstance(options_raw, dict):
         raise InputError("needs an \"options\" object with the kernel's option names", json_path)
     options_raw = dict(options_raw)
-    if "num_classes" not in options_raw and raw.get("num_classes") is not None:
+    if options_raw.get("num_classes") is None and raw.get("num_classes") is not None:
         options_raw["num_classes"] = raw["num_classes"]
+    # The kernel reads every option without a default except these two (a missing max_detections is 0
+    # detections there, not 10): a missing option is an error, never a guessed value.
+    missing = [k for k in REQUIRED_OPTIONS if options_raw.get(k) is None]
+    if missing:
+        raise InputError(f"options lack {', '.join(missing)} (the kernel has no default for "
+                         f"{'it' if len(missing) == 1 else 'them'}; only detections_per_class and "
+                         "use_regular_nms may be left out)", json_path)
     try:
         options = PostProcessOptions.from_mapping(options_raw)
     except InputError as exc:

@@ -20,6 +20,9 @@ def draw_detections(image_path, output, report, *, score_threshold: float | None
     if report.letterbox is None:
         raise InputError("{draw} needs the image size and the model input size", params=True)
     image_path = os.fspath(image_path)
+    from forensics.dump import check_readable_file
+
+    check_readable_file(image_path)
     try:
         with Image.open(image_path) as src:
             img = src.convert("RGB")

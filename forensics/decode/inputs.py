@@ -43,11 +43,12 @@ def padded_columns(columns: int) -> int:
 
 
 def load_input(path, what: str, anchors: int, columns: int, *, layout: str = "auto", raw_size: int | None = None,
-               relayout=None) -> LoadedInput:
-    """Read one dump as [anchors, columns]; `relayout(raw_bytes) -> tensor bytes` for a model's raw layer."""
+               relayout=None, dump_options: dict | None = None) -> LoadedInput:
+    """Read one dump as [anchors, columns]; `relayout(raw_bytes) -> tensor bytes` for a model's raw layer.
+    `dump_options` (offset, length, gap_fill) go to open_dump: the size checks apply to the slice."""
     if layout not in LAYOUTS:
         raise InputError(f"unknown layout {layout!r} (choose {', '.join(LAYOUTS)})")
-    dump = open_dump(path, use_sidecar=False)
+    dump = open_dump(path, use_sidecar=False, **(dump_options or {}))
     path = dump.path
     tensor_size = anchors * columns
     padded_size = anchors * padded_columns(columns)

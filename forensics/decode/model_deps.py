@@ -16,7 +16,7 @@ import numpy as np
 
 from forensics.decode.deps import POSTPROCESS_FILE, DecodeDeps, deps_from_document
 from forensics.decode.ssd import Quantization, dequantize_single
-from forensics.errors import InputError
+from forensics.errors import FormatError, InputError
 
 
 def _anchor_codes(anchors: np.ndarray, stored: dict, path: str) -> tuple[np.ndarray, Quantization]:
@@ -64,7 +64,10 @@ def deps_from_model(path) -> tuple[DecodeDeps, dict, bytes | None]:
             for tensor in (deps.boxes, deps.scores):
                 layer = package.output_layer(tensor.name)
                 if layer is not None and layer.layout is not None:
-                    m = layer_map(layer)
+                    try:
+                        m = layer_map(layer, tensor_bytes=model.tensor(tensor.name).size_bytes)
+                    except FormatError as exc:
+                        raise exc.with_path(path) from None
                     raw_sizes[tensor.name] = layer.size_bytes
                     relayouts[tensor.name] = (lambda raw, m=m: relayout(np.frombuffer(raw, np.uint8), m))
         tail = remove_custom_op(bytes(model.data))

@@ -90,15 +90,18 @@ class DecodeReport:
 def decode_dumps(deps: DecodeDeps, boxes_path, scores_path, *, layout: str = "auto", rounding: str = "reference",
                  image=None, image_wh: tuple[int, int] | None = None, input_wh: tuple[int, int] | None = None,
                  labels_path=None, replay: bool = False, relayouts: dict | None = None,
-                 tail_model: bytes | None = None) -> DecodeReport:
-    """Decode two dumps with the kernel's semantics; optional image-space boxes, labels and a LiteRT replay."""
+                 tail_model: bytes | None = None, dump_options: dict | None = None) -> DecodeReport:
+    """Decode two dumps with the kernel's semantics; optional image-space boxes, labels and a LiteRT replay.
+    `dump_options` (offset, length, gap_fill) go to open_dump for both dumps."""
     relayouts = relayouts or {}
     raw = deps.raw_sizes or {}
     n = deps.num_anchors
     boxes_in = load_input(boxes_path, "box deltas", n, deps.box_columns, layout=layout,
-                          raw_size=raw.get(deps.boxes.name), relayout=relayouts.get(deps.boxes.name))
+                          raw_size=raw.get(deps.boxes.name), relayout=relayouts.get(deps.boxes.name),
+                          dump_options=dump_options)
     scores_in = load_input(scores_path, "scores", n, deps.score_columns, layout=layout,
-                           raw_size=raw.get(deps.scores.name), relayout=relayouts.get(deps.scores.name))
+                           raw_size=raw.get(deps.scores.name), relayout=relayouts.get(deps.scores.name),
+                           dump_options=dump_options)
     for loaded, info, what in ((boxes_in, deps.boxes, "box deltas"), (scores_in, deps.scores, "scores")):
         if not loaded.dequantized and info.quant is None:
             raise InputError(f"uint8 {what} need a scale and zero_point ({what.split()[0]} in postprocess.json)")

@@ -70,8 +70,8 @@ class PostProcessOptions:
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
                 raise InputError(f"option {key} must be a number, got {value!r}")
-            if not math.isfinite(float(value)):
-                raise InputError(f"option {key} must be finite, got {value!r}")
+            if not math.isfinite(float(value)) or abs(float(value)) > float(np.finfo(np.float32).max):
+                raise InputError(f"option {key} must be a finite float32 number, got {value!r}")
             object.__setattr__(self, key, _f32(value))
         object.__setattr__(self, "use_regular_nms", bool(self.use_regular_nms))
         if self.num_classes < 1:

@@ -22,6 +22,20 @@ import numpy as np
 from forensics.errors import InputError
 from forensics.outputs import write_bytes_atomic
 
+MAX_ANCHORS = 1 << 22  # 4,194,304 anchors (64 MiB as float32 [N, 4]); real SSDs have 1,917 to ~50,000
+_F32_MAX = float(np.finfo(np.float32).max)
+
+
+def _float32(value, what: str) -> float:
+    """A finite number that stays finite in float32 (the generator computes in float32)."""
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        raise InputError(f"{what} must be a number, got {value!r}") from None
+    if not math.isfinite(value) or abs(value) > _F32_MAX:
+        raise InputError(f"{what} {value!r} is not a finite float32 number")
+    return value
+
 
 @dataclass(frozen=True)
 class AnchorConfig:
@@ -41,17 +55,38 @@ class AnchorConfig:
                       for s in self.feature_map_sizes)
         if not sizes or any(len(s) != 2 or s[0] <= 0 or s[1] <= 0 for s in sizes):
             raise InputError("feature map sizes must be positive (height, width) pairs or integers")
+        cells = 0
+        for h, w in sizes:  # bound before anything is allocated: 5000x5000 maps would be 150 M anchors
+            cells += h * w
+            if cells > MAX_ANCHORS:
+                raise InputError(f"feature maps {[list(s) for s in sizes]} have more than {MAX_ANCHORS} cells "
+                                 "(more anchors than any SSD; check the sizes)")
         object.__setattr__(self, "feature_map_sizes", sizes)
-        object.__setattr__(self, "aspect_ratios", tuple(float(a) for a in self.aspect_ratios))
-        if not self.aspect_ratios or any(not (a > 0 and math.isfinite(a)) for a in self.aspect_ratios):
+        object.__setattr__(self, "aspect_ratios", tuple(_float32(a, "aspect ratio") for a in self.aspect_ratios))
+        if not self.aspect_ratios or any(not a > 0 for a in self.aspect_ratios):
             raise InputError("aspect ratios must be positive numbers")
+        object.__setattr__(self, "min_scale", _float32(self.min_scale, "min_scale"))
+        object.__setattr__(self, "max_scale", _float32(self.max_scale, "max_scale"))
         if not (0 < self.min_scale <= self.max_scale):
             raise InputError(f"need 0 < min_scale <= max_scale, got {self.min_scale}, {self.max_scale}")
+        ratio = _float32(self.interpolated_scale_aspect_ratio, "interpolated_scale_aspect_ratio")
+        if ratio < 0:
+            raise InputError(f"interpolated_scale_aspect_ratio must be 0 (no interpolated box) or positive, "
+                             f"got {ratio}")
+        object.__setattr__(self, "interpolated_scale_aspect_ratio", ratio)
+        base = tuple(_float32(v, "base_anchor_size") for v in self.base_anchor_size)
+        if len(base) != 2 or not all(v > 0 for v in base):
+            raise InputError(f"base_anchor_size must be two positive numbers, got {list(base)}")
+        object.__setattr__(self, "base_anchor_size", base)
         if self.scales is not None:
-            scales = tuple(float(s) for s in self.scales)
+            scales = tuple(_float32(s, "scale") for s in self.scales)
             if len(scales) != len(sizes):
                 raise InputError(f"{len(scales)} scales given for {len(sizes)} feature maps")
+            if not all(s > 0 for s in scales):
+                raise InputError(f"scales must be positive, got {list(scales)}")
             object.__setattr__(self, "scales", scales)
+        if self.num_anchors > MAX_ANCHORS:
+            raise InputError(f"this configuration makes {self.num_anchors} anchors, more than {MAX_ANCHORS}")
 
     @property
     def layer_scales(self) -> list[float]:
@@ -99,6 +134,10 @@ def mobilenet_feature_maps(input_size: int, num_layers: int = 6) -> tuple[int, .
     """
     if input_size <= 0 or num_layers <= 0:
         raise InputError("input size and number of layers must be positive")
+    if input_size > 65536:
+        raise InputError(f"input size {input_size} is more than 65536 pixels (beyond any SSD)")
+    if num_layers > 64:
+        raise InputError(f"{num_layers} feature map layers is more than 64")
     sizes = [-(-input_size // 16)]
     while len(sizes) < num_layers:
         sizes.append(-(-sizes[-1] // 2))

@@ -87,9 +87,18 @@ def render_crc(report) -> list:
         elif len(report.files) == 2:
             line += "; every chunk matches"
         out.append(Text(line))
+    if report.expect is not None:
+        wrong = [f for f, ok in zip(report.files, report.expect_matches) if not ok]
+        if wrong:
+            out.append(verdict("DIFFER", "; ".join(f"{f.path}: CRC32 {format_crc(f.crc32)}, expected "
+                                                   f"{format_crc(report.expect)}" for f in wrong)))
+        else:
+            out.append(verdict("MATCH", f"CRC32 {format_crc(report.expect)} as expected"
+                                        + (f" ({report.files[0].path})" if len(report.files) == 1 else
+                                           f" in all {len(report.files)} files")))
     if report.compared:
         n = len(report.files)
-        if report.match:
+        if all(report.matches):
             first = report.files[0]
             out.append(verdict("MATCH", f"{n} files, {first.size:,} bytes each, CRC32 {format_crc(first.crc32)}"))
         else:
@@ -105,7 +114,10 @@ def _configured(result) -> str:
     parts = []
     if result.layout.pad_lanes:
         parts.append("pad lanes " + ",".join(map(str, result.layout.pad_lanes)) + " ignored")
-    if result.tolerance:
+    policy = getattr(result, "policy", None)
+    if policy is not None and not policy.exact:
+        parts.append(f"tolerance {policy.describe()}")
+    elif result.tolerance:
         parts.append(f"tolerance {result.tolerance} LSB")
     return "; ".join(parts)
 
@@ -116,15 +128,69 @@ def _where(geometry, index: int) -> list[str]:
     return list(where_and_prior(geometry, index)) if index >= 0 else ["pad record", ""]
 
 
-def render_diff(result, geometry=None) -> list:
+def _stat(value, lsb=None) -> str:
+    if value is None:
+        return "-"
+    text = "inf" if value == float("inf") else _num(float(value))
+    return f"{text} ({_num(lsb)} LSB)" if lsb is not None and lsb != value else text
+
+
+def stats_lines(stats, *, where: str = "", unicode: bool | None = None) -> list:
+    """`error: max ... at anchor 1500 lane face; mean ...; p99 ...; cosine ...; SQNR ... dB; min atol ...`."""
+    if stats is None or not stats.differing:
+        return []
+    lsb = stats.integer and stats.units == "dequantized"
+    worst = stats.worst or {}
+    at = ""
+    if "anchor" in worst:
+        at = f" at anchor {worst['anchor']} lane {worst['lane']}"
+    elif "record" in worst:
+        at = f" at record {worst['record']} lane {worst['lane']}"
+    elif "y" in worst:
+        at = f" at y={worst['y']} x={worst['x']} z={worst['z']}"
+    elif worst:
+        at = f" at element {worst['index']}"
+    parts = [f"max {_stat(stats.max_abs, stats.max_abs_lsb if lsb else None)}{at}",
+             f"mean {_stat(stats.mean_abs)}"]
+    more = [f"median {_stat(stats.median_abs)}", f"p99 {_stat(stats.p99_abs, stats.p99_abs_lsb if lsb else None)}"]
+    if stats.max_rel is not None:
+        more.append(f"max rel {_num(stats.max_rel)}")
+    more.append(f"cosine {'-' if stats.cosine is None else f'{stats.cosine:.6f}'}")
+    sqnr = stats.sqnr_db
+    more.append(f"SQNR {'inf' if sqnr == float('inf') else ('-inf' if sqnr == -float('inf') else f'{sqnr:.2f}')} dB")
+    if stats.nan or stats.inf:
+        more.append(f"NaN {stats.nan}, Inf {stats.inf} ({stats.nonfinite_mismatch} do not match)")
+    line = f"error{where}: " + "; ".join(parts)
+    atol = "none (non-finite values differ)" if stats.min_atol is None else _stat(
+        stats.min_atol, stats.min_atol_lsb if lsb else None)
+    if stats.integer and not lsb and stats.min_atol is not None:
+        atol += " LSB"
+    out = [Text(line), Text("  " + "; ".join(more)), Text(f"  smallest atol that passes: {atol}")]
+    if stats.histogram:
+        from forensics.render.errorplot import terminal_histogram, unicode_ok
+
+        if unicode is None:  # the block characters only where standard output can encode them
+            import sys
+
+            unicode = unicode_ok(sys.stdout)
+        out.extend(Text(t) for t in terminal_histogram(*stats.histogram, unicode=unicode))
+    return out
+
+
+def render_diff(result, geometry=None, *, unicode: bool | None = None) -> list:
     rs = result.layout.record_size
     if result.identical and result.bytes_identical:
-        return [verdict("IDENTICAL", f"{result.size_a:,} bytes, CRC32 {format_crc(result.crc32_a)}, "
-                                     f"{result.records_compared:,} records of {rs} bytes")]
+        return [verdict("MATCH", f"{result.size_a:,} bytes, CRC32 {format_crc(result.crc32_a)}, "
+                                 f"{result.records_compared:,} records of {rs} bytes")]
     out = []
-    if result.identical:
-        out.append(verdict("IDENTICAL", f"as configured ({_configured(result)}): {result.records_compared:,} "
-                                        f"records of {rs} bytes match; the bytes themselves differ"))
+    if result.verdict == "WITHIN TOLERANCE":
+        stats = result.stats
+        out.append(verdict("WITHIN TOLERANCE", f"{stats.differing:,} of {stats.count:,} values differ, within "
+                                               f"{result.policy.describe()}"))
+    elif result.identical or result.verdict == "MATCH":
+        out.append(verdict("MATCH", f"as configured ({_configured(result) or 'data lanes'}): "
+                                    f"{result.records_compared:,} records of {rs} bytes match; the bytes themselves "
+                                    "differ"))
     else:
         what = []
         if result.records_differing:
@@ -149,6 +215,7 @@ def render_diff(result, geometry=None) -> list:
     if result.trailing_bytes:
         facts.append(f"{result.trailing_bytes} trailing bytes after the last whole record")
     out.append(Text("   ".join(facts)))
+    out.extend(stats_lines(result.stats, unicode=unicode))
     if result.records_differing:
         lanes = _table(("lane", "right"), "name", ("records differing", "right"), ("max |delta|", "right"),
                        title="lanes")
@@ -191,9 +258,31 @@ def render_diff(result, geometry=None) -> list:
 
 # --- anchors -----------------------------------------------------------------------------------------------
 
+def _render_top_scores(result, geometry) -> list:
+    """A buffer without a dominant record (real COCO scores): its highest-scoring anchors come first."""
+    layout = result.layout
+    dom = result.dominant
+    head = Text()
+    head.append(f"no dominant record: {result.distinct:,} distinct records in {result.records:,} anchors",
+                style="bold")
+    head.append(f" (the most frequent occurs {dom.count:,} time{'s' if dom.count != 1 else ''})")
+    cols = [("anchor", "right")] + (["where", "prior box"] if geometry is not None else [])
+    cols += ["class", ("score", "right")]
+    table = _table(*cols, title="anchors with the highest non-background scores")
+    for t in result.top_scores:
+        row = [str(t.index)] + (_where(geometry, t.index) if geometry is not None else [])
+        score = f"{t.q}" if t.value is None else f"{t.q} -> {_num(t.value)}"
+        # the kernel's class id: the lane after the background lane is class 0
+        background = 1 if len(layout.data_lanes) > 2 else 0
+        table.add_row(*row, f"{t.lane - background} {t.name}", score)
+    return [head, table]
+
+
 def render_anchors(result, geometry=None) -> list:
     layout = result.layout
     dom = result.dominant
+    if not result.dominated and result.top_scores and result.nonuniform is None:
+        return _render_top_scores(result, geometry) + _render_summary_tables(result)
     pct = 100.0 * dom.count / result.records
     head = Text()
     head.append(f"{dom.count:,} / {result.records:,} anchors match ", style="bold")
@@ -246,22 +335,31 @@ def render_anchors(result, geometry=None) -> list:
                 more = result.nonuniform_total - len(result.nonuniform)
                 out.append(Text(f"... and {more:,} more (--all or --limit N to list them)"))
     else:
+        out += _render_summary_tables(result)
+        if not result.uniform:
+            out.append(Text("--nonuniform lists every anchor that departs from the dominant record"))
+    return out
+
+
+def _render_summary_tables(result) -> list:
+    """The most frequent records (when one dominates: else they are a tie of ones) and the lanes."""
+    layout = result.layout
+    out = []
+    if result.dominated or not result.top_scores:
         top = _table(("#", "right"), "record", ("count", "right"), ("share", "right"), ("first anchor", "right"),
                      title=f"top records ({result.distinct:,} distinct)")
         for rank, r in enumerate(result.top, 1):
             top.add_row(str(rank), _hex(r.record), f"{r.count:,}", f"{100.0 * r.count / result.records:.2f}%",
                         str(r.first_index))
         out.append(top)
-        lanes = _table(("lane", "right"), "name", ("min", "right"), ("max", "right"), ("distinct", "right"),
-                       title="lanes")
-        shown = [lane for lane in result.lanes if layout.record_size <= WIDE or lane.distinct > 1]
-        for lane in shown:
-            lanes.add_row(str(lane.lane), lane.name, f"{lane.min:#04x}", f"{lane.max:#04x}", str(lane.distinct))
-        out.append(lanes)
-        if len(shown) < len(result.lanes):
-            out.append(Text(f"{len(result.lanes) - len(shown)} lanes hold one value throughout (not shown)"))
-        if not result.uniform:
-            out.append(Text("--nonuniform lists every anchor that departs from the dominant record"))
+    lanes = _table(("lane", "right"), "name", ("min", "right"), ("max", "right"), ("distinct", "right"),
+                   title="lanes")
+    shown = [lane for lane in result.lanes if layout.record_size <= WIDE or lane.distinct > 1]
+    for lane in shown:
+        lanes.add_row(str(lane.lane), lane.name, f"{lane.min:#04x}", f"{lane.max:#04x}", str(lane.distinct))
+    out.append(lanes)
+    if len(shown) < len(result.lanes):
+        out.append(Text(f"{len(result.lanes) - len(shown)} lanes hold one value throughout (not shown)"))
     return out
 
 

@@ -51,12 +51,62 @@ def to_json(data, *, pretty: bool = True) -> str:
     return text + "\n"
 
 
+# What a legacy code page (cp1252, cp437, ascii) cannot show, spelled in ASCII: block shades keep their
+# order of darkness, box drawing becomes - | +, typography its ASCII twin. Anything else left becomes '?'.
+ASCII_FALLBACK = str.maketrans({
+    "█": "#", "▓": "%", "▒": "+", "░": ":", "▀": "^", "▄": "_", "▌": "[", "▐": "]", "·": ".",
+    "─": "-", "━": "-", "│": "|", "┃": "|", "┌": "+", "┐": "+", "└": "+", "┘": "+", "├": "+", "┤": "+",
+    "┬": "+", "┴": "+", "┼": "+", "╭": "+", "╮": "+", "╰": "+", "╯": "+", "═": "=", "║": "|",
+    "…": "...", "—": "--", "–": "-", "−": "-", "≥": ">=", "≤": "<=", "±": "+/-", "→": "->", "←": "<-",
+    "×": "x", "µ": "u", "°": "deg", "✓": "ok", "✗": "x",
+})
+
+
+def stream_encoding(stream) -> str:
+    return (getattr(stream, "encoding", None) or "utf-8").lower().replace("_", "-")
+
+
+def is_unicode(stream) -> bool:
+    return stream_encoding(stream).startswith(("utf", "cp65001"))
+
+
+class SafeStream:
+    """A text stream that never raises UnicodeEncodeError: on a legacy encoding, characters it cannot
+    encode fall back to ASCII (ASCII_FALLBACK, then '?'). Everything else is passed through."""
+
+    def __init__(self, stream):
+        self._stream = stream
+        self.encoding = getattr(stream, "encoding", None) or "utf-8"
+
+    def write(self, text: str) -> int:
+        try:
+            text.encode(self.encoding)
+        except UnicodeEncodeError:
+            text = text.translate(ASCII_FALLBACK).encode(self.encoding, errors="replace").decode(self.encoding)
+        except LookupError:  # an encoding Python does not know: ASCII is always safe
+            text = text.translate(ASCII_FALLBACK).encode("ascii", errors="replace").decode("ascii")
+        return self._stream.write(text)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+def safe_stream(stream):
+    return stream if stream is None or is_unicode(stream) or isinstance(stream, SafeStream) else SafeStream(stream)
+
+
+def safe_console_options(stream) -> dict:
+    """Console keywords for a stream: on a legacy encoding, ASCII boxes (rich substitutes them when the
+    console's encoding is not UTF) and no emoji."""
+    return {"emoji": False, "safe_box": True}
+
+
 class Output:
     """Destinations for one command: `print()` renderables to stdout, `error()` one line to stderr."""
 
     def __init__(self, stdout=None, stderr=None, *, width: int | None = None, color: bool | None = None):
-        self.stdout = stdout if stdout is not None else sys.stdout
-        self.stderr = stderr if stderr is not None else sys.stderr
+        self.stdout = safe_stream(stdout if stdout is not None else sys.stdout)
+        self.stderr = safe_stream(stderr if stderr is not None else sys.stderr)
         self.width = width
         self.color = color
         self._console = None

@@ -79,6 +79,9 @@ def _op(row) -> str:
 def _source_line(label: str, trace: dict) -> str:
     formats = ", ".join(f"{name} {count}" for name, count in trace["formats"].items())
     extra = f"; {trace['ignored_lines']} other lines ignored" if trace.get("ignored_lines") else ""
+    if trace.get("malformed_lines"):
+        extra += (f", {trace['malformed_lines']} of them malformed accesses (first at line "
+                  f"{trace['first_malformed_line']})")
     polls = trace.get("raw_accesses", 0) - trace.get("accesses", 0) if trace["kind"] == "trace" else 0
     poll_note = f"; {polls} repeated reads collapsed into polls" if polls > 0 else ""
     return f"{label}: {trace['path']} ({trace['kind']}; formats: {formats}{extra}{poll_note})"

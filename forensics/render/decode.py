@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.table import Table  # noqa: F401  (type of the tables returned)
 from rich.text import Text
 
-from forensics.render.style import table as styled_table, verdict
+from forensics.render.style import table as styled_table, verdict, wrote
 
 
 def _f(v: float, digits: int = 3) -> str:
@@ -133,8 +133,8 @@ def render_replay(replay) -> Text:
 
 def render_tail(result) -> list:
     """`tail`: what was written (a forensics.tflite.tail.TailResult)."""
-    return [Text(f"wrote {result.output}: {result.operators} operator(s) after removing "
-                 f"{result.removed!r}; inputs now {', '.join(result.inputs)} ({result.size_bytes} bytes)")]
+    return [Text(f"{result.operators} operator(s) after removing {result.removed!r}; inputs now "
+                 f"{', '.join(result.inputs)}"), Text(wrote(result.output))]
 
 
 def render_anchors_gen(result, show: int = 5) -> list:
@@ -152,7 +152,7 @@ def render_anchors_gen(result, show: int = 5) -> list:
     if result.anchors and show:
         out.append(table)
     if result.output:
-        out.append(Text(f"wrote {result.output} (float32 [N, 4] ycenter, xcenter, h, w)"))
+        out.append(Text(f"{wrote(result.output)}: float32 [N, 4] ycenter, xcenter, h, w"))
     check, source = result.check, result.check_source
     if check is not None:
         if check.matches:
@@ -167,3 +167,18 @@ def render_anchors_gen(result, show: int = 5) -> list:
                                          f"than {check.tolerance:.2g}; worst anchor {check.worst_anchor} by "
                                          f"{check.max_abs_diff:.3g}"))
     return out
+
+
+def render_classes(result, *, names=("A", "B")) -> list:
+    """Both sides' top-k side by side: rank, class, score, and where the class ranks on the other side."""
+    table = styled_table(("#", "right"), f"A: {names[0]}", ("score", "right"), ("rank in B", "right"),
+                         f"B: {names[1]}", ("score", "right"), ("rank in A", "right"),
+                         title=f"top-{result.k} of {result.vector.num_classes:,} classes")
+    for i, (a, b) in enumerate(zip(result.top_a, result.top_b), 1):
+        table.add_row(str(i), a.name, f"{a.score_a:.4f}", _rank(a.rank_b, i), b.name, f"{b.score_b:.4f}",
+                      _rank(b.rank_a, i))
+    return [verdict(result.verdict, result.message), table]
+
+
+def _rank(rank: int, here: int) -> str:
+    return str(rank) if rank == here else f"{rank} ({here - rank:+d})"

@@ -6,6 +6,8 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
+from forensics.render.style import wrote
+
 
 def _table(title: str | None, *columns) -> Table:
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
@@ -87,6 +89,9 @@ def render_graph(d: dict) -> list:
     return out
 
 
+PATCH_ROWS_SHOWN = 64  # real packages have a few dozen; a table of 300,000 rows is not something to read
+
+
 def render_edgetpu(e: dict) -> list:
     out = []
     for pkg in e["packages"]:
@@ -117,9 +122,12 @@ def render_edgetpu(e: dict) -> list:
             if x["field_offsets"]:
                 t = _table(f"Executable {x['index']} patch table (field_offsets)", ("bitstream", "right"),
                            ("desc", "left"), ("position", "left"), ("name", "left"), ("offset_bit", "right"))
-                for f in x["field_offsets"]:
+                for f in x["field_offsets"][:PATCH_ROWS_SHOWN]:
                     t.add_row(str(f["bitstream"]), f["desc"], f["position"], f["name"] or "-", str(f["offset_bit"]))
                 out.append(t)
+                hidden = len(x["field_offsets"]) - PATCH_ROWS_SHOWN
+                if hidden > 0:
+                    out.append(Text(f"... {hidden:,} more patch table rows (--json lists every row)"))
     return out
 
 
@@ -143,11 +151,11 @@ def render_extract(d: dict, files: list[str]) -> list:
     t.add_row("input_size", "x".join(map(str, d["input_size"])) if d.get("input_size") else "- (no image input)")
     for k, v in d["options"].items():
         t.add_row(k, _num(v))
-    return [t, Text("wrote " + ", ".join(files))]
+    return [t, *(Text(wrote(f)) for f in files)]
 
 
 def render_relayout(d: dict) -> list:
     direction = "tensor -> raw (inverse)" if d["inverse"] else "raw -> tensor"
     return [Text(f"{d['layer']}: {direction}, {d['input_size']:,} -> {d['output_size']:,} bytes "
                  f"(z {d['z_bytes']} padded to {d['z_bytes_padded']}, {d['pad_bytes']:,} pad bytes"
-                 + (f" set to 0x{d['pad_byte']:02x}" if d["inverse"] else "") + f"); wrote {d['output']}")]
+                 + (f" set to 0x{d['pad_byte']:02x}" if d["inverse"] else "") + ")"), Text(wrote(d["output"]))]

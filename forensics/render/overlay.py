@@ -7,9 +7,10 @@ identical boxes show both colours (A just outside B) and a moved box shows two s
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
-from forensics.errors import InputError, reading
+from forensics.errors import InputError
 from forensics.render.pictures import Picture, _font, _pil, png_bytes
 
 COLOUR_A = (0, 170, 0)      # e.g. libedgetpu: green
@@ -76,6 +77,9 @@ def _load_image(image):
         return Image.new("RGB", (width, height), CANVAS)
     if hasattr(image, "mode") and hasattr(image, "size"):
         return image.convert("RGB")
+    from forensics.dump import check_readable_file
+
+    check_readable_file(os.fspath(image))  # a FIFO or a device would block Image.open
     try:
         with Image.open(image) as opened:
             return opened.convert("RGB")
@@ -135,18 +139,16 @@ def load_detections(path) -> list[dict]:
     Accepts that document ({"detections": [...]}) or a bare list of rows; each row needs `box`
     ([ymin, xmin, ymax, xmax], normalised) or `image_box`. Anything else: one InputError naming the file.
     """
-    import json
-    import os
+    from forensics.dump import read_small_file
 
     path = os.fspath(path)
-    with reading(path, "a decode --json file"), open(path, "rb") as fh:
-        text = fh.read(64 * 1024 * 1024 + 1)
-    if len(text) > 64 * 1024 * 1024:
-        raise InputError("is too large for a decode --json output", path)
+    text = read_small_file(path, 64 * 1024 * 1024, "a decode --json output")
+    from forensics.jsonio import loads
+
     try:
-        doc = json.loads(text.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"is not a decode --json output (malformed JSON: {exc})", path) from None
+        doc = loads(text, path, "JSON")
+    except InputError as exc:
+        raise InputError(f"is not a decode --json output ({str(exc).split(': ', 1)[-1]})", path) from None
     rows = doc.get("detections") if isinstance(doc, dict) else doc
     if not isinstance(rows, list):
         raise InputError("has no \"detections\" list (is it a decode --json output?)", path)

@@ -12,6 +12,7 @@ from forensics.crc import format_crc
 from forensics.render.style import VERDICT_STYLES as STATUS_STYLE
 from forensics.render.style import table as _table
 from forensics.render.style import verdict as _verdict
+from forensics.render.style import wrote
 
 
 def _crc(value) -> str:
@@ -48,6 +49,7 @@ def render_capture(result) -> list:
         out.append(Text(f"input: {im.image_size[0]}x{im.image_size[1]} image resized ({im.resampling}) to "
                         f"{im.resized[0]}x{im.resized[1]} at the top-left of a zero-filled tensor, scale {im.scale:.6g}"))
     out.append(render_buffers(run))
+    out.append(Text(wrote(run.path)))
     return out
 
 
@@ -59,22 +61,28 @@ def render_ingest(result) -> list:
         line += f"; replaced {', '.join(result.replaced)}"
     if result.relayouted:
         line += f"; relayouted into tensor: {', '.join(result.relayouted)}"
-    return [Text(line), render_buffers(run)]
+    return [Text(line), render_buffers(run), Text(wrote(run.path))]
 
 
 # --- compare ----------------------------------------------------------------------------------------------
 
+def _class(det, d) -> str:
+    """`face (0)` with labels, else the class id."""
+    name = det.label(d)
+    return f"{name} ({d.class_id})" if name else str(d.class_id)
+
+
 def _detections_table(det) -> Table:
     table = _table(("A row", "right"), ("B row", "right"), "class A/B", "score A", "score B", "score delta",
-                   "IoU", "max box delta", title="detections, matched by IoU")
+                   "IoU", "box delta (ymin xmin ymax xmax)", title="detections, matched by IoU")
     for p in det.pairs:
-        cls = str(p.class_a) if p.class_a == p.class_b else f"{p.class_a}/{p.class_b}"
+        cls = _class(det, p.a) if p.class_a == p.class_b else f"{_class(det, p.a)} / {_class(det, p.b)}"
         table.add_row(str(p.row_a), str(p.row_b), cls, f"{p.score_a:.6f}", f"{p.score_b:.6f}",
-                      f"{p.score_delta:+.6f}", f"{p.iou:.4f}", f"{p.box_delta:.3g}")
+                      f"{p.score_delta:+.6f}", f"{p.iou:.4f}", " ".join(f"{v:+.4f}" for v in p.box_deltas))
     for d in det.only_a:
-        table.add_row(str(d["row"]), "-", str(d["class"]), f"{d['score']:.6f}", "-", "-", "-", "-")
+        table.add_row(str(d.row), "-", _class(det, d), f"{d.score:.6f}", "-", "-", "-", f"only in A {_box(d.box)}")
     for d in det.only_b:
-        table.add_row("-", str(d["row"]), str(d["class"]), "-", f"{d['score']:.6f}", "-", "-", "-")
+        table.add_row("-", str(d.row), _class(det, d), "-", f"{d.score:.6f}", "-", "-", f"only in B {_box(d.box)}")
     return table
 
 
@@ -88,7 +96,12 @@ def _diff_records_table(row) -> Table:
     return table
 
 
-def render_compare(result) -> list:
+def numbers_only(row) -> bool:
+    """Float stages and detections are shown as numbers (statistics, boxes), never as raw hex records."""
+    return row.stage == "detections" or (row.stats is not None and not row.stats.integer)
+
+
+def render_compare(result, *, unicode: bool | None = None) -> list:
     a, b = result.run_a, result.run_b
     out = [Text(f"A: {a.path} (source {a.source})    B: {b.path} (source {b.source})")]
     table = _table("stage", "tensor", "status", "CRC32 A", "CRC32 B", "summary")
@@ -101,16 +114,25 @@ def render_compare(result) -> list:
     out.append(table)
     if first is not None:
         out.append(_verdict("DIFFER", f"first divergent stage: {first.label}: {result.advice}"))
-    else:
+    elif result.match:
         compared = sum(1 for r in result.rows if r.compared)
         out.append(_verdict("MATCH", f"all {compared} common buffers match"))
+    else:
+        within = [r.label for r in result.rows if r.status == "WITHIN TOLERANCE"]
+        out.append(_verdict("WITHIN TOLERANCE", f"{len(within)} buffers differ within tolerance ("
+                                                f"{', '.join(within)}); the others match"))
     for row in result.rows:
         if row.findings:
             for f in row.findings:
                 d = f.to_dict() if hasattr(f, "to_dict") else dict(f)
                 out.append(Text(f"  {row.label}: {d.get('kind')}: {d.get('evidence', '')}"))
+    from forensics.render.buffers import stats_lines
+
     for row in result.rows:
-        if row.diff is not None and row.diff.records:
+        if row.stats is not None and row.stats.differing:
+            out.extend(stats_lines(row.stats, where=f" ({row.label})", unicode=unicode))
+    for row in result.rows:
+        if row.diff is not None and row.diff.records and not numbers_only(row):
             out.append(_diff_records_table(row))
     if result.detections is not None and (result.detections.pairs or result.detections.only_a
                                           or result.detections.only_b):
@@ -122,21 +144,22 @@ def render_compare(result) -> list:
 
 def render_batch(result, limit: int = 30) -> list:
     table = _table("pair", "verdict", "first divergent", ("differing", "right"), "summary")
-    shown = [r for r in result.rows if r["verdict"] != "MATCH"][:limit]
+    shown = [r for r in result.rows if r["verdict"] not in ("MATCH", "WITHIN TOLERANCE")][:limit]
     for r in shown:
         table.add_row(r["pair"], r["verdict"], r.get("first_divergent_stage") or "-", str(r.get("stages_differing", "")),
                       r.get("summary") or r.get("error") or "")
     counts = result.counts
-    line = (f"{len(result.rows)} pairs: {counts.get('MATCH', 0)} match, {counts.get('DIFFER', 0)} differ, "
+    within = f"{counts['WITHIN TOLERANCE']} within tolerance, " if counts.get("WITHIN TOLERANCE") else ""
+    line = (f"{len(result.rows)} pairs: {counts.get('MATCH', 0)} match, {within}{counts.get('DIFFER', 0)} differ, "
             f"{counts.get('ERROR', 0)} errors ({result.workers} worker processes)")
     out = [Text(line)]
     if shown:
         out.append(table)
-        hidden = sum(1 for r in result.rows if r["verdict"] != "MATCH") - len(shown)
+        hidden = sum(1 for r in result.rows if r["verdict"] not in ("MATCH", "WITHIN TOLERANCE")) - len(shown)
         if hidden > 0:
             out.append(Text(f"... {hidden} more differing pairs in the summary files"))
     if result.outputs:
-        out.append(Text("wrote " + ", ".join(result.outputs)))
+        out.extend(Text(wrote(path)) for path in result.outputs)
     return out
 
 
@@ -149,7 +172,7 @@ table{border-collapse:collapse;font-size:13px;margin:8px 0}
 th,td{border-bottom:1px solid #ddd;padding:4px 8px;text-align:left;vertical-align:top}
 th{background:#f4f4f4} td.num{text-align:right;font-variant-numeric:tabular-nums}
 code,.mono{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px}
-.MATCH{color:#11752b;font-weight:bold} .DIFFER{color:#b3141b;font-weight:bold}
+.MATCH,.WITHIN{color:#11752b;font-weight:bold} .DIFFER{color:#b3141b;font-weight:bold}
 .CHANGED,.MISSING,.ERROR{color:#9a6700;font-weight:bold} .ONLY_A,.ONLY_B{color:#777}
 tr.first td{background:#fff1f0}
 .verdict{padding:8px 12px;border-radius:4px;margin:12px 0}
@@ -186,14 +209,17 @@ def html_report(result, *, pictures: dict | None = None, title: str | None = Non
     if first is not None:
         parts.append(f"<div class=\"verdict bad\" id=\"verdict\"><b>DIFFER</b> — first divergent stage: "
                      f"<b>{_e(first.label)}</b> ({_e(first.summary)}). {_e(result.advice)}</div>")
-    else:
+    elif result.match:
         parts.append("<div class=\"verdict ok\" id=\"verdict\"><b>MATCH</b> — every common buffer matches.</div>")
+    else:
+        parts.append("<div class=\"verdict ok\" id=\"verdict\"><b>WITHIN TOLERANCE</b> — every common buffer "
+                     "matches or differs within its tolerance.</div>")
     for w in result.warnings:
         parts.append(f"<div class=\"warn\">warning: {_e(w)}</div>")
     parts.append("<h2>Stages</h2><table id=\"stages\"><tr><th>stage</th><th>tensor</th><th>status</th>"
                  "<th>size A</th><th>size B</th><th>CRC32 A</th><th>CRC32 B</th><th>summary</th></tr>")
     for row in result.rows:
-        cls = "CHANGED" if row.changed else row.status
+        cls = "CHANGED" if row.changed else ("WITHIN" if row.status == "WITHIN TOLERANCE" else row.status)
         first_cls = ' class="first"' if row is first else ""
         parts.append(f"<tr{first_cls}><td>{_e(row.stage)}</td>"
                      f"<td class=\"mono\">{_e(row.tensor if row.tensor != row.stage else '')}</td>"
@@ -215,7 +241,9 @@ def html_report(result, *, pictures: dict | None = None, title: str | None = Non
         diff = row.diff
         parts.append(f"<h2>{_e(row.label)}</h2><p>{_e(row.summary)}; {diff.layout.record_size} bytes per record"
                      f"{'; pad lanes ' + ','.join(map(str, diff.layout.pad_lanes)) if diff.layout.pad_lanes else ''}.</p>")
-        if diff.records:
+        if row.stats is not None and row.stats.differing:
+            parts.append(_stats_html(row.stats))
+        if diff.records and not numbers_only(row):
             unit = row.unit[:-1] if row.unit.endswith("s") else row.unit
             parts.append(f"<table><tr><th>{_e(unit)}</th><th>offset</th><th>A</th><th>B</th></tr>")
             for r in diff.records:
@@ -224,6 +252,11 @@ def html_report(result, *, pictures: dict | None = None, title: str | None = Non
             parts.append("</table>")
             if diff.records_truncated:
                 parts.append(f"<p>… {diff.records_differing - len(diff.records):,} more</p>")
+        plot = pictures.get(("error", row.label))
+        if plot is not None:
+            parts.append(f"<figure><img alt=\"{_e(row.label)} error picture\" src=\"{plot.data_uri()}\" "
+                         f"width=\"{plot.width}\" height=\"{plot.height}\"><figcaption>{_e(row.label)}: |B − A| "
+                         "histogram, B against A, error map, per-lane maximum</figcaption></figure>")
         picture = pictures.get(row.label)
         if picture is not None:
             parts.append(f"<figure><img alt=\"{_e(row.label)} per-anchor difference heatmap\" "
@@ -237,35 +270,74 @@ def html_report(result, *, pictures: dict | None = None, title: str | None = Non
                      "</th><th>score A</th><th>score B</th><th>score delta</th><th>IoU</th><th>box A</th><th>box B"
                      "</th></tr>")
         for p in det.pairs:
+            cls = _class(det, p.a) if p.class_a == p.class_b else f"{_class(det, p.a)} / {_class(det, p.b)}"
             parts.append(f"<tr><td class=\"num\">{p.row_a}</td><td class=\"num\">{p.row_b}</td>"
-                         f"<td>{p.class_a}{'' if p.class_a == p.class_b else '/' + str(p.class_b)}</td>"
+                         f"<td>{_e(cls)}</td>"
                          f"<td class=\"num\">{p.score_a:.6f}</td><td class=\"num\">{p.score_b:.6f}</td>"
                          f"<td class=\"num\">{p.score_delta:+.6f}</td><td class=\"num\">{p.iou:.4f}</td>"
                          f"<td class=\"mono\">{_e(_box(p.box_a))}</td><td class=\"mono\">{_e(_box(p.box_b))}</td></tr>")
         for d in det.only_a:
-            parts.append(f"<tr><td class=\"num\">{d['row']}</td><td>-</td><td>{d['class']}</td>"
-                         f"<td class=\"num\">{d['score']:.6f}</td><td>-</td><td>-</td><td>-</td>"
-                         f"<td class=\"mono\">{_e(_box(d['box']))}</td><td>-</td></tr>")
+            parts.append(f"<tr><td class=\"num\">{d.row}</td><td>-</td><td>{_e(_class(det, d))}</td>"
+                         f"<td class=\"num\">{d.score:.6f}</td><td>-</td><td>-</td><td>-</td>"
+                         f"<td class=\"mono\">{_e(_box(d.box))}</td><td>-</td></tr>")
         for d in det.only_b:
-            parts.append(f"<tr><td>-</td><td class=\"num\">{d['row']}</td><td>{d['class']}</td><td>-</td>"
-                         f"<td class=\"num\">{d['score']:.6f}</td><td>-</td><td>-</td><td>-</td>"
-                         f"<td class=\"mono\">{_e(_box(d['box']))}</td></tr>")
+            parts.append(f"<tr><td>-</td><td class=\"num\">{d.row}</td><td>{_e(_class(det, d))}</td><td>-</td>"
+                         f"<td class=\"num\">{d.score:.6f}</td><td>-</td><td>-</td><td>-</td>"
+                         f"<td class=\"mono\">{_e(_box(d.box))}</td></tr>")
         parts.append("</table>")
     parts.append("</body></html>\n")
     return "\n".join(parts)
+
+
+def _stats_html(stats) -> str:
+    """The error statistics of one buffer as a small two-row table."""
+    d = stats.to_dict()
+    keys = ["max_abs", "mean_abs", "median_abs", "p99_abs", "max_rel", "cosine", "sqnr_db", "min_atol"]
+    if stats.integer:
+        keys += ["max_abs_lsb", "p99_abs_lsb", "min_atol_lsb"]
+    if stats.nan or stats.inf:
+        keys += ["nan", "inf", "nonfinite_mismatch"]
+
+    def cell(v):
+        return "-" if v is None else (f"{v:.6g}" if isinstance(v, float) else str(v))
+
+    worst = d.get("worst") or {}
+    where = ", ".join(f"{k} {v}" for k, v in worst.items())
+    return ("<table class=\"stats\"><tr>" + "".join(f"<th>{_e(k)}</th>" for k in keys) + "<th>worst</th></tr><tr>"
+            + "".join(f"<td class=\"num\">{_e(cell(d.get(k)))}</td>" for k in keys)
+            + f"<td class=\"mono\">{_e(where)}</td></tr></table>")
 
 
 def _box(box) -> str:
     return "(" + ", ".join(f"{v:.4f}" for v in box) + ")"
 
 
-def pictures_for(result) -> dict:
-    """Heatmap pictures of the rows that carry per-anchor heat (needs Pillow; an empty dict without it)."""
-    if result.geometry is None:
-        return {}
+def error_pictures_for(result) -> dict:
+    """The 2x2 error picture of every differing numeric stage, keyed ("error", label); empty without Pillow."""
     from forensics.errors import DependencyError, InputError
+    from forensics.render.errorplot import error_plot_for_row
 
     out = {}
+    for row in result.rows:
+        if row.stats is None or not row.stats.differing:
+            continue
+        try:
+            out[("error", row.label)] = error_plot_for_row(result, row)
+        except DependencyError:
+            return out
+        except InputError:
+            continue
+    return out
+
+
+def pictures_for(result) -> dict:
+    """Heatmap pictures of the rows that carry per-anchor heat, and every differing stage's error picture
+    (needs Pillow; an empty dict without it)."""
+    from forensics.errors import DependencyError, InputError
+
+    out = error_pictures_for(result)
+    if result.geometry is None:
+        return out
     for row in result.rows:
         if row.heat is None:
             continue

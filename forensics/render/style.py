@@ -34,3 +34,17 @@ def verdict(kind: str, message: str) -> Text:
     text.append(kind, style=VERDICT_STYLES.get(kind, "bold"))
     text.append(f" | {message}")
     return text
+
+
+def wrote(path) -> str:
+    """`wrote PATH (N bytes)`: what every command that writes a file says (a directory: its files' total)."""
+    import os
+
+    path = os.fspath(path)
+    try:
+        if os.path.isdir(path):
+            sizes = [os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs]
+            return f"wrote {path} ({len(sizes)} files, {sum(sizes):,} bytes)"
+        return f"wrote {path} ({os.path.getsize(path):,} bytes)"
+    except OSError:
+        return f"wrote {path}"

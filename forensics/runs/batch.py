@@ -35,8 +35,9 @@ def find_pairs(directory) -> list[str]:
     return pairs
 
 
-def compare_pair(pair_dir: str) -> dict:
-    """One summary row; never raises for a bad pair (the error becomes the row)."""
+def compare_pair(pair_dir: str, policy=None) -> dict:
+    """One summary row; never raises for a bad pair (the error becomes the row). `policy`: a
+    forensics.tolerance.TolerancePolicy judging the differing buffers (default: exact)."""
     from forensics.runs.compare import compare_runs, find_runs
 
     row = {c: None for c in COLUMNS}
@@ -46,25 +47,27 @@ def compare_pair(pair_dir: str) -> dict:
         if len(runs) != 2:
             raise InputError(f"holds {len(runs)} runs, expected 2", pair_dir)
         row["run_a"], row["run_b"] = (os.path.basename(r) for r in runs)
-        result = compare_runs(runs[0], runs[1], diagnose=False, limit=1)
+        result = compare_runs(runs[0], runs[1], diagnose=False, limit=1, policy=policy)
     except ForensicsError as exc:
         row["verdict"] = "ERROR"
         row["error"] = str(exc)
         return row
     row["source_a"], row["source_b"] = result.run_a.source, result.run_b.source
     first = result.first_divergent
-    row["verdict"] = "MATCH" if result.match else "DIFFER"
+    row["verdict"] = result.verdict
     row["first_divergent_stage"] = first.stage if first else None
     row["first_divergent_tensor"] = first.tensor if first else None
     row["stages_compared"] = sum(1 for r in result.rows if r.compared)
-    row["stages_differing"] = sum(1 for r in result.rows if r.compared and not r.match)
+    row["stages_differing"] = sum(1 for r in result.rows if r.compared and not r.passed)
     row["changed"] = "; ".join(result.changed) or None
     row["summary"] = f"{first.label}: {first.summary}" if first else None
     for stage in STAGES:
         statuses = [r.status for r in result.rows if r.stage == stage]
         if statuses:
             row[stage] = "MATCH" if all(s == "MATCH" for s in statuses) else (
-                "DIFFER" if any(s in ("DIFFER", "MISSING") for s in statuses) else statuses[0])
+                "DIFFER" if any(s in ("DIFFER", "MISSING") for s in statuses) else (
+                    "WITHIN TOLERANCE" if all(s in ("MATCH", "WITHIN TOLERANCE") for s in statuses)
+                    else statuses[0]))
     return row
 
 
@@ -81,13 +84,14 @@ class BatchResult:
 
     @property
     def exit_code(self) -> int:
-        """0 every pair matches; 1 some differ (or failed); 2 no pair could be compared at all."""
+        """0 every pair matches (or is within tolerance); 1 some differ (or failed); 2 none could be compared."""
         from forensics import exitcodes
 
         counts = self.counts
         if counts.get("ERROR", 0) == len(self.rows):
             return exitcodes.ERROR
-        return exitcodes.SAME if counts.get("MATCH", 0) == len(self.rows) else exitcodes.DIFFERENT
+        passed = counts.get("MATCH", 0) + counts.get("WITHIN TOLERANCE", 0)
+        return exitcodes.SAME if passed == len(self.rows) else exitcodes.DIFFERENT
 
     def frame(self):
         try:
@@ -101,25 +105,36 @@ class BatchResult:
                 "counts": dict(self.counts), "outputs": list(self.outputs), "rows": list(self.rows)}
 
 
-def batch_compare(directory, *, workers: int | None = None) -> BatchResult:
-    """Compare every pair under `directory`, `workers` processes at a time (default: one per core)."""
+def batch_compare(directory, *, workers: int | None = None, policy=None, progress=None) -> BatchResult:
+    """Compare every pair under `directory`, `workers` processes at a time (default: one per core), judging
+    differing buffers by `policy` (forensics.tolerance.TolerancePolicy; default exact);
+    `progress(pairs_done, pairs)` is called as rows come in."""
+    import functools
+
     pairs = find_pairs(directory)
     workers = workers or os.cpu_count() or 1
     workers = max(1, min(workers, len(pairs)))
+    rows = []
     if workers == 1:
-        rows = [compare_pair(p) for p in pairs]
+        for p in pairs:
+            rows.append(compare_pair(p, policy))
+            if progress is not None:
+                progress(len(rows), len(pairs))
     else:
         from concurrent.futures import ProcessPoolExecutor
 
         chunk = max(1, len(pairs) // (workers * 8))
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            rows = list(pool.map(compare_pair, pairs, chunksize=chunk))
+            for row in pool.map(functools.partial(compare_pair, policy=policy), pairs, chunksize=chunk):
+                rows.append(row)
+                if progress is not None:
+                    progress(len(rows), len(pairs))
     return BatchResult(os.fspath(directory), tuple(rows), workers)
 
 
 def write_summary(result: BatchResult, output) -> BatchResult:
     """Write `output` (.csv) and the same table as Parquet beside it (or .parquet and a .csv beside it)."""
-    from forensics.outputs import atomic_write
+    from forensics.outputs import atomic_write, check_writable
 
     output = os.fspath(output)
     stem, ext = os.path.splitext(output)
@@ -131,11 +146,26 @@ def write_summary(result: BatchResult, output) -> BatchResult:
         import pyarrow  # noqa: F401  (pandas' Parquet engine)
     except ImportError:
         raise DependencyError("Parquet output needs pyarrow: pip install 'forensics[export]'") from None
+    import io
+
+    # Both tables are made in memory first and then renamed into place: a failure leaves neither file
+    # behind, never a summary.csv without its Parquet.
+    csv_bytes = frame.to_csv(index=False).encode("utf-8")
+    parquet = io.BytesIO()
+    frame.to_parquet(parquet, index=False)
+    check_writable(csv_path)
+    check_writable(parquet_path)
+    existed = os.path.lexists(csv_path)
     try:
-        with atomic_write(csv_path, "w") as fh:
-            frame.to_csv(fh, index=False)
-        with atomic_write(parquet_path, "wb") as fh:
-            frame.to_parquet(fh, index=False)
+        with atomic_write(csv_path, "wb") as fh:
+            fh.write(csv_bytes)
+        try:
+            with atomic_write(parquet_path, "wb") as fh:
+                fh.write(parquet.getvalue())
+        except BaseException:
+            if not existed:
+                os.unlink(csv_path)
+            raise
     except OSError as exc:
         raise InputError(f"cannot write: {exc.strerror or exc}", output) from None
     return BatchResult(result.directory, result.rows, result.workers, (csv_path, parquet_path))

@@ -218,7 +218,8 @@ def _edgetpu_ops(model):
 
 
 def _record_tail(builder, model, it, offset_tensors=None) -> None:
-    """dequantized: DEQUANTIZE outputs; detections: the PostProcess outputs (or the graph outputs without one)."""
+    """dequantized: DEQUANTIZE outputs; detections: the PostProcess outputs; without a PostProcess the graph
+    outputs go under tensor (a classifier's scores are not detections)."""
     from forensics.tflite.graph import postprocess_info
 
     index_of = {d["name"]: d["index"] for d in it.get_tensor_details()}
@@ -240,10 +241,13 @@ def _record_tail(builder, model, it, offset_tensors=None) -> None:
             value = it.get_tensor(index_of[t.name])
             builder.add_bytes("detections", t.name, np.ascontiguousarray(value), role=role, **_meta_of(t, value))
     else:
+        # No PostProcess: the outputs are tensors (a classifier's class scores, a feature map), not detections.
         for d in it.get_output_details():
             t = model.tensor(d["name"])
+            if ("tensor", t.name) in builder.entries:
+                continue  # the accelerator's own output, already recorded
             value = it.get_tensor(d["index"])
-            builder.add_bytes("detections", t.name, np.ascontiguousarray(value), **_meta_of(t, value))
+            builder.add_bytes("tensor", t.name, np.ascontiguousarray(value), **_meta_of(t, value))
 
 
 def _tensor_role(model, name: str) -> str | None:
@@ -256,8 +260,10 @@ def _tensor_role(model, name: str) -> str | None:
 
 
 def capture(model_path, output, *, source: str = "litert", image=None, inputs=None, resampling: str = "lanczos",
-            tail_only: bool = False, delegate: str | None = None, replace: bool = False) -> CaptureResult:
-    """Run `model_path` once and write everything it produced as the run `output`."""
+            tail_only: bool = False, delegate: str | None = None, replace: bool = False,
+            progress=None) -> CaptureResult:
+    """Run `model_path` once and write everything it produced as the run `output`. `progress(step, steps)`
+    is called as the steps (interpreter ready, model run, run written) finish."""
     from forensics.tflite.model import open_model
 
     model_path = os.fspath(model_path)
@@ -279,14 +285,17 @@ def capture(model_path, output, *, source: str = "litert", image=None, inputs=No
                 raise InputError("{tail_only} takes the accelerator's outputs as {input:TENSOR=FILE}, not {image}",
                                  params=True)
             return _capture_tail(model, model_bytes, record, output, source, feeds, replace)
-        return _capture_full(model, model_bytes, record, output, source, image, feeds, resampling, delegate,
-                             bool(edgetpu_ops), replace)
+        result = _capture_full(model, model_bytes, record, output, source, image, feeds, resampling, delegate,
+                               bool(edgetpu_ops), replace, progress)
+        if progress is not None:
+            progress(3, 3)
+        return result
     finally:
         model.close()
 
 
 def _capture_full(model, model_bytes, record, output, source, image, feeds, resampling, delegate, edgetpu,
-                  replace) -> CaptureResult:
+                  replace, progress=None) -> CaptureResult:
     delegates, delegate_name, default_delegates = [], None, False
     if edgetpu:
         handle, delegate_name = load_edgetpu_delegate()
@@ -298,6 +307,8 @@ def _capture_full(model, model_bytes, record, output, source, image, feeds, resa
             delegates.append(load_external_delegate(delegate, "the delegate"))
             delegate_name = delegate if delegate_name is None else f"{delegate_name}, {delegate}"
     it, runtime = make_interpreter(model_bytes, delegates=delegates, default_delegates=default_delegates)
+    if progress is not None:
+        progress(1, 3)
     details = it.get_input_details()
     sg = model.main
     prepared = None
@@ -327,6 +338,8 @@ def _capture_full(model, model_bytes, record, output, source, image, feeds, resa
         it.invoke()
     except (RuntimeError, ValueError) as exc:
         raise InputError(f"the TFLite runtime failed to run the model: {str(exc).splitlines()[0]}") from None
+    if progress is not None:
+        progress(2, 3)
     index_of = {d["name"]: d["index"] for d in it.get_tensor_details()}
     capture_info = {"runtime": runtime, "mode": "full", "delegate": delegate_name,
                     "resampling": resampling if image is not None else None}

@@ -73,6 +73,23 @@ def _tensor_meta(model, name: str) -> dict:
     return meta
 
 
+def _check_size(spec: IngestSpec, meta: dict, dump_options: dict | None = None) -> None:
+    """A tensor's dump (its slice, with dump_options) must hold exactly shape x dtype bytes when the model or
+    the sidecar says both."""
+    from forensics.dump import open_dump
+    from forensics.tflite.model import NUMPY_DTYPES
+
+    shape, dtype = meta.get("shape"), meta.get("dtype")
+    if shape is None or dtype not in NUMPY_DTYPES:
+        return
+    import numpy as np
+
+    want = int(np.prod([int(d) for d in shape], dtype=np.int64)) * np.dtype(NUMPY_DTYPES[dtype]).itemsize
+    size = open_dump(spec.path, allow_empty=True, use_sidecar=False, **(dump_options or {})).size
+    if size != want:
+        raise InputError(f"is {size} bytes; {spec.label} is {list(shape)} {dtype}, {want} bytes", spec.path)
+
+
 def _sidecar_meta(path: str) -> dict:
     from forensics.dump import load_sidecar
 
@@ -88,8 +105,12 @@ def _sidecar_meta(path: str) -> dict:
     return {k: v for k, v in out.items() if v is not None}
 
 
-def ingest(run_path, source: str, specs, *, model=None) -> IngestResult:
-    """Create the run at `run_path` or add to it (atomically: the old run stays whole until the new one is in)."""
+def ingest(run_path, source: str, specs, *, model=None, dump_options: dict | None = None) -> IngestResult:
+    """Create the run at `run_path` or add to it (atomically: the old run stays whole until the new one is in).
+
+    `dump_options` (offset, length, gap_fill) go to open_dump for every dump: a text dump is stored as the
+    bytes it shows and a slice as its bytes, and the manifest records `source_format` and `slice`."""
+    dump_options = dict(dump_options or {})
     run_path = os.fspath(run_path)
     specs = [s if isinstance(s, IngestSpec) else parse_spec(s) for s in specs]
     if not specs:
@@ -128,11 +149,18 @@ def ingest(run_path, source: str, specs, *, model=None) -> IngestResult:
                     meta.update(_tensor_meta(opened, s.tensor))
                 if s.stage == "raw":
                     meta.pop("shape", None)  # a sidecar's tensor shape is not the raw buffer's
-                builder.add_file(s.stage, s.tensor, s.path, from_file=os.path.abspath(s.path), **meta)
+                else:
+                    _check_size(s, meta, dump_options)
+                _add_dump(builder, s, meta, dump_options)
                 added.append(s.label)
                 if s.stage == "raw" and opened is not None and ("tensor", s.tensor) not in given:
-                    if _relayout_into(builder, opened, s):
+                    if _relayout_into(builder, opened, s, dump_options):
                         relayouted.append(s.tensor)
+                elif s.stage == "raw" and ("tensor", s.tensor) not in given:
+                    stale = builder.entries.get(("tensor", s.tensor))
+                    if stale is not None and stale.extra.get("relayouted_from") == "raw":
+                        # relayouted from the raw buffer just replaced: without --model it cannot be redone
+                        builder._drop("tensor", s.tensor)
             replaced = list(builder.replaced)
     finally:
         if opened is not None:
@@ -140,7 +168,22 @@ def ingest(run_path, source: str, specs, *, model=None) -> IngestResult:
     return IngestResult(load_run(run_path), created, tuple(added), tuple(replaced), tuple(relayouted))
 
 
-def _relayout_into(builder, model, spec: IngestSpec) -> bool:
+def _add_dump(builder, spec: IngestSpec, meta: dict, dump_options: dict) -> None:
+    """Copy a binary dump as it is; store a text dump's decoded bytes or a slice's bytes, saying so."""
+    from forensics.dump import open_dump
+
+    dump = open_dump(spec.path, use_sidecar=False, **dump_options)
+    if dump.text is None and dump.slice is None:
+        builder.add_file(spec.stage, spec.tensor, spec.path, from_file=os.path.abspath(spec.path), **meta)
+        return
+    extra = {"source_format": dump.source_format} if dump.text is not None else {}
+    if dump.slice is not None:
+        extra["slice"] = dump.slice
+    builder.add_bytes(spec.stage, spec.tensor, dump.read(0, dump.size), from_file=os.path.abspath(spec.path),
+                      **extra, **meta)
+
+
+def _relayout_into(builder, model, spec: IngestSpec, dump_options: dict | None = None) -> bool:
     """Add `tensor:NAME` from a raw dump of the Edge TPU output layer NAME; False when the model has no such layer."""
     import numpy as np
 
@@ -155,8 +198,13 @@ def _relayout_into(builder, model, spec: IngestSpec) -> bool:
             break
     if layer is None:
         return False
-    m = layer_map(layer)
-    dump = open_dump(spec.path, use_sidecar=False)
+    dump = open_dump(spec.path, use_sidecar=False, **(dump_options or {}))
+    from forensics.errors import FormatError
+
+    try:
+        m = layer_map(layer, tensor_bytes=model.tensor(spec.tensor).size_bytes)
+    except FormatError as exc:
+        raise exc.with_path(model.path) from None
     if dump.size != m.raw_size:
         raise InputError(f"is {dump.size} bytes; the Edge TPU writes {spec.tensor!r} as {m.raw_size} bytes (raw) "
                          f"and the tensor is {m.tensor_size} bytes: ingest it as tensor:{spec.tensor}=FILE if it "

@@ -103,7 +103,16 @@ class Run:
         return matches[0]
 
     def file_path(self, entry: BufferEntry) -> str:
-        return os.path.join(self.path, *entry.file.split("/"))
+        """Where `entry`'s bytes are; InputError when that is a symbolic link or resolves outside the run
+        (a manifest with a matching size and CRC must not make us read /etc/passwd through the run)."""
+        path = os.path.join(self.path, *entry.file.split("/"))
+        if os.path.islink(path):
+            raise InputError(f"buffer {entry.label} is a symbolic link; a run's buffers are read only from "
+                             "inside the run directory", path)
+        root = os.path.realpath(self.path)
+        if not os.path.realpath(path).startswith(root.rstrip(os.sep) + os.sep):
+            raise InputError(f"buffer {entry.label} resolves outside the run directory", path)
+        return path
 
     @property
     def model_sha256(self) -> str | None:
@@ -146,7 +155,15 @@ def _parse_crc(value, where, path) -> int:
 
 def _check_relative(file: str, where, path) -> str:
     """Buffer files live inside the run: relative, '/' separated, no '..' (a hostile manifest reads nothing else)."""
-    if not isinstance(file, str) or not file or "\\" in file or file.startswith("/") or ":" in file:
+    if isinstance(file, str) and len(file) >= 2 and file[1] == ":" and file[0].isalpha():
+        raise FormatError(f"file {file!r} has a Windows drive letter: buffer files are relative to the run, "
+                          f"e.g. 'raw/convert_scores.bin'", where=where + ("file",), path=path)
+    if isinstance(file, str) and "\\" in file:
+        suggestion = file.replace("\\", "/").lstrip("/")
+        raise FormatError(f"file {file!r} uses backslashes: write it with '/' separators, relative to the run "
+                          f"(e.g. {suggestion!r})", where=where + ("file",), path=path)
+    if (not isinstance(file, str) or not file or file.startswith("/") or ":" in file
+            or any(ord(c) < 32 for c in file)):
         raise FormatError(f"file must be a relative path inside the run with '/' separators, got {file!r}",
                           where=where + ("file",), path=path)
     parts = file.split("/")
@@ -211,11 +228,9 @@ def _entry(raw, i: int, path: str) -> BufferEntry:
 def parse_manifest(text: str, run_path: str) -> Run:
     """Validate a manifest's JSON text; every problem is an error naming the manifest and where in it."""
     path = os.path.join(run_path, MANIFEST)
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"malformed manifest JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
-                         path) from None
+    from forensics.jsonio import loads
+
+    raw = loads(text, path, "manifest JSON")
     if not isinstance(raw, dict):
         raise FormatError("the manifest must be a JSON object", path=path)
     if raw.get("format") != FORMAT:
@@ -271,15 +286,13 @@ def load_run(path) -> Run:
     if not os.path.isdir(path):
         raise InputError("is not a directory (a run is a directory with manifest.json)", path)
     manifest = os.path.join(path, MANIFEST)
-    if not os.path.isfile(manifest):
+    if not os.path.lexists(manifest):
         raise InputError("no manifest.json: not a run (or a capture that did not finish)", path)
-    try:
-        with open(manifest, "rb") as fh:
-            data = fh.read(_MAX_MANIFEST + 1)
-    except OSError as exc:
-        raise InputError(f"cannot read the manifest: {exc.strerror or exc}", manifest) from None
-    if len(data) > _MAX_MANIFEST:
-        raise InputError("manifest is larger than 16 MiB", manifest)
+    from forensics.dump import read_small_file
+
+    if os.path.islink(manifest):
+        raise InputError("is a symbolic link; a run's files are read only from inside the run", manifest)
+    data = read_small_file(manifest, _MAX_MANIFEST, "a manifest")
     if not data.strip():
         raise InputError("manifest is empty", manifest)
     try:
@@ -363,7 +376,15 @@ def sha256_file(path) -> str:
 
 def model_record(path) -> dict:
     """The manifest's `model`: the path as given and the file's sha256 (runs of different models say so)."""
+    from forensics.dump import check_readable_file
+
     path = os.fspath(path)
+    try:
+        check_readable_file(path)  # /dev/zero would hash forever, a FIFO would block
+    except InputError as exc:
+        if str(exc).endswith("no such file"):
+            raise InputError("no such model file", path) from None
+        raise
     try:
         return {"path": path, "sha256": sha256_file(path)}
     except FileNotFoundError:
@@ -398,7 +419,12 @@ class RunBuilder:
         self.created = base.created if base else None
         if base is not None:
             for entry in base.buffers:
-                self._link(base.file_path(entry), entry.file)
+                src = base.file_path(entry)
+                if not os.path.isfile(src):
+                    what = "a directory" if os.path.isdir(src) else "missing"
+                    raise InputError(f"buffer {entry.label} of the run is {what} (the manifest lists it): "
+                                     "repair the run or ingest into a new one", src)
+                self._link(src, entry.file)
                 self.entries[entry.key] = entry
 
     def _link(self, src: str, rel: str) -> None:
@@ -452,13 +478,14 @@ class RunBuilder:
         os.makedirs(os.path.dirname(dst), exist_ok=True)
         crc, size = 0, 0
         try:
-            with open(src, "rb") as fin, open(dst, "wb") as fout:
-                for block in iter(lambda: fin.read(_COPY_BLOCK), b""):
-                    crc = zlib.crc32(block, crc)
-                    size += len(block)
-                    fout.write(block)
+            fin = open(src, "rb")
         except OSError as exc:
-            raise InputError(f"cannot copy into the run: {exc.strerror or exc}", src) from None
+            raise InputError(f"cannot read: {exc.strerror or exc}", src) from None
+        with fin, open(dst, "wb") as fout:  # a failing write is reported by write_run naming the run
+            for block in iter(lambda: fin.read(_COPY_BLOCK), b""):
+                crc = zlib.crc32(block, crc)
+                size += len(block)
+                fout.write(block)
         entry = BufferEntry(stage, tensor, rel, size, crc, **_meta(meta))
         self.entries[entry.key] = entry
         return entry
@@ -516,7 +543,7 @@ def write_run(path, source: str, *, add: bool = False, replace: bool = False):
                              path)
     elif os.path.exists(path) and not replace:
         raise InputError("already exists (choose a new run directory)", path)
-    with atomic_directory(path, replace=base is not None or replace) as tmp:
+    with atomic_directory(path, replace=base is not None or replace, marker=MANIFEST) as tmp:
         builder = RunBuilder(tmp, source.strip(), base)
         yield builder
         text = json.dumps(builder.manifest(), indent=2) + "\n"

@@ -21,6 +21,9 @@ from forensics.tflite.options import loads
 EDGETPU_CUSTOM_CODE = "edgetpu-custom-op"
 PACKAGE_KEY = "4"
 PACKAGE_IDENTIFIER = b"DWN1"
+# Real executables patch a few dozen fields; each row costs two tables to read, so a hostile package with
+# 300,000 rows took half a minute. Far more than any compiler writes, far less than that.
+MAX_PATCH_ROWS = 1 << 16
 
 EXECUTABLE_TYPES = {0: "STAND_ALONE", 1: "PARAMETER_CACHING", 2: "EXECUTION_ONLY"}
 DESCRIPTIONS = {0: "BASE_ADDRESS_OUTPUT_ACTIVATION", 1: "BASE_ADDRESS_INPUT_ACTIVATION",
@@ -232,7 +235,12 @@ def _executable(buf: Buffer, index: int, base_address: int) -> Executable:
     root = Node(buf, buf.u32(0, where), where + ("Executable",))
     field_offsets = []
     bitstream_sizes = []
-    for b, bs in enumerate(root.tables(5, "instruction_bitstreams")):  # InstructionBitstream: 0 bitstream
+    bitstreams = root.tables(5, "instruction_bitstreams")
+    rows = sum(bs.vector_len(1, "field_offsets") for bs in bitstreams)
+    if rows > MAX_PATCH_ROWS:
+        raise FormatError(f"the patch table has {rows:,} rows (field_offsets), more than the {MAX_PATCH_ROWS:,} "
+                          "an executable is read with", offset=root.pos, where=root.where + ("instruction_bitstreams",))
+    for b, bs in enumerate(bitstreams):  # InstructionBitstream: 0 bitstream
         bitstream_sizes.append(bs.vector_len(0, "bitstream"))
         for fo in bs.tables(1, "field_offsets"):  # FieldOffset: 0 meta, 1 offset_bit
             meta = fo.table(0, "meta")  # Meta: 0 desc, 1 batch, 2 name, 3 position
@@ -344,20 +352,29 @@ def read_packages(model) -> list[Package]:
 
 
 def write_parameters(package: Package, directory) -> list[dict]:
-    """Write each executable's parameter blob to DIR/exe<i>_<type>.params (atomically); returns what was written."""
+    """Write each executable's parameter blob to DIR/exe<i>_<type>.params (atomically); returns what was written.
+
+    A directory this call creates is removed again when a write fails: no partial directory is left."""
     import os
+    import shutil
 
-    from forensics.outputs import write_bytes_atomic
+    from forensics.outputs import make_parents, write_bytes_atomic
 
-    try:
-        os.makedirs(directory, exist_ok=True)
-    except OSError as exc:
-        raise InputError(f"cannot create the output directory: {exc.strerror or exc}", directory) from None
+    directory = os.fspath(directory)
+    created = not os.path.lexists(directory)
+    if not created and not os.path.isdir(directory):
+        raise InputError("exists and is not a directory, expected the --params-out directory", directory)
+    make_parents(os.path.join(directory, "x"))
     written = []
-    for exe in package.executables:
-        name = f"op{package.operator}_exe{exe.index}_{exe.type.lower()}.params"
-        path = os.path.join(directory, name)
-        write_bytes_atomic(path, bytes(exe.parameters))
-        written.append({"executable": exe.index, "type": exe.type, "path": path, "size": exe.parameters_size,
-                        "crc32": format_crc(exe.parameters_crc32)})
+    try:
+        for exe in package.executables:
+            name = f"op{package.operator}_exe{exe.index}_{exe.type.lower()}.params"
+            path = os.path.join(directory, name)
+            write_bytes_atomic(path, bytes(exe.parameters))
+            written.append({"executable": exe.index, "type": exe.type, "path": path, "size": exe.parameters_size,
+                            "crc32": format_crc(exe.parameters_crc32)})
+    except BaseException:
+        if created:
+            shutil.rmtree(directory, ignore_errors=True)
+        raise
     return written

@@ -71,6 +71,13 @@ def extract(model: Model, packages: list[Package] | None = None) -> Extracted:
     elif a.dtype in ("uint8", "int8"):
         if a.scale is None:
             raise FormatError(f"{a.dtype} anchors {a.name!r} have no quantization", where=where, path=model.path)
+        low, high = (0, 255) if a.dtype == "uint8" else (-128, 127)
+        if not low <= a.zero_point <= high:
+            raise FormatError(f"{a.dtype} anchors {a.name!r} have zero_point {a.zero_point}, outside {low}..{high}",
+                              where=where + ("quantization",), path=model.path)
+        if not (np.isfinite(np.float32(a.scale)) and a.scale > 0):
+            raise FormatError(f"{a.dtype} anchors {a.name!r} have scale {a.scale}, not a positive finite float32",
+                              where=where + ("quantization",), path=model.path)
         # TFLite dequantization: real = scale * (q - zero_point), computed in float32 like the kernel.
         anchors = ((values.astype(np.int32) - a.zero_point).astype(np.float32) * np.float32(a.scale)).astype("<f4")
     else:
@@ -110,7 +117,7 @@ def write_deps_directory(directory, anchors, postprocess: dict, replace: bool = 
     directory = os.fspath(directory)
     if os.path.isdir(directory) and not os.listdir(directory):
         replace = True  # an empty directory the user made for us
-    with atomic_directory(directory, replace=replace) as tmp:
+    with atomic_directory(directory, replace=replace, marker=POSTPROCESS_FILE) as tmp:
         with open(os.path.join(tmp, ANCHORS_FILE), "wb") as fh:
             fh.write(np.ascontiguousarray(anchors, dtype="<f4").tobytes())
         with open(os.path.join(tmp, POSTPROCESS_FILE), "w", encoding="utf-8") as fh:
@@ -124,8 +131,14 @@ def write_extract(result: Extracted, directory, replace: bool = False) -> list[s
     return write_deps_directory(directory, result.anchors, result.postprocess, replace=replace)
 
 
-def read_anchors_file(path) -> np.ndarray:
-    """An anchors.bin: float32 little-endian [N, 4] (ycenter, xcenter, h, w); InputError when it is not."""
+MAX_ANCHORS = 1 << 22  # 4,194,304: far beyond any SSD (1,917 / 2,034 / 51,150 anchors), bounds memory
+
+
+def read_anchors_file(path, expected: int | None = None) -> np.ndarray:
+    """An anchors.bin: float32 little-endian [N, 4] (ycenter, xcenter, h, w); InputError when it is not.
+
+    The size is checked before anything is read: against `expected` anchors when postprocess.json says how
+    many there are, else against MAX_ANCHORS (a sparse 1 GiB file is refused, not read)."""
     from forensics.dump import check_readable_file
     from forensics.errors import reading
 
@@ -133,5 +146,10 @@ def read_anchors_file(path) -> np.ndarray:
     size = check_readable_file(path)
     if size == 0 or size % 16:
         raise InputError(f"is {size} bytes, not float32 [N, 4] anchors (a non-zero multiple of 16 bytes)", path)
+    if expected is not None and size != expected * 16:
+        raise InputError(f"is {size} bytes ({size // 16} anchors); postprocess.json says num_anchors "
+                         f"{expected} ({expected * 16} bytes)", path)
+    if size // 16 > MAX_ANCHORS:
+        raise InputError(f"is {size} bytes ({size // 16} anchors), more than {MAX_ANCHORS} anchors", path)
     with reading(path, "anchors.bin"):
         return np.fromfile(path, dtype="<f4").astype(np.float32).reshape(-1, 4)

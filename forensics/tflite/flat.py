@@ -20,6 +20,7 @@ from forensics.errors import FormatError
 _U32 = struct.Struct("<I")
 _I32 = struct.Struct("<i")
 _U16 = struct.Struct("<H")
+ELEMENTS_PER_BYTE = 4
 
 SCALARS = {  # kind -> (struct format, byte width)
     "bool": ("<?", 1), "int8": ("<b", 1), "uint8": ("<B", 1), "int16": ("<h", 2), "uint16": ("<H", 2),
@@ -39,6 +40,16 @@ class Buffer:
         self.view = memoryview(data)
         self.size = len(data)
         self.origin = origin  # the root table's name, for paths ("Model", "Package", "Executable")
+        # Work guard: tables and vectors may be shared (20,000 tensors can point at one 20,000-entry shape),
+        # so a reader that only checks bounds can be made to read size^2 elements. A well-formed flatbuffer
+        # stores each element once in at least one byte; reads beyond a few times the size are refused.
+        self.budget = ELEMENTS_PER_BYTE * self.size + 65536
+
+    def charge(self, count: int, offset: int, where) -> None:
+        self.budget -= count
+        if self.budget < 0:
+            raise self.fail(f"the {self.size}-byte buffer references far more elements than it holds (tables or "
+                            "vectors shared over and over)", offset, where)
 
     def fail(self, message: str, offset: int | None, where) -> FormatError:
         return FormatError(message, offset=offset, where=where)
@@ -74,6 +85,7 @@ class Node:
         self.pos = pos
         self.where = tuple(where)
         buf.need(pos, 4, self.where, "table")
+        buf.charge(1, pos, self.where)
         self._table = Table(buf.data, pos)
         vtable = pos - _I32.unpack_from(buf.data, pos)[0]
         buf.need(vtable, 4, self.where, "vtable")
@@ -121,6 +133,7 @@ class Node:
         if length > (self.buf.size - start - 4) // max(width, 1):
             raise self.buf.fail(f"vector length {length} (x {width} bytes) runs past the end of the "
                                 f"{self.buf.size}-byte buffer", start, where)
+        self.buf.charge(length, start, where)
         return start + 4, length, where
 
     def vector_len(self, field_id: int, name: str) -> int:

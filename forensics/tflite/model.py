@@ -339,7 +339,17 @@ def read_model(data, path: str | None = None, _mmap=None) -> Model:
 
 def open_model(path) -> Model:
     """Open a .tflite read-only through mmap; InputError for missing/empty/unreadable files."""
+    from forensics.dump import check_readable_file
+
     path = os.fspath(path)
+    try:
+        check_readable_file(path)  # a FIFO, a device or a directory is refused before it is opened
+    except InputError as exc:
+        if str(exc).endswith("no such file"):
+            raise InputError("no such model file", path) from None
+        if "is a directory" in str(exc):
+            raise InputError("is a directory, expected a .tflite file", path) from None
+        raise
     with reading(path, "a .tflite file", what="model file"), open(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
         if size == 0:

@@ -25,6 +25,10 @@ POSTPROCESS_KEYS = ("max_detections", "max_classes_per_detection", "detections_p
 # The kernel's defaults for keys that may be absent (detections_per_class defaults to 100, regular NMS off).
 POSTPROCESS_OPTIONAL_DEFAULTS = {"detections_per_class": 100, "use_regular_nms": False}
 MAX_DEPTH = 32  # nesting guard: a hostile buffer cannot recurse without bound
+# Work guard: vectors may point at the same child twice, so depth alone does not bound a walk (32 levels of
+# "twice the next vector" are 2^32 leaves in 155 bytes). A well-formed flexbuffer stores each value once in
+# at least one byte; a walk may visit at most this many values per byte of the options.
+NODES_PER_BYTE = 4
 _LONG_STRING = 4096  # strings longer than this stay bytes views (the DWN1 package is a 4 MB "string")
 
 _INT = {1: "<b", 2: "<h", 4: "<i", 8: "<q"}
@@ -42,6 +46,14 @@ class _Reader:
         self.view = memoryview(data).cast("B") if not isinstance(data, memoryview) else data
         self.size = len(self.view)
         self.where = tuple(where)
+        self.budget = NODES_PER_BYTE * self.size + 64
+
+    def visit(self, count, offset, path):
+        """Charge `count` values to the walk; a buffer that references its values over and over fails here."""
+        self.budget -= count
+        if self.budget < 0:
+            raise self.fail(f"flexbuffer references more values than its {self.size} bytes can hold (shared or "
+                            "cyclic references)", offset, path)
 
     def fail(self, message, offset, path=()):
         return FormatError(message, offset=offset, where=self.where + tuple(path))
@@ -73,6 +85,7 @@ class _Reader:
         """Decode the value stored at `slot` (parent width) with packed type `packed`."""
         if depth > MAX_DEPTH:
             raise self.fail("flexbuffer nesting is too deep", slot, path)
+        self.visit(1, slot, path)
         type_, width = packed >> 2, 1 << (packed & 3)
         if type_ == Type.NULL:
             return None
@@ -113,6 +126,7 @@ class _Reader:
             per = width + (1 if type_ in (Type.VECTOR, Type.MAP) else 0)
             if n > (self.size - target) // max(per, 1):
                 raise self.fail(f"vector length {n} runs past the end of the {self.size}-byte options", target, path)
+            self.visit(n, target, path)
             if type_ in _TYPED:
                 elem = _TYPED[type_]
                 elem_packed = (elem << 2) | (packed & 3)

@@ -23,6 +23,10 @@ from forensics.errors import FormatError, InputError
 from forensics.tflite.edgetpu import Layer
 
 DEFAULT_PAD_BYTE = 0x80
+# The largest output layer mapped (raw, padded). Real Edge TPU outputs are kilobytes to a few megabytes
+# (SSD scores: 176,368 bytes); the map costs 8 bytes per tensor byte, so a hostile size_bytes or z_dim of
+# 3e8 must fail before anything is allocated.
+MAX_LAYER_BYTES = 1 << 26
 
 
 @dataclass(frozen=True)
@@ -55,19 +59,54 @@ class LayerMap:
                 "pad_bytes": self.raw_size - self.tensor_size, "identity": self.identity}
 
 
-def layer_map(layer: Layer) -> LayerMap:
-    """Build the index map of `layer`; FormatError when its layout points outside size_bytes."""
-    dts = layer.data_type_size
+def check_layer(layer: Layer, *, tensor_bytes: int | None = None, dump_size: int | None = None) -> None:
+    """Check a layer's dims and sizes against each other (and a tensor's / a dump's size) before any allocation.
+
+    `tensor_bytes`: what the model's tensor of that name holds; `dump_size`: the dump about to be relayouted
+    (either the raw size_bytes or the tensor's size). FormatError for a layer that contradicts itself,
+    InputError for a dump that fits neither size.
+    """
     y_dim, x_dim, z_dim = layer.y_dim, layer.x_dim, layer.z_dim
     where = ("output_layers", layer.name)
     if min(y_dim, x_dim, z_dim) <= 0:
         raise FormatError(f"layer dimensions y={y_dim} x={x_dim} z={z_dim} are not positive", where=where)
+    unpadded = y_dim * x_dim * z_dim * layer.data_type_size
+    if layer.size_bytes < unpadded:
+        raise FormatError(f"layer {layer.name!r} is {y_dim}x{x_dim}x{z_dim} ({unpadded} bytes) but its size_bytes "
+                          f"is {layer.size_bytes}", where=where + ("size_bytes",))
+    if layer.size_bytes > MAX_LAYER_BYTES:
+        raise FormatError(f"layer {layer.name!r} claims size_bytes {layer.size_bytes}, more than the "
+                          f"{MAX_LAYER_BYTES} bytes an output layer is mapped for", where=where + ("size_bytes",))
+    lay = layer.layout
+    if lay is not None and (y_dim > 1 or x_dim > 1):
+        for name, n in (("y_coordinate_to_linear_tile_id_map", y_dim), ("y_coordinate_to_local_y_offset", y_dim),
+                        ("x_coordinate_to_linear_tile_id_map", x_dim), ("x_coordinate_to_local_byte_offset", x_dim),
+                        ("x_coordinate_to_local_y_row_size", x_dim)):
+            if len(getattr(lay, name)) < n:
+                raise FormatError(f"{name} has {len(getattr(lay, name))} entries for {n} coordinates",
+                                  where=where + (name,))
+    if tensor_bytes is not None and tensor_bytes != unpadded:
+        raise FormatError(f"layer {layer.name!r} is {y_dim}x{x_dim}x{z_dim} ({unpadded} bytes) but the model's "
+                          f"tensor of that name is {tensor_bytes} bytes", where=where)
+    if dump_size is not None and dump_size not in (layer.size_bytes, unpadded):
+        raise InputError(f"is {dump_size} bytes; layer {layer.name!r} is {layer.size_bytes} bytes raw (padded) "
+                         f"and {unpadded} bytes as a tensor")
+
+
+def layer_map(layer: Layer, *, tensor_bytes: int | None = None, dump_size: int | None = None) -> LayerMap:
+    """Build the index map of `layer`; FormatError when its layout points outside size_bytes.
+
+    The layer is checked first (check_layer), so a hostile size or dimension fails before allocation."""
+    check_layer(layer, tensor_bytes=tensor_bytes, dump_size=dump_size)
+    dts = layer.data_type_size
+    y_dim, x_dim, z_dim = layer.y_dim, layer.x_dim, layer.z_dim
+    where = ("output_layers", layer.name)
     if layer.execution_count_per_inference != 1:
-        raise InputError(f"layer {layer.name!r} executes {layer.execution_count_per_inference} times per "
-                         "inference; relayout supports 1")
+        raise FormatError(f"layer {layer.name!r} executes {layer.execution_count_per_inference} times per "
+                          "inference; relayout supports 1", where=where)
     if layer.has_shape_info:
-        raise InputError(f"layer {layer.name!r} carries slice shape information (multi-batch layout); "
-                         "relayout of that form is not supported")
+        raise FormatError(f"layer {layer.name!r} carries slice shape information (multi-batch layout); "
+                          "relayout of that form is not supported", where=where)
     z_bytes = z_dim * dts
     tensor_size = y_dim * x_dim * z_bytes
     if y_dim == 1 and x_dim == 1 or layer.layout is None:

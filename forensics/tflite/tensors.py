@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from forensics.errors import InputError
+from forensics.errors import FormatError, InputError
 from forensics.labels import read_labels
 from forensics.layout import RecordLayout
 from forensics.tflite.edgetpu import Layer, read_packages
@@ -80,7 +80,7 @@ def tensor_record_layout(model: Model, tensor_name: str, dump_size: int, labels=
     """The record layout of a dump of `tensor_name` whose size is `dump_size` bytes."""
     tensor = model.tensor(tensor_name)
     if tensor.itemsize is None:
-        raise InputError(f"tensor {tensor_name!r} is {tensor.dtype}; dumps of it cannot be laid out")
+        raise InputError(f"tensor {tensor_name!r} is {tensor.dtype}; dumps of it cannot be laid out", model.path)
     channels = int(tensor.shape[-1]) if tensor.shape else 1
     records = tensor.num_elements // max(channels, 1)
     role, num_classes = _role(model, tensor)
@@ -92,7 +92,12 @@ def tensor_record_layout(model: Model, tensor_name: str, dump_size: int, labels=
     scale, zp = (tensor.scale, tensor.zero_point) if itemsize == 1 else (None, None)
 
     layer = _find_layer(model, tensor.name)
-    lmap: LayerMap | None = layer_map(layer) if layer is not None else None
+    try:
+        lmap: LayerMap | None = layer_map(layer, tensor_bytes=tensor.size_bytes) if layer is not None else None
+    except FormatError as exc:
+        raise exc.with_path(model.path) if model.path else exc
+    except InputError as exc:
+        raise InputError(str(exc), model.path) if model.path and not getattr(exc, "path", None) else exc
     if dump_size == tensor_size:
         fields = tuple(names) if itemsize == 1 else None
         layout = RecordLayout(record_size=channels * itemsize, count=records, fields=fields, scale=scale,
@@ -116,8 +121,11 @@ def tensor_record_layout(model: Model, tensor_name: str, dump_size: int, labels=
                               zero_point=zp)
         return ModelTensorView(tensor, layout, "raw", role, lmap.raw_size, tensor_size, layer, order)
     if lmap is not None:
+        hint = ""
+        if dump_size > lmap.raw_size:  # a driver's page-rounded DMA allocation holds the raw layer at its start
+            hint = f"; a larger allocation? read its first {lmap.raw_size} bytes ({{length}} {lmap.raw_size})"
         raise InputError(f"dump is {dump_size} bytes; tensor {tensor.name!r} is {lmap.raw_size} bytes as the "
                          f"chip writes it (raw, z padded to {lmap.z_bytes_padded}) and {tensor_size} bytes as "
-                         "the TFLite tensor")
+                         "the TFLite tensor" + hint, params=bool(hint))
     raise InputError(f"dump is {dump_size} bytes; tensor {tensor.name!r} {list(tensor.shape)} {tensor.dtype} "
                      f"is {tensor_size} bytes (no Edge TPU output layer of that name, so no raw size)")

@@ -2,6 +2,8 @@
 
 import json
 
+import numpy as np
+
 import pytest
 from hypothesis import given, settings, strategies as st
 
@@ -147,7 +149,7 @@ def test_tolerance_and_pad_make_equal_as_configured(tmp_path):
 def test_cli_diff_identical_one_line(cli):
     r = cli("diff", "dumps/libedgetpu/convert_scores.bin", "dumps/ours/convert_scores.bin")
     assert r.code == 0
-    assert r.out.count("\n") == 1 and r.out.startswith("IDENTICAL | 8,136 bytes, CRC32 0x")
+    assert r.out.count("\n") == 1 and r.out.startswith("MATCH | 8,136 bytes, CRC32 0x")
 
 
 def test_cli_diff_json_keys_and_broken_case(cli):
@@ -190,3 +192,108 @@ def test_cli_diff_bad_inputs(cli, tmp_path):
     assert_one_line_error(cli("diff", good, good, "--record", "4", "--fields", "a,b"), "2 field names")
     assert_one_line_error(cli("diff", good, good, "--count", "5"), "run past the end")
     assert_one_line_error(cli("diff", good), "diff")
+
+
+# --- error statistics and verdicts, folded into the diff's pass ------------------------------------------------
+
+def _stats_pair(tmp_path, a, b):
+    da, db = write(tmp_path, "sa.bin", a.tobytes()), write(tmp_path, "sb.bin", b.tobytes())
+    return da, db
+
+
+@pytest.mark.parametrize("dense", [False, True])
+@pytest.mark.parametrize("pad", [(), (2, 3)])
+def test_diff_stats_equal_whole_array_stats(tmp_path, monkeypatch, dense, pad):
+    """The streamed statistics (sparse and dense blocks, late first difference) equal those of the arrays."""
+    from forensics.stats import error_stats
+
+    monkeypatch.setattr(blocks, "BLOCK", 4096)
+    rng = np.random.default_rng(1)
+    a = rng.integers(0, 256, 64000, dtype=np.uint8)
+    b = a.copy()
+    lo = 40000  # the first difference is late: the equal prefix is summed in a second pass over A
+    n = 5000 if dense else 20
+    hit = lo + rng.choice(a.size - lo, n, replace=False)
+    b[hit] = rng.integers(0, 256, hit.size, dtype=np.uint8)
+    da, db = _stats_pair(tmp_path, a, b)
+    layout = RecordLayout(record_size=4, pad_lanes=pad, scale=0.5, zero_point=10)
+    got = diff_dumps(da, db, layout).stats
+    keep = [lane for lane in range(4) if lane not in pad]
+    want = error_stats(a.reshape(-1, 4)[:, keep], b.reshape(-1, 4)[:, keep], scale=0.5, zero_point=10)
+    for key in ("max_abs", "median_abs", "p99_abs", "max_abs_lsb", "differing", "count"):
+        assert getattr(got, key) == getattr(want, key), key
+    for key in ("mean_abs", "cosine", "sqnr_db", "max_rel"):
+        assert getattr(got, key) == pytest.approx(getattr(want, key), rel=1e-12), key
+    # where the worst element is: the first largest |b - a| over the data lanes
+    delta = np.abs(a.astype(int) - b.astype(int)).reshape(-1, 4)
+    delta[:, list(pad)] = -1
+    flat = int(np.argmax(delta))
+    assert got.worst["anchor"] == flat // 4 and got.worst["offset"] == flat
+    assert got.worst["lane"] == layout.field_names[flat % 4]
+
+
+def test_diff_float32_elements(tmp_path):
+    from forensics.stats import error_stats
+
+    rng = np.random.default_rng(2)
+    a = rng.normal(size=1000).astype("<f4")
+    b = a.copy()
+    b[::7] += np.float32(0.01)
+    b[500] = np.nan
+    da, db = _stats_pair(tmp_path, a, b)
+    got = diff_dumps(da, db, RecordLayout(record_size=4), dtype="float32")
+    want = error_stats(a, b)
+    assert got.stats.max_abs == want.max_abs and got.stats.nonfinite_mismatch == 1
+    assert got.stats.worst["index"] == 500
+    assert got.verdict == "DIFFER"
+
+
+def test_diff_verdicts(tmp_path):
+    from forensics.tolerance import Tolerance
+
+    a = np.array([10, 20, 30, 40] * 100, dtype=np.uint8)
+    b = a.copy()
+    b[5] += 1
+    b[9] += 2
+    da, db = _stats_pair(tmp_path, a, b)
+    layout = RecordLayout(record_size=4, scale=0.1, zero_point=0)
+    assert diff_dumps(da, da, layout).verdict == "MATCH"
+    assert diff_dumps(da, db, layout).verdict == "DIFFER"
+    assert diff_dumps(da, db, layout, tolerance=2).verdict == "WITHIN TOLERANCE"
+    assert diff_dumps(da, db, layout, tolerance=1).verdict == "DIFFER"
+    assert diff_dumps(da, db, layout, policy=Tolerance(atol=0.2, lsb=False)).verdict == "WITHIN TOLERANCE"
+    assert diff_dumps(da, db, layout, policy=Tolerance(atol=0.15, lsb=False)).verdict == "DIFFER"
+    # 2 of 400 elements differ: the p99 of |b - a| is 0
+    assert diff_dumps(da, db, layout, policy=Tolerance(check="p99")).verdict == "WITHIN TOLERANCE"
+    d = diff_dumps(da, db, layout, tolerance=2).to_dict()
+    assert d["verdict"] == "WITHIN TOLERANCE" and d["stats"]["max_abs_lsb"] == 2
+    assert d["stats"]["min_atol_lsb"] == 2 and d["stats"]["max_abs"] == pytest.approx(0.2)
+    assert json.loads(json.dumps(d)) == d
+
+
+def test_cli_diff_tolerance_flags(cli):
+    a, b = "dumps/libedgetpu/convert_scores.bin", "dumps/broken/convert_scores.bin"
+    r = cli("diff", a, b, "--json", "--atol", "204lsb")
+    doc = json.loads(r.out)
+    assert r.code == 0 and doc["verdict"] == "WITHIN TOLERANCE"
+    assert doc["stats"]["max_abs_lsb"] == 204 and doc["stats"]["worst"]["lane"] == "face"
+    assert doc["stats"]["worst"]["anchor"] == 1500
+    r = cli("diff", a, b, "--json", "--atol", "203lsb")
+    assert r.code == 1 and json.loads(r.out)["verdict"] == "DIFFER"
+    r = cli("diff", a, b, "--tolerance", "204")  # today's flag: K LSB
+    assert r.code == 0 and r.out.startswith("WITHIN TOLERANCE | ")
+    # 534 of 2,034 anchors differ: the mean passes a tolerance the max does not
+    mean = json.loads(cli("diff", a, b, "--json").out)["stats"]["mean_abs"]
+    assert cli("diff", a, b, "--check", "mean", "--atol", str(mean * 1.01)).code == 0
+    assert cli("diff", a, b, "--check", "max", "--atol", str(mean * 1.01)).code == 1
+
+
+@pytest.mark.parametrize("flags, fragment", [
+    (["--check", "p98"], "check must be one of max, mean, p99"),
+    (["--atol", "abc"], "atol must be"),
+    (["--rtol", "-1"], "rtol must be"),
+    (["--atol", "1lsb", "--tolerance", "1"], "not both"),
+])
+def test_cli_diff_bad_tolerance_is_one_line(cli, flags, fragment):
+    r = cli("diff", "dumps/libedgetpu/convert_scores.bin", "dumps/broken/convert_scores.bin", *flags)
+    assert_one_line_error(r, fragment)

@@ -147,3 +147,31 @@ def test_raw_records_out_of_anchor_order_are_mapped_back(cli, shared_data, tmp_p
         doc = json.loads(r.out)
         results[name] = [(n["index"], n["hex"][:5]) for n in doc["nonuniform"]]
     assert results["t.bin"] == results["r.bin"] == [(37, "c8 07"), (50, "07 09")]
+
+
+def test_diff_worst_element_of_a_raw_dump_is_named_by_its_anchor(cli, shared_data, tmp_path):
+    # Records out of anchor order (2x2 tiles): the worst element's anchor is the tensor's, not the record's.
+    from forensics.tflite.model import open_model
+    from forensics.tflite.relayout import inverse_relayout, layer_map
+    from forensics.tflite.tensors import tensor_record_layout
+
+    model = shared_data / "split_concat_edgetpu.tflite"
+    a = np.full(128, 7, np.uint8)
+    b = a.copy()
+    b[2 * 37 + 1] = 100  # anchor 37, lane 1: the largest error
+    b[2 * 50] = 20
+    with open_model(model) as m:
+        view = tensor_record_layout(m, "outputs/rnn2", 128)
+        mapping = layer_map(view.layer)
+    paths = {}
+    for name, tensor in (("a", a), ("b", b)):
+        for kind, data in (("t", tensor), ("r", inverse_relayout(tensor, mapping))):
+            paths[kind + name] = tmp_path / f"{kind}{name}.bin"
+            paths[kind + name].write_bytes(data.tobytes())
+    worst = {}
+    for kind in ("t", "r"):
+        r = cli("diff", paths[kind + "a"], paths[kind + "b"], "--model", model, "--tensor", "outputs/rnn2", "--json")
+        doc = json.loads(r.out)
+        assert doc["stats"]["max_abs_lsb"] == 93
+        worst[kind] = (doc["stats"]["worst"]["anchor"], doc["stats"]["worst"]["lane"])
+    assert worst["t"][0] == worst["r"][0] == 37

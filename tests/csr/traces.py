@@ -73,7 +73,7 @@ def libedgetpu_open_trace() -> str:
 
 def driver_open_trace() -> str:
     """The same sequence as a Windows driver logs it, in the driver formats, one mismatch of each kind:
-    value (instruction_queue_size 0x80 for 0x100), width (tileconfig0 written as a 32-bit access),
+    value (instruction_queue_size 0x80 for 0x100), width (tileconfig0 written as an explicit W32 access),
     only_a (no status_block_update), only_b (an extra fatal_err_int_control write to the typo'd,
     UNKNOWN offset 0x486c4). It reads instruction_queue_status once instead of polling and does not
     poll tileconfig0 (visible with --reads only).
@@ -93,7 +93,7 @@ def driver_open_trace() -> str:
         "[INIT][RunCtrl] parameterPopRunControl @0x44198 write=0x1",
         "[INIT][RunCtrl] infeedRunControl @0x441d8 write=0x1",
         "[INIT][RunCtrl] outfeedRunControl @0x44218 write=0x1",
-        "[CSR@tile] tileconfig0 @0x48788 = 0x0000007f",
+        "[CSR@tile] W32 tileconfig0 @0x48788 = 0x0000007f",   # explicit: the table says 64-bit
         "W 0x400c0 0x1",
         "W 0x40150 0x1",
         "W 0x40110 0x1",

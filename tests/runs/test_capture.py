@@ -107,7 +107,7 @@ def test_image_input_is_prepared_as_pycoral_does(tmp_path, cli, shared_data, res
     assert np.array_equal(got, _pycoral_input(image, 64, 48, method))
     assert run.input_image == str(image) and run.capture["resampling"] == resampling
     # the dequantized output is (q - zero_point) * scale of the recorded input
-    out = run.buffer("detections", "image_float")
+    out = run.buffer("tensor", "image_float")  # no PostProcess: an output is a tensor, not detections
     values = np.fromfile(run.file_path(out), np.float32).reshape(48, 64, 3)
     assert np.allclose(values, (got.astype(np.float32) - 3) * 0.5)
 

@@ -8,8 +8,8 @@ import json
 import numpy as np
 import pytest
 
-from forensics.decode.ssd import iou_one_to_many
-from forensics.runs.compare import compare_runs, iou, match_detections
+from forensics.decode.ssd import Detection, iou_one_to_many
+from forensics.runs.compare import compare_runs, match_detections
 from forensics.runs.ingest import ingest
 from forensics.runs.run import load_run
 from tests.conftest import REPO, assert_golden, assert_one_line_error
@@ -91,16 +91,9 @@ def test_runs_of_different_models_say_so_and_compare_anyway(tmp_path, cli):
     assert json.loads(result.out)["models_differ"] is True
 
 
-def test_iou_agrees_with_the_decode_kernels_iou():
-    rng = np.random.default_rng(3)
-    for _ in range(200):
-        y0, x0 = rng.random(2) * 0.5
-        a = np.array([y0, x0, y0 + rng.random() * 0.5 + 0.01, x0 + rng.random() * 0.5 + 0.01], np.float32)
-        b = a + rng.normal(0, 0.05, 4).astype(np.float32)
-        b = np.array([min(b[0], b[2]), min(b[1], b[3]), max(b[0], b[2]), max(b[1], b[3])], np.float32)
-        boxes = np.stack([a, b]).astype(np.float32)
-        ref = float(iou_one_to_many(boxes, 0, np.array([1]))[0])
-        assert iou(a.tolist(), b.tolist()) == pytest.approx(ref, abs=1e-5)
+def iou(a, b) -> float:
+    """The decode kernel's IoU, the one compare matches detections with."""
+    return float(iou_one_to_many(np.array([a, b], np.float32), 0, np.array([1]))[0])
 
 
 def test_detections_side_by_side(tmp_path, cli):
@@ -123,11 +116,17 @@ def test_detections_side_by_side(tmp_path, cli):
 
 
 def test_matching_is_one_to_one_and_prefers_the_highest_iou():
-    box = [0.1, 0.1, 0.5, 0.5]
-    a = [{"row": 0, "class": 1, "score": 0.9, "box": box}, {"row": 1, "class": 1, "score": 0.8, "box": box}]
-    b = [{"row": 0, "class": 1, "score": 0.9, "box": [0.1, 0.1, 0.5, 0.52]}]
+    box = (0.1, 0.1, 0.5, 0.5)
+    a = [Detection(0, -1, 1, 0.9, box), Detection(1, -1, 1, 0.8, box)]
+    b = [Detection(0, -1, 1, 0.9, (0.1, 0.1, 0.5, 0.52)), Detection(1, -1, 1, 0.9, (0.1, 0.1, 0.5, 0.5))]
     pairs, only_a, only_b = match_detections(a, b)
+    # the exact box pairs first (IoU 1), the other A row takes the remaining B row
+    assert [(p.row_a, p.row_b) for p in pairs] == [(0, 1), (1, 0)] and not only_a and not only_b
+    pairs, only_a, only_b = match_detections(a, b[:1])
     assert len(pairs) == 1 and len(only_a) == 1 and not only_b
+    # corners written the other way round are the same box
+    flipped = [Detection(0, -1, 1, 0.9, (0.5, 0.5, 0.1, 0.1))]
+    assert match_detections(a[:1], flipped)[0][0].iou == pytest.approx(1.0)
 
 
 def test_identical_detections_match(tmp_path, cli):

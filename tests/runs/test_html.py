@@ -63,16 +63,21 @@ def test_html_report_is_self_contained_and_well_formed(tmp_path, cli):
     assert "first divergent stage: input" in text and "inputs differ" in text
     assert "534 of 2,034 anchors differ (first: anchor 1500)" in text
     assert "truncation" in text and "fill" in text  # diagnose's findings for the DMA that stopped
-    # the raw scores heatmap: a PNG whose marked cells are the anchors from 1500 on
-    assert len(checker.images) == 1
-    src = checker.images[0]["src"]
+    assert "sqnr_db" in text and "min_atol_lsb" in text and "anchor 1500" in text  # the error statistics
+    # one 2x2 error picture per differing stage, and the raw scores heatmap
+    errors = [i for i in checker.images if i["alt"].endswith("error picture")]
+    assert [i["alt"] for i in errors] == ["input error picture", "raw:convert_scores error picture"]
+    assert all(int(i["width"]) >= 800 and int(i["height"]) >= 600 for i in errors)
+    heatmaps = [i for i in checker.images if "heatmap" in i["alt"]]
+    assert len(heatmaps) == 1
+    src = heatmaps[0]["src"]
     png = base64.b64decode(src.split(",", 1)[1])
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     from PIL import Image
     import io
 
     with Image.open(io.BytesIO(png)) as img:
-        assert img.size == (int(checker.images[0]["width"]), int(checker.images[0]["height"]))
+        assert img.size == (int(heatmaps[0]["width"]), int(heatmaps[0]["height"]))
 
 
 def test_a_matching_pair_has_no_pictures_and_says_match(tmp_path, cli):

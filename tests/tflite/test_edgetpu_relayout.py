@@ -136,9 +136,13 @@ def test_layout_pointing_past_size_bytes_is_a_format_error(shared_data):
     import dataclasses
 
     _, pkg = package(shared_data / "split_concat_edgetpu.tflite")
-    layer = dataclasses.replace(pkg.output_layer("outputs/rnn2"), size_bytes=100)
+    # 200 bytes holds the 8x8x2 tensor (128) but not the padded layout (256)
+    layer = dataclasses.replace(pkg.output_layer("outputs/rnn2"), size_bytes=200)
     with pytest.raises(FormatError, match="addresses byte"):
         layer_map(layer)
+    # fewer bytes than the tensor itself: refused from the dimensions, before any map is built
+    with pytest.raises(FormatError, match="8x8x2 .128 bytes. but its size_bytes is 100"):
+        layer_map(dataclasses.replace(layer, size_bytes=100))
 
 
 def test_custom_op_without_options_is_a_format_error():

@@ -1,0 +1,115 @@
+"""Benchmarks for the error statistics, each against a baseline measured in the same run (one process).
+
+  python benchmarks/bench_stats.py [--dir DIR] [--float-mib 256] [--dump-mib 1024] [--repeat 3]
+
+  stats     forensics.stats.error_stats on two float32 arrays (every value differs a little)
+            vs numpy.allclose on the same arrays                                          goal <= 1.5x
+  diff      forensics.diff.diff_dumps with statistics on two uint8 dumps differing in 1 % of their bytes
+            vs the same diff without statistics (stats=False)                             goal <= 1.2x
+            (and, for information, the same with a few scattered differences)
+The dumps are written once into DIR and read through the page cache (warmed before timing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)
+
+import numpy as np  # noqa: E402
+
+
+def best(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def build_dumps(directory: str, size: int) -> tuple[str, str]:
+    a_path, b_path = os.path.join(directory, "stats_a.bin"), os.path.join(directory, "stats_b.bin")
+    if os.path.exists(a_path) and os.path.getsize(a_path) == size and os.path.exists(b_path):
+        return a_path, b_path
+    rng = np.random.default_rng(3)
+    step = 64 << 20
+    with open(a_path, "wb") as fa, open(b_path, "wb") as fb:
+        for pos in range(0, size, step):
+            block = rng.integers(0, 256, min(step, size - pos), dtype=np.uint8)
+            fa.write(block.tobytes())
+            where = rng.choice(block.size, block.size // 100, replace=False)  # 1 % of the bytes
+            block[where] += rng.integers(1, 4, where.size).astype(np.uint8)
+            fb.write(block.tobytes())
+    return a_path, b_path
+
+
+def warm(path: str) -> None:
+    with open(path, "rb", buffering=0) as fh:
+        buf = bytearray(16 << 20)
+        while fh.readinto(buf):
+            pass
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "forensics-bench"))
+    parser.add_argument("--float-mib", type=int, default=256)
+    parser.add_argument("--dump-mib", type=int, default=1024)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+
+    from forensics.diff import diff_dumps
+    from forensics.dump import open_dump
+    from forensics.layout import RecordLayout
+    from forensics.stats import error_stats
+
+    n = (args.float_mib << 20) // 4
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal(n, dtype=np.float32)
+    b = a + rng.standard_normal(n, dtype=np.float32) * np.float32(1e-4)
+    t_stats = best(lambda: error_stats(a, b), args.repeat)
+    t_allclose = best(lambda: np.allclose(a, b), args.repeat)
+    ratio = t_stats / t_allclose
+    print(f"stats     {args.float_mib} MiB float32 x2: error_stats {t_stats:.3f} s vs numpy.allclose "
+          f"{t_allclose:.3f} s = {ratio:.2f}x (goal <= 1.5x) {'OK' if ratio <= 1.5 else 'MISSED'}")
+    del a, b
+
+    os.makedirs(args.dir, exist_ok=True)
+    pa, pb = build_dumps(args.dir, args.dump_mib << 20)
+    warm(pa)
+    warm(pb)
+    da, db = open_dump(pa), open_dump(pb)
+    layout = RecordLayout(record_size=4, scale=1 / 256, zero_point=0)
+    t_with = best(lambda: diff_dumps(da, db, layout), args.repeat)
+    t_without = best(lambda: diff_dumps(da, db, layout, stats=False), args.repeat)
+    ratio = t_with / t_without
+    print(f"diff      {args.dump_mib} MiB uint8 x2, 1 % of bytes differ: with statistics {t_with:.3f} s vs "
+          f"without {t_without:.3f} s = {ratio:.2f}x (goal <= 1.2x) {'OK' if ratio <= 1.2 else 'MISSED'}")
+
+    # For information (no goal): the sparse case, a few differing records in the same A.
+    sparse = os.path.join(args.dir, "stats_sparse_b.bin")
+    if not (os.path.exists(sparse) and os.path.getsize(sparse) == os.path.getsize(pa)):
+        rng = np.random.default_rng(5)
+        with open(pa, "rb") as fin, open(sparse, "wb") as fout:
+            for block in iter(lambda: fin.read(64 << 20), b""):
+                arr = np.frombuffer(block, np.uint8).copy()
+                arr[rng.integers(0, arr.size, 50)] ^= 0x5A
+                fout.write(arr.tobytes())
+    warm(sparse)
+    ds = open_dump(sparse)
+    t_with = best(lambda: diff_dumps(da, ds, layout), args.repeat)
+    t_without = best(lambda: diff_dumps(da, ds, layout, stats=False), args.repeat)
+    print(f"diff      {args.dump_mib} MiB uint8 x2, 50 bytes per 64 MiB differ: with statistics {t_with:.3f} s vs "
+          f"without {t_without:.3f} s = {t_with / t_without:.2f}x (for information)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

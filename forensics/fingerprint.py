@@ -1,0 +1,405 @@
+"""Fingerprints: what a kernel driver can afford to log about a buffer, computed here and checked from a log.
+
+A driver prints, for each buffer it uploads, its size, CRC32 (zlib's), the xor-fold of its little-endian
+64-bit words (the trailing partial word zero-extended), 16 bytes at HEAD / MID / TAIL (offsets as
+`forensics crc` picks them) and, per page, the first and last 8 bytes. `fingerprint_dump` computes them;
+`parse_log` reads them back from a driver log (the one-line `[FP]` form, the `[INPUT-CHK]` page style,
+`size` / `CRC32` / `HEAD` lines, or a user pattern); `verify_log` checks every logged value against files.
+
+The `[FP]` line (one per buffer; anything may precede it, e.g. DbgView columns):
+`[FP] <tag> size=<dec> crc32=0x<8 hex> xor64=0x<16 hex> head@0x<hex>=<bytes> mid@0x<hex>=<bytes> tail@0x<hex>=<bytes>`
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from forensics.crc import PEEK, crc_dump, format_crc
+from forensics.dump import Dump
+from forensics.errors import InputError
+
+EDGE = 8  # bytes of a page's first8 / last8
+_TAG = re.compile(r"^[A-Za-z0-9_.:-]+$")
+
+
+def xor_fold64(dump: Dump, *, progress=None) -> int:
+    """XOR of all little-endian 64-bit words of the dump, the trailing partial word zero-extended."""
+    acc = np.uint64(0)
+    carry = b""
+    for pos, view in dump.iter_chunks():
+        block = carry + bytes(view) if carry else view
+        whole = len(block) // 8 * 8
+        if whole:
+            acc ^= np.bitwise_xor.reduce(np.frombuffer(block[:whole], dtype="<u8"))
+        carry = bytes(block[whole:])
+        if progress is not None:
+            progress(pos + len(view), dump.size)
+    if carry:
+        acc ^= np.uint64(int.from_bytes(carry.ljust(8, b"\0"), "little"))
+    return int(acc)
+
+
+def peek_offsets(size: int) -> dict[str, int]:
+    """HEAD / MID / TAIL offsets exactly as `forensics crc` picks them."""
+    return {"head": 0, "mid": max(0, size // 2 - PEEK // 2), "tail": max(0, size - PEEK)}
+
+
+def default_tag(path: str) -> str:
+    stem = os.path.splitext(os.path.basename(path))[0]
+    tag = re.sub(r"[^A-Za-z0-9_.:-]", "_", stem)
+    return tag or "buffer"
+
+
+@dataclass(frozen=True)
+class PageEdges:
+    index: int
+    first8: bytes
+    last8_offset: int
+    last8: bytes
+
+    def to_dict(self) -> dict:
+        return {"page": self.index, "first8": self.first8.hex(" "), "last8_offset": self.last8_offset,
+                "last8": self.last8.hex(" ")}
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    tag: str
+    path: str
+    size: int
+    crc32: int
+    xor64: int
+    head: bytes
+    mid_offset: int
+    mid: bytes
+    tail_offset: int
+    tail: bytes
+    page_size: int
+    pages: tuple[PageEdges, ...]
+    source: dict = field(default_factory=dict)
+
+    def fp_line(self) -> str:
+        """The one-line `[FP]` form (lowercase hex)."""
+        return (f"[FP] {self.tag} size={self.size} crc32={format_crc(self.crc32)} xor64=0x{self.xor64:016x} "
+                f"head@0x0={self.head.hex(' ')} mid@0x{self.mid_offset:x}={self.mid.hex(' ')} "
+                f"tail@0x{self.tail_offset:x}={self.tail.hex(' ')}")
+
+    def to_dict(self) -> dict:
+        return {
+            "tag": self.tag, "path": self.path, "size": self.size, "crc32": format_crc(self.crc32),
+            "xor64": f"0x{self.xor64:016x}", "head": {"offset": 0, "bytes": self.head.hex(" ")},
+            "mid": {"offset": self.mid_offset, "bytes": self.mid.hex(" ")},
+            "tail": {"offset": self.tail_offset, "bytes": self.tail.hex(" ")},
+            "page_size": self.page_size, "pages": [p.to_dict() for p in self.pages],
+            "fp_line": self.fp_line(), **self.source,
+        }
+
+
+def page_edges(dump: Dump, page_size: int) -> tuple[PageEdges, ...]:
+    if page_size <= 0:
+        raise InputError(f"page size must be positive, got {page_size}")
+    out = []
+    for index in range((dump.size + page_size - 1) // page_size):
+        start = index * page_size
+        end = min(start + page_size, dump.size)
+        last = max(start, end - EDGE)
+        out.append(PageEdges(index, dump.read(start, min(EDGE, end - start)), last, dump.read(last, end - last)))
+    return tuple(out)
+
+
+def fingerprint_dump(dump: Dump, *, page_size: int = 4096, tag: str | None = None, progress=None) -> Fingerprint:
+    """Every value a driver may log for this dump (`progress(done, total)` is called while streaming)."""
+    tag = tag or default_tag(dump.path)
+    if not _TAG.match(tag):
+        raise InputError(f"tag {tag!r} must be letters, digits and _ . : - only")
+    crc = crc_dump(dump)
+    offsets = peek_offsets(dump.size)
+    return Fingerprint(
+        tag=tag, path=dump.path, size=dump.size, crc32=crc.crc32, xor64=xor_fold64(dump, progress=progress),
+        head=crc.head, mid_offset=offsets["mid"], mid=crc.mid, tail_offset=offsets["tail"], tail=crc.tail,
+        page_size=page_size, pages=page_edges(dump, page_size),
+        source={k: v for k, v in dump.source().items() if k != "path" and v != "binary"},
+    )
+
+
+# --- reading a driver log ------------------------------------------------------------------------------
+
+_BYTES = r"((?:[0-9A-Fa-f]{2}[ \t]){0,63}[0-9A-Fa-f]{2}|)"
+_NUM = r"(0[xX][0-9A-Fa-f]+|\d+)"
+FP_LINE = re.compile(
+    r"\[FP\]\s+(?P<tag>[A-Za-z0-9_.:-]+)\s+size=(?P<size>\d+)\s+crc32=0[xX](?P<crc32>[0-9A-Fa-f]{8})\s+"
+    r"xor64=0[xX](?P<xor64>[0-9A-Fa-f]{16})\s+head@0[xX](?P<head_at>[0-9A-Fa-f]+)=(?P<head>" + _BYTES[1:-1] + r")"
+    r"\s+mid@0[xX](?P<mid_at>[0-9A-Fa-f]+)=(?P<mid>" + _BYTES[1:-1] + r")"
+    r"\s+tail@0[xX](?P<tail_at>[0-9A-Fa-f]+)=(?P<tail>" + _BYTES[1:-1] + r")\s*$")
+_CHK_TAG = re.compile(r"\[([A-Za-z0-9_.:]+)-CHK\]")
+_PAGE = re.compile(r"\bpage\[(\d+)\](?:\s*\(last\))?\s*first8\s*=\s*" + _BYTES, re.I)
+_LAST8 = re.compile(r"\blast8\s*\(\s*@\s*" + _NUM + r"\s*\)\s*=\s*" + _BYTES, re.I)
+_XOR = re.compile(r"\bxor(?:-?fold)?(?:-?64)?\b[^=\n]*=\s*0[xX]([0-9A-Fa-f]{1,16})\b(?:\s+over\s+([\d,]+)\s+bytes)?",
+                  re.I)
+_SIZE = re.compile(r"\bsize\s*[=:]\s*([\d,]+)\b(?:\s*bytes)?", re.I)
+_CRC = re.compile(r"\bcrc-?32\s*[=:]\s*(?:0[xX])?([0-9A-Fa-f]{8})\b", re.I)
+_PEEK = re.compile(r"\b(head|mid|tail)\b\s*(?:@\s*" + _NUM + r")?\s*[=:]\s*" + _BYTES + r"\s*$", re.I)
+_CRC_TABLE_PEEK = re.compile(r"^\s*(HEAD|MID|TAIL)?\s+0x([0-9a-f]+)\s+" + _BYTES + r"(?:\s{2,}\S.*)?$")
+_CRC_TABLE_FILE = re.compile(r"^\s*(\S+)\s+([\d,]+)\s+0x([0-9a-f]{8})(?:\s+(?:-|MATCH|DIFFER)\s*)?$")
+PATTERN_GROUPS = ("offset", "page", "bytes", "crc32", "xor64", "size")
+
+
+@dataclass(frozen=True)
+class Logged:
+    """One value a log states about a buffer: kind is size / crc32 / xor64 / bytes."""
+
+    tag: str | None
+    kind: str
+    expected: object  # int for size / crc32 / xor64, bytes for a byte run
+    line: int
+    label: str
+    offset: int | None = None  # byte runs: absolute offset; pages are resolved with the page size
+
+
+def _hexbytes(text: str) -> bytes:
+    return bytes.fromhex("".join(text.split()))
+
+
+def _int(text: str) -> int:
+    return int(text.replace(",", ""), 0)
+
+
+def _parse_line(line: str, lineno: int, page_size: int, pattern, tag_now: str | None) -> list[Logged]:
+    out: list[Logged] = []
+    if pattern is not None:
+        m = pattern.search(line)
+        if not m:
+            return out
+        g = {k: v for k, v in m.groupdict().items() if v is not None}
+        tag = g.get("tag", tag_now)
+        if "bytes" in g:
+            if "offset" in g:
+                offset = _int(g["offset"])
+            elif "page" in g:
+                offset = _int(g["page"]) * page_size
+            else:
+                raise InputError(f"line {lineno}: --pattern matched bytes without an 'offset' or 'page' group")
+            out.append(Logged(tag, "bytes", _hexbytes(g["bytes"]), lineno, f"bytes@0x{offset:x}", offset))
+        if "crc32" in g:
+            out.append(Logged(tag, "crc32", int(g["crc32"].lower().removeprefix("0x"), 16), lineno, "crc32"))
+        if "xor64" in g:
+            out.append(Logged(tag, "xor64", int(g["xor64"].lower().removeprefix("0x"), 16), lineno, "xor64"))
+        if "size" in g:
+            out.append(Logged(tag, "size", _int(g["size"]), lineno, "size"))
+        return out
+    m = FP_LINE.search(line)
+    if m:
+        tag = m["tag"]
+        out.append(Logged(tag, "size", int(m["size"]), lineno, "size"))
+        out.append(Logged(tag, "crc32", int(m["crc32"], 16), lineno, "crc32"))
+        out.append(Logged(tag, "xor64", int(m["xor64"], 16), lineno, "xor64"))
+        for part in ("head", "mid", "tail"):
+            offset = int(m[part + "_at"], 16)
+            out.append(Logged(tag, "bytes", _hexbytes(m[part]), lineno, f"{part}@0x{offset:x}", offset))
+        return out
+    chk = _CHK_TAG.search(line)
+    tag = chk.group(1) if chk else tag_now
+    found_any = False
+    page = _PAGE.search(line)
+    if page:
+        index = int(page.group(1))
+        out.append(Logged(tag, "bytes", _hexbytes(page.group(2)), lineno, f"page[{index}] first8",
+                          index * page_size))
+        found_any = True
+    last8 = _LAST8.search(line)
+    if last8:
+        offset = int(last8.group(1), 0)
+        out.append(Logged(tag, "bytes", _hexbytes(last8.group(2)), lineno, f"last8@0x{offset:x}", offset))
+        found_any = True
+    xor = _XOR.search(line)
+    if xor:
+        out.append(Logged(tag, "xor64", int(xor.group(1), 16), lineno, "xor64"))
+        if xor.group(2):
+            out.append(Logged(tag, "size", _int(xor.group(2)), lineno, "size"))
+        found_any = True
+    if found_any:
+        return out
+    crc = _CRC.search(line)
+    if crc:
+        out.append(Logged(tag, "crc32", int(crc.group(1), 16), lineno, "crc32"))
+    size = _SIZE.search(line)
+    if size:
+        out.append(Logged(tag, "size", _int(size.group(1)), lineno, "size"))
+    peek = _PEEK.search(line)
+    if peek:
+        part = peek.group(1).lower()
+        offset = int(peek.group(2), 0) if peek.group(2) else (0 if part == "head" else None)
+        label = part if peek.group(2) is None else f"{part}@0x{offset:x}"
+        # MID / TAIL without an offset (offset None) are read where `forensics crc` takes them
+        out.append(Logged(tag, "bytes", _hexbytes(peek.group(3)), lineno, label, offset))
+    return out
+
+
+def _parse_crc_table(lines: list[str]) -> list[Logged]:
+    """`forensics crc` output pasted into a log: the files table and the HEAD / MID / TAIL rows."""
+    out: list[Logged] = []
+    part = None
+    for lineno, line in enumerate(lines, start=1):
+        m = _CRC_TABLE_FILE.match(line)
+        if m and not line.lstrip().startswith(("HEAD", "MID", "TAIL")):
+            tag = default_tag(m.group(1))
+            out.append(Logged(tag, "size", _int(m.group(2)), lineno, "size"))
+            out.append(Logged(tag, "crc32", int(m.group(3), 16), lineno, "crc32"))
+            continue
+        m = _CRC_TABLE_PEEK.match(line)
+        if m and (m.group(1) or part):
+            part = (m.group(1) or part).lower()
+            rest = line[m.end(3):].strip()
+            tag = default_tag(rest) if rest else None
+            offset = int(m.group(2), 16)
+            out.append(Logged(tag, "bytes", _hexbytes(m.group(3)), lineno, f"{part}@0x{offset:x}", offset))
+    return out
+
+
+def parse_log(text: str, *, path: str = "<log>", page_size: int = 4096, pattern: str | None = None) -> list[Logged]:
+    """Every fingerprint value in a driver log. A log without any is an InputError naming it."""
+    compiled = None
+    if pattern is not None:
+        try:
+            compiled = re.compile(pattern)
+        except re.error as exc:
+            raise InputError("{pattern} is not a regular expression: " + str(exc).replace("{", "{{").replace("}", "}}"),
+                             params=True) from None
+        if not set(compiled.groupindex) & set(PATTERN_GROUPS):
+            raise InputError(f"pattern needs a named group among {', '.join(PATTERN_GROUPS)}, e.g. "
+                             r"(?P<crc32>[0-9a-f]{8})")
+    lines = text.splitlines()
+    if compiled is None and any(l.lstrip().startswith(("HEAD ", "MID ", "TAIL ")) for l in lines[:2000]) \
+            and any("CRC32" in l for l in lines[:50]):
+        found = _parse_crc_table(lines)
+    else:
+        found = []
+        for lineno, line in enumerate(lines, start=1):
+            try:
+                found.extend(_parse_line(line, lineno, page_size, compiled, None))
+            except ValueError:
+                raise InputError(f"line {lineno}: malformed fingerprint value", path) from None
+    if not found:
+        raise InputError("no fingerprints found (expected [FP] lines, [..-CHK] page / xor-fold lines, size / "
+                         "CRC32 / HEAD / MID / TAIL lines, or lines matching --pattern)", path)
+    return found
+
+
+# --- checking a log against files ----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Check:
+    tag: str | None
+    file: str
+    kind: str
+    label: str
+    line: int
+    offset: int | None
+    expected: str
+    found: str
+    match: bool
+
+    def to_dict(self) -> dict:
+        return {"tag": self.tag, "file": self.file, "kind": self.kind, "what": self.label, "line": self.line,
+                "offset": self.offset, "expected": self.expected, "found": self.found, "match": self.match}
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    log: str
+    checks: tuple[Check, ...]
+    unassigned: tuple[str, ...]  # tags in the log with no file to check them against
+    sources: tuple[dict, ...] = ()
+
+    @property
+    def match(self) -> bool:
+        return bool(self.checks) and all(c.match for c in self.checks)
+
+    @property
+    def verdict(self) -> str:
+        return "MATCH" if self.match else "DIFFER"
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.match else 1
+
+    def to_dict(self) -> dict:
+        return {"log": self.log, "verdict": self.verdict, "checks": [c.to_dict() for c in self.checks],
+                "matched": sum(c.match for c in self.checks), "differ": sum(not c.match for c in self.checks),
+                "unassigned_tags": list(self.unassigned), "files": list(self.sources)}
+
+
+def _assign(tags: list, files: list[str], buffers: dict[str, str]) -> dict:
+    """tag -> file: --buffer TAG=FILE first, then a file whose stem is the tag, then the only file."""
+    stems = {}
+    for f in files:
+        stems.setdefault(default_tag(f).lower(), f)
+    out = {}
+    for tag in tags:
+        if tag is not None and tag in buffers:
+            out[tag] = buffers[tag]
+        elif tag is not None and tag.lower() in stems:
+            out[tag] = stems[tag.lower()]
+        elif tag is not None and tag.lower() in {t.lower() for t in buffers}:
+            out[tag] = next(v for k, v in buffers.items() if k.lower() == tag.lower())
+        elif len(files) == 1:  # the only positional file takes every buffer not named otherwise
+            out[tag] = files[0]
+    return out
+
+
+def verify_log(log_path: str, files=(), *, buffers: dict[str, str] | None = None, page_size: int = 4096,
+               pattern: str | None = None, progress=None, **dump_options) -> VerifyReport:
+    """Check every fingerprint value of a driver log against the files (dump_options go to open_dump)."""
+    from forensics.dump import open_dump
+    from forensics.textdump import read_text_file
+
+    buffers = dict(buffers or {})
+    text, _ = read_text_file(log_path, "a driver log")
+    logged = parse_log(text, path=log_path, page_size=page_size, pattern=pattern)
+    if not files and not buffers:
+        raise InputError("give the files to check: FILE... or {buffer:TAG=FILE}", params=True)
+    tags = list(dict.fromkeys(item.tag for item in logged))
+    where = _assign(tags, list(files), buffers)
+    dumps: dict[str, Dump] = {}
+    cache: dict[tuple, object] = {}
+    checks = []
+    for item in logged:
+        path = where.get(item.tag)
+        if path is None:
+            continue
+        if path not in dumps:
+            dumps[path] = open_dump(path, allow_empty=True, use_sidecar=False, **dump_options)
+        dump = dumps[path]
+        offset = item.offset
+        if item.kind == "size":
+            expected, found = f"{item.expected:,}", f"{dump.size:,}"
+            match = item.expected == dump.size
+        elif item.kind == "crc32":
+            key = ("crc", path)
+            if key not in cache:
+                cache[key] = crc_dump(dump).crc32
+            expected, found = format_crc(item.expected), format_crc(cache[key])
+            match = item.expected == cache[key]
+        elif item.kind == "xor64":
+            key = ("xor", path)
+            if key not in cache:
+                cache[key] = xor_fold64(dump, progress=progress)
+            expected, found = f"0x{item.expected:016x}", f"0x{cache[key]:016x}"
+            match = item.expected == cache[key]
+        else:
+            if offset is None:  # MID / TAIL named without an offset: where `forensics crc` takes them
+                offset = peek_offsets(dump.size)[item.label]
+            got = dump.read(offset, len(item.expected))
+            expected, found = item.expected.hex(" "), got.hex(" ") if got else "(past the end)"
+            match = got == item.expected
+        checks.append(Check(item.tag, path, item.kind, item.label, item.line, offset, expected, found, match))
+    unassigned = tuple(sorted({str(t) if t is not None else "(untagged)" for t in tags if t not in where}))
+    if not checks:
+        names = ", ".join(unassigned)
+        raise InputError(f"no file given for the buffers the log names ({names}): use {{buffer:TAG=FILE}}", log_path,
+                         params=True)
+    return VerifyReport(log_path, tuple(checks), unassigned, tuple(d.source() for d in dumps.values()))

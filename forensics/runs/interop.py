@@ -1,0 +1,230 @@
+"""A run's buffers to and from other tools' formats: NumPy .npz and Polygraphy's RunResults JSON.
+
+Names: every buffer is exported under its label (`input`, `raw:convert_scores`, `tensor:Squeeze1`), as a
+typed array (dtype and shape from the manifest; a flat uint8 array when the manifest says neither or they do
+not fit the size). Importing reads the same names back: `STAGE:TENSOR` or a stage alone; any other name
+(a Polygraphy runner's output names) becomes a `tensor` buffer of that name.
+
+Polygraphy's RunResults JSON (what `polygraphy run --save-outputs` writes and `--load-outputs` reads):
+`{"lst": [[runner_name, [iteration, ...]], ...], "polygraphy_class": "RunResults"}`, an iteration being
+`{"outputs": {name: {"values": {"array": <base64 of an .npy file>, "polygraphy_class": "ndarray"},
+"polygraphy_class": "LazyArray"}}, "runtime": null, "runner_name": ..., "polygraphy_class": "IterationResult"}`.
+Written here with the standard library and numpy's own .npy writer; read back the same way (one runner,
+the first iteration), never with pickle.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import os
+import zipfile
+from dataclasses import dataclass
+
+import numpy as np
+
+from forensics.errors import InputError
+from forensics.runs.run import STAGES, Run, load_run, write_run
+
+FORMATS = ("npz", "polygraphy")
+MAX_JSON = 1 << 30
+_CLASS = "polygraphy_class"
+
+
+def _array(run: Run, entry) -> np.ndarray:
+    data = np.fromfile(run.file_path(entry), dtype=np.uint8)
+    try:
+        dtype = np.dtype(entry.dtype or "uint8")
+    except TypeError:
+        dtype = np.dtype(np.uint8)
+    if dtype.itemsize > 1:
+        dtype = dtype.newbyteorder("<")
+    if data.size % dtype.itemsize:
+        return data
+    values = data.view(dtype)
+    if entry.shape is not None and int(np.prod(entry.shape)) == values.size:
+        values = values.reshape(entry.shape)
+    return values
+
+
+def run_arrays(run) -> dict[str, np.ndarray]:
+    """label -> typed array, in the run's order."""
+    run = run if isinstance(run, Run) else load_run(run)
+    out = {}
+    for entry in run.buffers:
+        path = run.file_path(entry)
+        if not os.path.isfile(path):
+            raise InputError(f"buffer {entry.label} is missing", path)
+        out[entry.label] = _array(run, entry)
+    return out
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    run: str
+    format: str
+    output: str
+    arrays: tuple[tuple[str, str, tuple[int, ...]], ...]  # (name, dtype, shape)
+
+    def to_dict(self) -> dict:
+        return {"run": self.run, "format": self.format, "output": self.output,
+                "arrays": [{"name": n, "dtype": d, "shape": list(s)} for n, d, s in self.arrays]}
+
+
+def _npy_bytes(array: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    np.save(buf, array, allow_pickle=False)
+    return buf.getvalue()
+
+
+def polygraphy_document(arrays: dict[str, np.ndarray], runner: str) -> dict:
+    outputs = {name: {"values": {"array": base64.b64encode(_npy_bytes(a)).decode("ascii"), _CLASS: "ndarray"},
+                      _CLASS: "LazyArray"} for name, a in arrays.items()}
+    iteration = {"outputs": outputs, "runtime": None, "runner_name": runner, _CLASS: "IterationResult"}
+    return {"lst": [[runner, [iteration]]], _CLASS: "RunResults"}
+
+
+def export_run(run, fmt: str, output) -> ExportResult:
+    """Write the run's buffers as `fmt` (npz or polygraphy) to `output`, atomically."""
+    from forensics.outputs import atomic_write
+
+    if fmt not in FORMATS:
+        raise InputError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    run = run if isinstance(run, Run) else load_run(run)
+    arrays = run_arrays(run)
+    output = os.fspath(output)
+    try:
+        if fmt == "npz":
+            with atomic_write(output, "wb") as fh:
+                np.savez(fh, **arrays)
+        else:
+            text = json.dumps(polygraphy_document(arrays, run.source), indent=1)
+            with atomic_write(output, "w") as fh:
+                fh.write(text)
+    except OSError as exc:
+        raise InputError(f"cannot write: {exc.strerror or exc}", output) from None
+    return ExportResult(run.path, fmt, output,
+                        tuple((n, a.dtype.name, tuple(a.shape)) for n, a in arrays.items()))
+
+
+# --- reading -----------------------------------------------------------------------------------------------
+
+def _load_npy(data: bytes, name: str, path: str) -> np.ndarray:
+    try:
+        array = np.load(io.BytesIO(data), allow_pickle=False)
+    except (ValueError, OSError, EOFError) as exc:
+        raise InputError(f"array {name!r} is not a valid .npy payload ({exc})", path) from None
+    if not isinstance(array, np.ndarray) or array.dtype.hasobject:
+        raise InputError(f"array {name!r} is not a numeric array", path)
+    return array
+
+
+def read_npz(path) -> dict[str, np.ndarray]:
+    path = os.fspath(path)
+    from forensics.dump import check_readable_file
+
+    check_readable_file(path)
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            if not isinstance(archive, np.lib.npyio.NpzFile):
+                raise InputError("is a single .npy array, not an .npz archive", path)
+            out = {}
+            for name in archive.files:
+                array = archive[name]
+                if array.dtype.hasobject:
+                    raise InputError(f"array {name!r} is not a numeric array", path)
+                out[name] = array
+    except InputError:
+        raise
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile, KeyError) as exc:
+        raise InputError(f"not a readable .npz archive ({exc})", path) from None
+    if not out:
+        raise InputError("the archive holds no arrays", path)
+    return out
+
+
+def read_polygraphy(path) -> tuple[str, dict[str, np.ndarray]]:
+    """(runner name, outputs) of the first runner's first iteration of a RunResults JSON file."""
+    path = os.fspath(path)
+    from forensics.dump import check_readable_file
+
+    if check_readable_file(path) > MAX_JSON:
+        raise InputError("is larger than 1 GiB", path)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            doc = json.load(fh)
+    except UnicodeDecodeError:
+        raise InputError("is not UTF-8 text", path) from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"malformed JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", path) from None
+    if not isinstance(doc, dict) or doc.get(_CLASS) != "RunResults" or not isinstance(doc.get("lst"), list):
+        raise InputError("not a Polygraphy RunResults file (expected {\"lst\": [...], \"polygraphy_class\": "
+                         "\"RunResults\"})", path)
+    if not doc["lst"]:
+        raise InputError("the RunResults hold no runner", path)
+    entry = doc["lst"][0]
+    if not (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], str) and isinstance(entry[1], list)
+            and entry[1] and isinstance(entry[1][0], dict) and isinstance(entry[1][0].get("outputs"), dict)):
+        raise InputError("lst[0] must be [runner_name, [{\"outputs\": {...}}, ...]]", path)
+    out = {}
+    for name, value in entry[1][0]["outputs"].items():
+        payload = value.get("values", value) if isinstance(value, dict) else None
+        text = payload.get("array") if isinstance(payload, dict) else None
+        if not isinstance(text, str):
+            raise InputError(f"output {name!r} has no base64 \"array\"", path)
+        try:
+            data = base64.b64decode(text.encode("ascii"), validate=True)
+        except (ValueError, UnicodeEncodeError):
+            raise InputError(f"output {name!r}: \"array\" is not base64", path) from None
+        out[name] = _load_npy(data, name, path)
+    if not out:
+        raise InputError("the first iteration has no outputs", path)
+    return entry[0], out
+
+
+@dataclass(frozen=True)
+class ArraysIngest:
+    run: Run
+    added: tuple[str, ...]
+    source_format: str
+
+    def to_dict(self) -> dict:
+        return {"run": self.run.path, "format": self.source_format, "added": list(self.added),
+                "buffers": [b.to_dict() for b in self.run.buffers]}
+
+
+def _stage_and_tensor(name: str) -> tuple[str, str]:
+    stage, sep, tensor = name.partition(":")
+    if stage in STAGES:
+        return stage, (tensor if sep and tensor else stage)
+    return "tensor", name
+
+
+def ingest_arrays(run_path, fmt: str, path, *, source: str | None = None) -> ArraysIngest:
+    """Add the arrays of an npz / Polygraphy file to the run at `run_path` (created when missing)."""
+    if fmt not in FORMATS:
+        raise InputError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    if fmt == "npz":
+        arrays = read_npz(path)
+        runner = None
+    else:
+        runner, arrays = read_polygraphy(path)
+    source = source or runner
+    if not source:
+        raise InputError("a run needs a source name: give {source:NAME}", params=True)
+    added = []
+    seen = set()
+    with write_run(run_path, source, add=True) as builder:
+        for name, array in arrays.items():
+            stage, tensor = _stage_and_tensor(name)
+            if (stage, tensor) in seen:
+                raise InputError(f"two arrays name the buffer {stage}:{tensor}", path)
+            seen.add((stage, tensor))
+            array = np.ascontiguousarray(array)
+            if array.dtype.byteorder == ">":
+                array = array.astype(array.dtype.newbyteorder("<"))
+            builder.add_bytes(stage, tensor, array.reshape(-1).view(np.uint8), dtype=array.dtype.name,
+                              shape=array.shape)
+            added.append(f"{stage}:{tensor}" if tensor != stage else stage)
+    return ArraysIngest(load_run(run_path), tuple(added), fmt)
