@@ -974,14 +974,27 @@ def _diagnose_context(dump_a, dump_b, *, model, tensor, **layout):
             raise first from None
 
 
+def _lsb(tolerance, atol):
+    """`tolerance` K or `atol` 'Klsb' (whole LSB of the bytes); None without either."""
+    if atol is None:
+        return tolerance
+    text = str(atol).strip().lower()
+    number = text[:-3] if text.endswith("lsb") else text
+    if not number.isdigit():
+        raise InputError(f"{{atol}} {atol!r}: diagnose compares bytes, give whole LSB (e.g. 1lsb)", params=True)
+    if tolerance is not None and tolerance != int(number):
+        raise InputError("give {tolerance} or {atol}, not both", params=True)
+    return int(number)
+
+
 def diagnose(a, b, *, previous=None, model=None, tensor=None, record=None, offset=None, fields=None, pad=None,
              scale=None, zero_point=None, sentinel=None, min_run: int = 16, window: int = 256,
              max_shift: int = 64 << 10, length: int | None = None, gap_fill: int | None = None,
-             progress=None) -> DiagnoseReport:
-    """`forensics diagnose A B`: name the classic bring-up bugs behind a differing pair; exit code 1 with
-    findings."""
+             progress=None, tolerance: int | None = None, atol=None) -> DiagnoseReport:
+    """`forensics diagnose A B`: the verdict (IDENTICAL / WITHIN TOLERANCE exit 0; EXPLAINED / PARTLY
+    EXPLAINED / UNEXPLAINED exit 1) and the named bugs behind a differing pair."""
+    from forensics.diagnose import diagnose_dumps
     from forensics.dump import open_dump
-    from forensics.runs.diagnose import diagnose_dumps
 
     options, offset = _slice(offset, length, gap_fill, layout=True)
     dump_a, dump_b = open_dump(a, **options), open_dump(b, **options)
@@ -991,10 +1004,37 @@ def diagnose(a, b, *, previous=None, model=None, tensor=None, record=None, offse
     patterns = [_hex_bytes(p) if isinstance(p, str) else p for p in (sentinel or ())]
     sentinels = [(f"0x{p.hex().upper()}", p) for p in patterns]
     result = diagnose_dumps(dump_a, dump_b, layout=context.layout, previous=earlier, model_view=context.view,
-                            sentinels=sentinels, min_run=min_run, max_shift=max_shift, window=window,
+                            model=os.fspath(model) if model is not None else None, sentinels=sentinels,
+                            tolerance=_lsb(tolerance, atol), min_run=min_run, max_shift=max_shift, window=window,
                             progress=progress)
-    return DiagnoseReport("diagnose", result, exitcodes.DIFFERENT if result.findings else exitcodes.SAME,
-                          rows_key="findings", dumps=(dump_a, dump_b, earlier))
+    return DiagnoseReport("diagnose", result, result.exit_code, rows_key="findings", dumps=(dump_a, dump_b, earlier))
+
+
+@dataclass(frozen=True)
+class SimulateReport(Report):
+    def to_dict(self) -> dict:
+        return self.result if isinstance(self.result, dict) else self.result.to_dict()
+
+    def renderables(self) -> list:
+        from forensics.render.diagnose import render_bug_list, render_simulated
+
+        if isinstance(self.result, dict):
+            return [render_bug_list([(b["kind"], b["usage"], b["description"]) for b in self.result["bugs"]])]
+        return render_simulated(self.result)
+
+
+def simulate(a=None, *, bug: str, output=None, previous=None) -> SimulateReport:
+    """`forensics simulate A --bug KIND[:PARAMS] -o B`: what A becomes under the bug, written atomically;
+    `bug="list"` lists the kinds."""
+    from forensics.simulate import BUG_HELP
+    from forensics.simulate import simulate as run
+
+    if bug == "list":
+        return SimulateReport("simulate", {"bugs": [{"kind": k, "usage": u, "description": d}
+                                                    for k, u, d in BUG_HELP]}, rows_key="bugs")
+    if a is None or output is None:
+        raise InputError("simulate needs A and {output} B (or bug 'list')", params=True)
+    return SimulateReport("simulate", run(a, bug, previous=previous, output=output))
 
 
 # --- csr ---------------------------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ LAYERS = (
     ("decode", ("decode/", "classes.py")),
     ("geometry", ("geometry.py",)),
     ("model dumps", ("modeldumps.py",)),
+    ("diagnosis", ("simulate.py", "diagnose.py")),
     ("registers", ("csr/",)),
     ("runs", ("runs/",)),
     ("rendering", ("render/",)),

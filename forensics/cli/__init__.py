@@ -37,7 +37,7 @@ COMMAND_HOMES = {
     "decode": "forensics.cli.decode", "tail": "forensics.cli.decode", "anchors-gen": "forensics.cli.decode",
     "capture": "forensics.cli.runs", "ingest": "forensics.cli.runs", "compare": "forensics.cli.runs",
     "export": "forensics.cli.runs",
-    "diagnose": "forensics.cli.diagnose",
+    "diagnose": "forensics.cli.diagnose", "simulate": "forensics.cli.diagnose",
     "csr": "forensics.cli.csr",
     "import": "forensics.cli.evidence", "fingerprint": "forensics.cli.evidence", "verify": "forensics.cli.evidence",
     "demo": "forensics.cli.evidence",

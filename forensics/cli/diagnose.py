@@ -21,15 +21,19 @@ def register(subparsers, parents) -> None:
         "diagnose", parents=parents, help="name the classic bring-up bug behind two differing dumps",
         description="Compare A (reference) with B (under test) and name the usual bugs with their evidence: "
                     "shift, fill (never written), stride (raw vs tensor layout), relayout, signedness, lane_swap "
-                    "(endianness), truncation, stale (with --previous), head_window. Exit 0 when no pattern "
-                    "fires (identical, or legitimately different), 1 with findings, 2 on bad input.")
+                    "(endianness), truncation, oversize, pitch, stale (with --previous), head_window. Verdicts: "
+                    "IDENTICAL and WITHIN TOLERANCE exit 0; EXPLAINED, PARTLY EXPLAINED and UNEXPLAINED exit 1 "
+                    "(a differing pair never exits 0 without a tolerance); 2 on bad input.")
     p.add_argument("a", metavar="A", help="reference dump (e.g. libedgetpu's)")
     p.add_argument("b", metavar="B", help="dump under test (e.g. your driver's)")
     p.add_argument("--previous", metavar="FILE", default=None,
                    help="the same buffer from an earlier run: is B stale (not rewritten this run)?")
     p.add_argument("--model", metavar="MODEL", default=None, help="the .tflite the dumps come from (with --tensor)")
     p.add_argument("--tensor", metavar="NAME", default=None,
-                   help="output tensor the dumps hold: raw (chip layout) or tensor sizes are recognised")
+                   help="tensor the dumps hold (input or output): raw (chip layout) or tensor sizes are recognised")
+    p.add_argument("--tolerance", type=non_negative_int, default=None, metavar="K",
+                   help="same-size pairs whose bytes differ by at most K LSB are WITHIN TOLERANCE (exit 0)")
+    p.add_argument("--atol", default=None, metavar="KLSB", help="the same as --tolerance K, written Klsb (1lsb)")
     add_layout_flags(p, count=False)
     p.add_argument("--sentinel", type=hex_pattern, action="append", metavar="HEX",
                    help="another prefill pattern to look for (besides cc, aa, 00, ff, cd, deadbeef, baadf00d)")
@@ -41,3 +45,19 @@ def register(subparsers, parents) -> None:
                    help="search for shifts up to this many bytes either way (default 65536)")
     add_slice_flags(p, offset=False)
     p.set_defaults(handler=cmd_diagnose)
+
+    p = subparsers.add_parser(
+        "simulate", parents=parents, help="what a reference dump becomes under a named driver bug",
+        description="Apply a bug generator (the same ones diagnose scores) to A and write B, e.g. to decode and "
+                    "draw a bug's downstream effect or to test a checker. --bug list shows the kinds.")
+    p.add_argument("a", metavar="A", nargs="?", help="reference dump")
+    p.add_argument("--bug", required=True, metavar="KIND[:PARAMS]", help="e.g. shift:4, stride:91:92:91, list")
+    p.add_argument("-o", "--output", metavar="B", default=None, help="where to write the buggy dump")
+    p.add_argument("--previous", metavar="FILE", default=None, help="the earlier run's buffer (for stale)")
+    p.set_defaults(handler=cmd_simulate)
+
+
+def cmd_simulate(args, out) -> int:
+    from forensics import reports
+
+    return show(reports.simulate(args.a, **options(args, "a")), args, out)

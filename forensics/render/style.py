@@ -12,6 +12,7 @@ from rich.text import Text
 VERDICT_STYLES = {
     "MATCH": "bold green", "IDENTICAL": "bold green", "OK": "bold green", "PASSED": "bold green",
     "CLEAN": "bold green", "WITHIN TOLERANCE": "bold green",
+    "EXPLAINED": "bold red", "PARTLY EXPLAINED": "bold red", "UNEXPLAINED": "bold red",
     "DIFFER": "bold red", "FAILED": "bold red", "FOUND": "bold red", "MISMATCH": "bold red",
     "WARNING": "bold yellow", "CHANGED": "bold yellow", "MISSING": "bold yellow", "ERROR": "bold yellow",
     "ONLY_A": "dim", "ONLY_B": "dim",

@@ -20,7 +20,7 @@ from forensics.diff import DiffResult, diff_dumps
 from forensics.dump import open_dump
 from forensics.errors import InputError
 from forensics.layout import RecordLayout
-from forensics.runs.diagnose import diagnose_dumps
+from forensics.diagnose import diagnose_dumps
 from forensics.runs.run import STAGES, BufferCheck, BufferEntry, Run, load_run, verify_run
 from forensics.stats import locator
 from forensics.tolerance import DIFFER, MATCH, WITHIN, TolerancePolicy
@@ -577,7 +577,7 @@ def _compare_pair(run_a, run_b, ca: BufferCheck, cb: BufferCheck, previous, geom
 
 
 def _diagnose(dump_a, dump_b, layout, previous: Run | None, entry: BufferEntry) -> tuple:
-    """The named bring-up bugs behind one differing buffer (forensics.runs.diagnose), with --previous for stale."""
+    """The named bring-up bugs behind one differing buffer (forensics.diagnose), with --previous for stale."""
     prev_dump = None
     if previous is not None:
         match = [b for b in previous.buffers if b.key == entry.key]

@@ -15,7 +15,7 @@ from forensics.coverage import analyse_coverage
 from forensics.dump import open_dump
 from forensics.errors import InputError
 from forensics.layout import RecordLayout
-from forensics.runs.diagnose import KINDS, Finding, diagnose_dumps
+from forensics.diagnose import KINDS, Finding, diagnose_dumps
 
 SCORES = "dumps/libedgetpu/convert_scores.bin"
 BOXES = "dumps/libedgetpu/Squeeze1.bin"
@@ -72,6 +72,7 @@ def test_moved_detection_is_clean_and_really_changes_the_decode(put):
     result = diagnose_dumps(SCORES, moved, layout=SCORES_LAYOUT)
     assert result.findings == (), [f.evidence for f in result.findings]
     assert result.records_differing == 2
+    assert result.verdict == "UNEXPLAINED" and result.exit_code == 1  # differing: never exit 0
 
 
 def test_other_scores_and_runtime_rounding_are_clean(put):
@@ -82,12 +83,16 @@ def test_other_scores_and_runtime_rounding_are_clean(put):
     busy = rng.choice(len(scores), 60, replace=False)
     scores[busy, 1] = rng.integers(1, 255, busy.size)
     scores[busy, 0] = 255 - scores[busy, 1]
-    assert diagnose_dumps(SCORES, put(scores.tobytes()), layout=SCORES_LAYOUT).findings == ()
+    other = diagnose_dumps(SCORES, put(scores.tobytes()), layout=SCORES_LAYOUT)
+    assert other.findings == () and other.verdict == "UNEXPLAINED" and other.exit_code == 1
     boxes = np.frombuffer(_read(BOXES), np.uint8).astype(np.int16)
     jitter = rng.integers(-1, 2, boxes.size)
     rounded = np.clip(boxes + jitter, 0, 255).astype(np.uint8)
     result = diagnose_dumps(BOXES, put(rounded.tobytes()))
-    assert result.records_differing > 1000 and result.findings == ()
+    assert result.records_differing > 1000 and result.findings == () and result.verdict == "UNEXPLAINED"
+    assert result.characterization["max_delta"] == 1
+    tolerated = diagnose_dumps(BOXES, put(rounded.tobytes()), tolerance=1)
+    assert tolerated.verdict == "WITHIN TOLERANCE" and tolerated.exit_code == 0
 
 
 # --- each heuristic fires ------------------------------------------------------------------------------------
@@ -116,6 +121,7 @@ def test_row_written_twice_is_a_local_shift():
 def test_fill_and_truncation_and_head_window_on_the_broken_dma():
     result = diagnose_dumps(SCORES, "dumps/broken/convert_scores.bin")
     assert result.kinds == ("fill", "truncation", "head_window")
+    assert result.verdict == "EXPLAINED" and result.explained_fraction == 1.0 and result.residual is None
     coverage = analyse_coverage(open_dump("dumps/broken/convert_scores.bin"), b"\xcc")  # a second reader
     fill = result.finding("fill")
     assert [(r["start"], r["end"]) for r in fill["ranges"]] == [tuple(r) for r in coverage.untouched_ranges]
@@ -148,7 +154,7 @@ def test_stride_raw_versus_tensor_without_a_model(put):
     stride = result.finding("stride")
     assert result.kinds == ("stride",)
     assert (stride["raw_side"], stride["raw_size"], stride["tensor_size"]) == ("A", 8136, 4068)
-    assert stride["records_equal"] == 2034 and stride["pad_constant"] == 0x80
+    assert stride["records_equal"] == 2034 and stride["pad_constant"] == 0x80 and stride["explains"] == 1.0
     flipped = diagnose_dumps(put(tensor), SCORES)
     assert flipped.finding("stride")["raw_side"] == "B"
 
@@ -173,26 +179,28 @@ def test_signedness(put):
     data = _read(BOXES)
     result = diagnose_dumps(BOXES, put(bytes(b ^ 0x80 for b in data)))
     assert result.kinds == ("signedness",) and result.finding("signedness")["lanes"] == [0, 1, 2, 3]
+    assert result.finding("signedness")["lanes_text"] == "0-3"
     # int16 elements: only the most significant byte (the second, little endian) flips
     words = np.frombuffer(data, "<u2") ^ 0x8000
     found = diagnose_dumps(BOXES, put(words.tobytes())).finding("signedness")
     assert found is not None and found["lanes"] == [1, 3]
 
 
-@pytest.mark.parametrize("perm,endianness", [((3, 2, 1, 0), True), ((1, 0, 3, 2), True), ((0, 2, 1, 3), False)])
-def test_lane_swap(put, perm, endianness):
+# A 16-bit swap inside 4-byte records is named at its own word size: (1, 0), whatever the record size.
+@pytest.mark.parametrize("perm,named,endianness", [((3, 2, 1, 0), (3, 2, 1, 0), True), ((1, 0, 3, 2), (1, 0), True),
+                                                   ((0, 2, 1, 3), (0, 2, 1, 3), False)])
+def test_lane_swap(put, perm, named, endianness):
     swapped = _records(_read(BOXES))[:, list(perm)].tobytes()
     result = diagnose_dumps(BOXES, put(swapped))
     found = result.finding("lane_swap")
-    assert result.kinds == ("lane_swap",)
-    assert tuple(found["permutation"]) == perm and found["endianness"] is endianness
-    assert found["records_matching"] == 2034
+    assert result.kinds == ("lane_swap",) and result.verdict == "EXPLAINED"
+    assert tuple(found["permutation"]) == named and found["endianness"] is endianness
 
 
 def test_lane_swap_on_mostly_uniform_scores(put):
     swapped = _records(_read(SCORES))[:, ::-1].tobytes()
     found = diagnose_dumps(SCORES, put(swapped), layout=SCORES_LAYOUT).finding("lane_swap")
-    assert found is not None and found["records_matching"] == 2034
+    assert found is not None and found["permutation"] == [3, 2, 1, 0] and found["explains"] == 1.0
 
 
 def test_relayout_records_in_another_order(put):
@@ -210,7 +218,10 @@ def test_truncation_shorter_either_side(put):
     found = result.finding("truncation")
     assert result.kinds == ("truncation",)
     assert found["shorter"] == "B" and found["missing_bytes"] == len(data) - 4000 and found["stops_at_record"] == 1000
-    assert diagnose_dumps(short, BOXES).finding("truncation")["shorter"] == "A"
+    # B longer and holding all of A: a larger allocation dumped whole, not A "stopping early"
+    longer = diagnose_dumps(short, BOXES)
+    assert longer.kinds == ("oversize",)
+    assert (longer.finding("oversize")["offset"], longer.finding("oversize")["extra_bytes"]) == (0, len(data) - 4000)
 
 
 def test_stale_buffer_from_the_previous_run(put):

@@ -1,0 +1,234 @@
+"""Benchmark: does `diagnose` name generated driver bugs right, and is it never silently wrong?
+
+  python benchmarks/bench_diagnose.py [--cases 600] [--seed 1] [--big-mib 256] [--skip-big]
+
+Part 1 builds references with the real SSD MobileNet v2 segment's layouts (raw convert_scores: 1,917 anchors
+of z=91 at a 92-byte stride, 176,368 bytes; its tensor, 174,447; Squeeze1 raw 7,672 / tensor 7,668; the
+19x19x576 feature-map input, 207,936 bytes; a 128x128x3 image input) with random contents, applies a random
+bug with random parameters (forensics.simulate generators) and runs diagnose_dumps without and with the
+model's layout. Prints the share of cases whose top finding names the bug (goal >= 95%), and the share of
+differing pairs given exit 0 (goal 0), with the misses by kind.
+
+Part 2 times `forensics diagnose` and `forensics diff` (the baseline, measured in the same run) on a
+--big-mib pair with a shifted block and an unwritten tail, and reports the ratio (goal <= 2) and both peak
+RSS figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from forensics.diagnose import diagnose_dumps  # noqa: E402
+from forensics.layout import RecordLayout  # noqa: E402
+from forensics.simulate import (SENTINEL_PATTERNS, Fill, LaneSwap, Oversize, Relayout, Shift,  # noqa: E402
+                                Signedness, Stale, Strided, Truncation, apply_bug, ArraySource)
+
+ANCHORS, Z, ZP = 1917, 91, 92
+
+
+def scores(rng, z=Z, stride=ZP, pad=0x80, tail=4):
+    """Per-anchor class scores: background high, most classes near 0, a few detections."""
+    rec = np.zeros((ANCHORS, stride), np.uint8)
+    rec[:, :z] = rng.integers(0, 4, (ANCHORS, z))
+    rec[:, 0] = rng.integers(200, 256, ANCHORS)
+    for a in rng.choice(ANCHORS, rng.integers(2, 30), replace=False):
+        rec[a, rng.integers(1, z)] = rng.integers(100, 256)
+        rec[a, 0] = rng.integers(0, 100)
+    rec[:, z:] = pad
+    return rec.tobytes() + bytes([pad]) * tail
+
+
+def boxes(rng, stride=4, tail=4):
+    return (np.clip(rng.normal(128, 20, (ANCHORS, stride)), 0, 255).astype(np.uint8).tobytes()
+            + bytes([0x80]) * tail)
+
+
+def feature_map(rng, y=19, x=19, z=576):
+    base = rng.integers(0, 40, (1, 1, z))
+    noise = rng.integers(0, 60, (y, x, z))
+    return np.clip(base + noise * (rng.random((y, x, 1)) > 0.3), 0, 255).astype(np.uint8).tobytes()
+
+
+def image(rng, h=128, w=128):
+    yy, xx = np.mgrid[0:h, 0:w]
+    img = np.stack([(yy * 2) % 256, (xx * 2) % 256, (yy + xx) % 256], -1) + rng.integers(0, 8, (h, w, 3))
+    return np.clip(img, 0, 255).astype(np.uint8).tobytes()
+
+
+# name -> (builder, record size, pad lanes, row bytes for pitch or None, raw z or None)
+REFERENCES = {
+    "convert_scores raw": (lambda r: scores(r), ZP, tuple(range(Z, ZP)), None, Z),
+    "convert_scores tensor": (lambda r: scores(r, stride=Z, tail=0), Z, (), None, Z),
+    "Squeeze1 raw": (lambda r: boxes(r), 4, (), None, None),
+    "Squeeze1 tensor": (lambda r: boxes(r, tail=0), 4, (), None, None),
+    "feature map input": (lambda r: feature_map(r), 576, (), 19 * 576, None),
+    "image input": (lambda r: image(r), 3, (), 128 * 3, None),
+}
+
+
+def random_bug(rng, name, data, rs, row, z, previous):
+    n = len(data)
+    kinds = ["shift", "shift_local", "fill", "truncation", "truncation_fill", "oversize", "signedness",
+             "lane_swap", "relayout", "stale"]
+    if z is not None:
+        kinds += ["stride", "stride"]
+    if row is not None:
+        kinds += ["pitch", "pitch"]
+    kind = kinds[rng.integers(len(kinds))]
+    if kind == "shift":
+        k = int(rng.integers(1, 257)) * (1 if rng.random() < 0.5 else -1)
+        return "shift", Shift(k)
+    if kind == "shift_local":
+        records = n // rs
+        lo = int(rng.integers(0, records // 2)) * rs
+        hi = min(n, lo + int(rng.integers(max(2, 256 // rs + 1), max(3, records // 3))) * rs)
+        k = rs * int(rng.choice([1, -1, 2]))
+        return "shift", Shift(k, max(lo, -k, 0) if k < 0 else lo, min(hi, n + k) if k < 0 else hi)
+    if kind == "fill":
+        lo = int(rng.integers(0, n - 256))
+        hi = min(n - 16, lo + int(rng.integers(64, max(65, n // 4))))
+        pat = SENTINEL_PATTERNS[rng.integers(len(SENTINEL_PATTERNS))]
+        return "fill", Fill(((lo, hi),), pat)
+    if kind == "truncation":
+        return "truncation", Truncation(int(rng.integers(n // 10, n - 16)))
+    if kind == "truncation_fill":
+        pat = SENTINEL_PATTERNS[rng.integers(len(SENTINEL_PATTERNS))]
+        return "truncation", Truncation(int(rng.integers(n // 10, n - 64)), pat)
+    if kind == "oversize":
+        extra = (-n) % 4096 or 4096 if rng.random() < 0.6 else int(rng.integers(16, 8192))
+        off = 0 if rng.random() < 0.7 else int(rng.integers(0, extra + 1))
+        return "oversize", Oversize(off, extra)
+    if kind == "signedness":
+        return "signedness", Signedness(1, (0,))
+    if kind == "lane_swap":
+        perm = [(1, 0), (3, 2, 1, 0), (7, 6, 5, 4, 3, 2, 1, 0)][rng.integers(3)]
+        if name == "image input" and rng.random() < 0.5:
+            perm = (2, 1, 0)
+        return "lane_swap", LaneSwap(perm)
+    if kind == "relayout":
+        order = rng.permutation(n // rs)
+        return "relayout", Relayout(rs, tuple(order.tolist()))
+    if kind == "stale":
+        src = ArraySource(previous)
+        if rng.random() < 0.5:
+            return "stale", Stale(src, ())
+        lo = int(rng.integers(0, n // 2))
+        return "stale", Stale(src, ((lo, min(n, lo + int(rng.integers(n // 8, n // 2)))),))
+    if kind == "stride":
+        p = -(-z // 4) * 4
+        if name.endswith("raw"):
+            return "stride", Strided(z, p, z, size=[ANCHORS * z, n][rng.integers(2)])
+        return "stride", Strided(z, z, p, size=[ANCHORS * p, n][rng.integers(2)])
+    if kind == "pitch":
+        align = int(rng.choice([16, 32, 64, 128, 256]))
+        pitch = -(-(row + 1) // align) * align
+        return "pitch", Strided(row, row, pitch, kind_name="pitch")
+    raise AssertionError(kind)
+
+
+def part1(cases: int, seed: int, tmp: str) -> None:
+    rng = np.random.default_rng(seed)
+    names = list(REFERENCES)
+    right = total = exit0 = differing = 0
+    misses = collections.Counter()
+    per_kind = collections.Counter()
+    t0 = time.perf_counter()
+    for i in range(cases):
+        name = names[i % len(names)]
+        build, rs, pad, row, z = REFERENCES[name]
+        a = build(rng)
+        prev = build(rng)
+        expected, bug = random_bug(rng, name, a, rs, row, z, prev)
+        b = apply_bug(bug, a)
+        if b == a:
+            continue
+        pa, pb, pp = (os.path.join(tmp, f"{x}.bin") for x in "abp")
+        for path, data in ((pa, a), (pb, b), (pp, prev)):
+            with open(path, "wb") as fh:
+                fh.write(data)
+        for layout in (None, RecordLayout(record_size=rs, pad_lanes=pad)):
+            result = diagnose_dumps(pa, pb, layout=layout, previous=pp if expected == "stale" else None)
+            total += 1
+            differing += 1
+            per_kind[expected] += 1
+            top = result.primary
+            if top == expected:
+                right += 1
+            else:
+                misses[(expected, top, name)] += 1
+            if result.exit_code == 0:
+                exit0 += 1
+    dt = time.perf_counter() - t0
+    print(f"part 1: {total} diagnoses of {total // 2} generated bug cases ({len(names)} reference layouts), "
+          f"{dt:.1f} s")
+    print(f"  named right (top finding is the generated kind): {right}/{total} = {100 * right / total:.1f}% "
+          "(goal >= 95%)")
+    print(f"  differing pairs given exit 0: {exit0}/{differing} = {100 * exit0 / max(1, differing):.2f}% (goal 0)")
+    print("  cases by kind: " + ", ".join(f"{k} {v}" for k, v in sorted(per_kind.items())))
+    for (exp, got, name), count in misses.most_common(12):
+        print(f"  miss: {exp} named {got} on {name} x{count}")
+
+
+def _timed(cmd) -> tuple[float, int]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ,
+                                                                                     "PYTHONPATH": ROOT})
+    dt = time.perf_counter() - t0
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"{' '.join(cmd)} failed: {proc.stderr.decode()[:200]}")
+    return dt, max(before, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+
+
+def part2(mib: int, tmp: str) -> None:
+    size = mib << 20
+    pa, pb = os.path.join(tmp, "big_a.bin"), os.path.join(tmp, "big_b.bin")
+    rng = np.random.default_rng(3)
+    block = 8 << 20
+    with open(pa, "wb") as fa, open(pb, "wb") as fb:
+        for lo in range(0, size, block):
+            a = rng.integers(0, 256, block, dtype=np.uint8)
+            b = a.copy()
+            if lo == size // 2:
+                b[4096:block] = a[:block - 4096]  # a block written 4 KiB late
+            if lo + block == size:
+                b[block // 2:] = 0xCC  # the tail never written
+            fa.write(a.tobytes())
+            fb.write(b.tobytes())
+    py = sys.executable
+    base = [py, "-m", "forensics"]
+    _timed(base + ["diff", pa, pb])  # warm the page cache
+    diff_t = min(_timed(base + ["diff", pa, pb])[0] for _ in range(2))
+    diag_t = min(_timed(base + ["diagnose", pa, pb])[0] for _ in range(2))
+    rss = _timed(base + ["diagnose", pa, pb])[1]
+    print(f"part 2: {mib} MiB pair: forensics diff {diff_t:.2f} s (baseline), forensics diagnose {diag_t:.2f} s, "
+          f"ratio {diag_t / diff_t:.2f} (goal <= 2); peak RSS of the child processes {rss / 1024:.0f} MiB")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--cases", type=int, default=600)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--big-mib", type=int, default=256)
+    p.add_argument("--skip-big", action="store_true")
+    args = p.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        part1(args.cases, args.seed, tmp)
+        if not args.skip_big:
+            part2(args.big_mib, tmp)
+
+
+if __name__ == "__main__":
+    main()

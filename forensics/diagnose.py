@@ -1,0 +1,1233 @@
+"""Name the bring-up bug behind two differing dumps, or say plainly that no known pattern explains them.
+
+One engine of hypotheses: every bug kind is a generator (forensics.simulate) that predicts B from A and the
+layout (the model's tensor shape and Edge TPU layer map when known, else the record size and searches over
+sizes, pad lanes and sampled shift windows). Each candidate is scored by how many of the differing bytes its
+prediction reproduces (`explains`) and how many equal bytes it would have changed; the most explaining, most
+specific candidate wins, and further candidates join while they explain what is left (shift + fill).
+The verdict follows from the share explained: IDENTICAL, WITHIN TOLERANCE (exit 0), EXPLAINED, PARTLY
+EXPLAINED, UNEXPLAINED (exit 1, with where the differences are and what they look like). A differing pair
+never exits 0 without a tolerance.
+
+Everything streams: one paired pass over both dumps in reused fixed-size buffers collects the CRCs, the
+differing bytes, histograms and sentinel runs; candidates are then scored on the whole pair when it is at
+most EXACT_LIMIT bytes, else on SAMPLE_BLOCKS blocks spread over it and over its differing chunks (the
+fractions are then estimates and `exact` is false). Memory stays bounded for GiB dumps.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from forensics.blocks import stream_pair
+from forensics.crc import format_crc
+from forensics.dump import Dump, _read_fully, open_dump
+from forensics.errors import InputError
+from forensics.layout import RecordLayout, layout_from
+from forensics.simulate import (Fill, LaneSwap, Oversize, Shift, Signedness, Stale, Strided, Truncation, ceil4,
+                                compress_lanes)
+
+KINDS = ("oversize", "truncation", "stride", "pitch", "shift", "lane_swap", "signedness", "stale", "fill",
+         "relayout", "head_window")
+VERDICTS = ("IDENTICAL", "WITHIN TOLERANCE", "EXPLAINED", "PARTLY EXPLAINED", "UNEXPLAINED")
+EXIT_CODES = {"IDENTICAL": 0, "WITHIN TOLERANCE": 0, "EXPLAINED": 1, "PARTLY EXPLAINED": 1, "UNEXPLAINED": 1}
+
+DEFAULT_CHUNK = 2 << 20       # bytes per paired read; three reused buffers of this size per scan
+DEFAULT_MIN_RUN = 16          # a sentinel run shorter than this is taken as data that happens to match
+DEFAULT_MAX_SHIFT = 64 << 10  # how far (bytes) shift detection searches either way around each window
+DEFAULT_WINDOW = 256          # the story's trap: the first 256 bytes shown by a hexdump
+SHIFT_WINDOW = 64             # bytes of B searched for in A
+SHIFT_SAMPLES = 16            # windows sampled across the differing chunks
+LANE_SAMPLE = 8192            # records per chunk that feed the lane-equality matrix
+MAX_LANE_RECORD = 8           # lane permutations are searched exhaustively up to this record size
+_HIST_SLICE = 1 << 16
+EXACT_LIMIT = 2 << 20         # pairs up to this size are scored on every byte
+SAMPLE_BLOCKS = 24            # larger pairs: this many blocks ...
+SAMPLE_BLOCK = 24 << 10       # ... of this size
+EXPLAINED_SHARE = 0.99        # EXPLAINED when the findings account for this share of the differing bytes
+MIN_SHARE = 0.05              # a candidate must explain this share of the differing bytes (or of what is left)
+MAX_FALSE = 0.05              # ... and change at most this many equal bytes per byte it explains
+MAX_WRONG = 0.1              # oversize / stride / pitch: at most this share of the bytes they place may be wrong
+MAX_STRIDE_Z = 4096
+RECORD_SET_LIMIT = 16 << 20   # relayout: compare the record multisets too when a dump is at most this big
+STRIDE_SLACK = 64             # bytes after the last record a layout may leave (size_bytes 176,368 = 1,917 x 92 + 4)
+MAX_CANDIDATES = 400
+
+# Prefill patterns drivers and allocators use (MSVC debug heap 0xCD, HeapAlloc 0xBAADF00D; both byte orders of
+# the 32-bit words, since a driver writes them as words on a little-endian host).
+SENTINELS = (
+    ("0xCC", b"\xcc"), ("0xAA", b"\xaa"), ("0x00", b"\x00"), ("0xFF", b"\xff"), ("0xCD", b"\xcd"),
+    ("DEADBEEF", bytes.fromhex("efbeadde")), ("DEADBEEF (big endian)", bytes.fromhex("deadbeef")),
+    ("BAADF00D", bytes.fromhex("0df0adba")), ("BAADF00D (big endian)", bytes.fromhex("baadf00d")),
+)
+
+_DISPLAY = ("stride", "pitch", "oversize", "shift", "signedness", "lane_swap", "relayout", "fill", "truncation",
+            "stale", "head_window")
+# Most specific first: when two candidates explain the same bytes, the earlier kind names them.
+_RANK = {k: i for i, k in enumerate(KINDS)}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One named bug pattern: `kind` (one of KINDS), the evidence sentence, what to do, structured details;
+    `explains` is the share of the differing bytes its simulation reproduces."""
+
+    kind: str
+    evidence: str
+    hint: str = ""
+    details: dict = field(default_factory=dict, compare=False, hash=False)
+    explains: float = 0.0
+
+    def __getitem__(self, key):
+        return self.to_dict()[key]
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "evidence": self.evidence, "hint": self.hint, "explains": self.explains,
+                **self.details}
+
+
+@dataclass(frozen=True)
+class DiagnoseResult:
+    path_a: str
+    path_b: str
+    size_a: int
+    size_b: int
+    crc32_a: int
+    crc32_b: int
+    record_size: int
+    records_compared: int
+    records_differing: int
+    bytes_differing: int
+    first_differing_offset: int | None
+    findings: tuple[Finding, ...]
+    previous: str | None = None
+    verdict: str = "IDENTICAL"
+    explained_fraction: float = 1.0
+    residual: dict | None = None
+    characterization: dict | None = None
+    tolerance: int | None = None
+    exact: bool = True
+    hint: str = ""
+    primary: str | None = None  # the kind that explains the most (the engine's first choice)
+
+    @property
+    def identical(self) -> bool:
+        return self.size_a == self.size_b and self.bytes_differing == 0
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES[self.verdict]
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        return tuple(f.kind for f in self.findings)
+
+    @property
+    def clean(self) -> bool:
+        """No named bug pattern (identical, within tolerance, or unexplained: see `verdict`)."""
+        return not self.findings
+
+    def __bool__(self) -> bool:
+        return self.exit_code == 0
+
+    def finding(self, kind: str) -> Finding | None:
+        return next((f for f in self.findings if f.kind == kind), None)
+
+    def to_dict(self) -> dict:
+        return {
+            "verdict": self.verdict, "exit_code": self.exit_code, "primary": self.primary,
+            "explained_fraction": self.explained_fraction, "exact": self.exact,
+            "path_a": self.path_a, "path_b": self.path_b, "previous": self.previous,
+            "size_a": self.size_a, "size_b": self.size_b,
+            "crc32_a": format_crc(self.crc32_a), "crc32_b": format_crc(self.crc32_b),
+            "identical": self.identical, "record_size": self.record_size, "tolerance": self.tolerance,
+            "records_compared": self.records_compared, "records_differing": self.records_differing,
+            "bytes_differing": self.bytes_differing, "first_differing_offset": self.first_differing_offset,
+            "findings": [f.to_dict() for f in self.findings],
+            "residual": self.residual, "characterization": self.characterization, "hint": self.hint,
+        }
+
+
+# --- reading -----------------------------------------------------------------------------------------------
+
+class _Readers:
+    """Open dumps read-only and read data ranges of each into its own reused buffer."""
+
+    def __init__(self, dumps, chunk: int):
+        self.dumps = list(dumps)
+        self.files = []
+        self.bufs = [bytearray(chunk) for _ in self.dumps]
+        try:
+            for d in self.dumps:
+                self.files.append(d.open())
+        except OSError as exc:
+            self.close()
+            raise InputError(f"cannot read: {exc.strerror or exc}", d.path) from None
+
+    def read(self, i: int, lo: int, hi: int) -> memoryview:
+        d, fh = self.dumps[i], self.files[i]
+        if hi - lo > len(self.bufs[i]):
+            self.bufs[i] = bytearray(hi - lo)
+        view = memoryview(self.bufs[i])[: hi - lo]
+        fh.seek(d.data_offset + lo)
+        got = _read_fully(fh, view)
+        if got != hi - lo:
+            raise InputError(f"file shrank while reading (expected {d.size} bytes, ended at {lo + got})", d.path)
+        return view
+
+    def close(self):
+        for fh in self.files:
+            fh.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class _Runs:
+    """Runs of True in a mask fed chunk by chunk, each with the sum of a weight over it (here: bytes where A
+    differs from B), keeping those of at least `min_len`."""
+
+    def __init__(self, min_len: int):
+        self.min_len = min_len
+        self.open_start: int | None = None
+        self.open_weight = 0
+        self.runs: list[tuple[int, int, int]] = []  # (start, end, weight)
+
+    def _close(self, start: int, end: int, weight: int):
+        if end - start >= self.min_len:
+            self.runs.append((start, end, weight))
+
+    def breaks(self, pos: int):
+        if self.open_start is not None:
+            self._close(self.open_start, pos, self.open_weight)
+            self.open_start = None
+
+    def feed(self, pos: int, mask: np.ndarray, weight: np.ndarray):
+        n = len(mask)
+        if n == 0:
+            return
+        # Run edges from bool temporaries only (a diff over ints would widen to 8 bytes per input byte).
+        starts = np.flatnonzero(mask[1:] & ~mask[:-1]) + 1
+        ends = np.flatnonzero(mask[:-1] & ~mask[1:]) + 1
+        if mask[0]:
+            starts = np.concatenate(([0], starts))
+        if mask[-1]:
+            ends = np.concatenate((ends, [n]))
+        if self.open_start is not None and not (len(starts) and starts[0] == 0):
+            self.breaks(pos)
+        keep = (ends - starts >= self.min_len) | (starts == 0) | (ends == n)
+        if not keep.any():
+            return
+        for s, e in zip(starts[keep].tolist(), ends[keep].tolist()):
+            w = int(np.count_nonzero(weight[s:e]))
+            start = pos + s
+            if s == 0 and self.open_start is not None:
+                start, w = self.open_start, w + self.open_weight
+                self.open_start = None
+            if e == n:
+                self.open_start, self.open_weight = start, w
+            else:
+                self._close(start, pos + e, w)
+
+    def finish(self, end: int):
+        self.breaks(end)
+
+
+def _pattern_mask(b: np.ndarray, pat: bytes, pos: int, out: np.ndarray) -> np.ndarray:
+    """out[i] = (b[i] == the pattern byte due at absolute offset pos + i): patterns are aligned to offset 0."""
+    period = len(pat)
+    for j in range(period):
+        np.equal(b[j::period], pat[(pos + j) % period], out=out[j::period])
+    return out
+
+
+@dataclass
+class _Scan:
+    """Tallies of the paired pass (mutable while scanning; read by the heuristics)."""
+
+    crc_a: int = 0
+    crc_b: int = 0
+    bytes_differing: int = 0
+    first: int | None = None
+    last: int | None = None
+    records: int = 0
+    records_differing: int = 0
+    samples: list = field(default_factory=list)           # differing offsets spread over the chunks
+    hist_a: np.ndarray | None = None
+    hist_b: np.ndarray | None = None
+    lane_diff: np.ndarray | None = None
+    lane_x80: np.ndarray | None = None
+    lane_eq: np.ndarray | None = None
+    lane_sampled: int = 0
+    runs: dict = field(default_factory=dict)              # sentinel name -> _Runs
+    window_equal: bool = False
+    max_delta: int = 0                                   # largest |A - B| of one byte (same-size pairs)
+    bytes_off_by_one: int = 0
+
+
+def _scan(dump_a: Dump, dump_b: Dump, layout: RecordLayout, sentinels, min_run: int, chunk: int,
+          progress=None) -> _Scan:
+    common = min(dump_a.size, dump_b.size)
+    rs, off = layout.record_size, min(layout.offset, common)
+    data = np.ones(rs, dtype=bool)
+    data[list(layout.pad_lanes)] = False
+    s = _Scan(hist_a=np.zeros(256, np.int64), hist_b=np.zeros(256, np.int64),
+              lane_diff=np.zeros(rs, np.int64), lane_x80=np.zeros(rs, np.int64))
+    if rs <= MAX_LANE_RECORD:
+        s.lane_eq = np.zeros((rs, rs), np.int64)
+    s.runs = {name: _Runs(min_run) for name, _ in sentinels}
+    mask_buf = np.empty(max(chunk, rs), bool)
+    words = {name: (pat * (8 // len(pat)) if 8 % len(pat) == 0 else None) for name, pat in sentinels}
+    xbuf = np.empty(max(chunk, rs), np.uint8)
+
+    def consume(lo: int, va: memoryview, vb: memoryview, _positions) -> None:
+        a, b = np.frombuffer(va, np.uint8), np.frombuffer(vb, np.uint8)
+        n = len(va)
+        x = np.bitwise_xor(a, b, out=xbuf[:n])
+        nd = int(np.count_nonzero(x))
+        m = (n // rs) if lo >= off else 0  # whole records in this chunk (chunks from `off` are aligned)
+        s.records += m
+        if m and s.lane_eq is not None:
+            k = min(m, LANE_SAMPLE)
+            ar, br = a[:k * rs].reshape(k, rs), b[:k * rs].reshape(k, rs)
+            s.lane_eq += (br[:, :, None] == ar[:, None, :]).sum(axis=0)
+            s.lane_sampled += k
+        if nd == 0:
+            for runs in s.runs.values():
+                runs.breaks(lo)
+            return
+        s.bytes_differing += nd
+        nzx = x != 0
+        first = int(np.argmax(nzx))
+        last = n - 1 - int(np.argmax(nzx[::-1]))
+        if s.first is None:
+            s.first = lo + first
+        s.last = lo + last
+        mid = n // 2
+        later = int(np.argmax(nzx[mid:])) + mid if nzx[mid:].any() else first
+        s.samples.append(lo + first)
+        if later != first:
+            s.samples.append(lo + later)
+        for i in range(0, n, _HIST_SLICE):  # bincount widens to intp: slices keep that temporary small
+            s.hist_a += np.bincount(a[i:i + _HIST_SLICE], minlength=256)
+            s.hist_b += np.bincount(b[i:i + _HIST_SLICE], minlength=256)
+            d = np.abs(a[i:i + _HIST_SLICE].astype(np.int16) - b[i:i + _HIST_SLICE])
+            s.max_delta = max(s.max_delta, int(d.max()))
+            s.bytes_off_by_one += int(np.count_nonzero(d == 1))
+        if m:
+            xr = x[:m * rs].reshape(m, rs)
+            s.lane_diff += np.count_nonzero(xr, axis=0)
+            s.lane_x80 += np.count_nonzero(xr == 0x80, axis=0)
+            s.records_differing += int(np.count_nonzero(xr[:, data].any(axis=1))) if data.any() else 0
+        for name, pat in sentinels:
+            runs = s.runs[name]
+            word = words[name]
+            if word is not None and lo % 8 == 0 and runs.open_start is None and n >= 32 and min_run >= 15:
+                # A run of >= 15 bytes holds a whole aligned 8-byte word of the pattern (or reaches the
+                # chunk's end): skip the run search in chunks with neither.
+                w8 = b[: n - n % 8].view(np.uint64)
+                tail = _pattern_mask(b[n - 16:], pat, lo + n - 16, np.empty(16, bool))
+                if not (w8 == np.frombuffer(word, np.uint64)[0]).any() and not tail.any():
+                    continue
+            mask = _pattern_mask(b, pat, lo, mask_buf[:n])
+            runs.feed(lo, mask, nzx)
+
+    # stream_pair reads both files to the end (CRCs of whole files) and hands over their common blocks.
+    s.crc_a, s.crc_b = stream_pair(dump_a, dump_b, off, rs, consume, block=max(chunk, rs), progress=progress)
+    for runs in s.runs.values():
+        runs.finish(common)
+    return s
+
+
+# --- heuristics ----------------------------------------------------------------------------------------------
+
+
+# --- the engine: candidates from A, the layout and the scan; scored on the differing bytes ------------------
+
+def _n(value) -> str:
+    return f"{int(value):,}"
+
+
+def _rec(layout: RecordLayout, offset: int) -> int:
+    return max(0, offset - layout.offset) // layout.record_size
+
+
+class _DumpSource:
+    """A's bytes for the generators: reads of any range through one open read-only handle."""
+
+    def __init__(self, dump: Dump):
+        self.dump, self.size = dump, dump.size
+        try:
+            self.fh = dump.open()
+        except OSError as exc:
+            raise InputError(f"cannot read: {exc.strerror or exc}", dump.path) from None
+
+    def read(self, lo: int, hi: int) -> np.ndarray:
+        lo, hi = max(0, lo), min(hi, self.size)
+        if hi <= lo:
+            return np.zeros(0, np.uint8)
+        buf = bytearray(hi - lo)
+        self.fh.seek(self.dump.data_offset + lo)
+        got = _read_fully(self.fh, memoryview(buf))
+        if got != hi - lo:
+            raise InputError(f"file shrank while reading (expected {self.size} bytes)", self.dump.path)
+        return np.frombuffer(buf, np.uint8)
+
+    def close(self):
+        self.fh.close()
+
+
+class _Region:
+    """The scored positions of B (the whole pair, or sampled blocks): A's and B's bytes there and where they
+    differ (positions past A's end differ)."""
+
+    def __init__(self, src_a, src_b, blocks, exact: bool = True):
+        self.blocks, self.exact = blocks, exact
+        self.starts = np.cumsum([0] + [hi - lo for lo, hi in blocks])
+        total = int(self.starts[-1])
+        self.a = np.zeros(total, np.uint8)
+        self.b = np.zeros(total, np.uint8)
+        self.in_a = np.zeros(total, bool)
+        for (lo, hi), off in zip(blocks, self.starts[:-1].tolist()):
+            self.b[off:off + hi - lo] = src_b.read(lo, hi)
+            got = src_a.read(lo, hi)
+            self.a[off:off + len(got)] = got
+            self.in_a[off:off + len(got)] = True
+        self.diff = (self.a != self.b) | ~self.in_a
+        self.lows = np.asarray([lo for lo, _ in blocks], np.int64)
+
+    def at(self, idx, step: int = 1) -> np.ndarray:
+        """Absolute offsets in B of region indices `idx` (an int array, or a bool mask over the region: then
+        every `step`-th True position)."""
+        if np.asarray(idx).dtype == bool:
+            parts, phase = [], 0
+            for lo, s, e in zip(self.lows.tolist(), self.starts[:-1].tolist(), self.starts[1:].tolist()):
+                hit = np.flatnonzero(idx[s:e])
+                parts.append(hit[phase::step] + lo)
+                phase = (phase - hit.size) % step
+            return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+        idx = np.asarray(idx, np.int64)
+        block = np.searchsorted(self.starts, idx, side="right") - 1
+        return self.lows[block] + (idx - self.starts[block])
+
+
+def _blocks(n_b: int, n_a: int, scan) -> tuple[list, bool]:
+    if n_b <= EXACT_LIMIT:
+        return [(0, n_b)], True
+    starts = [i * (n_b - SAMPLE_BLOCK) // max(1, SAMPLE_BLOCKS // 2 - 1) for i in range(SAMPLE_BLOCKS // 2)]
+    diffs = list(scan.samples)
+    if len(diffs) > SAMPLE_BLOCKS // 2:
+        diffs = [diffs[i * (len(diffs) - 1) // (SAMPLE_BLOCKS // 2 - 1)] for i in range(SAMPLE_BLOCKS // 2)]
+    starts += [p - SAMPLE_BLOCK // 4 for p in diffs]
+    starts += [p - SAMPLE_BLOCK // 2 for p in (scan.first, scan.last, n_a) if p is not None]
+    out = []
+    for s in sorted(min(max(0, s), n_b - SAMPLE_BLOCK) for s in starts):
+        if out and s <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], s + SAMPLE_BLOCK))
+        else:
+            out.append((s, s + SAMPLE_BLOCK))
+    return [(lo, min(hi, n_b)) for lo, hi in out], False
+
+
+@dataclass
+class _Scored:
+    bug: object
+    packed: np.ndarray        # bits over the region: differing bytes the prediction reproduces
+    false: int                # equal bytes the prediction would have changed
+    missing: bool             # explains B being shorter than A
+    complexity: int = 0
+    size: int = 0
+
+    @property
+    def hits(self) -> np.ndarray:
+        return np.unpackbits(self.packed, count=self.size).view(bool)
+
+
+def _score(bug, src_a, region: _Region, n_a: int, n_b: int) -> _Scored:
+    hits = np.zeros(region.diff.size, bool)
+    false = np.zeros(region.diff.size, bool)
+    predicted = wrong = 0
+    for (lo, hi), off in zip(region.blocks, region.starts[:-1].tolist()):
+        pred, defined, slack = bug.predict(src_a, lo, hi)
+        b = region.b[off:off + hi - lo]
+        same = defined & (pred == b)
+        ok = slack | same
+        d = region.diff[off:off + hi - lo]
+        hits[off:off + hi - lo] = d & ok
+        false[off:off + hi - lo] = ~d & ~ok
+        predicted += int(np.count_nonzero(defined))
+        wrong += int(np.count_nonzero(defined & ~same))
+    if isinstance(bug, (Oversize, Strided)) and wrong > MAX_WRONG * predicted:
+        hits[:] = False  # the slack it allows explains nothing unless A's bytes really are where it puts them
+    missing = n_b < n_a and bug.size_out(n_a) == n_b
+    if missing and isinstance(bug, Strided) and bug.size is not None:  # its own size, not the one it was cut to
+        missing = abs(Strided(bug.width, bug.src, bug.dst).size_out(n_a) - n_b) < STRIDE_SLACK
+    if isinstance(bug, Stale):
+        false[:] = False  # parts of B rewritten this run are no evidence against staleness elsewhere
+    if isinstance(bug, Shift) and bug.start is None:
+        found = int(np.count_nonzero(hits))
+        nf = int(np.count_nonzero(false))
+        if found and nf > MAX_FALSE * found:
+            if region.exact:  # the span from the first to the last hit must hold throughout
+                f, l = int(np.argmax(hits)), hits.size - 1 - int(np.argmax(hits[::-1]))
+                span_hits = found
+            else:  # sampled blocks of a large pair: chance hits in far blocks must not stretch the span
+                f, l = _dense_span(hits, false, region.diff)
+                span_hits = int(np.count_nonzero(hits[f:l + 1]))
+                if span_hits < 0.9 * int(np.count_nonzero(region.diff[f:l + 1])):
+                    span_hits = 0
+            span_false = int(np.count_nonzero(false[f:l + 1]))
+            s, e = int(region.at([f])[0]), int(region.at([l])[0]) + 1
+            if span_hits and e - s >= SHIFT_WINDOW and span_false <= MAX_FALSE * span_hits:
+                bug = Shift(bug.k, s, e)
+                false[:f] = False
+                false[l + 1:] = False
+    return _Scored(bug, np.packbits(hits), int(np.count_nonzero(false)), missing, _complexity(bug), hits.size)
+
+
+SHORTLIST = 12          # candidates scored on the whole region after a pre-score on small windows
+_STRUCTURAL = (Fill, Truncation, Oversize, Stale)  # few, from the scan's runs and the sizes: always scored
+
+
+def _shortlist(cands: list, src_a, src_b, region: _Region, n_a: int, n_b: int) -> list:
+    """Pre-score every candidate on a few 2 KiB windows around differing bytes (and spread over B); keep the
+    ones that explain something there, most first."""
+    if len(cands) <= SHORTLIST // 2:
+        return cands
+    idx = np.flatnonzero(region.diff)
+    if not idx.size:
+        return cands
+    picks = region.at(idx[np.linspace(0, idx.size - 1, min(16, idx.size)).astype(np.int64)]).tolist()
+    picks += [i * max(0, n_b - 2048) // 7 for i in range(8)]
+    blocks = []
+    for p in sorted(min(max(0, p - 512), max(0, n_b - 2048)) for p in picks):
+        if blocks and p <= blocks[-1][1]:
+            blocks[-1] = (blocks[-1][0], min(n_b, max(blocks[-1][1], p + 2048)))
+        else:
+            blocks.append((p, min(n_b, p + 2048)))
+    small = _Region(src_a, src_b, blocks)
+    ranked, kept = [], [c for c in cands if isinstance(c, _STRUCTURAL)]
+    for c in cands:
+        if isinstance(c, _STRUCTURAL):
+            continue
+        sc = _score(c, src_a, small, n_a, n_b)
+        gain = int(np.count_nonzero(sc.hits)) + (1 << 30 if sc.missing else 0)
+        if gain > 0.02 * max(1, np.count_nonzero(small.diff)):
+            ranked.append((-gain, _RANK.get(c.kind, 99), sc.complexity, len(ranked), c))
+    ranked.sort(key=lambda t: t[:4])
+    return kept + [t[-1] for t in ranked[:SHORTLIST]]
+
+
+def _dense_span(hits, false, diff) -> tuple[int, int]:
+    """[first, last] region indices of the span where a local shift holds: the interval maximising
+    hits - 20 x false changes - 0.05 x other differing bytes (chance hits elsewhere do not stretch it)."""
+    w = hits.astype(np.float32)
+    w[false] = -1 / MAX_FALSE
+    w[diff & ~hits] = -0.05
+    c = np.concatenate(([0], np.cumsum(w, dtype=np.float32)))
+    low = np.minimum.accumulate(c)
+    j = int(np.argmax(c - low))
+    i = int(np.flatnonzero(c[:j + 1] == low[j])[-1]) if j else 0
+    return i, max(i, j - 1)
+
+
+def _complexity(bug) -> int:
+    if isinstance(bug, Shift):
+        return abs(bug.k) + (0 if bug.start is None else 1)
+    if isinstance(bug, Signedness):
+        return bug.period * 1000 + len(bug.lanes)
+    if isinstance(bug, LaneSwap):
+        return len(bug.permutation)
+    if isinstance(bug, Strided):
+        return abs(bug.src - bug.dst)
+    if isinstance(bug, Oversize):
+        return bug.offset
+    return 0
+
+
+# --- candidates -------------------------------------------------------------------------------------------
+
+def _shift_votes(dump_a, dump_b, scan, region, max_shift: int) -> dict:
+    """k -> number of sampled windows of B found in A k bytes earlier (B[j] = A[j - k]); the windows start at
+    differing bytes spread over the scored region and the scan's chunks."""
+    picks = scan.samples
+    if len(picks) > SHIFT_SAMPLES:
+        picks = [picks[i * (len(picks) - 1) // (SHIFT_SAMPLES - 1)] for i in range(SHIFT_SAMPLES)]
+    idx = np.flatnonzero(region.diff)
+    if idx.size:
+        picks = sorted(set(picks) | set(region.at(idx[np.linspace(0, idx.size - 1, min(SHIFT_SAMPLES, idx.size))
+                                                      .astype(np.int64)]).tolist()))
+    votes: dict[int, int] = {}
+    for p in picks:
+        if dump_b.size < SHIFT_WINDOW:
+            break
+        wlo = min(p, dump_b.size - SHIFT_WINDOW)
+        window = dump_b.read(wlo, SHIFT_WINDOW)
+        if len(set(window)) < 2:
+            continue
+        alo = max(0, wlo - max_shift)
+        hay = dump_a.read(alo, min(dump_a.size, wlo + max_shift + SHIFT_WINDOW) - alo)
+        found, at = 0, hay.find(window)
+        while at >= 0 and found < 64:
+            k = wlo - (alo + at)
+            if k:
+                votes[k] = votes.get(k, 0) + 1
+            found += 1
+            at = hay.find(window, at + 1)
+    return votes
+
+
+def _divisors(n: int) -> list[int]:
+    out = set()
+    for i in range(1, math.isqrt(n) + 1):
+        if n % i == 0:
+            out.update((i, n // i))
+    return sorted(out)
+
+
+def _pad_periods(src, limit: int = 1 << 18) -> list[tuple[int, int]]:
+    """(period, trailing constant lanes) where every record of that period ends in constant lanes: the
+    repeating pad byte of a lane-padded layout."""
+    data = src.read(0, min(src.size, limit))
+    out = []
+    for p in range(4, min(MAX_STRIDE_Z, len(data) // 8) + 1, 4):
+        m = len(data) // p
+        rec = data[:m * p].reshape(m, p)
+        t = 0
+        while t < 3 and (rec[:, p - 1 - t] == rec[0, p - 1 - t]).all():
+            t += 1
+        if t and not (rec[:, 0] == rec[0, 0]).all():
+            out.append((p, t))
+            if len(out) >= 3:
+                break
+    return out
+
+
+def _model_rows(view) -> list[int]:
+    """Row sizes of the model tensor (bytes in the last 1, 2, ... dims), for pitch."""
+    if view is None:
+        return []
+    shape = [int(d) for d in getattr(view.tensor, "shape", ()) or ()]
+    item = int(getattr(view.tensor, "itemsize", 1) or 1)
+    rows = []
+    for k in range(len(shape) - 1, 0, -1):
+        r = int(np.prod(shape[k:])) * item
+        if r > 1:
+            rows.append(r)
+    return rows
+
+
+def _candidates(dump_a, dump_b, src_a, src_b, layout, scan, region, model_view, previous_src, max_shift,
+                fills) -> list:
+    n_a, n_b = dump_a.size, dump_b.size
+    out = []
+    votes = _shift_votes(dump_a, dump_b, scan, region, max_shift)
+    ranked = sorted(votes, key=lambda k: (-votes[k], abs(k), k))
+    for k in ranked[:6]:
+        out.append(Shift(k))
+    # Size changes.
+    if n_b < n_a:
+        out.append(Truncation(n_b))
+    if n_b > n_a:
+        extra = n_b - n_a
+        offsets = {0}
+        for probe in (0, n_a // 2):
+            w = src_a.read(probe, probe + SHIFT_WINDOW).tobytes()
+            if len(w) == SHIFT_WINDOW and len(set(w)) > 1:
+                hay = src_b.read(probe, probe + extra + SHIFT_WINDOW).tobytes()
+                at = hay.find(w)
+                if at >= 0:
+                    offsets.add(at)
+        out += [Oversize(k, extra) for k in sorted(offsets) if k <= extra]
+    # Sentinel runs: a tail run is a truncation, the others fills.
+    for name, pat, hits in fills:
+        tail = [h for h in hits if h[1] == n_b]
+        rest = tuple((s, e) for s, e, _ in hits if e != n_b)
+        if tail:
+            out.append(Truncation(tail[0][0], pat))
+        if rest:
+            out.append(Fill(rest, pat))
+    # Stride: lane padding wrong in either direction.
+    strides = set()
+    lmap = _layer_map(model_view)
+    if lmap is not None and lmap.z_bytes_padded != lmap.z_bytes:
+        strides.add(lmap.z_bytes)
+    if layout.pad_lanes:
+        data = [l for l in range(layout.record_size) if l not in layout.pad_lanes]
+        if data == list(range(len(data))):
+            strides.add(len(data))
+    for src in (src_a, src_b):
+        for p, t in _pad_periods(src):
+            strides.update(p - i for i in range(1, t + 1))
+    if n_a != n_b:
+        for w in range(1, MAX_STRIDE_Z + 1):
+            p = ceil4(w)
+            if p == w:
+                continue
+            for sa, sb in ((p, w), (w, p)):
+                r = n_a // sa
+                if r >= 2 and 0 <= n_a - r * sa < STRIDE_SLACK and 0 <= n_b - r * sb < STRIDE_SLACK:
+                    strides.add(w)
+    for w in sorted(strides):
+        p = ceil4(w)
+        if p != w:
+            out += [Strided(w, p, w, size=n_b), Strided(w, w, p, size=n_b)]
+    # Pitch: rows of A at a fixed pitch in B (or the reverse).
+    rows = set(_model_rows(model_view))
+    if n_a != n_b:
+        ks = [abs(k) for k in ranked[:6]]
+        d = math.gcd(*ks) if ks else 0
+        small, big = min(n_a, n_b), max(n_a, n_b)
+        for r in _divisors(small):
+            row = small // r
+            if r < 2 or row < 8:
+                continue
+            if row in rows or (d and (big - small) % d == 0 and (big - small) // d in (r, r - 1)):
+                rows.add(row)
+            for pitch in ((big - row) // (r - 1) if (big - row) % (r - 1) == 0 else 0,
+                          big // r if big % r == 0 else 0):
+                if pitch > row and pitch - row <= max(4096, row) and (row in rows or pitch % 16 == 0):
+                    rows.add(row)
+    for row in sorted(rows):
+        small = min(n_a, n_b)
+        if row >= small or small % row or n_a == n_b:
+            continue
+        r = small // row
+        big = max(n_a, n_b)
+        for pitch in {(big - row) // (r - 1) if r > 1 and (big - row) % (r - 1) == 0 else 0,
+                      big // r if big % r == 0 else 0}:
+            if pitch > row:
+                out.append(Strided(row, row, pitch, size=n_b, kind_name="pitch") if n_b > n_a else
+                           Strided(row, pitch, row, size=n_b, kind_name="pitch"))
+    if n_a == n_b:
+        # Byte order of 16/32/64-bit words and 3-byte pixels, whatever the record size.
+        for perm in ((1, 0), (3, 2, 1, 0), (7, 6, 5, 4, 3, 2, 1, 0), (2, 3, 0, 1), (2, 1, 0)):
+            out.append(LaneSwap(perm))
+            if layout.offset % len(perm):
+                out.append(LaneSwap(perm, layout.offset))
+        best = _best_permutation(scan, layout)
+        if best is not None:
+            out.append(LaneSwap(best, layout.offset))
+        out += _signedness_candidates(region, layout)
+    if previous_src is not None:
+        out.append(Stale(previous_src))
+    seen, unique = set(), []
+    for c in out[:MAX_CANDIDATES]:
+        key = c.spec() if not isinstance(c, Stale) else "stale"
+        if key not in seen:
+            seen.add(key)
+            unique.append(c)
+    return unique
+
+
+def _layer_map(view):
+    layer = getattr(view, "layer", None)
+    if layer is None:
+        return None
+    from forensics.tflite.relayout import layer_map
+
+    try:
+        return layer_map(layer)
+    except InputError:
+        return None
+
+
+def _best_permutation(scan, layout) -> tuple | None:
+    rs = layout.record_size
+    if scan.lane_eq is None or rs < 2 or not scan.lane_sampled:
+        return None
+    eq = scan.lane_eq
+    best, best_key = None, None
+    for perm in itertools.permutations(range(rs)):
+        score = int(eq[np.arange(rs), perm].sum())
+        moved = sum(1 for i, j in enumerate(perm) if i != j)
+        key = (-score, moved, perm)
+        if best_key is None or key < best_key:
+            best, best_key = perm, key
+    return None if best == tuple(range(rs)) else best
+
+
+def _signedness_candidates(region: _Region, layout) -> list:
+    d = region.diff
+    x80 = d & ((region.a ^ region.b) == 0x80)
+    if np.count_nonzero(x80) < 0.5 * max(1, np.count_nonzero(d)):
+        return []
+    out = [Signedness(1, (0,))]
+    for p in sorted({2, 4, layout.record_size}):
+        if p < 2 or p > MAX_STRIDE_Z:
+            continue
+        lane = (region.at(d) - layout.offset) % p
+        flipped = np.bincount(lane[x80[d]], minlength=p)
+        total = np.bincount(lane, minlength=p)
+        lanes = tuple(int(i) for i in np.flatnonzero(flipped >= 0.5 * np.maximum(total, 1)))
+        if lanes and len(lanes) < p:
+            out.append(Signedness(p, lanes) if not layout.offset else _OffsetSignedness(p, lanes, layout.offset))
+    return out
+
+
+@dataclass(frozen=True)
+class _OffsetSignedness(Signedness):
+    offset: int = 0
+
+    def values(self, source, pos, pred, defined):
+        m = np.isin((pos - self.offset) % self.period, np.asarray(self.lanes)) & defined & (pos >= self.offset)
+        pred[m] ^= 0x80
+
+
+def _fills(scan, sentinels) -> list:
+    out = []
+    pats = dict(sentinels)
+    for name, runs in scan.runs.items():
+        hits = [(s, e, w) for s, e, w in runs.runs if 2 * w >= e - s]
+        if hits:
+            out.append((name, pats[name], hits))
+    return out
+
+
+# --- selection and the result -----------------------------------------------------------------------------
+
+def _select(scored: list, d_total: float, scale: float, missing: int) -> tuple[list, np.ndarray, bool]:
+    """Greedy: the candidate explaining most of what is left (ties: the most specific), while it explains
+    enough and changes (almost) no equal bytes."""
+    union = None
+    chosen, missing_done = [], False
+    remaining = list(scored)
+    while remaining:
+        gains = []
+        for c in remaining:
+            own = float(np.count_nonzero(c.hits)) * scale + (missing if c.missing else 0)
+            if c.false * scale > MAX_FALSE * own:
+                continue
+            new = c.hits if union is None else c.hits & ~union
+            g = float(np.count_nonzero(new)) * scale + (missing if c.missing and not missing_done else 0)
+            need = MIN_SHARE * d_total if not chosen else max(0.01 * d_total, 8)
+            if g >= need and g > 0:
+                gains.append((g, c))
+        if not gains:
+            break
+        top = max(g for g, _ in gains)
+        tied = [c for g, c in gains if g >= 0.98 * top]
+        best = min(tied, key=lambda c: (_RANK.get(c.bug.kind, 99), c.false, c.complexity))
+        chosen.append(best)
+        remaining.remove(best)
+        union = best.hits.copy() if union is None else union | best.hits
+        missing_done = missing_done or best.missing
+    if union is None:
+        union = np.zeros(0 if not scored else scored[0].hits.size, bool)
+    return chosen, union, missing_done
+
+
+def _ranges(p: np.ndarray, gap: int = 16, limit: int = 8) -> tuple[list, int]:
+    """Byte ranges [start, end) of sorted absolute offsets, merged across small gaps."""
+    if not p.size:
+        return [], 0
+    breaks = np.flatnonzero(np.diff(p) > gap)
+    starts = np.concatenate(([p[0]], p[breaks + 1]))
+    ends = np.concatenate((p[breaks], [p[-1]])) + 1
+    order = np.argsort(-(ends - starts), kind="stable")[:limit]
+    ranges = sorted([int(starts[i]), int(ends[i])] for i in order)
+    return ranges, int(starts.size)
+
+
+def _where(mask, region, layout, unit: str = "record") -> dict:
+    step = max(1, int(np.count_nonzero(mask)) >> 16)  # huge residuals: summarise every step-th offset
+    p = region.at(mask, step)
+    ranges, count = _ranges(p, gap=16 * step)
+    rs, off = layout.record_size, layout.offset
+    recs = np.unique((p[p >= off] - off) // rs) if p.size else np.zeros(0, np.int64)
+    lanes = np.unique((p[p >= off] - off) % rs) if p.size else np.zeros(0, np.int64)
+    return {"ranges": ranges, "range_count": count, f"{unit}s": _span_text(recs),
+            "lanes": _span_text(lanes), "record_size": rs}
+
+
+def _span_text(values: np.ndarray, parts: int = 8) -> str:
+    """Sorted unique integers as ranges ('0-90'); more than `parts` runs become 'first-last (N in M runs)'."""
+    if not values.size:
+        return ""
+    runs = int(np.count_nonzero(np.diff(values) != 1)) + 1
+    if runs <= parts:
+        return compress_lanes(values.tolist())
+    return f"{int(values[0])}-{int(values[-1])} ({values.size:,} in {runs:,} runs)"
+
+
+def _hex_ranges(ranges) -> str:
+    return ", ".join(f"0x{s:x}-0x{e:x}" for s, e in ranges[:4]) + (" ..." if len(ranges) > 4 else "")
+
+
+def _head_window(dump_a, dump_b, layout, scan: _Scan, window: int) -> Finding | None:
+    """The first `window` bytes are identical and uniform in both while later records differ (widely)."""
+    rs, off = layout.record_size, layout.offset
+    common = min(dump_a.size, dump_b.size)
+    if scan.first is None and dump_a.size == dump_b.size:
+        return None
+    if off + window >= common and dump_a.size == dump_b.size:
+        return None
+    head_a, head_b = dump_a.read(off, window), dump_b.read(off, window)
+    if len(head_a) < window or head_a != head_b:
+        return None
+    unit = rs if rs <= window // 2 else 1
+    whole = window // unit * unit
+    first = head_a[:unit]
+    if head_a[:whole] != first * (whole // unit):
+        return None
+    later = max(1, scan.records - whole // rs) if rs <= window else max(1, scan.records)
+    missing = abs(dump_a.size - dump_b.size) // rs
+    differing = scan.records_differing + missing
+    if differing < 0.05 * later:
+        return None
+    where = f"first at 0x{scan.first:x}, record {_rec(layout, scan.first)}" if scan.first is not None else \
+        f"B ends at 0x{dump_b.size:x}"
+    return Finding("head_window", (
+        f"the first {window} bytes are identical in A and B and all `{first.hex(' ')}`, yet "
+        f"{_n(differing)} of {_n(later)} later records differ ({where}): the head alone would call these "
+        "buffers equal"),
+        "look at every record (forensics diff / forensics anchors --nonuniform), not the first bytes",
+        {"window": window, "head_record": first.hex(" "), "records_differing_after": differing,
+         "first_differing_offset": scan.first, "ratio": round(differing / later, 6)})
+
+
+def _records_of(layout, s: int, e: int) -> str:
+    rs, off = layout.record_size, layout.offset
+    first, last = max(0, s - off) // rs, max(0, e - 1 - off) // rs
+    return str(first) if first == last else f"{first}-{last}"
+
+
+def _finding(c: _Scored, region, layout, ctx: dict, explains: float) -> list:
+    """The finding(s) for one chosen candidate: evidence from the simulation's parameters, a hint that is a
+    command or a check with the user's file names."""
+    bug, a, b = c.bug, ctx["a"], ctx["b"]
+    n_a, n_b = ctx["n_a"], ctx["n_b"]
+    where = _where(c.hits, region, layout)
+    details = dict(bug.params())
+    out = []
+    if isinstance(bug, Shift):
+        k = bug.k
+        direction = "later" if k > 0 else "earlier"
+        if bug.start is None:
+            lo, hi = max(0, k), min(n_b, n_a + k)
+            details["overlap"] = [lo, hi]
+            details["overlap_bytes"] = hi - lo
+            text = (f"B equals A moved by {abs(k)} bytes: A's data appears {abs(k)} bytes {direction} in B "
+                    f"(B[j] = A[j{'-' if k > 0 else '+'}{abs(k)}] over the {_n(hi - lo)} overlapping bytes)")
+            hint = (f"check the buffer's start address / DMA offset of {b}: an off-by-{abs(k)} in the descriptor, "
+                    "or a header not skipped")
+        else:
+            s, e = bug.start, bug.end
+            details["overlap"] = [s, e]
+            details["overlap_bytes"] = e - s
+            text = (f"B's bytes 0x{s:x}-0x{e:x} ({_n(e - s)} bytes, records {_records_of(layout, s, e)}) are A's "
+                    f"moved {abs(k)} bytes {direction}; the rest of B matches A: that span (a tile, a row block, "
+                    "a record range) was written at the wrong place")
+            hint = (f"check the address / row stride used for bytes 0x{s:x}-0x{e:x} of {b}: written {abs(k)} bytes "
+                    f"{'late' if k > 0 else 'early'}")
+    elif isinstance(bug, Fill):
+        name = ctx["pattern_names"].get(bug.pattern, f"0x{bug.pattern.hex().upper()}")
+        n = sum(e - s for s, e in bug.ranges)
+        s0, e0 = bug.ranges[0]
+        details = {"bytes": n, "ranges": [{"sentinel": name, "start": s, "end": e} for s, e in bug.ranges[:20]],
+                   "sentinels": [name]}
+        text = (f"B holds {name} in {len(bug.ranges)} run{'s' if len(bug.ranges) > 1 else ''} of {_n(n)} bytes "
+                f"(first at 0x{s0:x}-0x{e0:x}, records {_records_of(layout, s0, e0)}) where A has data: never written")
+        hint = f"those bytes of {b} were never written: check the DMA length / completion before reading the buffer"
+    elif isinstance(bug, Truncation):
+        rs = layout.record_size
+        if bug.pattern is None:
+            short, long_, sname, lname = (n_b, n_a, "B", "A")
+            text = (f"{sname} is {_n(short)} bytes and {lname} {_n(long_)}: {sname} stops at record "
+                    f"{max(0, short - layout.offset) // rs} of {_n(-(-max(0, long_ - layout.offset) // rs))} "
+                    f"({_n(long_ - short)} bytes missing); the common bytes are "
+                    f"{'identical' if not ctx['common_differ'] else 'different too'}")
+            details = {"shorter": "B", "size_a": n_a, "size_b": n_b, "missing_bytes": n_a - n_b,
+                       "stops_at_record": max(0, short - layout.offset) // rs, "tail_unwritten_from": None}
+        else:
+            name = ctx["pattern_names"].get(bug.pattern, f"0x{bug.pattern.hex().upper()}")
+            s = bug.keep
+            rec = max(0, s - layout.offset) // rs
+            text = (f"B's last {_n(n_b - s)} bytes (from 0x{s:x}, record {rec} of {_n(ctx['records'])}) are {name} "
+                    f"where A has data: the device stopped writing at record {rec}")
+            details = {"shorter": None, "size_a": n_a, "size_b": n_b, "missing_bytes": n_b - s,
+                       "stops_at_record": rec, "tail_unwritten_from": s, "sentinel": name}
+            out.append(Finding("fill", (
+                f"B holds {name} in 1 run of {_n(n_b - s)} bytes (first at 0x{s:x}-0x{n_b:x}, records "
+                f"{_records_of(layout, s, n_b)}) where A has data: never written"),
+                f"those bytes of {b} were never written: check the DMA length / completion before reading the buffer",
+                {"bytes": n_b - s, "ranges": [{"sentinel": name, "start": s, "end": n_b}], "sentinels": [name]},
+                explains))
+        hint = f"the copy stopped early: check the transfer size of {b} against the output's size_bytes ({_n(n_a)})"
+    elif isinstance(bug, Oversize):
+        k = bug.offset
+        text = (f"B is {_n(n_b)} bytes and holds all {_n(n_a)} bytes of A at offset {k} ({_n(bug.extra)} extra "
+                "bytes): a larger allocation (a page-rounded DMA buffer, or buffers allocated together) dumped whole")
+        cut = (f"head -c {n_a} {b} > cut.bin" if k == 0 else
+               f"dd if={b} of=cut.bin bs=1 skip={k} count={n_a}")
+        hint = f"compare only A's {_n(n_a)} bytes: cut B with `{cut}`, or dump the layer's size_bytes, not the allocation"
+    elif isinstance(bug, Strided) and bug.kind == "pitch":
+        row, pitch = bug.width, max(bug.src, bug.dst)
+        side = "B" if bug.dst > bug.src else "A"
+        other = "A" if side == "B" else "B"
+        rows = -(-min(n_a, n_b) // row)
+        details.update({"rows": rows, "row_bytes": row, "pitch": pitch, "pitched_side": side})
+        text = (f"{rows} rows of {_n(row)} bytes of {other} appear in {side} at a pitch of {_n(pitch)} bytes "
+                f"({_n(pitch - row)} padding bytes after each row): {side} was written with an aligned row pitch")
+        hint = (f"copy each row of {b if side == 'B' else a} at the tensor's row size ({_n(row)} bytes), dropping "
+                f"the {_n(pitch - row)} pitch padding bytes, or give the consumer the pitch")
+    elif isinstance(bug, Strided):
+        z, sa, sb = bug.width, bug.src, bug.dst
+        recs = min(-(-n_a // sa), -(-n_b // sb))
+        details.update({"records": recs, "raw_side": "A" if sa > sb else "B", "raw_size": n_a if sa > sb else n_b,
+                        "tensor_size": n_b if sa > sb else n_a, "record_size": max(sa, sb),
+                        "data_lanes": compress_lanes(range(z))})
+        padded, packed = ("A", "B") if sa > sb else ("B", "A")
+        details.update(_stride_evidence(bug, ctx, region, recs))
+        text = (f"{padded} holds {_n(recs)} records of z={z} bytes at a {max(sa, sb)}-byte stride (z padded to the "
+                f"4-byte lane), {packed} the same records {min(sa, sb)} bytes apart")
+        if n_a == n_b:
+            text += f" in a buffer of the same size: {packed} was read or written with the wrong stride"
+        elif ctx.get("tensor"):
+            text += f": {padded} is {ctx['tensor']!r} as the chip writes it, {packed} the TFLite tensor"
+        raw = a if padded == "A" else b
+        if ctx.get("model") and ctx.get("tensor") and n_a != n_b:
+            hint = (f"relayout the raw side before comparing: forensics relayout {raw} --model {ctx['model']} "
+                    f"--layer {ctx['tensor']} -o {os.path.splitext(os.path.basename(raw))[0]}.tensor.bin")
+        elif n_a != n_b:
+            hint = (f"relayout the raw side before comparing: forensics relayout {raw} --model MODEL --layer LAYER "
+                    "-o tensor.bin")
+        else:
+            hint = (f"read and write each record at the chip's stride of {max(sa, sb)} bytes (z={z} padded to the "
+                    "4-byte lane; the layer's size_bytes), not at z")
+    elif isinstance(bug, Signedness):
+        rs = layout.record_size
+        period, lanes = bug.period, list(bug.lanes)
+        if rs % period == 0:  # the same flip, said in the layout's records
+            period, lanes = rs, [l for l in range(rs) if l % bug.period in bug.lanes]
+        text_lanes = compress_lanes(lanes)
+        details = {"lanes": lanes, "lanes_text": text_lanes, "period": period, "word_bytes": bug.period}
+        what = (f"lanes {text_lanes} of every {period}-byte record" if len(lanes) < period else "every byte")
+        text = (f"the sign bit (0x80) of {what} is flipped and nothing else differs: one side is the signed "
+                "(int8) form of the other's uint8")
+        hint = ("the tensor is signed on one side: flip the MSB of each element (libedgetpu's "
+                "TransformSignedDataType) or fix the declared type")
+    elif isinstance(bug, LaneSwap):
+        mapping = ", ".join(f"B lane {i} = A lane {j}" for i, j in enumerate(bug.permutation) if i != j)
+        text = f"{bug.describe()} in every {len(bug.permutation)}-byte word: {mapping}"
+        hint = (f"bytes of {b} move within each word: check element endianness and the lane / channel order "
+                "the driver assumes")
+    elif isinstance(bug, Stale):
+        rs = layout.record_size
+        ranges = where["ranges"]
+        recs = where["records"]
+        whole = ctx.get("stale_whole", False)
+        details = {"previous": ctx["previous"], "identical_to_previous": whole, "ranges": ranges,
+                   "records": recs, "record_size": rs, "ratio": explains}
+        text = (f"B is byte-identical to the previous run's buffer {ctx['previous']} and differs from A: this run's "
+                f"output was never written (stale buffer)" if whole else
+                f"where B differs from A it holds the previous run's bytes ({ctx['previous']}) at "
+                f"{_hex_ranges(ranges)} (records {recs}): those parts were not rewritten this run")
+        hint = (f"B ({b}) is an earlier run's output: wait for completion / invalidate the cache before reading")
+    else:
+        text, hint = bug.kind, ""
+    out.insert(0, Finding(bug.kind, text, hint, details, explains))
+    return out
+
+
+def _stride_evidence(bug, ctx, region, recs) -> dict:
+    """Records whose z data bytes B holds exactly where the stride puts them, and the padded side's pad byte
+    when it is one constant (on pairs scored exactly; None otherwise)."""
+    if not ctx["exact"]:
+        return {"records_equal": None, "pad_constant": None}
+    src_a, src_b = ctx["src_a"], ctx["src_b"]
+    z, sa, sb = bug.width, bug.src, bug.dst
+    a = src_a.read(0, src_a.size)
+    b = src_b.read(0, src_b.size)
+    n = min(recs, len(a) // sa + (len(a) % sa >= z), len(b) // sb + (len(b) % sb >= z))
+    ia = (np.arange(n)[:, None] * sa + np.arange(z)[None, :])
+    ib = (np.arange(n)[:, None] * sb + np.arange(z)[None, :])
+    equal = int(np.count_nonzero((a[ia] == b[ib]).all(axis=1)))
+    padded, p = (a, sa) if sa > sb else (b, sb)
+    m = len(padded) // p
+    pads = padded[:m * p].reshape(m, p)[:, z:]
+    pad = int(pads.flat[0]) if pads.size and (pads == pads.flat[0]).all() else None
+    return {"records_equal": equal, "pad_constant": pad}
+
+
+def _relayout_finding(scan, layout, region, residual_mask, explains, dump_a, dump_b) -> Finding:
+    where = _where(residual_mask, region, layout)
+    same, tail = None, ""
+    rs, off = layout.record_size, layout.offset
+    records = (dump_a.size - off) // rs
+    if dump_a.size <= RECORD_SET_LIMIT and records:
+        a = dump_a.read_array(off, records * rs).reshape(-1, rs)
+        b = dump_b.read_array(off, records * rs).reshape(-1, rs)
+        ua, ca = np.unique(a, axis=0, return_counts=True)
+        ub, cb = np.unique(b, axis=0, return_counts=True)
+        same = bool(ua.shape == ub.shape and np.array_equal(ua, ub) and np.array_equal(ca, cb))
+        tail = (f"; both hold the same {rs}-byte records, only their positions differ" if same else
+                f"; the {rs}-byte records themselves differ too (bytes moved across record boundaries)")
+    return Finding("relayout", (
+        f"A and B hold the same bytes (every byte value occurs equally often) but in another order at "
+        f"{_hex_ranges(where['ranges'])} (records {where['records']}){tail}: the same data in another order"),
+        "check the tile/stride layout used to copy the output (libedgetpu's check calls this a probable "
+        "re-layout error)",
+        {"records_differing": scan.records_differing, "ranges": where["ranges"], "same_records": same}, explains)
+
+
+def _characterize(scan, layout, region, mask, dump_a, dump_b, fills) -> dict:
+    """Where the unexplained differences are and what they look like."""
+    where = _where(mask, region, layout)
+    ha, hb = scan.hist_a, scan.hist_b
+    tv = float(np.abs(ha / max(1, ha.sum()) - hb / max(1, hb.sum())).sum() / 2) if ha.sum() else 0.0
+    pad_ok = None
+    if layout.pad_lanes and region.diff.size:
+        rel = region.at(region.diff & region.in_a) - layout.offset
+        pad_ok = not np.isin(rel[rel >= 0] % layout.record_size, list(layout.pad_lanes)).any()
+    sized = dump_a.size == dump_b.size
+    well_formed = sized and not fills and tv <= 0.25 and pad_ok is not False
+    return {**where, "max_delta": scan.max_delta if sized else None,
+            "bytes_off_by_one": scan.bytes_off_by_one if sized else None,
+            "histogram_distance": round(tv, 4), "pad_lanes_intact": pad_ok,
+            "looks_like_another_inference": bool(well_formed)}
+
+
+def _files_equal(x: Dump, y: Dump, chunk: int) -> bool:
+    if x.size != y.size:
+        return False
+    with _Readers([x, y], chunk) as rd:
+        for lo in range(0, x.size, chunk):
+            hi = min(x.size, lo + chunk)
+            if rd.read(0, lo, hi) != rd.read(1, lo, hi):
+                return False
+    return True
+
+
+def _as_dump(value, what: str) -> Dump:
+    if isinstance(value, Dump):
+        return value
+    if isinstance(value, (str, bytes, os.PathLike)):
+        return open_dump(value)
+    raise TypeError(f"{what} must be a Dump or a path, not {type(value).__name__}")
+
+
+def diagnose_dumps(dump_a, dump_b, *, layout: RecordLayout | None = None, previous=None, model_view=None,
+                   model=None, sentinels=None, tolerance: int | None = None, min_run: int = DEFAULT_MIN_RUN,
+                   max_shift: int = DEFAULT_MAX_SHIFT, window: int = DEFAULT_WINDOW,
+                   chunk: int = DEFAULT_CHUNK, progress=None) -> DiagnoseResult:
+    """Explain how B (under test) differs from A (reference) with the bug generators; see the module doc.
+
+    `layout` (record size, offset, pad lanes) defaults to the model view's, else A's or B's sidecar, else
+    4-byte records; it places records and lanes in the text but never changes which bug is named.
+    `model_view` (forensics.modeldumps.tensor_view) adds the model's tensor shape and Edge TPU layer map;
+    `model` is the model's path for hints. `previous` is an earlier run's buffer (path or Dump) for stale.
+    `tolerance` K: same-size pairs whose bytes differ by at most K are WITHIN TOLERANCE (exit 0).
+    """
+    dump_a, dump_b = _as_dump(dump_a, "dump_a"), _as_dump(dump_b, "dump_b")
+    prev = _as_dump(previous, "previous") if previous is not None else None
+    if min_run <= 0 or window <= 0 or max_shift < 0 or chunk <= 0:
+        raise InputError("min_run, window and chunk must be positive and max_shift not negative")
+    if tolerance is not None and tolerance < 0:
+        raise InputError(f"tolerance must not be negative, got {tolerance}")
+    if layout is None:
+        if model_view is not None:
+            layout = model_view.layout
+        else:
+            layout = layout_from(dump_a.meta if dump_a.meta is not None else dump_b.meta)
+    shorter = dump_a if dump_a.size <= dump_b.size else dump_b
+    if layout.offset >= shorter.size:
+        raise InputError(f"offset {layout.offset} is past the end of the data ({shorter.size} bytes)", shorter.path)
+    pats = tuple(SENTINELS) + tuple((str(n), bytes(p)) for n, p in (sentinels or ()) if p)
+    scan = _scan(dump_a, dump_b, layout, pats, min_run, chunk, progress)
+    n_a, n_b = dump_a.size, dump_b.size
+    base = dict(path_a=dump_a.path, path_b=dump_b.path, size_a=n_a, size_b=n_b, crc32_a=scan.crc_a,
+                crc32_b=scan.crc_b, record_size=layout.record_size, records_compared=scan.records,
+                records_differing=scan.records_differing, bytes_differing=scan.bytes_differing,
+                first_differing_offset=scan.first, previous=prev.path if prev is not None else None,
+                tolerance=tolerance)
+    if n_a == n_b and scan.bytes_differing == 0:
+        return DiagnoseResult(**base, findings=(), verdict="IDENTICAL", explained_fraction=1.0)
+    if tolerance is not None and n_a == n_b and scan.max_delta <= tolerance:
+        return DiagnoseResult(**base, findings=(), verdict="WITHIN TOLERANCE", explained_fraction=1.0,
+                              hint=f"every byte is within {tolerance} LSB of A's")
+
+    src_a, src_b = _DumpSource(dump_a), _DumpSource(dump_b)
+    prev_src = _DumpSource(prev) if prev is not None else None
+    try:
+        blocks, exact = _blocks(n_b, n_a, scan)
+        region = _Region(src_a, src_b, blocks, exact)
+        fills = _fills(scan, pats)
+        cands = _candidates(dump_a, dump_b, src_a, src_b, layout, scan, region, model_view, prev_src, max_shift,
+                            fills)
+        d_b = scan.bytes_differing + max(0, n_b - n_a)
+        missing = max(0, n_a - n_b)
+        d_total = d_b + missing
+        d_s = int(np.count_nonzero(region.diff))
+        scale = d_b / d_s if d_s else 0.0
+        scored = [_score(c, src_a, region, n_a, n_b) for c in _shortlist(cands, src_a, src_b, region, n_a, n_b)]
+        chosen, union, missing_done = _select(scored, d_total, scale, missing)
+        explained = float(np.count_nonzero(union)) * scale + (missing if missing_done else 0)
+        names = {bytes(p): n for n, p in pats}
+        ctx = {"a": dump_a.path, "b": dump_b.path, "n_a": n_a, "n_b": n_b, "pattern_names": names,
+               "records": scan.records, "common_differ": scan.bytes_differing > 0, "model": model,
+               "tensor": getattr(getattr(model_view, "tensor", None), "name", None),
+               "previous": prev.path if prev is not None else None, "exact": exact, "src_a": src_a,
+               "src_b": src_b}
+        findings: list[Finding] = []
+        for c in scored:  # the previous run's bytes explain what another finding explains: say both
+            if isinstance(c.bug, Stale) and c not in chosen and \
+                    float(np.count_nonzero(c.hits)) * scale >= 0.9 * d_b and d_b:
+                chosen.append(c)
+        for c in chosen:
+            if isinstance(c.bug, Stale):
+                ctx["stale_whole"] = _files_equal(dump_b, prev, chunk)
+            own = float(np.count_nonzero(c.hits)) * scale + (missing if c.missing else 0)
+            findings += _finding(c, region, layout, ctx, round(min(1.0, own / d_total), 6) if d_total else 0.0)
+        residual_mask = region.diff & ~union if union.size else region.diff
+        residual_bytes = float(np.count_nonzero(residual_mask)) * scale + (0 if missing_done else missing)
+        if (n_a == n_b and residual_bytes >= max(64, 0.01 * n_b) and np.array_equal(scan.hist_a, scan.hist_b)):
+            findings.append(_relayout_finding(scan, layout, region, residual_mask,
+                                              round(residual_bytes / d_total, 6), dump_a, dump_b))
+            explained, residual_bytes = float(d_total), 0.0
+            residual_mask = np.zeros_like(residual_mask)
+        head = _head_window(dump_a, dump_b, layout, scan, window)
+        if head is not None:
+            findings.append(head)
+    finally:
+        for s in (src_a, src_b, prev_src):
+            if s is not None:
+                s.close()
+    fraction = round(min(1.0, explained / d_total), 6) if d_total else 1.0
+    named = [f for f in findings if f.kind != "head_window"]
+    common_left = float(np.count_nonzero(residual_mask & region.in_a)) * scale if residual_mask.size else 0.0
+    common_ok = common_left <= (1 - EXPLAINED_SHARE) * max(1, scan.bytes_differing)
+    if named and fraction >= EXPLAINED_SHARE and common_ok:
+        verdict = "EXPLAINED"
+    elif named:
+        verdict = "PARTLY EXPLAINED"
+    else:
+        verdict = "UNEXPLAINED"
+    residual = None
+    if residual_bytes > 0:
+        residual = {"bytes": int(round(residual_bytes)), "fraction": round(residual_bytes / d_total, 6),
+                    **_where(residual_mask, region, layout)}
+        if missing and not missing_done:
+            residual["missing_bytes"] = missing
+    characterization, hint = None, ""
+    if verdict != "EXPLAINED":
+        characterization = _characterize(scan, layout, region, residual_mask, dump_a, dump_b, fills)
+        if characterization["looks_like_another_inference"]:
+            hint = ("B looks like a well-formed output of another inference (pad lanes intact, value histogram "
+                    "like A's): a stale buffer or a different input. Compare the input CRCs "
+                    "(forensics crc INPUT_A INPUT_B) and rerun with --previous PREVIOUS_B")
+        else:
+            hint = (f"look at the differing records: forensics diff {dump_a.path} {dump_b.path}")
+    findings.sort(key=lambda f: _DISPLAY.index(f.kind) if f.kind in _DISPLAY else 99)
+    primary = chosen[0].bug.kind if chosen else next((f.kind for f in named), None)
+    return DiagnoseResult(**base, findings=tuple(findings), verdict=verdict, explained_fraction=fraction,
+                          residual=residual, characterization=characterization, exact=exact, hint=hint,
+                          primary=primary)

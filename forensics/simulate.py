@@ -1,0 +1,527 @@
+"""Bug generators: what a reference buffer A becomes under a named driver bug, as byte index and value maps.
+
+Every bug is a frozen object that predicts any range of B from A (`predict(source, lo, hi)`), so the same
+generator serves `forensics simulate` (the whole B at once) and `forensics diagnose` (which scores each
+hypothesis by how many of the differing bytes its prediction reproduces, block by block, in bounded memory).
+A prediction is the predicted bytes plus a mask of the bytes it defines; undefined bytes (slack of a larger
+allocation, lane padding, bytes shifted in from outside A) may hold anything and are attributed to the bug.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from forensics.errors import InputError
+
+FILL_BYTE = 0x00  # what `simulate` writes into bytes a bug leaves undefined
+
+
+def ceil4(n: int) -> int:
+    return -(-n // 4) * 4
+
+
+class ArraySource:
+    """A read-only byte source over an in-memory array (simulate; tests)."""
+
+    def __init__(self, data):
+        self.data = np.frombuffer(bytes(data), np.uint8) if not isinstance(data, np.ndarray) else data.reshape(-1)
+        self.size = int(self.data.size)
+
+    def read(self, lo: int, hi: int) -> np.ndarray:
+        return self.data[lo:hi]
+
+
+def gather(source, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """source[index]: (bytes, defined mask); index -1 or outside the source is not defined."""
+    defined = (index >= 0) & (index < source.size)
+    out = np.zeros(index.size, np.uint8)
+    if defined.any():
+        idx = index[defined]
+        lo, hi = int(idx.min()), int(idx.max()) + 1
+        out[defined] = source.read(lo, hi)[idx - lo]
+    return out, defined
+
+
+@dataclass(frozen=True)
+class Bug:
+    """Base: B = A (identity). Subclasses override `size_out` and `index` and/or `values`."""
+
+    kind = "none"
+
+    def size_out(self, n: int) -> int:
+        return n
+
+    def index(self, n: int, pos: np.ndarray) -> np.ndarray:
+        """Offset in A that B's byte at each position copies (-1: undefined)."""
+        return pos
+
+    def values(self, source, pos: np.ndarray, pred: np.ndarray, defined: np.ndarray) -> None:
+        """Adjust predicted values in place (fill patterns, flipped bits)."""
+
+    def predict(self, source, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """B's bytes [lo, hi) as predicted: (bytes, defined, slack). Slack bytes (index -1: padding, the rest of
+        a larger allocation) may hold anything; bytes neither defined nor slack are ones A does not have."""
+        pos = np.arange(lo, hi, dtype=np.int64)
+        index = self.index(source.size, pos)
+        pred, defined = gather(source, index)
+        self.values(source, pos, pred, defined)
+        return pred, defined, (index < 0) & ~defined
+
+    def params(self) -> dict:
+        return {}
+
+    def spec(self) -> str:
+        return self.kind
+
+
+def _pattern_at(pattern: bytes, pos: np.ndarray) -> np.ndarray:
+    return np.frombuffer(pattern, np.uint8)[pos % len(pattern)]
+
+
+@dataclass(frozen=True)
+class Shift(Bug):
+    """B[i] = A[i - k]: A's data appears k bytes later in B (k < 0: earlier); only in [start, end) if given."""
+
+    k: int
+    start: int | None = None
+    end: int | None = None
+    kind = "shift"
+
+    def index(self, n, pos):
+        idx = pos - self.k
+        idx = np.where((idx >= 0) & (idx < n), idx, -1)
+        if self.start is None:
+            return idx
+        inside = (pos >= self.start) & (pos < self.end)
+        return np.where(inside, idx, pos)
+
+    def params(self):
+        scope = "global" if self.start is None else "local"
+        out = {"shift_bytes": self.k, "scope": scope}
+        if self.start is not None:
+            out["span"] = [self.start, self.end]
+        return out
+
+    def spec(self):
+        return f"shift:{self.k}" + ("" if self.start is None else f"@{self.start}-{self.end}")
+
+
+@dataclass(frozen=True)
+class Fill(Bug):
+    """B holds `pattern` (aligned to offset 0) in each of `ranges` [(start, end)]: never written."""
+
+    ranges: tuple = ()
+    pattern: bytes = b"\xcc"
+    kind = "fill"
+
+    def values(self, source, pos, pred, defined):
+        for s, e in self.ranges:
+            m = (pos >= s) & (pos < e)
+            if m.any():
+                pred[m] = _pattern_at(self.pattern, pos[m])
+                defined[m] = True
+
+    def params(self):
+        return {"ranges": [list(r) for r in self.ranges], "pattern": self.pattern.hex()}
+
+    def spec(self):
+        return "fill:" + ",".join(f"{s}-{e}" for s, e in self.ranges) + f":{self.pattern.hex()}"
+
+
+@dataclass(frozen=True)
+class Truncation(Bug):
+    """The copy stopped after `keep` bytes: B is shorter, or (with a pattern) B's tail keeps its prefill."""
+
+    keep: int
+    pattern: bytes | None = None
+    kind = "truncation"
+
+    def size_out(self, n):
+        return min(n, self.keep) if self.pattern is None else n
+
+    def values(self, source, pos, pred, defined):
+        if self.pattern is not None:
+            m = pos >= self.keep
+            pred[m] = _pattern_at(self.pattern, pos[m])
+            defined[m] = True
+
+    def params(self):
+        return {"keep": self.keep, "pattern": None if self.pattern is None else self.pattern.hex()}
+
+    def spec(self):
+        return f"truncation:{self.keep}" + ("" if self.pattern is None else f":{self.pattern.hex()}")
+
+
+@dataclass(frozen=True)
+class Oversize(Bug):
+    """B is a larger allocation holding all of A at `offset` (page rounding, a combined allocation)."""
+
+    offset: int
+    extra: int
+    kind = "oversize"
+
+    def size_out(self, n):
+        return n + self.extra
+
+    def index(self, n, pos):
+        idx = pos - self.offset
+        return np.where((idx >= 0) & (idx < n), idx, -1)
+
+    def params(self):
+        return {"offset": self.offset, "extra_bytes": self.extra}
+
+    def spec(self):
+        return f"oversize:{self.extra}:{self.offset}"
+
+
+@dataclass(frozen=True)
+class Strided(Bug):
+    """Units of `width` bytes at a stride of `src` in A land at a stride of `dst` in B (the rest of each dst
+    slot is padding: `pad` byte or undefined). `stride` when the strides differ by lane padding (z vs z padded
+    to 4 bytes), `pitch` when rows land at a row pitch."""
+
+    width: int
+    src: int
+    dst: int
+    size: int | None = None  # B's size (default: as many units as A holds)
+    pad: int | None = None
+    kind_name: str = "stride"
+
+    @property
+    def kind(self):  # type: ignore[override]
+        return self.kind_name
+
+    def units(self, n: int) -> int:
+        return -(-n // self.src)
+
+    def size_out(self, n):
+        if self.size is not None:
+            return self.size
+        u = self.units(n)
+        return (u - 1) * self.dst + min(self.width, n - (u - 1) * self.src) if u else 0
+
+    def index(self, n, pos):
+        r, j = pos // self.dst, pos % self.dst
+        idx = r * self.src + j
+        ok = (j < self.width) & (idx < n) & (j < self.src)
+        return np.where(ok, idx, -1)
+
+    def values(self, source, pos, pred, defined):
+        if self.pad is not None:
+            m = (pos % self.dst >= self.width) & (pos // self.dst < self.units(source.size))
+            pred[m] = self.pad
+            defined[m] = True
+
+    def params(self):
+        if self.kind_name == "pitch":
+            return {"row_bytes": self.width, "pitch": self.dst if self.dst != self.width else self.src,
+                    "pitched_side": "B" if self.dst != self.width else "A"}
+        return {"z_bytes": self.width, "stride_a": self.src, "stride_b": self.dst, "pad_byte": self.pad}
+
+    def spec(self):
+        if self.kind_name == "pitch":
+            return f"pitch:{self.width}:{self.dst}" if self.dst != self.width else f"pitch:{self.width}:-{self.src}"
+        return f"stride:{self.width}:{self.src}:{self.dst}"
+
+
+@dataclass(frozen=True)
+class Signedness(Bug):
+    """The most significant bit of the bytes at `lanes` (of every `period` bytes) is flipped (int8 vs uint8)."""
+
+    period: int = 1
+    lanes: tuple = (0,)
+    kind = "signedness"
+
+    def values(self, source, pos, pred, defined):
+        m = np.isin(pos % self.period, np.asarray(self.lanes)) & defined
+        pred[m] ^= 0x80
+
+    def params(self):
+        return {"period": self.period, "lanes": list(self.lanes)}
+
+    def spec(self):
+        return f"signedness:{self.period}:{compress_lanes(self.lanes)}"
+
+
+_WORDS = {"16": (1, 0), "32": (3, 2, 1, 0), "64": (7, 6, 5, 4, 3, 2, 1, 0), "halves": (2, 3, 0, 1),
+          "rgb": (2, 1, 0)}
+WORD_NAMES = {v: k for k, v in _WORDS.items()}
+_PERM_TEXT = {"16": "16-bit byte order swapped (endianness)", "32": "32-bit byte order reversed (endianness)",
+              "64": "64-bit byte order reversed (endianness)", "halves": "16-bit halves of each 32-bit word swapped",
+              "rgb": "channel order of 3-byte pixels reversed (RGB <-> BGR)"}
+
+
+@dataclass(frozen=True)
+class LaneSwap(Bug):
+    """Bytes permuted within every `len(permutation)`-byte word from `offset`: B lane i = A lane p[i]."""
+
+    permutation: tuple = (1, 0)
+    offset: int = 0
+    kind = "lane_swap"
+
+    def index(self, n, pos):
+        p = len(self.permutation)
+        rel = pos - self.offset
+        base = rel - rel % p
+        perm = np.asarray(self.permutation, np.int64)
+        idx = self.offset + base + perm[rel % p]
+        whole = (rel >= 0) & (base + p + self.offset <= n)
+        return np.where(whole, idx, pos)
+
+    @property
+    def word(self) -> str | None:
+        return WORD_NAMES.get(tuple(self.permutation))
+
+    def describe(self) -> str:
+        return _PERM_TEXT.get(self.word or "", "bytes permuted within each record")
+
+    def params(self):
+        return {"permutation": list(self.permutation), "word_bytes": len(self.permutation),
+                "endianness": self.word in ("16", "32", "64")}
+
+    def spec(self):
+        return f"lane_swap:{self.word or ','.join(map(str, self.permutation))}"
+
+
+@dataclass(frozen=True)
+class Relayout(Bug):
+    """Records of `record` bytes in another order (a wrong tile order): `order[i]` = A's record at B's i."""
+
+    record: int = 4
+    order: tuple = field(default=(), compare=False, hash=False)
+    kind = "relayout"
+
+    def index(self, n, pos):
+        order = np.asarray(self.order, np.int64)
+        r, j = pos // self.record, pos % self.record
+        inside = r < len(order)
+        src = np.where(inside, order[np.minimum(r, max(len(order) - 1, 0))] * self.record + j, pos) \
+            if len(order) else pos
+        return src
+
+    def params(self):
+        return {"record_bytes": self.record}
+
+    def spec(self):
+        return f"relayout:{self.record}"
+
+
+@dataclass(frozen=True)
+class Stale(Bug):
+    """Bytes of `ranges` hold the previous run's buffer (not rewritten this run)."""
+
+    previous: object = None  # a source
+    ranges: tuple = ()
+    kind = "stale"
+
+    def values(self, source, pos, pred, defined):
+        prev = self.previous
+        for s, e in self.ranges or ((0, max(source.size, prev.size)),):
+            m = (pos >= s) & (pos < e) & (pos < prev.size)
+            if m.any():
+                sel = pos[m]
+                pred[m] = prev.read(int(sel.min()), int(sel.max()) + 1)[sel - int(sel.min())]
+                defined[m] = True
+
+    def params(self):
+        return {"ranges": [list(r) for r in self.ranges]}
+
+    def spec(self):
+        return "stale:" + ",".join(f"{s}-{e}" for s, e in self.ranges)
+
+
+def compress_lanes(lanes) -> str:
+    """[0, 1, 2, 3, 7] -> '0-3,7'."""
+    lanes = sorted(set(int(x) for x in lanes))
+    parts, i = [], 0
+    while i < len(lanes):
+        j = i
+        while j + 1 < len(lanes) and lanes[j + 1] == lanes[j] + 1:
+            j += 1
+        parts.append(str(lanes[i]) if i == j else f"{lanes[i]}-{lanes[j]}")
+        i = j + 1
+    return ",".join(parts)
+
+
+# --- simulate: parse KIND[:PARAMS] and write B ----------------------------------------------------------------
+
+BUG_HELP = (
+    ("shift", "shift:K[@START-END]", "A's bytes appear K bytes later in B (K < 0: earlier); only in START-END"),
+    ("fill", "fill:START-END[,START-END...][:HEX]", "B keeps a prefill pattern (default cc) in those ranges"),
+    ("truncation", "truncation:KEEP[:HEX]", "B stops after KEEP bytes (with HEX: the tail keeps that prefill)"),
+    ("oversize", "oversize:EXTRA[:OFFSET]", "B is EXTRA bytes longer and holds A at OFFSET (default 0)"),
+    ("stride", "stride:Z:SRC:DST[:PADHEX]", "Z-byte records at SRC-byte stride in A land DST bytes apart in B"),
+    ("pitch", "pitch:ROW:PITCH", "ROW-byte rows of A land PITCH bytes apart in B (PITCH < 0: A is pitched)"),
+    ("signedness", "signedness[:PERIOD[:LANES]]", "the sign bit of those lanes (default all bytes) is flipped"),
+    ("lane_swap", "lane_swap:16|32|64|halves|rgb|P,E,R,M", "bytes permuted in every word (byte order, RGB/BGR)"),
+    ("relayout", "relayout:RECORD[:SEED]", "B's RECORD-byte records are A's in a shuffled order"),
+    ("stale", "stale[:START-END,...]", "those bytes (default all) hold the previous run's buffer (--previous)"),
+)
+
+
+def _int(text: str, what: str) -> int:
+    try:
+        return int(text, 0)
+    except ValueError:
+        raise InputError(f"bug parameter {what} must be an integer, got {text!r}") from None
+
+
+def _ranges(text: str) -> tuple:
+    out = []
+    for part in text.split(","):
+        lo, sep, hi = part.partition("-")
+        if not sep:
+            raise InputError(f"bug range {part!r} must be START-END")
+        s, e = _int(lo, "START"), _int(hi, "END")
+        if not 0 <= s < e:
+            raise InputError(f"bug range {part!r} must have 0 <= START < END")
+        out.append((s, e))
+    return tuple(out)
+
+
+def _hex(text: str) -> bytes:
+    try:
+        pat = bytes.fromhex(text)
+    except ValueError:
+        pat = b""
+    if not pat:
+        raise InputError(f"bug pattern {text!r} must be hex bytes, e.g. cc or efbeadde")
+    return pat
+
+
+def parse_bug(spec: str, size: int, previous=None) -> Bug:
+    """`KIND[:PARAMS]` (see BUG_HELP) -> a Bug for a reference of `size` bytes."""
+    kind, _, rest = spec.partition(":")
+    args = rest.split(":") if rest else []
+    try:
+        if kind == "shift":
+            k_text, _, span = args[0].partition("@")
+            k = _int(k_text, "K")
+            if span:
+                (s, e), = _ranges(span)
+                return Shift(k, s, min(e, size))
+            return Shift(k)
+        if kind == "fill":
+            return Fill(_ranges(args[0]), _hex(args[1]) if len(args) > 1 else b"\xcc")
+        if kind == "truncation":
+            keep = _int(args[0], "KEEP")
+            if not 0 < keep < size:
+                raise InputError(f"truncation KEEP must be between 1 and {size - 1} bytes, got {keep}")
+            return Truncation(keep, _hex(args[1]) if len(args) > 1 else None)
+        if kind == "oversize":
+            extra = _int(args[0], "EXTRA")
+            offset = _int(args[1], "OFFSET") if len(args) > 1 else 0
+            if extra <= 0 or not 0 <= offset <= extra:
+                raise InputError("oversize needs EXTRA > 0 and 0 <= OFFSET <= EXTRA")
+            return Oversize(offset, extra)
+        if kind == "stride":
+            z, src, dst = (_int(args[i], n) for i, n in enumerate(("Z", "SRC", "DST")))
+            if z <= 0 or src < z or dst < z or src == dst and src == z:
+                raise InputError("stride needs Z <= SRC, Z <= DST and a padded side (e.g. stride:91:92:91)")
+            return Strided(z, src, dst, pad=_hex(args[3])[0] if len(args) > 3 else None)
+        if kind == "pitch":
+            row, pitch = _int(args[0], "ROW"), _int(args[1], "PITCH")
+            if row <= 0 or abs(pitch) <= row:
+                raise InputError("pitch needs ROW > 0 and |PITCH| > ROW")
+            if pitch > 0:
+                return Strided(row, row, pitch, kind_name="pitch")
+            return Strided(row, -pitch, row, kind_name="pitch")
+        if kind == "signedness":
+            period = _int(args[0], "PERIOD") if args else 1
+            if period <= 0:
+                raise InputError("signedness PERIOD must be positive")
+            lanes = tuple(range(period))
+            if len(args) > 1:
+                lanes = tuple(sorted({x for s, e in _ranges_inclusive(args[1]) for x in range(s, e + 1)}))
+            return Signedness(period, lanes)
+        if kind == "lane_swap":
+            word = args[0] if args else "32"
+            perm = _WORDS.get(word) or tuple(_int(x, "P") for x in word.split(","))
+            if sorted(perm) != list(range(len(perm))) or len(perm) < 2:
+                raise InputError(f"lane_swap permutation {word!r} must reorder 0..n-1 (or 16, 32, 64, halves, rgb)")
+            return LaneSwap(tuple(perm))
+        if kind == "relayout":
+            record = _int(args[0], "RECORD") if args else 4
+            seed = _int(args[1], "SEED") if len(args) > 1 else 0
+            n = size // record if record > 0 else 0
+            if n < 2:
+                raise InputError(f"relayout RECORD must leave at least 2 records in {size} bytes")
+            order = np.random.default_rng(seed).permutation(n)
+            return Relayout(record, tuple(order.tolist()))
+        if kind == "stale":
+            if previous is None:
+                raise InputError("stale needs the previous run's buffer (previous=)")
+            return Stale(previous, _ranges(args[0]) if args else ())
+    except IndexError:
+        pass
+    else:
+        raise InputError(f"unknown bug kind {kind!r}: one of {', '.join(k for k, _, _ in BUG_HELP)}")
+    usage = next((u for k, u, _ in BUG_HELP if k == kind), kind)
+    raise InputError(f"bug {spec!r} is missing parameters: {usage}")
+
+
+def _ranges_inclusive(text: str):
+    out = []
+    for part in text.split(","):
+        lo, sep, hi = part.partition("-")
+        s = _int(lo, "LANE")
+        out.append((s, _int(hi, "LANE") if sep else s))
+    return out
+
+
+@dataclass(frozen=True)
+class SimulateResult:
+    source: str
+    bug: str
+    kind: str
+    params: dict
+    size_a: int
+    size_b: int
+    data: bytes = field(repr=False, compare=False)
+    output: str | None = None
+    exit_code: int = 0
+
+    def to_dict(self) -> dict:
+        return {"source": self.source, "bug": self.bug, "kind": self.kind, "params": self.params,
+                "size_a": self.size_a, "size_b": self.size_b, "output": self.output}
+
+
+def apply_bug(bug: Bug, data, fill: int = FILL_BYTE) -> bytes:
+    """B as the bug makes it from A's bytes (undefined bytes get `fill`)."""
+    src = ArraySource(data)
+    n_out = bug.size_out(src.size)
+    pred, defined, _ = bug.predict(src, 0, n_out)
+    pred[~defined] = fill
+    return pred.tobytes()
+
+
+def simulate(a, bug, *, previous=None, output=None) -> SimulateResult:
+    """What A (a path, Dump or bytes) becomes under `bug` (a Bug or a `KIND[:PARAMS]` string); with `output`,
+    B is written there atomically."""
+    from forensics.dump import Dump, open_dump
+
+    path = "<bytes>"
+    if isinstance(a, (bytes, bytearray, memoryview, np.ndarray)):
+        data = bytes(a)
+    else:
+        dump = a if isinstance(a, Dump) else open_dump(a)
+        path, data = dump.path, dump.read(0, dump.size)
+    prev = None
+    if previous is not None:
+        pdump = previous if isinstance(previous, Dump) else open_dump(previous)
+        prev = ArraySource(pdump.read(0, pdump.size))
+    spec = bug if isinstance(bug, str) else bug.spec()
+    bug = parse_bug(bug, len(data), prev) if isinstance(bug, str) else bug
+    out = apply_bug(bug, data)
+    if output is not None:
+        from forensics.outputs import write_bytes_atomic
+
+        write_bytes_atomic(output, out)
+    return SimulateResult(path, spec, bug.kind, bug.params(), len(data), len(out), out,
+                          None if output is None else str(output))
+
+
+SENTINEL_PATTERNS = (b"\xcc", b"\xaa", b"\x00", b"\xff", b"\xcd", bytes.fromhex("efbeadde"),
+                     bytes.fromhex("deadbeef"), bytes.fromhex("0df0adba"), bytes.fromhex("baadf00d"))
