@@ -26,7 +26,7 @@ import numpy as np
 
 from forensics.blocks import stream_pair
 from forensics.crc import format_crc
-from forensics.dump import Dump, _read_fully, open_dump
+from forensics.dump import Dump, DumpReader, open_dump
 from forensics.errors import InputError
 from forensics.layout import RecordLayout, layout_from
 from forensics.simulate import (Fill, LaneSwap, Oversize, Shift, Signedness, Stale, Strided, Truncation, ceil4,
@@ -156,33 +156,27 @@ class DiagnoseResult:
 # --- reading -----------------------------------------------------------------------------------------------
 
 class _Readers:
-    """Open dumps read-only and read data ranges of each into its own reused buffer."""
+    """Data ranges of several dumps, each read into its own reused buffer (through dump.DumpReader, the one
+    reader that turns the system's errors into an InputError naming the file)."""
 
     def __init__(self, dumps, chunk: int):
-        self.dumps = list(dumps)
-        self.files = []
-        self.bufs = [bytearray(chunk) for _ in self.dumps]
+        self.readers = []
         try:
-            for d in self.dumps:
-                self.files.append(d.open())
-        except OSError as exc:
+            for d in dumps:
+                self.readers.append(DumpReader(d, use_map=False))
+        except BaseException:
             self.close()
-            raise InputError(f"cannot read: {exc.strerror or exc}", d.path) from None
+            raise
+        self.bufs = [bytearray(chunk) for _ in self.readers]
 
     def read(self, i: int, lo: int, hi: int) -> memoryview:
-        d, fh = self.dumps[i], self.files[i]
         if hi - lo > len(self.bufs[i]):
             self.bufs[i] = bytearray(hi - lo)
-        view = memoryview(self.bufs[i])[: hi - lo]
-        fh.seek(d.data_offset + lo)
-        got = _read_fully(fh, view)
-        if got != hi - lo:
-            raise InputError(f"file shrank while reading (expected {d.size} bytes, ended at {lo + got})", d.path)
-        return view
+        return self.readers[i].read_exact(lo, memoryview(self.bufs[i])[: hi - lo])
 
     def close(self):
-        for fh in self.files:
-            fh.close()
+        for reader in self.readers:
+            reader.close()
 
     def __enter__(self):
         return self
@@ -361,28 +355,22 @@ def _rec(layout: RecordLayout, offset: int) -> int:
 
 
 class _DumpSource:
-    """A's bytes for the generators: reads of any range through one open read-only handle."""
+    """A's bytes for the generators: reads of any range through one DumpReader."""
 
     def __init__(self, dump: Dump):
         self.dump, self.size = dump, dump.size
-        try:
-            self.fh = dump.open()
-        except OSError as exc:
-            raise InputError(f"cannot read: {exc.strerror or exc}", dump.path) from None
+        self.reader = DumpReader(dump, use_map=False)
 
     def read(self, lo: int, hi: int) -> np.ndarray:
         lo, hi = max(0, lo), min(hi, self.size)
         if hi <= lo:
             return np.zeros(0, np.uint8)
         buf = bytearray(hi - lo)
-        self.fh.seek(self.dump.data_offset + lo)
-        got = _read_fully(self.fh, memoryview(buf))
-        if got != hi - lo:
-            raise InputError(f"file shrank while reading (expected {self.size} bytes)", self.dump.path)
+        self.reader.read_exact(lo, memoryview(buf))
         return np.frombuffer(buf, np.uint8)
 
     def close(self):
-        self.fh.close()
+        self.reader.close()
 
 
 class _Region:

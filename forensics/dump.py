@@ -10,7 +10,6 @@ next to the dump (`ours.bin.json`, or `ours.json`).
 from __future__ import annotations
 
 import ast
-import io
 import mmap
 import os
 import queue
@@ -229,12 +228,6 @@ class Dump:
     slice_offset: int = 0          # the slice of the file's data this dump is (offset= / length=)
     slice_length: int | None = None
 
-    def open(self):
-        """A binary file object over the dump's storage; data byte i is at `data_offset + i`."""
-        if self.text is not None:
-            return io.BytesIO(self.text.data)
-        return open(self.path, "rb", buffering=0)
-
     @property
     def slice(self) -> dict | None:
         """{"offset", "length"} when the dump is a slice of its file's data (e.g. a DMA allocation's tensor)."""
@@ -319,7 +312,7 @@ class DumpReader:
     """One dump opened read-only: reads and windows of its data bytes, from any thread.
 
     This is the one place where the operating system's errors on a dump's bytes become an InputError naming the
-    file; every streaming pass (crc, diff, anchors, coverage) reads through it.
+    file; every streaming pass (crc, diff, diagnose, anchors, coverage) reads through it.
     """
 
     def __init__(self, dump: "Dump", *, use_map: bool = True):
@@ -468,17 +461,6 @@ def iter_windows(dump: "Dump", bounds, *, work=None, prefetch: bool = True, dept
                     item[0].release()
     finally:
         reader.close()
-
-
-def _read_fully(fh, view: memoryview) -> int:
-    """Fill `view` from an open file (kept for runs/diagnose, which has yet to move to DumpReader)."""
-    total = 0
-    while total < len(view):
-        n = fh.readinto(view[total:])
-        if not n:
-            break
-        total += n
-    return total
 
 
 def with_sources(doc: dict, *dumps) -> dict:
