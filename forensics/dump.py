@@ -69,6 +69,9 @@ def parse_sidecar(text: str, path: str) -> DumpMeta:
         if raw.get(key) is not None:
             _expect(isinstance(raw[key], str), f"sidecar field {key!r} must be a string", path)
             values[key] = raw[key]
+    if "dtype" in values:
+        _expect(_is_numeric_dtype(values["dtype"]),
+                f"sidecar field 'dtype' must name a numeric dtype (e.g. uint8, float32), got {values['dtype']!r}", path)
     if raw.get("shape") is not None:
         _expect(isinstance(raw["shape"], list) and all(is_int(d) and d >= 0 for d in raw["shape"]),
                 "sidecar field 'shape' must be a list of non-negative integers", path)
@@ -94,6 +97,16 @@ def parse_sidecar(text: str, path: str) -> DumpMeta:
         _expect(is_int(raw["zero_point"]), "sidecar field 'zero_point' must be an integer", path)
         values["zero_point"] = raw["zero_point"]
     return DumpMeta(**values)
+
+
+def _is_numeric_dtype(name: str) -> bool:
+    import numpy as np
+
+    try:
+        dtype = np.dtype(name)
+    except (TypeError, ValueError, SyntaxError):
+        return False
+    return dtype.kind in "biuf" and dtype.subdtype is None and dtype.names is None
 
 
 def sidecar_path(path: str) -> str | None:

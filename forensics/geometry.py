@@ -374,7 +374,8 @@ def geometry_for_deps(directory) -> AnchorGeometry:
     from forensics.tflite.extract import read_anchors_file
 
     raw = parse_postprocess(read_small_file(json_path, 16 << 20, "a postprocess description"), json_path)
-    return infer_geometry(read_anchors_file(anchors_path, expected=declared_anchors(raw)), source=anchors_path)
+    anchors = read_anchors_file(anchors_path, expected=declared_anchors(raw, json_path))
+    return infer_geometry(anchors, source=anchors_path)
 
 
 def cell_values(geometry: AnchorGeometry, values, *, reduce: str = "max") -> tuple[np.ndarray, ...]:

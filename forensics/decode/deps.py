@@ -129,11 +129,11 @@ def parse_postprocess(text: str, path: str) -> dict:
     return raw
 
 
-def declared_anchors(raw: dict) -> int | None:
-    """How many anchors postprocess.json says there are (num_anchors, else the scores/boxes shape)."""
+def declared_anchors(raw: dict, path: str | None = None) -> int | None:
+    """How many anchors postprocess.json (at `path`) says there are (num_anchors, else the scores/boxes shape)."""
     declared = raw.get("num_anchors")
-    if isinstance(declared, int) and not isinstance(declared, bool) and declared > 0:
-        return declared
+    if declared is not None:
+        return _integer(declared, "num_anchors", path, minimum=1)
     for key in ("scores", "boxes"):
         shape = raw.get(key, {}).get("shape") if isinstance(raw.get(key), dict) else None
         if isinstance(shape, list) and len(shape) >= 2 and isinstance(shape[-2], int) and shape[-2] > 0:
@@ -152,7 +152,7 @@ def read_deps(directory) -> DecodeDeps:
     json_path = os.path.join(directory, POSTPROCESS_FILE)
     anchors_path = os.path.join(directory, ANCHORS_FILE)
     raw = parse_postprocess(read_small_file(json_path, _MAX_JSON, "a postprocess description"), json_path)
-    anchors = read_anchors_file(anchors_path, expected=declared_anchors(raw))
+    anchors = read_anchors_file(anchors_path, expected=declared_anchors(raw, json_path))
     return deps_from_document(raw, anchors, json_path=json_path, anchors_path=anchors_path, source=directory)
 
 

@@ -1,0 +1,440 @@
+"""Every input error names the file it is about (issue 17): a table-driven sweep over every command that takes files.
+
+Each case makes ONE file argument (or file-valued option, sidecar, postprocess.json, manifest.json, output path)
+bad in one way -- missing, empty, a directory, garbage, malformed JSON, wrong size -- with every other argument
+good, and asserts: exit 2, exactly one line on stderr, and that line holds the bad file's name as given.
+The bad files get distinctive names (`bad_<command>_<argument>_<defect>`) so a message naming a different file
+cannot pass by accident.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.conftest import SHARED_CORAL, run_cli
+
+GOOD_DUMP = "dumps/libedgetpu/convert_scores.bin"
+GOOD_BOXES = "dumps/ours/Squeeze1.bin"
+GOOD_SCORES = "dumps/ours/convert_scores.bin"
+DEPS = "dumps/face_ssd"
+GARBAGE = bytes(range(256)) * 3 + b"\xff\xfe garbage \x00"
+
+# defect -> how the bad file is made at `path` (None: it does not exist)
+DEFECTS = {
+    "missing": None,
+    "empty": lambda p: p.write_bytes(b""),
+    "dir": lambda p: p.mkdir(),
+    "garbage": lambda p: p.write_bytes(GARBAGE),
+    "badjson": lambda p: p.write_text('{"tensor": "x", "shape": [1, 2,', encoding="utf-8"),
+    "notutf8": lambda p: p.write_bytes(b'{"a": "\xff\xfe"}'),
+    "jsonlist": lambda p: p.write_text("[1, 2, 3]", encoding="utf-8"),
+    "truncated": lambda p: p.write_bytes(_small_model()[:200]),
+    "short": lambda p: p.write_bytes(b"\x01" * 7),
+}
+
+DUMP = ("missing", "empty", "dir")
+# JSON that parses but holds a value the reader must refuse
+SIDECAR_FIELDS = ("sc-shape-str", "sc-dtype", "sc-record0", "sc-record-str", "sc-scale-str", "sc-zp-huge",
+                  "sc-shape-neg")
+PP_FIELDS = ("pp-empty", "pp-classes-null", "pp-classes-str", "pp-yscale-huge", "pp-no-maxdet", "pp-options-list",
+             "pp-anchors-str")
+MANIFEST_FIELDS = ("mf-empty", "mf-buffers-str", "mf-version", "mf-buffer-nofile", "mf-size-str",
+                   "mf-file-escape")
+ANY_BYTES = ("missing", "dir")  # commands for which an empty file is a valid (empty) buffer
+MODEL = ("missing", "empty", "dir", "garbage", "truncated")
+JSON = ("missing", "empty", "dir", "badjson", "notutf8", "jsonlist")
+TEXT = ("missing", "empty", "dir", "garbage")
+LABELS = ("missing", "empty", "dir", "notutf8")
+IMAGE = ("missing", "empty", "dir", "garbage")
+
+
+def _small_model() -> bytes:
+    from forensics.tflite import writer
+
+    return writer.build_detection_model(np.full((4, 4), 0.5, np.float32), num_classes=1)
+
+
+def _good_model(tmp: Path) -> Path:
+    path = tmp / "good_model.tflite"
+    if not path.exists():
+        path.write_bytes(_small_model())
+    return path
+
+
+def _good_run(tmp: Path, source="ours", name=None) -> Path:
+    from tests.runs.runs_support import story_run
+
+    path = tmp / (name or f"good_run_{source}")
+    if not path.exists():
+        story_run(tmp, source, path.name)
+    return path
+
+
+def _copy_dump(tmp: Path, src: str, name: str) -> Path:
+    """A copy of a bundled dump and its sidecar under a new name (to spoil one of the two)."""
+    dst = tmp / f"{name}.bin"
+    shutil.copyfile(src, dst)
+    return dst
+
+
+# --- the table: (command, argument, defects, build) -------------------------------------------------------
+# build(tmp, bad) -> argv, where `bad` is the path of the bad file (already made bad). A build may also make the
+# bad file itself (e.g. a sidecar next to a dump): then `bad` names where it goes.
+
+def _sidecar(cmd_argv):
+    """Cases spoiling the sidecar JSON of a dump: the dump is copied to BAD.bin, the sidecar is BAD.json."""
+    def build(tmp, bad):
+        dump = bad.with_suffix(".bin")
+        shutil.copyfile(GOOD_DUMP, dump)
+        return cmd_argv(tmp, dump)
+    return build
+
+
+def _deps_with(defect_file: str):
+    """A copy of the face_ssd deps directory with `defect_file` (postprocess.json / anchors.bin) spoiled."""
+    def make(tmp, bad, defect):
+        deps = tmp / f"deps_{bad.name}"
+        shutil.copytree(DEPS, deps)
+        target = deps / defect_file
+        target.unlink()
+        _make(target, defect)
+        return target
+    return make
+
+
+CASES = [
+    ("crc", "FILE", ANY_BYTES, lambda t, b: ["crc", b]),
+    ("crc", "FILE2", ANY_BYTES, lambda t, b: ["crc", GOOD_DUMP, b]),
+    ("diff", "A", DUMP, lambda t, b: ["diff", b, GOOD_DUMP]),
+    ("diff", "B", DUMP, lambda t, b: ["diff", GOOD_DUMP, b]),
+    ("diff", "sidecar", JSON[3:] + SIDECAR_FIELDS, _sidecar(lambda t, d: ["diff", d, GOOD_DUMP])),
+    ("diff", "--model", MODEL, lambda t, b: ["diff", GOOD_DUMP, GOOD_SCORES, "--model", b]),
+    ("diff", "--deps", ("missing", "empty"), lambda t, b: ["diff", GOOD_DUMP, GOOD_SCORES, "--deps", b]),
+    ("anchors", "FILE", DUMP, lambda t, b: ["anchors", b]),
+    ("anchors", "sidecar", JSON[3:] + SIDECAR_FIELDS, _sidecar(lambda t, d: ["anchors", d])),
+    ("anchors", "--model", MODEL, lambda t, b: ["anchors", GOOD_SCORES, "--model", b]),
+    ("anchors", "--deps", ("missing", "empty"), lambda t, b: ["anchors", GOOD_SCORES, "--deps", b]),
+    ("anchors", "FILE", ("short",), lambda t, b: ["anchors", b, "--deps", DEPS, "--grid"]),
+    ("anchors", "FILE", ("short",), lambda t, b: ["anchors", b, "--deps", DEPS, "--heatmap", t / "heat.png"]),
+    ("diff", "A", ("short",), lambda t, b: ["diff", b, GOOD_DUMP, "--deps", DEPS, "--grid"]),
+    ("hexdump", "FILE", ("short",), lambda t, b: ["hexdump", b, "--record", "4", "--anchor", "5"]),
+    ("coverage", "FILE", DUMP, lambda t, b: ["coverage", b, "--sentinel", "cc"]),
+    ("hexdump", "FILE", DUMP, lambda t, b: ["hexdump", b]),
+    ("hexdump", "FILE2", DUMP, lambda t, b: ["hexdump", GOOD_DUMP, b]),
+    ("hexdump", "sidecar", JSON[3:] + SIDECAR_FIELDS, _sidecar(lambda t, d: ["hexdump", d])),
+    ("hexdump", "--model", MODEL, lambda t, b: ["hexdump", GOOD_SCORES, "--model", b]),
+    ("graph", "MODEL", MODEL, lambda t, b: ["graph", b]),
+    ("extract", "MODEL", MODEL, lambda t, b: ["extract", b, "-o", t / "extract_out"]),
+    ("tail", "MODEL", MODEL, lambda t, b: ["tail", b, "-o", t / "tail_out.tflite"]),
+    ("relayout", "--model", MODEL,
+     lambda t, b: ["relayout", GOOD_DUMP, "--model", b, "--layer", "x", "-o", t / "relayout_out.bin"]),
+    ("decode", "BOXES", DUMP, lambda t, b: ["decode", "--deps", DEPS, b, GOOD_SCORES]),
+    ("decode", "SCORES", DUMP, lambda t, b: ["decode", "--deps", DEPS, GOOD_BOXES, b]),
+    ("decode", "BOXES", ("short",), lambda t, b: ["decode", "--deps", DEPS, b, GOOD_SCORES]),
+    ("decode", "SCORES", ("short",), lambda t, b: ["decode", "--deps", DEPS, GOOD_BOXES, b]),
+    ("decode", "--model", MODEL, lambda t, b: ["decode", "--model", b, GOOD_BOXES, GOOD_SCORES]),
+    ("decode", "--deps", ("missing", "empty"), lambda t, b: ["decode", "--deps", b, GOOD_BOXES, GOOD_SCORES]),
+    ("decode", "--labels", LABELS, lambda t, b: ["decode", "--deps", DEPS, "--labels", b, GOOD_BOXES, GOOD_SCORES]),
+    ("decode", "--image", IMAGE, lambda t, b: ["decode", "--deps", DEPS, "--image", b, GOOD_BOXES, GOOD_SCORES]),
+    ("decode", "--overlay", JSON,
+     lambda t, b: ["decode", "--deps", DEPS, "--overlay", b, "--image", _png(t), "--draw", t / "draw.png",
+                   GOOD_BOXES, GOOD_SCORES]),
+    ("anchors-gen", "--check-model", MODEL, lambda t, b: ["anchors-gen", "--check-model", b]),
+    ("anchors-gen", "--check-deps", ("missing", "empty"), lambda t, b: ["anchors-gen", "--check-deps", b]),
+    ("capture", "--model", MODEL,
+     lambda t, b: ["capture", "--model", b, "--input", f"input={GOOD_DUMP}", "-o", t / "capture_run"]),
+    ("ingest", "STAGE=FILE", DUMP, lambda t, b: ["ingest", t / "ingest_run", f"input={b}", "--source", "x"]),
+    ("ingest", "--model", MODEL,
+     lambda t, b: ["ingest", t / "ingest_run", f"tensor:Squeeze1={GOOD_BOXES}", "--model", b, "--source", "x"]),
+    ("ingest", "RUN", ("empty",), lambda t, b: ["ingest", b, f"input={GOOD_DUMP}", "--source", "x"]),
+    ("compare", "RUN_A", ("missing", "empty"), lambda t, b: ["compare", b, _good_run(t)]),
+    ("compare", "RUN_B", ("missing", "empty"), lambda t, b: ["compare", _good_run(t), b]),
+    ("compare", "--previous", ("missing", "empty"),
+     lambda t, b: ["compare", _good_run(t), _good_run(t, "broken"), "--previous", b]),
+    ("compare", "--model", MODEL, lambda t, b: ["compare", _good_run(t), _good_run(t, "broken"), "--model", b]),
+    ("compare", "--deps", ("missing", "empty"),
+     lambda t, b: ["compare", _good_run(t), _good_run(t, "broken"), "--deps", b]),
+    ("diagnose", "A", DUMP, lambda t, b: ["diagnose", b, GOOD_DUMP]),
+    ("diagnose", "B", DUMP, lambda t, b: ["diagnose", GOOD_DUMP, b]),
+    ("diagnose", "--previous", DUMP, lambda t, b: ["diagnose", GOOD_DUMP, GOOD_SCORES, "--previous", b]),
+    ("diagnose", "--model", MODEL, lambda t, b: ["diagnose", GOOD_DUMP, GOOD_SCORES, "--model", b, "--tensor", "x"]),
+    ("simulate", "A", DUMP, lambda t, b: ["simulate", b, "--bug", "lane_swap:16", "-o", t / "sim_out.bin"]),
+    ("simulate", "--previous", DUMP,
+     lambda t, b: ["simulate", GOOD_DUMP, "--bug", "stale", "--previous", b, "-o", t / "sim_out.bin"]),
+    ("csr", "A", TEXT, lambda t, b: ["csr", b, _trace(t)]),
+    ("csr", "B", TEXT, lambda t, b: ["csr", _trace(t), b]),
+    ("import", "TEXT", TEXT, lambda t, b: ["import", b, "-o", t / "import_out.bin"]),
+    ("fingerprint", "FILE", ANY_BYTES, lambda t, b: ["fingerprint", b]),
+    ("verify", "LOG", TEXT, lambda t, b: ["verify", b, GOOD_DUMP]),
+    ("verify", "FILE", ANY_BYTES, lambda t, b: ["verify", _fp_log(t), b]),
+    ("verify", "--buffer", ANY_BYTES, lambda t, b: ["verify", _fp_log(t), "--buffer", f"input={b}"]),
+    ("export", "RUN", ("missing", "empty"), lambda t, b: ["export", b, "--format", "npz", "-o", t / "out.npz"]),
+]
+
+# Files inside a directory argument (postprocess.json, anchors.bin, manifest.json): make(tmp, bad, defect) -> the
+# bad file, build(tmp, bad_file) -> argv.
+INNER = [
+    ("decode", "postprocess.json", JSON + PP_FIELDS, _deps_with("postprocess.json"),
+     lambda t, f: ["decode", "--deps", f.parent, GOOD_BOXES, GOOD_SCORES]),
+    ("decode", "anchors.bin", ("missing", "dir", "short"), _deps_with("anchors.bin"),
+     lambda t, f: ["decode", "--deps", f.parent, GOOD_BOXES, GOOD_SCORES]),
+    ("anchors", "postprocess.json", JSON[1:] + ("pp-anchors-str",), _deps_with("postprocess.json"),
+     lambda t, f: ["anchors", GOOD_SCORES, "--deps", f.parent]),
+    ("anchors", "anchors.bin", ("missing", "dir", "short"), _deps_with("anchors.bin"),
+     lambda t, f: ["anchors", GOOD_SCORES, "--deps", f.parent]),
+    ("anchors-gen", "postprocess.json", JSON + PP_FIELDS, _deps_with("postprocess.json"),
+     lambda t, f: ["anchors-gen", "--check-deps", f.parent]),
+    ("compare", "manifest.json", JSON + MANIFEST_FIELDS, lambda t, b, d: _spoil_manifest(t, b, d),
+     lambda t, f: ["compare", f.parent, _good_run(t, "broken")]),
+    ("export", "manifest.json", JSON + MANIFEST_FIELDS, lambda t, b, d: _spoil_manifest(t, b, d),
+     lambda t, f: ["export", f.parent, "--format", "npz", "-o", t / "out.npz"]),
+    ("ingest", "manifest.json", JSON + MANIFEST_FIELDS, lambda t, b, d: _spoil_manifest(t, b, d),
+     lambda t, f: ["ingest", f.parent, f"input={GOOD_DUMP}", "--source", "x"]),
+]
+
+# Output paths that cannot be written: a directory where a file goes, or a parent that is a file.
+OUTPUTS = [
+    ("simulate", "-o", lambda t, o: ["simulate", GOOD_DUMP, "--bug", "lane_swap:16", "-o", o]),
+    ("import", "-o", lambda t, o: ["import", _hex_text(t), "-o", o]),
+    ("anchors-gen", "-o", lambda t, o: ["anchors-gen", "-o", o]),
+    ("export", "-o", lambda t, o: ["export", _good_run(t), "--format", "npz", "-o", o]),
+]
+
+
+def _png(tmp: Path) -> Path:
+    pil = pytest.importorskip("PIL.Image")
+    path = tmp / "good_image.png"
+    if not path.exists():
+        pil.new("RGB", (32, 24)).save(path)
+    return path
+
+
+def _trace(tmp: Path) -> Path:
+    path = tmp / "good_trace.log"
+    path.write_text("W 0x48788 0x7f\nR 0x48788 0x7f\n", encoding="utf-8")
+    return path
+
+
+def _hex_text(tmp: Path) -> Path:
+    path = tmp / "good_hex.txt"
+    path.write_text("00000000: 0102 0304 0506 0708  ........\n", encoding="utf-8")
+    return path
+
+
+def _fp_log(tmp: Path) -> Path:
+    path = tmp / "good_fp.log"
+    if not path.exists():
+        printed = run_cli("fingerprint", GOOD_DUMP, "--tag", "input")
+        assert printed.code == 0 and "[FP] input" in printed.out, printed
+        path.write_text(printed.out, encoding="utf-8")
+    return path
+
+
+def _spoil_manifest(tmp, bad, defect):
+    run = _good_run(tmp, "ours", f"run_{bad.name}")
+    target = run / "manifest.json"
+    if not (defect in FIELD_EDITS and FIELD_EDITS[defect][0] == "manifest"):
+        target.unlink()
+    _make(target, defect)
+    return target
+
+
+def _spoil_run_buffer(tmp, bad, defect):
+    run = _good_run(tmp, "ours", f"run_{bad.name}")
+    doc = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
+    rel = _first_buffer(doc)
+    target = run / rel
+    target.unlink()
+    _make(target, defect)
+    return target
+
+
+def _first_buffer(doc) -> str:
+    """The relative path of the first buffer file a manifest names (wherever its schema keeps it)."""
+    found = []
+
+    def walk(x):
+        if isinstance(x, dict):
+            for k, v in x.items():
+                if k in ("file", "path") and isinstance(v, str):
+                    found.append(v)
+                walk(v)
+        elif isinstance(x, list):
+            for v in x:
+                walk(v)
+    walk(doc)
+    if not found:
+        pytest.skip("no buffer file named in the manifest")
+    return found[0]
+
+
+def _json_edit(path: Path, base, change) -> None:
+    doc = json.loads(Path(base).read_text(encoding="utf-8")) if base else {}
+    change(doc)
+    path.write_text(json.dumps(doc), encoding="utf-8")
+
+
+def _set(*pairs):
+    def change(doc):
+        for keys, value in pairs:
+            d = doc
+            for k in keys[:-1]:
+                d = d[k]
+            if value is _DELETE:
+                d.pop(keys[-1], None)
+            else:
+                d[keys[-1]] = value
+    return change
+
+
+_DELETE = object()
+SIDECAR_BASE = "dumps/libedgetpu/convert_scores.json"
+PP_BASE = "dumps/face_ssd/postprocess.json"
+FIELD_EDITS = {
+    "sc-shape-str": (SIDECAR_BASE, _set((["shape"], "abc"))),
+    "sc-dtype": (SIDECAR_BASE, _set((["dtype"], "complex999"))),
+    "sc-record0": (SIDECAR_BASE, _set((["record_size"], 0))),
+    "sc-record-str": (SIDECAR_BASE, _set((["record_size"], "four"))),
+    "sc-scale-str": (SIDECAR_BASE, _set((["scale"], "x"))),
+    "sc-zp-huge": (SIDECAR_BASE, _set((["zero_point"], 10 ** 30))),
+    "sc-shape-neg": (SIDECAR_BASE, _set((["shape"], [-1, 4]))),
+    "pp-empty": (None, _set()),
+    "pp-classes-null": (PP_BASE, _set((["num_classes"], None), (["options", "num_classes"], None))),
+    "pp-classes-str": (PP_BASE, _set((["num_classes"], "one"), (["options", "num_classes"], "one"))),
+    "pp-yscale-huge": (PP_BASE, _set((["options", "y_scale"], 1e300))),
+    "pp-no-maxdet": (PP_BASE, _set((["options", "max_detections"], _DELETE))),
+    "pp-options-list": (PP_BASE, _set((["options"], [1, 2]))),
+    "pp-anchors-str": (PP_BASE, _set((["num_anchors"], "many"))),
+    "mf-empty": (None, _set()),
+    "mf-buffers-str": ("manifest", _set((["buffers"], "x"))),
+    "mf-version": ("manifest", _set((["version"], 99))),
+    "mf-buffer-nofile": ("manifest", lambda d: d["buffers"][0].pop("file")),
+    "mf-size-str": ("manifest", lambda d: d["buffers"][0].__setitem__("size", "big")),
+    "mf-file-escape": ("manifest", lambda d: d["buffers"][0].__setitem__("file", "../../../etc/passwd")),
+}
+
+
+def _make(path: Path, defect: str) -> None:
+    if defect in FIELD_EDITS:
+        base, change = FIELD_EDITS[defect]
+        if base == "manifest":
+            base = path  # edited in place (the run's own manifest, already written)
+        _json_edit(path, base, change)
+        return
+    maker = DEFECTS[defect]
+    if maker is not None:
+        maker(path)
+
+
+def _params():
+    for cmd, arg, defects, build in CASES:
+        for defect in defects:
+            yield pytest.param(cmd, arg, defect, build, id=f"{cmd}-{arg}-{defect}")
+
+
+def _inner_params():
+    for cmd, arg, defects, make, build in INNER:
+        for defect in defects:
+            yield pytest.param(cmd, arg, defect, make, build, id=f"{cmd}-{arg}-{defect}")
+
+
+def _slug(*parts) -> str:
+    return "_".join("".join(c if c.isalnum() else "" for c in str(p)) for p in parts)
+
+
+def _suffix(arg: str, defect: str) -> str:
+    if arg == "sidecar":
+        return ".json"
+    if arg in ("--model", "MODEL", "--check-model"):
+        return ".tflite"
+    if arg in ("--overlay",):
+        return ".json"
+    if arg in ("--labels", "LOG", "A", "B", "TEXT") and defect in TEXT:
+        return ".txt"
+    if arg == "--image":
+        return ".png"
+    return ".bin"
+
+
+def assert_names_file(result, name: str) -> None:
+    assert result.code == 2, (result.code, result.out[-500:], result.err)
+    lines = result.err.strip("\n").split("\n")
+    assert len(lines) == 1 and lines[0], result.err
+    assert "Traceback" not in result.err
+    assert name in lines[0], (name, lines[0])
+
+
+@pytest.mark.parametrize("cmd, arg, defect, build", list(_params()))
+def test_file_argument(tmp_path, cmd, arg, defect, build):
+    bad = tmp_path / f"bad_{_slug(cmd, arg, defect)}{_suffix(arg, defect)}"
+    if arg != "sidecar":
+        _make(bad, defect)
+    argv = build(tmp_path, bad)
+    if arg == "sidecar":
+        _make(bad, defect)
+    assert_names_file(run_cli(*argv), str(bad))
+
+
+@pytest.mark.parametrize("cmd, arg, defect, make, build", list(_inner_params()))
+def test_file_inside_a_directory(tmp_path, cmd, arg, defect, make, build):
+    bad = tmp_path / f"bad_{_slug(cmd, arg, defect)}"
+    target = make(tmp_path, bad, defect)
+    assert_names_file(run_cli(*build(tmp_path, target)), target.name)
+    # the whole path as given, so the user knows which directory's copy is bad
+    assert str(target.parent.name) in run_cli(*build(tmp_path, target)).err
+
+
+@pytest.mark.parametrize("defect", ["missing", "dir", "short"])
+def test_damaged_run_buffer_is_named(tmp_path, defect):
+    """compare reports a run's missing or changed buffer file beside its table (exit 1, as documented), naming it."""
+    target = _spoil_run_buffer(tmp_path, tmp_path / f"bad_run_buffer_{defect}", defect)
+    run = target.parent.parent
+    result = run_cli("compare", run, _good_run(tmp_path, "broken"))
+    assert result.code in (1, 2), result
+    assert "Traceback" not in result.err
+    assert str(target) in result.err, result.err
+
+
+@pytest.mark.parametrize("cmd, arg, build", [pytest.param(*c, id=f"{c[0]}-{c[1]}") for c in OUTPUTS])
+@pytest.mark.parametrize("defect", ["dir", "parent-is-file"])
+def test_output_path(tmp_path, cmd, arg, build, defect):
+    if defect == "dir":
+        out = tmp_path / f"bad_out_{_slug(cmd)}_dir"
+        out.mkdir()
+        (out / "keep").write_text("x")
+    else:
+        parent = tmp_path / f"bad_out_{_slug(cmd)}_parentfile"
+        parent.write_text("x")
+        out = parent / "out.bin"
+    result = run_cli(*build(tmp_path, out))
+    assert_names_file(result, str(out) if defect == "dir" else str(out.parent))
+
+
+REAL_MODELS = ["ssd_mobilenet_v1_coco_quant_postprocess_segment_1_of_2_edgetpu.tflite",
+               "ssd_mobilenet_v1_coco_quant_postprocess_head_layers.tflite"]
+
+
+@pytest.mark.parametrize("model", REAL_MODELS)
+@pytest.mark.parametrize("cut", [64, 4096])
+@pytest.mark.parametrize("cmd", ["graph", "extract", "tail", "relayout"])
+def test_truncated_real_models(tmp_path, shared_data, model, cut, cmd):
+    bad = tmp_path / f"bad_real_{cut}_{model}"
+    bad.write_bytes((shared_data / model).read_bytes()[:cut])
+    argv = {"graph": ["graph", bad], "extract": ["extract", bad, "-o", tmp_path / "x"],
+            "tail": ["tail", bad, "-o", tmp_path / "t.tflite"],
+            "relayout": ["relayout", GOOD_DUMP, "--model", bad, "--layer", "Squeeze1", "-o", tmp_path / "r.bin"]}[cmd]
+    assert_names_file(run_cli(*argv), str(bad))
+
+
+def test_sweep_is_broad():
+    """The table covers every command that takes files (so a new command is not silently left out)."""
+    covered = {c[0] for c in CASES} | {c[0] for c in INNER} | {c[0] for c in OUTPUTS}
+    assert covered >= {"crc", "diff", "anchors", "coverage", "hexdump", "graph", "extract", "relayout", "decode",
+                       "tail", "anchors-gen", "capture", "ingest", "compare", "diagnose", "simulate", "csr",
+                       "import", "fingerprint", "verify", "export"}
+    assert SHARED_CORAL  # the real-model cases use it when present
