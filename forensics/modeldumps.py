@@ -88,7 +88,7 @@ def tensor_view(dump, model, tensor: str, labels=None):
     from forensics.tflite.tensors import tensor_record_layout
 
     with open_model(model) as opened:
-        return tensor_record_layout(opened, tensor, dump.size, labels=labels)
+        return tensor_record_layout(opened, tensor, dump.size, labels=labels, dump_path=getattr(dump, "path", None))
 
 
 def remap_indices(result, context: DumpContext, attribute: str):

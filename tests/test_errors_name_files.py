@@ -438,3 +438,66 @@ def test_sweep_is_broad():
                        "tail", "anchors-gen", "capture", "ingest", "compare", "diagnose", "simulate", "csr",
                        "import", "fingerprint", "verify", "export"}
     assert SHARED_CORAL  # the real-model cases use it when present
+
+
+# --- wrong sizes against a real model (needs ../shared; skipped cleanly without it) --------------------------
+SEG = "ssd_mobilenet_v1_coco_quant_postprocess_segment_1_of_2_edgetpu.tflite"
+HEAD = "ssd_mobilenet_v1_coco_quant_postprocess_head_layers.tflite"
+SSD_SCORES, SSD_BOXES = 174447, 7668  # the segment's convert_scores and Squeeze1 tensor sizes (1917 anchors)
+
+
+def _zeros(tmp: Path, size: int) -> Path:
+    path = tmp / f"good_zeros_{size}.bin"
+    if not path.exists():
+        path.write_bytes(bytes(size))
+    return path
+REAL_CASES = [
+    ("relayout", "RAW", lambda m, t, b: ["relayout", b, "--model", m(SEG), "--layer", "convert_scores",
+                                         "-o", t / "r.bin"]),
+    ("relayout", "RAW-inverse", lambda m, t, b: ["relayout", b, "--model", m(SEG), "--layer", "Squeeze1", "--inverse",
+                                                 "-o", t / "r.bin"]),
+    ("decode", "BOXES", lambda m, t, b: ["decode", "--model", m(SEG), b, _zeros(t, SSD_SCORES)]),
+    ("decode", "SCORES", lambda m, t, b: ["decode", "--model", m(SEG), _zeros(t, SSD_BOXES), b]),
+    ("decode", "BOXES-raw", lambda m, t, b: ["decode", "--model", m(SEG), "--layout", "raw", b,
+                                             _zeros(t, SSD_SCORES)]),
+    ("anchors", "FILE-grid", lambda m, t, b: ["anchors", b, "--model", m(SEG), "--grid"]),
+    ("diff", "A", lambda m, t, b: ["diff", b, _zeros(t, SSD_SCORES), "--model", m(SEG), "--tensor", "convert_scores"]),
+    ("diff", "B", lambda m, t, b: ["diff", _zeros(t, SSD_SCORES), b, "--model", m(SEG), "--tensor", "convert_scores"]),
+    ("hexdump", "FILE", lambda m, t, b: ["hexdump", b, "--model", m(SEG), "--tensor", "convert_scores"]),
+    ("diagnose", "A", lambda m, t, b: ["diagnose", b, _zeros(t, SSD_SCORES), "--model", m(SEG),
+                                       "--tensor", "convert_scores"]),
+    ("diagnose", "B", lambda m, t, b: ["diagnose", _zeros(t, SSD_SCORES), b, "--model", m(SEG),
+                                       "--tensor", "convert_scores"]),
+    ("ingest", "tensor", lambda m, t, b: ["ingest", t / "run", f"tensor:convert_scores={b}", "--model", m(SEG),
+                                          "--source", "x"]),
+    ("ingest", "raw", lambda m, t, b: ["ingest", t / "run", f"raw:convert_scores={b}", "--model", m(SEG),
+                                       "--source", "x"]),
+    ("capture", "--input", lambda m, t, b: ["capture", "--model", m(SEG), "--tail-only", "--input",
+                                            f"convert_scores={b}", "--input", f"Squeeze1={_zeros(t, SSD_BOXES)}",
+                                            "-o", t / "run"]),
+    ("capture", "--input2", lambda m, t, b: ["capture", "--model", m(SEG), "--tail-only", "--input",
+                                             f"convert_scores={_zeros(t, SSD_SCORES)}", "--input", f"Squeeze1={b}",
+                                             "-o", t / "run"]),
+]
+
+
+@pytest.mark.parametrize("defect", ["short", "missing", "dir"])
+@pytest.mark.parametrize("cmd, arg, build", [pytest.param(*c, id=f"{c[0]}-{c[1]}") for c in REAL_CASES])
+def test_wrong_size_against_a_real_model(tmp_path, shared_data, cmd, arg, build, defect):
+    if cmd == "diagnose" and defect == "short":
+        pytest.skip("diagnose takes dumps of different sizes as evidence (truncation, stride), not as bad input")
+    bad = tmp_path / f"bad_{_slug(cmd, arg, defect)}.bin"
+    _make(bad, defect)
+    argv = build(lambda name: shared_data / name, tmp_path, bad)
+    assert_names_file(run_cli(*argv), str(bad))
+
+
+@pytest.mark.parametrize("defect", LABELS)
+@pytest.mark.parametrize("cmd", ["diff", "anchors", "hexdump"])
+def test_labels_with_a_real_model(tmp_path, shared_data, cmd, defect):
+    bad = tmp_path / f"bad_{cmd}_labels_{defect}.txt"
+    _make(bad, defect)
+    good = _zeros(tmp_path, SSD_SCORES)
+    files = [good, good] if cmd == "diff" else [good]
+    argv = [cmd, *files, "--model", shared_data / SEG, "--tensor", "convert_scores", "--labels", bad]
+    assert_names_file(run_cli(*argv), str(bad))

@@ -76,8 +76,10 @@ def _find_layer(model: Model, name: str) -> Layer | None:
     return None
 
 
-def tensor_record_layout(model: Model, tensor_name: str, dump_size: int, labels=None) -> ModelTensorView:
-    """The record layout of a dump of `tensor_name` whose size is `dump_size` bytes."""
+def tensor_record_layout(model: Model, tensor_name: str, dump_size: int, labels=None, *,
+                         dump_path: str | None = None) -> ModelTensorView:
+    """The record layout of a dump of `tensor_name` whose size is `dump_size` bytes (read from `dump_path`, which
+    the errors about the dump's size name)."""
     tensor = model.tensor(tensor_name)
     if tensor.itemsize is None:
         raise InputError(f"tensor {tensor_name!r} is {tensor.dtype}; dumps of it cannot be laid out", model.path)
@@ -112,7 +114,7 @@ def tensor_record_layout(model: Model, tensor_name: str, dump_size: int, labels=
         order = None
         if np.any(offsets % record_size):
             raise InputError(f"raw records of {tensor.name!r} do not start on {record_size}-byte boundaries; "
-                             "relayout the dump first (forensics relayout)")
+                             "relayout the dump first (forensics relayout)", dump_path)
         index = offsets // record_size
         if not np.array_equal(index, np.arange(index.size)):
             order = index
@@ -126,6 +128,6 @@ def tensor_record_layout(model: Model, tensor_name: str, dump_size: int, labels=
             hint = f"; a larger allocation? read its first {lmap.raw_size} bytes ({{length}} {lmap.raw_size})"
         raise InputError(f"dump is {dump_size} bytes; tensor {tensor.name!r} is {lmap.raw_size} bytes as the "
                          f"chip writes it (raw, z padded to {lmap.z_bytes_padded}) and {tensor_size} bytes as "
-                         "the TFLite tensor" + hint, params=bool(hint))
+                         "the TFLite tensor" + hint, dump_path, params=bool(hint))
     raise InputError(f"dump is {dump_size} bytes; tensor {tensor.name!r} {list(tensor.shape)} {tensor.dtype} "
-                     f"is {tensor_size} bytes (no Edge TPU output layer of that name, so no raw size)")
+                     f"is {tensor_size} bytes (no Edge TPU output layer of that name, so no raw size)", dump_path)
