@@ -35,13 +35,18 @@ DEFECTS = {
     "jsonlist": lambda p: p.write_text("[1, 2, 3]", encoding="utf-8"),
     "truncated": lambda p: p.write_bytes(_small_model()[:200]),
     "short": lambda p: p.write_bytes(b"\x01" * 7),
+    "nanfloats": lambda p: p.write_bytes(b"\xff" * (2034 * 16)),
+    "npy-badshape": lambda p: p.write_bytes(_npy_header("{'descr': '|u1', 'fortran_order': False, 'shape': ('a',), }")),
+    "npy-neg": lambda p: p.write_bytes(_npy_header("{'descr': '|u1', 'fortran_order': False, 'shape': (-2034, -4), }")),
+    "npy-trunc": lambda p: p.write_bytes(_npy_header("{'descr': '|u1', 'fortran_order': False, 'shape': (2034, 4), }")),
 }
 
 DUMP = ("missing", "empty", "dir")
+NPY = ("npy-badshape", "npy-neg", "npy-trunc")
 # JSON that parses but holds a value the reader must refuse
 SIDECAR_FIELDS = ("sc-shape-str", "sc-dtype", "sc-record0", "sc-record-str", "sc-scale-str", "sc-zp-huge",
                   "sc-shape-neg")
-PP_FIELDS = ("pp-empty", "pp-classes-null", "pp-classes-str", "pp-yscale-huge", "pp-no-maxdet", "pp-options-list",
+PP_FIELDS = ("pp-boxes-noscale", "pp-scores-zp-str", "pp-scores-str", "pp-empty", "pp-classes-null", "pp-classes-str", "pp-yscale-huge", "pp-no-maxdet", "pp-options-list",
              "pp-anchors-str")
 MANIFEST_FIELDS = ("mf-empty", "mf-buffers-str", "mf-version", "mf-buffer-nofile", "mf-size-str",
                    "mf-file-escape")
@@ -51,6 +56,12 @@ JSON = ("missing", "empty", "dir", "badjson", "notutf8", "jsonlist")
 TEXT = ("missing", "empty", "dir", "garbage")
 LABELS = ("missing", "empty", "dir", "notutf8")
 IMAGE = ("missing", "empty", "dir", "garbage")
+
+
+def _npy_header(text: str) -> bytes:
+    body = text.encode("latin1")
+    body += b" " * (-(10 + len(body) + 1) % 64) + b"\n"
+    return b"\x93NUMPY\x01\x00" + len(body).to_bytes(2, "little") + body
 
 
 def _small_model() -> bytes:
@@ -123,6 +134,10 @@ CASES = [
     ("anchors", "FILE", ("short",), lambda t, b: ["anchors", b, "--deps", DEPS, "--heatmap", t / "heat.png"]),
     ("diff", "A", ("short",), lambda t, b: ["diff", b, GOOD_DUMP, "--deps", DEPS, "--grid"]),
     ("hexdump", "FILE", ("short",), lambda t, b: ["hexdump", b, "--record", "4", "--anchor", "5"]),
+    ("diff", "A.npy", NPY, lambda t, b: ["diff", b, GOOD_DUMP]),
+    ("crc", "FILE.npy", NPY, lambda t, b: ["crc", b]),
+    ("decode", "BOXES.npy", NPY, lambda t, b: ["decode", "--deps", DEPS, b, GOOD_SCORES]),
+    ("ingest", "STAGE=FILE.npy", NPY, lambda t, b: ["ingest", t / "ingest_run", f"input={b}", "--source", "x"]),
     ("coverage", "FILE", DUMP, lambda t, b: ["coverage", b, "--sentinel", "cc"]),
     ("hexdump", "FILE", DUMP, lambda t, b: ["hexdump", b]),
     ("hexdump", "FILE2", DUMP, lambda t, b: ["hexdump", GOOD_DUMP, b]),
@@ -187,7 +202,11 @@ INNER = [
      lambda t, f: ["anchors", GOOD_SCORES, "--deps", f.parent]),
     ("anchors", "anchors.bin", ("missing", "dir", "short"), _deps_with("anchors.bin"),
      lambda t, f: ["anchors", GOOD_SCORES, "--deps", f.parent]),
-    ("anchors-gen", "postprocess.json", JSON + PP_FIELDS, _deps_with("postprocess.json"),
+    ("anchors", "anchors.bin", ("nanfloats",), _deps_with("anchors.bin"),
+     lambda t, f: ["anchors", GOOD_SCORES, "--deps", f.parent, "--grid"]),
+    ("decode", "anchors.bin", ("nanfloats",), _deps_with("anchors.bin"),
+     lambda t, f: ["decode", "--deps", f.parent, GOOD_BOXES, GOOD_SCORES]),
+    ("anchors-gen", "postprocess.json", JSON + PP_FIELDS[1:], _deps_with("postprocess.json"),
      lambda t, f: ["anchors-gen", "--check-deps", f.parent]),
     ("compare", "manifest.json", JSON + MANIFEST_FIELDS, lambda t, b, d: _spoil_manifest(t, b, d),
      lambda t, f: ["compare", f.parent, _good_run(t, "broken")]),
@@ -304,6 +323,9 @@ FIELD_EDITS = {
     "sc-zp-huge": (SIDECAR_BASE, _set((["zero_point"], 10 ** 30))),
     "sc-shape-neg": (SIDECAR_BASE, _set((["shape"], [-1, 4]))),
     "pp-empty": (None, _set()),
+    "pp-boxes-noscale": (PP_BASE, _set((["boxes", "scale"], _DELETE))),
+    "pp-scores-zp-str": (PP_BASE, _set((["scores", "zero_point"], "zero"))),
+    "pp-scores-str": (PP_BASE, _set((["scores"], "convert_scores"))),
     "pp-classes-null": (PP_BASE, _set((["num_classes"], None), (["options", "num_classes"], None))),
     "pp-classes-str": (PP_BASE, _set((["num_classes"], "one"), (["options", "num_classes"], "one"))),
     "pp-yscale-huge": (PP_BASE, _set((["options", "y_scale"], 1e300))),
@@ -348,6 +370,8 @@ def _slug(*parts) -> str:
 
 
 def _suffix(arg: str, defect: str) -> str:
+    if defect.startswith("npy"):
+        return ".npy"
     if arg == "sidecar":
         return ".json"
     if arg in ("--model", "MODEL", "--check-model"):

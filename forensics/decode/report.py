@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from forensics.decode.deps import DecodeDeps
+from forensics.decode.deps import POSTPROCESS_FILE, DecodeDeps
 from forensics.decode.inputs import LoadedInput, load_input
 from forensics.decode.letterbox import Letterbox
 from forensics.decode.ssd import DecodeResult, postprocess
@@ -87,6 +87,13 @@ class DecodeReport:
         return doc
 
 
+def _description_file(deps: DecodeDeps) -> str | None:
+    """The file that describes the dumps: a deps directory's postprocess.json, else the model deps came from."""
+    if deps.source and os.path.isdir(deps.source):
+        return os.path.join(deps.source, POSTPROCESS_FILE)
+    return deps.source or None
+
+
 def decode_dumps(deps: DecodeDeps, boxes_path, scores_path, *, layout: str = "auto", rounding: str = "reference",
                  image=None, image_wh: tuple[int, int] | None = None, input_wh: tuple[int, int] | None = None,
                  labels_path=None, replay: bool = False, relayouts: dict | None = None,
@@ -104,7 +111,8 @@ def decode_dumps(deps: DecodeDeps, boxes_path, scores_path, *, layout: str = "au
                            dump_options=dump_options)
     for loaded, info, what in ((boxes_in, deps.boxes, "box deltas"), (scores_in, deps.scores, "scores")):
         if not loaded.dequantized and info.quant is None:
-            raise InputError(f"uint8 {what} need a scale and zero_point ({what.split()[0]} in postprocess.json)")
+            raise InputError(f"uint8 {what} need a scale and zero_point ({what.split()[0]} in postprocess.json)",
+                             _description_file(deps))
     anchors = deps.anchors_codes if deps.anchors_codes is not None else deps.anchors
     result = postprocess(boxes_in.array, scores_in.array, anchors, deps.options, boxes_quant=deps.boxes.quant,
                          scores_quant=deps.scores.quant, anchors_quant=deps.anchors_quant, rounding=rounding,
