@@ -35,6 +35,7 @@ DEFECTS = {
     "jsonlist": lambda p: p.write_text("[1, 2, 3]", encoding="utf-8"),
     "truncated": lambda p: p.write_bytes(_small_model()[:200]),
     "short": lambda p: p.write_bytes(b"\x01" * 7),
+    "nodetect": lambda p: p.write_bytes(_plain_model()),
     "nanfloats": lambda p: p.write_bytes(b"\xff" * (2034 * 16)),
     "npy-badshape": lambda p: p.write_bytes(_npy_header("{'descr': '|u1', 'fortran_order': False, 'shape': ('a',), }")),
     "npy-neg": lambda p: p.write_bytes(_npy_header("{'descr': '|u1', 'fortran_order': False, 'shape': (-2034, -4), }")),
@@ -64,6 +65,17 @@ def _npy_header(text: str) -> bytes:
     return b"\x93NUMPY\x01\x00" + len(body).to_bytes(2, "little") + body
 
 
+def _plain_model(shape=(1, 4)) -> bytes:
+    """A one-operator model (RELU) without detection anchors; with an image-shaped input for `capture --image`."""
+    from forensics.tflite import writer
+
+    spec = writer.ModelSpec(tensors=[writer.TensorSpec("a", list(shape), "uint8"),
+                                     writer.TensorSpec("b", list(shape), "uint8")],
+                            opcodes=[writer.OpCodeSpec(builtin_code=19)],  # RELU
+                            operators=[writer.OperatorSpec(0, [0], [1])], inputs=[0], outputs=[1])
+    return writer.build_model(spec)
+
+
 def _small_model() -> bytes:
     from forensics.tflite import writer
 
@@ -74,6 +86,13 @@ def _good_model(tmp: Path) -> Path:
     path = tmp / "good_model.tflite"
     if not path.exists():
         path.write_bytes(_small_model())
+    return path
+
+
+def _image_model(tmp: Path) -> Path:
+    path = tmp / "good_image_model.tflite"
+    if not path.exists():
+        path.write_bytes(_plain_model((1, 8, 8, 3)))
     return path
 
 
@@ -138,6 +157,25 @@ CASES = [
     ("crc", "FILE.npy", NPY, lambda t, b: ["crc", b]),
     ("decode", "BOXES.npy", NPY, lambda t, b: ["decode", "--deps", DEPS, b, GOOD_SCORES]),
     ("ingest", "STAGE=FILE.npy", NPY, lambda t, b: ["ingest", t / "ingest_run", f"input={b}", "--source", "x"]),
+    ("csr", "A-snapshot", ("badjson", "notutf8", "jsonlist"), lambda t, b: ["csr", "--snapshot", b, _snapshot(t)]),
+    ("csr", "B-snapshot", ("badjson", "notutf8", "jsonlist"), lambda t, b: ["csr", "--snapshot", _snapshot(t), b]),
+    ("csr", "A-snapshot", TEXT, lambda t, b: ["csr", "--snapshot", b, _snapshot(t)]),
+    ("decode", "--overlay-boxes", DUMP, lambda t, b: ["decode", "--deps", DEPS, "--overlay-boxes", b,
+                                                      "--overlay-scores", GOOD_SCORES, "--image", _png(t),
+                                                      "--draw", t / "d.png", GOOD_BOXES, GOOD_SCORES]),
+    ("decode", "--overlay-scores", DUMP, lambda t, b: ["decode", "--deps", DEPS, "--overlay-boxes", GOOD_BOXES,
+                                                       "--overlay-scores", b, "--image", _png(t),
+                                                       "--draw", t / "d.png", GOOD_BOXES, GOOD_SCORES]),
+    ("compare", "--batch", ("missing", "empty"), lambda t, b: ["compare", "--batch", b, "-o", t / "s.csv"]),
+    ("compare", "--labels", LABELS, lambda t, b: ["compare", _good_run(t), _good_run(t, "broken"), "--deps", DEPS,
+                                                  "--labels", b]),
+    ("ingest", "--from npz", ("missing", "empty", "dir", "garbage"),
+     lambda t, b: ["ingest", t / "ingest_run", f"tensor={b}", "--from", "npz", "--source", "x"]),
+    ("anchors-gen", "--check-model", ("nodetect",), lambda t, b: ["anchors-gen", "--check-model", b]),
+    ("capture", "--image", IMAGE, lambda t, b: ["capture", "--model", _image_model(t), "--image", b,
+                                                "-o", t / "capture_run"]),
+    ("capture", "--images", ("missing", "empty"), lambda t, b: ["capture", "--model", _good_model(t), "--images", b,
+                                                                "-o", t / "capture_run"]),
     ("coverage", "FILE", DUMP, lambda t, b: ["coverage", b, "--sentinel", "cc"]),
     ("hexdump", "FILE", DUMP, lambda t, b: ["hexdump", b]),
     ("hexdump", "FILE2", DUMP, lambda t, b: ["hexdump", GOOD_DUMP, b]),
@@ -218,6 +256,13 @@ INNER = [
 
 # Output paths that cannot be written: a directory where a file goes, or a parent that is a file.
 OUTPUTS = [
+    ("diff", "--plot", lambda t, o: ["diff", GOOD_DUMP, "dumps/broken/convert_scores.bin", "--plot", o]),
+    ("anchors", "--heatmap", lambda t, o: ["anchors", GOOD_SCORES, "--deps", DEPS, "--heatmap", o]),
+    ("compare", "--html", lambda t, o: ["compare", _good_run(t), _good_run(t, "broken"), "--html", o]),
+    ("compare", "--junit", lambda t, o: ["compare", _good_run(t), _good_run(t, "broken"), "--junit", o]),
+    ("decode", "--draw", lambda t, o: ["decode", "--deps", DEPS, "--image", _png(t), "--draw", o, GOOD_BOXES,
+                                       GOOD_SCORES]),
+    ("extract", "-o", lambda t, o: ["extract", _good_model(t), "-o", o]),
     ("simulate", "-o", lambda t, o: ["simulate", GOOD_DUMP, "--bug", "lane_swap:16", "-o", o]),
     ("import", "-o", lambda t, o: ["import", _hex_text(t), "-o", o]),
     ("anchors-gen", "-o", lambda t, o: ["anchors-gen", "-o", o]),
@@ -230,6 +275,12 @@ def _png(tmp: Path) -> Path:
     path = tmp / "good_image.png"
     if not path.exists():
         pil.new("RGB", (32, 24)).save(path)
+    return path
+
+
+def _snapshot(tmp: Path) -> Path:
+    path = tmp / "good_snapshot.txt"
+    path.write_text("0x48788=0x7f\n", encoding="utf-8")
     return path
 
 
