@@ -5,7 +5,8 @@ text goes to stdout; with `--json` that text goes to stderr and stdout carries o
 which `benchmarks/run_all.py` gathers into one table (and `tools/gen_readme_speed.py` into the README).
 
 A goal is either on the ratio to the baseline (`goal_ratio=1.0`: ours <= 1.0x the baseline) or on the value
-itself (`goal_value=0.2`: ours <= 0.2 s); a row without a goal is context (a bound, a baseline).
+itself (`goal_value=0.2`: ours <= 0.2 s), or a floor on the value (`goal_min=95`: ours >= 95, for shares and
+rates, where more is better); a row without a goal is context (a bound, a baseline).
 """
 
 from __future__ import annotations
@@ -35,13 +36,15 @@ class Row:
 
 def make_row(bench: str, figure: str, value: float, unit: str = "s", *, baseline: str | None = None,
              baseline_value: float | None = None, goal_ratio: float | None = None,
-             goal_value: float | None = None, note: str | None = None) -> Row:
+             goal_value: float | None = None, goal_min: float | None = None, note: str | None = None) -> Row:
     ratio = value / baseline_value if baseline_value else None
     goal, met = None, None
     if goal_ratio is not None and ratio is not None:
         goal, met = f"<= {goal_ratio:g}x", ratio <= goal_ratio
     elif goal_value is not None:
         goal, met = f"<= {goal_value:g} {unit}", value <= goal_value
+    elif goal_min is not None:
+        goal, met = f">= {goal_min:g} {unit}", value >= goal_min
     return Row(bench, figure, value, unit, baseline, baseline_value, ratio, goal, met, note)
 
 

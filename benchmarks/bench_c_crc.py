@@ -6,11 +6,13 @@ fr_crc32 at >= 1 GB/s on this machine; zlib's crc32() measured in the same run i
 ratio says how far the header (no dependency, usable in a kernel driver) is from the library a user-mode tool
 would link. fr_xorfold64 is printed too. Prints rates and the ratio; asserts nothing.
 Needs a C compiler and zlib's headers (Debian: zlib1g-dev).
-Run: python3 benchmarks/bench_c_crc.py [MIB] [ROUNDS]
+Run: python3 benchmarks/bench_c_crc.py [MIB] [ROUNDS] [--json]   (`--json`: the rows only, as
+benchmarks/_table.py describes)
 """
 
 from __future__ import annotations
 
+import argparse
 import shutil
 import subprocess
 import sys
@@ -18,16 +20,28 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from _table import Table, add_json_flag  # noqa: E402
+
 GOAL = 1e9  # bytes per second
 
 
 def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("mib", nargs="?", default="64", help="buffer size in MiB (default 64)")
+    ap.add_argument("rounds", nargs="?", default="5", help="passes of each CRC, the best is kept (default 5)")
+    add_json_flag(ap)
+    args = ap.parse_args(argv)
+    with Table(args.json, "bench_c_crc") as table:
+        return measure(args.mib, args.rounds, table)
+
+
+def measure(mib: str, rounds: str, table: Table) -> int:
     cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
     if cc is None:
         print("bench_c_crc: no C compiler (cc, gcc or clang) on PATH", file=sys.stderr)
         return 2
-    mib = argv[0] if argv else "64"
-    rounds = argv[1] if len(argv) > 1 else "5"
     with tempfile.TemporaryDirectory() as tmp:
         exe = Path(tmp) / "bench_c_crc"
         build = subprocess.run([cc, "-std=c11", "-O2", "-Wall", "-Wextra", f"-I{ROOT / 'c'}",
@@ -53,6 +67,10 @@ def main(argv: list[str]) -> int:
     print(f"  zlib crc32() (baseline)      {zl / 1e9:6.2f} GB/s")
     print(f"  ratio fr_crc32 / zlib        {fr / zl:6.2f}")
     print(f"  fr_xorfold64                 {xor / 1e9:6.2f} GB/s")
+    table.add(f"fr_crc32 rate, {int(mib)} MiB buffer", fr / 1e9, "GB/s", baseline="zlib crc32() from C",
+              baseline_value=zl / 1e9, goal_min=GOAL / 1e9,
+              note=f"a rate: ratio > 1 is faster than zlib; best of {rounds} passes, {Path(cc).name} -O2")
+    table.add(f"fr_xorfold64 rate, {int(mib)} MiB buffer", xor / 1e9, "GB/s", note="context, no goal")
     return 0
 
 

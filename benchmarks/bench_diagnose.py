@@ -1,6 +1,6 @@
 """Benchmark: does `diagnose` name generated driver bugs right, and is it never silently wrong?
 
-  python benchmarks/bench_diagnose.py [--cases 600] [--seed 1] [--big-mib 256] [--skip-big]
+  python benchmarks/bench_diagnose.py [--cases 600] [--seed 1] [--big-mib 256] [--skip-big] [--json]
 
 Part 1 builds references with the real SSD MobileNet v2 segment's layouts (raw convert_scores: 1,917 anchors
 of z=91 at a 92-byte stride, 176,368 bytes; its tensor, 174,447; Squeeze1 raw 7,672 / tensor 7,668; the
@@ -10,8 +10,8 @@ model's layout. Prints the share of cases whose top finding names the bug (goal 
 differing pairs given exit 0 (goal 0), with the misses by kind.
 
 Part 2 times `forensics diagnose` and `forensics diff` (the baseline, measured in the same run) on a
---big-mib pair with a shifted block and an unwritten tail, and reports the ratio (goal <= 2) and both peak
-RSS figures.
+--big-mib pair with a shifted block and an unwritten tail, and reports the ratio (goal <= 2) and diagnose's peak
+RSS. `--json`: the rows only, as benchmarks/_table.py describes.
 """
 
 from __future__ import annotations
@@ -29,6 +29,9 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from _table import Table, add_json_flag  # noqa: E402
 
 from forensics.diagnose import diagnose_dumps  # noqa: E402
 from forensics.layout import RecordLayout  # noqa: E402
@@ -138,7 +141,7 @@ def random_bug(rng, name, data, rs, row, z, previous):
     raise AssertionError(kind)
 
 
-def part1(cases: int, seed: int, tmp: str) -> None:
+def part1(cases: int, seed: int, tmp: str, table: Table) -> None:
     rng = np.random.default_rng(seed)
     names = list(REFERENCES)
     right = total = exit0 = differing = 0
@@ -173,12 +176,15 @@ def part1(cases: int, seed: int, tmp: str) -> None:
     dt = time.perf_counter() - t0
     print(f"part 1: {total} diagnoses of {total // 2} generated bug cases ({len(names)} reference layouts), "
           f"{dt:.1f} s")
-    print(f"  named right (top finding is the generated kind): {right}/{total} = {100 * right / total:.1f}% "
+    print(f"  named right (top finding is the generated kind): {right}/{total} = {100 * right / max(1, total):.1f}% "
           "(goal >= 95%)")
     print(f"  differing pairs given exit 0: {exit0}/{differing} = {100 * exit0 / max(1, differing):.2f}% (goal 0)")
     print("  cases by kind: " + ", ".join(f"{k} {v}" for k, v in sorted(per_kind.items())))
     for (exp, got, name), count in misses.most_common(12):
         print(f"  miss: {exp} named {got} on {name} x{count}")
+    table.add("generated driver bugs named right (top finding)", 100 * right / max(1, total), "%", goal_min=95,
+              note=f"{right}/{total} diagnoses of {total // 2} cases, seed {seed}")
+    table.add("differing pairs given exit 0", exit0, "pairs", goal_value=0, note=f"of {differing}")
 
 
 def _timed(cmd) -> tuple[float, int]:
@@ -192,7 +198,17 @@ def _timed(cmd) -> tuple[float, int]:
     return dt, max(before, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
 
 
-def part2(mib: int, tmp: str) -> None:
+def _peak_rss_kib(cmd) -> int:
+    """Peak RSS of `cmd` alone: run from a small fresh wrapper process, since a child started from this one
+    (vfork + exec) is charged with this process's own peak in RUSAGE_CHILDREN."""
+    wrapper = ("import resource, subprocess, sys; subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL); "
+               "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    out = subprocess.run([sys.executable, "-c", wrapper, *cmd], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": ROOT})
+    return int(out.stdout.strip())  # Linux reports KiB
+
+
+def part2(mib: int, tmp: str, table: Table) -> None:
     size = mib << 20
     pa, pb = os.path.join(tmp, "big_a.bin"), os.path.join(tmp, "big_b.bin")
     rng = np.random.default_rng(3)
@@ -212,9 +228,12 @@ def part2(mib: int, tmp: str) -> None:
     _timed(base + ["diff", pa, pb])  # warm the page cache
     diff_t = min(_timed(base + ["diff", pa, pb])[0] for _ in range(2))
     diag_t = min(_timed(base + ["diagnose", pa, pb])[0] for _ in range(2))
-    rss = _timed(base + ["diagnose", pa, pb])[1]
+    rss = _peak_rss_kib(base + ["diagnose", pa, pb])
     print(f"part 2: {mib} MiB pair: forensics diff {diff_t:.2f} s (baseline), forensics diagnose {diag_t:.2f} s, "
-          f"ratio {diag_t / diff_t:.2f} (goal <= 2); peak RSS of the child processes {rss / 1024:.0f} MiB")
+          f"ratio {diag_t / diff_t:.2f} (goal <= 2); peak RSS of forensics diagnose {rss / 1024:.0f} MiB")
+    table.add(f"diagnose {mib} MiB pair (shifted block, unwritten tail)", diag_t,
+              baseline="forensics diff of the same pair", baseline_value=diff_t, goal_ratio=2.0)
+    table.add(f"peak RSS of forensics diagnose on the {mib} MiB pair", rss / 1024, "MiB")
 
 
 def main() -> None:
@@ -223,11 +242,12 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--big-mib", type=int, default=256)
     p.add_argument("--skip-big", action="store_true")
+    add_json_flag(p)
     args = p.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        part1(args.cases, args.seed, tmp)
+    with Table(args.json, "bench_diagnose") as table, tempfile.TemporaryDirectory() as tmp:
+        part1(args.cases, args.seed, tmp, table)
         if not args.skip_big:
-            part2(args.big_mib, tmp)
+            part2(args.big_mib, tmp, table)
 
 
 if __name__ == "__main__":

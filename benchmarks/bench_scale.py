@@ -1,6 +1,6 @@
 """Benchmark: `compare --batch` at dataset scale, on the local process pool and on Dask.
 
-  python benchmarks/bench_scale.py [--pairs 100000] [--workers 2] [--keep DIR] [--skip-dask]
+  python benchmarks/bench_scale.py [--pairs 100000] [--workers 2] [--keep DIR] [--skip-dask] [--json]
 
 Goals (issue 14): 100,000 face-sized pairs with the local scheduler in <= 5 minutes at peak RSS <= 500 MB;
 the same on a 2-worker Dask LocalCluster within 1.3x the local time; 1 vs 2 Dask workers showing the speed-up.
@@ -12,6 +12,8 @@ do. The farm is written first (not timed; written directly in the run format, wi
 the set-up short). Then, on the same farm in the same process: batch_compare + write_summary with the local pool
 (the baseline), the same on a Dask LocalCluster with 2 workers and with 1 worker. Peak RSS is sampled every 0.2 s
 over this process and all its descendants (the pool's or the cluster's worker processes), summed.
+With fewer --pairs, the 100,000-pair time is extrapolated linearly (the row's note says so). `--json`: the rows
+only, as benchmarks/_table.py describes.
 """
 
 from __future__ import annotations
@@ -29,6 +31,9 @@ import zlib
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from _table import Table, add_json_flag  # noqa: E402
 
 from forensics.runs.batch import batch_compare, write_summary  # noqa: E402
 
@@ -137,7 +142,14 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--keep", metavar="DIR", help="write the farm here and keep it (reused when it exists)")
     parser.add_argument("--skip-dask", action="store_true", help="only the local scheduler")
+    add_json_flag(parser)
     args = parser.parse_args()
+    with Table(args.json, "bench_scale") as table:
+        measure(args, table)
+    return 0
+
+
+def measure(args, table: Table) -> None:
     root = args.keep or tempfile.mkdtemp(prefix="bench_scale.")
     try:
         if not (args.keep and os.path.isdir(root) and len(os.listdir(root)) >= args.pairs):
@@ -155,23 +167,31 @@ def main() -> int:
         print(f"  -> 100,000 pairs at this rate: {extrapolated:.0f} s (goal <= 300 s: "
               f"{'met' if extrapolated <= 300 else 'NOT met'}); peak RSS goal <= 500 MB: "
               f"{'met' if rss_local <= 500 * mb else 'NOT met'} at {args.pairs:,} pairs", flush=True)
+        scaled = None if args.pairs == 100_000 else f"extrapolated from {args.pairs:,} pairs ({t_local:.1f} s)"
+        table.add("100,000 pairs, local scheduler", extrapolated, goal_value=300,
+                  note=f"{local.workers} processes" + (f"; {scaled}" if scaled else ""))
+        table.add("peak RSS, local scheduler", rss_local / mb, "MiB", goal_value=500,
+                  note=f"at {args.pairs:,} pairs")
         if args.skip_dask:
-            return 0
+            return
         two, t_two, rss_two = timed("dask2", root, workers=args.workers, scheduler="dask")
         assert two.rows == local.rows and two.aggregates.to_dict() == local.aggregates.to_dict()
         print(f"dask LocalCluster, {two.workers} workers: {t_two:7.1f} s  {args.pairs / t_two:7.0f} pairs/s  "
               f"peak RSS {rss_two / mb:6.0f} MB  (cluster start-up included)", flush=True)
         print(f"  ratio dask / local: {t_two / t_local:.2f} (goal <= 1.3: {'met' if t_two <= 1.3 * t_local else 'NOT met'})",
               flush=True)
+        table.add(f"{args.pairs:,} pairs, {two.workers}-worker Dask LocalCluster", t_two, baseline="local scheduler",
+                  baseline_value=t_local, goal_ratio=1.3, note="cluster start-up included")
         one, t_one, _ = timed("dask1", root, workers=1, scheduler="dask")
         assert one.rows == local.rows
         print(f"dask LocalCluster, 1 worker:  {t_one:7.1f} s  {args.pairs / t_one:7.0f} pairs/s", flush=True)
         print(f"  speed-up 1 -> {two.workers} workers: {t_one / t_two:.2f}x (the machine has {os.cpu_count()} cores, "
               "shared)", flush=True)
+        table.add(f"{args.pairs:,} pairs, {two.workers} vs 1 Dask workers", t_two, baseline="1-worker LocalCluster",
+                  baseline_value=t_one, note=f"context: speed-up {t_one / t_two:.2f}x on {os.cpu_count()} cores")
     finally:
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
-    return 0
 
 
 if __name__ == "__main__":

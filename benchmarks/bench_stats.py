@@ -1,6 +1,6 @@
 """Benchmarks for the error statistics, each against a baseline measured in the same run (one process).
 
-  python benchmarks/bench_stats.py [--dir DIR] [--float-mib 256] [--dump-mib 1024] [--repeat 3]
+  python benchmarks/bench_stats.py [--dir DIR] [--float-mib 256] [--dump-mib 1024] [--repeat 3] [--json]
 
   stats     forensics.stats.error_stats on two float32 arrays (every value differs a little)
             vs numpy.allclose on the same arrays                                          goal <= 1.5x
@@ -8,6 +8,7 @@
             vs the same diff without statistics (stats=False)                             goal <= 1.2x
             (and, for information, the same with a few scattered differences)
 The dumps are written once into DIR and read through the page cache (warmed before timing).
+`--json`: the rows only, as benchmarks/_table.py describes.
 """
 
 from __future__ import annotations
@@ -21,8 +22,10 @@ import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import numpy as np  # noqa: E402
+from _table import Table, add_json_flag  # noqa: E402
 
 
 def best(fn, repeat: int) -> float:
@@ -63,7 +66,14 @@ def main() -> int:
     parser.add_argument("--float-mib", type=int, default=256)
     parser.add_argument("--dump-mib", type=int, default=1024)
     parser.add_argument("--repeat", type=int, default=3)
+    add_json_flag(parser)
     args = parser.parse_args()
+    with Table(args.json, "bench_stats") as table:
+        measure(args, table)
+    return 0
+
+
+def measure(args, table: Table) -> None:
 
     from forensics.diff import diff_dumps
     from forensics.dump import open_dump
@@ -79,6 +89,8 @@ def main() -> int:
     ratio = t_stats / t_allclose
     print(f"stats     {args.float_mib} MiB float32 x2: error_stats {t_stats:.3f} s vs numpy.allclose "
           f"{t_allclose:.3f} s = {ratio:.2f}x (goal <= 1.5x) {'OK' if ratio <= 1.5 else 'MISSED'}")
+    table.add(f"stats of two {args.float_mib} MiB float32 buffers", t_stats, baseline="numpy.allclose",
+              baseline_value=t_allclose, goal_ratio=1.5)
     del a, b
 
     os.makedirs(args.dir, exist_ok=True)
@@ -92,6 +104,8 @@ def main() -> int:
     ratio = t_with / t_without
     print(f"diff      {args.dump_mib} MiB uint8 x2, 1 % of bytes differ: with statistics {t_with:.3f} s vs "
           f"without {t_without:.3f} s = {ratio:.2f}x (goal <= 1.2x) {'OK' if ratio <= 1.2 else 'MISSED'}")
+    table.add(f"diff {args.dump_mib} MiB uint8, 1% of bytes differing, with statistics", t_with,
+              baseline="the same diff without statistics", baseline_value=t_without, goal_ratio=1.2)
 
     # For information (no goal): the sparse case, a few differing records in the same A.
     sparse = os.path.join(args.dir, "stats_sparse_b.bin")
@@ -108,7 +122,8 @@ def main() -> int:
     t_without = best(lambda: diff_dumps(da, ds, layout, stats=False), args.repeat)
     print(f"diff      {args.dump_mib} MiB uint8 x2, 50 bytes per 64 MiB differ: with statistics {t_with:.3f} s vs "
           f"without {t_without:.3f} s = {t_with / t_without:.2f}x (for information)")
-    return 0
+    table.add(f"diff {args.dump_mib} MiB uint8, 50 bytes per 64 MiB differing, with statistics", t_with,
+              baseline="the same diff without statistics", baseline_value=t_without, note="context, no goal")
 
 
 if __name__ == "__main__":
