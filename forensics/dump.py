@@ -70,7 +70,7 @@ def parse_sidecar(text: str, path: str) -> DumpMeta:
             _expect(isinstance(raw[key], str), f"sidecar field {key!r} must be a string", path)
             values[key] = raw[key]
     if "dtype" in values:
-        _expect(_is_numeric_dtype(values["dtype"]),
+        _expect(is_numeric_dtype(values["dtype"]),
                 f"sidecar field 'dtype' must name a numeric dtype (e.g. uint8, float32), got {values['dtype']!r}", path)
     if raw.get("shape") is not None:
         _expect(isinstance(raw["shape"], list) and all(is_int(d) and d >= 0 for d in raw["shape"]),
@@ -99,7 +99,8 @@ def parse_sidecar(text: str, path: str) -> DumpMeta:
     return DumpMeta(**values)
 
 
-def _is_numeric_dtype(name: str) -> bool:
+def is_numeric_dtype(name: str) -> bool:
+    """Whether `name` is a dtype a dump can hold (integers, floats, bool; no structured or object types)."""
     import numpy as np
 
     try:

@@ -127,15 +127,24 @@ def layout_from(meta=None, *, record_size=None, offset=None, count=None, fields=
     if chosen_zp is not None and not low <= chosen_zp <= high:
         raise InputError(f"zero point {chosen_zp} is outside {dtype or 'uint8/int8'} ({low}..{high})",
                          getattr(meta, "path", None) if zero_point is None else None)
-    return RecordLayout(
-        record_size=chosen_size,
-        offset=offset or 0,
-        count=count,
-        fields=tuple(fields) if fields else None,
-        pad_lanes=tuple(sorted(set(pick(pad_lanes, "pad_lanes") or ()))),
-        scale=chosen_scale,
-        zero_point=chosen_zp,
-    )
+    sidecar = getattr(meta, "path", None) if meta is not None else None
+    shaped_by_sidecar = sidecar is not None and any(
+        flag is None and getattr(meta, attr, None) is not None
+        for flag, attr in ((record_size, "record_size"), (fields, "fields"), (pad_lanes, "pad_lanes")))
+    try:
+        return RecordLayout(
+            record_size=chosen_size,
+            offset=offset or 0,
+            count=count,
+            fields=tuple(fields) if fields else None,
+            pad_lanes=tuple(sorted(set(pick(pad_lanes, "pad_lanes") or ()))),
+            scale=chosen_scale,
+            zero_point=chosen_zp,
+        )
+    except InputError as exc:  # a record the sidecar describes that does not hold together: name the sidecar
+        if exc.path is not None or not shaped_by_sidecar:
+            raise
+        raise InputError(exc.template or str(exc), sidecar, params=exc.template is not None) from None
 
 
 def value_lanes(layout: RecordLayout, lane: int | None = None) -> tuple[tuple[int, ...], str]:

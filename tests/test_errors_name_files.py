@@ -49,11 +49,11 @@ DEFECTS = {
 DUMP = ("missing", "empty", "dir")
 NPY = ("npy-badshape", "npy-neg", "npy-trunc")
 # JSON that parses but holds a value the reader must refuse
-SIDECAR_FIELDS = ("sc-shape-str", "sc-dtype", "sc-record0", "sc-record-str", "sc-scale-str", "sc-zp-huge",
+SIDECAR_FIELDS = ("sc-fields-str", "sc-pad-lane-far", "sc-shape-str", "sc-dtype", "sc-record0", "sc-record-str", "sc-scale-str", "sc-zp-huge",
                   "sc-shape-neg")
 PP_FIELDS = ("pp-boxes-noscale", "pp-scores-zp-str", "pp-scores-str", "pp-empty", "pp-classes-null", "pp-classes-str", "pp-yscale-huge", "pp-no-maxdet", "pp-options-list",
              "pp-anchors-str")
-MANIFEST_FIELDS = ("mf-empty", "mf-buffers-str", "mf-version", "mf-buffer-nofile", "mf-size-str",
+MANIFEST_FIELDS = ("mf-dtype", "mf-shape-str", "mf-record0", "mf-crc-str", "mf-buffer-str", "mf-empty", "mf-buffers-str", "mf-version", "mf-buffer-nofile", "mf-size-str",
                    "mf-file-escape")
 ANY_BYTES = ("missing", "dir")  # commands for which an empty file is a valid (empty) buffer
 MODEL = ("missing", "empty", "dir", "garbage", "truncated")
@@ -272,7 +272,7 @@ INNER = [
     ("export", "manifest.json", JSON + MANIFEST_FIELDS, lambda t, b, d: _spoil_manifest(t, b, d),
      lambda t, f: ["export", f.parent, "--format", "npz", "-o", t / "out.npz"]),
     ("ingest", "manifest.json", JSON + MANIFEST_FIELDS, lambda t, b, d: _spoil_manifest(t, b, d),
-     lambda t, f: ["ingest", f.parent, f"input={GOOD_DUMP}", "--source", "x"]),
+     lambda t, f: ["ingest", f.parent, f"input={GOOD_DUMP}", "--source", "ours"]),
 ]
 
 # Output paths that cannot be written: a directory where a file goes, or a parent that is a file.
@@ -405,6 +405,13 @@ FIELD_EDITS = {
     "pp-options-list": (PP_BASE, _set((["options"], [1, 2]))),
     "pp-anchors-str": (PP_BASE, _set((["num_anchors"], "many"))),
     "mf-empty": (None, _set()),
+    "mf-dtype": ("manifest", lambda d: d["buffers"][0].__setitem__("dtype", "complex999")),
+    "mf-shape-str": ("manifest", lambda d: d["buffers"][0].__setitem__("shape", "wide")),
+    "mf-record0": ("manifest", lambda d: d["buffers"][0].__setitem__("record_size", 0)),
+    "mf-crc-str": ("manifest", lambda d: d["buffers"][0].__setitem__("crc32", "crc")),
+    "mf-buffer-str": ("manifest", lambda d: d["buffers"].__setitem__(0, "input.bin")),
+    "sc-fields-str": (SIDECAR_BASE, _set((["fields"], "abc"))),
+    "sc-pad-lane-far": (SIDECAR_BASE, _set((["pad_lanes"], [40]))),
     "mf-buffers-str": ("manifest", _set((["buffers"], "x"))),
     "mf-version": ("manifest", _set((["version"], 99))),
     "mf-buffer-nofile": ("manifest", lambda d: d["buffers"][0].pop("file")),
