@@ -493,6 +493,32 @@ def test_file_inside_a_directory(tmp_path, cmd, arg, defect, make, build):
     assert target.name in result.err, result.err
 
 
+SLICED = [
+    ("crc", lambda t, b, *o: ["crc", b, *o]),
+    ("diff", lambda t, b, *o: ["diff", b, GOOD_DUMP, *o]),
+    ("anchors", lambda t, b, *o: ["anchors", b, *o]),
+    ("coverage", lambda t, b, *o: ["coverage", b, "--sentinel", "cc", *o]),
+    ("hexdump", lambda t, b, *o: ["hexdump", b, *o]),
+    ("fingerprint", lambda t, b, *o: ["fingerprint", b, *o]),
+    ("diagnose", lambda t, b, *o: ["diagnose", b, GOOD_DUMP, *o]),
+    ("decode", lambda t, b, *o: ["decode", "--deps", DEPS, b, GOOD_SCORES, *o]),
+    ("ingest", lambda t, b, *o: ["ingest", t / "run", f"input={b}", "--source", "x", *o]),
+    ("verify", lambda t, b, *o: ["verify", _fp_log(t), b, *o]),
+]
+
+
+@pytest.mark.parametrize("window", [("--offset", "100000"), ("--offset", "16", "--length", "100000")],
+                         ids=["offset-past-end", "length-past-end"])
+@pytest.mark.parametrize("cmd, build", [pytest.param(*c, id=c[0]) for c in SLICED])
+def test_window_past_the_end(tmp_path, cmd, build, window):
+    """--offset / --length beyond a (small) file: the error names the file whose end it is."""
+    if cmd == "hexdump" and "--length" in window:
+        pytest.skip("hexdump's --length is how much to show, clipped at the end like xxd -l")
+    bad = tmp_path / f"bad_{cmd}_window.bin"
+    bad.write_bytes(bytes(64))
+    assert_names_file(run_cli(*build(tmp_path, bad, *window)), str(bad))
+
+
 @pytest.mark.parametrize("defect", ["missing", "dir", "short"])
 def test_damaged_run_buffer_is_named(tmp_path, defect):
     """compare reports a run's missing or changed buffer file beside its table (exit 1, as documented), naming it."""
