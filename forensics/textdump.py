@@ -103,12 +103,15 @@ def decode_text(head: bytes) -> tuple[str, str] | None:
     return text, encoding
 
 
+_NOT_PRINTABLE = bytes(b for b in range(256) if not (32 <= b < 127 or b in (9, 10, 13)))
+
+
 def ascii_share(head: bytes) -> float:
-    """The share of printable ASCII (and tab / CR / LF) bytes: what a warning quotes for near-text files."""
+    """The share of printable ASCII (and tab / CR / LF) bytes: what a warning quotes for near-text files.
+    Counted at C speed (every binary dump a command opens is sniffed): what is left once the others are deleted."""
     if not head:
         return 0.0
-    printable = sum(1 for b in head if 32 <= b < 127 or b in (9, 10, 13))
-    return printable / len(head)
+    return len(bytes(head).translate(None, _NOT_PRINTABLE)) / len(head)
 
 
 def _strip(line: str) -> str:

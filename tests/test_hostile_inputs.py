@@ -359,6 +359,23 @@ def test_a_run_file_that_is_a_symlink_is_refused(tmp_path, cli):
     assert target.is_symlink()  # the run is left as it was
 
 
+def test_a_run_directory_that_links_outside_is_refused(tmp_path, cli):
+    """A link among the run's own directories (input/ -> elsewhere) is followed only while it stays inside."""
+    import shutil
+
+    a, b = _story(tmp_path, "libedgetpu"), _story(tmp_path, "ours")
+    outside = tmp_path / "elsewhere"
+    shutil.copytree(b / "input", outside)  # the same bytes: size and CRC in the manifest still match
+    shutil.rmtree(b / "input")
+    (b / "input").symlink_to(outside, target_is_directory=True)
+    assert_one_line_error(cli("compare", a, b), "input.bin", "resolves outside the run directory")
+    inside = b / "kept"
+    shutil.copytree(outside, inside)
+    (b / "input").unlink()
+    (b / "input").symlink_to(inside, target_is_directory=True)  # a link that stays inside the run is fine
+    assert cli("compare", a, b).code in (0, 1)
+
+
 @pytest.mark.parametrize("damage", ["missing", "directory", "nul"])
 def test_ingest_into_a_damaged_run(tmp_path, cli, damage):
     from tests.runs.runs_support import edit_manifest

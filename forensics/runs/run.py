@@ -105,13 +105,22 @@ class Run:
     def file_path(self, entry: BufferEntry) -> str:
         """Where `entry`'s bytes are; InputError when that is a symbolic link or resolves outside the run
         (a manifest with a matching size and CRC must not make us read /etc/passwd through the run)."""
-        path = os.path.join(self.path, *entry.file.split("/"))
+        parts = entry.file.split("/")
+        path = os.path.join(self.path, *parts)
         if os.path.islink(path):
             raise InputError(f"buffer {entry.label} is a symbolic link; a run's buffers are read only from "
                              "inside the run directory", path)
-        root = os.path.realpath(self.path)
-        if not os.path.realpath(path).startswith(root.rstrip(os.sep) + os.sep):
-            raise InputError(f"buffer {entry.label} resolves outside the run directory", path)
+        # The manifest's names are relative with no '.' or '..' parts (_check_relative), so only a link among
+        # the run's own directories can lead outside: resolve the path (an lstat of every ancestor, which
+        # costs more than the buffer's CRC in a batch) only when there is one.
+        directory = self.path
+        for part in parts[:-1]:
+            directory = os.path.join(directory, part)
+            if os.path.islink(directory):
+                root = os.path.realpath(self.path)
+                if not os.path.realpath(path).startswith(root.rstrip(os.sep) + os.sep):
+                    raise InputError(f"buffer {entry.label} resolves outside the run directory", path)
+                break
         return path
 
     @property
