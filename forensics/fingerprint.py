@@ -201,6 +201,8 @@ def _parse_line(line: str, lineno: int, page_size: int, pattern, tag_now: str | 
             offset = int(m[part + "_at"], 16)
             out.append(Logged(tag, "bytes", _hexbytes(m[part]), lineno, f"{part}@0x{offset:x}", offset))
         return out
+    if "[FP]" in line:  # the one-line form, but not whole: half-reading it would report made-up differences
+        raise ValueError("malformed [FP] line")
     chk = _CHK_TAG.search(line)
     tag = chk.group(1) if chk else tag_now
     found_any = False
@@ -281,8 +283,10 @@ def parse_log(text: str, *, path: str = "<log>", page_size: int = 4096, pattern:
         for lineno, line in enumerate(lines, start=1):
             try:
                 found.extend(_parse_line(line, lineno, page_size, compiled, None))
-            except ValueError:
-                raise InputError(f"line {lineno}: malformed fingerprint value", path) from None
+            except ValueError as exc:
+                what = "a malformed [FP] line (expected [FP] TAG size=N crc32=0x.. xor64=0x.. head@0x..=.. " \
+                       "mid@0x..=.. tail@0x..=..)" if "[FP]" in str(exc) else "malformed fingerprint value"
+                raise InputError(f"line {lineno}: {what}", path) from None
     if not found:
         raise InputError("no fingerprints found (expected [FP] lines, [..-CHK] page / xor-fold lines, size / "
                          "CRC32 / HEAD / MID / TAIL lines, or lines matching --pattern)", path)

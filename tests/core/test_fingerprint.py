@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import struct
+import re
 import zlib
 from pathlib import Path
 
@@ -137,6 +138,9 @@ def test_verify_bad_input(tmp_path, cli):
     assert_one_line_error(cli("verify", log, INPUT, "--pattern", "crc"), "named group")
     assert_one_line_error(cli("verify", log, "--buffer", "other=x.bin"), "no file given", "input")
     assert_one_line_error(cli("verify", log, INPUT, "--length", "999999"), "input.bin", "past the end")
+    broken = tmp_path / "broken.log"  # an [FP] line with a bad CRC: an error naming the line, not a half-read DIFFER
+    broken.write_text("boot\n" + re.sub(r"crc32=0x[0-9a-f]{8}", "crc32=0xzz", brief_line()) + "\n")
+    assert_one_line_error(cli("verify", broken, INPUT), "broken.log", "line 2", "malformed [FP] line")
 
 
 def test_crc_expect(cli):
