@@ -780,13 +780,16 @@ class CompareReport(Report):
             doc["html"] = self.html
         return doc
 
-    def renderables(self) -> list:
-        from rich.text import Text
-
+    def tables(self) -> list:
         from forensics.render.runs import render_compare
 
-        out = list(render_compare(self.result))
+        return list(render_compare(self.result))
+
+    def renderables(self) -> list:
+        out = self.tables()
         if self.html:
+            from rich.text import Text
+
             from forensics.render.style import wrote
 
             out.append(Text(wrote(self.html)))
@@ -794,24 +797,13 @@ class CompareReport(Report):
 
 
 @dataclass(frozen=True, repr=False)
-class BatchReport(Report):
-    html: str | None = None                # the --html summary page written
+class BatchReport(CompareReport):
+    """compare --batch: the summary rows (html: the summary page written)."""
 
-    def to_dict(self) -> dict:
-        doc = self.result.to_dict()
-        if self.html:
-            doc["html"] = self.html
-        return doc
-
-    def renderables(self) -> list:
-        from rich.text import Text
-
+    def tables(self) -> list:
         from forensics.render.runs import render_batch
 
-        out = list(render_batch(self.result))
-        if self.html:
-            out.append(Text(f"wrote {self.html}"))
-        return out
+        return list(render_batch(self.result))
 
 
 def _run_geometry(model, deps, run_a):
