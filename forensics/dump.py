@@ -241,6 +241,9 @@ class Dump:
     text: object | None = field(default=None, repr=False, compare=False)  # the TextDump a text file decoded to
     slice_offset: int = 0          # the slice of the file's data this dump is (offset= / length=)
     slice_length: int | None = None
+    # A dump that is no local file (a run's buffer on an fsspec filesystem, forensics.runs.remote): a callable
+    # opening it as a binary file object (seek + readinto), read in windows like any other dump.
+    opener: object | None = field(default=None, repr=False, compare=False)
 
     @property
     def slice(self) -> dict | None:
@@ -337,6 +340,11 @@ class DumpReader:
             self._memory = memoryview(dump.text.data)
             self._fh, self._use_map, self._lock = None, False, None
             return
+        if dump.opener is not None:  # a file object of another filesystem: seek + readinto, never mapped
+            with reading(dump.path, "a dump file", "dump file"):
+                self._fh = dump.opener()
+            self._fd, self._use_map, self._lock = None, False, threading.Lock()
+            return
         with reading(dump.path, "a dump file", "dump file"):
             self._fh = open(dump.path, "rb", buffering=0)
         self._fd = self._fh.fileno()
@@ -364,7 +372,7 @@ class DumpReader:
             while total < want:
                 if self._lock is None:
                     n = os.preadv(self._fd, [view[total:]], start + total)
-                else:  # no preadv (Windows): seek + read under a lock, so threads can share the file
+                else:  # no preadv (Windows) or no descriptor: seek + read under a lock, so threads can share it
                     with self._lock:
                         self._fh.seek(start + total)
                         n = self._fh.readinto(view[total:])

@@ -826,22 +826,22 @@ def _batch_html(html, batch, result, geometry, limit: int = 100) -> None:
     from forensics.outputs import write_text_atomic
     from forensics.render.runs import batch_pictures, html_batch, html_report
     from forensics.runs.compare import compare_runs, find_runs
-    from forensics.runs.engine import is_url
+    from forensics.runs.remote import is_url, join
 
     html = os.fspath(html)
     reports = {}
-    if not is_url(os.fspath(batch)):
-        folder = os.path.splitext(html)[0] + "_pairs"
-        for row in [r for r in result.rows if r["verdict"] == "DIFFER"][:limit]:
-            runs = find_runs(os.path.join(batch, row["pair"]))
-            try:
-                pair = compare_runs(runs[0], runs[1], geometry=geometry)
-            except ForensicsError:
-                continue
-            os.makedirs(folder, exist_ok=True)
-            name = f"{row['pair']}.html"
-            write_text_atomic(os.path.join(folder, name), html_report(pair))
-            reports[row["pair"]] = f"{os.path.basename(folder)}/{name}"
+    batch = os.fspath(batch).removeprefix("file://")
+    folder = os.path.splitext(html)[0] + "_pairs"
+    for row in [r for r in result.rows if r["verdict"] == "DIFFER"][:limit]:
+        try:  # the pair is read again where it is (a URL's runs in place, through its filesystem)
+            runs = find_runs(join(batch, row["pair"]) if is_url(batch) else os.path.join(batch, row["pair"]))
+            pair = compare_runs(runs[0], runs[1], geometry=geometry)
+        except ForensicsError:
+            continue
+        os.makedirs(folder, exist_ok=True)
+        name = f"{row['pair']}.html"
+        write_text_atomic(os.path.join(folder, name), html_report(pair))
+        reports[row["pair"]] = f"{os.path.basename(folder)}/{name}"
     write_text_atomic(html, html_batch(result, reports=reports, pictures=batch_pictures(result.aggregates, geometry)))
 
 

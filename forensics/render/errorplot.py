@@ -315,13 +315,11 @@ def unicode_ok(stream) -> bool:
 
 def error_plot_for_row(result, row) -> Picture:
     """The error picture of one differing (stage, tensor) of a forensics.runs.compare.CompareResult."""
-    from forensics.dump import open_dump
     from forensics.runs.compare import element_type
 
     entry_a = result.run_a.buffer(row.stage, row.tensor)
     entry_b = result.run_b.buffer(row.stage, row.tensor)
-    dump_a = open_dump(result.run_a.file_path(entry_a), allow_empty=True, use_sidecar=False)
-    dump_b = open_dump(result.run_b.file_path(entry_b), allow_empty=True, use_sidecar=False)
+    dump_a, dump_b = result.run_a.open_buffer(entry_a), result.run_b.open_buffer(entry_b)
     layout = row.diff.layout
     dtype, scale, zero_point = element_type(entry_a, layout)
     geometry = result.geometry if row.unit == "anchors" else None

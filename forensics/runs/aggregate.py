@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from forensics.errors import InputError
+
 VERDICTS = ("MATCH", "WITHIN TOLERANCE", "DIFFER")
 IOU_THRESHOLDS = tuple(round(0.5 + 0.05 * i, 2) for i in range(10))
 RECALL_POINTS = np.linspace(0.0, 1.0, 101)
@@ -85,8 +87,8 @@ def evaluate_image(truth: list[dict], found: list[dict], *, max_detections: int 
     return out
 
 
-def _records(path: str, size: int) -> np.ndarray:
-    return np.fromfile(path, dtype=np.uint8, count=size)
+def _records(run, entry, size: int) -> np.ndarray:
+    return np.frombuffer(run.read_buffer(entry, size), dtype=np.uint8)
 
 
 def pair_stats(result) -> dict:
@@ -116,9 +118,9 @@ def pair_stats(result) -> dict:
             continue
         entry_b = next(b for b in run_b.buffers if b.key == (row.stage, row.tensor))
         try:
-            a = _records(run_a.file_path(entry), row.size_a)
-            b = _records(run_b.file_path(entry_b), row.size_b)
-        except OSError:
+            a = _records(run_a, entry, row.size_a)
+            b = _records(run_b, entry_b, row.size_b)
+        except (OSError, InputError):
             continue
         if len(a) != row.size_a or len(b) != row.size_b:
             continue

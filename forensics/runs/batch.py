@@ -35,19 +35,27 @@ def find_pairs(directory) -> list[str]:  # local folders; forensics.runs.engine.
     return pairs
 
 
+def _basename(location: str) -> str:
+    """The last name of a path or a URL (a pair's, a run's)."""
+    if "://" in location:
+        return location.rstrip("/").rsplit("/", 1)[-1]
+    return os.path.basename(location.rstrip("/\\"))
+
+
 def compare_pair(pair_dir: str, policy=None, *, stats: bool = False, name: str | None = None):
-    """One summary row; never raises for a bad pair (the error becomes the row). `policy`: a
-    forensics.tolerance.TolerancePolicy judging the differing buffers (default: exact). With `stats`, the pair's
-    compact statistics for forensics.runs.aggregate too: (row, stats or None)."""
+    """One summary row of the pair at `pair_dir` (a path, or an fsspec URL read in place); never raises for a
+    bad pair (the error becomes the row). `policy`: a forensics.tolerance.TolerancePolicy judging the differing
+    buffers (default: exact). With `stats`, the pair's compact statistics for forensics.runs.aggregate too:
+    (row, stats or None)."""
     from forensics.runs.compare import compare_runs, find_runs
 
     row = {c: None for c in COLUMNS}
-    row["pair"] = name or os.path.basename(pair_dir.rstrip("/\\"))
+    row["pair"] = name or _basename(pair_dir)
     try:
         runs = find_runs(pair_dir)
         if len(runs) != 2:
             raise InputError(f"holds {len(runs)} runs, expected 2", name or pair_dir)
-        row["run_a"], row["run_b"] = (os.path.basename(r) for r in runs)
+        row["run_a"], row["run_b"] = (_basename(r) for r in runs)
         result = compare_runs(runs[0], runs[1], diagnose=False, limit=1, policy=policy)
         pair_stats = None
         if stats:

@@ -17,11 +17,11 @@ import numpy as np
 from forensics.crc import format_crc
 from forensics.decode.ssd import Detection, iou_matrix
 from forensics.diff import DiffResult, diff_dumps
-from forensics.dump import open_dump
 from forensics.errors import InputError
 from forensics.layout import RecordLayout
 from forensics.diagnose import diagnose_dumps
-from forensics.runs.run import STAGES, BufferCheck, BufferEntry, Run, load_run, verify_run
+from forensics.runs import remote
+from forensics.runs.run import MANIFEST, STAGES, BufferCheck, BufferEntry, Run, load_run, verify_run
 from forensics.stats import locator
 from forensics.tolerance import DIFFER, MATCH, WITHIN, TolerancePolicy
 
@@ -345,11 +345,11 @@ def read_detections(run: Run) -> tuple[list[Detection], int] | None:
         dtype = np.dtype("<f4") if (entry.dtype or "float32") == "float32" else None
         if dtype is None:
             return None
-        path = run.file_path(entry)
         try:
-            arrays[role] = np.fromfile(path, dtype=dtype)
-        except (OSError, ValueError):
+            data = run.read_buffer(entry)
+        except (OSError, InputError):
             return None
+        arrays[role] = np.frombuffer(data, dtype=dtype, count=len(data) // dtype.itemsize)
     boxes = arrays["boxes"]
     if boxes.size % 4 or arrays["num_detections"].size < 1:
         return None
@@ -549,8 +549,7 @@ def _compare_pair(run_a, run_b, ca: BufferCheck, cb: BufferCheck, previous, geom
         what = f"{count:,} {unit}" if unit != "bytes" else f"{size_a:,} bytes"
         return StageRow(entry.stage, entry.tensor, "MATCH", size_a, size_b, ca.crc32, cb.crc32,
                         f"identical ({what})", changed, unit)
-    dump_a = open_dump(run_a.file_path(entry), allow_empty=True, use_sidecar=False)
-    dump_b = open_dump(run_b.file_path(cb.entry), allow_empty=True, use_sidecar=False)
+    dump_a, dump_b = run_a.open_buffer(entry), run_b.open_buffer(cb.entry)
     layout, unit = buffer_layout(entry, min(size_a, size_b))
     if min(size_a, size_b) == 0:
         return StageRow(entry.stage, entry.tensor, "DIFFER", size_a, size_b, ca.crc32, cb.crc32,
@@ -581,18 +580,19 @@ def _diagnose(dump_a, dump_b, layout, previous: Run | None, entry: BufferEntry) 
     prev_dump = None
     if previous is not None:
         match = [b for b in previous.buffers if b.key == entry.key]
-        if match:
-            path = previous.file_path(match[0])
-            if os.path.isfile(path):
-                prev_dump = open_dump(path, allow_empty=True, use_sidecar=False)
+        if match and previous.has_file(match[0]):
+            prev_dump = previous.open_buffer(match[0])
     return tuple(diagnose_dumps(dump_a, dump_b, layout=layout, previous=prev_dump).findings)
 
 
 # --- batch support: one pair directory -> one summary row ----------------------------------------------------
 
 def find_runs(directory) -> list[str]:
-    """The run directories (holding manifest.json) directly inside `directory`, sorted by name."""
+    """The run directories (holding manifest.json) directly inside `directory` (a path or an fsspec URL),
+    sorted by name."""
     directory = os.fspath(directory)
+    if remote.is_url(directory):
+        return remote.find_runs(directory, MANIFEST)
     try:
         names = sorted(os.listdir(directory))
     except OSError as exc:

@@ -3,49 +3,25 @@ existing cluster at tcp://HOST:PORT), all calling the same per-pair function; an
 local paths or fsspec URLs (memory://, s3://, gs:// when their protocol packages are installed).
 
 Dask and fsspec are imported only when a batch asks for them, so other commands start as fast as before.
-A pair on a remote filesystem is staged into a temporary directory on the worker that compares it and deleted
-right after (the farm is never copied as a whole). A pair that fails is an ERROR row; a worker that dies has
-its pairs run again by the Dask scheduler, and those pairs are counted (`retried`).
+A pair at a URL is read in place by the worker that compares it (forensics.runs.remote: the manifests read
+whole, the buffers streamed through the filesystem); nothing of the farm is copied to local disk. A pair that
+fails is an ERROR row; a worker that dies has its pairs run again by the Dask scheduler, and those pairs are
+counted (`retried`).
 """
 
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from dataclasses import dataclass
 
 from forensics.errors import DependencyError, InputError
+from forensics.runs.remote import is_url, list_folders
 
 PLUGIN = "forensics-lost-work"
 KEY_PREFIX = "forensics-pairs-"
 
 
 # --- where the runs are --------------------------------------------------------------------------------------
-
-def is_url(location) -> bool:
-    text = os.fspath(location) if not isinstance(location, str) else location
-    return "://" in text and not text.startswith("file://")
-
-
-def open_fs(url: str):
-    """(filesystem, path) of an fsspec URL; one-line errors for unknown protocols and missing packages."""
-    try:
-        import fsspec
-    except ImportError:
-        raise DependencyError(f"{url}: reading runs from URLs needs fsspec: pip install 'forensics[scale]'") from None
-    protocol = url.split("://", 1)[0]
-    try:
-        fs, path = fsspec.core.url_to_fs(url)
-    except ValueError as exc:
-        if "Protocol not known" in str(exc):
-            raise InputError(f"unknown URL protocol {protocol}:// (fsspec knows no such filesystem)", url) from None
-        raise InputError(f"cannot open: {exc}", url) from None
-    except ImportError as exc:
-        reason = str(exc).splitlines()[0] if str(exc) else f"the package for {protocol}:// is not installed"
-        raise DependencyError(f"{url}: the {protocol}:// protocol is not installed ({reason})") from None
-    return fs, path
-
 
 def list_pairs(directory) -> list[str]:
     """The pair folders under `directory` (a path or URL), sorted; InputError when there is none."""
@@ -56,45 +32,17 @@ def list_pairs(directory) -> list[str]:
         text = text[len("file://"):]
     if not is_url(text):
         return find_pairs(text)
-    fs, path = open_fs(text)
-    try:
-        if not fs.isdir(path):
-            raise InputError("is not a directory (expected a folder of run pairs)", text)
-        entries = fs.ls(path, detail=True)
-    except (OSError, ValueError) as exc:
-        raise InputError(f"cannot list: {exc}", text) from None
-    names = sorted(e["name"].rstrip("/").rsplit("/", 1)[-1] for e in entries if e.get("type") == "directory")
-    names = [n for n in names if not n.startswith(".")]
-    if not names:
+    pairs = list_folders(text)
+    if not pairs:
         raise InputError("holds no pair directories (each pair is a folder with two runs)", text)
-    return [f"{text.rstrip('/')}/{n}" for n in names]
+    return pairs
 
 
 def compare_location(pair: str, policy=None) -> tuple[dict, dict | None]:
     """The per-pair function every scheduler runs: (summary row, stats for the aggregates). Never raises."""
     from forensics.runs.batch import compare_pair
 
-    if not is_url(pair):
-        return compare_pair(pair, policy, stats=True)
-    name = pair.rstrip("/").rsplit("/", 1)[-1]
-    tmp = tempfile.mkdtemp(prefix="forensics-pair.")
-    try:
-        local = os.path.join(tmp, name)
-        try:
-            fs, path = open_fs(pair)
-            fs.get(path.rstrip("/") + "/", local, recursive=True)
-        except Exception as exc:  # noqa: BLE001 - any failure to fetch one pair is that pair's ERROR row
-            from forensics.runs.batch import COLUMNS
-
-            row = {c: None for c in COLUMNS}
-            row.update(pair=name, verdict="ERROR", error=f"{pair}: cannot read the pair: {exc}")
-            return row, None
-        row, stats = compare_pair(local, policy, stats=True, name=name)
-        if row.get("error"):
-            row["error"] = row["error"].replace(local, pair)
-        return row, stats
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    return compare_pair(pair, policy, stats=True)
 
 
 def compare_chunk(pairs: list[str], policy=None) -> list[tuple[dict, dict | None]]:

@@ -84,6 +84,9 @@ class Run:
     tool: str | None = None
     version: int = VERSION
     capture: dict | None = None  # how it was captured (runtime, resampling, delegate, tail_only ...)
+    # Where the buffer files are read from when `path` is an fsspec URL (forensics.runs.remote.RemoteFiles);
+    # None for a local directory.
+    files: object | None = field(default=None, repr=False, compare=False)
 
     @property
     def stages(self) -> tuple[str, ...]:
@@ -104,7 +107,10 @@ class Run:
 
     def file_path(self, entry: BufferEntry) -> str:
         """Where `entry`'s bytes are; InputError when that is a symbolic link or resolves outside the run
-        (a manifest with a matching size and CRC must not make us read /etc/passwd through the run)."""
+        (a manifest with a matching size and CRC must not make us read /etc/passwd through the run). A run at
+        a URL names its buffer by URL (read it with `open_buffer`)."""
+        if self.files is not None:
+            return self.files.url_of(entry.file)
         parts = entry.file.split("/")
         path = os.path.join(self.path, *parts)
         if os.path.islink(path):
@@ -122,6 +128,29 @@ class Run:
                     raise InputError(f"buffer {entry.label} resolves outside the run directory", path)
                 break
         return path
+
+    def open_buffer(self, entry: BufferEntry):
+        """`entry`'s bytes as a forensics.dump.Dump (not read yet), wherever the run is."""
+        if self.files is not None:
+            return self.files.dump(entry.file)
+        from forensics.dump import open_dump
+
+        return open_dump(self.file_path(entry), allow_empty=True, use_sidecar=False)
+
+    def has_file(self, entry: BufferEntry) -> bool:
+        """Whether `entry`'s file is there (a regular file)."""
+        if self.files is not None:
+            return self.files.size(entry.file) is not None
+        return os.path.isfile(self.file_path(entry))
+
+    def read_buffer(self, entry: BufferEntry, count: int | None = None) -> bytes:
+        """The first `count` bytes of `entry`'s file (all of it by default), wherever the run is; for the
+        small buffers read whole (detections). OSError or InputError when it cannot be read."""
+        if self.files is not None:
+            dump = self.files.dump(entry.file)
+            return dump.read(0, dump.size if count is None else count)
+        with open(self.file_path(entry), "rb") as fh:
+            return fh.read(-1 if count is None else count)
 
     @property
     def model_sha256(self) -> str | None:
@@ -237,9 +266,17 @@ def _entry(raw, i: int, path: str) -> BufferEntry:
     return BufferEntry(stage, tensor, file, size, crc, extra=extra, **kw)
 
 
-def parse_manifest(text: str, run_path: str) -> Run:
-    """Validate a manifest's JSON text; every problem is an error naming the manifest and where in it."""
-    path = os.path.join(run_path, MANIFEST)
+def location(run_path: str, file: str) -> str:
+    """A file of a run, named for messages: a path inside a local run, a URL inside a run at a URL."""
+    if "://" in run_path:
+        return run_path.rstrip("/") + "/" + file
+    return os.path.join(run_path, *file.split("/"))
+
+
+def parse_manifest(text: str, run_path: str, files=None) -> Run:
+    """Validate a manifest's JSON text; every problem is an error naming the manifest and where in it.
+    `files`: where the run's buffers are read from when it is not a local directory (Run.files)."""
+    path = location(run_path, MANIFEST)
     from forensics.jsonio import loads
 
     raw = loads(text, path, "manifest JSON")
@@ -275,24 +312,29 @@ def parse_manifest(text: str, run_path: str) -> Run:
     buffers = raw.get("buffers")
     if not isinstance(buffers, list):
         raise FormatError("buffers must be a list", where=("buffers",), path=path)
-    entries, seen, files = [], set(), set()
+    entries, seen, names = [], set(), set()
     for i, item in enumerate(buffers):
         entry = _entry(item, i, path)
         if entry.key in seen:
             raise FormatError(f"two buffers are {entry.label}", where=("buffers", str(i)), path=path)
-        if entry.file in files:
+        if entry.file in names:
             raise FormatError(f"two buffers share the file {entry.file!r}", where=("buffers", str(i)), path=path)
         seen.add(entry.key)
-        files.add(entry.file)
+        names.add(entry.file)
         entries.append(entry)
     return Run(path=run_path, source=source.strip(), buffers=tuple(entries), model=model,
                input_image=raw.get("input_image"), created=raw.get("created"), tool=raw.get("tool"),
-               version=version, capture=capture)
+               version=version, capture=capture, files=files)
 
 
 def load_run(path) -> Run:
-    """Open a run directory read-only and validate its manifest (files are checked by `verify_run`)."""
+    """Open a run directory (a path, or an fsspec URL: forensics.runs.remote) read-only and validate its
+    manifest (files are checked by `verify_run`)."""
     path = os.fspath(path)
+    from forensics.runs.remote import is_url
+
+    if is_url(path):
+        return _load_remote_run(path)
     if not os.path.exists(path):
         raise InputError("no such run directory", path)
     if not os.path.isdir(path):
@@ -304,14 +346,29 @@ def load_run(path) -> Run:
 
     if os.path.islink(manifest):
         raise InputError("is a symbolic link; a run's files are read only from inside the run", manifest)
-    data = read_small_file(manifest, _MAX_MANIFEST, "a manifest")
+    return _manifest_run(read_small_file(manifest, _MAX_MANIFEST, "a manifest"), path)
+
+
+def _manifest_run(data: bytes, path: str, files=None) -> Run:
+    manifest = location(path, MANIFEST)
     if not data.strip():
         raise InputError("manifest is empty", manifest)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise InputError("manifest is not UTF-8 text", manifest) from None
-    return parse_manifest(text, path)
+    return parse_manifest(text, path, files)
+
+
+def _load_remote_run(url: str) -> Run:
+    """A run at an fsspec URL, its manifest read through the filesystem (buffers are read when needed)."""
+    from forensics.runs.remote import run_files
+
+    files = run_files(url)
+    data = files.read_small(MANIFEST, _MAX_MANIFEST, "a manifest")
+    if data is None:
+        raise InputError("no manifest.json: not a run (or a capture that did not finish)", files.url)
+    return _manifest_run(data, files.url, files)
 
 
 # --- verifying -----------------------------------------------------------------------------------------
@@ -346,7 +403,7 @@ class BufferCheck:
         return self.status == "ok"
 
     def message(self, run_path: str) -> str:
-        where = os.path.join(run_path, *self.entry.file.split("/"))
+        where = location(run_path, self.entry.file)
         if self.status == "missing":
             return f"{where}: buffer {self.entry.label} is missing (the manifest lists it)"
         if self.size != self.entry.size:
@@ -362,6 +419,12 @@ class BufferCheck:
 
 
 def check_buffer(run: Run, entry: BufferEntry) -> BufferCheck:
+    if run.files is not None:  # a run at a URL: streamed through its filesystem
+        got = run.files.checksum(entry.file)
+        if got is None:
+            return BufferCheck(entry, "missing", None, None)
+        status = "ok" if got == (entry.size, entry.crc32) else "changed"
+        return BufferCheck(entry, status, *got)
     path = run.file_path(entry)
     try:
         if not os.path.isfile(path):

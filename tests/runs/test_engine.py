@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -47,19 +48,112 @@ def test_lost_worker_pairs_are_run_again_and_counted(tmp_path):
     assert outcome.retried == 2
 
 
-def test_runs_read_through_fsspec_memory(tmp_path):
+def _rich_farm(tmp_path):
+    """test_aggregate's farm (input, raw anchors, detections; two pairs broken) plus a pair whose B scores
+    tensor differs by a few LSB (the delta histograms), a pair with a corrupt manifest, one with a single run
+    and one whose B lost a buffer file."""
+    from forensics.runs.run import write_run
+    from tests.runs.test_aggregate import _farm as aggregate_farm, _stage_dirs
+
+    farm = aggregate_farm(tmp_path)
+    _stage_dirs(farm)
+    scores = bytes(range(256)) * 8
+    for source, data in (("a_libedgetpu", scores), ("b_ours", scores[:100] + bytes([scores[100] ^ 3]) + scores[101:])):
+        with write_run(farm / "pair-6" / source, source) as b:
+            b.add_bytes("tensor", "convert_scores", data, dtype="uint8", shape=(1, 512, 4), role="scores")
+    corrupt = farm / "pair-7"
+    shutil.copytree(farm / "pair-0", corrupt)
+    (corrupt / "b_ours" / "manifest.json").write_text('{"format": "forensics-run", "version": 1, "sour',
+                                                      encoding="utf-8")
+    single = farm / "pair-8"
+    shutil.copytree(farm / "pair-0" / "a_libedgetpu", single / "a_libedgetpu")
+    lost = farm / "pair-9"
+    shutil.copytree(farm / "pair-0", lost)
+    os.unlink(lost / "b_ours" / "raw" / "convert_scores.bin")
+    return farm
+
+
+@pytest.fixture
+def memory_farm(tmp_path):
+    """(local farm, its copy at a memory:// URL); the copy is removed afterwards."""
     fsspec = pytest.importorskip("fsspec")
-    farm = _farm(tmp_path)
+    farm = _rich_farm(tmp_path)
     fs = fsspec.filesystem("memory")
-    fs.put(str(farm), "/farm", recursive=True)
+    root = f"/farm-{tmp_path.name}"
+    fs.put(str(farm), root, recursive=True)
     try:
-        remote = batch_compare("memory://farm", workers=1)
-        local = batch_compare(farm, workers=1)
-        assert remote.rows[:5] == local.rows[:5]
-        assert remote.rows[5]["verdict"] == "ERROR" and "holds 1 runs" in remote.rows[5]["error"]
-        assert remote.aggregates.to_dict() == local.aggregates.to_dict()
+        yield farm, f"memory://{root.lstrip('/')}"
     finally:
-        fs.rm("/farm", recursive=True)
+        fs.rm(root, recursive=True)
+
+
+def test_a_farm_read_through_fsspec_gives_the_same_summary_as_on_disk(memory_farm):
+    farm, url = memory_farm
+    local = batch_compare(farm, workers=1)
+    remote = batch_compare(url, workers=1)
+    verdicts = [r["verdict"] for r in local.rows]
+    assert verdicts == ["MATCH", "DIFFER", "MATCH", "MATCH", "DIFFER", "MATCH", "DIFFER", "ERROR", "ERROR",
+                        "DIFFER"]
+    # the rows are the same but where an error names the pair, by its path there and by its URL here
+    assert [dict(r, error=None) for r in remote.rows] == [dict(r, error=None) for r in local.rows]
+    assert [r["error"] for r in remote.rows] == [r["error"] and r["error"].replace(str(farm), url)
+                                                 for r in local.rows]
+    aggregates = remote.aggregates.to_dict()
+    assert aggregates == local.aggregates.to_dict()
+    assert aggregates["stages"] and aggregates["anchors"] and aggregates["deltas"]["scores"]["differing"] == 1
+    assert aggregates["detections"]["fp"] == 1
+    # and the summaries written from them are the same
+    from forensics.runs.batch import write_summary
+
+    out = farm.parent
+    write_summary(local, out / "local.csv")
+    write_summary(remote, out / "remote.csv")
+    assert (out / "local.csv").read_text().replace(str(farm), url) == (out / "remote.csv").read_text()
+
+
+def test_remote_errors_are_rows_naming_the_url(memory_farm):
+    _, url = memory_farm
+    rows = {r["pair"]: r for r in batch_compare(url, workers=1).rows}
+    assert rows["pair-7"]["error"].startswith(f"{url}/pair-7/b_ours/manifest.json: ")
+    assert rows["pair-8"]["error"] == f"{url}/pair-8: holds 1 runs, expected 2"
+    # a lost buffer file is a stage whose file is missing, as on disk
+    assert rows["pair-9"]["raw"] == "DIFFER" and "file missing in B" in rows["pair-9"]["summary"]
+
+
+def test_a_buffer_that_cannot_be_read_is_an_error_row_naming_its_url(memory_farm, monkeypatch):
+    from fsspec.implementations.memory import MemoryFileSystem
+
+    _, url = memory_farm
+    opened = MemoryFileSystem._open
+
+    def vanishing(self, path, *args, **kwargs):  # the object store lost it between listing and reading
+        if "pair-4/b_ours/input" in path:
+            raise FileNotFoundError(path)
+        return opened(self, path, *args, **kwargs)
+
+    monkeypatch.setattr(MemoryFileSystem, "_open", vanishing)
+    rows = {r["pair"]: r for r in batch_compare(url, workers=1).rows}
+    assert rows["pair-4"]["verdict"] == "ERROR"
+    assert rows["pair-4"]["error"].startswith(f"{url}/pair-4/b_ours/input/") and "no such" in rows["pair-4"]["error"]
+    assert rows["pair-0"]["verdict"] == "MATCH" and rows["pair-1"]["verdict"] == "DIFFER"
+
+
+def test_remote_pairs_are_read_in_place_not_copied(memory_farm, monkeypatch):
+    import tempfile
+
+    from fsspec.spec import AbstractFileSystem
+
+    farm, url = memory_farm
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a remote pair was copied")
+
+    for name in ("mkdtemp", "mkstemp", "TemporaryDirectory", "NamedTemporaryFile"):
+        monkeypatch.setattr(tempfile, name, refuse)
+    for name in ("get", "get_file", "download", "cp_file", "copy"):
+        monkeypatch.setattr(AbstractFileSystem, name, refuse)
+    remote = batch_compare(url, workers=1)
+    assert [r["verdict"] for r in remote.rows].count("DIFFER") == 4
 
 
 def test_broken_pair_is_an_error_row_and_the_batch_goes_on(tmp_path):

@@ -1,0 +1,159 @@
+"""Runs on an fsspec filesystem (memory://, s3://, gs:// when their protocol packages are installed), read in
+place: the manifest is read whole (it is small and its size is checked first) and every buffer is streamed
+through the filesystem's file objects in bounded windows, like a local dump; nothing is copied to local disk.
+
+A run loaded here is an ordinary forensics.runs.run.Run whose `files` is a RemoteFiles: Run.file_path names a
+buffer by its URL (in messages), Run.open_buffer gives a Dump reading through the filesystem, and
+forensics.runs.run.check_buffer takes its CRC32 the same way. fsspec is imported only when a URL is opened.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass
+
+from forensics.errors import DependencyError, InputError
+
+_CRC_BLOCK = 1 << 20
+
+
+def is_url(location) -> bool:
+    """Whether `location` is an fsspec URL other than file:// (local paths and file:// are read directly)."""
+    text = location if isinstance(location, str) else os.fspath(location)
+    return "://" in text and not text.startswith("file://")
+
+
+def join(url: str, *parts: str) -> str:
+    return "/".join([url.rstrip("/"), *parts])
+
+
+def open_fs(url: str):
+    """(filesystem, path) of an fsspec URL; one-line errors for unknown protocols and missing packages."""
+    try:
+        import fsspec
+    except ImportError:
+        raise DependencyError(f"{url}: reading runs from URLs needs fsspec: pip install 'forensics[scale]'") from None
+    protocol = url.split("://", 1)[0]
+    try:
+        fs, path = fsspec.core.url_to_fs(url)
+    except ValueError as exc:
+        if "Protocol not known" in str(exc):
+            raise InputError(f"unknown URL protocol {protocol}:// (fsspec knows no such filesystem)", url) from None
+        raise InputError(f"cannot open: {exc}", url) from None
+    except ImportError as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else f"the package for {protocol}:// is not installed"
+        raise DependencyError(f"{url}: the {protocol}:// protocol is not installed ({reason})") from None
+    return fs, path
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, FileNotFoundError):
+        return "no such file"
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return f"cannot read: {text}"
+
+
+@dataclass(frozen=True)
+class RemoteFiles:
+    """The files of one run directory on an fsspec filesystem: `root` its path there, `url` its URL."""
+
+    fs: object
+    root: str
+    url: str
+
+    def url_of(self, rel: str) -> str:
+        return join(self.url, rel)
+
+    def size(self, rel: str) -> int | None:
+        """The size of a regular file of the run; None when there is none (missing, or a directory)."""
+        try:
+            info = self.fs.info(join(self.root, rel))
+        except FileNotFoundError:
+            return None
+        except Exception as exc:  # noqa: BLE001 - a filesystem's own errors: one line naming the URL
+            raise InputError(_reason(exc), self.url_of(rel)) from None
+        if info.get("type") not in (None, "file") or info.get("size") is None:
+            return None
+        return int(info["size"])
+
+    def read_small(self, rel: str, limit: int, what: str = "file") -> bytes | None:
+        """The whole of a small file (a manifest), refusing one over `limit` bytes; None when it is missing."""
+        size = self.size(rel)
+        if size is None:
+            return None
+        url = self.url_of(rel)
+        if size > limit:
+            raise InputError(f"is {size} bytes, too large for {what} (at most {limit})", url)
+        try:
+            data = self.fs.cat_file(join(self.root, rel), start=0, end=limit + 1)
+        except Exception as exc:  # noqa: BLE001
+            raise InputError(_reason(exc), url) from None
+        if len(data) > limit:
+            raise InputError(f"grew past {limit} bytes while reading", url)
+        return data
+
+    def dump(self, rel: str, size: int | None = None):
+        """A buffer file as a forensics.dump.Dump read through the filesystem (streamed in windows)."""
+        from forensics.dump import Dump
+
+        size = self.size(rel) if size is None else size
+        if size is None:
+            raise InputError("no such dump file", self.url_of(rel))
+        return Dump(path=self.url_of(rel), size=size,
+                    opener=functools.partial(self.fs.open, join(self.root, rel), "rb"))
+
+    def checksum(self, rel: str) -> tuple[int, int] | None:
+        """(size, CRC32) of a buffer file, streamed; None when it is missing."""
+        from forensics.crc import crc32
+        from forensics.dump import iter_windows
+
+        size = self.size(rel)
+        if size is None:
+            return None
+        dump = self.dump(rel, size)
+        crc = 0
+        bounds = [(lo, min(lo + _CRC_BLOCK, dump.size)) for lo in range(0, dump.size, _CRC_BLOCK)]
+        for _, view, _ in iter_windows(dump, bounds, prefetch=False):
+            crc = crc32(view, crc)
+        return dump.size, crc
+
+
+def find_runs(url: str, manifest: str) -> list[str]:
+    """The URLs of the run directories (holding `manifest`) directly inside the folder at `url`, by name."""
+    fs, path = open_fs(url)
+    try:
+        entries = fs.ls(path, detail=True)
+    except FileNotFoundError:
+        raise InputError("cannot list: no such directory", url) from None
+    except Exception as exc:  # noqa: BLE001
+        raise InputError(f"cannot list: {_reason(exc)}", url) from None
+    names = sorted(e["name"].rstrip("/").rsplit("/", 1)[-1] for e in entries if e.get("type") == "directory")
+    runs = []
+    for name in names:
+        if name.startswith("."):
+            continue
+        files = RemoteFiles(fs, join(path, name), join(url, name))
+        if files.size(manifest) is not None:
+            runs.append(files.url)
+    return runs
+
+
+def list_folders(url: str) -> list[str]:
+    """The URLs of the folders directly inside `url` (not hidden), sorted; InputError when it is no folder."""
+    fs, path = open_fs(url)
+    try:
+        if not fs.isdir(path):
+            raise InputError("is not a directory (expected a folder of run pairs)", url)
+        entries = fs.ls(path, detail=True)
+    except InputError:
+        raise
+    except Exception as exc:  # noqa: BLE001
+        raise InputError(f"cannot list: {_reason(exc)}", url) from None
+    names = sorted(e["name"].rstrip("/").rsplit("/", 1)[-1] for e in entries if e.get("type") == "directory")
+    return [join(url, n) for n in names if not n.startswith(".")]
+
+
+def run_files(url: str) -> RemoteFiles:
+    fs, path = open_fs(url)
+    return RemoteFiles(fs, path.rstrip("/"), url.rstrip("/"))
