@@ -94,7 +94,7 @@ def _records(run, entry, size: int) -> np.ndarray:
 def pair_stats(result) -> dict:
     """The compact statistics of one compared pair (a forensics.runs.compare.CompareResult) for the Aggregator:
     small and picklable, so a worker can send it back cheaply."""
-    from forensics.runs.compare import buffer_layout, read_detections
+    from forensics.runs.compare import buffer_layout
 
     stages, anchors, deltas = [], {}, {}
     run_a, run_b = result.run_a, result.run_b
@@ -137,12 +137,11 @@ def pair_stats(result) -> dict:
             for i in np.flatnonzero(counts):
                 hist[int(i) - 255] = hist.get(int(i) - 255, 0) + int(counts[i])
     detections = None
-    got_a, got_b = read_detections(run_a), read_detections(run_b)
-    if got_a is not None and got_b is not None:
+    if result.detections is not None:  # both runs' detection rows could be read (compare_detections)
         def rows(dets):
             return [d.to_dict() if hasattr(d, "to_dict") else d for d in dets]
 
-        detections = evaluate_image(rows(got_a[0]), rows(got_b[0]))
+        detections = evaluate_image(rows(result.detections.rows_a), rows(result.detections.rows_b))
     return {"stages": stages, "anchors": anchors, "deltas": deltas, "detections": detections}
 
 

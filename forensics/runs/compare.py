@@ -9,6 +9,7 @@ differ because of it. A buffer whose file no longer matches its manifest CRC is 
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 
@@ -179,6 +180,10 @@ class DetectionsComparison:
     num_b: int
     iou_threshold: float = IOU_MATCH
     labels: tuple[str, ...] | None = field(default=None, repr=False, compare=False)
+    # every row each run wrote, in row order (the batch's detection statistics score them without reading
+    # the four files of each run again)
+    rows_a: tuple[Detection, ...] = field(default=(), repr=False, compare=False)
+    rows_b: tuple[Detection, ...] = field(default=(), repr=False, compare=False)
 
     def label(self, d: Detection) -> str | None:
         return _label(self.labels, d.class_id)
@@ -280,7 +285,7 @@ def buffer_layout(entry: BufferEntry, size: int) -> tuple[RecordLayout, str]:
     record = None
     if shape and len(shape) >= 2 and shape[-1] > 0:
         channels = shape[-1] * itemsize
-        n = int(np.prod(shape[:-1]))
+        n = math.prod(shape[:-1])
         if n * channels == size:
             record = channels
         elif entry.record_size and size % entry.record_size == 0:
@@ -402,7 +407,8 @@ def compare_detections(run_a: Run, run_b: Run, labels=None) -> DetectionsCompari
         return None
     (dets_a, num_a), (dets_b, num_b) = got_a, got_b
     pairs, only_a, only_b = match_detections(dets_a, dets_b, labels=labels)
-    return DetectionsComparison(pairs, only_a, only_b, num_a, num_b, labels=labels)
+    return DetectionsComparison(pairs, only_a, only_b, num_a, num_b, labels=labels, rows_a=tuple(dets_a),
+                                rows_b=tuple(dets_b))
 
 
 def _detections_summary(det: DetectionsComparison) -> str:

@@ -31,6 +31,7 @@ STAGES = ("params", "input", "raw", "tensor", "dequantized", "detections")
 ROLES = ("boxes", "scores", "classes", "num_detections")
 _MAX_MANIFEST = 16 << 20
 _COPY_BLOCK = 1 << 20
+_CONTROL = re.compile(r"[\x00-\x1f]")
 
 
 @dataclass(frozen=True)
@@ -201,7 +202,7 @@ def _check_relative(file: str, where, path) -> str:
         raise FormatError(f"file {file!r} uses backslashes: write it with '/' separators, relative to the run "
                           f"(e.g. {suggestion!r})", where=where + ("file",), path=path)
     if (not isinstance(file, str) or not file or file.startswith("/") or ":" in file
-            or any(ord(c) < 32 for c in file)):
+            or _CONTROL.search(file)):
         raise FormatError(f"file must be a relative path inside the run with '/' separators, got {file!r}",
                           where=where + ("file",), path=path)
     parts = file.split("/")
