@@ -150,7 +150,11 @@ class Run:
         if self.files is not None:
             dump = self.files.dump(entry.file)
             return dump.read(0, dump.size if count is None else count)
-        with open(self.file_path(entry), "rb") as fh:
+        from forensics.dump import check_readable_file
+
+        path = self.file_path(entry)
+        check_readable_file(path)  # a FIFO where a buffer should be would block the read
+        with open(path, "rb") as fh:
             return fh.read(-1 if count is None else count)
 
     @property
