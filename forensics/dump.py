@@ -242,7 +242,7 @@ class Dump:
     slice_offset: int = 0          # the slice of the file's data this dump is (offset= / length=)
     slice_length: int | None = None
     # A dump that is no local file (a run's buffer on an fsspec filesystem, forensics.runs.remote): a callable
-    # opening it as a binary file object (seek + readinto), read in windows like any other dump.
+    # giving each reader its own object with seek / readinto / close, read in windows like any other dump.
     opener: object | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -340,7 +340,7 @@ class DumpReader:
             self._memory = memoryview(dump.text.data)
             self._fh, self._use_map, self._lock = None, False, None
             return
-        if dump.opener is not None:  # a file object of another filesystem: seek + readinto, never mapped
+        if dump.opener is not None:  # another filesystem's file: seek + readinto, never mapped
             with reading(dump.path, "a dump file", "dump file"):
                 self._fh = dump.opener()
             self._fd, self._use_map, self._lock = None, False, threading.Lock()

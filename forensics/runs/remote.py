@@ -1,6 +1,9 @@
 """Runs on an fsspec filesystem (memory://, s3://, gs:// when their protocol packages are installed), read in
 place: the manifest is read whole (it is small and its size is checked first) and every buffer is streamed
-through the filesystem's file objects in bounded windows, like a local dump; nothing is copied to local disk.
+in bounded windows, each one byte range read from the filesystem (`cat_file(start, end)`: one ranged GET on an
+object store), like a local dump; nothing is copied to local disk. Ranges rather than the filesystem's file
+objects: those keep a position, and some filesystems (memory://) hand every opener the same object, so two
+readers of one buffer (a diff and the CRC beside it, in two threads) would move each other's position.
 
 A run loaded here is an ordinary forensics.runs.run.Run whose `files` is a RemoteFiles: Run.file_path names a
 buffer by its URL (in messages), Run.open_buffer gives a Dump reading through the filesystem, and
@@ -16,6 +19,28 @@ from dataclasses import dataclass
 from forensics.errors import DependencyError, InputError
 
 _CRC_BLOCK = 1 << 20
+
+
+class RangeFile:
+    """One reader's view of a file on an fsspec filesystem: `seek` and `readinto` as a file object has them,
+    each read one byte range, so readers share nothing."""
+
+    def __init__(self, fs, path: str):
+        self.fs, self.path, self.pos = fs, path, 0
+
+    def seek(self, pos: int) -> int:
+        self.pos = pos
+        return pos
+
+    def readinto(self, view) -> int:
+        data = self.fs.cat_file(self.path, start=self.pos, end=self.pos + len(view))
+        n = len(data)
+        view[:n] = data
+        self.pos += n
+        return n
+
+    def close(self) -> None:
+        pass
 
 
 def is_url(location) -> bool:
@@ -101,7 +126,7 @@ class RemoteFiles:
         if size is None:
             raise InputError("no such dump file", self.url_of(rel))
         return Dump(path=self.url_of(rel), size=size,
-                    opener=functools.partial(self.fs.open, join(self.root, rel), "rb"))
+                    opener=functools.partial(RangeFile, self.fs, join(self.root, rel)))
 
     def checksum(self, rel: str) -> tuple[int, int] | None:
         """(size, CRC32) of a buffer file, streamed; None when it is missing."""
