@@ -87,8 +87,40 @@ def evaluate_image(truth: list[dict], found: list[dict], *, max_detections: int 
     return out
 
 
-def _records(run, entry, size: int) -> np.ndarray:
-    return np.frombuffer(run.read_buffer(entry, size), dtype=np.uint8)
+_SCAN_BLOCK = 4 << 20
+
+
+def _scan(dump_a, dump_b, size: int, record_size: int, lanes: list, *, anchors: bool, deltas: bool):
+    """(indices of the records that differ in a data lane or None, counts of B - A + 255 or None) over the
+    first `size` bytes of two dumps, read in record-aligned windows: memory stays bounded whatever their size.
+    InputError when a file is shorter than `size` (it changed since its CRC was taken)."""
+    from forensics.dump import DumpReader
+
+    n = size // record_size
+    step = max(record_size, _SCAN_BLOCK // record_size * record_size)
+    differing = [] if anchors else None
+    counts = np.zeros(511, np.int64) if deltas else None
+    reader_a, reader_b = DumpReader(dump_a, use_map=False), DumpReader(dump_b, use_map=False)
+    try:
+        for lo in range(0, size, step):
+            hi = min(lo + step, size)
+            window_a, window_b = reader_a.window(lo, hi), reader_b.window(lo, hi)
+            a, b = np.frombuffer(window_a.view, np.uint8), np.frombuffer(window_b.view, np.uint8)
+            if anchors:
+                whole = (min(hi, n * record_size) - lo) // record_size  # whole records in this window
+                ra = a[:whole * record_size].reshape(whole, record_size)[:, lanes]
+                rb = b[:whole * record_size].reshape(whole, record_size)[:, lanes]
+                differing.extend((np.flatnonzero(np.any(ra != rb, axis=1)) + lo // record_size).tolist())
+                del ra, rb
+            if deltas:
+                counts += np.bincount(b.astype(np.int16) - a.astype(np.int16) + 255, minlength=511)
+            del a, b
+            window_a.release()
+            window_b.release()
+    finally:
+        reader_a.close()
+        reader_b.close()
+    return differing, counts
 
 
 def pair_stats(result) -> dict:
@@ -118,21 +150,14 @@ def pair_stats(result) -> dict:
             continue
         entry_b = next(b for b in run_b.buffers if b.key == (row.stage, row.tensor))
         try:
-            a = _records(run_a, entry, row.size_a)
-            b = _records(run_b, entry_b, row.size_b)
-        except (OSError, InputError):
-            continue
-        if len(a) != row.size_a or len(b) != row.size_b:
+            differing, counts = _scan(run_a.open_buffer(entry), run_b.open_buffer(entry_b), row.size_a,
+                                      layout.record_size, list(layout.data_lanes), anchors=wants_anchors,
+                                      deltas=role in DELTA_ROLES)
+        except (OSError, InputError):  # a file that changed or went since its CRC: its statistics are left out
             continue
         if wants_anchors:
-            n = row.size_a // layout.record_size
-            lanes = list(layout.data_lanes)
-            ra = a[:n * layout.record_size].reshape(n, layout.record_size)[:, lanes]
-            rb = b[:n * layout.record_size].reshape(n, layout.record_size)[:, lanes]
-            anchors[row.label] = (row.stage, row.tensor, n, tuple(np.flatnonzero(np.any(ra != rb, axis=1)).tolist()))
+            anchors[row.label] = (row.stage, row.tensor, row.size_a // layout.record_size, tuple(differing))
         if role in DELTA_ROLES:
-            delta = b.astype(np.int16) - a.astype(np.int16)
-            counts = np.bincount(delta + 255, minlength=511)
             hist = deltas.setdefault(role, {})
             for i in np.flatnonzero(counts):
                 hist[int(i) - 255] = hist.get(int(i) - 255, 0) + int(counts[i])

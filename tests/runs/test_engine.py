@@ -124,18 +124,56 @@ def test_a_buffer_that_cannot_be_read_is_an_error_row_naming_its_url(memory_farm
     from fsspec.implementations.memory import MemoryFileSystem
 
     _, url = memory_farm
-    opened = MemoryFileSystem._open
+    read = MemoryFileSystem.cat_file
 
     def vanishing(self, path, *args, **kwargs):  # the object store lost it between listing and reading
         if "pair-4/b_ours/input" in path:
             raise FileNotFoundError(path)
-        return opened(self, path, *args, **kwargs)
+        return read(self, path, *args, **kwargs)
 
-    monkeypatch.setattr(MemoryFileSystem, "_open", vanishing)
+    monkeypatch.setattr(MemoryFileSystem, "cat_file", vanishing)
     rows = {r["pair"]: r for r in batch_compare(url, workers=1).rows}
     assert rows["pair-4"]["verdict"] == "ERROR"
     assert rows["pair-4"]["error"].startswith(f"{url}/pair-4/b_ours/input/") and "no such" in rows["pair-4"]["error"]
     assert rows["pair-0"]["verdict"] == "MATCH" and rows["pair-1"]["verdict"] == "DIFFER"
+
+
+def test_a_remote_buffer_is_read_in_bounded_ranges_and_a_huge_manifest_refused(tmp_path, monkeypatch):
+    fsspec = pytest.importorskip("fsspec")
+    from fsspec.implementations.memory import MemoryFileSystem
+
+    from forensics.dump import DEFAULT_CHUNK
+    from forensics.runs import run as run_format
+    from forensics.runs.run import write_run
+
+    size = 12 << 20
+    big = bytearray(size)
+    for name in ("a_ref", "b_ours"):
+        with write_run(tmp_path / "farm" / "pair-0" / name, name) as b:
+            b.add_bytes("raw", "output", big, record_size=4)
+        big[size - 5] = 1  # B differs in its last record
+    fs = fsspec.filesystem("memory")
+    root = f"/big-{tmp_path.name}"
+    fs.put(str(tmp_path / "farm"), root, recursive=True)
+    ranges = []
+    read = MemoryFileSystem.cat_file
+
+    def recording(self, path, start=None, end=None, **kwargs):
+        data = read(self, path, start=start, end=end, **kwargs)
+        ranges.append(len(data))
+        return data
+
+    monkeypatch.setattr(MemoryFileSystem, "cat_file", recording)
+    try:
+        row = batch_compare(f"memory://{root.lstrip('/')}", workers=1).rows[0]
+        assert row["verdict"] == "DIFFER" and "1 of 3,145,728 anchors differ" in row["summary"]
+        assert max(ranges) <= DEFAULT_CHUNK < size  # windows of the 12 MiB buffers, never the whole of one
+        monkeypatch.setattr(run_format, "_MAX_MANIFEST", 64)
+        row = batch_compare(f"memory://{root.lstrip('/')}", workers=1).rows[0]
+        assert row["verdict"] == "ERROR" and "too large for a manifest (at most 64)" in row["error"]
+        assert row["error"].startswith(f"memory://{root.lstrip('/')}/pair-0/a_ref/manifest.json: ")
+    finally:
+        fs.rm(root, recursive=True)
 
 
 def test_remote_pairs_are_read_in_place_not_copied(memory_farm, monkeypatch):
