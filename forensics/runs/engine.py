@@ -19,6 +19,14 @@ from forensics.runs.remote import is_url, list_folders
 
 PLUGIN = "forensics-lost-work"
 KEY_PREFIX = "forensics-pairs-"
+# Our LocalCluster's housekeeping, slowed down: measured on an idle 2-worker cluster over 10 s, the event loops'
+# 20 ms tick, the 0.5 s system monitor and the workers' 0.1 s memory monitor cost 0.08 of a core in this
+# process and 0.03 in each worker; at 1 s / 2 s / 1 s, 0.015 and 0.006. That CPU is the pairs': on a shared
+# machine the whole batch (this process and its workers) gets one session's share of the cores. The workers'
+# statistical profiler (it samples every stack 100 times a second) is off for the same reason.
+QUIET_CLUSTER = {"distributed.worker.profile.enabled": False, "distributed.admin.tick.interval": "1s",
+                 "distributed.admin.system-monitor.interval": "2s",
+                 "distributed.worker.memory.monitor-interval": "1s"}
 
 
 # --- where the runs are --------------------------------------------------------------------------------------
@@ -132,16 +140,15 @@ def connect(scheduler: str, *, workers=None, connect_timeout: float = 5.0):
         n = max(1, workers or os.cpu_count() or 1)
         import dask
 
-        try:
-            # the workers' statistical profiler samples every stack 100 times a second: CPU the pairs need
-            with dask.config.set({"distributed.worker.profile.enabled": False}):
+        with dask.config.set(QUIET_CLUSTER):
+            try:
                 cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
                                                    scheduler_port=0, dashboard_address="127.0.0.1:0",
                                                    silence_logs=logging.ERROR)
-        except (OSError, RuntimeError, TimeoutError) as exc:
-            raise DependencyError(f"could not start a Dask LocalCluster of {n} workers: "
-                                  f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
-        return distributed.Client(cluster, set_as_default=False), cluster, n
+            except (OSError, RuntimeError, TimeoutError) as exc:
+                raise DependencyError(f"could not start a Dask LocalCluster of {n} workers: "
+                                      f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+            return distributed.Client(cluster, set_as_default=False), cluster, n
     try:
         client = distributed.Client(scheduler, timeout=connect_timeout, set_as_default=False)
     except (OSError, TimeoutError) as exc:
