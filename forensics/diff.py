@@ -6,13 +6,15 @@ examined record by record, so a 1 GiB pair with a handful of differences costs a
 
 from __future__ import annotations
 
+import queue
+import threading
 from dataclasses import dataclass
 
 import numpy as np
 
 from forensics.blocks import stream_pair
 from forensics.crc import format_crc
-from forensics.dump import Dump
+from forensics.dump import Dump, DumpReader
 from forensics.layout import RecordLayout
 from forensics.stats import ErrorAccumulator, ErrorStats, bit_view, locator
 from forensics.tolerance import DIFFER, MATCH, Tolerance, judge
@@ -119,6 +121,65 @@ class DiffResult:
         return out
 
 
+class _ReferenceSums:
+    """The reference's signal sums (sum of a*a, non-finite counts) over ranges of A, on a thread of its own.
+
+    They are the one part of the statistics that reads every element of A rather than only the differing ones,
+    and the costliest (about as much as the comparison and both CRCs together on a 1 GiB pair). On a second
+    core they overlap the comparison and the CRC thread instead of adding to them. Ranges are summed in the
+    order they are given into an accumulator of their own, so the result never depends on timing. Small ranges
+    before the thread is needed are summed in place: a thread costs more than a few KiB of work."""
+
+    INLINE = 1 << 20
+
+    def __init__(self, dump: Dump, acc: ErrorAccumulator, elements, record_size: int):
+        self.dump, self.acc, self.elements = dump, acc.fresh(), elements
+        self.step = max(record_size, (8 << 20) // record_size * record_size)
+        self.jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self.thread: threading.Thread | None = None
+        self.error: BaseException | None = None
+        self.cancelled = False
+
+    def add(self, lo: int, hi: int, view=None) -> None:
+        """Sum A's records in [lo, hi); `view` (those bytes, when the caller has them) allows summing in place."""
+        if hi <= lo:
+            return
+        if self.thread is None and view is not None and hi - lo <= self.INLINE:
+            self.acc.add_reference(self.elements(view))
+            return
+        if self.thread is None:
+            self.thread = threading.Thread(target=self._run, name="forensics-reference-sums", daemon=True)
+            self.thread.start()
+        self.jobs.put((lo, hi))
+
+    def _run(self) -> None:
+        reader = DumpReader(self.dump)
+        try:
+            while (job := self.jobs.get()) is not None:
+                lo, hi = job
+                for pos in range(lo, hi, self.step):
+                    if self.cancelled:
+                        return
+                    window = reader.window(pos, min(pos + self.step, hi))
+                    try:
+                        self.acc.add_reference(self.elements(window.view))
+                    finally:
+                        window.release()
+        except BaseException as exc:  # handed to the caller's thread by finish()
+            self.error = exc
+        finally:
+            reader.close()
+
+    def finish(self, *, cancel: bool = False) -> ErrorAccumulator:
+        if self.thread is not None:
+            self.cancelled = cancel
+            self.jobs.put(None)
+            self.thread.join()
+        if self.error is not None and not cancel:
+            raise self.error
+        return self.acc
+
+
 def diff_dumps(dump_a: Dump, dump_b: Dump, layout: RecordLayout, *, tolerance: int = 0,
                limit: int | None = DEFAULT_LIMIT, policy: Tolerance | None = None, dtype: str = "uint8",
                scale: float | None = None, zero_point: int | None = None, stats: bool = True,
@@ -160,6 +221,12 @@ def diff_dumps(dump_a: Dump, dump_b: Dump, layout: RecordLayout, *, tolerance: i
         is_data = np.zeros(per, dtype=bool)
         is_data[data_el] = True
 
+        def data_elements(view):
+            records = np.frombuffer(view, np_dtype).reshape(-1, per)
+            return records if all_data else records[:, data_el]
+
+        references = _ReferenceSums(dump_a, acc, data_elements, rs)
+
     state = {
         "bytes_identical": dump_a.size == dump_b.size,
         "records_differing": 0,
@@ -175,11 +242,12 @@ def diff_dumps(dump_a: Dump, dump_b: Dump, layout: RecordLayout, *, tolerance: i
 
     def feed_stats(lo: int, a_all, b_all, r_lo: int, positions) -> None:
         """Error statistics of this block's whole records, as dtype elements of the data lanes."""
-        if state["ref_from"] is None:
+        if state["ref_from"] is None:  # the first difference: A's equal blocks before it count too
             state["ref_from"] = r_lo
+            references.add(rec_lo, r_lo)
+        references.add(r_lo, r_lo + a_all.size, a_all)
         a_el = a_all.view(np_dtype).reshape(-1, per)
         b_el = b_all.view(np_dtype).reshape(-1, per)
-        acc.add_reference(a_el if all_data else a_el[:, data_el])
         base = (r_lo - rec_lo) // k
         if positions is None:
             mask = bit_view(a_el) != bit_view(b_el)
@@ -201,7 +269,7 @@ def diff_dumps(dump_a: Dump, dump_b: Dump, layout: RecordLayout, *, tolerance: i
         r_lo, r_hi = max(lo, rec_lo), min(hi, rec_hi)
         if positions is not None and positions.size == 0:
             if acc is not None and state["ref_from"] is not None and r_lo < r_hi:
-                acc.add_reference(np.frombuffer(va[r_lo - lo:r_hi - lo], np_dtype).reshape(-1, per)[:, data_el])
+                references.add(r_lo, r_hi, va[r_lo - lo:r_hi - lo])
             return
         state["bytes_identical"] = False
         if r_lo < r_hi:
@@ -249,16 +317,18 @@ def diff_dumps(dump_a: Dump, dump_b: Dump, layout: RecordLayout, *, tolerance: i
                 if state["first"] is None:
                     state["first"] = t_lo + int(np.flatnonzero(tmask)[0])
 
-    crc_a, crc_b = stream_pair(dump_a, dump_b, region.start, rs, consume, progress=progress)
+    try:
+        crc_a, crc_b = stream_pair(dump_a, dump_b, region.start, rs, consume, progress=progress)
+    except BaseException:
+        if acc is not None:
+            references.finish(cancel=True)
+        raise
     result_stats = None
     if acc is not None:
-        ref_from = state["ref_from"]
-        if acc.differing and ref_from is not None and ref_from > rec_lo:
-            # The blocks before the first difference were equal and not summed: one pass over A's prefix.
-            step = max(rs, (8 << 20) // rs * rs)
-            for _, view in dump_a.iter_chunks(rec_lo, ref_from, chunk_size=step):
-                acc.add_reference(np.frombuffer(view, np_dtype).reshape(-1, per)[:, data_el])
-        elif ref_from is None or not acc.differing:
+        if acc.differing:
+            acc.merge(references.finish())
+        else:
+            references.finish(cancel=True)
             acc.n = region.records * data_el.size  # equal everywhere: only the count matters
         if locate is None:
             names = layout.field_names

@@ -205,15 +205,17 @@ def _stats_pair(tmp_path, a, b):
 
 @pytest.mark.parametrize("dense", [False, True])
 @pytest.mark.parametrize("pad", [(), (2, 3)])
-def test_diff_stats_equal_whole_array_stats(tmp_path, monkeypatch, dense, pad):
-    """The streamed statistics (sparse and dense blocks, late first difference) equal those of the arrays."""
+@pytest.mark.parametrize("lo", [0, 40000])
+def test_diff_stats_equal_whole_array_stats(tmp_path, monkeypatch, dense, pad, lo):
+    """The streamed statistics (sparse and dense blocks; the first difference early, so the reference is summed
+    in place, or late, so the equal prefix and what follows are summed on the reference thread) equal those of
+    the arrays."""
     from forensics.stats import error_stats
 
     monkeypatch.setattr(blocks, "BLOCK", 4096)
     rng = np.random.default_rng(1)
     a = rng.integers(0, 256, 64000, dtype=np.uint8)
     b = a.copy()
-    lo = 40000  # the first difference is late: the equal prefix is summed in a second pass over A
     n = 5000 if dense else 20
     hit = lo + rng.choice(a.size - lo, n, replace=False)
     b[hit] = rng.integers(0, 256, hit.size, dtype=np.uint8)
