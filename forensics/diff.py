@@ -6,13 +6,12 @@ examined record by record, so a 1 GiB pair with a handful of differences costs a
 
 from __future__ import annotations
 
-import queue
 import threading
 from dataclasses import dataclass
 
 import numpy as np
 
-from forensics.blocks import stream_pair
+from forensics.blocks import PARALLEL_MIN, stream_halves
 from forensics.crc import format_crc
 from forensics.dump import Dump, DumpReader
 from forensics.layout import RecordLayout
@@ -121,63 +120,59 @@ class DiffResult:
         return out
 
 
-class _ReferenceSums:
-    """The reference's signal sums (sum of a*a, non-finite counts) over ranges of A, on a thread of its own.
+def _sum_reference(dump: Dump, lo: int, hi: int, acc: ErrorAccumulator, elements, record_size: int, *,
+                   threads: int = 1) -> None:
+    """Feed A's records in [lo, hi) to `acc` as the reference (`elements(view)` picks the data lanes); with
+    `threads` 2 and a large range, the second half on another thread, merged after the first."""
+    if lo is None or hi <= lo:
+        return
+    step = max(record_size, (8 << 20) // record_size * record_size)
+    if threads > 1 and hi - lo >= PARALLEL_MIN:
+        mid = lo + (hi - lo) // 2 // record_size * record_size
+        second, failure = acc.fresh(), []
 
-    They are the one part of the statistics that reads every element of A rather than only the differing ones,
-    and the costliest (about as much as the comparison and both CRCs together on a 1 GiB pair). On a second
-    core they overlap the comparison and the CRC thread instead of adding to them. Ranges are summed in the
-    order they are given into an accumulator of their own, so the result never depends on timing. Small ranges
-    before the thread is needed are summed in place: a thread costs more than a few KiB of work."""
+        def run():
+            try:
+                _sum_reference(dump, mid, hi, second, elements, record_size)
+            except BaseException as exc:  # raised on the caller's thread below
+                failure.append(exc)
 
-    INLINE = 1 << 20
-
-    def __init__(self, dump: Dump, acc: ErrorAccumulator, elements, record_size: int):
-        self.dump, self.acc, self.elements = dump, acc.fresh(), elements
-        self.step = max(record_size, (8 << 20) // record_size * record_size)
-        self.jobs: queue.SimpleQueue = queue.SimpleQueue()
-        self.thread: threading.Thread | None = None
-        self.error: BaseException | None = None
-        self.cancelled = False
-
-    def add(self, lo: int, hi: int, view=None) -> None:
-        """Sum A's records in [lo, hi); `view` (those bytes, when the caller has them) allows summing in place."""
-        if hi <= lo:
-            return
-        if self.thread is None and view is not None and hi - lo <= self.INLINE:
-            self.acc.add_reference(self.elements(view))
-            return
-        if self.thread is None:
-            self.thread = threading.Thread(target=self._run, name="forensics-reference-sums", daemon=True)
-            self.thread.start()
-        self.jobs.put((lo, hi))
-
-    def _run(self) -> None:
-        reader = DumpReader(self.dump)
+        worker = threading.Thread(target=run, name="forensics-reference", daemon=True)
+        worker.start()
         try:
-            while (job := self.jobs.get()) is not None:
-                lo, hi = job
-                for pos in range(lo, hi, self.step):
-                    if self.cancelled:
-                        return
-                    window = reader.window(pos, min(pos + self.step, hi))
-                    try:
-                        self.acc.add_reference(self.elements(window.view))
-                    finally:
-                        window.release()
-        except BaseException as exc:  # handed to the caller's thread by finish()
-            self.error = exc
+            _sum_reference(dump, lo, mid, acc, elements, record_size)
         finally:
-            reader.close()
+            worker.join()
+        if failure:
+            raise failure[0]
+        acc.merge(second)
+        return
+    with DumpReader(dump) as reader:
+        for pos in range(lo, hi, step):
+            window = reader.window(pos, min(pos + step, hi))
+            try:
+                acc.add_reference(elements(window.view))
+            finally:
+                window.release()
 
-    def finish(self, *, cancel: bool = False) -> ErrorAccumulator:
-        if self.thread is not None:
-            self.cancelled = cancel
-            self.jobs.put(None)
-            self.thread.join()
-        if self.error is not None and not cancel:
-            raise self.error
-        return self.acc
+
+def _merge_parts(parts: list[dict], limit: int | None) -> dict:
+    """The parts' counts and findings as one pass in order would have them."""
+    out = dict(parts[0])
+    out["records"] = list(parts[0]["records"])
+    for part in parts[1:]:
+        out["bytes_identical"] = out["bytes_identical"] and part["bytes_identical"]
+        out["records_differing"] += part["records_differing"]
+        out["bytes_differing"] += part["bytes_differing"]
+        out["first"] = out["first"] if out["first"] is not None else part["first"]
+        out["lanes"] = out["lanes"] + part["lanes"]
+        out["max_delta"] = np.maximum(out["max_delta"], part["max_delta"])
+        out["records"].extend(part["records"])
+        out["trailing_differ"] = out["trailing_differ"] or part["trailing_differ"]
+        out["trailing_any"] = out["trailing_any"] or part["trailing_any"]
+    if limit is not None:
+        del out["records"][limit:]
+    return out
 
 
 def diff_dumps(dump_a: Dump, dump_b: Dump, layout: RecordLayout, *, tolerance: int = 0,
@@ -225,110 +220,122 @@ def diff_dumps(dump_a: Dump, dump_b: Dump, layout: RecordLayout, *, tolerance: i
             records = np.frombuffer(view, np_dtype).reshape(-1, per)
             return records if all_data else records[:, data_el]
 
-        references = _ReferenceSums(dump_a, acc, data_elements, rs)
+    parts: list[dict] = []
 
-    state = {
-        "bytes_identical": dump_a.size == dump_b.size,
-        "records_differing": 0,
-        "bytes_differing": 0,
-        "first": None,
-        "lanes": np.zeros(rs, dtype=np.int64),
-        "max_delta": np.zeros(rs, dtype=np.int64),
-        "records": [],
-        "trailing_differ": False,
-        "trailing_any": False,
-        "ref_from": None,  # the first block whose reference values were summed (earlier blocks were equal)
-    }
+    def make_part(_index: int):
+        """The consumer of one half of the blocks (stream_halves): its own counts, records and statistics."""
+        state = {
+            "bytes_identical": True,
+            "records_differing": 0,
+            "bytes_differing": 0,
+            "first": None,
+            "lanes": np.zeros(rs, dtype=np.int64),
+            "max_delta": np.zeros(rs, dtype=np.int64),
+            "records": [],
+            "trailing_differ": False,
+            "trailing_any": False,
+            "rec_from": None,  # where this part's whole records begin and end
+            "rec_to": None,
+            "ref_from": None,  # where this part's first difference is (the reference is summed from its start)
+            "acc": acc.fresh() if acc is not None else None,
+        }
+        parts.append(state)
+        part_acc = state["acc"]
 
-    def feed_stats(lo: int, a_all, b_all, r_lo: int, positions) -> None:
-        """Error statistics of this block's whole records, as dtype elements of the data lanes."""
-        if state["ref_from"] is None:  # the first difference: A's equal blocks before it count too
-            state["ref_from"] = r_lo
-            references.add(rec_lo, r_lo)
-        references.add(r_lo, r_lo + a_all.size, a_all)
-        a_el = a_all.view(np_dtype).reshape(-1, per)
-        b_el = b_all.view(np_dtype).reshape(-1, per)
-        base = (r_lo - rec_lo) // k
-        if positions is None:
-            mask = bit_view(a_el) != bit_view(b_el)
-            if not all_data:
-                mask &= is_data
-            where = np.flatnonzero(mask)
-        else:
-            inside = positions[(positions >= r_lo - lo) & (positions < r_lo - lo + a_all.size)]
-            where = np.unique((inside - (r_lo - lo)) // k)
-            if not all_data:
-                where = where[is_data[where % per]]
-        if where.size:
-            fa, fb = a_el.reshape(-1), b_el.reshape(-1)
-            acc.add_differing(fa[where], fb[where], lambda i, _w=where: base + int(_w[i]), lane=where % per)
+        def feed_stats(lo: int, a_all, b_all, r_lo: int, positions) -> None:
+            """Error statistics of this block's whole records, as dtype elements of the data lanes."""
+            if state["ref_from"] is None:  # the part's first difference: its equal records before it count too
+                state["ref_from"] = r_lo
+                _sum_reference(dump_a, state["rec_from"], r_lo, part_acc, data_elements, rs)
+            part_acc.add_reference(data_elements(a_all))
+            a_el = a_all.view(np_dtype).reshape(-1, per)
+            b_el = b_all.view(np_dtype).reshape(-1, per)
+            base = (r_lo - rec_lo) // k
+            if positions is None:
+                mask = bit_view(a_el) != bit_view(b_el)
+                if not all_data:
+                    mask &= is_data
+                where = np.flatnonzero(mask)
+            else:
+                inside = positions[(positions >= r_lo - lo) & (positions < r_lo - lo + a_all.size)]
+                where = np.unique((inside - (r_lo - lo)) // k)
+                if not all_data:
+                    where = where[is_data[where % per]]
+            if where.size:
+                fa, fb = a_el.reshape(-1), b_el.reshape(-1)
+                part_acc.add_differing(fa[where], fb[where], lambda i, _w=where: base + int(_w[i]), lane=where % per)
 
-    def consume(lo: int, va: memoryview, vb: memoryview, positions) -> None:
-        hi = lo + len(va)
-        # Whole records of the region inside this block (blocks are record-aligned from region.start).
-        r_lo, r_hi = max(lo, rec_lo), min(hi, rec_hi)
-        if positions is not None and positions.size == 0:
-            if acc is not None and state["ref_from"] is not None and r_lo < r_hi:
-                references.add(r_lo, r_hi, va[r_lo - lo:r_hi - lo])
-            return
-        state["bytes_identical"] = False
-        if r_lo < r_hi:
-            a_all = np.frombuffer(va[r_lo - lo:r_hi - lo], np.uint8).reshape(-1, rs)
-            b_all = np.frombuffer(vb[r_lo - lo:r_hi - lo], np.uint8).reshape(-1, rs)
-            if acc is not None:
-                feed_stats(lo, a_all, b_all, r_lo, positions)
-            if positions is None:  # dense: every record of the block
-                candidates = None
-                a, b = a_all, b_all
-            else:  # sparse: only the records that hold a differing byte
-                inside = positions[(positions >= r_lo - lo) & (positions < r_hi - lo)]
-                candidates = np.unique((inside - (r_lo - lo)) // rs)
-                a, b = a_all[candidates], b_all[candidates]
-            delta = np.abs(a.astype(np.int16) - b.astype(np.int16))
-            mask = (delta > tolerance) & keep
-            hit = np.flatnonzero(mask.any(axis=1))
-            if hit.size:
-                rows = hit if candidates is None else candidates[hit]
-                mask, delta = mask[hit], delta[hit]
-                first_index = (r_lo - rec_lo) // rs
-                state["records_differing"] += int(rows.size)
-                state["bytes_differing"] += int(np.count_nonzero(mask))
-                state["lanes"] += np.count_nonzero(mask, axis=0)
-                state["max_delta"] = np.maximum(state["max_delta"], np.where(mask, delta, 0).max(axis=0))
-                if state["first"] is None:
-                    state["first"] = r_lo + int(rows[0]) * rs + int(np.flatnonzero(mask[0])[0])
-                room = len(rows) if limit is None else max(0, limit - len(state["records"]))
-                for row in rows[:room]:
-                    row = int(row)
-                    state["records"].append(DifferingRecord(
-                        index=first_index + row, offset=r_lo + row * rs,
-                        a=a_all[row].tobytes(), b=b_all[row].tobytes()))
-        # The partial record after the last whole one: compared byte for byte.
-        t_lo, t_hi = max(lo, rec_hi), min(hi, region.stop)
-        if t_lo < t_hi:
-            ta = np.frombuffer(va[t_lo - lo:t_hi - lo], np.uint8)
-            tb = np.frombuffer(vb[t_lo - lo:t_hi - lo], np.uint8)
-            tdelta = np.abs(ta.astype(np.int16) - tb.astype(np.int16))
-            state["trailing_any"] = state["trailing_any"] or bool(tdelta.any())
-            tmask = tdelta > tolerance
-            if tmask.any():
-                state["trailing_differ"] = True
-                state["bytes_differing"] += int(np.count_nonzero(tmask))
-                if state["first"] is None:
-                    state["first"] = t_lo + int(np.flatnonzero(tmask)[0])
+        def consume(lo: int, va: memoryview, vb: memoryview, positions) -> None:
+            hi = lo + len(va)
+            # Whole records of the region inside this block (blocks are record-aligned from region.start).
+            r_lo, r_hi = max(lo, rec_lo), min(hi, rec_hi)
+            if state["rec_from"] is None:
+                state["rec_from"] = min(r_lo, rec_hi)
+            state["rec_to"] = max(r_hi, state["rec_from"])
+            if positions is not None and positions.size == 0:
+                if part_acc is not None and state["ref_from"] is not None and r_lo < r_hi:
+                    part_acc.add_reference(data_elements(va[r_lo - lo:r_hi - lo]))
+                return
+            state["bytes_identical"] = False
+            if r_lo < r_hi:
+                a_all = np.frombuffer(va[r_lo - lo:r_hi - lo], np.uint8).reshape(-1, rs)
+                b_all = np.frombuffer(vb[r_lo - lo:r_hi - lo], np.uint8).reshape(-1, rs)
+                if part_acc is not None:
+                    feed_stats(lo, a_all, b_all, r_lo, positions)
+                if positions is None:  # dense: every record of the block
+                    candidates = None
+                    a, b = a_all, b_all
+                else:  # sparse: only the records that hold a differing byte
+                    inside = positions[(positions >= r_lo - lo) & (positions < r_hi - lo)]
+                    candidates = np.unique((inside - (r_lo - lo)) // rs)
+                    a, b = a_all[candidates], b_all[candidates]
+                delta = np.abs(a.astype(np.int16) - b.astype(np.int16))
+                mask = (delta > tolerance) & keep
+                hit = np.flatnonzero(mask.any(axis=1))
+                if hit.size:
+                    rows = hit if candidates is None else candidates[hit]
+                    mask, delta = mask[hit], delta[hit]
+                    first_index = (r_lo - rec_lo) // rs
+                    state["records_differing"] += int(rows.size)
+                    state["bytes_differing"] += int(np.count_nonzero(mask))
+                    state["lanes"] += np.count_nonzero(mask, axis=0)
+                    state["max_delta"] = np.maximum(state["max_delta"], np.where(mask, delta, 0).max(axis=0))
+                    if state["first"] is None:
+                        state["first"] = r_lo + int(rows[0]) * rs + int(np.flatnonzero(mask[0])[0])
+                    room = len(rows) if limit is None else max(0, limit - len(state["records"]))
+                    for row in rows[:room]:
+                        row = int(row)
+                        state["records"].append(DifferingRecord(
+                            index=first_index + row, offset=r_lo + row * rs,
+                            a=a_all[row].tobytes(), b=b_all[row].tobytes()))
+            # The partial record after the last whole one: compared byte for byte.
+            t_lo, t_hi = max(lo, rec_hi), min(hi, region.stop)
+            if t_lo < t_hi:
+                ta = np.frombuffer(va[t_lo - lo:t_hi - lo], np.uint8)
+                tb = np.frombuffer(vb[t_lo - lo:t_hi - lo], np.uint8)
+                tdelta = np.abs(ta.astype(np.int16) - tb.astype(np.int16))
+                state["trailing_any"] = state["trailing_any"] or bool(tdelta.any())
+                tmask = tdelta > tolerance
+                if tmask.any():
+                    state["trailing_differ"] = True
+                    state["bytes_differing"] += int(np.count_nonzero(tmask))
+                    if state["first"] is None:
+                        state["first"] = t_lo + int(np.flatnonzero(tmask)[0])
 
-    try:
-        crc_a, crc_b = stream_pair(dump_a, dump_b, region.start, rs, consume, progress=progress)
-    except BaseException:
-        if acc is not None:
-            references.finish(cancel=True)
-        raise
+        return consume
+
+    crc_a, crc_b, _ = stream_halves(dump_a, dump_b, region.start, rs, make_part, progress=progress)
+    state = _merge_parts(parts, limit)
+    state["bytes_identical"] = state["bytes_identical"] and dump_a.size == dump_b.size
     result_stats = None
     if acc is not None:
-        if acc.differing:
-            acc.merge(references.finish())
+        if any(part["acc"].differing for part in parts):
+            for part in parts:
+                if part["ref_from"] is None and part["rec_from"] is not None:  # no difference here: sum it all
+                    _sum_reference(dump_a, part["rec_from"], part["rec_to"], part["acc"], data_elements, rs,
+                                   threads=2)
+                acc.merge(part["acc"])
         else:
-            references.finish(cancel=True)
             acc.n = region.records * data_el.size  # equal everywhere: only the count matters
         if locate is None:
             names = layout.field_names
