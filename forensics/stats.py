@@ -329,9 +329,10 @@ class ErrorAccumulator:
             part = flat[i:i + CHUNK]
             whole = part.size - part.size % 256
             x = buf[:part.size]
-            np.copyto(x, part, casting="unsafe")
-            if self.zero_point:
-                x -= zp
+            if self.zero_point:  # the conversion and the subtraction in one pass (numpy casts in small buffers)
+                np.subtract(part, zp, out=x, dtype=np.float32)
+            else:
+                np.copyto(x, part, casting="unsafe")
             if whole:
                 rows = x[:whole].reshape(-1, 256)
                 self.s_aa += float(np.einsum("ij,ij->i", rows, rows).sum(dtype=np.float64))
