@@ -156,6 +156,43 @@ def _sum_reference(dump: Dump, lo: int, hi: int, acc: ErrorAccumulator, elements
                 window.release()
 
 
+def _distinct_sorted(values: np.ndarray) -> np.ndarray:
+    """np.unique of an already sorted array, in one linear pass instead of a sort."""
+    if len(values) < 2:
+        return values
+    keep = np.empty(len(values), dtype=bool)
+    keep[0] = True
+    np.not_equal(values[1:], values[:-1], out=keep[1:])
+    return values[keep]
+
+
+def _differing_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Indices of the rows (records, uint8 [n, record_size]) whose bytes differ, in order. Records of 1, 2, 4
+    or 8 bytes are compared as one integer each: numpy reduces over a short last axis slowly."""
+    rs = a.shape[1]
+    if rs in (1, 2, 4, 8):
+        word = np.dtype(f"u{rs}")
+        return np.flatnonzero(a.reshape(-1).view(word) != b.reshape(-1).view(word))
+    return _distinct_sorted(np.flatnonzero(a.reshape(-1) != b.reshape(-1)) // rs)
+
+
+def _rows(table: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """table[index] of a uint8 [n, record_size] table; records of 1, 2, 4 or 8 bytes are gathered as one
+    integer each (numpy copies short rows of a 2-D array one at a time)."""
+    rs = table.shape[1]
+    if rs in (1, 2, 4, 8):
+        return table.reshape(-1).view(np.dtype(f"u{rs}"))[index].view(np.uint8).reshape(-1, rs)
+    return table[index]
+
+
+def _any_per_row(mask: np.ndarray) -> np.ndarray:
+    """mask.any(axis=1) of a C-contiguous bool [n, k]; rows of 1, 2, 4 or 8 flags are read as one integer."""
+    k = mask.shape[1]
+    if k in (1, 2, 4, 8) and mask.flags.c_contiguous:
+        return mask.reshape(-1).view(np.dtype(f"u{k}")) != 0
+    return mask.any(axis=1)
+
+
 def _merge_parts(parts: list[dict], limit: int | None) -> dict:
     """The parts' counts and findings as one pass in order would have them."""
     out = dict(parts[0])
@@ -242,28 +279,24 @@ def diff_dumps(dump_a: Dump, dump_b: Dump, layout: RecordLayout, *, tolerance: i
         parts.append(state)
         part_acc = state["acc"]
 
-        def feed_stats(lo: int, a_all, b_all, r_lo: int, positions) -> None:
-            """Error statistics of this block's whole records, as dtype elements of the data lanes."""
+        def feed_stats(a_all, a, b, r_lo: int, candidates) -> None:
+            """Error statistics of this block's whole records (`a_all`, A's side), as dtype elements of the data
+            lanes; `a`, `b` are the records at `candidates`, those holding a differing byte (None: all of them)."""
             if state["ref_from"] is None:  # the part's first difference: its equal records before it count too
                 state["ref_from"] = r_lo
                 _sum_reference(dump_a, state["rec_from"], r_lo, part_acc, data_elements, rs)
             part_acc.add_reference(data_elements(a_all))
-            a_el = a_all.view(np_dtype).reshape(-1, per)
-            b_el = b_all.view(np_dtype).reshape(-1, per)
-            base = (r_lo - rec_lo) // k
-            if positions is None:
-                mask = bit_view(a_el) != bit_view(b_el)
-                if not all_data:
-                    mask &= is_data
-                where = np.flatnonzero(mask)
-            else:
-                inside = positions[(positions >= r_lo - lo) & (positions < r_lo - lo + a_all.size)]
-                where = np.unique((inside - (r_lo - lo)) // k)
-                if not all_data:
-                    where = where[is_data[where % per]]
-            if where.size:
-                fa, fb = a_el.reshape(-1), b_el.reshape(-1)
-                part_acc.add_differing(fa[where], fb[where], lambda i, _w=where: base + int(_w[i]), lane=where % per)
+            a_el = a.view(np_dtype).reshape(-1)
+            b_el = b.view(np_dtype).reshape(-1)
+            mask = bit_view(a_el) != bit_view(b_el)
+            if not all_data:
+                mask &= np.resize(is_data, mask.size)
+            flat = np.flatnonzero(mask)
+            if flat.size:
+                rows, lanes = np.divmod(flat, per)
+                where = (rows if candidates is None else candidates[rows]) * per + lanes
+                base = (r_lo - rec_lo) // k
+                part_acc.add_differing(a_el[flat], b_el[flat], lambda i, _w=where: base + int(_w[i]), lane=lanes)
 
         def consume(lo: int, va: memoryview, vb: memoryview, positions) -> None:
             hi = lo + len(va)
@@ -280,26 +313,31 @@ def diff_dumps(dump_a: Dump, dump_b: Dump, layout: RecordLayout, *, tolerance: i
             if r_lo < r_hi:
                 a_all = np.frombuffer(va[r_lo - lo:r_hi - lo], np.uint8).reshape(-1, rs)
                 b_all = np.frombuffer(vb[r_lo - lo:r_hi - lo], np.uint8).reshape(-1, rs)
-                if part_acc is not None:
-                    feed_stats(lo, a_all, b_all, r_lo, positions)
-                if positions is None:  # dense: every record of the block
-                    candidates = None
-                    a, b = a_all, b_all
+                if positions is None:  # many differing words: find the differing records directly
+                    candidates = _differing_rows(a_all, b_all)
+                    if len(candidates) > len(a_all) // 4:  # most of them: examine every record
+                        candidates = None
                 else:  # sparse: only the records that hold a differing byte
                     inside = positions[(positions >= r_lo - lo) & (positions < r_hi - lo)]
-                    candidates = np.unique((inside - (r_lo - lo)) // rs)
-                    a, b = a_all[candidates], b_all[candidates]
+                    candidates = _distinct_sorted((inside - (r_lo - lo)) // rs)
+                a, b = (a_all, b_all) if candidates is None else (_rows(a_all, candidates), _rows(b_all, candidates))
+                if part_acc is not None:
+                    feed_stats(a_all, a, b, r_lo, candidates)
                 delta = np.abs(a.astype(np.int16) - b.astype(np.int16))
                 mask = (delta > tolerance) & keep
-                hit = np.flatnonzero(mask.any(axis=1))
+                hit = np.flatnonzero(_any_per_row(mask))
                 if hit.size:
                     rows = hit if candidates is None else candidates[hit]
-                    mask, delta = mask[hit], delta[hit]
+                    if hit.size < len(mask):
+                        mask, delta = mask[hit], delta[hit]
                     first_index = (r_lo - rec_lo) // rs
                     state["records_differing"] += int(rows.size)
                     state["bytes_differing"] += int(np.count_nonzero(mask))
-                    state["lanes"] += np.count_nonzero(mask, axis=0)
-                    state["max_delta"] = np.maximum(state["max_delta"], np.where(mask, delta, 0).max(axis=0))
+                    # per lane, one column at a time: numpy reduces a [n, few] array over its long axis slowly
+                    masked = delta * mask
+                    for lane in np.flatnonzero(keep):
+                        state["lanes"][lane] += np.count_nonzero(mask[:, lane])
+                        state["max_delta"][lane] = max(state["max_delta"][lane], masked[:, lane].max())
                     if state["first"] is None:
                         state["first"] = r_lo + int(rows[0]) * rs + int(np.flatnonzero(mask[0])[0])
                     room = len(rows) if limit is None else max(0, limit - len(state["records"]))
