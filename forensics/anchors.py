@@ -14,6 +14,7 @@ import numpy as np
 
 from forensics.dump import Dump
 from forensics.layout import Region, RecordLayout
+from forensics.parallel import both, two_cores
 
 DEFAULT_WINDOW = 256
 DEFAULT_TOP = 10
@@ -262,41 +263,27 @@ def _scan(dump: Dump, region: Region, dtype, guess, first: int, stop: int, *, no
 
 
 def _scan_all(dump: Dump, region: Region, dtype, guess, *, nonuniform: bool, cap, progress=None) -> _Scan:
-    """_scan over the whole region; a large one in two halves on two threads (numpy releases the GIL in the
-    comparisons and sorts that dominate), merged in order, so the result is the one pass's."""
-    import os
+    """_scan over the whole region; a large one in two halves on the two cores (forensics.parallel), merged in
+    order, so the result is the one pass's."""
     import threading
 
-    def report(done_bytes):
+    lock, done = threading.Lock(), [0]
+
+    def tick(done_bytes):
         with lock:
             done[0] += done_bytes
             progress(region.start + done[0], dump.size)
 
-    lock, done = threading.Lock(), [0]
-    tick = report if progress is not None else None
-    if region.records < _PARALLEL_RECORDS or (os.cpu_count() or 1) < 2:
-        return _scan(dump, region, dtype, guess, 0, region.records, nonuniform=nonuniform, cap=cap,
-                     budget=_BUDGET, progress=tick)
+    def scan(first, stop, budget, prefetch=False):
+        return _scan(dump, region, dtype, guess, first, stop, nonuniform=nonuniform, cap=cap, budget=budget,
+                     progress=tick if progress is not None else None, prefetch=prefetch)
+
+    if region.records < _PARALLEL_RECORDS or not two_cores():
+        return scan(0, region.records, _BUDGET, prefetch=True)
     half = region.records // 2
-    second: list = []
-
-    def run_second():
-        try:
-            second.append(_scan(dump, region, dtype, guess, half, region.records, nonuniform=nonuniform, cap=cap,
-                                budget=_BUDGET // 2, progress=tick, prefetch=False))
-        except BaseException as exc:  # raised on the caller's thread below
-            second.append(exc)
-
-    worker = threading.Thread(target=run_second, name="forensics-anchors", daemon=True)
-    worker.start()
-    try:
-        first = _scan(dump, region, dtype, guess, 0, half, nonuniform=nonuniform, cap=cap, budget=_BUDGET // 2,
-                      progress=tick, prefetch=False)
-    finally:
-        worker.join()
-    if isinstance(second[0], BaseException):
-        raise second[0]
-    return first.then(second[0], cap)
+    first, second = both(lambda: scan(0, half, _BUDGET // 2), lambda: scan(half, region.records, _BUDGET // 2),
+                         name="forensics-anchors")
+    return first.then(second, cap)
 
 
 def _collect(departures: list, cap: int | None, where: np.ndarray, base: int, records: np.ndarray,

@@ -13,6 +13,7 @@ import numpy as np
 
 from forensics.crc import crc32, crc32_combine
 from forensics.dump import Dump, DumpReader, iter_windows
+from forensics.parallel import both, two_cores
 
 BLOCK = 4 << 20  # by measurement (benchmarks/bench_core.py): 1-8 MiB are alike in time; RSS grows with it
 PARALLEL_MIN = 16 << 20  # common bytes from which stream_halves uses two threads (a thread costs ~0.1 ms)
@@ -115,7 +116,8 @@ def stream_halves(dump_a: Dump, dump_b: Dump, start: int, record_size: int, cons
     block = block or BLOCK
     common = min(dump_a.size, dump_b.size)
     bounds = block_bounds(common, start, record_size, block)
-    split = len(bounds) // 2 if threads > 1 and common >= PARALLEL_MIN and len(bounds) > 1 else len(bounds)
+    halves = threads > 1 and common >= PARALLEL_MIN and len(bounds) > 1 and two_cores()
+    split = len(bounds) // 2 if halves else len(bounds)
     parts = [p for p in (bounds[:split], bounds[split:]) if p] or [[]]
     consumers = [consumer(i) for i in range(len(parts))]
     results: list = [None] * len(parts)
@@ -148,13 +150,10 @@ def stream_halves(dump_a: Dump, dump_b: Dump, start: int, record_size: int, cons
             reader_a.close()
             reader_b.close()
 
-    workers = [threading.Thread(target=walk, args=(i,), name="forensics-half", daemon=True)
-               for i in range(1, len(parts))]
-    for worker in workers:
-        worker.start()
-    walk(0)
-    for worker in workers:
-        worker.join()
+    if len(parts) > 1:
+        both(lambda: walk(0), lambda: walk(1), name="forensics-pair")
+    else:
+        walk(0)
     for result in results:
         if isinstance(result, BaseException):
             raise result

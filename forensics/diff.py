@@ -6,7 +6,6 @@ examined record by record, so a 1 GiB pair with a handful of differences costs a
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -15,6 +14,7 @@ from forensics.blocks import PARALLEL_MIN, stream_halves
 from forensics.crc import format_crc
 from forensics.dump import Dump, DumpReader
 from forensics.layout import RecordLayout
+from forensics.parallel import both, two_cores
 from forensics.stats import ErrorAccumulator, ErrorStats, bit_view, locator
 from forensics.tolerance import DIFFER, MATCH, Tolerance, judge
 
@@ -127,24 +127,11 @@ def _sum_reference(dump: Dump, lo: int, hi: int, acc: ErrorAccumulator, elements
     if lo is None or hi <= lo:
         return
     step = max(record_size, (8 << 20) // record_size * record_size)
-    if threads > 1 and hi - lo >= PARALLEL_MIN:
+    if threads > 1 and hi - lo >= PARALLEL_MIN and two_cores():
         mid = lo + (hi - lo) // 2 // record_size * record_size
-        second, failure = acc.fresh(), []
-
-        def run():
-            try:
-                _sum_reference(dump, mid, hi, second, elements, record_size)
-            except BaseException as exc:  # raised on the caller's thread below
-                failure.append(exc)
-
-        worker = threading.Thread(target=run, name="forensics-reference", daemon=True)
-        worker.start()
-        try:
-            _sum_reference(dump, lo, mid, acc, elements, record_size)
-        finally:
-            worker.join()
-        if failure:
-            raise failure[0]
+        second = acc.fresh()
+        both(lambda: _sum_reference(dump, lo, mid, acc, elements, record_size),
+             lambda: _sum_reference(dump, mid, hi, second, elements, record_size), name="forensics-reference")
         acc.merge(second)
         return
     with DumpReader(dump) as reader:

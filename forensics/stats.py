@@ -27,11 +27,11 @@ Definitions (A the reference, errors over the elements where both sides are fini
 from __future__ import annotations
 
 import math
-import os
-import threading
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from forensics.parallel import both, two_cores
 
 CHUNK = 1 << 17          # elements converted to float64 at a time (1 MiB of float64: stays in cache)
 EXACT_LIMIT = 1 << 21    # float errors kept exactly up to this many non-zero errors (16 MiB)
@@ -570,30 +570,15 @@ def error_stats(a, b, *, scale: float | None = None, zero_point: int = 0, atol: 
 
 
 def feed_pair_split(acc: ErrorAccumulator, a: np.ndarray, b: np.ndarray, start: int = 0) -> None:
-    """`feed_pair` over a whole pair, the second half on another thread when the pair is large and the machine
-    has a second core: numpy's loops release the GIL, so the halves run side by side; the second half's
-    accumulator is merged after the first's, which gives the same result as one pass (sums up to rounding)."""
-    half = a.size // 2
-    if a.size < PARALLEL_MIN or (os.cpu_count() or 1) < 2:
+    """`feed_pair` over a whole pair, the second half on another core when the pair is large (forensics.parallel);
+    the second half's accumulator is merged after the first's: the result of one pass (sums up to rounding)."""
+    if a.size < PARALLEL_MIN or not two_cores():
         feed_pair(acc, a, b, start)
         return
+    half = a.size // 2
     second = acc.fresh()
-    failure: list[BaseException] = []
-
-    def run_second():
-        try:
-            feed_pair(second, a[half:], b[half:], start + half)
-        except BaseException as exc:  # raised on the caller's thread below
-            failure.append(exc)
-
-    worker = threading.Thread(target=run_second, name="forensics-stats", daemon=True)
-    worker.start()
-    try:
-        feed_pair(acc, a[:half], b[:half], start)
-    finally:
-        worker.join()
-    if failure:
-        raise failure[0]
+    both(lambda: feed_pair(acc, a[:half], b[:half], start),
+         lambda: feed_pair(second, a[half:], b[half:], start + half), name="forensics-stats")
     acc.merge(second)
 
 
