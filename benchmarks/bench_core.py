@@ -6,6 +6,8 @@ Builds a 1 GiB dump pair (random data, a few thousand scattered differing record
 dominated scores buffer, then prints medians of interleaved runs and ratios:
   diff      `forensics diff A B > file` vs `cmp -l A B > file` (GNU cmp writing to a real file: to /dev/null it
             stops at the first difference)                                                     goal <= 1.0x
+  no-stats  `forensics diff --no-stats A B > file`, the same comparison without the error statistics (whose
+            extra pass over A is the rest of the difference; cmp computes none): context, no goal
   bound     a Python process mapping both files from the page cache, nothing else (no goal: what bounds diff)
   crc       `forensics crc A`          vs a Python process doing zlib.crc32 over an mmap of A      goal <= 0.5x
   anchors   `forensics anchors --nonuniform S` (64 M records), whole process                       goal <= 0.2 s
@@ -158,6 +160,7 @@ def measure(args, table: Table) -> None:
     t = interleaved({
         "cmp": (["cmp", "-l", paths["a"], paths["b"]], cmp_out),
         "diff": (FORENSICS + ["diff", paths["a"], paths["b"]], diff_out),
+        "diff_nostats": (FORENSICS + ["diff", "--no-stats", paths["a"], paths["b"]], diff_out),
         "read": ([sys.executable, "-c", READ_BOUND, paths["a"], paths["b"]], None),
         "zlib": ([sys.executable, "-c", crc_base, paths["a"]], None),
         "crc": (FORENSICS + ["crc", paths["a"]], None),
@@ -167,6 +170,8 @@ def measure(args, table: Table) -> None:
     }, n)
     table.add(f"diff of two {size} dumps (to a file)", t["diff"], baseline="cmp -l > file",
               baseline_value=t["cmp"], goal_ratio=1.0)
+    table.add(f"diff --no-stats of two {size} dumps (to a file)", t["diff_nostats"], baseline="cmp -l > file",
+              baseline_value=t["cmp"], note="without the statistics' pass over A")
     table.add(f"bound: map both {size} files from the page cache", t["read"],
               baseline="cmp -l > file", baseline_value=t["cmp"], note="no comparison, no CRC; python start-up included")
     cpu = {name: statistics.median(v) for name, v in CPU.items()}
