@@ -10,6 +10,7 @@ dominated scores buffer, then prints medians of interleaved runs and ratios:
             extra pass over A is the rest of the difference; cmp computes none): context, no goal
   bound     a Python process mapping both files from the page cache, nothing else (no goal: what bounds diff)
   crc       `forensics crc A`          vs a Python process doing zlib.crc32 over an mmap of A      goal <= 0.5x
+            (`python -c "import rich.console, rich.table"` alongside: the start-up every table costs)
   anchors   `forensics anchors --nonuniform S` (64 M records), whole process                       goal <= 0.2 s
             (`python -c "import numpy"` alongside: the floor of any process that uses numpy)
   help      `forensics --help`         vs `python -c "import numpy"`                               goal <= 0.5x
@@ -165,6 +166,7 @@ def measure(args, table: Table) -> None:
         "zlib": ([sys.executable, "-c", crc_base, paths["a"]], None),
         "crc": (FORENSICS + ["crc", paths["a"]], None),
         "numpy": ([sys.executable, "-c", "import numpy"], None),
+        "rich": ([sys.executable, "-c", "import rich.console, rich.table"], None),
         "anchors": (FORENSICS + ["anchors", "--nonuniform", paths["scores"]], None),
         "help": (FORENSICS + ["--help"], None),
     }, n)
@@ -181,6 +183,9 @@ def measure(args, table: Table) -> None:
               goal_ratio=0.5)
     table.add(f"CPU time (user + system) of the {size} crc", cpu["crc"], baseline="python zlib.crc32(mmap)",
               baseline_value=cpu["zlib"])
+    table.add("bound: a Python process importing rich's console and table", t["rich"],
+              baseline="python zlib.crc32(mmap)", baseline_value=t["zlib"],
+              note="what every command that prints a table pays before any work")
     table.add("anchors --nonuniform, 64 M records", t["anchors"], baseline='python -c "import numpy"',
               baseline_value=t["numpy"], goal_value=0.2)
     table.add("forensics --help", t["help"], baseline='python -c "import numpy"', baseline_value=t["numpy"],
