@@ -120,6 +120,21 @@ def test_remote_errors_are_rows_naming_the_url(memory_farm):
     assert rows["pair-9"]["raw"] == "DIFFER" and "file missing in B" in rows["pair-9"]["summary"]
 
 
+def test_the_html_summary_of_a_remote_batch_links_each_differing_pairs_report(memory_farm, tmp_path, cli):
+    _, url = memory_farm
+    html = tmp_path / "summary.html"
+    result = cli("compare", "--batch", url, "-o", tmp_path / "s.csv", "--html", html, "--json")
+    assert result.code == 1, result.err
+    doc = json.loads(result.out)
+    differing = [r["pair"] for r in doc["rows"] if r["verdict"] == "DIFFER"]
+    assert differing == ["pair-1", "pair-4", "pair-6", "pair-9"]
+    page = html.read_text(encoding="utf-8")
+    for pair in differing:
+        report = tmp_path / "summary_pairs" / f"{pair}.html"
+        assert f'href="summary_pairs/{pair}.html"' in page
+        assert f"{url}/{pair}/b_ours" in report.read_text(encoding="utf-8")  # compared where it is
+
+
 def test_a_buffer_that_cannot_be_read_is_an_error_row_naming_its_url(memory_farm, monkeypatch):
     from fsspec.implementations.memory import MemoryFileSystem
 
