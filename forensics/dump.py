@@ -9,7 +9,6 @@ next to the dump (`ours.bin.json`, or `ours.json`).
 
 from __future__ import annotations
 
-import ast
 import mmap
 import os
 import queue
@@ -194,6 +193,8 @@ def _npy_header(path: str, file_size: int) -> tuple[int, str, tuple[int, ...]]:
     import ast  # only .npy dumps need it
 
     try:
+        import ast  # only .npy headers need it
+
         info = ast.literal_eval(header)
         descr, fortran, shape = info["descr"], info["fortran_order"], tuple(info["shape"])
     except Exception:
