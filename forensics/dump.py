@@ -193,8 +193,6 @@ def _npy_header(path: str, file_size: int) -> tuple[int, str, tuple[int, ...]]:
     import ast  # only .npy dumps need it
 
     try:
-        import ast  # only .npy headers need it
-
         info = ast.literal_eval(header)
         descr, fortran, shape = info["descr"], info["fortran_order"], tuple(info["shape"])
     except Exception:
