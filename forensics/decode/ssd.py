@@ -188,13 +188,24 @@ def _score_tables(scale: float, zero_point: int, rounding: str) -> tuple[np.ndar
     return block, tail, monotone
 
 
+@functools.lru_cache(maxsize=256)
+def _min_code(scale: float, zero_point: int, rounding: str, threshold: float) -> int:
+    """Smallest code whose value can reach `threshold` in either table (256 when none can); a constant of the
+    model and its options, like the tables."""
+    block, tail, _ = _score_tables(scale, zero_point, rounding)
+    thr = np.float32(threshold)
+    # both tables increase: the first code reaching thr in either of them
+    return int(min(np.searchsorted(block, thr, side="left"), np.searchsorted(tail, thr, side="left")))
+
+
 class _ScoreLookup:
     """uint8 scores dequantized lazily, position by position, exactly as a full dequantization would."""
 
     def __init__(self, q: np.ndarray, quant: Quantization, rounding: str):
         self.q = q
         self.cols = q.shape[1]
-        self.lut_block, self.lut_tail, self._monotone = _score_tables(quant.scale, quant.zero_point, rounding)
+        self._key = (quant.scale, quant.zero_point, rounding)
+        self.lut_block, self.lut_tail, self._monotone = _score_tables(*self._key)
         self.full = (q.size // 8) * 8  # flat positions >= full use lut_tail
 
     def values(self, rows, cols) -> np.ndarray:
@@ -208,10 +219,7 @@ class _ScoreLookup:
 
     def min_code(self, threshold: float) -> int:
         """Smallest code whose value can reach `threshold` at any position (256 when none can)."""
-        thr = np.float32(threshold)
-        # both tables increase: the first code reaching thr in either of them
-        return int(min(np.searchsorted(self.lut_block, thr, side="left"),
-                       np.searchsorted(self.lut_tail, thr, side="left")))
+        return _min_code(*self._key, float(threshold))
 
     def monotone(self) -> bool:
         return self._monotone
@@ -256,6 +264,63 @@ def decode_boxes(deltas: np.ndarray, anchors: np.ndarray, options: PostProcessOp
         boxes[:, 2] = ycenter + half_h
         boxes[:, 3] = xcenter + half_w
     return boxes
+
+
+@functools.lru_cache(maxsize=64)
+def _code_factors(scale: float, zero_point: int, two_roundings: bool, scales: tuple) -> np.ndarray:
+    """[2, 256, 4] float64: for each byte of a box encoding, at block (0) and tail (1) positions, the double
+    factor decode_boxes derives from it: dy / y_scale, dx / x_scale, 0.5 * exp(dh / h_scale),
+    0.5 * exp(dw / w_scale). With them the decode of a uint8 row is decode_boxes' arithmetic minus the
+    per-call exp: constants of the model, computed once per (quantization, rounding, scales)."""
+    codes = np.arange(256, dtype=np.uint8)
+    tail = dequantize_single(codes, Quantization(scale, zero_point))
+    block = tail
+    if two_roundings:
+        s = np.float32(scale)
+        block = codes.astype(np.float32) * s - np.float32(np.float32(zero_point) * s)
+    sy, sx, sh, sw = scales
+    out = np.empty((2, 256, 4), np.float64)
+    with np.errstate(all="ignore"):
+        for t, lut in enumerate((block, tail)):
+            d = lut.astype(np.float64)
+            out[t, :, 0] = d / sy
+            out[t, :, 1] = d / sx
+            out[t, :, 2] = 0.5 * _exp_exact(d / sh)
+            out[t, :, 3] = 0.5 * _exp_exact(d / sw)
+    out.setflags(write=False)
+    return out
+
+
+_COORDS = np.arange(4)
+
+
+class _QuantizedDecoder:
+    """decode_boxes of uint8 box encodings row by row, through _code_factors: each row's bytes pick their
+    factors (block or tail ones by flat position under LiteRT's rounding), then the anchor arithmetic."""
+
+    def __init__(self, codes: np.ndarray, anchors: np.ndarray, quant: Quantization, two_roundings: bool,
+                 options: PostProcessOptions):
+        self.codes, self.anchors = codes, anchors
+        self.table = _code_factors(quant.scale, quant.zero_point, two_roundings,
+                                   (options.y_scale, options.x_scale, options.h_scale, options.w_scale)).reshape(-1)
+        self.stride = codes.shape[1]
+        self.full = (codes.size // 8) * 8  # flat positions >= full take the tail factors
+        # the first row holding a tail position; none when both roundings agree
+        self.first_tail = self.full // self.stride if two_roundings else codes.shape[0]
+
+    def __call__(self, rows: np.ndarray) -> np.ndarray:
+        index = self.codes[rows, :4].astype(np.intp) * 4 + _COORDS
+        if rows.size and int(rows.max()) >= self.first_tail:
+            index += ((rows[:, None] * self.stride + _COORDS) >= self.full) * 1024
+        f = self.table[index]
+        a = self.anchors[rows].astype(np.float64)
+        boxes = np.empty((rows.size, 4), np.float32)
+        with np.errstate(all="ignore"):
+            centre = (f[:, :2] * a[:, 2:] + a[:, :2]).astype(np.float32)
+            half = (f[:, 2:] * a[:, 2:]).astype(np.float32)
+            np.subtract(centre, half, out=boxes[:, :2])
+            np.add(centre, half, out=boxes[:, 2:])
+        return boxes
 
 
 def _max_f(a, b):
@@ -536,10 +601,6 @@ def postprocess(boxes, scores, anchors, options: PostProcessOptions, *, boxes_qu
         if boxes_quant is None:
             raise InputError("uint8 box encodings need a scale and zero point")
         quantized_any = True
-        box_f = dequantize_single(boxes[:, :4], boxes_quant) if boxes_into_kernel or rounding == "reference" \
-            else dequantize_litert(boxes, boxes_quant)[:, :4]
-    else:
-        box_f = boxes[:, :4]
     if anchors.dtype == np.uint8:
         if anchors_quant is None:
             raise InputError("uint8 anchors need a scale and zero point")
@@ -558,7 +619,12 @@ def postprocess(boxes, scores, anchors, options: PostProcessOptions, *, boxes_qu
     else:
         lookup, score_f = None, scores
 
-    decoded = _LazyBoxes(box_f, anchors_f, options)
+    if boxes.dtype == np.uint8:
+        decode = _QuantizedDecoder(boxes, anchors_f, boxes_quant, rounding == "litert" and not boxes_into_kernel,
+                                   options)
+    else:
+        decode = functools.partial(_decode_rows, boxes, anchors_f, options)
+    decoded = _LazyBoxes(decode, boxes.shape[0])
     if np.any(anchors_f[:, 2:] < 0):  # only a negative anchor size can give min > max: check them all then
         full = decoded.all()
         bad = np.flatnonzero((full[:, 0] > full[:, 2]) | (full[:, 1] > full[:, 3]))
@@ -584,22 +650,27 @@ class _LazyBoxes:
     """Decoded boxes computed on first use, row by row: the kernel decodes every anchor, but only the
     candidates' boxes can reach the output (the rest only matter to ValidateBoxes, checked separately)."""
 
-    def __init__(self, deltas, anchors, options):
-        self.deltas, self.anchors, self.options = deltas, anchors, options
-        self.rows = np.zeros((deltas.shape[0], 4), np.float32)
-        self.done = np.zeros(deltas.shape[0], bool)
+    def __init__(self, decode, count: int):
+        self.decode = decode  # anchor indices -> float32 [k, 4] boxes
+        self.rows = np.zeros((count, 4), np.float32)
+        self.done = np.zeros(count, bool)
 
     def all(self) -> np.ndarray:
-        return self[np.arange(self.deltas.shape[0])]
+        return self[np.arange(self.rows.shape[0])]
 
     def __getitem__(self, index):
         index = np.asarray(index)
         need = index[~self.done[index]]
         if need.size:
             need = np.unique(need)
-            self.rows[need] = decode_boxes(self.deltas[need], self.anchors[need], self.options)
+            self.rows[need] = self.decode(need)
             self.done[need] = True
         return self.rows[index]
+
+
+def _decode_rows(deltas, anchors, options, rows):
+    """decode_boxes of some rows of float32 box encodings."""
+    return decode_boxes(deltas[rows], anchors[rows], options)
 
 
 def _code_hits(scores: np.ndarray, offset: int, code_lo: int) -> tuple[np.ndarray, np.ndarray]:

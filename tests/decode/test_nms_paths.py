@@ -136,3 +136,28 @@ def test_descending_keys_sort_like_negated_floats(values):
 
     v = np.array(values, np.float32)
     np.testing.assert_array_equal(np.argsort(_descending_u32(v), kind="stable"), np.argsort(-v, kind="stable"))
+
+
+@pytest.mark.parametrize("rounding", ["litert", "reference"])
+@pytest.mark.parametrize("columns", [4, 5, 7])
+@pytest.mark.parametrize("n", [1, 2, 3, 301])
+def test_box_bytes_decode_through_tables_like_dequantize_then_decode(rounding, columns, n):
+    """uint8 rows decode through per-byte factor tables: the same bits as dequantizing the whole tensor (block
+    and tail positions) and decoding, for any row subset, including overflowing exp() and huge scales."""
+    from forensics.decode import ssd
+
+    rng = np.random.default_rng(n * 10 + columns)
+    codes = rng.integers(0, 256, (n, columns), dtype=np.uint8)
+    anchors = np.stack([rng.uniform(-1, 2, n), rng.uniform(-1, 2, n), rng.uniform(0, 3, n),
+                        rng.uniform(0, 3, n)], 1).astype(np.float32)
+    anchors[::3, 2] = 0.0
+    for quant, scales in [(Quantization(0.09133967, 179), {}), (Quantization(0.0371, 3), {}),
+                          (Quantization(7.5, 128), dict(h_scale=0.5, w_scale=1.5, y_scale=0.25))]:
+        options = PostProcessOptions(num_classes=1, **scales)
+        deltas = ssd.dequantize(codes, quant, rounding)[:, :4]
+        with np.errstate(all="ignore"):
+            expected = ssd.decode_boxes(deltas, anchors, options)
+        decoder = ssd._QuantizedDecoder(codes, anchors, quant, rounding == "litert", options)
+        rows = rng.permutation(n)[: max(1, n // 2)]
+        for subset in (np.arange(n), rows):
+            np.testing.assert_array_equal(decoder(subset).view(np.uint32), expected[subset].view(np.uint32))
