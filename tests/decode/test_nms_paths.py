@@ -161,3 +161,39 @@ def test_box_bytes_decode_through_tables_like_dequantize_then_decode(rounding, c
         rows = rng.permutation(n)[: max(1, n // 2)]
         for subset in (np.arange(n), rows):
             np.testing.assert_array_equal(decoder(subset).view(np.uint32), expected[subset].view(np.uint32))
+
+
+def kernel_iou(bi, bj):
+    """ComputeIntersectionOverUnion transliterated: float32 scalar operations, std::max/min as written."""
+    def smax(a, b):
+        return b if a < b else a
+
+    def smin(a, b):
+        return b if b < a else a
+
+    f = np.float32
+    area_i = f(f(bi[2] - bi[0]) * f(bi[3] - bi[1]))
+    area_j = f(f(bj[2] - bj[0]) * f(bj[3] - bj[1]))
+    if area_i <= 0 or area_j <= 0:
+        return f(0.0)
+    inter = f(smax(f(smin(bi[2], bj[2]) - smax(bi[0], bj[0])), f(0.0)) *
+              smax(f(smin(bi[3], bj[3]) - smax(bi[1], bj[1])), f(0.0)))
+    return f(inter / f(f(area_i + area_j) - inter))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_iou_matrix_equals_the_kernel_formula_pair_by_pair(seed):
+    """Including NaN, infinities, negative and zero areas (the random boxes carry them) and a batch axis."""
+    from forensics.decode.ssd import iou_matrix
+
+    boxes = random_boxes(seed, 24, clustered=seed % 2 == 1)
+    if seed >= 4:  # finite boxes only: the np.maximum/np.minimum path
+        boxes = np.nan_to_num(boxes, nan=0.25, posinf=2.0, neginf=-2.0)
+    with np.errstate(all="ignore"):
+        got = iou_matrix(boxes.reshape(2, 12, 4), boxes.reshape(2, 12, 4)[:, ::-1])
+        for g in range(2):
+            for i in range(12):
+                for j in range(12):
+                    want = kernel_iou(boxes[g * 12 + i], boxes[g * 12 + 11 - j])
+                    assert got[g, i, j].dtype == np.float32
+                    np.testing.assert_array_equal(got[g, i, j], want, err_msg=f"{g} {i} {j}")
