@@ -390,6 +390,9 @@ def greedy_nms(boxes, group_sizes, limit: int, iou_threshold: float, chunk: int 
     if total == 0 or limit <= 0:
         return selected
     limit = int(min(limit, sizes.max()))
+    if sizes.size == 1:
+        _greedy_one(boxes, total, limit, np.float32(iou_threshold), chunk, selected)
+        return selected
     starts = np.cumsum(sizes) - sizes
     thr = np.float32(iou_threshold)
     count = np.zeros(len(sizes), np.int64)
@@ -419,6 +422,33 @@ _NMS_MAX_CHUNK = 256
 # at once in numpy instead of candidate by candidate in Python (by measurement with benchmarks/bench_decode.py).
 _NMS_COLUMN_GROUPS = 8
 _NMS_COLUMN_WIDTH = 64
+
+
+def _greedy_one(boxes, size, limit, thr, chunk, selected):
+    """greedy_nms for a single group (fast NMS): the same chunked walk without the bookkeeping that runs
+    many groups side by side, which costs more than the walk itself at a few dozen candidates."""
+    picked = None  # the selected boxes so far, in selection order
+    count = done = 0
+    while count < limit and done < size:
+        width = min(chunk, size - done)
+        cand = np.asarray(boxes[np.arange(done, done + width)], dtype=np.float32)
+        active = (1 << width) - 1
+        if picked is not None:  # candidates suppressed by what earlier chunks selected
+            hit = (iou_matrix(picked, cand) > thr).any(axis=0)
+            active &= ~int.from_bytes(np.packbits(hit, bitorder="little").tobytes(), "little")
+        rows = np.packbits(iou_matrix(cand, cand) > thr, axis=-1, bitorder="little")
+        row_bytes, nb = rows.tobytes(), rows.shape[-1]
+        new = []
+        while active and count < limit:
+            i = (active & -active).bit_length() - 1  # the first still-active candidate
+            new.append(i)
+            count += 1
+            active &= ~int.from_bytes(row_bytes[i * nb:(i + 1) * nb], "little") & ~(1 << i)
+        if new:
+            selected[done + np.array(new)] = True
+            picked = cand[new] if picked is None else np.concatenate([picked, cand[new]])
+        done += width
+        chunk = min(chunk * 2, _NMS_MAX_CHUNK)
 
 
 def _greedy_pass(boxes, live, starts, sizes, done, width, limit, thr, count, picked, picked_at, selected):

@@ -197,3 +197,15 @@ def test_iou_matrix_equals_the_kernel_formula_pair_by_pair(seed):
                     want = kernel_iou(boxes[g * 12 + i], boxes[g * 12 + 11 - j])
                     assert got[g, i, j].dtype == np.float32
                     np.testing.assert_array_equal(got[g, i, j], want, err_msg=f"{g} {i} {j}")
+
+
+@settings(max_examples=150, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), size=st.integers(0, 700), limit=st.integers(1, 120),
+       thr=st.sampled_from([0.0001, 0.3, 0.5, 0.6, 1.0]), chunk=st.integers(1, 40), clustered=st.booleans())
+def test_greedy_nms_one_group_equals_the_plain_loop(seed, size, limit, thr, chunk, clustered):
+    """Fast NMS is one group: its own walk, over chunks that double up to the cap."""
+    boxes = random_boxes(seed, size, clustered)
+    with np.errstate(all="ignore"):
+        expected = plain_greedy(boxes, [size], limit, thr)
+        got = greedy_nms(boxes, [size], limit, thr, chunk=chunk)
+    np.testing.assert_array_equal(got, expected)
