@@ -352,15 +352,13 @@ def iou_matrix(bi: np.ndarray, bj: np.ndarray) -> np.ndarray:
     finite = bool(np.isfinite(bi).all() and np.isfinite(bj).all())
     mx, mn = (np.maximum, np.minimum) if finite else (_max_f, _min_f)
     f0 = np.float32(0.0)
+    a = bi[..., :, None, :]
+    b = bj[..., None, :, :]
     with np.errstate(all="ignore"):
-        # the (y, x) pairs side by side: one numpy operation per step for both axes
-        size_i = bi[..., 2:] - bi[..., :2]
-        size_j = bj[..., 2:] - bj[..., :2]
-        area_i = size_i[..., 0] * size_i[..., 1]
-        area_j = size_j[..., 0] * size_j[..., 1]
-        extent = mx(mn(bi[..., :, None, 2:], bj[..., None, :, 2:]) - mx(bi[..., :, None, :2], bj[..., None, :, :2]),
-                    f0)
-        inter = extent[..., 0] * extent[..., 1]
+        area_i = (bi[..., 2] - bi[..., 0]) * (bi[..., 3] - bi[..., 1])
+        area_j = (bj[..., 2] - bj[..., 0]) * (bj[..., 3] - bj[..., 1])
+        inter = mx(mn(a[..., 2], b[..., 2]) - mx(a[..., 0], b[..., 0]), f0) * \
+            mx(mn(a[..., 3], b[..., 3]) - mx(a[..., 1], b[..., 1]), f0)
         iou = inter / ((area_i[..., :, None] + area_j[..., None, :]) - inter)
     degenerate_i, degenerate_j = area_i <= 0, area_j <= 0
     if degenerate_i.any() or degenerate_j.any():
