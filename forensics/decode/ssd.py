@@ -733,10 +733,14 @@ def _best_classes(scores: np.ndarray, offset: int, code_lo: int) -> tuple[np.nda
         empty = np.empty(0, np.int64)
         return empty, empty
     above = scores.reshape(-1) >= code_lo
+    if np.count_nonzero(above) > scores.shape[0]:
+        # dense: one argmax per row is cheaper than sorting the hits. numpy's float32 argmax is vectorised and
+        # its uint8 one is not; the bytes convert exactly, so the first maximum is the same.
+        cls = scores[:, offset:]
+        best = cls.astype(np.float32).argmax(axis=1)
+        rows = np.flatnonzero(cls[np.arange(cls.shape[0]), best] >= code_lo)
+        return rows, best[rows]
     flat = np.flatnonzero(above)
-    if flat.size > scores.shape[0]:  # dense: one reduction per row is cheaper than sorting the hits
-        rows = np.flatnonzero(above.reshape(scores.shape)[:, offset:].any(axis=1))
-        return rows, scores[rows, offset:].argmax(axis=1)
     rows, cols = np.divmod(flat, scores.shape[1])
     if offset:
         keep = cols >= offset
@@ -779,11 +783,7 @@ def _fast(decoded, scores, lookup, score_f, offset, options):
         rows = np.arange(cls.shape[0])
     keep = best_val >= thr
     rows, best, best_val = rows[keep], best[keep], best_val[keep]
-    # the kernel's stable descending sort of the anchors' best scores (ties -> lower anchor)
-    order = np.lexsort((rows, -best_val))
-    ranked = rows[order]
-    chosen = order[greedy_nms(_Ranked(decoded, ranked), [len(ranked)], options.max_detections,
-                              options.nms_iou_threshold)]
+    chosen = _fast_selection(decoded, rows, best_val, options.max_detections, options.nms_iou_threshold)
     sel = rows[chosen]
     dets = []
     if not sel.size:
@@ -810,6 +810,29 @@ def _fast(decoded, scores, lookup, score_f, offset, options):
                                   score=top_vals[out_index][col], box=box,
                                   score_code=codes[out_index][col] if codes is not None else None))
     return dets, int(len(rows))
+
+
+_FAST_PREFIX = 128  # fast NMS ranks this many candidates (or 4x max_detections) before the rest
+
+
+def _fast_selection(decoded, rows, values, limit, iou_threshold) -> np.ndarray:
+    """Positions in `rows` (ascending anchors) of the anchors fast NMS selects, in selection order.
+
+    The kernel sorts every candidate by descending score, stable (ties -> lower anchor), then walks greedily
+    until `limit` are selected; the walk seldom goes past the first few dozen. The keys (descending score,
+    position) are distinct and order candidates exactly as that sort, so the smallest keys are partitioned out
+    and sorted first; only when the walk over them ends short of `limit` are all candidates sorted and walked.
+    """
+    n = rows.size
+    keys = (_descending_u32(values) << 32) | np.arange(n)
+    prefix = max(_FAST_PREFIX, 4 * limit)
+    if n > prefix:
+        order = np.sort(np.partition(keys, prefix - 1)[:prefix]) & 0xFFFFFFFF
+        chosen = np.flatnonzero(greedy_nms(_Ranked(decoded, rows[order]), [prefix], limit, iou_threshold))
+        if chosen.size >= limit:
+            return order[chosen]
+    order = np.sort(keys) & 0xFFFFFFFF
+    return order[np.flatnonzero(greedy_nms(_Ranked(decoded, rows[order]), [n], limit, iou_threshold))]
 
 
 def _descending_u32(values: np.ndarray) -> np.ndarray:

@@ -209,3 +209,35 @@ def test_greedy_nms_one_group_equals_the_plain_loop(seed, size, limit, thr, chun
         expected = plain_greedy(boxes, [size], limit, thr)
         got = greedy_nms(boxes, [size], limit, thr, chunk=chunk)
     np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("prefix", [0, 128])
+@pytest.mark.parametrize("max_det,iou", [(1, 0.45), (7, 0.45), (40, 0.45), (60, 0.01)])
+@pytest.mark.parametrize("kind", ["sparse", "sparse-ties", "dense"])
+def test_fast_nms_ranking_a_prefix_first_matches_litert(prefix, max_det, iou, kind):
+    """Fast NMS sorts only the best max(prefix, 4 x max_detections) candidates first and falls back to sorting
+    all of them when the walk over those ends short: both ways against the kernel (at IoU 0.01 nearly every
+    pair of boxes suppresses, so the prefix falls short)."""
+    from unittest import mock
+
+    from forensics.decode import ssd
+
+    anchors, boxes, scores = ssd_case(max_det + len(kind), sparse=kind != "dense", ties=kind == "sparse-ties")
+    opts = dict(max_detections=max_det, nms_score_threshold=0.25, nms_iou_threshold=iou, num_classes=90)
+    bq, sq = (0.09133967, 179), (1 / 256, 0)
+    model = writer.build_detection_model(anchors, boxes_quant=bq, scores_quant=sq, options=opts)
+    outs, _ = run(model, {"boxes": boxes, "scores": scores})
+    calls = []
+    real = ssd.greedy_nms
+
+    def spy(boxes, sizes, *args, **kwargs):
+        calls.append(int(sum(sizes)))
+        return real(boxes, sizes, *args, **kwargs)
+
+    with mock.patch.object(ssd, "_FAST_PREFIX", prefix), mock.patch.object(ssd, "greedy_nms", spy):
+        ours = postprocess(boxes, scores, anchors, PostProcessOptions.from_mapping(opts),
+                           boxes_quant=Quantization(*bq), scores_quant=Quantization(*sq), rounding="litert")
+    assert_same(ours, outs)
+    assert calls[0] == max(prefix, 4 * max_det) < ours.candidates  # a prefix was walked first
+    # the fallback sorts and walks every candidate exactly when the prefix gave fewer than max_detections
+    assert calls[1:] == ([ours.candidates] if iou == 0.01 else [])
