@@ -369,9 +369,9 @@ def iou_matrix(bi: np.ndarray, bj: np.ndarray) -> np.ndarray:
 def greedy_nms(boxes, group_sizes, limit: int, iou_threshold: float, chunk: int = 32) -> np.ndarray:
     """NonMaxSuppressionSingleClassHelper's greedy pass, for several independent groups at once.
 
-    `boxes` [M, 4] (or anything that returns the boxes of an index array, such as lazily decoded boxes) are the
-    candidates already sorted as the kernel sorts them (descending score, ties -> lower anchor), group after
-    group (one group for fast NMS, one per class for regular NMS); `group_sizes` their counts. In each group
+    `boxes` [M, 4] (or anything that returns the boxes of an index array or a slice, such as lazily decoded
+    boxes) are the candidates already sorted as the kernel sorts them (descending score, ties -> lower anchor),
+    group after group (one group for fast NMS, one per class for regular NMS); `group_sizes` their counts. In each group
     candidate i is selected when no earlier selected candidate j has IoU(j, i) > `iou_threshold`, until
     `limit` are selected. Returns a bool [M] mask of the selected candidates.
 
@@ -429,7 +429,7 @@ def _greedy_one(boxes, size, limit, thr, chunk, selected):
     count = done = 0
     while count < limit and done < size:
         width = min(chunk, size - done)
-        cand = np.asarray(boxes[np.arange(done, done + width)], dtype=np.float32)
+        cand = np.asarray(boxes[done:done + width], dtype=np.float32)
         active = (1 << width) - 1
         if picked is not None:  # candidates suppressed by what earlier chunks selected
             hit = (iou_matrix(picked, cand) > thr).any(axis=0)
@@ -604,7 +604,8 @@ def _check_shapes(boxes, scores, anchors, options: PostProcessOptions):
 
 
 def _check_finite(name: str, array: np.ndarray):
-    if array.dtype.kind == "f" and not np.all(np.isfinite(array)):
+    # min and max propagate NaN: two vectorised reductions instead of a mask of the whole array
+    if array.dtype.kind == "f" and array.size and not (np.isfinite(array.min()) and np.isfinite(array.max())):
         bad = np.argwhere(~np.isfinite(array))[0]
         raise InputError(f"{name} contain NaN or infinity (first at {tuple(int(i) for i in bad)})")
 
@@ -657,7 +658,9 @@ def postprocess(boxes, scores, anchors, options: PostProcessOptions, *, boxes_qu
     else:
         decode = functools.partial(_decode_rows, boxes, anchors_f, options)
     decoded = _LazyBoxes(decode, boxes.shape[0])
-    if np.any(anchors_f[:, 2:] < 0):  # only a negative anchor size can give min > max: check them all then
+    # only a negative anchor size can give min > max: check them all then (the whole array's minimum first: a
+    # contiguous reduction, where the strided size columns cost several times more)
+    if anchors_f.size and anchors_f.min() < 0 and np.any(anchors_f[:, 2:] < 0):
         full = decoded.all()
         bad = np.flatnonzero((full[:, 0] > full[:, 2]) | (full[:, 1] > full[:, 3]))
         if bad.size:
@@ -667,9 +670,9 @@ def postprocess(boxes, scores, anchors, options: PostProcessOptions, *, boxes_qu
     offset = scores.shape[1] - options.num_classes
     if options.use_regular_nms:
         dets, candidates = _regular(decoded, scores, lookup, score_f, offset, options)
+        num = len(dets)
     else:
-        dets, candidates = _fast(decoded, scores, lookup, score_f, offset, options)
-    num = len(dets) if options.use_regular_nms else len({d.row // options.max_classes_per_detection for d in dets})
+        dets, candidates, num = _fast(decoded, scores, lookup, score_f, offset, options)
     return DecodeResult(
         num_detections=num, detections=tuple(dets), options=options, num_anchors=int(boxes.shape[0]),
         score_columns=int(scores.shape[1]), rounding=rounding if quantized_any else "none",
@@ -693,8 +696,7 @@ class _LazyBoxes:
     def __getitem__(self, index):
         index = np.asarray(index)
         need = index[~self.done[index]]
-        if need.size:
-            need = np.unique(need)
+        if need.size:  # an anchor asked twice (regular NMS: several classes) is decoded twice, to the same box
             self.rows[need] = self.decode(need)
             self.done[need] = True
         return self.rows[index]
@@ -787,7 +789,7 @@ def _fast(decoded, scores, lookup, score_f, offset, options):
     sel = rows[chosen]
     dets = []
     if not sel.size:
-        return dets, int(len(rows))
+        return dets, int(len(rows)), 0
     stride = options.max_classes_per_detection
     if k == 1:  # the anchor's best class, already known
         top = best[chosen][:, None]
@@ -806,10 +808,10 @@ def _fast(decoded, scores, lookup, score_f, offset, options):
     for out_index, anchor in enumerate(sel.tolist()):
         box = tuple(boxes_sel[out_index])
         for col in range(len(top[out_index])):
-            dets.append(Detection(row=stride * out_index + col, anchor=anchor, class_id=top[out_index][col],
-                                  score=top_vals[out_index][col], box=box,
-                                  score_code=codes[out_index][col] if codes is not None else None))
-    return dets, int(len(rows))
+            # positional: Detection(row, anchor, class_id, score, box, score_code)
+            dets.append(Detection(stride * out_index + col, anchor, top[out_index][col], top_vals[out_index][col],
+                                  box, codes[out_index][col] if codes is not None else None))
+    return dets, int(len(rows)), int(sel.size)
 
 
 _FAST_PREFIX = 128  # fast NMS ranks this many candidates (or 4x max_detections) before the rest
@@ -875,6 +877,7 @@ def _regular(decoded, scores, lookup, score_f, offset, options):
     boxes_sel = decoded[anchors].tolist() if final.size else []
     dets = []
     for row, (anchor, class_id, score) in enumerate(zip(anchors.tolist(), classes.tolist(), vals[final].tolist())):
-        dets.append(Detection(row=row, anchor=anchor, class_id=class_id, score=score, box=tuple(boxes_sel[row]),
-                              score_code=codes[row] if codes is not None else None))
+        # positional: Detection(row, anchor, class_id, score, box, score_code)
+        dets.append(Detection(row, anchor, class_id, score, tuple(boxes_sel[row]),
+                              codes[row] if codes is not None else None))
     return dets, int(len(rows))
