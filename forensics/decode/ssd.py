@@ -724,8 +724,9 @@ def _code_hits(scores: np.ndarray, offset: int, code_lo: int) -> tuple[np.ndarra
     return rows, cols - offset
 
 
-def _best_classes(scores: np.ndarray, offset: int, code_lo: int) -> tuple[np.ndarray, np.ndarray]:
-    """(ascending anchors with a class byte >= code_lo, the first class holding that row's largest byte).
+def _best_classes(scores: np.ndarray, offset: int, code_lo: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(ascending anchors with a class byte >= code_lo, the first class holding that row's largest byte, that
+    byte).
 
     The row's largest class byte is >= code_lo, so it is among the hits: sparse scores are decided from the
     hits alone (sorted by row, then descending byte; a stable sort keeps the lower class first among equal
@@ -733,39 +734,46 @@ def _best_classes(scores: np.ndarray, offset: int, code_lo: int) -> tuple[np.nda
     """
     if code_lo >= 256:
         empty = np.empty(0, np.int64)
-        return empty, empty
+        return empty, empty, np.empty(0, np.uint8)
     above = scores.reshape(-1) >= code_lo
     if np.count_nonzero(above) > scores.shape[0]:
         # dense: one argmax per row is cheaper than sorting the hits. numpy's float32 argmax is vectorised and
         # its uint8 one is not; the bytes convert exactly, so the first maximum is the same.
         cls = scores[:, offset:]
         best = cls.astype(np.float32).argmax(axis=1)
-        rows = np.flatnonzero(cls[np.arange(cls.shape[0]), best] >= code_lo)
-        return rows, best[rows]
+        codes = cls[np.arange(cls.shape[0]), best]
+        rows = np.flatnonzero(codes >= code_lo)
+        return rows, best[rows], codes[rows]
     flat = np.flatnonzero(above)
     rows, cols = np.divmod(flat, scores.shape[1])
+    codes = scores.reshape(-1)[flat]
     if offset:
         keep = cols >= offset
-        flat, rows, cols = flat[keep], rows[keep], cols[keep]
-    key = rows * 256 + (255 - scores.reshape(-1)[flat].astype(np.int64))
-    order = np.argsort(key, kind="stable")
-    rows, cols = rows[order], cols[order]
+        rows, cols, codes = rows[keep], cols[keep], codes[keep]
+    order = np.argsort(rows * 256 + (255 - codes), kind="stable")
+    rows, cols, codes = rows[order], cols[order], codes[order]
     first = np.empty(rows.size, bool)
     first[:1] = True
     first[1:] = rows[1:] != rows[:-1]
-    return rows[first], cols[first] - offset
+    return rows[first], cols[first] - offset, codes[first]
 
 
 def _fast(decoded, scores, lookup, score_f, offset, options):
     """NonMaxSuppressionMultiClassFastHelper."""
     thr = np.float32(options.nms_score_threshold)
-    k = min(options.max_classes_per_detection, options.num_classes)
     if lookup is not None:
         # Candidate anchors in the byte domain. The lookup tables are strictly increasing, so a byte >= the
         # smallest code whose value can reach the threshold is a superset of the float32 test `score >= thr`
         # (exact once the values are compared below), and within a row of one table the first maximum byte
         # is the first maximum value.
-        rows, best = _best_classes(scores, offset, lookup.min_code(thr))
+        rows, best, codes = _best_classes(scores, offset, lookup.min_code(thr))
+        if lookup.lut_block is lookup.lut_tail:
+            # One table for every position: a byte >= the cut-off is exactly a value >= thr, and the bytes
+            # rank the candidates as their values do (equal bytes, equal values).
+            best_val = lookup.lut_tail[codes]
+            chosen = _fast_selection(decoded, rows, 255 - codes.astype(np.int64), options.max_detections,
+                                     options.nms_iou_threshold)
+            return _fast_rows(decoded, scores, lookup, score_f, offset, options, rows, best, best_val, chosen)
         tail = lookup.rows_in_tail()
         if tail.size:  # rows where equal bytes may dequantize to different floats: decide on floats
             keep = ~np.isin(rows, tail)
@@ -785,7 +793,14 @@ def _fast(decoded, scores, lookup, score_f, offset, options):
         rows = np.arange(cls.shape[0])
     keep = best_val >= thr
     rows, best, best_val = rows[keep], best[keep], best_val[keep]
-    chosen = _fast_selection(decoded, rows, best_val, options.max_detections, options.nms_iou_threshold)
+    chosen = _fast_selection(decoded, rows, _descending_u32(best_val), options.max_detections,
+                             options.nms_iou_threshold)
+    return _fast_rows(decoded, scores, lookup, score_f, offset, options, rows, best, best_val, chosen)
+
+
+def _fast_rows(decoded, scores, lookup, score_f, offset, options, rows, best, best_val, chosen):
+    """The rows fast NMS writes for the selected candidates `chosen` (positions in rows / best / best_val)."""
+    k = min(options.max_classes_per_detection, options.num_classes)
     sel = rows[chosen]
     dets = []
     if not sel.size:
@@ -817,16 +832,17 @@ def _fast(decoded, scores, lookup, score_f, offset, options):
 _FAST_PREFIX = 128  # fast NMS ranks this many candidates (or 4x max_detections) before the rest
 
 
-def _fast_selection(decoded, rows, values, limit, iou_threshold) -> np.ndarray:
+def _fast_selection(decoded, rows, descending, limit, iou_threshold) -> np.ndarray:
     """Positions in `rows` (ascending anchors) of the anchors fast NMS selects, in selection order.
 
+    `descending`: int64 keys in 0..2^32-1, ascending as the candidates' scores descend, equal for equal scores.
     The kernel sorts every candidate by descending score, stable (ties -> lower anchor), then walks greedily
     until `limit` are selected; the walk seldom goes past the first few dozen. The keys (descending score,
     position) are distinct and order candidates exactly as that sort, so the smallest keys are partitioned out
     and sorted first; only when the walk over them ends short of `limit` are all candidates sorted and walked.
     """
     n = rows.size
-    keys = (_descending_u32(values) << 32) | np.arange(n)
+    keys = (descending << 32) | np.arange(n)
     prefix = max(_FAST_PREFIX, 4 * limit)
     if n > prefix:
         order = np.sort(np.partition(keys, prefix - 1)[:prefix]) & 0xFFFFFFFF
