@@ -422,9 +422,10 @@ _NMS_COLUMN_GROUPS = 8
 _NMS_COLUMN_WIDTH = 64
 
 
-def _greedy_one(boxes, size, limit, thr, chunk, selected):
+def _greedy_one(boxes, size, limit, thr, chunk, selected) -> np.ndarray:
     """greedy_nms for a single group (fast NMS): the same chunked walk without the bookkeeping that runs
-    many groups side by side, which costs more than the walk itself at a few dozen candidates."""
+    many groups side by side, which costs more than the walk itself at a few dozen candidates. Marks
+    `selected` and returns the selected boxes in selection order."""
     picked = None  # the selected boxes so far, in selection order
     count = done = 0
     while count < limit and done < size:
@@ -434,7 +435,7 @@ def _greedy_one(boxes, size, limit, thr, chunk, selected):
         if picked is not None:  # candidates suppressed by what earlier chunks selected
             hit = (iou_matrix(picked, cand) > thr).any(axis=0)
             active &= ~int.from_bytes(np.packbits(hit, bitorder="little").tobytes(), "little")
-        rows = np.packbits(iou_matrix(cand, cand) > thr, axis=-1, bitorder="little")
+        rows = np.packbits(_self_suppression(cand, thr), axis=-1, bitorder="little")
         row_bytes, nb = rows.tobytes(), rows.shape[-1]
         new = []
         while active and count < limit:
@@ -447,6 +448,34 @@ def _greedy_one(boxes, size, limit, thr, chunk, selected):
             picked = cand[new] if picked is None else np.concatenate([picked, cand[new]])
         done += width
         chunk = min(chunk * 2, _NMS_MAX_CHUNK)
+    return picked if picked is not None else np.empty((0, 4), np.float32)
+
+
+def _self_suppression(boxes: np.ndarray, thr) -> np.ndarray:
+    """iou_matrix(boxes, boxes) > thr for finite float32 boxes [W, 4] (thr > 0), in fewer numpy calls: one
+    coordinate per contiguous row, outer operations, in place. Any NaN or infinity takes iou_matrix's exact
+    std::max/std::min forms."""
+    t = np.ascontiguousarray(boxes.T)
+    if not np.isfinite(t).all():
+        return iou_matrix(boxes, boxes) > thr
+    ymin, xmin, ymax, xmax = t
+    with np.errstate(all="ignore"):
+        area = (ymax - ymin) * (xmax - xmin)
+        inter = np.minimum.outer(ymax, ymax)
+        inter -= np.maximum.outer(ymin, ymin)
+        np.maximum(inter, np.float32(0.0), out=inter)
+        width = np.minimum.outer(xmax, xmax)
+        width -= np.maximum.outer(xmin, xmin)
+        np.maximum(width, np.float32(0.0), out=width)
+        inter *= width
+        union = np.add.outer(area, area)
+        union -= inter
+        inter /= union
+        suppress = inter > thr
+    degenerate = area <= 0  # IoU 0 against anything
+    if degenerate.any():
+        suppress &= ~(degenerate[:, None] | degenerate[None, :])
+    return suppress
 
 
 def _greedy_pass(boxes, live, starts, sizes, done, width, limit, thr, count, picked, picked_at, selected):
@@ -504,13 +533,14 @@ def _greedy_pass(boxes, live, starts, sizes, done, width, limit, thr, count, pic
 
 
 class _Ranked:
-    """Boxes of candidates by rank: ranked[pos] -> boxes[anchors[pos]] (decoded on demand when lazy)."""
+    """Boxes of candidates by rank: ranked[pos] -> boxes[anchors[pos]] (decoded on demand when lazy), or
+    boxes(anchors[pos]) with `call` (a decoder)."""
 
-    def __init__(self, boxes, anchors: np.ndarray):
-        self.boxes, self.anchors = boxes, anchors
+    def __init__(self, boxes, anchors: np.ndarray, call: bool = False):
+        self.boxes, self.anchors, self.call = boxes, anchors, call
 
     def __getitem__(self, pos):
-        return self.boxes[self.anchors[pos]]
+        return self.boxes(self.anchors[pos]) if self.call else self.boxes[self.anchors[pos]]
 
 
 @dataclass(frozen=True)
@@ -771,9 +801,10 @@ def _fast(decoded, scores, lookup, score_f, offset, options):
             # One table for every position: a byte >= the cut-off is exactly a value >= thr, and the bytes
             # rank the candidates as their values do (equal bytes, equal values).
             best_val = lookup.lut_tail[codes]
-            chosen = _fast_selection(decoded, rows, 255 - codes.astype(np.int64), options.max_detections,
-                                     options.nms_iou_threshold)
-            return _fast_rows(decoded, scores, lookup, score_f, offset, options, rows, best, best_val, chosen)
+            chosen, boxes = _fast_selection(decoded, rows, 255 - codes.astype(np.int64), options.max_detections,
+                                            options.nms_iou_threshold)
+            return _fast_rows(decoded, scores, lookup, score_f, offset, options, rows, best, best_val, chosen,
+                              boxes, codes)
         tail = lookup.rows_in_tail()
         if tail.size:  # rows where equal bytes may dequantize to different floats: decide on floats
             keep = ~np.isin(rows, tail)
@@ -793,23 +824,30 @@ def _fast(decoded, scores, lookup, score_f, offset, options):
         rows = np.arange(cls.shape[0])
     keep = best_val >= thr
     rows, best, best_val = rows[keep], best[keep], best_val[keep]
-    chosen = _fast_selection(decoded, rows, _descending_u32(best_val), options.max_detections,
-                             options.nms_iou_threshold)
-    return _fast_rows(decoded, scores, lookup, score_f, offset, options, rows, best, best_val, chosen)
+    chosen, boxes = _fast_selection(decoded, rows, _descending_u32(best_val), options.max_detections,
+                                    options.nms_iou_threshold)
+    return _fast_rows(decoded, scores, lookup, score_f, offset, options, rows, best, best_val, chosen, boxes)
 
 
-def _fast_rows(decoded, scores, lookup, score_f, offset, options, rows, best, best_val, chosen):
-    """The rows fast NMS writes for the selected candidates `chosen` (positions in rows / best / best_val)."""
+def _fast_rows(decoded, scores, lookup, score_f, offset, options, rows, best, best_val, chosen, boxes,
+               best_codes=None):
+    """The rows fast NMS writes for the selected candidates `chosen` (positions in rows / best / best_val,
+    and best_codes when known) whose decoded boxes are `boxes`."""
     k = min(options.max_classes_per_detection, options.num_classes)
     sel = rows[chosen]
     dets = []
     if not sel.size:
         return dets, int(len(rows)), 0
+    decoded.rows[sel] = boxes  # what DecodeResult.decoded_boxes shows of them
+    decoded.done[sel] = True
     stride = options.max_classes_per_detection
     if k == 1:  # the anchor's best class, already known
         top = best[chosen][:, None]
         top_vals = best_val[chosen][:, None]
+        if best_codes is not None:
+            best_codes = best_codes[chosen][:, None]
     else:  # std::partial_sort: equal scores ordered by lower class here (the library's order may differ)
+        best_codes = None
         if lookup is not None:
             cols = np.arange(offset, scores.shape[1])
             all_vals = lookup.values(np.repeat(sel, len(cols)), np.tile(cols, sel.size)).reshape(sel.size, -1)
@@ -817,8 +855,11 @@ def _fast_rows(decoded, scores, lookup, score_f, offset, options, rows, best, be
             all_vals = score_f[sel, offset:]
         top = np.argsort(-all_vals, axis=1, kind="stable")[:, :k]
         top_vals = np.take_along_axis(all_vals, top, axis=1)
-    codes = scores[sel[:, None], top + offset].tolist() if scores.dtype == np.uint8 else None
-    boxes_sel = decoded[sel].tolist()
+    if best_codes is not None:
+        codes = best_codes.tolist()
+    else:
+        codes = scores[sel[:, None], top + offset].tolist() if scores.dtype == np.uint8 else None
+    boxes_sel = boxes.tolist()
     top, top_vals = top.tolist(), top_vals.tolist()
     for out_index, anchor in enumerate(sel.tolist()):
         box = tuple(boxes_sel[out_index])
@@ -832,8 +873,9 @@ def _fast_rows(decoded, scores, lookup, score_f, offset, options, rows, best, be
 _FAST_PREFIX = 128  # fast NMS ranks this many candidates (or 4x max_detections) before the rest
 
 
-def _fast_selection(decoded, rows, descending, limit, iou_threshold) -> np.ndarray:
-    """Positions in `rows` (ascending anchors) of the anchors fast NMS selects, in selection order.
+def _fast_selection(decoded, rows, descending, limit, iou_threshold) -> tuple[np.ndarray, np.ndarray]:
+    """(positions in `rows` (ascending anchors) of the anchors fast NMS selects, in selection order, their
+    decoded boxes).
 
     `descending`: int64 keys in 0..2^32-1, ascending as the candidates' scores descend, equal for equal scores.
     The kernel sorts every candidate by descending score, stable (ties -> lower anchor), then walks greedily
@@ -842,15 +884,18 @@ def _fast_selection(decoded, rows, descending, limit, iou_threshold) -> np.ndarr
     and sorted first; only when the walk over them ends short of `limit` are all candidates sorted and walked.
     """
     n = rows.size
+    limit = min(limit, n)
+    if limit <= 0:
+        return np.empty(0, np.int64), np.empty((0, 4), np.float32)
+    thr = np.float32(iou_threshold)
     keys = (descending << 32) | np.arange(n)
     prefix = max(_FAST_PREFIX, 4 * limit)
-    if n > prefix:
-        order = np.sort(np.partition(keys, prefix - 1)[:prefix]) & 0xFFFFFFFF
-        chosen = np.flatnonzero(greedy_nms(_Ranked(decoded, rows[order]), [prefix], limit, iou_threshold))
-        if chosen.size >= limit:
-            return order[chosen]
-    order = np.sort(keys) & 0xFFFFFFFF
-    return order[np.flatnonzero(greedy_nms(_Ranked(decoded, rows[order]), [n], limit, iou_threshold))]
+    for size in ((prefix, n) if n > prefix else (n,)):
+        order = (np.sort(np.partition(keys, size - 1)[:size]) if size < n else np.sort(keys)) & 0xFFFFFFFF
+        selected = np.zeros(size, bool)
+        boxes = _greedy_one(_Ranked(decoded.decode, rows[order], call=True), size, limit, thr, 32, selected)
+        if boxes.shape[0] >= limit or size == n:
+            return order[np.flatnonzero(selected)], boxes
 
 
 def _descending_u32(values: np.ndarray) -> np.ndarray:

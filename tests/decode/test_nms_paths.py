@@ -228,13 +228,13 @@ def test_fast_nms_ranking_a_prefix_first_matches_litert(prefix, max_det, iou, ki
     model = writer.build_detection_model(anchors, boxes_quant=bq, scores_quant=sq, options=opts)
     outs, _ = run(model, {"boxes": boxes, "scores": scores})
     calls = []
-    real = ssd.greedy_nms
+    real = ssd._greedy_one
 
-    def spy(boxes, sizes, *args, **kwargs):
-        calls.append(int(sum(sizes)))
-        return real(boxes, sizes, *args, **kwargs)
+    def spy(boxes, size, *args, **kwargs):
+        calls.append(size)
+        return real(boxes, size, *args, **kwargs)
 
-    with mock.patch.object(ssd, "_FAST_PREFIX", prefix), mock.patch.object(ssd, "greedy_nms", spy):
+    with mock.patch.object(ssd, "_FAST_PREFIX", prefix), mock.patch.object(ssd, "_greedy_one", spy):
         ours = postprocess(boxes, scores, anchors, PostProcessOptions.from_mapping(opts),
                            boxes_quant=Quantization(*bq), scores_quant=Quantization(*sq), rounding="litert")
     assert_same(ours, outs)
