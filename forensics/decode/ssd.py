@@ -309,18 +309,20 @@ class _QuantizedDecoder:
         self.first_tail = self.full // self.stride if two_roundings else codes.shape[0]
 
     def __call__(self, rows: np.ndarray) -> np.ndarray:
-        index = self.codes[rows, :4].astype(np.intp) * 4 + _COORDS
+        """float32 [k, 4] boxes of anchors `rows`: a view of a C-contiguous [4, k], one row per coordinate,
+        which keeps numpy's inner loops over the k boxes (with [k, 2] operands it would loop over pairs)."""
+        index = self.codes[rows, :4].T.astype(np.intp, order="C") * 4 + _COORDS[:, None]
         if rows.size and int(rows.max()) >= self.first_tail:
-            index += ((rows[:, None] * self.stride + _COORDS) >= self.full) * 1024
+            index += ((rows * self.stride + _COORDS[:, None]) >= self.full) * 1024
         f = self.table[index]
-        a = self.anchors[rows].astype(np.float64)
-        boxes = np.empty((rows.size, 4), np.float32)
+        a = self.anchors[rows].T.astype(np.float64, order="C")
+        boxes = np.empty((4, rows.size), np.float32)
         with np.errstate(all="ignore"):
-            centre = (f[:, :2] * a[:, 2:] + a[:, :2]).astype(np.float32)
-            half = (f[:, 2:] * a[:, 2:]).astype(np.float32)
-            np.subtract(centre, half, out=boxes[:, :2])
-            np.add(centre, half, out=boxes[:, 2:])
-        return boxes
+            centre = (f[:2] * a[2:] + a[:2]).astype(np.float32)
+            half = (f[2:] * a[2:]).astype(np.float32)
+            np.subtract(centre, half, out=boxes[:2])
+            np.add(centre, half, out=boxes[2:])
+        return boxes.T
 
 
 def _max_f(a, b):
@@ -452,23 +454,22 @@ def _greedy_one(boxes, size, limit, thr, chunk, selected) -> np.ndarray:
 
 
 def _self_suppression(boxes: np.ndarray, thr) -> np.ndarray:
-    """iou_matrix(boxes, boxes) > thr for finite float32 boxes [W, 4] (thr > 0), in fewer numpy calls: one
-    coordinate per contiguous row, outer operations, in place. Any NaN or infinity takes iou_matrix's exact
-    std::max/std::min forms."""
+    """iou_matrix(boxes, boxes) > thr for float32 boxes [W, 4] (thr > 0), in fewer numpy calls: the boxes as
+    one contiguous row per coordinate (free for the decoders' output), (y, x) extents of all pairs as one
+    [2, W, W] array, in place. Any NaN or infinity takes iou_matrix's exact std::max/std::min forms."""
     t = np.ascontiguousarray(boxes.T)
     if not np.isfinite(t).all():
         return iou_matrix(boxes, boxes) > thr
-    ymin, xmin, ymax, xmax = t
+    lo, hi = t[:2], t[2:]  # (ymin, xmin), (ymax, xmax)
     with np.errstate(all="ignore"):
-        area = (ymax - ymin) * (xmax - xmin)
-        inter = np.minimum.outer(ymax, ymax)
-        inter -= np.maximum.outer(ymin, ymin)
-        np.maximum(inter, np.float32(0.0), out=inter)
-        width = np.minimum.outer(xmax, xmax)
-        width -= np.maximum.outer(xmin, xmin)
-        np.maximum(width, np.float32(0.0), out=width)
-        inter *= width
-        union = np.add.outer(area, area)
+        size = hi - lo
+        area = size[0] * size[1]
+        extent = np.minimum(hi[:, :, None], hi[:, None, :])
+        extent -= np.maximum(lo[:, :, None], lo[:, None, :])
+        np.maximum(extent, np.float32(0.0), out=extent)
+        inter = extent[0]
+        inter *= extent[1]
+        union = area[:, None] + area[None, :]
         union -= inter
         inter /= union
         suppress = inter > thr
@@ -801,7 +802,7 @@ def _fast(decoded, scores, lookup, score_f, offset, options):
             # One table for every position: a byte >= the cut-off is exactly a value >= thr, and the bytes
             # rank the candidates as their values do (equal bytes, equal values).
             best_val = lookup.lut_tail[codes]
-            chosen, boxes = _fast_selection(decoded, rows, 255 - codes.astype(np.int64), options.max_detections,
+            chosen, boxes = _fast_selection(decoded, rows, 255 - codes, options.max_detections,
                                             options.nms_iou_threshold)
             return _fast_rows(decoded, scores, lookup, score_f, offset, options, rows, best, best_val, chosen,
                               boxes, codes)
@@ -841,30 +842,32 @@ def _fast_rows(decoded, scores, lookup, score_f, offset, options, rows, best, be
     decoded.rows[sel] = boxes  # what DecodeResult.decoded_boxes shows of them
     decoded.done[sel] = True
     stride = options.max_classes_per_detection
-    if k == 1:  # the anchor's best class, already known
-        top = best[chosen][:, None]
-        top_vals = best_val[chosen][:, None]
-        if best_codes is not None:
-            best_codes = best_codes[chosen][:, None]
-    else:  # std::partial_sort: equal scores ordered by lower class here (the library's order may differ)
-        best_codes = None
-        if lookup is not None:
-            cols = np.arange(offset, scores.shape[1])
-            all_vals = lookup.values(np.repeat(sel, len(cols)), np.tile(cols, sel.size)).reshape(sel.size, -1)
-        else:
-            all_vals = score_f[sel, offset:]
-        top = np.argsort(-all_vals, axis=1, kind="stable")[:, :k]
-        top_vals = np.take_along_axis(all_vals, top, axis=1)
-    if best_codes is not None:
-        codes = best_codes.tolist()
-    else:
-        codes = scores[sel[:, None], top + offset].tolist() if scores.dtype == np.uint8 else None
     boxes_sel = boxes.tolist()
+    if k == 1:  # the anchor's best class, already known: one row per anchor
+        if best_codes is not None:
+            codes = best_codes[chosen].tolist()
+        elif scores.dtype == np.uint8:
+            codes = scores[sel, best[chosen] + offset].tolist()
+        else:
+            codes = [None] * sel.size
+        for out_index, (anchor, class_id, score, code, box) in enumerate(
+                zip(sel.tolist(), best[chosen].tolist(), best_val[chosen].tolist(), codes, boxes_sel)):
+            # positional: Detection(row, anchor, class_id, score, box, score_code)
+            dets.append(Detection(stride * out_index, anchor, class_id, score, tuple(box), code))
+        return dets, int(len(rows)), int(sel.size)
+    # std::partial_sort: equal scores ordered by lower class here (the library's order may differ)
+    if lookup is not None:
+        cols = np.arange(offset, scores.shape[1])
+        all_vals = lookup.values(np.repeat(sel, len(cols)), np.tile(cols, sel.size)).reshape(sel.size, -1)
+    else:
+        all_vals = score_f[sel, offset:]
+    top = np.argsort(-all_vals, axis=1, kind="stable")[:, :k]
+    top_vals = np.take_along_axis(all_vals, top, axis=1)
+    codes = scores[sel[:, None], top + offset].tolist() if scores.dtype == np.uint8 else None
     top, top_vals = top.tolist(), top_vals.tolist()
     for out_index, anchor in enumerate(sel.tolist()):
         box = tuple(boxes_sel[out_index])
         for col in range(len(top[out_index])):
-            # positional: Detection(row, anchor, class_id, score, box, score_code)
             dets.append(Detection(stride * out_index + col, anchor, top[out_index][col], top_vals[out_index][col],
                                   box, codes[out_index][col] if codes is not None else None))
     return dets, int(len(rows)), int(sel.size)
@@ -877,21 +880,29 @@ def _fast_selection(decoded, rows, descending, limit, iou_threshold) -> tuple[np
     """(positions in `rows` (ascending anchors) of the anchors fast NMS selects, in selection order, their
     decoded boxes).
 
-    `descending`: int64 keys in 0..2^32-1, ascending as the candidates' scores descend, equal for equal scores.
-    The kernel sorts every candidate by descending score, stable (ties -> lower anchor), then walks greedily
-    until `limit` are selected; the walk seldom goes past the first few dozen. The keys (descending score,
-    position) are distinct and order candidates exactly as that sort, so the smallest keys are partitioned out
-    and sorted first; only when the walk over them ends short of `limit` are all candidates sorted and walked.
+    `descending`: keys ascending as the candidates' scores descend, equal for equal scores: uint8 (255 - the
+    byte) or int64 in 0..2^32-1. The kernel sorts every candidate by descending score, stable (ties -> lower
+    anchor), then walks greedily until `limit` are selected; the walk seldom goes past the first few dozen.
+    Byte keys are sorted whole (numpy's stable sort of one-byte keys is a radix sort). Otherwise the keys
+    (descending score, position) are distinct and order candidates exactly as that sort, so the smallest are
+    partitioned out and sorted first. Only when the walk over a prefix ends short of `limit` is everything
+    walked.
     """
     n = rows.size
     limit = min(limit, n)
     if limit <= 0:
         return np.empty(0, np.int64), np.empty((0, 4), np.float32)
     thr = np.float32(iou_threshold)
-    keys = (descending << 32) | np.arange(n)
     prefix = max(_FAST_PREFIX, 4 * limit)
+    if descending.dtype == np.uint8:
+        full = np.argsort(descending, kind="stable")
+    else:
+        keys = (descending << 32) | np.arange(n)
     for size in ((prefix, n) if n > prefix else (n,)):
-        order = (np.sort(np.partition(keys, size - 1)[:size]) if size < n else np.sort(keys)) & 0xFFFFFFFF
+        if descending.dtype == np.uint8:
+            order = full[:size]
+        else:
+            order = (np.sort(np.partition(keys, size - 1)[:size]) if size < n else np.sort(keys)) & 0xFFFFFFFF
         selected = np.zeros(size, bool)
         boxes = _greedy_one(_Ranked(decoded.decode, rows[order], call=True), size, limit, thr, 32, selected)
         if boxes.shape[0] >= limit or size == n:
