@@ -617,13 +617,17 @@ class DecodeResult:
         return boxes, classes, scores, np.array([self.num_detections], np.float32), written
 
 
+def _check_anchors(anchors):
+    if anchors.ndim != 2 or anchors.shape[1] != 4:
+        raise InputError(f"anchors must be [anchors, 4], got shape {list(anchors.shape)}")
+
+
 def _check_shapes(boxes, scores, anchors, options: PostProcessOptions):
     if boxes.ndim != 2 or boxes.shape[1] < 4:
         raise InputError(f"box encodings must be [anchors, >=4], got shape {list(boxes.shape)}")
     if scores.ndim != 2:
         raise InputError(f"scores must be [anchors, classes], got shape {list(scores.shape)}")
-    if anchors.ndim != 2 or anchors.shape[1] != 4:
-        raise InputError(f"anchors must be [anchors, 4], got shape {list(anchors.shape)}")
+    _check_anchors(anchors)
     n = boxes.shape[0]
     if scores.shape[0] != n or anchors.shape[0] != n:
         raise InputError(f"anchor counts differ: box encodings {n}, scores {scores.shape[0]}, "
@@ -634,11 +638,98 @@ def _check_shapes(boxes, scores, anchors, options: PostProcessOptions):
                          "kernel accepts num_classes or num_classes + 1 (background) columns")
 
 
+def _check_dtype(name: str, array: np.ndarray):
+    if array.dtype not in (np.uint8, np.float32):
+        raise InputError(f"{name} must be uint8 or float32, got {array.dtype}")
+    _check_finite(name, array)
+
+
 def _check_finite(name: str, array: np.ndarray):
     # min and max propagate NaN: two vectorised reductions instead of a mask of the whole array
     if array.dtype.kind == "f" and array.size and not (np.isfinite(array.min()) and np.isfinite(array.max())):
         bad = np.argwhere(~np.isfinite(array))[0]
         raise InputError(f"{name} contain NaN or infinity (first at {tuple(int(i) for i in bad)})")
+
+
+class PostProcessor:
+    """TFLite_Detection_PostProcess prepared for one model, called on each frame's box encodings and scores.
+
+    What belongs to the model is checked and tabulated once here, as the interpreter's Prepare does: the
+    anchors (copied, so later changes to the caller's array do not matter), the options, the quantizations and
+    rounding, the byte tables of the box and score decodes. `postprocess` is one call of a new PostProcessor.
+    """
+
+    def __init__(self, anchors, options: PostProcessOptions, *, boxes_quant: Quantization | None = None,
+                 scores_quant: Quantization | None = None, anchors_quant: Quantization | None = None,
+                 rounding: str = "reference", boxes_into_kernel: bool = False):
+        if rounding not in ROUNDINGS:
+            raise InputError(f"unknown dequantize rounding {rounding!r} (choose {', '.join(ROUNDINGS)})")
+        anchors = np.asarray(anchors)
+        _check_anchors(anchors)
+        _check_dtype("anchors", anchors)
+        if anchors.dtype == np.uint8:
+            if anchors_quant is None:
+                raise InputError("uint8 anchors need a scale and zero point")
+            anchors = dequantize_single(anchors, anchors_quant)
+        self.anchors = np.array(anchors, dtype=np.float32)  # a copy: checked once, nobody else's to change
+        self.anchors.setflags(write=False)
+        # Only a negative anchor size can give a decoded box min > max, which fails the kernel (ValidateBoxes):
+        # with one, every frame's boxes are decoded and checked.
+        self.negative_size = bool(self.anchors.size and self.anchors[:, 2:].min() < 0)
+        self.options, self.rounding, self.boxes_into_kernel = options, rounding, boxes_into_kernel
+        self.boxes_quant, self.scores_quant = boxes_quant, scores_quant
+
+    def __call__(self, boxes, scores) -> DecodeResult:
+        """Run the kernel on [N, 4] box encodings and [N, C] scores (uint8 with the Quantization given at
+        construction, or float32 as the kernel received them)."""
+        options, rounding, anchors_f = self.options, self.rounding, self.anchors
+        boxes = np.asarray(boxes)
+        scores = np.asarray(scores)
+        _check_shapes(boxes, scores, anchors_f, options)
+        _check_dtype("box encodings", boxes)
+        _check_dtype("scores", scores)
+        quantized_any = False
+        if boxes.dtype == np.uint8:
+            if self.boxes_quant is None:
+                raise InputError("uint8 box encodings need a scale and zero point")
+            quantized_any = True
+        if scores.dtype == np.uint8:
+            if self.scores_quant is None:
+                raise InputError("uint8 scores need a scale and zero point")
+            quantized_any = True
+            lookup = _ScoreLookup(np.ascontiguousarray(scores), self.scores_quant, rounding)
+            if not lookup.monotone():  # a degenerate scale: give up the byte-domain shortcuts
+                score_f, lookup = lookup.dense(), None
+            else:
+                score_f = None
+        else:
+            lookup, score_f = None, scores
+
+        if boxes.dtype == np.uint8:
+            decode = _QuantizedDecoder(boxes, anchors_f, self.boxes_quant,
+                                       rounding == "litert" and not self.boxes_into_kernel, options)
+        else:
+            decode = functools.partial(_decode_rows, boxes, anchors_f, options)
+        decoded = _LazyBoxes(decode, boxes.shape[0])
+        if self.negative_size:
+            full = decoded.all()
+            bad = np.flatnonzero((full[:, 0] > full[:, 2]) | (full[:, 1] > full[:, 3]))
+            if bad.size:
+                raise InputError(f"the kernel rejects these inputs: decoded box of anchor {int(bad[0])} has min > "
+                                 "max (negative anchor height or width)")
+
+        offset = scores.shape[1] - options.num_classes
+        if options.use_regular_nms:
+            dets, candidates = _regular(decoded, scores, lookup, score_f, offset, options)
+            num = len(dets)
+        else:
+            dets, candidates, num = _fast(decoded, scores, lookup, score_f, offset, options)
+        return DecodeResult(
+            num_detections=num, detections=tuple(dets), options=options, num_anchors=int(boxes.shape[0]),
+            score_columns=int(scores.shape[1]), rounding=rounding if quantized_any else "none",
+            boxes_quant=self.boxes_quant if boxes.dtype == np.uint8 else None,
+            scores_quant=self.scores_quant if scores.dtype == np.uint8 else None,
+            candidates=candidates, decoded_boxes=decoded.rows)
 
 
 def postprocess(boxes, scores, anchors, options: PostProcessOptions, *, boxes_quant: Quantization | None = None,
@@ -649,67 +740,17 @@ def postprocess(boxes, scores, anchors, options: PostProcessOptions, *, boxes_qu
     float32 inputs are taken as the tensors the kernel received. uint8 inputs need their Quantization;
     they are dequantized as a DEQUANTIZE op would under `rounding`, except boxes with `boxes_into_kernel`
     (uint8 straight into the kernel: its own per-element Dequantizer). uint8 anchors need `anchors_quant`.
+    Frames of one model are cheaper through one PostProcessor.
     """
-    if rounding not in ROUNDINGS:
-        raise InputError(f"unknown dequantize rounding {rounding!r} (choose {', '.join(ROUNDINGS)})")
     boxes = np.asarray(boxes)
     scores = np.asarray(scores)
     anchors = np.asarray(anchors)
-    _check_shapes(boxes, scores, anchors, options)
-    for name, arr in (("box encodings", boxes), ("scores", scores), ("anchors", anchors)):
-        if arr.dtype not in (np.uint8, np.float32):
-            raise InputError(f"{name} must be uint8 or float32, got {arr.dtype}")
-        _check_finite(name, arr)
-    quantized_any = False
-    if boxes.dtype == np.uint8:
-        if boxes_quant is None:
-            raise InputError("uint8 box encodings need a scale and zero point")
-        quantized_any = True
-    if anchors.dtype == np.uint8:
-        if anchors_quant is None:
-            raise InputError("uint8 anchors need a scale and zero point")
-        anchors_f = dequantize_single(anchors, anchors_quant)
-    else:
-        anchors_f = anchors
-    if scores.dtype == np.uint8:
-        if scores_quant is None:
-            raise InputError("uint8 scores need a scale and zero point")
-        quantized_any = True
-        lookup = _ScoreLookup(np.ascontiguousarray(scores), scores_quant, rounding)
-        if not lookup.monotone():  # a degenerate scale: give up the byte-domain shortcuts
-            score_f, lookup = lookup.dense(), None
-        else:
-            score_f = None
-    else:
-        lookup, score_f = None, scores
-
-    if boxes.dtype == np.uint8:
-        decode = _QuantizedDecoder(boxes, anchors_f, boxes_quant, rounding == "litert" and not boxes_into_kernel,
-                                   options)
-    else:
-        decode = functools.partial(_decode_rows, boxes, anchors_f, options)
-    decoded = _LazyBoxes(decode, boxes.shape[0])
-    # only a negative anchor size can give min > max: check them all then (the whole array's minimum first: a
-    # contiguous reduction, where the strided size columns cost several times more)
-    if anchors_f.size and anchors_f.min() < 0 and np.any(anchors_f[:, 2:] < 0):
-        full = decoded.all()
-        bad = np.flatnonzero((full[:, 0] > full[:, 2]) | (full[:, 1] > full[:, 3]))
-        if bad.size:
-            raise InputError(f"the kernel rejects these inputs: decoded box of anchor {int(bad[0])} has min > max "
-                             "(negative anchor height or width)")
-
-    offset = scores.shape[1] - options.num_classes
-    if options.use_regular_nms:
-        dets, candidates = _regular(decoded, scores, lookup, score_f, offset, options)
-        num = len(dets)
-    else:
-        dets, candidates, num = _fast(decoded, scores, lookup, score_f, offset, options)
-    return DecodeResult(
-        num_detections=num, detections=tuple(dets), options=options, num_anchors=int(boxes.shape[0]),
-        score_columns=int(scores.shape[1]), rounding=rounding if quantized_any else "none",
-        boxes_quant=boxes_quant if boxes.dtype == np.uint8 else None,
-        scores_quant=scores_quant if scores.dtype == np.uint8 else None,
-        candidates=candidates, decoded_boxes=decoded.rows)
+    if rounding not in ROUNDINGS:
+        raise InputError(f"unknown dequantize rounding {rounding!r} (choose {', '.join(ROUNDINGS)})")
+    _check_shapes(boxes, scores, anchors, options)  # the frame's shapes first, as before PostProcessor existed
+    return PostProcessor(anchors, options, boxes_quant=boxes_quant, scores_quant=scores_quant,
+                         anchors_quant=anchors_quant, rounding=rounding,
+                         boxes_into_kernel=boxes_into_kernel)(boxes, scores)
 
 
 class _LazyBoxes:

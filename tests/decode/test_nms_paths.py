@@ -241,3 +241,36 @@ def test_fast_nms_ranking_a_prefix_first_matches_litert(prefix, max_det, iou, ki
     assert calls[0] == max(prefix, 4 * max_det) < ours.candidates  # a prefix was walked first
     # the fallback sorts and walks every candidate exactly when the prefix gave fewer than max_detections
     assert calls[1:] == ([ours.candidates] if iou == 0.01 else [])
+
+
+@pytest.mark.parametrize("regular", [False, True], ids=["fast", "regular"])
+def test_one_postprocessor_over_frames_matches_litert_frame_by_frame(regular):
+    """A PostProcessor prepared once (as the interpreter is) gives each frame the kernel's output, and a
+    later change to the caller's anchors array does not reach it (it holds a copy)."""
+    from forensics.decode.ssd import PostProcessor
+
+    anchors, _, _ = ssd_case(0, sparse=True)
+    caller_anchors = anchors.copy()
+    opts = dict(max_detections=15, nms_score_threshold=0.3, nms_iou_threshold=0.5, num_classes=90,
+                use_regular_nms=regular)
+    bq, sq = (0.09133967, 179), (1 / 256, 0)
+    model = writer.build_detection_model(anchors, boxes_quant=bq, scores_quant=sq, options=opts)
+    pp = PostProcessor(caller_anchors, PostProcessOptions.from_mapping(opts), boxes_quant=Quantization(*bq),
+                       scores_quant=Quantization(*sq), rounding="litert")
+    caller_anchors[:] = 0.5
+    for seed, kind in [(1, "sparse"), (2, "dense"), (3, "sparse")]:
+        _, boxes, scores = ssd_case(seed, sparse=kind == "sparse")
+        outs, _ = run(model, {"boxes": boxes, "scores": scores})
+        ours = pp(boxes, scores)
+        assert ours.num_detections > 0
+        assert_same(ours, outs)
+
+
+def test_postprocessor_rejects_negative_anchor_sizes_per_frame():
+    from forensics.decode.ssd import PostProcessor
+    from forensics.errors import InputError
+
+    anchors = np.array([[0.5, 0.5, 0.2, 0.2], [0.5, 0.5, -0.2, 0.2]], np.float32)
+    pp = PostProcessor(anchors, PostProcessOptions(num_classes=1))
+    with pytest.raises(InputError, match="decoded box of anchor 1 has min > max"):
+        pp(np.zeros((2, 4), np.float32), np.full((2, 2), 0.5, np.float32))
