@@ -299,8 +299,10 @@ class _QuantizedDecoder:
     factors (block or tail ones by flat position under LiteRT's rounding), then the anchor arithmetic."""
 
     def __init__(self, codes: np.ndarray, anchors: np.ndarray, quant: Quantization, two_roundings: bool,
-                 options: PostProcessOptions):
-        self.codes, self.anchors = codes, anchors
+                 options: PostProcessOptions, anchors_t: np.ndarray | None = None):
+        self.codes = codes
+        # float64 [4, N], one row per anchor field: prepared once per model by PostProcessor
+        self.anchors_t = np.ascontiguousarray(anchors.T, dtype=np.float64) if anchors_t is None else anchors_t
         self.table = _code_factors(quant.scale, quant.zero_point, two_roundings,
                                    (options.y_scale, options.x_scale, options.h_scale, options.w_scale)).reshape(-1)
         self.stride = codes.shape[1]
@@ -315,7 +317,7 @@ class _QuantizedDecoder:
         if rows.size and int(rows.max()) >= self.first_tail:
             index += ((rows * self.stride + _COORDS[:, None]) >= self.full) * 1024
         f = self.table[index]
-        a = self.anchors[rows].T.astype(np.float64, order="C")
+        a = self.anchors_t[:, rows]
         boxes = np.empty((4, rows.size), np.float32)
         with np.errstate(all="ignore"):
             centre = (f[:2] * a[2:] + a[:2]).astype(np.float32)
@@ -391,7 +393,7 @@ def greedy_nms(boxes, group_sizes, limit: int, iou_threshold: float, chunk: int 
         return selected
     limit = int(min(limit, sizes.max()))
     if sizes.size == 1:
-        _greedy_one(boxes, total, limit, np.float32(iou_threshold), chunk, selected)
+        selected[_greedy_one(boxes, total, limit, np.float32(iou_threshold), chunk)[0]] = True
         return selected
     starts = np.cumsum(sizes) - sizes
     thr = np.float32(iou_threshold)
@@ -424,11 +426,12 @@ _NMS_COLUMN_GROUPS = 8
 _NMS_COLUMN_WIDTH = 64
 
 
-def _greedy_one(boxes, size, limit, thr, chunk, selected) -> np.ndarray:
+def _greedy_one(boxes, size, limit, thr, chunk) -> tuple[np.ndarray, np.ndarray]:
     """greedy_nms for a single group (fast NMS): the same chunked walk without the bookkeeping that runs
-    many groups side by side, which costs more than the walk itself at a few dozen candidates. Marks
-    `selected` and returns the selected boxes in selection order."""
+    many groups side by side, which costs more than the walk itself at a few dozen candidates. Returns the
+    selected positions and their boxes, in selection order."""
     picked = None  # the selected boxes so far, in selection order
+    positions = []
     count = done = 0
     while count < limit and done < size:
         width = min(chunk, size - done)
@@ -446,11 +449,13 @@ def _greedy_one(boxes, size, limit, thr, chunk, selected) -> np.ndarray:
             count += 1
             active &= ~int.from_bytes(row_bytes[i * nb:(i + 1) * nb], "little") & ~(1 << i)
         if new:
-            selected[done + np.array(new)] = True
-            picked = cand[new] if picked is None else np.concatenate([picked, cand[new]])
+            positions += [done + i for i in new]
+            new = cand[np.array(new)]
+            picked = new if picked is None else np.concatenate([picked, new])
         done += width
         chunk = min(chunk * 2, _NMS_MAX_CHUNK)
-    return picked if picked is not None else np.empty((0, 4), np.float32)
+    return (np.array(positions, dtype=np.int64),
+            picked if picked is not None else np.empty((0, 4), np.float32))
 
 
 def _self_suppression(boxes: np.ndarray, thr) -> np.ndarray:
@@ -673,6 +678,7 @@ class PostProcessor:
             anchors = dequantize_single(anchors, anchors_quant)
         self.anchors = np.array(anchors, dtype=np.float32)  # a copy: checked once, nobody else's to change
         self.anchors.setflags(write=False)
+        self.anchors_t = np.ascontiguousarray(self.anchors.T, dtype=np.float64)  # for the box decode
         # Only a negative anchor size can give a decoded box min > max, which fails the kernel (ValidateBoxes):
         # with one, every frame's boxes are decoded and checked.
         self.negative_size = bool(self.anchors.size and self.anchors[:, 2:].min() < 0)
@@ -707,7 +713,7 @@ class PostProcessor:
 
         if boxes.dtype == np.uint8:
             decode = _QuantizedDecoder(boxes, anchors_f, self.boxes_quant,
-                                       rounding == "litert" and not self.boxes_into_kernel, options)
+                                       rounding == "litert" and not self.boxes_into_kernel, options, self.anchors_t)
         else:
             decode = functools.partial(_decode_rows, boxes, anchors_f, options)
         decoded = _LazyBoxes(decode, boxes.shape[0])
@@ -944,10 +950,9 @@ def _fast_selection(decoded, rows, descending, limit, iou_threshold) -> tuple[np
             order = full[:size]
         else:
             order = (np.sort(np.partition(keys, size - 1)[:size]) if size < n else np.sort(keys)) & 0xFFFFFFFF
-        selected = np.zeros(size, bool)
-        boxes = _greedy_one(_Ranked(decoded.decode, rows[order], call=True), size, limit, thr, 32, selected)
-        if boxes.shape[0] >= limit or size == n:
-            return order[np.flatnonzero(selected)], boxes
+        chosen, boxes = _greedy_one(_Ranked(decoded.decode, rows[order], call=True), size, limit, thr, 32)
+        if chosen.size >= limit or size == n:
+            return order[chosen], boxes
 
 
 def _descending_u32(values: np.ndarray) -> np.ndarray:
