@@ -549,7 +549,7 @@ class _Ranked:
         return self.boxes(self.anchors[pos]) if self.call else self.boxes[self.anchors[pos]]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: a third cheaper to build, and fast NMS builds one per row
 class Detection:
     """One row the kernel writes: output slot, anchor, class (background excluded), float32 score, box."""
 
