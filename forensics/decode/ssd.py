@@ -420,8 +420,8 @@ def greedy_nms(boxes, group_sizes, limit: int, iou_threshold: float, chunk: int 
 
 _NMS_MATRIX_ELEMENTS = 1 << 20  # IoU matrix elements per pass (a few MB of float32 temporaries)
 _NMS_MAX_CHUNK = 256
-# Above this many groups in a pass (and at most this wide), the greedy walk goes column by column for all groups
-# at once in numpy instead of candidate by candidate in Python (by measurement with benchmarks/bench_decode.py).
+# Above this many groups in a pass (and at most this wide), the greedy walks of all groups run at once in numpy as
+# a fixed point instead of candidate by candidate in Python (by measurement with benchmarks/bench_decode.py).
 _NMS_COLUMN_GROUPS = 8
 _NMS_COLUMN_WIDTH = 64
 
@@ -502,15 +502,21 @@ def _greedy_pass(boxes, live, starts, sizes, done, width, limit, thr, count, pic
         active = active & ~prior.any(axis=1)
     suppresses = iou_matrix(cand, cand) > thr  # [g, i, j]: selecting candidate i of group g suppresses j
     if len(live) >= _NMS_COLUMN_GROUPS and width <= _NMS_COLUMN_WIDTH:
-        # Many small groups (regular NMS on sparse scores): walk the columns once for all groups together.
-        act = active.copy()
-        left = limit - have
-        chosen = np.zeros_like(act)
-        for i in range(width):
-            take = act[:, i] & (left > 0)
-            chosen[:, i] = take
-            left -= take
-            act &= ~(suppresses[:, i, :] & take[:, None])
+        # Many small groups (regular NMS on sparse scores): all groups' walks at once, as a fixed point. A
+        # candidate is selected iff it is active and no earlier selected candidate of its group suppresses it.
+        # Applying that rule to "every active candidate" and again to the result settles position by position
+        # on the greedy selection (position 0 is final after one round, position 1 after two, ...), and a
+        # round that changes nothing has settled: the rule has one fixed point. Suppression chains are short,
+        # so a few rounds replace a round per column. The limit cuts each group's selection afterwards, where
+        # the kernel's walk stops.
+        later = np.triu(suppresses, k=1)  # [g, i, j], i < j: an earlier candidate over a later one
+        chosen = active
+        for _ in range(width + 1):
+            settled = active & ~np.any(chosen[:, :, None] & later, axis=1)
+            if np.array_equal(settled, chosen):
+                break
+            chosen = settled
+        chosen = chosen & (np.cumsum(chosen, axis=1) <= (limit - have)[:, None])
         gg, ii = np.nonzero(chosen)  # group-major, ascending within a group: the order of selection
     else:
         # One or few groups: jump from one still-active candidate to the next over bit rows.
@@ -773,8 +779,13 @@ class _LazyBoxes:
 
     def __getitem__(self, index):
         index = np.asarray(index)
-        need = index[~self.done[index]]
-        if need.size:  # an anchor asked twice (regular NMS: several classes) is decoded twice, to the same box
+        if not self.done[index].all():
+            # each missing anchor once (regular NMS asks for an anchor in several classes, and pads): a mask
+            # over the anchors, cheaper than sorting the request
+            need = np.zeros_like(self.done)
+            need[index] = True
+            need &= ~self.done
+            need = np.flatnonzero(need)
             self.rows[need] = self.decode(need)
             self.done[need] = True
         return self.rows[index]
