@@ -857,7 +857,12 @@ def _fast(decoded, scores, lookup, score_f, offset, options):
         # smallest code whose value can reach the threshold is a superset of the float32 test `score >= thr`
         # (exact once the values are compared below), and within a row of one table the first maximum byte
         # is the first maximum value.
-        rows, best, codes = _best_classes(scores, offset, lookup.min_code(thr))
+        code_lo = lookup.min_code(thr)
+        if lookup.lut_block is lookup.lut_tail and min(options.max_classes_per_detection, options.num_classes) == 1:
+            done = _fast_sparse_bytes(decoded, scores, lookup, offset, options, code_lo)
+            if done is not None:
+                return done
+        rows, best, codes = _best_classes(scores, offset, code_lo)
         if lookup.lut_block is lookup.lut_tail:
             # One table for every position: a byte >= the cut-off is exactly a value >= thr, and the bytes
             # rank the candidates as their values do (equal bytes, equal values).
@@ -888,6 +893,72 @@ def _fast(decoded, scores, lookup, score_f, offset, options):
     chosen, boxes = _fast_selection(decoded, rows, _descending_u32(best_val), options.max_detections,
                                     options.nms_iou_threshold)
     return _fast_rows(decoded, scores, lookup, score_f, offset, options, rows, best, best_val, chosen, boxes)
+
+
+class _RankedHits:
+    """Candidate anchors in the kernel's rank order (descending best score, ties -> lower anchor), with each
+    one's best class and byte, produced on demand from the hits sorted by (descending byte, flat position).
+
+    The hits come row-major, and a stable sort on the byte keeps that order among equal bytes: an anchor's
+    first hit in that order holds its largest byte in its lowest class (the kernel's argmax keeps the first
+    maximum), and first hits come in rank order. Under one dequantization table equal bytes are equal scores.
+    Boxes of rank positions decode on demand, so the greedy walk reads only the hits it reaches.
+    """
+
+    def __init__(self, flat: list, codes: list, columns: int, offset: int, decode):
+        self.flat, self.codes, self.columns, self.offset, self.decode = flat, codes, columns, offset, decode
+        self.next = 0
+        self.seen = set()
+        self.rows, self.classes, self.bytes = [], [], []
+
+    def extend(self, count: int):
+        flat, codes, rows, seen = self.flat, self.codes, self.rows, self.seen
+        while len(rows) < count and self.next < len(flat):
+            row, col = divmod(flat[self.next], self.columns)
+            code = codes[self.next]
+            self.next += 1
+            if col >= self.offset and row not in seen:
+                seen.add(row)
+                rows.append(row)
+                self.classes.append(col - self.offset)
+                self.bytes.append(code)
+
+    def __getitem__(self, pos: slice) -> np.ndarray:
+        self.extend(pos.stop)
+        return self.decode(np.array(self.rows[pos], dtype=np.int64))
+
+
+def _fast_sparse_bytes(decoded, scores, lookup, offset, options, code_lo):
+    """Fast NMS, one class per anchor, one dequantization table, sparse scores: (detections, candidates,
+    anchors) with the ranking and best classes of _RankedHits; None when the scores are dense."""
+    if code_lo >= 256:
+        return [], 0, 0
+    flat_scores = scores.reshape(-1)
+    above = flat_scores >= code_lo
+    if np.count_nonzero(above[::61]) * 61 > scores.shape[0]:  # dense (as _best_classes judges it)
+        return None
+    flat = np.flatnonzero(above)
+    codes = flat_scores[flat]
+    rows = flat // scores.shape[1]
+    if offset:
+        rows = rows[flat - rows * scores.shape[1] >= offset]
+    candidates = int(rows.size and np.count_nonzero(rows[1:] != rows[:-1]) + 1)  # rows ascend: count runs
+    order = np.argsort(255 - codes, kind="stable")  # one-byte keys: a radix sort
+    ranked = _RankedHits(flat[order].tolist(), codes[order].tolist(), scores.shape[1], offset, decoded.decode)
+    chosen, boxes = _greedy_one(ranked, candidates, min(options.max_detections, candidates),
+                                np.float32(options.nms_iou_threshold), 32)
+    chosen = chosen.tolist()
+    anchors = [ranked.rows[p] for p in chosen]
+    decoded.rows[anchors] = boxes  # what DecodeResult.decoded_boxes shows of them
+    decoded.done[anchors] = True
+    values = lookup.lut_tail.tolist()
+    stride = options.max_classes_per_detection
+    dets = []
+    for out_index, (p, box) in enumerate(zip(chosen, boxes.tolist())):
+        code = ranked.bytes[p]
+        # positional: Detection(row, anchor, class_id, score, box, score_code)
+        dets.append(Detection(stride * out_index, ranked.rows[p], ranked.classes[p], values[code], tuple(box), code))
+    return dets, candidates, len(dets)
 
 
 def _fast_rows(decoded, scores, lookup, score_f, offset, options, rows, best, best_val, chosen, boxes,

@@ -214,17 +214,20 @@ def test_greedy_nms_one_group_equals_the_plain_loop(seed, size, limit, thr, chun
 @pytest.mark.parametrize("prefix", [0, 128])
 @pytest.mark.parametrize("max_det,iou", [(1, 0.45), (7, 0.45), (40, 0.45), (60, 0.01)])
 @pytest.mark.parametrize("kind", ["sparse", "sparse-ties", "dense"])
-def test_fast_nms_ranking_a_prefix_first_matches_litert(prefix, max_det, iou, kind):
-    """Fast NMS sorts only the best max(prefix, 4 x max_detections) candidates first and falls back to sorting
-    all of them when the walk over those ends short: both ways against the kernel (at IoU 0.01 nearly every
-    pair of boxes suppresses, so the prefix falls short)."""
+@pytest.mark.parametrize("zero_point", [0, 3])
+def test_fast_nms_rankings_match_litert(prefix, max_det, iou, kind, zero_point):
+    """The three ways fast NMS ranks candidates, each against the kernel. Sparse bytes under one dequantization
+    table: the hits in byte order, walked lazily over all candidates. Otherwise only the best max(prefix, 4 x
+    max_detections) candidates are sorted and walked first, and everything is walked when that ends short of
+    max_detections (at IoU 0.01 nearly every pair suppresses, so it does). Zero point 3 under LiteRT's
+    rounding gives the last 7 bytes their own table: the float ranking."""
     from unittest import mock
 
     from forensics.decode import ssd
 
     anchors, boxes, scores = ssd_case(max_det + len(kind), sparse=kind != "dense", ties=kind == "sparse-ties")
     opts = dict(max_detections=max_det, nms_score_threshold=0.25, nms_iou_threshold=iou, num_classes=90)
-    bq, sq = (0.09133967, 179), (1 / 256, 0)
+    bq, sq = (0.09133967, 179), (0.00390625 * 1.01, zero_point)  # 1/256 itself rounds the same both ways
     model = writer.build_detection_model(anchors, boxes_quant=bq, scores_quant=sq, options=opts)
     outs, _ = run(model, {"boxes": boxes, "scores": scores})
     calls = []
@@ -238,9 +241,12 @@ def test_fast_nms_ranking_a_prefix_first_matches_litert(prefix, max_det, iou, ki
         ours = postprocess(boxes, scores, anchors, PostProcessOptions.from_mapping(opts),
                            boxes_quant=Quantization(*bq), scores_quant=Quantization(*sq), rounding="litert")
     assert_same(ours, outs)
-    assert calls[0] == max(prefix, 4 * max_det) < ours.candidates  # a prefix was walked first
-    # the fallback sorts and walks every candidate exactly when the prefix gave fewer than max_detections
-    assert calls[1:] == ([ours.candidates] if iou == 0.01 else [])
+    if kind != "dense" and zero_point == 0:
+        assert calls == [ours.candidates]  # one lazy walk
+    else:
+        assert calls[0] == max(prefix, 4 * max_det) < ours.candidates  # a prefix was walked first
+        # everything is walked exactly when the prefix gave fewer than max_detections
+        assert calls[1:] == ([ours.candidates] if iou == 0.01 else [])
 
 
 @pytest.mark.parametrize("regular", [False, True], ids=["fast", "regular"])
@@ -274,3 +280,27 @@ def test_postprocessor_rejects_negative_anchor_sizes_per_frame():
     pp = PostProcessor(anchors, PostProcessOptions(num_classes=1))
     with pytest.raises(InputError, match="decoded box of anchor 1 has min > max"):
         pp(np.zeros((2, 4), np.float32), np.full((2, 2), 0.5, np.float32))
+
+
+@pytest.mark.parametrize("iou", [0.5, 1.0])
+def test_fast_nms_ranks_each_anchor_once_even_when_nothing_suppresses(iou):
+    """Zero-height anchors decode to boxes with IoU 0 against everything, and IoU 1.0 never exceeds a threshold
+    of 1.0: every ranked candidate is selected, so an anchor with several hits must be ranked once, by its best
+    byte in its lowest class."""
+    anchors, boxes, scores = ssd_case(5, sparse=True, ties=True)
+    if iou == 0.5:
+        anchors = anchors.copy()
+        anchors[:, 2] = 0.0
+    rows = np.arange(0, 1900, 50)
+    scores[rows, 4] = 240
+    scores[rows, 9] = 250  # each of these anchors: three hits, 250 twice, best class 8 (column 9)
+    scores[rows, 20] = 250
+    opts = dict(max_detections=100, nms_score_threshold=0.25, nms_iou_threshold=iou, num_classes=90)
+    bq, sq = (0.09133967, 179), (1 / 256, 0)
+    model = writer.build_detection_model(anchors, boxes_quant=bq, scores_quant=sq, options=opts)
+    outs, _ = run(model, {"boxes": boxes, "scores": scores})
+    ours = postprocess(boxes, scores, anchors, PostProcessOptions.from_mapping(opts), boxes_quant=Quantization(*bq),
+                       scores_quant=Quantization(*sq), rounding="litert")
+    assert ours.num_detections == 100
+    assert len({d.anchor for d in ours.detections}) == 100
+    assert_same(ours, outs)
