@@ -188,6 +188,12 @@ def _score_tables(scale: float, zero_point: int, rounding: str) -> tuple[np.ndar
     return block, tail, monotone
 
 
+@functools.lru_cache(maxsize=64)
+def _score_values(scale: float, zero_point: int, rounding: str) -> tuple:
+    """The single table's values as Python floats (exactly the float32 values), for building result rows."""
+    return tuple(_score_tables(scale, zero_point, rounding)[1].tolist())
+
+
 @functools.lru_cache(maxsize=256)
 def _min_code(scale: float, zero_point: int, rounding: str, threshold: float) -> int:
     """Smallest code whose value can reach `threshold` in either table (256 when none can); a constant of the
@@ -813,6 +819,12 @@ def _code_hits(scores: np.ndarray, offset: int, code_lo: int) -> tuple[np.ndarra
     return rows, cols - offset
 
 
+def _looks_dense(above: np.ndarray, shape, offset: int) -> bool:
+    """More class hits than anchors, estimated from every 8th anchor's class columns (the background column
+    left out: a model may score it high everywhere). A wrong guess costs time, never exactness."""
+    return np.count_nonzero(above.reshape(shape)[::8, offset:]) * 8 > shape[0]
+
+
 def _best_classes(scores: np.ndarray, offset: int, code_lo: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(ascending anchors with a class byte >= code_lo, the first class holding that row's largest byte, that
     byte).
@@ -825,11 +837,9 @@ def _best_classes(scores: np.ndarray, offset: int, code_lo: int) -> tuple[np.nda
         empty = np.empty(0, np.int64)
         return empty, empty, np.empty(0, np.uint8)
     above = scores.reshape(-1) >= code_lo
-    # Dense (more hits than rows, estimated from every 61st byte: a stride that walks through the columns unless
-    # their count is a multiple of 61; a wrong guess costs time, never exactness): one argmax per row is cheaper
-    # than sorting the hits. numpy's float32 argmax is vectorised and its uint8 one is not; the bytes convert
-    # exactly, so the first maximum is the same.
-    if np.count_nonzero(above[::61]) * 61 > scores.shape[0]:
+    # Dense: one argmax per row is cheaper than sorting the hits. numpy's float32 argmax is vectorised and its
+    # uint8 one is not; the bytes convert exactly, so the first maximum is the same.
+    if _looks_dense(above, scores.shape, offset):
         cls = scores[:, offset:]
         best = cls.astype(np.float32).argmax(axis=1)
         codes = cls[np.arange(cls.shape[0]), best]
@@ -899,10 +909,11 @@ class _RankedHits:
     """Candidate anchors in the kernel's rank order (descending best score, ties -> lower anchor), with each
     one's best class and byte, produced on demand from the hits sorted by (descending byte, flat position).
 
-    The hits come row-major, and a stable sort on the byte keeps that order among equal bytes: an anchor's
-    first hit in that order holds its largest byte in its lowest class (the kernel's argmax keeps the first
-    maximum), and first hits come in rank order. Under one dequantization table equal bytes are equal scores.
-    Boxes of rank positions decode on demand, so the greedy walk reads only the hits it reaches.
+    The class hits (background column left out) come row-major, and a stable sort on the byte keeps that order
+    among equal bytes: an anchor's first hit in that order holds its largest byte in its lowest class (the
+    kernel's argmax keeps the first maximum), and first hits come in rank order. Under one dequantization table
+    equal bytes are equal scores. Boxes of rank positions decode on demand, so the greedy walk reads only the
+    hits it reaches.
     """
 
     def __init__(self, flat: list, codes: list, columns: int, offset: int, decode):
@@ -914,10 +925,10 @@ class _RankedHits:
     def extend(self, count: int):
         flat, codes, rows, seen = self.flat, self.codes, self.rows, self.seen
         while len(rows) < count and self.next < len(flat):
-            row, col = divmod(flat[self.next], self.columns)
+            row, col = divmod(flat[self.next], self.columns)  # a class column: background hits are out
             code = codes[self.next]
             self.next += 1
-            if col >= self.offset and row not in seen:
+            if row not in seen:
                 seen.add(row)
                 rows.append(row)
                 self.classes.append(col - self.offset)
@@ -935,14 +946,15 @@ def _fast_sparse_bytes(decoded, scores, lookup, offset, options, code_lo):
         return [], 0, 0
     flat_scores = scores.reshape(-1)
     above = flat_scores >= code_lo
-    if np.count_nonzero(above[::61]) * 61 > scores.shape[0]:  # dense (as _best_classes judges it)
+    if _looks_dense(above, scores.shape, offset):
         return None
     flat = np.flatnonzero(above)
-    codes = flat_scores[flat]
     rows = flat // scores.shape[1]
-    if offset:
-        rows = rows[flat - rows * scores.shape[1] >= offset]
+    if offset:  # background hits out
+        keep = flat - rows * scores.shape[1] >= offset
+        flat, rows = flat[keep], rows[keep]
     candidates = int(rows.size and np.count_nonzero(rows[1:] != rows[:-1]) + 1)  # rows ascend: count runs
+    codes = flat_scores[flat]
     order = np.argsort(255 - codes, kind="stable")  # one-byte keys: a radix sort
     ranked = _RankedHits(flat[order].tolist(), codes[order].tolist(), scores.shape[1], offset, decoded.decode)
     chosen, boxes = _greedy_one(ranked, candidates, min(options.max_detections, candidates),
@@ -951,7 +963,7 @@ def _fast_sparse_bytes(decoded, scores, lookup, offset, options, code_lo):
     anchors = [ranked.rows[p] for p in chosen]
     decoded.rows[anchors] = boxes  # what DecodeResult.decoded_boxes shows of them
     decoded.done[anchors] = True
-    values = lookup.lut_tail.tolist()
+    values = _score_values(*lookup._key)
     stride = options.max_classes_per_detection
     dets = []
     for out_index, (p, box) in enumerate(zip(chosen, boxes.tolist())):
