@@ -274,7 +274,7 @@ def decode_boxes(deltas: np.ndarray, anchors: np.ndarray, options: PostProcessOp
 
 @functools.lru_cache(maxsize=64)
 def _code_factors(scale: float, zero_point: int, two_roundings: bool, scales: tuple) -> np.ndarray:
-    """[2, 256, 4] float64: for each byte of a box encoding, at block (0) and tail (1) positions, the double
+    """[2, 4, 256] float64: for each byte of a box encoding, at block (0) and tail (1) positions, the double
     factor decode_boxes derives from it: dy / y_scale, dx / x_scale, 0.5 * exp(dh / h_scale),
     0.5 * exp(dw / w_scale). With them the decode of a uint8 row is decode_boxes' arithmetic minus the
     per-call exp: constants of the model, computed once per (quantization, rounding, scales)."""
@@ -285,19 +285,20 @@ def _code_factors(scale: float, zero_point: int, two_roundings: bool, scales: tu
         s = np.float32(scale)
         block = codes.astype(np.float32) * s - np.float32(np.float32(zero_point) * s)
     sy, sx, sh, sw = scales
-    out = np.empty((2, 256, 4), np.float64)
+    out = np.empty((2, 4, 256), np.float64)
     with np.errstate(all="ignore"):
         for t, lut in enumerate((block, tail)):
             d = lut.astype(np.float64)
-            out[t, :, 0] = d / sy
-            out[t, :, 1] = d / sx
-            out[t, :, 2] = 0.5 * _exp_exact(d / sh)
-            out[t, :, 3] = 0.5 * _exp_exact(d / sw)
+            out[t, 0] = d / sy
+            out[t, 1] = d / sx
+            out[t, 2] = 0.5 * _exp_exact(d / sh)
+            out[t, 3] = 0.5 * _exp_exact(d / sw)
     out.setflags(write=False)
     return out
 
 
 _COORDS = np.arange(4)
+_COORD_BASE = (np.arange(4, dtype=np.uint16) * 256)[:, None]  # coordinate j's factors start at j * 256
 
 
 class _QuantizedDecoder:
@@ -319,9 +320,9 @@ class _QuantizedDecoder:
     def __call__(self, rows: np.ndarray) -> np.ndarray:
         """float32 [k, 4] boxes of anchors `rows`: a view of a C-contiguous [4, k], one row per coordinate,
         which keeps numpy's inner loops over the k boxes (with [k, 2] operands it would loop over pairs)."""
-        index = self.codes[rows, :4].T.astype(np.intp, order="C") * 4 + _COORDS[:, None]
+        index = np.add(self.codes[rows, :4].T, _COORD_BASE, order="C")  # uint16 [4, k]
         if rows.size and int(rows.max()) >= self.first_tail:
-            index += ((rows * self.stride + _COORDS[:, None]) >= self.full) * 1024
+            index += ((rows * self.stride + _COORDS[:, None]) >= self.full) * np.uint16(1024)
         f = self.table[index]
         a = self.anchors_t[:, rows]
         boxes = np.empty((4, rows.size), np.float32)
