@@ -14,6 +14,7 @@ import numpy as np
 
 from forensics.dump import Dump
 from forensics.layout import Region, RecordLayout
+from forensics.parallel import both, two_cores
 
 DEFAULT_WINDOW = 256
 DEFAULT_TOP = 10
@@ -21,6 +22,7 @@ DEFAULT_LIMIT = 1000
 _CHUNK_RECORDS = 1 << 21
 _MERGE_AT = 1 << 22  # merge the distinct-record tallies when they hold this many entries
 _BUDGET = 1 << 23    # distinct records held at once; past it, count in hash partitions (one pass each)
+_PARALLEL_RECORDS = 1 << 22  # records: from here on the scan runs in two halves on two threads
 TIED_SHOWN = 16      # tied records listed (all of them are counted)
 
 
@@ -187,12 +189,101 @@ class _Tally:
         return uniq, first, total
 
 
-def _iter_records(dump: Dump, region: Region, dtype: np.dtype):
-    """Yield (first record index, records array) over the region's whole records, chunk by chunk."""
+def _iter_records(dump: Dump, region: Region, dtype: np.dtype, first: int = 0, stop: int | None = None, *,
+                  prefetch: bool = True):
+    """Yield (first record index, records array) over the region's whole records [first, stop), chunk by chunk."""
     rs = region.record_size
     chunk = _CHUNK_RECORDS * rs
-    for pos, view in dump.iter_chunks(region.start, region.start + region.record_bytes, chunk):
+    stop = region.records if stop is None else stop
+    for pos, view in dump.iter_chunks(region.start + first * rs, region.start + stop * rs, chunk, prefetch=prefetch):
         yield (pos - region.start) // rs, np.frombuffer(view, dtype=dtype)
+
+
+def _first_absent(where: np.ndarray, size: int) -> int | None:
+    """The smallest index in [0, size) that `where` (sorted, distinct) does not hold."""
+    if len(where) >= size:
+        return None
+    gaps = np.flatnonzero(where != np.arange(len(where)))
+    return int(gaps[0]) if len(gaps) else len(where)
+
+
+@dataclass
+class _Scan:
+    """What one pass over a range of records found: the guess's count and first index, the departing records'
+    tally (None when they are too many to hold), their count, first index and the first `cap` of them."""
+
+    guess_count: int = 0
+    guess_first: int | None = None
+    tally: "_Tally | None" = None
+    departures: list = None
+    departures_total: int = 0
+    first_departure: int | None = None
+
+    def then(self, later: "_Scan", cap: int | None) -> "_Scan":
+        """This scan followed by the scan of the records after it."""
+        tally = None
+        if self.tally is not None and later.tally is not None:
+            tally = self.tally
+            tally.parts.extend(later.tally.parts)
+            tally.pending += later.tally.pending
+        room = len(later.departures) if cap is None else max(0, cap - len(self.departures))
+        return _Scan(self.guess_count + later.guess_count,
+                     self.guess_first if self.guess_first is not None else later.guess_first, tally,
+                     self.departures + later.departures[:room], self.departures_total + later.departures_total,
+                     self.first_departure if self.first_departure is not None else later.first_departure)
+
+
+def _scan(dump: Dump, region: Region, dtype, guess, first: int, stop: int, *, nonuniform: bool, cap, budget: int,
+          progress=None, prefetch: bool = True) -> _Scan:
+    """Count the records of [first, stop) equal to `guess` and tally the others (see analyse_anchors)."""
+    rs = region.record_size
+    out = _Scan(tally=_Tally(dtype), departures=[])
+    for base, records in _iter_records(dump, region, dtype, first, stop, prefetch=prefetch):
+        if progress is not None:
+            progress(len(records) * rs)
+        where = np.flatnonzero(records != guess)
+        out.guess_count += len(records) - len(where)
+        if out.guess_first is None:
+            absent = _first_absent(where, len(records))
+            out.guess_first = None if absent is None else base + absent
+        if len(where):
+            if out.tally is not None:
+                out.tally.add(records[where], where + base)
+                # Too many distinct records to hold (or, already in the first chunk, a buffer with no dominant
+                # record that will not fit): count them in hash partitions instead.
+                if out.tally.size > budget or (base == 0 and region.records > budget
+                                               and out.tally.size > len(records) // 2):
+                    out.tally = None
+            out.departures_total += len(where)
+            if out.first_departure is None:
+                out.first_departure = base + int(where[0])
+            if nonuniform:
+                _collect(out.departures, cap, where, base, records, region, dtype)
+    return out
+
+
+def _scan_all(dump: Dump, region: Region, dtype, guess, *, nonuniform: bool, cap, progress=None) -> _Scan:
+    """_scan over the whole region; a large one in two halves on the two cores (forensics.parallel), merged in
+    order, so the result is the one pass's."""
+    import threading
+
+    lock, done = threading.Lock(), [0]
+
+    def tick(done_bytes):
+        with lock:
+            done[0] += done_bytes
+            progress(region.start + done[0], dump.size)
+
+    def scan(first, stop, budget, prefetch=False):
+        return _scan(dump, region, dtype, guess, first, stop, nonuniform=nonuniform, cap=cap, budget=budget,
+                     progress=tick if progress is not None else None, prefetch=prefetch)
+
+    if region.records < _PARALLEL_RECORDS or not two_cores():
+        return scan(0, region.records, _BUDGET, prefetch=True)
+    half = region.records // 2
+    first, second = both(lambda: scan(0, half, _BUDGET // 2), lambda: scan(half, region.records, _BUDGET // 2),
+                         name="forensics-anchors")
+    return first.then(second, cap)
 
 
 def _collect(departures: list, cap: int | None, where: np.ndarray, base: int, records: np.ndarray,
@@ -288,32 +379,10 @@ def analyse_anchors(dump: Dump, layout: RecordLayout, *, nonuniform: bool = Fals
     best = np.lexsort((first, -counts))[0]
     guess = uniq[best]
 
-    tally = _Tally(dtype)
-    guess_count, guess_first = 0, None
-    departures: list[NonuniformRecord] = []
-    departures_total, first_departure = 0, None
     cap = None if limit is None else limit
-    for base, records in _iter_records(dump, region, dtype):
-        if progress is not None:
-            progress(region.start + (base + len(records)) * rs, dump.size)
-        equal = records == guess
-        n_equal = int(np.count_nonzero(equal))
-        guess_count += n_equal
-        if guess_first is None and n_equal:
-            guess_first = base + int(np.argmax(equal))
-        if n_equal < len(records):
-            where = np.flatnonzero(~equal)
-            if tally is not None:
-                tally.add(records[where], where + base)
-                # Too many distinct records to hold (or, already in the first chunk, a buffer with no dominant
-                # record that will not fit): count them in hash partitions below instead.
-                if tally.size > _BUDGET or (base == 0 and region.records > _BUDGET and tally.size > len(records) // 2):
-                    tally = None
-            departures_total += len(where)
-            if first_departure is None:
-                first_departure = base + int(where[0])
-            if nonuniform:
-                _collect(departures, cap, where, base, records, region, dtype)
+    scan = _scan_all(dump, region, dtype, guess, nonuniform=nonuniform, cap=cap, progress=progress)
+    tally, guess_count, guess_first = scan.tally, scan.guess_count, scan.guess_first
+    departures, departures_total, first_departure = scan.departures, scan.departures_total, scan.first_departure
 
     keep = max(top, TIED_SHOWN + 1)
     if tally is not None:

@@ -11,10 +11,12 @@ import threading
 
 import numpy as np
 
-from forensics.crc import crc32
+from forensics.crc import crc32, crc32_combine
 from forensics.dump import Dump, DumpReader, iter_windows
+from forensics.parallel import both, two_cores
 
 BLOCK = 4 << 20  # by measurement (benchmarks/bench_core.py): 1-8 MiB are alike in time; RSS grows with it
+PARALLEL_MIN = 16 << 20  # common bytes from which stream_halves uses two threads (a thread costs ~0.1 ms)
 _EIGHT = np.arange(8)
 
 
@@ -101,3 +103,69 @@ def stream_pair(dump_a: Dump, dump_b: Dump, start: int, record_size: int, consum
         if isinstance(value, BaseException):
             raise value
     return crcs[0], crcs[1]
+
+
+def stream_halves(dump_a: Dump, dump_b: Dump, start: int, record_size: int, consumer, *, block: int | None = None,
+                  progress=None, threads: int = 2):
+    """Like stream_pair, but the common blocks are split into two halves walked by two threads, each doing all
+    the work of its blocks: it maps each window once, takes both files' CRCs of it and calls its own consumer,
+    `consumer(part)(lo, view_a, view_b, positions)` (part 0 gets the first half). No block is handed from one
+    thread to another and no window is mapped twice, so two cores share the work evenly; the halves' CRCs are
+    joined with crc32_combine, then the longer file's bytes past the common length are added. Small pairs run
+    as one part on the calling thread. Returns (crc_a, crc_b, consumers) with the consumers in order."""
+    block = block or BLOCK
+    common = min(dump_a.size, dump_b.size)
+    bounds = block_bounds(common, start, record_size, block)
+    halves = threads > 1 and common >= PARALLEL_MIN and len(bounds) > 1 and two_cores()
+    split = len(bounds) // 2 if halves else len(bounds)
+    parts = [p for p in (bounds[:split], bounds[split:]) if p] or [[]]
+    consumers = [consumer(i) for i in range(len(parts))]
+    results: list = [None] * len(parts)
+    cancelled = threading.Event()
+    lock, done = threading.Lock(), [0]
+
+    def walk(i: int) -> None:
+        crc_a = crc_b = 0
+        reader_a, reader_b = DumpReader(dump_a), DumpReader(dump_b)
+        try:
+            for lo, hi in parts[i]:
+                if cancelled.is_set():
+                    return
+                window_a, window_b = reader_a.window(lo, hi), reader_b.window(lo, hi)
+                try:
+                    crc_a, crc_b = crc32(window_a.view, crc_a), crc32(window_b.view, crc_b)
+                    consumers[i](lo, window_a.view, window_b.view, differing_positions(window_a.view, window_b.view))
+                finally:
+                    window_a.release()
+                    window_b.release()
+                if progress is not None:
+                    with lock:
+                        done[0] += hi - lo
+                        progress(done[0], common)
+            results[i] = (crc_a, crc_b)
+        except BaseException as exc:  # raised on the caller's thread below
+            cancelled.set()
+            results[i] = exc
+        finally:
+            reader_a.close()
+            reader_b.close()
+
+    if len(parts) > 1:
+        both(lambda: walk(0), lambda: walk(1), name="forensics-pair")
+    else:
+        walk(0)
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+    crc_a, crc_b = results[0]
+    for part, (part_a, part_b) in zip(parts[1:], results[1:]):
+        length = part[-1][1] - part[0][0]
+        crc_a, crc_b = crc32_combine(crc_a, part_a, length), crc32_combine(crc_b, part_b, length)
+    crcs = []
+    for dump, crc in ((dump_a, crc_a), (dump_b, crc_b)):
+        if dump.size > common:  # the longer file's bytes past the common length
+            tail = [(lo, min(lo + BLOCK, dump.size)) for lo in range(common, dump.size, BLOCK)]
+            for _, view, _ in iter_windows(dump, tail, prefetch=False):
+                crc = crc32(view, crc)
+        crcs.append(crc)
+    return crcs[0], crcs[1], consumers

@@ -8,11 +8,11 @@ at once (both implementations release the GIL), joined with `crc32_combine`.
 
 from __future__ import annotations
 
-import threading
 import zlib
 from dataclasses import dataclass
 
 from forensics.dump import Dump, iter_windows, open_dump
+from forensics.parallel import both, two_cores
 
 def _load_crc32():
     """The fastest available implementation of zlib's CRC32: ISA-L's through python-isal, else zlib's."""
@@ -190,7 +190,7 @@ def _crc_range(dump: Dump, start: int, stop: int, chunk_size: int | None, out: l
 def crc_dump(dump: Dump, chunk_size: int | None = None, *, threads: int = 2) -> FileCrc:
     """Checksum one dump's data bytes (streamed; two threads for large files)."""
     size = dump.size
-    if threads > 1 and size >= PARALLEL_MIN:
+    if threads > 1 and size >= PARALLEL_MIN and two_cores():
         align = chunk_size or 1
         half = (size // 2) // align * align
         if half % BLOCK and chunk_size is None:
@@ -200,21 +200,13 @@ def crc_dump(dump: Dump, chunk_size: int | None = None, *, threads: int = 2) -> 
         parts = [(0, size)]
     results: list = [None] * len(parts)
 
-    def work(lo, hi, slot):
-        try:
-            _crc_range(dump, lo, hi, chunk_size, results, slot)
-        except BaseException as exc:  # raised again in the caller's thread below
-            results[slot] = exc
+    def work(slot):
+        _crc_range(dump, parts[slot][0], parts[slot][1], chunk_size, results, slot)
 
-    workers = [threading.Thread(target=work, args=(lo, hi, i)) for i, (lo, hi) in enumerate(parts[1:], start=1)]
-    for worker in workers:
-        worker.start()
-    work(parts[0][0], parts[0][1], 0)
-    for worker in workers:
-        worker.join()
-    for result in results:
-        if isinstance(result, BaseException):
-            raise result
+    if len(parts) > 1:
+        both(lambda: work(0), lambda: work(1), name="forensics-crc")
+    else:
+        work(0)
     crc, chunks = 0, []
     for (lo, hi), (part_crc, part_len, part_chunks) in zip(parts, results):
         crc = crc32_combine(crc, part_crc, part_len) if lo else part_crc

@@ -10,10 +10,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from forensics.blocks import stream_pair
+from forensics.blocks import PARALLEL_MIN, stream_halves
 from forensics.crc import format_crc
-from forensics.dump import Dump
+from forensics.dump import Dump, DumpReader
 from forensics.layout import RecordLayout
+from forensics.parallel import both, two_cores
 from forensics.stats import ErrorAccumulator, ErrorStats, bit_view, locator
 from forensics.tolerance import DIFFER, MATCH, Tolerance, judge
 
@@ -119,6 +120,85 @@ class DiffResult:
         return out
 
 
+def _sum_reference(dump: Dump, lo: int, hi: int, acc: ErrorAccumulator, elements, record_size: int, *,
+                   threads: int = 1) -> None:
+    """Feed A's records in [lo, hi) to `acc` as the reference (`elements(view)` picks the data lanes); with
+    `threads` 2 and a large range, the second half on another thread, merged after the first."""
+    if lo is None or hi <= lo:
+        return
+    step = max(record_size, (8 << 20) // record_size * record_size)
+    if threads > 1 and hi - lo >= PARALLEL_MIN and two_cores():
+        mid = lo + (hi - lo) // 2 // record_size * record_size
+        second = acc.fresh()
+        both(lambda: _sum_reference(dump, lo, mid, acc, elements, record_size),
+             lambda: _sum_reference(dump, mid, hi, second, elements, record_size), name="forensics-reference")
+        acc.merge(second)
+        return
+    with DumpReader(dump) as reader:
+        for pos in range(lo, hi, step):
+            window = reader.window(pos, min(pos + step, hi))
+            try:
+                acc.add_reference(elements(window.view))
+            finally:
+                window.release()
+
+
+def _distinct_sorted(values: np.ndarray) -> np.ndarray:
+    """np.unique of an already sorted array, in one linear pass instead of a sort."""
+    if len(values) < 2:
+        return values
+    keep = np.empty(len(values), dtype=bool)
+    keep[0] = True
+    np.not_equal(values[1:], values[:-1], out=keep[1:])
+    return values[keep]
+
+
+def _differing_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Indices of the rows (records, uint8 [n, record_size]) whose bytes differ, in order. Records of 1, 2, 4
+    or 8 bytes are compared as one integer each: numpy reduces over a short last axis slowly."""
+    rs = a.shape[1]
+    if rs in (1, 2, 4, 8):
+        word = np.dtype(f"u{rs}")
+        return np.flatnonzero(a.reshape(-1).view(word) != b.reshape(-1).view(word))
+    return _distinct_sorted(np.flatnonzero(a.reshape(-1) != b.reshape(-1)) // rs)
+
+
+def _rows(table: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """table[index] of a uint8 [n, record_size] table; records of 1, 2, 4 or 8 bytes are gathered as one
+    integer each (numpy copies short rows of a 2-D array one at a time)."""
+    rs = table.shape[1]
+    if rs in (1, 2, 4, 8):
+        return table.reshape(-1).view(np.dtype(f"u{rs}"))[index].view(np.uint8).reshape(-1, rs)
+    return table[index]
+
+
+def _any_per_row(mask: np.ndarray) -> np.ndarray:
+    """mask.any(axis=1) of a C-contiguous bool [n, k]; rows of 1, 2, 4 or 8 flags are read as one integer."""
+    k = mask.shape[1]
+    if k in (1, 2, 4, 8) and mask.flags.c_contiguous:
+        return mask.reshape(-1).view(np.dtype(f"u{k}")) != 0
+    return mask.any(axis=1)
+
+
+def _merge_parts(parts: list[dict], limit: int | None) -> dict:
+    """The parts' counts and findings as one pass in order would have them."""
+    out = dict(parts[0])
+    out["records"] = list(parts[0]["records"])
+    for part in parts[1:]:
+        out["bytes_identical"] = out["bytes_identical"] and part["bytes_identical"]
+        out["records_differing"] += part["records_differing"]
+        out["bytes_differing"] += part["bytes_differing"]
+        out["first"] = out["first"] if out["first"] is not None else part["first"]
+        out["lanes"] = out["lanes"] + part["lanes"]
+        out["max_delta"] = np.maximum(out["max_delta"], part["max_delta"])
+        out["records"].extend(part["records"])
+        out["trailing_differ"] = out["trailing_differ"] or part["trailing_differ"]
+        out["trailing_any"] = out["trailing_any"] or part["trailing_any"]
+    if limit is not None:
+        del out["records"][limit:]
+    return out
+
+
 def diff_dumps(dump_a: Dump, dump_b: Dump, layout: RecordLayout, *, tolerance: int = 0,
                limit: int | None = DEFAULT_LIMIT, policy: Tolerance | None = None, dtype: str = "uint8",
                scale: float | None = None, zero_point: int | None = None, stats: bool = True,
@@ -160,105 +240,127 @@ def diff_dumps(dump_a: Dump, dump_b: Dump, layout: RecordLayout, *, tolerance: i
         is_data = np.zeros(per, dtype=bool)
         is_data[data_el] = True
 
-    state = {
-        "bytes_identical": dump_a.size == dump_b.size,
-        "records_differing": 0,
-        "bytes_differing": 0,
-        "first": None,
-        "lanes": np.zeros(rs, dtype=np.int64),
-        "max_delta": np.zeros(rs, dtype=np.int64),
-        "records": [],
-        "trailing_differ": False,
-        "trailing_any": False,
-        "ref_from": None,  # the first block whose reference values were summed (earlier blocks were equal)
-    }
+        def data_elements(view):
+            records = np.frombuffer(view, np_dtype).reshape(-1, per)
+            return records if all_data else records[:, data_el]
 
-    def feed_stats(lo: int, a_all, b_all, r_lo: int, positions) -> None:
-        """Error statistics of this block's whole records, as dtype elements of the data lanes."""
-        if state["ref_from"] is None:
-            state["ref_from"] = r_lo
-        a_el = a_all.view(np_dtype).reshape(-1, per)
-        b_el = b_all.view(np_dtype).reshape(-1, per)
-        acc.add_reference(a_el if all_data else a_el[:, data_el])
-        base = (r_lo - rec_lo) // k
-        if positions is None:
+    parts: list[dict] = []
+
+    def make_part(_index: int):
+        """The consumer of one half of the blocks (stream_halves): its own counts, records and statistics."""
+        state = {
+            "bytes_identical": True,
+            "records_differing": 0,
+            "bytes_differing": 0,
+            "first": None,
+            "lanes": np.zeros(rs, dtype=np.int64),
+            "max_delta": np.zeros(rs, dtype=np.int64),
+            "records": [],
+            "trailing_differ": False,
+            "trailing_any": False,
+            "rec_from": None,  # where this part's whole records begin and end
+            "rec_to": None,
+            "ref_from": None,  # where this part's first difference is (the reference is summed from its start)
+            "acc": acc.fresh() if acc is not None else None,
+        }
+        parts.append(state)
+        part_acc = state["acc"]
+
+        def feed_stats(a_all, a, b, r_lo: int, candidates) -> None:
+            """Error statistics of this block's whole records (`a_all`, A's side), as dtype elements of the data
+            lanes; `a`, `b` are the records at `candidates`, those holding a differing byte (None: all of them)."""
+            if state["ref_from"] is None:  # the part's first difference: its equal records before it count too
+                state["ref_from"] = r_lo
+                _sum_reference(dump_a, state["rec_from"], r_lo, part_acc, data_elements, rs)
+            part_acc.add_reference(data_elements(a_all))
+            a_el = a.view(np_dtype).reshape(-1)
+            b_el = b.view(np_dtype).reshape(-1)
             mask = bit_view(a_el) != bit_view(b_el)
             if not all_data:
-                mask &= is_data
-            where = np.flatnonzero(mask)
-        else:
-            inside = positions[(positions >= r_lo - lo) & (positions < r_lo - lo + a_all.size)]
-            where = np.unique((inside - (r_lo - lo)) // k)
-            if not all_data:
-                where = where[is_data[where % per]]
-        if where.size:
-            fa, fb = a_el.reshape(-1), b_el.reshape(-1)
-            acc.add_differing(fa[where], fb[where], lambda i, _w=where: base + int(_w[i]), lane=where % per)
+                mask &= np.resize(is_data, mask.size)
+            flat = np.flatnonzero(mask)
+            if flat.size:
+                rows, lanes = np.divmod(flat, per)
+                where = (rows if candidates is None else candidates[rows]) * per + lanes
+                base = (r_lo - rec_lo) // k
+                part_acc.add_differing(a_el[flat], b_el[flat], lambda i, _w=where: base + int(_w[i]), lane=lanes)
 
-    def consume(lo: int, va: memoryview, vb: memoryview, positions) -> None:
-        hi = lo + len(va)
-        # Whole records of the region inside this block (blocks are record-aligned from region.start).
-        r_lo, r_hi = max(lo, rec_lo), min(hi, rec_hi)
-        if positions is not None and positions.size == 0:
-            if acc is not None and state["ref_from"] is not None and r_lo < r_hi:
-                acc.add_reference(np.frombuffer(va[r_lo - lo:r_hi - lo], np_dtype).reshape(-1, per)[:, data_el])
-            return
-        state["bytes_identical"] = False
-        if r_lo < r_hi:
-            a_all = np.frombuffer(va[r_lo - lo:r_hi - lo], np.uint8).reshape(-1, rs)
-            b_all = np.frombuffer(vb[r_lo - lo:r_hi - lo], np.uint8).reshape(-1, rs)
-            if acc is not None:
-                feed_stats(lo, a_all, b_all, r_lo, positions)
-            if positions is None:  # dense: every record of the block
-                candidates = None
-                a, b = a_all, b_all
-            else:  # sparse: only the records that hold a differing byte
-                inside = positions[(positions >= r_lo - lo) & (positions < r_hi - lo)]
-                candidates = np.unique((inside - (r_lo - lo)) // rs)
-                a, b = a_all[candidates], b_all[candidates]
-            delta = np.abs(a.astype(np.int16) - b.astype(np.int16))
-            mask = (delta > tolerance) & keep
-            hit = np.flatnonzero(mask.any(axis=1))
-            if hit.size:
-                rows = hit if candidates is None else candidates[hit]
-                mask, delta = mask[hit], delta[hit]
-                first_index = (r_lo - rec_lo) // rs
-                state["records_differing"] += int(rows.size)
-                state["bytes_differing"] += int(np.count_nonzero(mask))
-                state["lanes"] += np.count_nonzero(mask, axis=0)
-                state["max_delta"] = np.maximum(state["max_delta"], np.where(mask, delta, 0).max(axis=0))
-                if state["first"] is None:
-                    state["first"] = r_lo + int(rows[0]) * rs + int(np.flatnonzero(mask[0])[0])
-                room = len(rows) if limit is None else max(0, limit - len(state["records"]))
-                for row in rows[:room]:
-                    row = int(row)
-                    state["records"].append(DifferingRecord(
-                        index=first_index + row, offset=r_lo + row * rs,
-                        a=a_all[row].tobytes(), b=b_all[row].tobytes()))
-        # The partial record after the last whole one: compared byte for byte.
-        t_lo, t_hi = max(lo, rec_hi), min(hi, region.stop)
-        if t_lo < t_hi:
-            ta = np.frombuffer(va[t_lo - lo:t_hi - lo], np.uint8)
-            tb = np.frombuffer(vb[t_lo - lo:t_hi - lo], np.uint8)
-            tdelta = np.abs(ta.astype(np.int16) - tb.astype(np.int16))
-            state["trailing_any"] = state["trailing_any"] or bool(tdelta.any())
-            tmask = tdelta > tolerance
-            if tmask.any():
-                state["trailing_differ"] = True
-                state["bytes_differing"] += int(np.count_nonzero(tmask))
-                if state["first"] is None:
-                    state["first"] = t_lo + int(np.flatnonzero(tmask)[0])
+        def consume(lo: int, va: memoryview, vb: memoryview, positions) -> None:
+            hi = lo + len(va)
+            # Whole records of the region inside this block (blocks are record-aligned from region.start).
+            r_lo, r_hi = max(lo, rec_lo), min(hi, rec_hi)
+            if state["rec_from"] is None:
+                state["rec_from"] = min(r_lo, rec_hi)
+            state["rec_to"] = max(r_hi, state["rec_from"])
+            if positions is not None and positions.size == 0:
+                if part_acc is not None and state["ref_from"] is not None and r_lo < r_hi:
+                    part_acc.add_reference(data_elements(va[r_lo - lo:r_hi - lo]))
+                return
+            state["bytes_identical"] = False
+            if r_lo < r_hi:
+                a_all = np.frombuffer(va[r_lo - lo:r_hi - lo], np.uint8).reshape(-1, rs)
+                b_all = np.frombuffer(vb[r_lo - lo:r_hi - lo], np.uint8).reshape(-1, rs)
+                if positions is None:  # many differing words: find the differing records directly
+                    candidates = _differing_rows(a_all, b_all)
+                    if len(candidates) > len(a_all) // 4:  # most of them: examine every record
+                        candidates = None
+                else:  # sparse: only the records that hold a differing byte
+                    inside = positions[(positions >= r_lo - lo) & (positions < r_hi - lo)]
+                    candidates = _distinct_sorted((inside - (r_lo - lo)) // rs)
+                a, b = (a_all, b_all) if candidates is None else (_rows(a_all, candidates), _rows(b_all, candidates))
+                if part_acc is not None:
+                    feed_stats(a_all, a, b, r_lo, candidates)
+                delta = np.abs(a.astype(np.int16) - b.astype(np.int16))
+                mask = (delta > tolerance) & keep
+                hit = np.flatnonzero(_any_per_row(mask))
+                if hit.size:
+                    rows = hit if candidates is None else candidates[hit]
+                    if hit.size < len(mask):
+                        mask, delta = mask[hit], delta[hit]
+                    first_index = (r_lo - rec_lo) // rs
+                    state["records_differing"] += int(rows.size)
+                    state["bytes_differing"] += int(np.count_nonzero(mask))
+                    # per lane, one column at a time: numpy reduces a [n, few] array over its long axis slowly
+                    masked = delta * mask
+                    for lane in np.flatnonzero(keep):
+                        state["lanes"][lane] += np.count_nonzero(mask[:, lane])
+                        state["max_delta"][lane] = max(state["max_delta"][lane], masked[:, lane].max())
+                    if state["first"] is None:
+                        state["first"] = r_lo + int(rows[0]) * rs + int(np.flatnonzero(mask[0])[0])
+                    room = len(rows) if limit is None else max(0, limit - len(state["records"]))
+                    for row in rows[:room]:
+                        row = int(row)
+                        state["records"].append(DifferingRecord(
+                            index=first_index + row, offset=r_lo + row * rs,
+                            a=a_all[row].tobytes(), b=b_all[row].tobytes()))
+            # The partial record after the last whole one: compared byte for byte.
+            t_lo, t_hi = max(lo, rec_hi), min(hi, region.stop)
+            if t_lo < t_hi:
+                ta = np.frombuffer(va[t_lo - lo:t_hi - lo], np.uint8)
+                tb = np.frombuffer(vb[t_lo - lo:t_hi - lo], np.uint8)
+                tdelta = np.abs(ta.astype(np.int16) - tb.astype(np.int16))
+                state["trailing_any"] = state["trailing_any"] or bool(tdelta.any())
+                tmask = tdelta > tolerance
+                if tmask.any():
+                    state["trailing_differ"] = True
+                    state["bytes_differing"] += int(np.count_nonzero(tmask))
+                    if state["first"] is None:
+                        state["first"] = t_lo + int(np.flatnonzero(tmask)[0])
 
-    crc_a, crc_b = stream_pair(dump_a, dump_b, region.start, rs, consume, progress=progress)
+        return consume
+
+    crc_a, crc_b, _ = stream_halves(dump_a, dump_b, region.start, rs, make_part, progress=progress)
+    state = _merge_parts(parts, limit)
+    state["bytes_identical"] = state["bytes_identical"] and dump_a.size == dump_b.size
     result_stats = None
     if acc is not None:
-        ref_from = state["ref_from"]
-        if acc.differing and ref_from is not None and ref_from > rec_lo:
-            # The blocks before the first difference were equal and not summed: one pass over A's prefix.
-            step = max(rs, (8 << 20) // rs * rs)
-            for _, view in dump_a.iter_chunks(rec_lo, ref_from, chunk_size=step):
-                acc.add_reference(np.frombuffer(view, np_dtype).reshape(-1, per)[:, data_el])
-        elif ref_from is None or not acc.differing:
+        if any(part["acc"].differing for part in parts):
+            for part in parts:
+                if part["ref_from"] is None and part["rec_from"] is not None:  # no difference here: sum it all
+                    _sum_reference(dump_a, part["rec_from"], part["rec_to"], part["acc"], data_elements, rs,
+                                   threads=2)
+                acc.merge(part["acc"])
+        else:
             acc.n = region.records * data_el.size  # equal everywhere: only the count matters
         if locate is None:
             names = layout.field_names

@@ -31,8 +31,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from forensics.parallel import both, two_cores
+
 CHUNK = 1 << 17          # elements converted to float64 at a time (1 MiB of float64: stays in cache)
 EXACT_LIMIT = 1 << 21    # float errors kept exactly up to this many non-zero errors (16 MiB)
+PARALLEL_MIN = 1 << 22  # elements: below this a second thread costs more than it saves
 HIST_BINS = 64           # bins of the coarse histogram kept for pictures
 _HIST_SHIFT = 45         # float64 bits >> 45: the 11 exponent bits and the top 7 mantissa bits
 
@@ -53,6 +56,13 @@ class _LsbHistogram:
                 self.counts = got
             else:
                 self.counts[: got.size] += got
+
+    def merge(self, other: "_LsbHistogram") -> None:
+        if other.counts.size > self.counts.size:
+            self.counts, other_counts = other.counts.copy(), self.counts
+        else:
+            other_counts = other.counts
+        self.counts[: other_counts.size] += other_counts
 
     @property
     def total(self) -> int:
@@ -94,6 +104,20 @@ class _FloatTail:
             self._bin(pending)
             return
         self._bin(values)
+
+    def merge(self, other: "_FloatTail") -> None:
+        if other.values is not None:
+            for part in other.values:
+                self.add(part)
+            return
+        if self.values is not None:  # the other one is binned already: bin ours too
+            pending, self.values = (np.concatenate(self.values) if self.values else np.zeros(0)), None
+            if pending.size:
+                self._bin(pending)
+        if self.hist is None:
+            self.hist = np.zeros_like(other.hist)
+        self.hist += other.hist
+        self.total += other.total
 
     def add_nonnegative(self, values: np.ndarray) -> None:
         """`add` for float64 values known to be >= 0 (absolute errors): zeros are binned and taken out again
@@ -216,6 +240,7 @@ class ErrorAccumulator:
     def __init__(self, *, integer: bool, scale: float | None = None, zero_point: int = 0,
                  atol: float = 0.0, rtol: float = 0.0, check: str = "max", lanes: int = 0, itemsize: int = 1):
         self.integer = integer
+        self.itemsize = itemsize
         self.scale = scale
         self.unit = scale if (integer and scale is not None) else 1.0
         self.zero_point = zero_point if integer else 0
@@ -242,6 +267,32 @@ class ErrorAccumulator:
         self.tail = _LsbHistogram() if integer and itemsize <= 2 else _FloatTail()
         self.excess_tail = _FloatTail() if rtol > 0 else None
         self.lane_max = np.zeros(lanes, dtype=np.float64) if lanes else None
+
+    def fresh(self) -> "ErrorAccumulator":
+        """An empty accumulator with the same settings (for another thread's share of the work)."""
+        return ErrorAccumulator(integer=self.integer, scale=self.scale, zero_point=self.zero_point, atol=self.atol,
+                                rtol=self.rtol, check=self.check, itemsize=self.itemsize,
+                                lanes=0 if self.lane_max is None else self.lane_max.size)
+
+    def merge(self, other: "ErrorAccumulator") -> None:
+        """Fold in `other`, fed with elements that all come after this one's (ties for the worst element go to
+        the earlier one, as in one pass). Sums are added in a fixed order, so the result does not depend on
+        which thread finished first."""
+        for name in ("n", "s_aa", "d_bb", "d_ab", "s_err2", "s_err", "s_abs_a", "nan_a", "inf_a", "nan_b_delta",
+                     "inf_b_delta", "nonfinite_mismatch", "b_only_nonfinite", "differing", "violations"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        if other.max_err > self.max_err:
+            self.max_err, self.worst_index = other.max_err, other.worst_index
+        if other.max_rel is not None:
+            self.max_rel = other.max_rel if self.max_rel is None else max(self.max_rel, other.max_rel)
+        if other.first_nonfinite_mismatch is not None and self.first_nonfinite_mismatch is None:
+            self.first_nonfinite_mismatch = other.first_nonfinite_mismatch
+        self.max_excess = max(self.max_excess, other.max_excess)
+        self.tail.merge(other.tail)
+        if self.excess_tail is not None:
+            self.excess_tail.merge(other.excess_tail)
+        if self.lane_max is not None and other.lane_max is not None:
+            np.maximum(self.lane_max, other.lane_max, out=self.lane_max)
 
     # The reference once: signal sums and non-finite counts. `values` any numeric array (flattened).
     def add_reference(self, values) -> None:
@@ -278,9 +329,10 @@ class ErrorAccumulator:
             part = flat[i:i + CHUNK]
             whole = part.size - part.size % 256
             x = buf[:part.size]
-            np.copyto(x, part, casting="unsafe")
-            if self.zero_point:
-                x -= zp
+            if self.zero_point:  # the conversion and the subtraction in one pass (numpy casts in small buffers)
+                np.subtract(part, zp, out=x, dtype=np.float32)
+            else:
+                np.copyto(x, part, casting="unsafe")
             if whole:
                 rows = x[:whole].reshape(-1, 256)
                 self.s_aa += float(np.einsum("ij,ij->i", rows, rows).sum(dtype=np.float64))
@@ -513,8 +565,21 @@ def error_stats(a, b, *, scale: float | None = None, zero_point: int = 0, atol: 
     integer = a.dtype.kind in "iub"
     acc = ErrorAccumulator(integer=integer, scale=scale, zero_point=zero_point, atol=atol, rtol=rtol, check=check,
                            itemsize=a.dtype.itemsize)
-    feed_pair(acc, a, b, 0)
+    feed_pair_split(acc, a, b)
     return acc.finish(locate)
+
+
+def feed_pair_split(acc: ErrorAccumulator, a: np.ndarray, b: np.ndarray, start: int = 0) -> None:
+    """`feed_pair` over a whole pair, the second half on another core when the pair is large (forensics.parallel);
+    the second half's accumulator is merged after the first's: the result of one pass (sums up to rounding)."""
+    if a.size < PARALLEL_MIN or not two_cores():
+        feed_pair(acc, a, b, start)
+        return
+    half = a.size // 2
+    second = acc.fresh()
+    both(lambda: feed_pair(acc, a[:half], b[:half], start),
+         lambda: feed_pair(second, a[half:], b[half:], start + half), name="forensics-stats")
+    acc.merge(second)
 
 
 def bit_view(x: np.ndarray) -> np.ndarray:

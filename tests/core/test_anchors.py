@@ -1,5 +1,6 @@
 """anchors: the exact mode (ties -> first to occur) against collections.Counter, and the story's numbers."""
 
+import contextlib
 import json
 from collections import Counter
 
@@ -26,14 +27,21 @@ def reference_mode(data: bytes, rs: int):
     return best, counts[best], departing, len(records), tied, ranked, len(counts)
 
 
-@pytest.fixture(scope="module")
+@contextlib.contextmanager
 def small_chunks():
     # Several chunks per buffer, so the per-chunk tallies are merged and the first-chunk guess can be wrong.
-    # A distinct-record budget of 3 sends most cases down the hash-partitioned counting path.
-    old = anchors_mod._CHUNK_RECORDS, anchors_mod._MERGE_AT, anchors_mod._BUDGET
-    anchors_mod._CHUNK_RECORDS, anchors_mod._MERGE_AT, anchors_mod._BUDGET = 7, 5, 3
-    yield
-    anchors_mod._CHUNK_RECORDS, anchors_mod._MERGE_AT, anchors_mod._BUDGET = old
+    # A distinct-record budget of 3 sends most cases down the hash-partitioned counting path, and buffers of
+    # 10 records or more are scanned in two halves on two threads. Restored after each case: the other tests
+    # of this module run with the real sizes.
+    names = ("_CHUNK_RECORDS", "_MERGE_AT", "_BUDGET", "_PARALLEL_RECORDS")
+    old = [getattr(anchors_mod, n) for n in names]
+    for name, value in zip(names, (7, 5, 3, 10)):
+        setattr(anchors_mod, name, value)
+    try:
+        yield
+    finally:
+        for name, value in zip(names, old):
+            setattr(anchors_mod, name, value)
 
 
 @st.composite
@@ -47,11 +55,12 @@ def buffers(draw):
 
 @given(buffers())
 @settings(max_examples=200, deadline=None)
-def test_mode_equals_counter(tmp_path_factory, small_chunks, case):
+def test_mode_equals_counter(tmp_path_factory, case):
     data, rs = case
     path = tmp_path_factory.mktemp("a") / "x.bin"
     path.write_bytes(data)
-    r = analyse_anchors(open_dump(path), RecordLayout(record_size=rs), nonuniform=True, limit=None)
+    with small_chunks():
+        r = analyse_anchors(open_dump(path), RecordLayout(record_size=rs), nonuniform=True, limit=None)
     best, count, departing, records, tied, ranked, distinct = reference_mode(data, rs)
     assert r.dominant.record == best and r.dominant.count == count
     assert r.tied_total == tied and r.distinct == distinct
@@ -125,3 +134,18 @@ def test_cli_anchors_bad_inputs(cli, tmp_path):
     assert_one_line_error(cli("anchors", tmp_path / "s.bin"), "no whole 4-byte record")
     assert_one_line_error(cli("anchors", tmp_path / "bad.bin"), "bad.json", "malformed sidecar JSON")
     assert_one_line_error(cli("anchors", tmp_path / "missing.bin"), "no such file")
+
+
+@pytest.mark.parametrize("data", [bytes([0] * 20 + [5, 0, 6, 0, 7, 0, 8, 0, 9, 9]),
+                                  bytes([3, 0, 4, 0] + [0] * 30 + [1, 2]),
+                                  bytes([0] * 40)])
+def test_two_halves_keep_the_one_pass_order_and_cap(tmp_path, data):
+    """Departures listed up to the cap in index order across the halves' boundary, counts and first indices
+    as one pass gives them."""
+    best, count, departing, records, tied, ranked, distinct = reference_mode(data, 1)
+    with small_chunks():
+        r = analyse_anchors(make(tmp_path, data), RecordLayout(record_size=1), nonuniform=True, limit=3)
+    assert (r.dominant.record, r.dominant.count, r.distinct) == (best, count, distinct)
+    assert [x.index for x in r.nonuniform] == departing[:3] and r.nonuniform_total == len(departing)
+    assert r.first_nonuniform_offset == (departing[0] if departing else None)
+    assert r.dominant.first_index == data.index(best)

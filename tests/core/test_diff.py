@@ -88,11 +88,12 @@ def test_diff_equals_reference(tmp_path_factory, monkeypatch_block, case):
 
 @pytest.fixture(scope="module")
 def monkeypatch_block():
-    # Tiny blocks so hypothesis cases cross many block boundaries (and the record-aligned re-cut).
-    old = blocks.BLOCK
-    blocks.BLOCK = 64
+    # Tiny blocks so hypothesis cases cross many block boundaries (and the record-aligned re-cut), and pairs
+    # of 128 bytes or more are walked in two halves on two threads (stream_halves).
+    old = blocks.BLOCK, blocks.PARALLEL_MIN
+    blocks.BLOCK, blocks.PARALLEL_MIN = 64, 128
     yield
-    blocks.BLOCK = old
+    blocks.BLOCK, blocks.PARALLEL_MIN = old
 
 
 @given(st.binary(min_size=1, max_size=500), st.sampled_from([1, 2, 4, 7]))
@@ -205,15 +206,22 @@ def _stats_pair(tmp_path, a, b):
 
 @pytest.mark.parametrize("dense", [False, True])
 @pytest.mark.parametrize("pad", [(), (2, 3)])
-def test_diff_stats_equal_whole_array_stats(tmp_path, monkeypatch, dense, pad):
-    """The streamed statistics (sparse and dense blocks, late first difference) equal those of the arrays."""
+@pytest.mark.parametrize("lo", [0, 40000])
+@pytest.mark.parametrize("halves", [False, True])
+def test_diff_stats_equal_whole_array_stats(tmp_path, monkeypatch, dense, pad, lo, halves):
+    """The streamed statistics (sparse and dense blocks; the first difference early, or late so that the equal
+    records before it are summed when it is found, or, in two halves, after the pass for a half without any
+    difference) equal those of the arrays."""
+    from forensics import diff as diff_mod
     from forensics.stats import error_stats
 
     monkeypatch.setattr(blocks, "BLOCK", 4096)
+    if halves:
+        monkeypatch.setattr(blocks, "PARALLEL_MIN", 8192)
+        monkeypatch.setattr(diff_mod, "PARALLEL_MIN", 8192)
     rng = np.random.default_rng(1)
     a = rng.integers(0, 256, 64000, dtype=np.uint8)
     b = a.copy()
-    lo = 40000  # the first difference is late: the equal prefix is summed in a second pass over A
     n = 5000 if dense else 20
     hit = lo + rng.choice(a.size - lo, n, replace=False)
     b[hit] = rng.integers(0, 256, hit.size, dtype=np.uint8)

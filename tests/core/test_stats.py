@@ -217,3 +217,39 @@ def test_wide_integers_do_not_need_a_histogram_of_every_lsb():
     b = np.array([-2_000_000_000, 2_000_000_000, -4], dtype=np.int32)
     got = error_stats(a, b)
     assert got.max_abs_lsb == 2_000_000_000 and got.median_abs_lsb == 1 and got.worst["index"] == 0
+
+
+@pytest.mark.parametrize("kind", ["uint8", "float32", "float32-nonfinite", "float32-binned"])
+def test_two_threads_give_the_one_pass_result(monkeypatch, kind):
+    """A large pair is fed as two halves on two threads and merged: the same statistics as one pass (sums to
+    rounding), the worst element still the first largest, quantiles still exact or equally binned."""
+    rng = np.random.default_rng(21)
+    if kind == "uint8":
+        a = rng.integers(0, 256, 50001, dtype=np.uint8)
+        b = a.copy()
+        hit = rng.choice(a.size, 3000, replace=False)
+        b[hit] = rng.integers(0, 256, hit.size, dtype=np.uint8)
+        a[[100, 40000]], b[[100, 40000]] = 0, 255  # two equal largest errors: the first one is the worst
+        kwargs = dict(scale=0.1, zero_point=128)
+    else:
+        a = rng.normal(size=50001).astype(np.float32)
+        b = (a + rng.normal(scale=0.01, size=a.size)).astype(np.float32)
+        a[[7, 30000]], b[[7, 30000]] = 1.0, 51.0  # two equal largest errors: the first one is the worst
+        kwargs = dict(rtol=0.01, check="p99")
+        if kind == "float32-nonfinite":
+            a[[5, 45000]] = np.nan
+            b[[5, 45000]] = np.nan
+            b[[20, 40000]] = np.inf
+        if kind == "float32-binned":
+            monkeypatch.setattr(stats_mod, "EXACT_LIMIT", 1000)
+    monkeypatch.setattr(stats_mod, "CHUNK", 4096)
+    monkeypatch.setattr(stats_mod, "PARALLEL_MIN", 1 << 62)
+    one = error_stats(a, b, **kwargs).to_dict()
+    monkeypatch.setattr(stats_mod, "PARALLEL_MIN", 1000)
+    two = error_stats(a, b, **kwargs).to_dict()
+    assert set(one) == set(two)
+    for key, value in one.items():
+        if isinstance(value, float):
+            assert two[key] == pytest.approx(value, rel=1e-12), key
+        else:
+            assert two[key] == value, key
