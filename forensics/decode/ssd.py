@@ -308,8 +308,8 @@ class _QuantizedDecoder:
     def __init__(self, codes: np.ndarray, anchors: np.ndarray, quant: Quantization, two_roundings: bool,
                  options: PostProcessOptions, anchors_t: np.ndarray | None = None):
         self.codes = codes
-        # float64 [4, N], one row per anchor field: prepared once per model by PostProcessor
-        self.anchors_t = np.ascontiguousarray(anchors.T, dtype=np.float64) if anchors_t is None else anchors_t
+        # float64 [6, N]: ycenter, xcenter, h, w, h, w, one row each (_anchor_rows, once per model by PostProcessor)
+        self.anchors_t = _anchor_rows(anchors) if anchors_t is None else anchors_t
         self.table = _code_factors(quant.scale, quant.zero_point, two_roundings,
                                    (options.y_scale, options.x_scale, options.h_scale, options.w_scale)).reshape(-1)
         self.stride = codes.shape[1]
@@ -323,15 +323,22 @@ class _QuantizedDecoder:
         index = np.add(self.codes[rows, :4].T, _COORD_BASE, order="C")  # uint16 [4, k]
         if rows.size and int(rows.max()) >= self.first_tail:
             index += ((rows * self.stride + _COORDS[:, None]) >= self.full) * np.uint16(1024)
-        f = self.table[index]
         a = self.anchors_t[:, rows]
         boxes = np.empty((4, rows.size), np.float32)
         with np.errstate(all="ignore"):
-            centre = (f[:2] * a[2:] + a[:2]).astype(np.float32)
-            half = (f[2:] * a[2:]).astype(np.float32)
+            f = self.table[index] * a[2:]  # dy / y_scale * h, dx / x_scale * w, half height, half width
+            centre = (f[:2] + a[:2]).astype(np.float32)
+            half = f[2:].astype(np.float32)
             np.subtract(centre, half, out=boxes[:2])
             np.add(centre, half, out=boxes[2:])
         return boxes.T
+
+
+def _anchor_rows(anchors: np.ndarray) -> np.ndarray:
+    """float64 [6, N] rows ycenter, xcenter, h, w, h, w of float32 [N, 4] anchors: rows 2..5 line up with the
+    four decode factors, so one multiply scales them all."""
+    a = np.asarray(anchors, dtype=np.float32).T.astype(np.float64)
+    return np.ascontiguousarray(np.concatenate([a, a[2:]]))
 
 
 def _max_f(a, b):
@@ -485,8 +492,8 @@ def _self_suppression(boxes: np.ndarray, thr) -> np.ndarray:
         union -= inter
         inter /= union
         suppress = inter > thr
-    degenerate = area <= 0  # IoU 0 against anything
-    if degenerate.any():
+    if area.min() <= 0:  # a degenerate box has IoU 0 against anything
+        degenerate = area <= 0
         suppress &= ~(degenerate[:, None] | degenerate[None, :])
     return suppress
 
@@ -691,7 +698,7 @@ class PostProcessor:
             anchors = dequantize_single(anchors, anchors_quant)
         self.anchors = np.array(anchors, dtype=np.float32)  # a copy: checked once, nobody else's to change
         self.anchors.setflags(write=False)
-        self.anchors_t = np.ascontiguousarray(self.anchors.T, dtype=np.float64)  # for the box decode
+        self.anchors_t = _anchor_rows(self.anchors)  # for the box decode
         # Only a negative anchor size can give a decoded box min > max, which fails the kernel (ValidateBoxes):
         # with one, every frame's boxes are decoded and checked.
         self.negative_size = bool(self.anchors.size and self.anchors[:, 2:].min() < 0)
@@ -820,10 +827,11 @@ def _code_hits(scores: np.ndarray, offset: int, code_lo: int) -> tuple[np.ndarra
     return rows, cols - offset
 
 
-def _looks_dense(above: np.ndarray, shape, offset: int) -> bool:
-    """More class hits than anchors, estimated from every 8th anchor's class columns (the background column
-    left out: a model may score it high everywhere). A wrong guess costs time, never exactness."""
-    return np.count_nonzero(above.reshape(shape)[::8, offset:]) * 8 > shape[0]
+def _looks_dense(above: np.ndarray, shape) -> bool:
+    """More class hits than twice the anchors, estimated from every 61st byte (a stride that walks through
+    the columns unless there are a multiple of 61). Twice: a model may score the background column high on
+    every anchor, one hit per anchor that is no candidate. A wrong guess costs time, never exactness."""
+    return np.count_nonzero(above[::61]) * 61 > 2 * shape[0]
 
 
 def _best_classes(scores: np.ndarray, offset: int, code_lo: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -840,7 +848,7 @@ def _best_classes(scores: np.ndarray, offset: int, code_lo: int) -> tuple[np.nda
     above = scores.reshape(-1) >= code_lo
     # Dense: one argmax per row is cheaper than sorting the hits. numpy's float32 argmax is vectorised and its
     # uint8 one is not; the bytes convert exactly, so the first maximum is the same.
-    if _looks_dense(above, scores.shape, offset):
+    if _looks_dense(above, scores.shape):
         cls = scores[:, offset:]
         best = cls.astype(np.float32).argmax(axis=1)
         codes = cls[np.arange(cls.shape[0]), best]
@@ -947,7 +955,7 @@ def _fast_sparse_bytes(decoded, scores, lookup, offset, options, code_lo):
         return [], 0, 0
     flat_scores = scores.reshape(-1)
     above = flat_scores >= code_lo
-    if _looks_dense(above, scores.shape, offset):
+    if _looks_dense(above, scores.shape):
         return None
     flat = np.flatnonzero(above)
     rows = flat // scores.shape[1]
@@ -963,7 +971,6 @@ def _fast_sparse_bytes(decoded, scores, lookup, offset, options, code_lo):
     chosen = chosen.tolist()
     anchors = [ranked.rows[p] for p in chosen]
     decoded.rows[anchors] = boxes  # what DecodeResult.decoded_boxes shows of them
-    decoded.done[anchors] = True
     values = _score_values(*lookup._key)
     stride = options.max_classes_per_detection
     dets = []
