@@ -210,8 +210,8 @@ class _ScoreLookup:
     def __init__(self, q: np.ndarray, quant: Quantization, rounding: str):
         self.q = q
         self.cols = q.shape[1]
-        self._key = (quant.scale, quant.zero_point, rounding)
-        self.lut_block, self.lut_tail, self._monotone = _score_tables(*self._key)
+        self.table_key = (quant.scale, quant.zero_point, rounding)
+        self.lut_block, self.lut_tail, self._monotone = _score_tables(*self.table_key)
         self.full = (q.size // 8) * 8  # flat positions >= full use lut_tail
 
     def values(self, rows, cols) -> np.ndarray:
@@ -225,7 +225,7 @@ class _ScoreLookup:
 
     def min_code(self, threshold: float) -> int:
         """Smallest code whose value can reach `threshold` at any position (256 when none can)."""
-        return _min_code(*self._key, float(threshold))
+        return _min_code(*self.table_key, float(threshold))
 
     def monotone(self) -> bool:
         return self._monotone
@@ -971,7 +971,7 @@ def _fast_sparse_bytes(decoded, scores, lookup, offset, options, code_lo):
     chosen = chosen.tolist()
     anchors = [ranked.rows[p] for p in chosen]
     decoded.rows[anchors] = boxes  # what DecodeResult.decoded_boxes shows of them
-    values = _score_values(*lookup._key)
+    values = _score_values(*lookup.table_key)
     stride = options.max_classes_per_detection
     dets = []
     for out_index, (p, box) in enumerate(zip(chosen, boxes.tolist())):
