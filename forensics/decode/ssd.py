@@ -25,6 +25,7 @@ round once everywhere ("reference").
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 from dataclasses import dataclass, field
@@ -298,6 +299,10 @@ def _code_factors(scale: float, zero_point: int, two_roundings: bool, scales: tu
 
 
 _COORDS = np.arange(4)
+# Decoded coordinates known to stay within +-_BOX_BOUND (from the factor tables and the anchors, per model) cannot
+# overflow in the decode, nor in areas and unions of two boxes: such boxes skip finiteness checks and errstate.
+_BOX_BOUND = 1e18
+_NO_ERRSTATE = contextlib.nullcontext()
 _COORD_BASE = (np.arange(4, dtype=np.uint16) * 256)[:, None]  # coordinate j's factors start at j * 256
 
 
@@ -306,8 +311,9 @@ class _QuantizedDecoder:
     factors (block or tail ones by flat position under LiteRT's rounding), then the anchor arithmetic."""
 
     def __init__(self, codes: np.ndarray, anchors: np.ndarray, quant: Quantization, two_roundings: bool,
-                 options: PostProcessOptions, anchors_t: np.ndarray | None = None):
+                 options: PostProcessOptions, anchors_t: np.ndarray | None = None, bounded: bool = False):
         self.codes = codes
+        self.bounded = bounded  # _decode_bound(...) < _BOX_BOUND, worked out by PostProcessor
         # float64 [6, N]: ycenter, xcenter, h, w, h, w, one row each (_anchor_rows, once per model by PostProcessor)
         self.anchors_t = _anchor_rows(anchors) if anchors_t is None else anchors_t
         self.table = _code_factors(quant.scale, quant.zero_point, two_roundings,
@@ -325,13 +331,25 @@ class _QuantizedDecoder:
             index += ((rows * self.stride + _COORDS[:, None]) >= self.full) * np.uint16(1024)
         a = self.anchors_t[:, rows]
         boxes = np.empty((4, rows.size), np.float32)
-        with np.errstate(all="ignore"):
+        with _NO_ERRSTATE if self.bounded else np.errstate(all="ignore"):
             f = self.table[index] * a[2:]  # dy / y_scale * h, dx / x_scale * w, half height, half width
             centre = (f[:2] + a[:2]).astype(np.float32)
             half = f[2:].astype(np.float32)
             np.subtract(centre, half, out=boxes[:2])
             np.add(centre, half, out=boxes[2:])
         return boxes.T
+
+
+def _decode_bound(table: np.ndarray, anchors: np.ndarray) -> float:
+    """An upper bound of |coordinate| over every box _QuantizedDecoder can make from this factor table and
+    these float32 anchors (inf when a factor is not finite): |centre factor| * size + |centre| plus
+    |half factor| * size, with a margin far above the float32 rounding of each step."""
+    if not (np.isfinite(table).all() and anchors.size):
+        return math.inf
+    a = np.abs(anchors.astype(np.float64))
+    size, centre = float(a[:, 2:].max()), float(a[:, :2].max())
+    factors = np.abs(np.asarray(table).reshape(2, 4, 256))
+    return 2.0 * (float(factors[:, :2].max()) * size + centre + float(factors[:, 2:].max()) * size) + 1.0
 
 
 def _anchor_rows(anchors: np.ndarray) -> np.ndarray:
@@ -440,10 +458,10 @@ _NMS_COLUMN_GROUPS = 8
 _NMS_COLUMN_WIDTH = 64
 
 
-def _greedy_one(boxes, size, limit, thr, chunk) -> tuple[np.ndarray, np.ndarray]:
+def _greedy_one(boxes, size, limit, thr, chunk, bounded: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """greedy_nms for a single group (fast NMS): the same chunked walk without the bookkeeping that runs
     many groups side by side, which costs more than the walk itself at a few dozen candidates. Returns the
-    selected positions and their boxes, in selection order."""
+    selected positions and their boxes, in selection order. `bounded` as for _self_suppression."""
     picked = None  # the selected boxes so far, in selection order
     positions = []
     count = done = 0
@@ -454,7 +472,7 @@ def _greedy_one(boxes, size, limit, thr, chunk) -> tuple[np.ndarray, np.ndarray]
         if picked is not None:  # candidates suppressed by what earlier chunks selected
             hit = (iou_matrix(picked, cand) > thr).any(axis=0)
             active &= ~int.from_bytes(np.packbits(hit, bitorder="little").tobytes(), "little")
-        rows = np.packbits(_self_suppression(cand, thr), axis=-1, bitorder="little")
+        rows = np.packbits(_self_suppression(cand, thr, bounded), axis=-1, bitorder="little")
         row_bytes, nb = rows.tobytes(), rows.shape[-1]
         new = []
         while active and count < limit:
@@ -472,30 +490,43 @@ def _greedy_one(boxes, size, limit, thr, chunk) -> tuple[np.ndarray, np.ndarray]
             picked if picked is not None else np.empty((0, 4), np.float32))
 
 
-def _self_suppression(boxes: np.ndarray, thr) -> np.ndarray:
+def _self_suppression(boxes: np.ndarray, thr, bounded: bool = False) -> np.ndarray:
     """iou_matrix(boxes, boxes) > thr for float32 boxes [W, 4] (thr > 0), in fewer numpy calls: the boxes as
     one contiguous row per coordinate (free for the decoders' output), (y, x) extents of all pairs as one
-    [2, W, W] array, in place. Any NaN or infinity takes iou_matrix's exact std::max/std::min forms."""
+    [2, W, W] array, in place. Any NaN or infinity takes iou_matrix's exact std::max/std::min forms.
+    `bounded`: every coordinate is known to lie within +-_BOX_BOUND, so with positive areas nothing can
+    overflow or divide by zero, and neither the finiteness check nor the floating-point error state is needed."""
     t = np.ascontiguousarray(boxes.T)
-    if not np.isfinite(t).all():
-        return iou_matrix(boxes, boxes) > thr
     lo, hi = t[:2], t[2:]  # (ymin, xmin), (ymax, xmax)
+    if bounded:
+        size = hi - lo
+        area = size[0] * size[1]
+        if area.min() > 0:  # every union is then at least the larger area: positive
+            return _pair_iou(lo, hi, area) > thr
+    elif not np.isfinite(t).all():
+        return iou_matrix(boxes, boxes) > thr
     with np.errstate(all="ignore"):
         size = hi - lo
         area = size[0] * size[1]
-        extent = np.minimum(hi[:, :, None], hi[:, None, :])
-        extent -= np.maximum(lo[:, :, None], lo[:, None, :])
-        np.maximum(extent, np.float32(0.0), out=extent)
-        inter = extent[0]
-        inter *= extent[1]
-        union = area[:, None] + area[None, :]
-        union -= inter
-        inter /= union
-        suppress = inter > thr
+        suppress = _pair_iou(lo, hi, area) > thr
     if area.min() <= 0:  # a degenerate box has IoU 0 against anything
         degenerate = area <= 0
         suppress &= ~(degenerate[:, None] | degenerate[None, :])
     return suppress
+
+
+def _pair_iou(lo: np.ndarray, hi: np.ndarray, area: np.ndarray) -> np.ndarray:
+    """The kernel's IoU of every pair of finite boxes given as (ymin, xmin) rows `lo`, (ymax, xmax) rows `hi`
+    and their areas: float32 [W, W] (degenerate pairs not yet zeroed)."""
+    extent = np.minimum(hi[:, :, None], hi[:, None, :])
+    extent -= np.maximum(lo[:, :, None], lo[:, None, :])
+    np.maximum(extent, np.float32(0.0), out=extent)
+    inter = extent[0]
+    inter *= extent[1]
+    union = area[:, None] + area[None, :]
+    union -= inter
+    inter /= union
+    return inter
 
 
 def _greedy_pass(boxes, live, starts, sizes, done, width, limit, thr, count, picked, picked_at, selected):
@@ -704,6 +735,10 @@ class PostProcessor:
         self.negative_size = bool(self.anchors.size and self.anchors[:, 2:].min() < 0)
         self.options, self.rounding, self.boxes_into_kernel = options, rounding, boxes_into_kernel
         self.boxes_quant, self.scores_quant = boxes_quant, scores_quant
+        self.bounded = boxes_quant is not None and _decode_bound(
+            _code_factors(boxes_quant.scale, boxes_quant.zero_point, rounding == "litert" and not boxes_into_kernel,
+                          (options.y_scale, options.x_scale, options.h_scale, options.w_scale)),
+            self.anchors) < _BOX_BOUND
 
     def __call__(self, boxes, scores) -> DecodeResult:
         """Run the kernel on [N, 4] box encodings and [N, C] scores (uint8 with the Quantization given at
@@ -733,7 +768,8 @@ class PostProcessor:
 
         if boxes.dtype == np.uint8:
             decode = _QuantizedDecoder(boxes, anchors_f, self.boxes_quant,
-                                       rounding == "litert" and not self.boxes_into_kernel, options, self.anchors_t)
+                                       rounding == "litert" and not self.boxes_into_kernel, options, self.anchors_t,
+                                       self.bounded)
         else:
             decode = functools.partial(_decode_rows, boxes, anchors_f, options)
         decoded = _LazyBoxes(decode, boxes.shape[0])
@@ -967,7 +1003,7 @@ def _fast_sparse_bytes(decoded, scores, lookup, offset, options, code_lo):
     order = np.argsort(255 - codes, kind="stable")  # one-byte keys: a radix sort
     ranked = _RankedHits(flat[order].tolist(), codes[order].tolist(), scores.shape[1], offset, decoded.decode)
     chosen, boxes = _greedy_one(ranked, candidates, min(options.max_detections, candidates),
-                                np.float32(options.nms_iou_threshold), 32)
+                                np.float32(options.nms_iou_threshold), 32, getattr(decoded.decode, "bounded", False))
     chosen = chosen.tolist()
     anchors = [ranked.rows[p] for p in chosen]
     decoded.rows[anchors] = boxes  # what DecodeResult.decoded_boxes shows of them
