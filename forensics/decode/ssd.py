@@ -21,6 +21,9 @@ kernel are `(q - zero_point) * scale` rounded once; the DEQUANTIZE op and the ke
 `optimized_ops::Dequantize`, which LiteRT's x86 build computes as `q*s - zp*s` (two roundings) in blocks of 8
 elements and rounds once in the last n mod 8 elements ("litert"); the reference kernel and tflite-runtime 2.14
 round once everywhere ("reference").
+
+`postprocess` runs it once; a `PostProcessor` holds one model's checked constants (anchors, options,
+quantization, decode tables) for many frames, as an interpreter is prepared once and invoked per frame.
 """
 
 from __future__ import annotations
