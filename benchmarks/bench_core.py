@@ -6,8 +6,11 @@ Builds a 1 GiB dump pair (random data, a few thousand scattered differing record
 dominated scores buffer, then prints medians of interleaved runs and ratios:
   diff      `forensics diff A B > file` vs `cmp -l A B > file` (GNU cmp writing to a real file: to /dev/null it
             stops at the first difference)                                                     goal <= 1.0x
+  no-stats  `forensics diff --no-stats A B > file`, the same comparison without the error statistics (whose
+            extra pass over A is the rest of the difference; cmp computes none): context, no goal
   bound     a Python process mapping both files from the page cache, nothing else (no goal: what bounds diff)
   crc       `forensics crc A`          vs a Python process doing zlib.crc32 over an mmap of A      goal <= 0.5x
+            (`python -c "import rich.console, rich.table"` alongside: the start-up every table costs)
   anchors   `forensics anchors --nonuniform S` (64 M records), whole process                       goal <= 0.2 s
             (`python -c "import numpy"` alongside: the floor of any process that uses numpy)
   help      `forensics --help`         vs `python -c "import numpy"`                               goal <= 0.5x
@@ -158,15 +161,19 @@ def measure(args, table: Table) -> None:
     t = interleaved({
         "cmp": (["cmp", "-l", paths["a"], paths["b"]], cmp_out),
         "diff": (FORENSICS + ["diff", paths["a"], paths["b"]], diff_out),
+        "diff_nostats": (FORENSICS + ["diff", "--no-stats", paths["a"], paths["b"]], diff_out),
         "read": ([sys.executable, "-c", READ_BOUND, paths["a"], paths["b"]], None),
         "zlib": ([sys.executable, "-c", crc_base, paths["a"]], None),
         "crc": (FORENSICS + ["crc", paths["a"]], None),
         "numpy": ([sys.executable, "-c", "import numpy"], None),
+        "rich": ([sys.executable, "-c", "import rich.console, rich.table"], None),
         "anchors": (FORENSICS + ["anchors", "--nonuniform", paths["scores"]], None),
         "help": (FORENSICS + ["--help"], None),
     }, n)
     table.add(f"diff of two {size} dumps (to a file)", t["diff"], baseline="cmp -l > file",
               baseline_value=t["cmp"], goal_ratio=1.0)
+    table.add(f"diff --no-stats of two {size} dumps (to a file)", t["diff_nostats"], baseline="cmp -l > file",
+              baseline_value=t["cmp"], note="without the statistics' pass over A")
     table.add(f"bound: map both {size} files from the page cache", t["read"],
               baseline="cmp -l > file", baseline_value=t["cmp"], note="no comparison, no CRC; python start-up included")
     cpu = {name: statistics.median(v) for name, v in CPU.items()}
@@ -176,6 +183,9 @@ def measure(args, table: Table) -> None:
               goal_ratio=0.5)
     table.add(f"CPU time (user + system) of the {size} crc", cpu["crc"], baseline="python zlib.crc32(mmap)",
               baseline_value=cpu["zlib"])
+    table.add("bound: a Python process importing rich's console and table", t["rich"],
+              baseline="python zlib.crc32(mmap)", baseline_value=t["zlib"],
+              note="what every command that prints a table pays before any work")
     table.add("anchors --nonuniform, 64 M records", t["anchors"], baseline='python -c "import numpy"',
               baseline_value=t["numpy"], goal_value=0.2)
     table.add("forensics --help", t["help"], baseline='python -c "import numpy"', baseline_value=t["numpy"],

@@ -1,6 +1,6 @@
 """Run every benchmark (benchmarks/bench_*.py, found by name) and print one table of their rows.
 
-  python benchmarks/run_all.py [--only NAME ...] [--out results.json]
+  python benchmarks/run_all.py [--only NAME ...] [--args 'NAME=ARGS' ...] [--out results.json]
 
 Each script that writes the common rows (benchmarks/_table.py: it takes `--json`) is run with `--json`; a script
 that does not is run as it is and its text is shown, with one row saying it gave no figures. A script that
@@ -16,6 +16,7 @@ import glob
 import json
 import os
 import platform
+import shlex
 import subprocess
 import sys
 
@@ -61,12 +62,12 @@ def speaks_rows(path: str) -> bool:
         return "_table" in fh.read()
 
 
-def run_script(path: str) -> list[Row]:
+def run_script(path: str, extra: list[str] | None = None) -> list[Row]:
     name = os.path.basename(path)[:-3]
     env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
     print(f"== {name}", file=sys.stderr, flush=True)
     if speaks_rows(path):
-        proc = subprocess.run([sys.executable, path, "--json"], stdout=subprocess.PIPE, env=env, cwd=REPO,
+        proc = subprocess.run([sys.executable, path, "--json", *(extra or [])], stdout=subprocess.PIPE, env=env, cwd=REPO,
                               text=True)
         if proc.returncode == 0:
             try:
@@ -84,11 +85,21 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", nargs="*", help="benchmark names to run (default: all)")
     ap.add_argument("--out", help="write the rows and the machine as JSON here")
+    ap.add_argument("--args", action="append", default=[], metavar="NAME=ARGS",
+                    help="extra arguments for one benchmark, e.g. 'bench_scale=--pairs 20000' (repeatable)")
     args = ap.parse_args(argv)
+    extra = {}
+    for item in args.args:
+        name, sep, rest = item.partition("=")
+        if not sep:
+            ap.error(f"--args takes NAME=ARGS, got {item!r}")
+        extra[name.removesuffix(".py")] = shlex.split(rest)
     info = machine()
+    if extra:
+        info["arguments"] = {k: " ".join(v) for k, v in extra.items()}
     rows: list[Row] = []
     for path in scripts(args.only):
-        rows.extend(run_script(path))
+        rows.extend(run_script(path, extra.get(os.path.basename(path)[:-3])))
     info["load_at_end"] = round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None
     print()
     print(f"machine: {info['cpu']}, {info['cores']} cores, {info.get('memory_gib', '?')} GiB, {info['system']}, "

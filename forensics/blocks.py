@@ -1,8 +1,10 @@
-"""Paired streaming of two dumps in aligned blocks: the comparison and both files' CRC32 overlap.
+"""Paired streaming of two dumps in aligned blocks, with both files' CRC32s taken on the way.
 
-A second thread walks both files on its own and takes their CRC32s (ISA-L's CRC releases the GIL) while the
-caller's thread finds the differing bytes word by word in numpy (which releases it too): on two cores the two
-overlap without handing blocks to each other. Memory stays bounded by a few blocks, whatever the files' size.
+`stream_halves` (diff) splits the common blocks into two halves walked by two threads, each mapping its windows
+once, taking both CRCs and comparing them, with a consumer of its own: the work is shared evenly by the two cores
+and no block passes between threads. `stream_pair` (diagnose, whose consumer must see the blocks in order) has
+one thread take the CRCs while the caller's thread compares. ISA-L's CRC and numpy release the GIL, so the two
+threads overlap. Memory stays bounded by a few blocks, whatever the files' size.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from forensics.dump import Dump, DumpReader
 from forensics.layout import RecordLayout
 from forensics.parallel import both, two_cores
 from forensics.stats import ErrorAccumulator, ErrorStats, bit_view, locator
-from forensics.tolerance import DIFFER, MATCH, Tolerance, judge
+from forensics.tolerance import DIFFER, MATCH, WITHIN, Tolerance, judge
 
 DEFAULT_LIMIT = 20
 
@@ -194,6 +194,7 @@ def _merge_parts(parts: list[dict], limit: int | None) -> dict:
         out["records"].extend(part["records"])
         out["trailing_differ"] = out["trailing_differ"] or part["trailing_differ"]
         out["trailing_any"] = out["trailing_any"] or part["trailing_any"]
+        out["data_any"] = out["data_any"] or part["data_any"]
     if limit is not None:
         del out["records"][limit:]
     return out
@@ -258,6 +259,7 @@ def diff_dumps(dump_a: Dump, dump_b: Dump, layout: RecordLayout, *, tolerance: i
             "records": [],
             "trailing_differ": False,
             "trailing_any": False,
+            "data_any": False,
             "rec_from": None,  # where this part's whole records begin and end
             "rec_to": None,
             "ref_from": None,  # where this part's first difference is (the reference is summed from its start)
@@ -312,8 +314,11 @@ def diff_dumps(dump_a: Dump, dump_b: Dump, layout: RecordLayout, *, tolerance: i
                     feed_stats(a_all, a, b, r_lo, candidates)
                 delta = np.abs(a.astype(np.int16) - b.astype(np.int16))
                 mask = (delta > tolerance) & keep
+                if tolerance and not state["data_any"]:  # a data byte differs at all (within tolerance or not)
+                    state["data_any"] = bool(((delta > 0) & keep).any())
                 hit = np.flatnonzero(_any_per_row(mask))
                 if hit.size:
+                    state["data_any"] = True
                     rows = hit if candidates is None else candidates[hit]
                     if hit.size < len(mask):
                         mask, delta = mask[hit], delta[hit]
@@ -391,7 +396,9 @@ def diff_dumps(dump_a: Dump, dump_b: Dump, layout: RecordLayout, *, tolerance: i
 def _verdict(sizes_equal: bool, state: dict, stats, policy: Tolerance, acc) -> str:
     if not sizes_equal or state["trailing_differ"]:
         return DIFFER
-    if stats is None:
-        return MATCH if state["records_differing"] == 0 and not state["trailing_any"] else DIFFER
+    if stats is None:  # judged on whole LSB: equal, or every difference within the tolerance
+        if state["records_differing"]:
+            return DIFFER
+        return WITHIN if state["data_any"] or state["trailing_any"] else MATCH
     equal = stats.differing == 0 and not state["trailing_any"]
     return judge(equal=equal, stats=stats, tol=policy, atol_units=acc.atol)

@@ -208,14 +208,20 @@ def diff(a, b, *, record=None, offset=None, count=None, fields=None, pad=None, s
          tolerance: int | None = None, atol=None, rtol=None, check=None, limit: int = 20,
          all: bool = False, model=None, tensor=None, labels=None,  # noqa: A002
          deps=None, heatmap=None, grid: bool = False, lane: int | None = None, plot=None,
-         length: int | None = None, gap_fill: int | None = None, progress=None) -> RecordsReport:
+         length: int | None = None, gap_fill: int | None = None, no_stats: bool = False,
+         progress=None) -> RecordsReport:
     """`forensics diff A B`: record-by-record comparison with error statistics; exit code 0 MATCH or WITHIN
     TOLERANCE (tolerance K LSB, or atol / rtol / check: forensics.tolerance), 1 DIFFER. `plot` writes the 2x2
     picture of the error. With `length`, offset/length cut the same slice of both dumps (else offset is the
-    layout offset)."""
+    layout offset). `no_stats` leaves the error statistics out (one pass over A fewer once the dumps differ:
+    the fast path for multi-GB dumps); the verdict is then judged on whole LSB, as `tolerance` K does."""
     from forensics.tolerance import make_policy
 
     policy = make_policy(tolerance=tolerance, atol=atol, rtol=rtol, check=check).default
+    if no_stats and (plot or (policy.lsb_threshold() is None)):
+        raise InputError("{no_stats} leaves out the error statistics that "
+                         + ("{plot} draws" if plot else "a tolerance other than whole LSB is judged on"),
+                         params=True)
     tolerance = tolerance or 0
     from forensics.diff import diff_dumps
     from forensics.dump import open_dump
@@ -243,7 +249,7 @@ def diff(a, b, *, record=None, offset=None, count=None, fields=None, pad=None, s
 
         locate = anchor_locator(context)
     result = diff_dumps(dump_a, dump_b, context.layout, tolerance=tolerance, limit=_limit(limit, all),
-                        policy=policy, locate=locate, progress=progress)
+                        policy=policy, locate=locate, progress=progress, stats=not no_stats)
     result = remap_indices(result, context, "records")
     heat = None
     title = "differences A vs B"

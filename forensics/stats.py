@@ -173,6 +173,12 @@ def _dot(x: np.ndarray, y: np.ndarray) -> float:
     return float(np.einsum("i,i->", x, y))
 
 
+def _row_dots(rows: np.ndarray) -> np.ndarray:
+    """Each row's dot product with itself (numpy >= 2's vecdot ufunc, else einsum: the same sums)."""
+    vecdot = getattr(np, "vecdot", None)
+    return vecdot(rows, rows) if vecdot is not None else np.einsum("ij,ij->i", rows, rows)
+
+
 def _nearest_rank(q: float, n: int) -> int:
     return max(1, math.ceil(q * n - 1e-9))
 
@@ -335,7 +341,7 @@ class ErrorAccumulator:
                 np.copyto(x, part, casting="unsafe")
             if whole:
                 rows = x[:whole].reshape(-1, 256)
-                self.s_aa += float(np.einsum("ij,ij->i", rows, rows).sum(dtype=np.float64))
+                self.s_aa += float(_row_dots(rows).sum(dtype=np.float64))
             if whole < part.size:
                 rest = x[whole:].astype(np.float64)
                 self.s_aa += _dot(rest, rest)
@@ -348,10 +354,13 @@ class ErrorAccumulator:
         if not a.size:
             return
         if self.integer:
-            ai = a.astype(np.int64) - self.zero_point
-            bi = b.astype(np.int64) - self.zero_point
+            # Codes of up to 16 bits minus their zero point, and their differences, fit int32 exactly.
+            wide = np.int32 if a.dtype.itemsize <= 2 else np.int64
+            ai = a.astype(wide) - wide(self.zero_point)
+            bi = b.astype(wide) - wide(self.zero_point)
             lsb = np.abs(bi - ai)
-            self.tail.add(lsb[lsb > 0] if isinstance(self.tail, _LsbHistogram) else lsb.astype(np.float64))
+            # equal codes add a count at 0, which the histogram's quantiles leave out
+            self.tail.add(lsb if isinstance(self.tail, _LsbHistogram) else lsb[lsb > 0].astype(np.float64))
             fa, fb = ai.astype(np.float64), bi.astype(np.float64)
             err = lsb.astype(np.float64)
             self._pairs(fa, fb, err, index_of, lane)
@@ -458,7 +467,7 @@ class ErrorAccumulator:
             self.worst_index = index_of(k)
         nz = fa != 0
         if nz.any():
-            rel = float((err[nz] / np.abs(fa[nz])).max())
+            rel = float(np.divide(err, np.abs(fa), out=np.zeros_like(err), where=nz).max())
             self.max_rel = rel if self.max_rel is None else max(self.max_rel, rel)
         unit = self.unit
         if self.rtol > 0:

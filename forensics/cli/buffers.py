@@ -96,6 +96,8 @@ def register(subparsers, parents) -> None:
     p.add_argument("--limit", type=non_negative_int, default=20, metavar="N",
                    help="list at most N differing records (default 20; 0 = all)")
     p.add_argument("--all", action="store_true", help="list every differing record")
+    p.add_argument("--no-stats", action="store_true",
+                   help="leave out the error statistics (faster on multi-GB dumps; tolerances in whole LSB only)")
     _add_model_flags(p)
     add_slice_flags(p, offset=False)
     p.set_defaults(handler=cmd_diff)

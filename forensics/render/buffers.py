@@ -186,8 +186,10 @@ def render_diff(result, geometry=None, *, unicode: bool | None = None) -> list:
     out = []
     if result.verdict == "WITHIN TOLERANCE":
         stats = result.stats
-        out.append(verdict("WITHIN TOLERANCE", f"{stats.differing:,} of {stats.count:,} values differ, within "
-                                               f"{result.policy.describe()}"))
+        what = (f"{stats.differing:,} of {stats.count:,} values differ" if stats is not None else
+                "data bytes differ")
+        out.append(verdict("WITHIN TOLERANCE", f"{what}, within {result.policy.describe()}"
+                                               + ("" if stats is not None else " (statistics left out)")))
     elif result.identical or result.verdict == "MATCH":
         out.append(verdict("MATCH", f"as configured ({_configured(result) or 'data lanes'}): "
                                     f"{result.records_compared:,} records of {rs} bytes match; the bytes themselves "

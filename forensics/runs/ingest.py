@@ -139,6 +139,10 @@ def ingest(run_path, source: str, specs, *, model=None, dump_options: dict | Non
         opened = open_model(model)
     added, relayouted = [], []
     try:
+        if opened is not None:  # a tensor named on the command line must be the model's (a typo, else)
+            for s in specs:
+                if s.stage in ("input", "tensor", "dequantized") and s.tensor != s.stage:
+                    opened.tensor(s.tensor)
         with write_run(run_path, source, add=not created) as builder:
             if record is not None:
                 builder.model = record

@@ -307,3 +307,47 @@ def test_cli_diff_tolerance_flags(cli):
 def test_cli_diff_bad_tolerance_is_one_line(cli, flags, fragment):
     r = cli("diff", "dumps/libedgetpu/convert_scores.bin", "dumps/broken/convert_scores.bin", *flags)
     assert_one_line_error(r, fragment)
+
+
+@pytest.mark.parametrize("case", ["equal", "within", "beyond", "pad_only", "trailing_within", "trailing_beyond"])
+@pytest.mark.parametrize("tolerance", [0, 2])
+def test_verdict_without_statistics_is_the_verdict_with_them(tmp_path, case, tolerance):
+    """stats=False (diff --no-stats) judges on whole LSB from the records alone: the same verdict and exit
+    code as with the statistics, for every kind of difference."""
+    a = np.array([10, 20, 30, 40] * 100 + [7, 7], dtype=np.uint8)  # 100 records and a 2-byte partial one
+    b = a.copy()
+    if case == "within":
+        b[[5, 9]] += np.array([1, 2], dtype=np.uint8)
+    elif case == "beyond":
+        b[[5, 9]] += np.array([1, 3], dtype=np.uint8)
+    elif case == "pad_only":
+        b[[2, 3]] += 9
+    elif case == "trailing_within":
+        b[-1] += 2
+    elif case == "trailing_beyond":
+        b[-1] += 5
+    da, db = _stats_pair(tmp_path, a, b)
+    layout = RecordLayout(record_size=4, pad_lanes=(2, 3) if case == "pad_only" else (), scale=0.1, zero_point=0)
+    with_stats = diff_dumps(da, db, layout, tolerance=tolerance)
+    without = diff_dumps(da, db, layout, tolerance=tolerance, stats=False)
+    assert without.stats is None and "stats" not in without.to_dict()
+    assert without.verdict == with_stats.verdict and without.passed == with_stats.passed
+    assert (without.records_differing, without.bytes_differing) == (with_stats.records_differing,
+                                                                    with_stats.bytes_differing)
+
+
+def test_cli_diff_no_stats(cli, tmp_path):
+    a = np.array([10, 20, 30, 40] * 100, dtype=np.uint8)
+    b = a.copy()
+    b[5] += 1
+    pa, pb = tmp_path / "a.bin", tmp_path / "b.bin"
+    pa.write_bytes(a.tobytes())
+    pb.write_bytes(b.tobytes())
+    got = cli("diff", str(pa), str(pb), "--no-stats", "--json")
+    doc = json.loads(got.out)
+    assert got.code == 1 and doc["verdict"] == "DIFFER" and "stats" not in doc and doc["records_differing"] == 1
+    got = cli("diff", str(pa), str(pb), "--no-stats", "--tolerance", "1")
+    assert got.code == 0 and got.out.startswith("WITHIN TOLERANCE") and "statistics left out" in got.out
+    for flags, fragment in ((["--rtol", "0.1"], "--no-stats"), (["--atol", "0.01"], "--no-stats"),
+                            (["--check", "p99"], "--no-stats"), (["--plot", str(tmp_path / "p.png")], "--plot")):
+        assert_one_line_error(cli("diff", str(pa), str(pb), "--no-stats", *flags), fragment)

@@ -208,3 +208,8 @@ def test_ingest_with_model_relayouts_raw_layers(tmp_path, cli, shared_data):
     assert_one_line_error(cli("ingest", tmp_path / "r2", "--source", "ours", "--model", model_path,
                               f"raw:convert_scores={tmp_path / 'short.bin'}"), "176368 bytes (raw)")
     assert not (tmp_path / "r2").exists()
+    # a tensor the model does not have is refused, naming it, before anything is written
+    (tmp_path / "t.bin").write_bytes(tensor.tobytes())
+    assert_one_line_error(cli("ingest", tmp_path / "r3", "--source", "ours", "--model", model_path,
+                              f"tensor:convert_score={tmp_path / 't.bin'}"), "'convert_score'", model_path.name)
+    assert not (tmp_path / "r3").exists()
