@@ -343,23 +343,34 @@ class _QuantizedDecoder:
         return boxes.T
 
 
-def _decode_bound(table: np.ndarray, anchors: np.ndarray) -> float:
-    """An upper bound of |coordinate| over every box _QuantizedDecoder can make from this factor table and
-    these float32 anchors (inf when a factor is not finite): |centre factor| * size + |centre| plus
-    |half factor| * size, with a margin far above the float32 rounding of each step."""
-    if not (np.isfinite(table).all() and anchors.size):
+def _decode_bound(maxima: tuple[float, float], anchor_rows: np.ndarray) -> float:
+    """An upper bound of |coordinate| over every box _QuantizedDecoder can make from a factor table with these
+    _factor_maxima and these anchors (_anchor_rows): |centre factor| * size + |centre| plus |half factor| *
+    size, with a margin far above the float32 rounding of each step (inf when a factor is not finite)."""
+    if not anchor_rows.shape[1]:
         return math.inf
-    a = np.abs(anchors.astype(np.float64))
-    size, centre = float(a[:, 2:].max()), float(a[:, :2].max())
-    factors = np.abs(np.asarray(table).reshape(2, 4, 256))
-    return 2.0 * (float(factors[:, :2].max()) * size + centre + float(factors[:, 2:].max()) * size) + 1.0
+    a = np.abs(anchor_rows[:4])
+    size, centre = float(a[2:].max()), float(a[:2].max())
+    return 2.0 * (maxima[0] * size + centre + maxima[1] * size) + 1.0
+
+
+@functools.lru_cache(maxsize=64)
+def _factor_maxima(scale: float, zero_point: int, two_roundings: bool, scales: tuple) -> tuple[float, float]:
+    """(largest |centre factor|, largest |half factor|) of that _code_factors table; inf when not finite."""
+    factors = np.abs(_code_factors(scale, zero_point, two_roundings, scales))
+    if not np.isfinite(factors).all():
+        return math.inf, math.inf
+    return float(factors[:, :2].max()), float(factors[:, 2:].max())
 
 
 def _anchor_rows(anchors: np.ndarray) -> np.ndarray:
     """float64 [6, N] rows ycenter, xcenter, h, w, h, w of float32 [N, 4] anchors: rows 2..5 line up with the
     four decode factors, so one multiply scales them all."""
-    a = np.asarray(anchors, dtype=np.float32).T.astype(np.float64)
-    return np.ascontiguousarray(np.concatenate([a, a[2:]]))
+    anchors = np.asarray(anchors, dtype=np.float32)
+    rows = np.empty((6, anchors.shape[0]), np.float64)
+    rows[:4] = anchors.T
+    rows[4:] = rows[2:4]
+    return rows
 
 
 def _max_f(a, b):
@@ -735,13 +746,13 @@ class PostProcessor:
         self.anchors_t = _anchor_rows(self.anchors)  # for the box decode
         # Only a negative anchor size can give a decoded box min > max, which fails the kernel (ValidateBoxes):
         # with one, every frame's boxes are decoded and checked.
-        self.negative_size = bool(self.anchors.size and self.anchors[:, 2:].min() < 0)
+        self.negative_size = bool(self.anchors.size and self.anchors_t[2:4].min() < 0)
         self.options, self.rounding, self.boxes_into_kernel = options, rounding, boxes_into_kernel
         self.boxes_quant, self.scores_quant = boxes_quant, scores_quant
         self.bounded = boxes_quant is not None and _decode_bound(
-            _code_factors(boxes_quant.scale, boxes_quant.zero_point, rounding == "litert" and not boxes_into_kernel,
-                          (options.y_scale, options.x_scale, options.h_scale, options.w_scale)),
-            self.anchors) < _BOX_BOUND
+            _factor_maxima(boxes_quant.scale, boxes_quant.zero_point, rounding == "litert" and not boxes_into_kernel,
+                           (options.y_scale, options.x_scale, options.h_scale, options.w_scale)),
+            self.anchors_t) < _BOX_BOUND
 
     def __call__(self, boxes, scores) -> DecodeResult:
         """Run the kernel on [N, 4] box encodings and [N, C] scores (uint8 with the Quantization given at
