@@ -9,7 +9,6 @@ next to the dump (`ours.bin.json`, or `ours.json`).
 
 from __future__ import annotations
 
-import ast
 import mmap
 import os
 import queue

@@ -104,7 +104,6 @@ def _slice(offset=None, length=None, gap_fill=None, *, layout: bool = False) -> 
 
 # --- buffers: crc, diff, anchors, coverage, hexdump --------------------------------------------------------
 
-@dataclass(frozen=True, repr=False)
 class CrcReport(Report):
     def renderables(self) -> list:
         from forensics.render.buffers import render_crc
@@ -305,7 +304,6 @@ def anchors(file, *, record=None, offset=None, count=None, fields=None, pad=None
                          context=context, heat=heat, heatmap=drawn, grid=grid, title=title, dumps=(dump,))
 
 
-@dataclass(frozen=True, repr=False)
 class CoverageReport(Report):
     def renderables(self) -> list:
         from forensics.render.buffers import render_coverage
@@ -339,7 +337,6 @@ def _hex_bytes(text: str) -> bytes:
     return value
 
 
-@dataclass(frozen=True, repr=False)
 class HexdumpReport(Report):
     def renderables(self) -> list:
         from forensics.render.buffers import render_hexdump
@@ -391,7 +388,6 @@ def _open_model(path):
     return model, read_packages(model)
 
 
-@dataclass(frozen=True, repr=False)
 class GraphReport(Report):
     def renderables(self) -> list:
         from forensics.render.model import render_graph, render_params
@@ -444,7 +440,6 @@ def extract(model, *, output, force: bool = False) -> ExtractReport:
     return ExtractReport("extract", result, files=tuple(files))
 
 
-@dataclass(frozen=True, repr=False)
 class RelayoutReport(Report):
     def renderables(self) -> list:
         from forensics.render.model import render_relayout
@@ -634,7 +629,6 @@ def decode(boxes, scores, *, model=None, deps=None, layout: str = "auto", dequan
                         rows_key="detections", geometry=geometry, drawing=drawn, score_threshold=score_threshold)
 
 
-@dataclass(frozen=True, repr=False)
 class TailReport(Report):
     def renderables(self) -> list:
         from forensics.render.decode import render_tail
@@ -649,7 +643,6 @@ def tail(model, *, output) -> TailReport:
     return TailReport("tail", write_tail(model, output))
 
 
-@dataclass(frozen=True, repr=False)
 class AnchorsGenReport(Report):
     def renderables(self) -> list:
         from forensics.render.decode import render_anchors_gen
@@ -675,7 +668,6 @@ def anchors_gen(*, input_size=None, feature_maps=None, min_scale: float = 0.2, m
 
 # --- runs: capture, ingest, compare ------------------------------------------------------------------------
 
-@dataclass(frozen=True, repr=False)
 class CaptureReport(Report):
     def renderables(self) -> list:
         from forensics.render.runs import render_capture
@@ -683,7 +675,6 @@ class CaptureReport(Report):
         return render_capture(self.result)
 
 
-@dataclass(frozen=True)
 class CaptureManyReport(Report):
     def renderables(self) -> list:
         from forensics.render.runs import render_capture_many
@@ -714,7 +705,6 @@ def capture(*, model, output, source: str = "litert", image=None, input=None,  #
     return CaptureReport("capture", result, rows_key="buffers")
 
 
-@dataclass(frozen=True, repr=False)
 class IngestReport(Report):
     def renderables(self) -> list:
         from forensics.render.runs import render_ingest
@@ -760,7 +750,6 @@ def ingest(run, buffers, *, source: str | None = None, model=None, from_format: 
     return IngestReport("ingest", result, warnings=warnings, rows_key="buffers")
 
 
-@dataclass(frozen=True, repr=False)
 class ExportReport(Report):
     def renderables(self) -> list:
         from rich.text import Text
@@ -802,7 +791,6 @@ class CompareReport(Report):
         return out
 
 
-@dataclass(frozen=True, repr=False)
 class BatchReport(CompareReport):
     """compare --batch: the summary rows (html: the summary page written)."""
 
@@ -946,7 +934,6 @@ def compare(*runs, html=None, previous=None, model=None, deps=None, limit: int =
 
 # --- diagnose ----------------------------------------------------------------------------------------------
 
-@dataclass(frozen=True, repr=False)
 class DiagnoseReport(Report):
     def renderables(self) -> list:
         from forensics.render.diagnose import render_diagnose
@@ -1008,7 +995,6 @@ def diagnose(a, b, *, previous=None, model=None, tensor=None, record=None, offse
     return DiagnoseReport("diagnose", result, result.exit_code, rows_key="findings", dumps=(dump_a, dump_b, earlier))
 
 
-@dataclass(frozen=True)
 class SimulateReport(Report):
     def to_dict(self) -> dict:
         return self.result if isinstance(self.result, dict) else self.result.to_dict()
@@ -1048,7 +1034,6 @@ class CsrReport(Report):
         return render_comparison(self.result, limit=self.limit, show_all=self.show_all)
 
 
-@dataclass(frozen=True, repr=False)
 class RegisterReport(Report):
     def renderables(self) -> list:
         from forensics.render.csr import render_lookup
@@ -1091,7 +1076,6 @@ def csr(a=None, b=None, *, reads: bool = False, mask=None, snapshot: bool = Fals
 
 # --- driver-side evidence: import, fingerprint, verify; the demo -------------------------------------------
 
-@dataclass(frozen=True, repr=False)
 class ImportReport(Report):
     def renderables(self) -> list:
         from forensics.render.evidence import render_import
@@ -1107,7 +1091,6 @@ def import_(text, *, output, format: str = "auto", gap_fill: int | None = None) 
                                                    gap_fill=gap_fill))
 
 
-@dataclass(frozen=True, repr=False)
 class FingerprintReport(Report):
     def lines(self) -> list[str]:
         """The driver-style lines, exactly (a driver's log is compared with them character by character)."""
@@ -1133,7 +1116,6 @@ def fingerprint(file, *, page: int = 4096, tag: str | None = None, offset: int |
                              rows_key="pages")
 
 
-@dataclass(frozen=True, repr=False)
 class VerifyReport(Report):
     def renderables(self) -> list:
         from forensics.render.evidence import render_verify
@@ -1193,7 +1175,6 @@ class DemoDocument:
                 "ok": all(step["ok"] for step in self.steps)}
 
 
-@dataclass(frozen=True, repr=False)
 class DemoReport(Report):
     def renderables(self) -> list:
         from rich.text import Text

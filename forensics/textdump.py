@@ -35,22 +35,39 @@ FORMAT_NAMES = {
     "od": "od -A x -t x1 output", "plain": "plain hex",
 }
 
-# DbgView's saved-log columns (line number, time) and DbgPrint's "[pid] " / "[pid:tid] " prefix.
-_DBGVIEW = re.compile(r"^\s*(?:\d+\t(?:[0-9.:]+(?:\s*[AP]M)?\t)?)?(?:\[[0-9a-fA-Fx:]+\]\s?)?")
-# a WinDbg command line pasted with its output: `0: kd> `, `lkd> `, `0:000> `, `0:000:x86> `
-_PROMPT = re.compile(r"^\s*(?:(?:\d+: )?[kl]?kd> |\d+:\d+(?::\w+)?> )")
-
-_CONTROL = re.compile("[\x00-\x08\x0b\x0e-\x1f\x7f]")
 _HEX = "0-9a-fA-F"
-_WINDBG_ADDR = re.compile(rf"^([{_HEX}]{{8}}(?:`[{_HEX}]{{8}})?)  (?=\S)")
-_XXD = re.compile(rf"^([{_HEX}]{{4,16}}): ")
-_HEXDUMP = re.compile(rf"^([{_HEX}]{{8,16}})  ((?:[{_HEX}]{{2}} {{1,2}}){{0,15}}[{_HEX}]{{2}}) +\|.*\|?$")
-_OD = re.compile(rf"^([{_HEX}]{{6,16}})((?: [{_HEX}]{{2}}){{1,}})(?:\s+>.*<?)?$")
-_SIZE_ONLY = re.compile(rf"^([{_HEX}]{{6,16}})$")
-_DB_FULL = re.compile(rf"(?:[{_HEX}]{{2}} ){{7}}[{_HEX}]{{2}}[- ](?:[{_HEX}]{{2}} ){{7}}[{_HEX}]{{2}}(?:  |$)")
-_PAIR = re.compile(f"[{_HEX}]{{2}}")
-_HEXRUN = re.compile(f"[{_HEX}]+")
-_PLAIN = re.compile(rf"^(?:0x)?[{_HEX}]{{2}}(?:[ ,]*(?:0x)?[{_HEX}]{{2}})*[ ,]*$")
+
+
+class _Patterns:
+    """The regular expressions, compiled on first use: a binary dump (most of them) never needs them, and
+    compiling them all cost every command's start-up a few milliseconds."""
+
+    SOURCES = dict(
+        # DbgView's saved-log columns (line number, time) and DbgPrint's "[pid] " / "[pid:tid] " prefix.
+        DBGVIEW=r"^\s*(?:\d+\t(?:[0-9.:]+(?:\s*[AP]M)?\t)?)?(?:\[[0-9a-fA-Fx:]+\]\s?)?",
+        # a WinDbg command line pasted with its output: `0: kd> `, `lkd> `, `0:000> `, `0:000:x86> `
+        PROMPT=r"^\s*(?:(?:\d+: )?[kl]?kd> |\d+:\d+(?::\w+)?> )",
+        CONTROL="[\x00-\x08\x0b\x0e-\x1f\x7f]",
+        WINDBG_ADDR=rf"^([{_HEX}]{{8}}(?:`[{_HEX}]{{8}})?)  (?=\S)",
+        XXD=rf"^([{_HEX}]{{4,16}}): ",
+        HEXDUMP=rf"^([{_HEX}]{{8,16}})  ((?:[{_HEX}]{{2}} {{1,2}}){{0,15}}[{_HEX}]{{2}}) +\|.*\|?$",
+        OD=rf"^([{_HEX}]{{6,16}})((?: [{_HEX}]{{2}}){{1,}})(?:\s+>.*<?)?$",
+        SIZE_ONLY=rf"^([{_HEX}]{{6,16}})$",
+        DB_FULL=rf"(?:[{_HEX}]{{2}} ){{7}}[{_HEX}]{{2}}[- ](?:[{_HEX}]{{2}} ){{7}}[{_HEX}]{{2}}(?:  |$)",
+        PAIR=f"[{_HEX}]{{2}}",
+        HEXRUN=f"[{_HEX}]+",
+        PLAIN=rf"^(?:0x)?[{_HEX}]{{2}}(?:[ ,]*(?:0x)?[{_HEX}]{{2}})*[ ,]*$",
+    )
+
+    def __getattr__(self, name: str):
+        if name not in self.SOURCES:
+            raise AttributeError(name)
+        compiled = re.compile(self.SOURCES[name])
+        setattr(self, name, compiled)
+        return compiled
+
+
+_rx = _Patterns()
 
 
 @dataclass(frozen=True)
@@ -98,7 +115,7 @@ def decode_text(head: bytes) -> tuple[str, str] | None:
             if exc.start < len(body) - 3:  # not just a character cut by the sniff window
                 return None
             text = body[: exc.start].decode("utf-8")
-    if _CONTROL.search(text):
+    if _rx.CONTROL.search(text):
         return None
     return text, encoding
 
@@ -115,20 +132,20 @@ def ascii_share(head: bytes) -> float:
 
 
 def _strip(line: str) -> str:
-    return _DBGVIEW.sub("", line, count=1).rstrip()
+    return _rx.DBGVIEW.sub("", line, count=1).rstrip()
 
 
 def _classify(line: str) -> str | None:
     """The format a single (prefix-stripped) line looks like, or None."""
-    if _HEXDUMP.match(line):
+    if _rx.HEXDUMP.match(line):
         return "hexdump"
-    if _XXD.match(line):
+    if _rx.XXD.match(line):
         return "xxd"
-    if _WINDBG_ADDR.match(line):
+    if _rx.WINDBG_ADDR.match(line):
         return "windbg"
-    if _OD.match(line) and len(line.split()[0]) >= 6:
+    if _rx.OD.match(line) and len(line.split()[0]) >= 6:
         return "od"
-    if _PLAIN.match(line):
+    if _rx.PLAIN.match(line):
         return "plain"
     return None
 
@@ -139,7 +156,7 @@ def detect_format(text: str) -> str | None:
     seen = 0
     for raw in text.splitlines()[:400]:
         line = _strip(raw)
-        if not line or _PROMPT.match(line) or line == "*" or _SIZE_ONLY.match(line):
+        if not line or _rx.PROMPT.match(line) or line == "*" or _rx.SIZE_ONLY.match(line):
             continue
         seen += 1
         kind = _classify(line)
@@ -225,7 +242,7 @@ def _windbg_line(line: str, m: re.Match, lineno: int, b: _Builder) -> tuple[int,
     first = body.split()[0] if body.split() else ""
     width = len(first.split("-")[0].replace("`", ""))
     if width == 2:  # db: byte i at column 3*i, '-' after the 8th byte, then the ASCII column
-        if _DB_FULL.match(body):  # the common full line, in one step
+        if _rx.DB_FULL.match(body):  # the common full line, in one step
             return address, bytes.fromhex(body[:47].replace("-", " ")), "db"
         data = bytearray()
         for i in range(16):
@@ -233,7 +250,7 @@ def _windbg_line(line: str, m: re.Match, lineno: int, b: _Builder) -> tuple[int,
             if len(pair) < 2 or pair[0] == " ":
                 break
             sep = body[3 * i + 2:3 * i + 3]
-            if not _PAIR.fullmatch(pair) or sep not in ("", " ", "-"):
+            if not _rx.PAIR.fullmatch(pair) or sep not in ("", " ", "-"):
                 b.fail(lineno, f"malformed WinDbg db line: {pair!r} at byte {i}")
             data.append(int(pair, 16))
         return address, bytes(data), "db"
@@ -247,7 +264,7 @@ def _windbg_line(line: str, m: re.Match, lineno: int, b: _Builder) -> tuple[int,
         if len(words) == per_line:
             break
         clean = token.replace("`", "")
-        if len(clean) != width or not _HEXRUN.fullmatch(clean):
+        if len(clean) != width or not _rx.HEXRUN.fullmatch(clean):
             if words and "  " in rest:  # dc / partial line: the ASCII column starts
                 variant = "dc" if width == 8 else variant
                 break
@@ -264,7 +281,7 @@ def _od_address_base(text: str) -> int:
     which the second line's address is the first's plus the first line's byte count."""
     lines = []
     for raw in text.splitlines():
-        m = _OD.match(_strip(raw))
+        m = _rx.OD.match(_strip(raw))
         if m:
             lines.append((m.group(1), len(m.group(2).split())))
             if len(lines) == 2:
@@ -301,14 +318,14 @@ def decode_text_dump(text: str, *, path: str = "<text>", fmt: str = "auto", gap_
     pending_error: tuple[int, str] | None = None
     for lineno, raw in enumerate(text.splitlines(), start=1):
         line = _strip(raw)
-        if not line or _PROMPT.match(line):
+        if not line or _rx.PROMPT.match(line):
             continue
         if line == "*" and fmt in ("hexdump", "od", "xxd"):
             if not started:
                 b.fail(lineno, "'*' before any dump line")
             b.repeat_pending = True
             continue
-        size_only = _SIZE_ONLY.match(line) if fmt in ("hexdump", "od") else None
+        size_only = _rx.SIZE_ONLY.match(line) if fmt in ("hexdump", "od") else None
         if size_only:  # the final line: the total size (also closes a '*' run)
             if started:
                 b.advance_to(int(size_only.group(1), base), lineno)
@@ -316,21 +333,21 @@ def decode_text_dump(text: str, *, path: str = "<text>", fmt: str = "auto", gap_
             continue
         parsed = None
         if fmt == "windbg":
-            m = _WINDBG_ADDR.match(line)
+            m = _rx.WINDBG_ADDR.match(line)
             if m:
                 address, data, variant = _windbg_line(line, m, lineno, b)
                 parsed = (address, data)
         elif fmt == "xxd":
-            m = _XXD.match(line)
+            m = _rx.XXD.match(line)
             if m:
                 hexpart = line[m.end():].split("  ")[0]
                 parsed = (int(m.group(1), 16), _hexbytes(hexpart.split(), lineno, b))
         elif fmt == "hexdump":
-            m = _HEXDUMP.match(line)
+            m = _rx.HEXDUMP.match(line)
             if m:
                 parsed = (int(m.group(1), 16), _hexbytes(m.group(2).split(), lineno, b))
         elif fmt == "od":
-            m = _OD.match(line)
+            m = _rx.OD.match(line)
             if m:
                 try:
                     address = int(m.group(1), base)
@@ -338,7 +355,7 @@ def decode_text_dump(text: str, *, path: str = "<text>", fmt: str = "auto", gap_
                     b.fail(lineno, f"od address {m.group(1)!r} is not base {base} like the lines before")
                 parsed = (address, _hexbytes(m.group(2).split(), lineno, b))
         elif fmt == "plain":
-            if _PLAIN.match(line):
+            if _rx.PLAIN.match(line):
                 cleaned = line.replace(",", " ").replace("0x", " ").replace("0X", " ")
                 parsed = (None, _hexbytes(cleaned.split(), lineno, b))
         if parsed is None:

@@ -21,10 +21,14 @@ kernel are `(q - zero_point) * scale` rounded once; the DEQUANTIZE op and the ke
 `optimized_ops::Dequantize`, which LiteRT's x86 build computes as `q*s - zp*s` (two roundings) in blocks of 8
 elements and rounds once in the last n mod 8 elements ("litert"); the reference kernel and tflite-runtime 2.14
 round once everywhere ("reference").
+
+`postprocess` runs it once; a `PostProcessor` holds one model's checked constants (anchors, options,
+quantization, decode tables) for many frames, as an interpreter is prepared once and invoked per frame.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 from dataclasses import dataclass, field
@@ -188,13 +192,30 @@ def _score_tables(scale: float, zero_point: int, rounding: str) -> tuple[np.ndar
     return block, tail, monotone
 
 
+@functools.lru_cache(maxsize=64)
+def _score_values(scale: float, zero_point: int, rounding: str) -> tuple:
+    """The single table's values as Python floats (exactly the float32 values), for building result rows."""
+    return tuple(_score_tables(scale, zero_point, rounding)[1].tolist())
+
+
+@functools.lru_cache(maxsize=256)
+def _min_code(scale: float, zero_point: int, rounding: str, threshold: float) -> int:
+    """Smallest code whose value can reach `threshold` in either table (256 when none can); a constant of the
+    model and its options, like the tables."""
+    block, tail, _ = _score_tables(scale, zero_point, rounding)
+    thr = np.float32(threshold)
+    # both tables increase: the first code reaching thr in either of them
+    return int(min(np.searchsorted(block, thr, side="left"), np.searchsorted(tail, thr, side="left")))
+
+
 class _ScoreLookup:
     """uint8 scores dequantized lazily, position by position, exactly as a full dequantization would."""
 
     def __init__(self, q: np.ndarray, quant: Quantization, rounding: str):
         self.q = q
         self.cols = q.shape[1]
-        self.lut_block, self.lut_tail, self._monotone = _score_tables(quant.scale, quant.zero_point, rounding)
+        self.table_key = (quant.scale, quant.zero_point, rounding)
+        self.lut_block, self.lut_tail, self._monotone = _score_tables(*self.table_key)
         self.full = (q.size // 8) * 8  # flat positions >= full use lut_tail
 
     def values(self, rows, cols) -> np.ndarray:
@@ -208,10 +229,7 @@ class _ScoreLookup:
 
     def min_code(self, threshold: float) -> int:
         """Smallest code whose value can reach `threshold` at any position (256 when none can)."""
-        thr = np.float32(threshold)
-        # both tables increase: the first code reaching thr in either of them
-        return int(min(np.searchsorted(self.lut_block, thr, side="left"),
-                       np.searchsorted(self.lut_tail, thr, side="left")))
+        return _min_code(*self.table_key, float(threshold))
 
     def monotone(self) -> bool:
         return self._monotone
@@ -258,6 +276,103 @@ def decode_boxes(deltas: np.ndarray, anchors: np.ndarray, options: PostProcessOp
     return boxes
 
 
+@functools.lru_cache(maxsize=64)
+def _code_factors(scale: float, zero_point: int, two_roundings: bool, scales: tuple) -> np.ndarray:
+    """[2, 4, 256] float64: for each byte of a box encoding, at block (0) and tail (1) positions, the double
+    factor decode_boxes derives from it: dy / y_scale, dx / x_scale, 0.5 * exp(dh / h_scale),
+    0.5 * exp(dw / w_scale). With them the decode of a uint8 row is decode_boxes' arithmetic minus the
+    per-call exp: constants of the model, computed once per (quantization, rounding, scales)."""
+    codes = np.arange(256, dtype=np.uint8)
+    tail = dequantize_single(codes, Quantization(scale, zero_point))
+    block = tail
+    if two_roundings:
+        s = np.float32(scale)
+        block = codes.astype(np.float32) * s - np.float32(np.float32(zero_point) * s)
+    sy, sx, sh, sw = scales
+    out = np.empty((2, 4, 256), np.float64)
+    with np.errstate(all="ignore"):
+        for t, lut in enumerate((block, tail)):
+            d = lut.astype(np.float64)
+            out[t, 0] = d / sy
+            out[t, 1] = d / sx
+            out[t, 2] = 0.5 * _exp_exact(d / sh)
+            out[t, 3] = 0.5 * _exp_exact(d / sw)
+    out.setflags(write=False)
+    return out
+
+
+_COORDS = np.arange(4)
+# Decoded coordinates known to stay within +-_BOX_BOUND (from the factor tables and the anchors, per model) cannot
+# overflow in the decode, nor in areas and unions of two boxes: such boxes skip finiteness checks and errstate.
+_BOX_BOUND = 1e18
+_NO_ERRSTATE = contextlib.nullcontext()
+_COORD_BASE = (np.arange(4, dtype=np.uint16) * 256)[:, None]  # coordinate j's factors start at j * 256
+
+
+class _QuantizedDecoder:
+    """decode_boxes of uint8 box encodings row by row, through _code_factors: each row's bytes pick their
+    factors (block or tail ones by flat position under LiteRT's rounding), then the anchor arithmetic."""
+
+    def __init__(self, codes: np.ndarray, anchors: np.ndarray, quant: Quantization, two_roundings: bool,
+                 options: PostProcessOptions, anchors_t: np.ndarray | None = None, bounded: bool = False):
+        self.codes = codes
+        self.bounded = bounded  # _decode_bound(...) < _BOX_BOUND, worked out by PostProcessor
+        # float64 [6, N]: ycenter, xcenter, h, w, h, w, one row each (_anchor_rows, once per model by PostProcessor)
+        self.anchors_t = _anchor_rows(anchors) if anchors_t is None else anchors_t
+        self.table = _code_factors(quant.scale, quant.zero_point, two_roundings,
+                                   (options.y_scale, options.x_scale, options.h_scale, options.w_scale)).reshape(-1)
+        self.stride = codes.shape[1]
+        self.full = (codes.size // 8) * 8  # flat positions >= full take the tail factors
+        # the first row holding a tail position; none when both roundings agree
+        self.first_tail = self.full // self.stride if two_roundings else codes.shape[0]
+
+    def __call__(self, rows: np.ndarray) -> np.ndarray:
+        """float32 [k, 4] boxes of anchors `rows`: a view of a C-contiguous [4, k], one row per coordinate,
+        which keeps numpy's inner loops over the k boxes (with [k, 2] operands it would loop over pairs)."""
+        index = np.add(self.codes[rows, :4].T, _COORD_BASE, order="C")  # uint16 [4, k]
+        if rows.size and int(rows.max()) >= self.first_tail:
+            index += ((rows * self.stride + _COORDS[:, None]) >= self.full) * np.uint16(1024)
+        a = self.anchors_t[:, rows]
+        boxes = np.empty((4, rows.size), np.float32)
+        with _NO_ERRSTATE if self.bounded else np.errstate(all="ignore"):
+            f = self.table[index] * a[2:]  # dy / y_scale * h, dx / x_scale * w, half height, half width
+            centre = (f[:2] + a[:2]).astype(np.float32)
+            half = f[2:].astype(np.float32)
+            np.subtract(centre, half, out=boxes[:2])
+            np.add(centre, half, out=boxes[2:])
+        return boxes.T
+
+
+def _decode_bound(maxima: tuple[float, float], anchor_rows: np.ndarray) -> float:
+    """An upper bound of |coordinate| over every box _QuantizedDecoder can make from a factor table with these
+    _factor_maxima and these anchors (_anchor_rows): |centre factor| * size + |centre| plus |half factor| *
+    size, with a margin far above the float32 rounding of each step (inf when a factor is not finite)."""
+    if not anchor_rows.shape[1]:
+        return math.inf
+    a = np.abs(anchor_rows[:4])
+    size, centre = float(a[2:].max()), float(a[:2].max())
+    return 2.0 * (maxima[0] * size + centre + maxima[1] * size) + 1.0
+
+
+@functools.lru_cache(maxsize=64)
+def _factor_maxima(scale: float, zero_point: int, two_roundings: bool, scales: tuple) -> tuple[float, float]:
+    """(largest |centre factor|, largest |half factor|) of that _code_factors table; inf when not finite."""
+    factors = np.abs(_code_factors(scale, zero_point, two_roundings, scales))
+    if not np.isfinite(factors).all():
+        return math.inf, math.inf
+    return float(factors[:, :2].max()), float(factors[:, 2:].max())
+
+
+def _anchor_rows(anchors: np.ndarray) -> np.ndarray:
+    """float64 [6, N] rows ycenter, xcenter, h, w, h, w of float32 [N, 4] anchors: rows 2..5 line up with the
+    four decode factors, so one multiply scales them all."""
+    anchors = np.asarray(anchors, dtype=np.float32)
+    rows = np.empty((6, anchors.shape[0]), np.float64)
+    rows[:4] = anchors.T
+    rows[4:] = rows[2:4]
+    return rows
+
+
 def _max_f(a, b):
     """std::max<float>(a, b) = (a < b) ? b : a (NaN in b is not propagated, NaN in a is)."""
     return np.where(a < b, b, a)
@@ -295,16 +410,18 @@ def iou_matrix(bi: np.ndarray, bj: np.ndarray) -> np.ndarray:
         inter = mx(mn(a[..., 2], b[..., 2]) - mx(a[..., 0], b[..., 0]), f0) * \
             mx(mn(a[..., 3], b[..., 3]) - mx(a[..., 1], b[..., 1]), f0)
         iou = inter / ((area_i[..., :, None] + area_j[..., None, :]) - inter)
-    degenerate = (area_i <= 0)[..., :, None] | (area_j <= 0)[..., None, :]
-    return np.where(degenerate, f0, iou).astype(np.float32, copy=False)
+    degenerate_i, degenerate_j = area_i <= 0, area_j <= 0
+    if degenerate_i.any() or degenerate_j.any():
+        iou = np.where(degenerate_i[..., :, None] | degenerate_j[..., None, :], f0, iou)
+    return iou
 
 
 def greedy_nms(boxes, group_sizes, limit: int, iou_threshold: float, chunk: int = 32) -> np.ndarray:
     """NonMaxSuppressionSingleClassHelper's greedy pass, for several independent groups at once.
 
-    `boxes` [M, 4] (or anything that returns the boxes of an index array, such as lazily decoded boxes) are the
-    candidates already sorted as the kernel sorts them (descending score, ties -> lower anchor), group after
-    group (one group for fast NMS, one per class for regular NMS); `group_sizes` their counts. In each group
+    `boxes` [M, 4] (or anything that returns the boxes of an index array or a slice, such as lazily decoded
+    boxes) are the candidates already sorted as the kernel sorts them (descending score, ties -> lower anchor),
+    group after group (one group for fast NMS, one per class for regular NMS); `group_sizes` their counts. In each group
     candidate i is selected when no earlier selected candidate j has IoU(j, i) > `iou_threshold`, until
     `limit` are selected. Returns a bool [M] mask of the selected candidates.
 
@@ -321,6 +438,9 @@ def greedy_nms(boxes, group_sizes, limit: int, iou_threshold: float, chunk: int 
     if total == 0 or limit <= 0:
         return selected
     limit = int(min(limit, sizes.max()))
+    if sizes.size == 1:
+        selected[_greedy_one(boxes, total, limit, np.float32(iou_threshold), chunk)[0]] = True
+        return selected
     starts = np.cumsum(sizes) - sizes
     thr = np.float32(iou_threshold)
     count = np.zeros(len(sizes), np.int64)
@@ -346,10 +466,81 @@ def greedy_nms(boxes, group_sizes, limit: int, iou_threshold: float, chunk: int 
 
 _NMS_MATRIX_ELEMENTS = 1 << 20  # IoU matrix elements per pass (a few MB of float32 temporaries)
 _NMS_MAX_CHUNK = 256
-# Above this many groups in a pass (and at most this wide), the greedy walk goes column by column for all groups
-# at once in numpy instead of candidate by candidate in Python (by measurement with benchmarks/bench_decode.py).
+# Above this many groups in a pass (and at most this wide), the greedy walks of all groups run at once in numpy as
+# a fixed point instead of candidate by candidate in Python (by measurement with benchmarks/bench_decode.py).
 _NMS_COLUMN_GROUPS = 8
 _NMS_COLUMN_WIDTH = 64
+
+
+def _greedy_one(boxes, size, limit, thr, chunk, bounded: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """greedy_nms for a single group (fast NMS): the same chunked walk without the bookkeeping that runs
+    many groups side by side, which costs more than the walk itself at a few dozen candidates. Returns the
+    selected positions and their boxes, in selection order. `bounded` as for _self_suppression."""
+    picked = None  # the selected boxes so far, in selection order
+    positions = []
+    count = done = 0
+    while count < limit and done < size:
+        width = min(chunk, size - done)
+        cand = np.asarray(boxes[done:done + width], dtype=np.float32)
+        active = (1 << width) - 1
+        if picked is not None:  # candidates suppressed by what earlier chunks selected
+            hit = (iou_matrix(picked, cand) > thr).any(axis=0)
+            active &= ~int.from_bytes(np.packbits(hit, bitorder="little").tobytes(), "little")
+        rows = np.packbits(_self_suppression(cand, thr, bounded), axis=-1, bitorder="little")
+        row_bytes, nb = rows.tobytes(), rows.shape[-1]
+        new = []
+        while active and count < limit:
+            i = (active & -active).bit_length() - 1  # the first still-active candidate
+            new.append(i)
+            count += 1
+            active &= ~int.from_bytes(row_bytes[i * nb:(i + 1) * nb], "little") & ~(1 << i)
+        if new:
+            positions += [done + i for i in new]
+            new = cand[np.array(new)]
+            picked = new if picked is None else np.concatenate([picked, new])
+        done += width
+        chunk = min(chunk * 2, _NMS_MAX_CHUNK)
+    return (np.array(positions, dtype=np.int64),
+            picked if picked is not None else np.empty((0, 4), np.float32))
+
+
+def _self_suppression(boxes: np.ndarray, thr, bounded: bool = False) -> np.ndarray:
+    """iou_matrix(boxes, boxes) > thr for float32 boxes [W, 4] (thr > 0), in fewer numpy calls: the boxes as
+    one contiguous row per coordinate (free for the decoders' output), (y, x) extents of all pairs as one
+    [2, W, W] array, in place. Any NaN or infinity takes iou_matrix's exact std::max/std::min forms.
+    `bounded`: every coordinate is known to lie within +-_BOX_BOUND, so with positive areas nothing can
+    overflow or divide by zero, and neither the finiteness check nor the floating-point error state is needed."""
+    t = np.ascontiguousarray(boxes.T)
+    lo, hi = t[:2], t[2:]  # (ymin, xmin), (ymax, xmax)
+    if bounded:
+        size = hi - lo
+        area = size[0] * size[1]
+        if area.min() > 0:  # every union is then at least the larger area: positive
+            return _pair_iou(lo, hi, area) > thr
+    elif not np.isfinite(t).all():
+        return iou_matrix(boxes, boxes) > thr
+    with np.errstate(all="ignore"):
+        size = hi - lo
+        area = size[0] * size[1]
+        suppress = _pair_iou(lo, hi, area) > thr
+    if area.min() <= 0:  # a degenerate box has IoU 0 against anything
+        degenerate = area <= 0
+        suppress &= ~(degenerate[:, None] | degenerate[None, :])
+    return suppress
+
+
+def _pair_iou(lo: np.ndarray, hi: np.ndarray, area: np.ndarray) -> np.ndarray:
+    """The kernel's IoU of every pair of finite boxes given as (ymin, xmin) rows `lo`, (ymax, xmax) rows `hi`
+    and their areas: float32 [W, W] (degenerate pairs not yet zeroed)."""
+    extent = np.minimum(hi[:, :, None], hi[:, None, :])
+    extent -= np.maximum(lo[:, :, None], lo[:, None, :])
+    np.maximum(extent, np.float32(0.0), out=extent)
+    inter = extent[0]
+    inter *= extent[1]
+    union = area[:, None] + area[None, :]
+    union -= inter
+    inter /= union
+    return inter
 
 
 def _greedy_pass(boxes, live, starts, sizes, done, width, limit, thr, count, picked, picked_at, selected):
@@ -370,15 +561,21 @@ def _greedy_pass(boxes, live, starts, sizes, done, width, limit, thr, count, pic
         active = active & ~prior.any(axis=1)
     suppresses = iou_matrix(cand, cand) > thr  # [g, i, j]: selecting candidate i of group g suppresses j
     if len(live) >= _NMS_COLUMN_GROUPS and width <= _NMS_COLUMN_WIDTH:
-        # Many small groups (regular NMS on sparse scores): walk the columns once for all groups together.
-        act = active.copy()
-        left = limit - have
-        chosen = np.zeros_like(act)
-        for i in range(width):
-            take = act[:, i] & (left > 0)
-            chosen[:, i] = take
-            left -= take
-            act &= ~(suppresses[:, i, :] & take[:, None])
+        # Many small groups (regular NMS on sparse scores): all groups' walks at once, as a fixed point. A
+        # candidate is selected iff it is active and no earlier selected candidate of its group suppresses it.
+        # Applying that rule to "every active candidate" and again to the result settles position by position
+        # on the greedy selection (position 0 is final after one round, position 1 after two, ...), and a
+        # round that changes nothing has settled: the rule has one fixed point. Suppression chains are short,
+        # so a few rounds replace a round per column. The limit cuts each group's selection afterwards, where
+        # the kernel's walk stops.
+        later = np.triu(suppresses, k=1)  # [g, i, j], i < j: an earlier candidate over a later one
+        chosen = active
+        for _ in range(width + 1):
+            settled = active & ~np.any(chosen[:, :, None] & later, axis=1)
+            if np.array_equal(settled, chosen):
+                break
+            chosen = settled
+        chosen = chosen & (np.cumsum(chosen, axis=1) <= (limit - have)[:, None])
         gg, ii = np.nonzero(chosen)  # group-major, ascending within a group: the order of selection
     else:
         # One or few groups: jump from one still-active candidate to the next over bit rows.
@@ -407,16 +604,17 @@ def _greedy_pass(boxes, live, starts, sizes, done, width, limit, thr, count, pic
 
 
 class _Ranked:
-    """Boxes of candidates by rank: ranked[pos] -> boxes[anchors[pos]] (decoded on demand when lazy)."""
+    """Boxes of candidates by rank: ranked[pos] -> boxes[anchors[pos]] (decoded on demand when lazy), or
+    boxes(anchors[pos]) with `call` (a decoder)."""
 
-    def __init__(self, boxes, anchors: np.ndarray):
-        self.boxes, self.anchors = boxes, anchors
+    def __init__(self, boxes, anchors: np.ndarray, call: bool = False):
+        self.boxes, self.anchors, self.call = boxes, anchors, call
 
     def __getitem__(self, pos):
-        return self.boxes[self.anchors[pos]]
+        return self.boxes(self.anchors[pos]) if self.call else self.boxes[self.anchors[pos]]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: a third cheaper to build, and fast NMS builds one per row
 class Detection:
     """One row the kernel writes: output slot, anchor, class (background excluded), float32 score, box."""
 
@@ -489,13 +687,17 @@ class DecodeResult:
         return boxes, classes, scores, np.array([self.num_detections], np.float32), written
 
 
+def _check_anchors(anchors):
+    if anchors.ndim != 2 or anchors.shape[1] != 4:
+        raise InputError(f"anchors must be [anchors, 4], got shape {list(anchors.shape)}")
+
+
 def _check_shapes(boxes, scores, anchors, options: PostProcessOptions):
     if boxes.ndim != 2 or boxes.shape[1] < 4:
         raise InputError(f"box encodings must be [anchors, >=4], got shape {list(boxes.shape)}")
     if scores.ndim != 2:
         raise InputError(f"scores must be [anchors, classes], got shape {list(scores.shape)}")
-    if anchors.ndim != 2 or anchors.shape[1] != 4:
-        raise InputError(f"anchors must be [anchors, 4], got shape {list(anchors.shape)}")
+    _check_anchors(anchors)
     n = boxes.shape[0]
     if scores.shape[0] != n or anchors.shape[0] != n:
         raise InputError(f"anchor counts differ: box encodings {n}, scores {scores.shape[0]}, "
@@ -506,10 +708,104 @@ def _check_shapes(boxes, scores, anchors, options: PostProcessOptions):
                          "kernel accepts num_classes or num_classes + 1 (background) columns")
 
 
+def _check_dtype(name: str, array: np.ndarray):
+    if array.dtype not in (np.uint8, np.float32):
+        raise InputError(f"{name} must be uint8 or float32, got {array.dtype}")
+    _check_finite(name, array)
+
+
 def _check_finite(name: str, array: np.ndarray):
-    if array.dtype.kind == "f" and not np.all(np.isfinite(array)):
+    # min and max propagate NaN: two vectorised reductions instead of a mask of the whole array
+    if array.dtype.kind == "f" and array.size and not (np.isfinite(array.min()) and np.isfinite(array.max())):
         bad = np.argwhere(~np.isfinite(array))[0]
         raise InputError(f"{name} contain NaN or infinity (first at {tuple(int(i) for i in bad)})")
+
+
+class PostProcessor:
+    """TFLite_Detection_PostProcess prepared for one model, called on each frame's box encodings and scores.
+
+    What belongs to the model is checked and tabulated once here, as the interpreter's Prepare does: the
+    anchors (copied, so later changes to the caller's array do not matter), the options, the quantizations and
+    rounding, the byte tables of the box and score decodes. `postprocess` is one call of a new PostProcessor.
+    """
+
+    def __init__(self, anchors, options: PostProcessOptions, *, boxes_quant: Quantization | None = None,
+                 scores_quant: Quantization | None = None, anchors_quant: Quantization | None = None,
+                 rounding: str = "reference", boxes_into_kernel: bool = False):
+        if rounding not in ROUNDINGS:
+            raise InputError(f"unknown dequantize rounding {rounding!r} (choose {', '.join(ROUNDINGS)})")
+        anchors = np.asarray(anchors)
+        _check_anchors(anchors)
+        _check_dtype("anchors", anchors)
+        if anchors.dtype == np.uint8:
+            if anchors_quant is None:
+                raise InputError("uint8 anchors need a scale and zero point")
+            anchors = dequantize_single(anchors, anchors_quant)
+        self.anchors = np.array(anchors, dtype=np.float32)  # a copy: checked once, nobody else's to change
+        self.anchors.setflags(write=False)
+        self.anchors_t = _anchor_rows(self.anchors)  # for the box decode
+        # Only a negative anchor size can give a decoded box min > max, which fails the kernel (ValidateBoxes):
+        # with one, every frame's boxes are decoded and checked.
+        self.negative_size = bool(self.anchors.size and self.anchors_t[2:4].min() < 0)
+        self.options, self.rounding, self.boxes_into_kernel = options, rounding, boxes_into_kernel
+        self.boxes_quant, self.scores_quant = boxes_quant, scores_quant
+        self.bounded = boxes_quant is not None and _decode_bound(
+            _factor_maxima(boxes_quant.scale, boxes_quant.zero_point, rounding == "litert" and not boxes_into_kernel,
+                           (options.y_scale, options.x_scale, options.h_scale, options.w_scale)),
+            self.anchors_t) < _BOX_BOUND
+
+    def __call__(self, boxes, scores) -> DecodeResult:
+        """Run the kernel on [N, 4] box encodings and [N, C] scores (uint8 with the Quantization given at
+        construction, or float32 as the kernel received them)."""
+        options, rounding, anchors_f = self.options, self.rounding, self.anchors
+        boxes = np.asarray(boxes)
+        scores = np.asarray(scores)
+        _check_shapes(boxes, scores, anchors_f, options)
+        _check_dtype("box encodings", boxes)
+        _check_dtype("scores", scores)
+        quantized_any = False
+        if boxes.dtype == np.uint8:
+            if self.boxes_quant is None:
+                raise InputError("uint8 box encodings need a scale and zero point")
+            quantized_any = True
+        if scores.dtype == np.uint8:
+            if self.scores_quant is None:
+                raise InputError("uint8 scores need a scale and zero point")
+            quantized_any = True
+            lookup = _ScoreLookup(np.ascontiguousarray(scores), self.scores_quant, rounding)
+            if not lookup.monotone():  # a degenerate scale: give up the byte-domain shortcuts
+                score_f, lookup = lookup.dense(), None
+            else:
+                score_f = None
+        else:
+            lookup, score_f = None, scores
+
+        if boxes.dtype == np.uint8:
+            decode = _QuantizedDecoder(boxes, anchors_f, self.boxes_quant,
+                                       rounding == "litert" and not self.boxes_into_kernel, options, self.anchors_t,
+                                       self.bounded)
+        else:
+            decode = functools.partial(_decode_rows, boxes, anchors_f, options)
+        decoded = _LazyBoxes(decode, boxes.shape[0])
+        if self.negative_size:
+            full = decoded.all()
+            bad = np.flatnonzero((full[:, 0] > full[:, 2]) | (full[:, 1] > full[:, 3]))
+            if bad.size:
+                raise InputError(f"the kernel rejects these inputs: decoded box of anchor {int(bad[0])} has min > "
+                                 "max (negative anchor height or width)")
+
+        offset = scores.shape[1] - options.num_classes
+        if options.use_regular_nms:
+            dets, candidates = _regular(decoded, scores, lookup, score_f, offset, options)
+            num = len(dets)
+        else:
+            dets, candidates, num = _fast(decoded, scores, lookup, score_f, offset, options)
+        return DecodeResult(
+            num_detections=num, detections=tuple(dets), options=options, num_anchors=int(boxes.shape[0]),
+            score_columns=int(scores.shape[1]), rounding=rounding if quantized_any else "none",
+            boxes_quant=self.boxes_quant if boxes.dtype == np.uint8 else None,
+            scores_quant=self.scores_quant if scores.dtype == np.uint8 else None,
+            candidates=candidates, decoded_boxes=decoded.rows)
 
 
 def postprocess(boxes, scores, anchors, options: PostProcessOptions, *, boxes_quant: Quantization | None = None,
@@ -520,86 +816,48 @@ def postprocess(boxes, scores, anchors, options: PostProcessOptions, *, boxes_qu
     float32 inputs are taken as the tensors the kernel received. uint8 inputs need their Quantization;
     they are dequantized as a DEQUANTIZE op would under `rounding`, except boxes with `boxes_into_kernel`
     (uint8 straight into the kernel: its own per-element Dequantizer). uint8 anchors need `anchors_quant`.
+    Frames of one model are cheaper through one PostProcessor.
     """
-    if rounding not in ROUNDINGS:
-        raise InputError(f"unknown dequantize rounding {rounding!r} (choose {', '.join(ROUNDINGS)})")
     boxes = np.asarray(boxes)
     scores = np.asarray(scores)
     anchors = np.asarray(anchors)
-    _check_shapes(boxes, scores, anchors, options)
-    for name, arr in (("box encodings", boxes), ("scores", scores), ("anchors", anchors)):
-        if arr.dtype not in (np.uint8, np.float32):
-            raise InputError(f"{name} must be uint8 or float32, got {arr.dtype}")
-        _check_finite(name, arr)
-    quantized_any = False
-    if boxes.dtype == np.uint8:
-        if boxes_quant is None:
-            raise InputError("uint8 box encodings need a scale and zero point")
-        quantized_any = True
-        box_f = dequantize_single(boxes[:, :4], boxes_quant) if boxes_into_kernel or rounding == "reference" \
-            else dequantize_litert(boxes, boxes_quant)[:, :4]
-    else:
-        box_f = boxes[:, :4]
-    if anchors.dtype == np.uint8:
-        if anchors_quant is None:
-            raise InputError("uint8 anchors need a scale and zero point")
-        anchors_f = dequantize_single(anchors, anchors_quant)
-    else:
-        anchors_f = anchors
-    if scores.dtype == np.uint8:
-        if scores_quant is None:
-            raise InputError("uint8 scores need a scale and zero point")
-        quantized_any = True
-        lookup = _ScoreLookup(np.ascontiguousarray(scores), scores_quant, rounding)
-        if not lookup.monotone():  # a degenerate scale: give up the byte-domain shortcuts
-            score_f, lookup = lookup.dense(), None
-        else:
-            score_f = None
-    else:
-        lookup, score_f = None, scores
-
-    decoded = _LazyBoxes(box_f, anchors_f, options)
-    if np.any(anchors_f[:, 2:] < 0):  # only a negative anchor size can give min > max: check them all then
-        full = decoded.all()
-        bad = np.flatnonzero((full[:, 0] > full[:, 2]) | (full[:, 1] > full[:, 3]))
-        if bad.size:
-            raise InputError(f"the kernel rejects these inputs: decoded box of anchor {int(bad[0])} has min > max "
-                             "(negative anchor height or width)")
-
-    offset = scores.shape[1] - options.num_classes
-    if options.use_regular_nms:
-        dets, candidates = _regular(decoded, scores, lookup, score_f, offset, options)
-    else:
-        dets, candidates = _fast(decoded, scores, lookup, score_f, offset, options)
-    num = len(dets) if options.use_regular_nms else len({d.row // options.max_classes_per_detection for d in dets})
-    return DecodeResult(
-        num_detections=num, detections=tuple(dets), options=options, num_anchors=int(boxes.shape[0]),
-        score_columns=int(scores.shape[1]), rounding=rounding if quantized_any else "none",
-        boxes_quant=boxes_quant if boxes.dtype == np.uint8 else None,
-        scores_quant=scores_quant if scores.dtype == np.uint8 else None,
-        candidates=candidates, decoded_boxes=decoded.rows)
+    if rounding not in ROUNDINGS:
+        raise InputError(f"unknown dequantize rounding {rounding!r} (choose {', '.join(ROUNDINGS)})")
+    _check_shapes(boxes, scores, anchors, options)  # the frame's shapes first, as before PostProcessor existed
+    return PostProcessor(anchors, options, boxes_quant=boxes_quant, scores_quant=scores_quant,
+                         anchors_quant=anchors_quant, rounding=rounding,
+                         boxes_into_kernel=boxes_into_kernel)(boxes, scores)
 
 
 class _LazyBoxes:
     """Decoded boxes computed on first use, row by row: the kernel decodes every anchor, but only the
     candidates' boxes can reach the output (the rest only matter to ValidateBoxes, checked separately)."""
 
-    def __init__(self, deltas, anchors, options):
-        self.deltas, self.anchors, self.options = deltas, anchors, options
-        self.rows = np.zeros((deltas.shape[0], 4), np.float32)
-        self.done = np.zeros(deltas.shape[0], bool)
+    def __init__(self, decode, count: int):
+        self.decode = decode  # anchor indices -> float32 [k, 4] boxes
+        self.rows = np.zeros((count, 4), np.float32)
+        self.done = np.zeros(count, bool)
 
     def all(self) -> np.ndarray:
-        return self[np.arange(self.deltas.shape[0])]
+        return self[np.arange(self.rows.shape[0])]
 
     def __getitem__(self, index):
         index = np.asarray(index)
-        need = index[~self.done[index]]
-        if need.size:
-            need = np.unique(need)
-            self.rows[need] = decode_boxes(self.deltas[need], self.anchors[need], self.options)
+        if not self.done[index].all():
+            # each missing anchor once (regular NMS asks for an anchor in several classes, and pads): a mask
+            # over the anchors, cheaper than sorting the request
+            need = np.zeros_like(self.done)
+            need[index] = True
+            need &= ~self.done
+            need = np.flatnonzero(need)
+            self.rows[need] = self.decode(need)
             self.done[need] = True
         return self.rows[index]
+
+
+def _decode_rows(deltas, anchors, options, rows):
+    """decode_boxes of some rows of float32 box encodings."""
+    return decode_boxes(deltas[rows], anchors[rows], options)
 
 
 def _code_hits(scores: np.ndarray, offset: int, code_lo: int) -> tuple[np.ndarray, np.ndarray]:
@@ -619,8 +877,16 @@ def _code_hits(scores: np.ndarray, offset: int, code_lo: int) -> tuple[np.ndarra
     return rows, cols - offset
 
 
-def _best_classes(scores: np.ndarray, offset: int, code_lo: int) -> tuple[np.ndarray, np.ndarray]:
-    """(ascending anchors with a class byte >= code_lo, the first class holding that row's largest byte).
+def _looks_dense(above: np.ndarray, shape) -> bool:
+    """More class hits than twice the anchors, estimated from every 61st byte (a stride that walks through
+    the columns unless there are a multiple of 61). Twice: a model may score the background column high on
+    every anchor, one hit per anchor that is no candidate. A wrong guess costs time, never exactness."""
+    return np.count_nonzero(above[::61]) * 61 > 2 * shape[0]
+
+
+def _best_classes(scores: np.ndarray, offset: int, code_lo: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(ascending anchors with a class byte >= code_lo, the first class holding that row's largest byte, that
+    byte).
 
     The row's largest class byte is >= code_lo, so it is among the hits: sparse scores are decided from the
     hits alone (sorted by row, then descending byte; a stable sort keeps the lower class first among equal
@@ -628,35 +894,52 @@ def _best_classes(scores: np.ndarray, offset: int, code_lo: int) -> tuple[np.nda
     """
     if code_lo >= 256:
         empty = np.empty(0, np.int64)
-        return empty, empty
+        return empty, empty, np.empty(0, np.uint8)
     above = scores.reshape(-1) >= code_lo
+    # Dense: one argmax per row is cheaper than sorting the hits. numpy's float32 argmax is vectorised and its
+    # uint8 one is not; the bytes convert exactly, so the first maximum is the same.
+    if _looks_dense(above, scores.shape):
+        cls = scores[:, offset:]
+        best = cls.astype(np.float32).argmax(axis=1)
+        codes = cls[np.arange(cls.shape[0]), best]
+        rows = np.flatnonzero(codes >= code_lo)
+        return rows, best[rows], codes[rows]
     flat = np.flatnonzero(above)
-    if flat.size > scores.shape[0]:  # dense: one reduction per row is cheaper than sorting the hits
-        rows = np.flatnonzero(above.reshape(scores.shape)[:, offset:].any(axis=1))
-        return rows, scores[rows, offset:].argmax(axis=1)
     rows, cols = np.divmod(flat, scores.shape[1])
+    codes = scores.reshape(-1)[flat]
     if offset:
         keep = cols >= offset
-        flat, rows, cols = flat[keep], rows[keep], cols[keep]
-    key = rows * 256 + (255 - scores.reshape(-1)[flat].astype(np.int64))
-    order = np.argsort(key, kind="stable")
-    rows, cols = rows[order], cols[order]
+        rows, cols, codes = rows[keep], cols[keep], codes[keep]
+    order = np.argsort(rows * 256 + (255 - codes), kind="stable")
+    rows, cols, codes = rows[order], cols[order], codes[order]
     first = np.empty(rows.size, bool)
     first[:1] = True
     first[1:] = rows[1:] != rows[:-1]
-    return rows[first], cols[first] - offset
+    return rows[first], cols[first] - offset, codes[first]
 
 
 def _fast(decoded, scores, lookup, score_f, offset, options):
     """NonMaxSuppressionMultiClassFastHelper."""
     thr = np.float32(options.nms_score_threshold)
-    k = min(options.max_classes_per_detection, options.num_classes)
     if lookup is not None:
         # Candidate anchors in the byte domain. The lookup tables are strictly increasing, so a byte >= the
         # smallest code whose value can reach the threshold is a superset of the float32 test `score >= thr`
         # (exact once the values are compared below), and within a row of one table the first maximum byte
         # is the first maximum value.
-        rows, best = _best_classes(scores, offset, lookup.min_code(thr))
+        code_lo = lookup.min_code(thr)
+        if lookup.lut_block is lookup.lut_tail and min(options.max_classes_per_detection, options.num_classes) == 1:
+            done = _fast_sparse_bytes(decoded, scores, lookup, offset, options, code_lo)
+            if done is not None:
+                return done
+        rows, best, codes = _best_classes(scores, offset, code_lo)
+        if lookup.lut_block is lookup.lut_tail:
+            # One table for every position: a byte >= the cut-off is exactly a value >= thr, and the bytes
+            # rank the candidates as their values do (equal bytes, equal values).
+            best_val = lookup.lut_tail[codes]
+            chosen, boxes = _fast_selection(decoded, rows, 255 - codes, options.max_detections,
+                                            options.nms_iou_threshold)
+            return _fast_rows(decoded, scores, lookup, score_f, offset, options, rows, best, best_val, chosen,
+                              boxes, codes)
         tail = lookup.rows_in_tail()
         if tail.size:  # rows where equal bytes may dequantize to different floats: decide on floats
             keep = ~np.isin(rows, tail)
@@ -676,37 +959,154 @@ def _fast(decoded, scores, lookup, score_f, offset, options):
         rows = np.arange(cls.shape[0])
     keep = best_val >= thr
     rows, best, best_val = rows[keep], best[keep], best_val[keep]
-    # the kernel's stable descending sort of the anchors' best scores (ties -> lower anchor)
-    order = np.lexsort((rows, -best_val))
-    ranked = rows[order]
-    chosen = order[greedy_nms(_Ranked(decoded, ranked), [len(ranked)], options.max_detections,
-                              options.nms_iou_threshold)]
+    chosen, boxes = _fast_selection(decoded, rows, _descending_u32(best_val), options.max_detections,
+                                    options.nms_iou_threshold)
+    return _fast_rows(decoded, scores, lookup, score_f, offset, options, rows, best, best_val, chosen, boxes)
+
+
+class _RankedHits:
+    """Candidate anchors in the kernel's rank order (descending best score, ties -> lower anchor), with each
+    one's best class and byte, produced on demand from the hits sorted by (descending byte, flat position).
+
+    The class hits (background column left out) come row-major, and a stable sort on the byte keeps that order
+    among equal bytes: an anchor's first hit in that order holds its largest byte in its lowest class (the
+    kernel's argmax keeps the first maximum), and first hits come in rank order. Under one dequantization table
+    equal bytes are equal scores. Boxes of rank positions decode on demand, so the greedy walk reads only the
+    hits it reaches.
+    """
+
+    def __init__(self, flat: list, codes: list, columns: int, offset: int, decode):
+        self.flat, self.codes, self.columns, self.offset, self.decode = flat, codes, columns, offset, decode
+        self.next = 0
+        self.seen = set()
+        self.rows, self.classes, self.bytes = [], [], []
+
+    def extend(self, count: int):
+        flat, codes, rows, seen = self.flat, self.codes, self.rows, self.seen
+        while len(rows) < count and self.next < len(flat):
+            row, col = divmod(flat[self.next], self.columns)  # a class column: background hits are out
+            code = codes[self.next]
+            self.next += 1
+            if row not in seen:
+                seen.add(row)
+                rows.append(row)
+                self.classes.append(col - self.offset)
+                self.bytes.append(code)
+
+    def __getitem__(self, pos: slice) -> np.ndarray:
+        self.extend(pos.stop)
+        return self.decode(np.array(self.rows[pos], dtype=np.int64))
+
+
+def _fast_sparse_bytes(decoded, scores, lookup, offset, options, code_lo):
+    """Fast NMS, one class per anchor, one dequantization table, sparse scores: (detections, candidates,
+    anchors) with the ranking and best classes of _RankedHits; None when the scores are dense."""
+    if code_lo >= 256:
+        return [], 0, 0
+    flat_scores = scores.reshape(-1)
+    above = flat_scores >= code_lo
+    if _looks_dense(above, scores.shape):
+        return None
+    flat = np.flatnonzero(above)
+    rows = flat // scores.shape[1]
+    if offset:  # background hits out
+        keep = flat - rows * scores.shape[1] >= offset
+        flat, rows = flat[keep], rows[keep]
+    candidates = int(rows.size and np.count_nonzero(rows[1:] != rows[:-1]) + 1)  # rows ascend: count runs
+    codes = flat_scores[flat]
+    order = np.argsort(255 - codes, kind="stable")  # one-byte keys: a radix sort
+    ranked = _RankedHits(flat[order].tolist(), codes[order].tolist(), scores.shape[1], offset, decoded.decode)
+    chosen, boxes = _greedy_one(ranked, candidates, min(options.max_detections, candidates),
+                                np.float32(options.nms_iou_threshold), 32, getattr(decoded.decode, "bounded", False))
+    chosen = chosen.tolist()
+    anchors = [ranked.rows[p] for p in chosen]
+    decoded.rows[anchors] = boxes  # what DecodeResult.decoded_boxes shows of them
+    values = _score_values(*lookup.table_key)
+    stride = options.max_classes_per_detection
+    dets = []
+    for out_index, (p, box) in enumerate(zip(chosen, boxes.tolist())):
+        code = ranked.bytes[p]
+        # positional: Detection(row, anchor, class_id, score, box, score_code)
+        dets.append(Detection(stride * out_index, ranked.rows[p], ranked.classes[p], values[code], tuple(box), code))
+    return dets, candidates, len(dets)
+
+
+def _fast_rows(decoded, scores, lookup, score_f, offset, options, rows, best, best_val, chosen, boxes,
+               best_codes=None):
+    """The rows fast NMS writes for the selected candidates `chosen` (positions in rows / best / best_val,
+    and best_codes when known) whose decoded boxes are `boxes`."""
+    k = min(options.max_classes_per_detection, options.num_classes)
     sel = rows[chosen]
     dets = []
     if not sel.size:
-        return dets, int(len(rows))
+        return dets, int(len(rows)), 0
+    decoded.rows[sel] = boxes  # what DecodeResult.decoded_boxes shows of them
+    decoded.done[sel] = True
     stride = options.max_classes_per_detection
-    if k == 1:  # the anchor's best class, already known
-        top = best[chosen][:, None]
-        top_vals = best_val[chosen][:, None]
-    else:  # std::partial_sort: equal scores ordered by lower class here (the library's order may differ)
-        if lookup is not None:
-            cols = np.arange(offset, scores.shape[1])
-            all_vals = lookup.values(np.repeat(sel, len(cols)), np.tile(cols, sel.size)).reshape(sel.size, -1)
+    boxes_sel = boxes.tolist()
+    if k == 1:  # the anchor's best class, already known: one row per anchor
+        if best_codes is not None:
+            codes = best_codes[chosen].tolist()
+        elif scores.dtype == np.uint8:
+            codes = scores[sel, best[chosen] + offset].tolist()
         else:
-            all_vals = score_f[sel, offset:]
-        top = np.argsort(-all_vals, axis=1, kind="stable")[:, :k]
-        top_vals = np.take_along_axis(all_vals, top, axis=1)
+            codes = [None] * sel.size
+        for out_index, (anchor, class_id, score, code, box) in enumerate(
+                zip(sel.tolist(), best[chosen].tolist(), best_val[chosen].tolist(), codes, boxes_sel)):
+            # positional: Detection(row, anchor, class_id, score, box, score_code)
+            dets.append(Detection(stride * out_index, anchor, class_id, score, tuple(box), code))
+        return dets, int(len(rows)), int(sel.size)
+    # std::partial_sort: equal scores ordered by lower class here (the library's order may differ)
+    if lookup is not None:
+        cols = np.arange(offset, scores.shape[1])
+        all_vals = lookup.values(np.repeat(sel, len(cols)), np.tile(cols, sel.size)).reshape(sel.size, -1)
+    else:
+        all_vals = score_f[sel, offset:]
+    top = np.argsort(-all_vals, axis=1, kind="stable")[:, :k]
+    top_vals = np.take_along_axis(all_vals, top, axis=1)
     codes = scores[sel[:, None], top + offset].tolist() if scores.dtype == np.uint8 else None
-    boxes_sel = decoded[sel].tolist()
     top, top_vals = top.tolist(), top_vals.tolist()
     for out_index, anchor in enumerate(sel.tolist()):
         box = tuple(boxes_sel[out_index])
         for col in range(len(top[out_index])):
-            dets.append(Detection(row=stride * out_index + col, anchor=anchor, class_id=top[out_index][col],
-                                  score=top_vals[out_index][col], box=box,
-                                  score_code=codes[out_index][col] if codes is not None else None))
-    return dets, int(len(rows))
+            dets.append(Detection(stride * out_index + col, anchor, top[out_index][col], top_vals[out_index][col],
+                                  box, codes[out_index][col] if codes is not None else None))
+    return dets, int(len(rows)), int(sel.size)
+
+
+_FAST_PREFIX = 128  # fast NMS ranks this many candidates (or 4x max_detections) before the rest
+
+
+def _fast_selection(decoded, rows, descending, limit, iou_threshold) -> tuple[np.ndarray, np.ndarray]:
+    """(positions in `rows` (ascending anchors) of the anchors fast NMS selects, in selection order, their
+    decoded boxes).
+
+    `descending`: keys ascending as the candidates' scores descend, equal for equal scores: uint8 (255 - the
+    byte) or int64 in 0..2^32-1. The kernel sorts every candidate by descending score, stable (ties -> lower
+    anchor), then walks greedily until `limit` are selected; the walk seldom goes past the first few dozen.
+    Byte keys are sorted whole (numpy's stable sort of one-byte keys is a radix sort). Otherwise the keys
+    (descending score, position) are distinct and order candidates exactly as that sort, so the smallest are
+    partitioned out and sorted first. Only when the walk over a prefix ends short of `limit` is everything
+    walked.
+    """
+    n = rows.size
+    limit = min(limit, n)
+    if limit <= 0:
+        return np.empty(0, np.int64), np.empty((0, 4), np.float32)
+    thr = np.float32(iou_threshold)
+    prefix = max(_FAST_PREFIX, 4 * limit)
+    if descending.dtype == np.uint8:
+        full = np.argsort(descending, kind="stable")
+    else:
+        keys = (descending << 32) | np.arange(n)
+    for size in ((prefix, n) if n > prefix else (n,)):
+        if descending.dtype == np.uint8:
+            order = full[:size]
+        else:
+            order = (np.sort(np.partition(keys, size - 1)[:size]) if size < n else np.sort(keys)) & 0xFFFFFFFF
+        chosen, boxes = _greedy_one(_Ranked(decoded.decode, rows[order], call=True), size, limit, thr, 32)
+        if chosen.size >= limit or size == n:
+            return order[chosen], boxes
 
 
 def _descending_u32(values: np.ndarray) -> np.ndarray:
@@ -749,6 +1149,7 @@ def _regular(decoded, scores, lookup, score_f, offset, options):
     boxes_sel = decoded[anchors].tolist() if final.size else []
     dets = []
     for row, (anchor, class_id, score) in enumerate(zip(anchors.tolist(), classes.tolist(), vals[final].tolist())):
-        dets.append(Detection(row=row, anchor=anchor, class_id=class_id, score=score, box=tuple(boxes_sel[row]),
-                              score_code=codes[row] if codes is not None else None))
+        # positional: Detection(row, anchor, class_id, score, box, score_code)
+        dets.append(Detection(row, anchor, class_id, score, tuple(boxes_sel[row]),
+                              codes[row] if codes is not None else None))
     return dets, int(len(rows))

@@ -86,6 +86,37 @@ def test_diff_equals_reference(tmp_path_factory, monkeypatch_block, case):
         assert rec.a == bytes(a[rec.offset:rec.offset + rs]) and rec.b == bytes(b[rec.offset:rec.offset + rs])
 
 
+@given(pairs(), st.sampled_from(["dense", "sparse"]))
+@settings(max_examples=150, deadline=None)
+def test_dense_blocks_equal_reference(tmp_path_factory, monkeypatch_block, case, heavy):
+    """Every block taken as dense (as when many words differ): the records found word by word, or all of them
+    examined when most differ, give the reference's answer too."""
+    a, b, rs, pad, tol = case
+    if heavy == "dense":  # most records differ: the every-record path
+        b = bytearray(x ^ 0x41 for x in b[:len(a)]) + b[len(a):]
+    tmp = tmp_path_factory.mktemp("d")
+    da, db = write(tmp, "a.bin", a), write(tmp, "b.bin", b)
+    original = blocks.differing_positions
+    blocks.differing_positions = lambda va, vb: None
+    try:
+        r = diff_dumps(da, db, RecordLayout(record_size=rs, pad_lanes=pad, scale=0.5, zero_point=3), tolerance=tol,
+                       limit=None)
+    finally:
+        blocks.differing_positions = original
+    differing, nbytes, lanes, first, trailing = reference_diff(a, b, rs, pad, tol)
+    assert [x.index for x in r.records] == differing
+    assert (r.records_differing, r.bytes_differing, list(r.lane_differences)) == (len(differing), nbytes, lanes)
+    assert r.first_differing_offset == first and r.trailing_differ == trailing
+    assert (r.crc32_a, r.crc32_b) == (zlib.crc32(a), zlib.crc32(b))
+    if r.stats is not None and rs > len(pad):
+        keep = [lane for lane in range(rs) if lane not in pad]
+        whole = len(a) // rs * rs if len(a) <= len(b) else len(b) // rs * rs
+        xa = np.frombuffer(bytes(a[:whole]), np.uint8).reshape(-1, rs)[:, keep]
+        xb = np.frombuffer(bytes(b[:whole]), np.uint8).reshape(-1, rs)[:, keep]
+        assert r.stats.differing == int(np.count_nonzero(xa != xb))
+        assert r.stats.max_abs_lsb == (int(np.abs(xa.astype(int) - xb.astype(int)).max()) if xa.size else 0)
+
+
 @pytest.fixture(scope="module")
 def monkeypatch_block():
     # Tiny blocks so hypothesis cases cross many block boundaries (and the record-aligned re-cut), and pairs
