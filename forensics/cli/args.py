@@ -161,3 +161,22 @@ def add_tolerance_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--rtol", default=None, metavar="R", help="relative tolerance: |b-a| <= atol + R*|a|")
     group.add_argument("--check", default=None, metavar="max|mean|p99",
                        help="which statistic must pass (default max: every value)")
+
+
+class LazyChoices:
+    """argparse choices computed when first needed (a command's --help or a value to check), so that building
+    the parser for `forensics --help` does not import the module that defines them."""
+
+    def __init__(self, load):
+        self._load, self._values = load, None
+
+    def _get(self):
+        if self._values is None:
+            self._values = tuple(self._load())
+        return self._values
+
+    def __iter__(self):
+        return iter(self._get())
+
+    def __contains__(self, value) -> bool:
+        return value in self._get()

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from forensics.cli import options, show
-from forensics.cli.args import add_slice_flags, gap_fill_byte, positive_int
+from forensics.cli.args import LazyChoices, add_slice_flags, gap_fill_byte, positive_int
 
 
 def cmd_import(args, out) -> int:
@@ -47,9 +47,13 @@ def cmd_demo(args, out) -> int:
     return show(reports.demo(), args, out)
 
 
-def register(subparsers, parents) -> None:
+def _text_formats() -> tuple:
     from forensics.textdump import FORMATS
 
+    return ("auto",) + FORMATS
+
+
+def register(subparsers, parents) -> None:
     p = subparsers.add_parser(
         "import", parents=parents, help="convert a text hex dump (WinDbg db/dd/dq, xxd, hexdump -C, od) to a .bin",
         description="Decode a text hex dump (WinDbg db/dw/dd/dq/dc, xxd, hexdump -C, od -A x -t x1, plain hex; "
@@ -57,8 +61,8 @@ def register(subparsers, parents) -> None:
                     "every command takes such text directly; import writes the bytes once.")
     p.add_argument("text", metavar="TEXT")
     p.add_argument("-o", "--output", required=True, metavar="OUT.bin")
-    p.add_argument("--format", choices=("auto",) + FORMATS, default="auto",
-                   help="the dump's format (default: detected from the content)")
+    p.add_argument("--format", choices=LazyChoices(_text_formats), default="auto", metavar="FORMAT",
+                   help="the dump's format, one of %(choices)s (default: auto, detected from the content)")
     p.add_argument("--gap-fill", type=gap_fill_byte, default=None, metavar="BYTE",
                    help="fill holes between addresses with this byte (e.g. 0xcc) instead of failing")
     p.set_defaults(handler=cmd_import)

@@ -247,3 +247,20 @@ def test_a_far_address_is_refused_not_filled():
     star = "00000000  00 00 00 00 00 00 00 00  00 00 00 00 00 00 00 00  |................|\n*\nfffffff0\n"
     with pytest.raises(InputError, match="line 3: address 0xfffffff0"):
         decode_text_dump(star)
+
+
+def test_the_cli_help_lists_every_text_format_without_importing_textdump_to_start():
+    """`forensics --help` builds every parser without importing forensics.textdump (its dataclasses pull in
+    inspect, ast, dis: start-up every command paid); `import --help` still lists the formats from FORMATS."""
+    import subprocess
+    import sys
+
+    from forensics.textdump import FORMATS
+
+    code = ("import sys; sys.argv = ['forensics', '--help']\nfrom forensics.cli import main\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\nprint('textdump' , 'forensics.textdump' in sys.modules)")
+    got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert got.stdout.strip().splitlines()[-1] == "textdump False"
+    text = subprocess.run([sys.executable, "-m", "forensics", "import", "--help"], capture_output=True, text=True,
+                          check=True).stdout
+    assert all(name in " ".join(text.split()) for name in ("auto",) + FORMATS)
