@@ -8,13 +8,13 @@ rest are tallied distinct by distinct, so a dominated buffer costs little more t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from forensics.dump import Dump
 from forensics.layout import Region, RecordLayout
-from forensics.parallel import both, two_cores
+from forensics.parallel import both, shared_progress, two_cores
 
 DEFAULT_WINDOW = 256
 DEFAULT_TOP = 10
@@ -212,10 +212,10 @@ class _Scan:
     """What one pass over a range of records found: the guess's count and first index, the departing records'
     tally (None when they are too many to hold), their count, first index and the first `cap` of them."""
 
+    tally: "_Tally | None"
     guess_count: int = 0
     guess_first: int | None = None
-    tally: "_Tally | None" = None
-    departures: list = None
+    departures: list = field(default_factory=list)
     departures_total: int = 0
     first_departure: int | None = None
 
@@ -227,8 +227,8 @@ class _Scan:
             tally.parts.extend(later.tally.parts)
             tally.pending += later.tally.pending
         room = len(later.departures) if cap is None else max(0, cap - len(self.departures))
-        return _Scan(self.guess_count + later.guess_count,
-                     self.guess_first if self.guess_first is not None else later.guess_first, tally,
+        return _Scan(tally, self.guess_count + later.guess_count,
+                     self.guess_first if self.guess_first is not None else later.guess_first,
                      self.departures + later.departures[:room], self.departures_total + later.departures_total,
                      self.first_departure if self.first_departure is not None else later.first_departure)
 
@@ -237,7 +237,7 @@ def _scan(dump: Dump, region: Region, dtype, guess, first: int, stop: int, *, no
           progress=None, prefetch: bool = True) -> _Scan:
     """Count the records of [first, stop) equal to `guess` and tally the others (see analyse_anchors)."""
     rs = region.record_size
-    out = _Scan(tally=_Tally(dtype), departures=[])
+    out = _Scan(_Tally(dtype))
     for base, records in _iter_records(dump, region, dtype, first, stop, prefetch=prefetch):
         if progress is not None:
             progress(len(records) * rs)
@@ -265,18 +265,11 @@ def _scan(dump: Dump, region: Region, dtype, guess, first: int, stop: int, *, no
 def _scan_all(dump: Dump, region: Region, dtype, guess, *, nonuniform: bool, cap, progress=None) -> _Scan:
     """_scan over the whole region; a large one in two halves on the two cores (forensics.parallel), merged in
     order, so the result is the one pass's."""
-    import threading
-
-    lock, done = threading.Lock(), [0]
-
-    def tick(done_bytes):
-        with lock:
-            done[0] += done_bytes
-            progress(region.start + done[0], dump.size)
+    tick = shared_progress(progress, dump.size, region.start)
 
     def scan(first, stop, budget, prefetch=False):
         return _scan(dump, region, dtype, guess, first, stop, nonuniform=nonuniform, cap=cap, budget=budget,
-                     progress=tick if progress is not None else None, prefetch=prefetch)
+                     progress=tick, prefetch=prefetch)
 
     if region.records < _PARALLEL_RECORDS or not two_cores():
         return scan(0, region.records, _BUDGET, prefetch=True)

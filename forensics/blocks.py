@@ -13,9 +13,9 @@ import threading
 
 import numpy as np
 
-from forensics.crc import crc32, crc32_combine
-from forensics.dump import Dump, DumpReader, iter_windows
-from forensics.parallel import both, two_cores
+from forensics.crc import crc32, crc32_combine, crc32_range
+from forensics.dump import Dump, DumpReader
+from forensics.parallel import both, shared_progress, two_cores
 
 BLOCK = 4 << 20  # by measurement (benchmarks/bench_core.py): 1-8 MiB are alike in time; RSS grows with it
 PARALLEL_MIN = 16 << 20  # common bytes from which stream_halves uses two threads (a thread costs ~0.1 ms)
@@ -57,12 +57,9 @@ def _file_crcs(dumps, block: int, out: list, cancelled: threading.Event) -> None
     """CRC32 of each dump's whole data, into out (an exception instead, for the caller to raise)."""
     try:
         for dump in dumps:
-            crc = 0
-            bounds = [(lo, min(lo + block, dump.size)) for lo in range(0, dump.size, block)]
-            for _, view, _ in iter_windows(dump, bounds, prefetch=False):
-                if cancelled.is_set():
-                    return
-                crc = crc32(view, crc)
+            crc = crc32_range(dump, 0, dump.size, block=block, cancelled=cancelled)
+            if crc is None:
+                return
             out.append(crc)
     except BaseException as exc:
         out.append(exc)
@@ -114,7 +111,7 @@ def stream_halves(dump_a: Dump, dump_b: Dump, start: int, record_size: int, cons
     `consumer(part)(lo, view_a, view_b, positions)` (part 0 gets the first half). No block is handed from one
     thread to another and no window is mapped twice, so two cores share the work evenly; the halves' CRCs are
     joined with crc32_combine, then the longer file's bytes past the common length are added. Small pairs run
-    as one part on the calling thread. Returns (crc_a, crc_b, consumers) with the consumers in order."""
+    as one part on the calling thread. Returns (crc_a, crc_b) of the whole files."""
     block = block or BLOCK
     common = min(dump_a.size, dump_b.size)
     bounds = block_bounds(common, start, record_size, block)
@@ -122,52 +119,35 @@ def stream_halves(dump_a: Dump, dump_b: Dump, start: int, record_size: int, cons
     split = len(bounds) // 2 if halves else len(bounds)
     parts = [p for p in (bounds[:split], bounds[split:]) if p] or [[]]
     consumers = [consumer(i) for i in range(len(parts))]
-    results: list = [None] * len(parts)
     cancelled = threading.Event()
-    lock, done = threading.Lock(), [0]
+    tick = shared_progress(progress, common)
 
-    def walk(i: int) -> None:
+    def walk(i: int) -> tuple[int, int]:
         crc_a = crc_b = 0
-        reader_a, reader_b = DumpReader(dump_a), DumpReader(dump_b)
         try:
-            for lo, hi in parts[i]:
-                if cancelled.is_set():
-                    return
-                window_a, window_b = reader_a.window(lo, hi), reader_b.window(lo, hi)
-                try:
-                    crc_a, crc_b = crc32(window_a.view, crc_a), crc32(window_b.view, crc_b)
-                    consumers[i](lo, window_a.view, window_b.view, differing_positions(window_a.view, window_b.view))
-                finally:
-                    window_a.release()
-                    window_b.release()
-                if progress is not None:
-                    with lock:
-                        done[0] += hi - lo
-                        progress(done[0], common)
-            results[i] = (crc_a, crc_b)
-        except BaseException as exc:  # raised on the caller's thread below
+            with DumpReader(dump_a) as reader_a, DumpReader(dump_b) as reader_b:
+                for lo, hi in parts[i]:
+                    if cancelled.is_set():  # the other half failed: its exception is the one raised
+                        break
+                    window_a, window_b = reader_a.window(lo, hi), reader_b.window(lo, hi)
+                    try:
+                        crc_a, crc_b = crc32(window_a.view, crc_a), crc32(window_b.view, crc_b)
+                        consumers[i](lo, window_a.view, window_b.view,
+                                     differing_positions(window_a.view, window_b.view))
+                    finally:
+                        window_a.release()
+                        window_b.release()
+                    if tick is not None:
+                        tick(hi - lo)
+        except BaseException:
             cancelled.set()
-            results[i] = exc
-        finally:
-            reader_a.close()
-            reader_b.close()
+            raise
+        return crc_a, crc_b
 
-    if len(parts) > 1:
-        both(lambda: walk(0), lambda: walk(1), name="forensics-pair")
-    else:
-        walk(0)
-    for result in results:
-        if isinstance(result, BaseException):
-            raise result
+    results = both(lambda: walk(0), lambda: walk(1), name="forensics-pair") if len(parts) > 1 else [walk(0)]
     crc_a, crc_b = results[0]
     for part, (part_a, part_b) in zip(parts[1:], results[1:]):
         length = part[-1][1] - part[0][0]
         crc_a, crc_b = crc32_combine(crc_a, part_a, length), crc32_combine(crc_b, part_b, length)
-    crcs = []
-    for dump, crc in ((dump_a, crc_a), (dump_b, crc_b)):
-        if dump.size > common:  # the longer file's bytes past the common length
-            tail = [(lo, min(lo + BLOCK, dump.size)) for lo in range(common, dump.size, BLOCK)]
-            for _, view, _ in iter_windows(dump, tail, prefetch=False):
-                crc = crc32(view, crc)
-        crcs.append(crc)
-    return crcs[0], crcs[1], consumers
+    # the longer file's bytes past the common length
+    return (crc32_range(dump_a, common, dump_a.size, crc_a), crc32_range(dump_b, common, dump_b.size, crc_b))

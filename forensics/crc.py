@@ -163,8 +163,19 @@ class CrcReport:
         return out
 
 
-def _crc_range(dump: Dump, start: int, stop: int, chunk_size: int | None, out: list, slot: int) -> None:
-    """CRC32 of data bytes [start, stop), and per-chunk CRCs when chunk_size is set (start is chunk-aligned)."""
+def crc32_range(dump: Dump, start: int, stop: int, crc: int = 0, *, block: int = BLOCK, cancelled=None) -> int | None:
+    """`crc` continued over the dump's data bytes [start, stop), read in windows of `block` bytes; None as soon
+    as the event `cancelled` is set (another thread failed)."""
+    bounds = [(lo, min(lo + block, stop)) for lo in range(start, stop, block)]
+    for _, view, _ in iter_windows(dump, bounds, prefetch=False):
+        if cancelled is not None and cancelled.is_set():
+            return None
+        crc = crc32(view, crc)
+    return crc
+
+
+def _crc_range(dump: Dump, start: int, stop: int, chunk_size: int | None) -> tuple[int, int, list[int]]:
+    """(CRC32, length, per-chunk CRCs when chunk_size is set) of data bytes [start, stop) (start chunk-aligned)."""
     crc = 0
     chunks: list[int] = []
     chunk_crc, chunk_fill = 0, 0
@@ -184,7 +195,7 @@ def _crc_range(dump: Dump, start: int, stop: int, chunk_size: int | None, out: l
                     chunk_crc, chunk_fill = 0, 0
     if chunk_size and chunk_fill:
         chunks.append(chunk_crc)
-    out[slot] = (crc, stop - start, chunks)
+    return crc, stop - start, chunks
 
 
 def crc_dump(dump: Dump, chunk_size: int | None = None, *, threads: int = 2) -> FileCrc:
@@ -198,15 +209,10 @@ def crc_dump(dump: Dump, chunk_size: int | None = None, *, threads: int = 2) -> 
         parts = [(0, half), (half, size)]
     else:
         parts = [(0, size)]
-    results: list = [None] * len(parts)
-
     def work(slot):
-        _crc_range(dump, parts[slot][0], parts[slot][1], chunk_size, results, slot)
+        return _crc_range(dump, parts[slot][0], parts[slot][1], chunk_size)
 
-    if len(parts) > 1:
-        both(lambda: work(0), lambda: work(1), name="forensics-crc")
-    else:
-        work(0)
+    results = both(lambda: work(0), lambda: work(1), name="forensics-crc") if len(parts) > 1 else [work(0)]
     crc, chunks = 0, []
     for (lo, hi), (part_crc, part_len, part_chunks) in zip(parts, results):
         crc = crc32_combine(crc, part_crc, part_len) if lo else part_crc

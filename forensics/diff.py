@@ -14,8 +14,8 @@ from forensics.blocks import PARALLEL_MIN, stream_halves
 from forensics.crc import format_crc
 from forensics.dump import Dump, DumpReader
 from forensics.layout import RecordLayout
-from forensics.parallel import both, two_cores
-from forensics.stats import ErrorAccumulator, ErrorStats, bit_view, locator
+from forensics.parallel import two_cores
+from forensics.stats import ErrorAccumulator, ErrorStats, bit_view, feed_in_halves, locator
 from forensics.tolerance import DIFFER, MATCH, WITHIN, Tolerance, judge
 
 DEFAULT_LIMIT = 20
@@ -128,11 +128,8 @@ def _sum_reference(dump: Dump, lo: int, hi: int, acc: ErrorAccumulator, elements
         return
     step = max(record_size, (8 << 20) // record_size * record_size)
     if threads > 1 and hi - lo >= PARALLEL_MIN and two_cores():
-        mid = lo + (hi - lo) // 2 // record_size * record_size
-        second = acc.fresh()
-        both(lambda: _sum_reference(dump, lo, mid, acc, elements, record_size),
-             lambda: _sum_reference(dump, mid, hi, second, elements, record_size), name="forensics-reference")
-        acc.merge(second)
+        feed_in_halves(acc, lo, hi, lambda part, a, b: _sum_reference(dump, a, b, part, elements, record_size),
+                       align=record_size, name="forensics-reference")
         return
     with DumpReader(dump) as reader:
         for pos in range(lo, hi, step):
@@ -153,31 +150,33 @@ def _distinct_sorted(values: np.ndarray) -> np.ndarray:
     return values[keep]
 
 
+def _words(table: np.ndarray) -> np.ndarray | None:
+    """A C-contiguous [n, k] table of one-byte items as n integers of k bytes, when k is 1, 2, 4 or 8 (else
+    None): numpy compares, gathers and reduces short rows of a 2-D array one item at a time."""
+    k = table.shape[1]
+    if k in (1, 2, 4, 8) and table.flags.c_contiguous:
+        return table.reshape(-1).view(np.dtype(f"u{k}"))
+    return None
+
+
 def _differing_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Indices of the rows (records, uint8 [n, record_size]) whose bytes differ, in order. Records of 1, 2, 4
-    or 8 bytes are compared as one integer each: numpy reduces over a short last axis slowly."""
-    rs = a.shape[1]
-    if rs in (1, 2, 4, 8):
-        word = np.dtype(f"u{rs}")
-        return np.flatnonzero(a.reshape(-1).view(word) != b.reshape(-1).view(word))
-    return _distinct_sorted(np.flatnonzero(a.reshape(-1) != b.reshape(-1)) // rs)
+    """Indices of the rows (records, uint8 [n, record_size]) whose bytes differ, in order."""
+    words_a, words_b = _words(a), _words(b)
+    if words_a is not None and words_b is not None:
+        return np.flatnonzero(words_a != words_b)
+    return _distinct_sorted(np.flatnonzero(a.reshape(-1) != b.reshape(-1)) // a.shape[1])
 
 
 def _rows(table: np.ndarray, index: np.ndarray) -> np.ndarray:
-    """table[index] of a uint8 [n, record_size] table; records of 1, 2, 4 or 8 bytes are gathered as one
-    integer each (numpy copies short rows of a 2-D array one at a time)."""
-    rs = table.shape[1]
-    if rs in (1, 2, 4, 8):
-        return table.reshape(-1).view(np.dtype(f"u{rs}"))[index].view(np.uint8).reshape(-1, rs)
-    return table[index]
+    """table[index] of a uint8 [n, record_size] table."""
+    words = _words(table)
+    return table[index] if words is None else words[index].view(np.uint8).reshape(-1, table.shape[1])
 
 
 def _any_per_row(mask: np.ndarray) -> np.ndarray:
-    """mask.any(axis=1) of a C-contiguous bool [n, k]; rows of 1, 2, 4 or 8 flags are read as one integer."""
-    k = mask.shape[1]
-    if k in (1, 2, 4, 8) and mask.flags.c_contiguous:
-        return mask.reshape(-1).view(np.dtype(f"u{k}")) != 0
-    return mask.any(axis=1)
+    """mask.any(axis=1) of a bool [n, k]."""
+    words = _words(mask)
+    return mask.any(axis=1) if words is None else words != 0
 
 
 def _merge_parts(parts: list[dict], limit: int | None) -> dict:
@@ -354,7 +353,7 @@ def diff_dumps(dump_a: Dump, dump_b: Dump, layout: RecordLayout, *, tolerance: i
 
         return consume
 
-    crc_a, crc_b, _ = stream_halves(dump_a, dump_b, region.start, rs, make_part, progress=progress)
+    crc_a, crc_b = stream_halves(dump_a, dump_b, region.start, rs, make_part, progress=progress)
     state = _merge_parts(parts, limit)
     state["bytes_identical"] = state["bytes_identical"] and dump_a.size == dump_b.size
     result_stats = None

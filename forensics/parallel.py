@@ -34,3 +34,18 @@ def both(first, second, *, name: str = "forensics-half"):
     if not ok:
         raise value
     return result, value
+
+
+def shared_progress(progress, total: int, start: int = 0):
+    """A thread-safe `add(nbytes)` for `progress(done, total)` callbacks fed by both halves (done counts from
+    `start`); None when there is no callback."""
+    if progress is None:
+        return None
+    lock, done = threading.Lock(), [start]
+
+    def add(nbytes: int) -> None:
+        with lock:
+            done[0] += nbytes
+            progress(done[0], total)
+
+    return add

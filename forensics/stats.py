@@ -173,10 +173,12 @@ def _dot(x: np.ndarray, y: np.ndarray) -> float:
     return float(np.einsum("i,i->", x, y))
 
 
+_VECDOT = getattr(np, "vecdot", None)  # numpy >= 2
+
+
 def _row_dots(rows: np.ndarray) -> np.ndarray:
     """Each row's dot product with itself (numpy >= 2's vecdot ufunc, else einsum: the same sums)."""
-    vecdot = getattr(np, "vecdot", None)
-    return vecdot(rows, rows) if vecdot is not None else np.einsum("ij,ij->i", rows, rows)
+    return _VECDOT(rows, rows) if _VECDOT is not None else np.einsum("ij,ij->i", rows, rows)
 
 
 def _nearest_rank(q: float, n: int) -> int:
@@ -578,17 +580,23 @@ def error_stats(a, b, *, scale: float | None = None, zero_point: int = 0, atol: 
     return acc.finish(locate)
 
 
+def feed_in_halves(acc: ErrorAccumulator, lo: int, hi: int, feed, *, align: int = 1,
+                   name: str = "forensics-stats") -> None:
+    """`feed(accumulator, lo, hi)` over [lo, hi) in two halves (split at a multiple of `align` from lo): the
+    second half on another core into a fresh accumulator, merged after the first's, which gives the result of
+    one pass (sums up to rounding)."""
+    mid = lo + (hi - lo) // 2 // align * align
+    second = acc.fresh()
+    both(lambda: feed(acc, lo, mid), lambda: feed(second, mid, hi), name=name)
+    acc.merge(second)
+
+
 def feed_pair_split(acc: ErrorAccumulator, a: np.ndarray, b: np.ndarray, start: int = 0) -> None:
-    """`feed_pair` over a whole pair, the second half on another core when the pair is large (forensics.parallel);
-    the second half's accumulator is merged after the first's: the result of one pass (sums up to rounding)."""
+    """`feed_pair` over a whole pair, in two halves on the two cores when the pair is large (feed_in_halves)."""
     if a.size < PARALLEL_MIN or not two_cores():
         feed_pair(acc, a, b, start)
         return
-    half = a.size // 2
-    second = acc.fresh()
-    both(lambda: feed_pair(acc, a[:half], b[:half], start),
-         lambda: feed_pair(second, a[half:], b[half:], start + half), name="forensics-stats")
-    acc.merge(second)
+    feed_in_halves(acc, 0, a.size, lambda part, lo, hi: feed_pair(part, a[lo:hi], b[lo:hi], start + lo))
 
 
 def bit_view(x: np.ndarray) -> np.ndarray:

@@ -130,23 +130,16 @@ class RemoteFiles:
 
     def checksum(self, rel: str) -> tuple[int, int] | None:
         """(size, CRC32) of a buffer file, streamed; None when it is missing."""
-        from forensics.crc import crc32
-        from forensics.dump import iter_windows
+        from forensics.crc import crc32_range
 
         size = self.size(rel)
         if size is None:
             return None
-        dump = self.dump(rel, size)
-        crc = 0
-        bounds = [(lo, min(lo + _CRC_BLOCK, dump.size)) for lo in range(0, dump.size, _CRC_BLOCK)]
-        for _, view, _ in iter_windows(dump, bounds, prefetch=False):
-            crc = crc32(view, crc)
-        return dump.size, crc
+        return size, crc32_range(self.dump(rel, size), 0, size, block=_CRC_BLOCK)
 
 
-def find_runs(url: str, manifest: str) -> list[str]:
-    """The URLs of the run directories (holding `manifest`) directly inside the folder at `url`, by name."""
-    fs, path = open_fs(url)
+def _folders(fs, path: str, url: str) -> list[str]:
+    """The names of the folders directly inside `path` (at `url`), sorted, hidden ones left out."""
     try:
         entries = fs.ls(path, detail=True)
     except FileNotFoundError:
@@ -154,10 +147,14 @@ def find_runs(url: str, manifest: str) -> list[str]:
     except Exception as exc:  # noqa: BLE001
         raise InputError(f"cannot list: {_reason(exc)}", url) from None
     names = sorted(e["name"].rstrip("/").rsplit("/", 1)[-1] for e in entries if e.get("type") == "directory")
+    return [n for n in names if not n.startswith(".")]
+
+
+def find_runs(url: str, manifest: str) -> list[str]:
+    """The URLs of the run directories (holding `manifest`) directly inside the folder at `url`, by name."""
+    fs, path = open_fs(url)
     runs = []
-    for name in names:
-        if name.startswith("."):
-            continue
+    for name in _folders(fs, path, url):
         files = RemoteFiles(fs, join(path, name), join(url, name))
         if files.size(manifest) is not None:
             runs.append(files.url)
@@ -168,15 +165,12 @@ def list_folders(url: str) -> list[str]:
     """The URLs of the folders directly inside `url` (not hidden), sorted; InputError when it is no folder."""
     fs, path = open_fs(url)
     try:
-        if not fs.isdir(path):
-            raise InputError("is not a directory (expected a folder of run pairs)", url)
-        entries = fs.ls(path, detail=True)
-    except InputError:
-        raise
+        is_folder = fs.isdir(path)
     except Exception as exc:  # noqa: BLE001
         raise InputError(f"cannot list: {_reason(exc)}", url) from None
-    names = sorted(e["name"].rstrip("/").rsplit("/", 1)[-1] for e in entries if e.get("type") == "directory")
-    return [join(url, n) for n in names if not n.startswith(".")]
+    if not is_folder:
+        raise InputError("is not a directory (expected a folder of run pairs)", url)
+    return [join(url, n) for n in _folders(fs, path, url)]
 
 
 def run_files(url: str) -> RemoteFiles:
