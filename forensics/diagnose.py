@@ -29,11 +29,11 @@ from forensics.crc import format_crc
 from forensics.dump import Dump, DumpReader, open_dump
 from forensics.errors import InputError
 from forensics.layout import RecordLayout, layout_from
-from forensics.simulate import (Fill, LaneSwap, Oversize, Shift, Signedness, Stale, Strided, Truncation, ceil4,
-                                compress_lanes)
+from forensics.simulate import (Bits, CacheLines, Fill, LaneSwap, Oversize, Pages, Shift, Signedness, Stale, Strided,
+                                Truncation, ValueMap, compress_lanes)
 
-KINDS = ("oversize", "truncation", "stride", "pitch", "shift", "lane_swap", "signedness", "stale", "fill",
-         "relayout", "head_window")
+KINDS = ("oversize", "truncation", "stride", "pitch", "page", "shift", "lane_swap", "signedness", "bits",
+         "saturation", "requantize", "cacheline", "stale", "fill", "relayout", "head_window")
 VERDICTS = ("IDENTICAL", "WITHIN TOLERANCE", "EXPLAINED", "PARTLY EXPLAINED", "UNEXPLAINED")
 EXIT_CODES = {"IDENTICAL": 0, "WITHIN TOLERANCE": 0, "EXPLAINED": 1, "PARTLY EXPLAINED": 1, "UNEXPLAINED": 1}
 
@@ -66,10 +66,13 @@ SENTINELS = (
     ("BAADF00D", bytes.fromhex("0df0adba")), ("BAADF00D (big endian)", bytes.fromhex("baadf00d")),
 )
 
-_DISPLAY = ("stride", "pitch", "oversize", "shift", "signedness", "lane_swap", "relayout", "fill", "truncation",
-            "stale", "head_window")
+_DISPLAY = ("stride", "pitch", "oversize", "page", "shift", "signedness", "bits", "saturation", "requantize",
+            "lane_swap", "relayout", "cacheline", "fill", "truncation", "stale", "head_window")
 # Most specific first: when two candidates explain the same bytes, the earlier kind names them.
 _RANK = {k: i for i, k in enumerate(KINDS)}
+# Kinds that explain the same bytes in different ways: the one that changes fewer equal bytes wins (a bit stuck
+# at 1 leaves bytes that had it set alone, a flipped sign bit would change them), then the rank.
+_RANK_GROUP = {"bits": _RANK["signedness"], "saturation": _RANK["signedness"], "requantize": _RANK["signedness"]}
 
 
 @dataclass(frozen=True)
@@ -538,6 +541,10 @@ def _complexity(bug) -> int:
         return abs(bug.src - bug.dst)
     if isinstance(bug, Oversize):
         return bug.offset
+    if isinstance(bug, Bits):
+        return bug.period * 1000 + len(bug.ops())
+    if isinstance(bug, Pages):
+        return len(bug.moves())
     return 0
 
 
@@ -581,6 +588,13 @@ def _divisors(n: int) -> list[int]:
     return sorted(out)
 
 
+LANE_ALIGN = (4, 8, 16)  # channel counts are padded to a multiple of 4 lanes (the Edge TPU), 8 or 16 (wider SIMD)
+
+
+def _ceil(n: int, m: int) -> int:
+    return -(-n // m) * m
+
+
 def _pad_periods(src, limit: int = 1 << 18) -> list[tuple[int, int]]:
     """(period, trailing constant lanes) where every record of that period ends in constant lanes: the
     repeating pad byte of a lane-padded layout."""
@@ -590,7 +604,7 @@ def _pad_periods(src, limit: int = 1 << 18) -> list[tuple[int, int]]:
         m = len(data) // p
         rec = data[:m * p].reshape(m, p)
         t = 0
-        while t < 3 and (rec[:, p - 1 - t] == rec[0, p - 1 - t]).all():
+        while t < 15 and t < p - 1 and (rec[:, p - 1 - t] == rec[0, p - 1 - t]).all():
             t += 1
         if t and not (rec[:, 0] == rec[0, 0]).all():
             out.append((p, t))
@@ -652,21 +666,20 @@ def _candidates(dump_a, dump_b, src_a, src_b, layout, scan, region, model_view, 
         data = [l for l in range(layout.record_size) if l not in layout.pad_lanes]
         if data == list(range(len(data))):
             strides.add(len(data))
+    pad_periods = set()
     for src in (src_a, src_b):
         for p, t in _pad_periods(src):
             strides.update(p - i for i in range(1, t + 1))
+            pad_periods.add(p)
     if n_a != n_b:
         for w in range(1, MAX_STRIDE_Z + 1):
-            p = ceil4(w)
-            if p == w:
-                continue
-            for sa, sb in ((p, w), (w, p)):
-                r = n_a // sa
-                if r >= 2 and 0 <= n_a - r * sa < STRIDE_SLACK and 0 <= n_b - r * sb < STRIDE_SLACK:
-                    strides.add(w)
+            for p in {_ceil(w, m) for m in LANE_ALIGN} - {w}:
+                for sa, sb in ((p, w), (w, p)):
+                    r = n_a // sa
+                    if r >= 2 and 0 <= n_a - r * sa < STRIDE_SLACK and 0 <= n_b - r * sb < STRIDE_SLACK:
+                        strides.add(w)
     for w in sorted(strides):
-        p = ceil4(w)
-        if p != w:
+        for p in sorted({_ceil(w, m) for m in LANE_ALIGN} - {w}):
             out += [Strided(w, p, w, size=n_b), Strided(w, w, p, size=n_b)]
     # Pitch: rows of A at a fixed pitch in B (or the reverse).
     rows = set(_model_rows(model_view))
@@ -704,7 +717,13 @@ def _candidates(dump_a, dump_b, src_a, src_b, layout, scan, region, model_view, 
         best = _best_permutation(scan, layout)
         if best is not None:
             out.append(LaneSwap(best, layout.offset))
-        out += _signedness_candidates(region, layout)
+        sign = _signedness_candidates(region, layout, pad_periods)
+        bits = _bits_candidates(region, layout)
+        out += sign + bits
+        if not sign and not bits:
+            out += _value_map_candidates(region)
+    out += _page_candidates(src_a, src_b, region, scan)
+    out += _cacheline_candidates(region, fills, previous_src)
     if previous_src is not None:
         out.append(Stale(previous_src))
     seen, unique = set(), []
@@ -743,13 +762,13 @@ def _best_permutation(scan, layout) -> tuple | None:
     return None if best == tuple(range(rs)) else best
 
 
-def _signedness_candidates(region: _Region, layout) -> list:
+def _signedness_candidates(region: _Region, layout, periods=()) -> list:
     d = region.diff
     x80 = d & ((region.a ^ region.b) == 0x80)
     if np.count_nonzero(x80) < 0.5 * max(1, np.count_nonzero(d)):
         return []
     out = [Signedness(1, (0,))]
-    for p in sorted({2, 4, layout.record_size}):
+    for p in sorted({2, 4, layout.record_size, *periods}):
         if p < 2 or p > MAX_STRIDE_Z:
             continue
         lane = (region.at(d) - layout.offset) % p
@@ -758,6 +777,178 @@ def _signedness_candidates(region: _Region, layout) -> list:
         lanes = tuple(int(i) for i in np.flatnonzero(flipped >= 0.5 * np.maximum(total, 1)))
         if lanes and len(lanes) < p:
             out.append(Signedness(p, lanes) if not layout.offset else _OffsetSignedness(p, lanes, layout.offset))
+    return out
+
+
+FIT_SLICES, FIT_SLICE = 8, 16 << 10   # bytes of the region a value fit (bits, value map) looks at
+MIN_FIT = 0.99                        # ... and the share of them the fitted map must reproduce
+
+
+def _fit_sample(region: _Region) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A's and B's bytes (and B's absolute offsets) of up to FIT_SLICES slices spread over the region's bytes
+    that both sides hold: the sample the value fits are made on (the candidates are then scored on all)."""
+    n = region.diff.size
+    if n > FIT_SLICES * FIT_SLICE:
+        starts = np.linspace(0, n - FIT_SLICE, FIT_SLICES).astype(np.int64)
+        idx = (starts[:, None] + np.arange(FIT_SLICE)[None, :]).reshape(-1)
+        idx = idx[region.in_a[idx]]
+    else:
+        idx = np.flatnonzero(region.in_a)
+    a, b = region.a[idx], region.b[idx]
+    if np.abs(a.astype(np.int16) - b).max(initial=0) <= 1:
+        idx = idx[:0]  # every byte within 1 LSB: rounding, for a tolerance to judge, not a bit or a value map
+    return a[:idx.size], b[:idx.size], region.at(idx)
+
+
+def _bits_candidates(region: _Region, layout) -> list:
+    """Lanes whose every bit is either passed, stuck at 1, stuck at 0 or flipped in (almost) all bytes: a data
+    line stuck or inverted (B = ((A & and) | or) ^ xor per lane). The sign bit alone flipped is signedness."""
+    a, b, pos = _fit_sample(region)
+    if not np.count_nonzero(a != b):
+        return []
+    out = []
+    for p in sorted({1, 2, 4, layout.record_size} - {0}):
+        if p > 64:
+            continue
+        lane = (pos - layout.offset) % p
+        total = np.maximum(np.bincount(lane, minlength=p), 1)
+        masks = [[0xFF] * p, [0] * p, [0] * p]
+        ok = True
+        for bit in range(8):
+            ab, bb = (a >> bit) & 1, (b >> bit) & 1
+            same = np.bincount(lane, weights=(ab == bb), minlength=p) / total
+            ones = np.bincount(lane, weights=bb, minlength=p) / total
+            for l in range(p):  # a stuck or inverted line is exact: every byte of the sample obeys it
+                if same[l] == 1:
+                    continue
+                if ones[l] == 1 and same[l] > 0:  # kept where A had it set, set where A had it clear
+                    masks[1][l] |= 1 << bit
+                elif ones[l] == 0 and same[l] > 0:
+                    masks[0][l] &= 0xFF & ~(1 << bit)
+                elif same[l] == 0:
+                    masks[2][l] |= 1 << bit  # flipped (also when A never had it set: a flip first)
+                else:
+                    ok = False
+                    break
+            if not ok:
+                break
+        if not ok:
+            continue
+        bug = Bits(p, tuple(masks[0]), tuple(masks[1]), tuple(masks[2]))
+        ops = bug.ops()
+        if ops and not all(op == "flip" and m == 0x80 for _, op, m in ops):
+            out.append(bug)
+    return out
+
+
+def _value_map_candidates(region: _Region) -> list:
+    """B = lut[A] for one monotone map of byte values (a wrong requantization scale / zero point, or values
+    clamped: saturation), fitted on the sample; a map of values seen only once, or one the sample's bytes do not
+    follow, is no evidence."""
+    a, b, _ = _fit_sample(region)
+    d = int(np.count_nonzero(a != b))
+    if d < 16:
+        return []
+    joint = np.bincount(a.astype(np.int64) * 256 + b, minlength=65536).reshape(256, 256)
+    count = joint.sum(axis=1)
+    mode = joint.argmax(axis=1)
+    if int((count - joint[np.arange(256), mode]).sum()) > (1 - MIN_FIT) * d:
+        return []
+    seen = np.flatnonzero(count)
+    changed = seen[mode[seen] != seen]
+    support = count[changed]
+    if seen.size < 8 or support.sum() < 16 or support[support < 2].sum() > 0.1 * support.sum() or \
+            np.abs(mode[changed] - changed).max() <= 1:
+        return []  # values seen once could map anywhere: most of the changed bytes must be of repeated values
+    lut = np.arange(256)
+    lut[seen] = mode[seen]
+    for order in (np.arange(256), np.arange(256) ^ 0x80):  # unsigned, or signed (int8) order
+        rank = np.argsort(order)  # byte values from smallest to largest in that order
+        vals = order[lut[rank]]
+        vals = vals[np.isin(rank, seen)]
+        if (np.diff(vals) >= 0).all():
+            lo, hi = vals.min(), vals.max()
+            clamped = np.isin(order[lut[changed]], (lo, hi)).all()
+            return [ValueMap(bytes(lut.astype(np.uint8)), "saturation" if clamped else "requantize")]
+    return []
+
+
+PAGE = 4096  # the x86 / x64 page size: the unit of an MDL / scatter-gather list
+
+
+def _page_candidates(src_a, src_b, region: _Region, scan) -> list:
+    """B's pages that hold another page of A (exactly, and found once in A): a scatter-gather list out of
+    order, a page duplicated or dropped. Pages from offset 0, or from where the first difference starts when
+    the buffer does not start on a page. Exact pairs only (a sampled pair falls back on local shifts)."""
+    if not region.exact or src_b.size < 2 * PAGE or scan.first is None:
+        return []
+    a, b = src_a.read(0, min(src_a.size, 4 * EXACT_LIMIT)), src_b.read(0, src_b.size)
+    out = []
+    for phase in sorted({0, scan.first % PAGE}):
+        n_a, n_b = (len(a) - phase) // PAGE, (len(b) - phase) // PAGE
+        pa = a[phase:phase + n_a * PAGE].reshape(n_a, PAGE)
+        pb = b[phase:phase + n_b * PAGE].reshape(n_b, PAGE)
+        index: dict[bytes, int] = {}
+        for j in range(n_a):
+            index[pa[j].tobytes()] = j if pa[j].tobytes() not in index else -1  # -1: not unique in A
+        order = [-1] * n_b
+        for i in range(n_b):
+            if i < n_a and np.array_equal(pa[i], pb[i]):
+                continue
+            page = pb[i]
+            if len(np.unique(page[:256])) < 4 or any(np.array_equal(page[s:], page[:-s]) for s in (1, 2, 4, 8, 16)):
+                continue  # a prefill or one repeated record: found anywhere, it proves nothing
+            j = index.get(page.tobytes(), -1)
+            if j >= 0:
+                order[i] = j
+        moves = [(i, j) for i, j in enumerate(order) if j >= 0]
+        if not moves:
+            continue
+        steps = {i - j for i, j in moves}
+        if len(steps) == 1 and 0 in moves[0] and phase == 0:
+            continue  # A moved as a whole by whole pages from its start: a shift (a header, an offset), not a page list
+        if len(steps) == 1 and all(order[i] >= 0 for i in range(moves[0][0], moves[-1][0] + 1)):
+            # the rest of B moved by whole pages (a page dropped or repeated): the pages after the run follow
+            # while B's bytes are A's (or A has none there: past its end)
+            step = steps.pop()
+            order += [-1] * (-(-(len(b) - phase) // PAGE) - n_b)
+            for i in range(moves[-1][0] + 1, len(order)):
+                lo = phase + i * PAGE
+                got, want = b[lo:lo + PAGE], a[lo - step * PAGE:lo - step * PAGE + PAGE]
+                if not np.array_equal(got[:len(want)], want):
+                    break
+                order[i] = i - step
+        out.append(Pages(PAGE, tuple(order), phase, size=src_b.size if src_b.size != src_a.size else None))
+    return out
+
+
+LINE = 64  # a cache line on x86 / x64 and ARM
+
+
+def _cacheline_candidates(region: _Region, fills, previous_src) -> list:
+    """Scattered whole cache lines of B that hold a prefill (or, with the previous run, its bytes): the lines
+    the differences fall in, when they are several separate runs of at most 4 lines each."""
+    d = region.diff & region.in_a
+    edges = np.flatnonzero(d[1:] != d[:-1]) + 1  # runs of differing bytes, from their edges (no per-byte offsets)
+    starts = np.concatenate(([0] if d[0] else [], edges[d[edges]])).astype(np.int64)
+    ends = np.concatenate((edges[~d[edges]], [d.size] if d[-1] else [])).astype(np.int64)
+    if not starts.size or starts.size > 1 << 16:
+        return []
+    first, last = region.at(starts) // LINE, region.at(ends - 1) // LINE
+    if (last - first).max() >= 4:
+        return []
+    lines = np.unique(np.concatenate([first + i for i in range(4)])[np.concatenate(
+        [first + i <= last for i in range(4)])])
+    breaks = np.flatnonzero(np.diff(lines) != 1)
+    runs = np.diff(np.concatenate(([0], breaks + 1, [lines.size])))
+    if runs.size < 2 or runs.max() > 4:
+        return []
+    lines_t = tuple(lines.tolist())
+    out = [CacheLines(lines_t, LINE, pat) for _, pat, _ in fills]
+    out += [CacheLines(lines_t, LINE, pat) for pat in (b"\x00", b"\xff", b"\xcc", b"\xcd") if all(
+        pat != p for _, p, _ in fills)]
+    if previous_src is not None:
+        out.append(CacheLines(lines_t, LINE, None, previous_src))
     return out
 
 
@@ -803,7 +994,8 @@ def _select(scored: list, d_total: float, scale: float, missing: int) -> tuple[l
             break
         top = max(g for g, _ in gains)
         tied = [c for g, c in gains if g >= 0.98 * top]
-        best = min(tied, key=lambda c: (_RANK.get(c.bug.kind, 99), c.false, c.complexity))
+        best = min(tied, key=lambda c: (_RANK_GROUP.get(c.bug.kind, _RANK.get(c.bug.kind, 99)), c.false,
+                                        _RANK.get(c.bug.kind, 99), c.complexity))
         chosen.append(best)
         remaining.remove(best)
         union = best.hits.copy() if union is None else union | best.hits
@@ -975,8 +1167,12 @@ def _finding(c: _Scored, region, layout, ctx: dict, explains: float) -> list:
                         "data_lanes": compress_lanes(range(z))})
         padded, packed = ("A", "B") if sa > sb else ("B", "A")
         details.update(_stride_evidence(bug, ctx, region, recs))
-        text = (f"{padded} holds {_n(recs)} records of z={z} bytes at a {max(sa, sb)}-byte stride (z padded to the "
-                f"4-byte lane), {packed} the same records {min(sa, sb)} bytes apart")
+        align = next((m for m in LANE_ALIGN if _ceil(z, m) == max(sa, sb)), None)
+        lane_text = "the 4-byte lane" if align == 4 else (f"a multiple of {align} lanes" if align else
+                                                          f"{max(sa, sb)} bytes")
+        details["lane_multiple"] = align
+        text = (f"{padded} holds {_n(recs)} records of z={z} bytes at a {max(sa, sb)}-byte stride (z padded to "
+                f"{lane_text}), {packed} the same records {min(sa, sb)} bytes apart")
         if n_a == n_b:
             text += f" in a buffer of the same size: {packed} was read or written with the wrong stride"
         elif ctx.get("tensor"):
@@ -989,8 +1185,8 @@ def _finding(c: _Scored, region, layout, ctx: dict, explains: float) -> list:
             hint = (f"relayout the raw side before comparing: forensics relayout {raw} --model MODEL --layer LAYER "
                     "-o tensor.bin")
         else:
-            hint = (f"read and write each record at the chip's stride of {max(sa, sb)} bytes (z={z} padded to the "
-                    "4-byte lane; the layer's size_bytes), not at z")
+            hint = (f"read and write each record at the chip's stride of {max(sa, sb)} bytes (z={z} padded to "
+                    f"{lane_text}; the layer's size_bytes), not at z")
     elif isinstance(bug, Signedness):
         rs = layout.record_size
         period, lanes = bug.period, list(bug.lanes)
@@ -1008,6 +1204,63 @@ def _finding(c: _Scored, region, layout, ctx: dict, explains: float) -> list:
         text = f"{bug.describe()} in every {len(bug.permutation)}-byte word: {mapping}"
         hint = (f"bytes of {b} move within each word: check element endianness and the lane / channel order "
                 "the driver assumes")
+    elif isinstance(bug, Pages):
+        moves = bug.moves()
+        dup = len({j for _, j in moves}) < len(moves) or any(
+            j < len(bug.order) and bug.order[j] in (-1, j) for _, j in moves)
+        steps = {i - j for i, j in moves}
+        said = ", ".join(f"B page {i} = A page {j}" for i, j in moves[:6]) + (" ..." if len(moves) > 6 else "")
+        where_p = f" (pages from offset {bug.phase})" if bug.phase else ""
+        if len(steps) == 1 and len(moves) > 1 and moves[-1][0] >= len(bug.order) - 2 and next(iter(steps)) < 0:
+            what = (f"A's page {moves[0][0]} is missing from B: from offset 0x{bug.phase + moves[0][0] * bug.page:x} "
+                    f"every later page of A sits one page earlier")
+        elif dup:
+            what = "pages of A appear twice in B (a scatter-gather entry repeated)"
+        else:
+            what = "B holds A's pages in another order"
+        details.update({"moved_pages": len(moves), "duplicated": dup})
+        text = (f"{what}: {said} ({bug.page:,}-byte pages{where_p}, {_n(len(moves) * bug.page)} bytes): the DMA "
+                "scatter-gather / MDL page list does not match the buffer's pages")
+        hint = (f"check the page list built for {b} (MmGetMdlPfnArray / the scatter-gather list): its order, "
+                "and that each page is mapped once; pages are 4 KiB on x86 / x64")
+    elif isinstance(bug, CacheLines):
+        lines = len(bug.lines)
+        src = ("the previous run's bytes" if bug.previous is not None else
+               ctx["pattern_names"].get(bug.pattern, f"0x{bug.pattern.hex().upper()}"))
+        first = ", ".join(f"0x{l * bug.line:x}" for l in bug.lines[:4]) + (" ..." if lines > 4 else "")
+        details.update({"source": "previous" if bug.previous is not None else src})
+        text = (f"{lines} separate {bug.line}-byte cache lines of B (at {first}) hold {src} where A has data, the "
+                "rest matches: the CPU read lines it still cached instead of what the device wrote by DMA")
+        hint = (f"the buffer of {b} is not coherent: flush / invalidate the cache over it after the DMA completes "
+                "(KeFlushIoBuffers, or a common buffer allocated non-cached) before reading it")
+    elif isinstance(bug, Bits):
+        ops = bug.ops()
+        words = {"set": "stuck at 1", "clear": "stuck at 0", "flip": "flipped"}
+        parts = []
+        for op in ("set", "clear", "flip"):
+            for m in sorted({m for _, o, m in ops if o == op}):
+                lanes = [l for l, o, mm in ops if o == op and mm == m]
+                bits_t = compress_lanes([i for i in range(8) if m >> i & 1])
+                scope = "every byte" if bug.period == 1 else (
+                    f"lane{'s' if len(lanes) > 1 else ''} {compress_lanes(lanes)} of every {bug.period} bytes")
+                parts.append(f"bit{'s' if m & (m - 1) else ''} {bits_t} (mask 0x{m:02x}) {words[op]} in {scope}")
+        text = "; ".join(parts) + ", nothing else differs: a data bit stuck or inverted on the way"
+        hint = (f"check the bit lines / masks of the copy into {b} (a register or DMA data bit stuck, a mask "
+                "applied, a sign or flag bit set by the driver)")
+    elif isinstance(bug, ValueMap):
+        ch = bug.changed()
+        lut = bug.lut
+        sample = ", ".join(f"{v}->{lut[v]}" for v in ch[:6]) + (" ..." if len(ch) > 6 else "")
+        details.update({"values_changed": len(ch)})
+        if bug.kind == "saturation":
+            text = (f"every byte value of A maps to one value of B and the {len(ch)} changed values become the "
+                    f"range's ends ({sample}): values clamped (saturation)")
+            hint = ("check the output's quantization range / the clamp applied (activation min/max, the "
+                    "requantization's saturation) against the reference's")
+        else:
+            text = (f"every byte value of A maps to one value of B in the same order ({len(ch)} values changed: "
+                    f"{sample}): one monotone requantization of every element")
+            hint = "check the output's quantization scale and zero point (and the requantization multiplier/shift)"
     elif isinstance(bug, Stale):
         rs = layout.record_size
         ranges = where["ranges"]

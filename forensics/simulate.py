@@ -332,6 +332,138 @@ class Stale(Bug):
         return "stale:" + ",".join(f"{s}-{e}" for s, e in self.ranges)
 
 
+@dataclass(frozen=True)
+class Bits(Bug):
+    """Stuck or flipped bits: B = ((A & and_mask) | or_mask) ^ xor_mask, with masks per lane of every `period`
+    bytes (a data line stuck at 1 or 0, a bit flipped in one lane; the sign bit alone flipped is signedness)."""
+
+    period: int = 1
+    and_masks: tuple = (0xFF,)
+    or_masks: tuple = (0x00,)
+    xor_masks: tuple = (0x00,)
+    kind = "bits"
+
+    def values(self, source, pos, pred, defined):
+        lane = pos % self.period
+        a_m, o_m, x_m = (np.asarray(m, np.uint8)[lane] for m in (self.and_masks, self.or_masks, self.xor_masks))
+        pred[defined] = (((pred & a_m) | o_m) ^ x_m)[defined]
+
+    def ops(self) -> list[tuple[int, str, int]]:
+        """(lane, 'set' | 'clear' | 'flip', bit mask) for every lane a mask touches."""
+        out = []
+        for lane in range(self.period):
+            for op, m in (("set", self.or_masks[lane]), ("clear", 0xFF & ~self.and_masks[lane]),
+                          ("flip", self.xor_masks[lane])):
+                if m:
+                    out.append((lane, op, int(m)))
+        return out
+
+    def params(self):
+        return {"period": self.period, "ops": [{"lane": l, "op": op, "mask": f"0x{m:02x}"} for l, op, m in self.ops()]}
+
+    def spec(self):
+        ops = self.ops()
+        same = {(op, m) for _, op, m in ops}
+        if len(same) == 1:
+            (op, m), = same
+            lanes = sorted(l for l, _, _ in ops)
+            tail = "" if self.period == 1 else f":{self.period}:{compress_lanes(lanes)}"
+            return f"bits:{op}:{m:02x}{tail}"
+        return "bits:" + ",".join(f"{l}{op}{m:02x}" for l, op, m in ops)
+
+
+@dataclass(frozen=True)
+class ValueMap(Bug):
+    """Every byte value v of A becomes lut[v] in B (a wrong requantization scale or zero point; values clamped
+    to a range: saturation)."""
+
+    lut: bytes = bytes(range(256))
+    kind_name: str = "requantize"
+
+    @property
+    def kind(self):  # type: ignore[override]
+        return self.kind_name
+
+    def values(self, source, pos, pred, defined):
+        pred[defined] = np.frombuffer(self.lut, np.uint8)[pred[defined]]
+
+    def changed(self) -> list[int]:
+        return [v for v in range(256) if self.lut[v] != v]
+
+    def params(self):
+        ch = self.changed()
+        return {"values_changed": len(ch), "map": {f"0x{v:02x}": f"0x{self.lut[v]:02x}" for v in ch[:16]}}
+
+    def spec(self):
+        return f"{self.kind_name}:" + self.lut.hex()
+
+
+@dataclass(frozen=True)
+class Pages(Bug):
+    """A scatter-gather (MDL) page list gone wrong: B's page i (pages of `page` bytes from `phase`) holds A's page
+    order[i]: pages swapped, duplicated, missing (the rest moved up one page); -1 keeps B's own page."""
+
+    page: int = 4096
+    order: tuple = ()
+    phase: int = 0
+    size: int | None = None
+    kind = "page"
+
+    def size_out(self, n):
+        return n if self.size is None else self.size
+
+    def index(self, n, pos):
+        rel = pos - self.phase
+        q, j = rel // self.page, rel % self.page
+        order = np.asarray(self.order or (-1,), np.int64)
+        inside = (rel >= 0) & (q < len(self.order))
+        src = order[np.clip(q, 0, len(order) - 1)]
+        idx = np.where(inside & (src >= 0), self.phase + src * self.page + j, pos)
+        return np.where(idx < n, idx, -1)
+
+    def moves(self) -> list[tuple[int, int]]:
+        return [(i, j) for i, j in enumerate(self.order) if j >= 0 and j != i]
+
+    def params(self):
+        return {"page_bytes": self.page, "phase": self.phase,
+                "pages": [{"page": i, "holds": j} for i, j in self.moves()[:32]]}
+
+    def spec(self):
+        return f"page:{self.page}:" + ",".join(f"{i}={j}" for i, j in self.moves())
+
+
+@dataclass(frozen=True)
+class CacheLines(Bug):
+    """Scattered whole cache lines (`line` bytes, aligned to offset 0) of B hold a prefill `pattern` or, with
+    `previous`, the previous run's bytes: DMA into memory the CPU still caches (no flush / invalidate)."""
+
+    lines: tuple = ()
+    line: int = 64
+    pattern: bytes | None = b"\x00"
+    previous: object = field(default=None, compare=False, hash=False)
+    kind = "cacheline"
+
+    def values(self, source, pos, pred, defined):
+        hit = np.isin(pos // self.line, np.asarray(self.lines, np.int64))
+        if self.previous is not None:
+            hit &= pos < self.previous.size
+            if hit.any():
+                sel = pos[hit]
+                lo = int(sel.min())
+                pred[hit] = self.previous.read(lo, int(sel.max()) + 1)[sel - lo]
+        elif hit.any():
+            pred[hit] = _pattern_at(self.pattern, pos[hit])
+        defined[hit] = True
+
+    def params(self):
+        return {"line_bytes": self.line, "lines": len(self.lines), "first_lines": list(self.lines[:16]),
+                "source": "previous" if self.previous is not None else self.pattern.hex()}
+
+    def spec(self):
+        src = "previous" if self.previous is not None else self.pattern.hex()
+        return f"cacheline:{len(self.lines)}:{src}"
+
+
 def compress_lanes(lanes) -> str:
     """[0, 1, 2, 3, 7] -> '0-3,7'."""
     lanes = sorted(set(int(x) for x in lanes))
@@ -358,6 +490,13 @@ BUG_HELP = (
     ("lane_swap", "lane_swap:16|32|64|halves|rgb|P,E,R,M", "bytes permuted in every word (byte order, RGB/BGR)"),
     ("relayout", "relayout:RECORD[:SEED]", "B's RECORD-byte records are A's in a shuffled order"),
     ("stale", "stale[:START-END,...]", "those bytes (default all) hold the previous run's buffer (--previous)"),
+    ("page", "page:I=J[,I=J...][@PAGE]|page:missing:K[@PAGE]",
+     "B's page I holds A's page J (4096-byte pages); missing: A's page K dropped, later pages move up one"),
+    ("cacheline", "cacheline:N[:HEX|previous][:SEED]",
+     "N random 64-byte cache lines hold HEX (default 00) or the previous run's bytes (--previous)"),
+    ("bits", "bits:set|clear|flip:MASK[:PERIOD[:LANES]]", "bits MASK (hex) stuck at 1 / at 0 / flipped in those lanes"),
+    ("saturation", "saturation:LO-HI", "every value is clamped to LO..HI (unsigned bytes)"),
+    ("requantize", "requantize:SCALE[:OFFSET]", "every byte v becomes round(v * SCALE + OFFSET) clamped to 0..255"),
 )
 
 
@@ -454,12 +593,87 @@ def parse_bug(spec: str, size: int, previous=None) -> Bug:
             if previous is None:
                 raise InputError("stale needs the previous run's buffer (previous=)")
             return Stale(previous, _ranges(args[0]) if args else ())
+        if kind == "page":
+            return _parse_pages(args[0] if len(args) == 1 else ":".join(args[:2]), size)
+        if kind == "cacheline":
+            count = _int(args[0], "N")
+            lines = size // 64
+            if not 0 < count <= lines:
+                raise InputError(f"cacheline N must be between 1 and {lines} lines")
+            src = args[1] if len(args) > 1 else "00"
+            seed = _int(args[2], "SEED") if len(args) > 2 else 0
+            chosen = tuple(sorted(np.random.default_rng(seed).choice(lines, count, replace=False).tolist()))
+            if src == "previous":
+                if previous is None:
+                    raise InputError("cacheline:N:previous needs the previous run's buffer (previous=)")
+                return CacheLines(chosen, previous=previous, pattern=None)
+            return CacheLines(chosen, pattern=_hex(src))
+        if kind == "bits":
+            op, mask = args[0], _int("0x" + args[1], "MASK")
+            if op not in ("set", "clear", "flip") or not 0 < mask < 256:
+                raise InputError("bits needs set|clear|flip and a mask of 01..ff")
+            period = _int(args[2], "PERIOD") if len(args) > 2 else 1
+            if period <= 0:
+                raise InputError("bits PERIOD must be positive")
+            lanes = range(period)
+            if len(args) > 3:
+                lanes = {x for s, e in _ranges_inclusive(args[3]) for x in range(s, e + 1)}
+            masks = {"and": [0xFF] * period, "or": [0] * period, "xor": [0] * period}
+            for lane in lanes:
+                if op == "set":
+                    masks["or"][lane] = mask
+                elif op == "clear":
+                    masks["and"][lane] = 0xFF & ~mask
+                else:
+                    masks["xor"][lane] = mask
+            return Bits(period, tuple(masks["and"]), tuple(masks["or"]), tuple(masks["xor"]))
+        if kind == "saturation":
+            (lo, hi), = _ranges_inclusive(args[0])
+            if not 0 <= lo < hi <= 255:
+                raise InputError("saturation needs 0 <= LO < HI <= 255")
+            return ValueMap(bytes(np.clip(np.arange(256), lo, hi).astype(np.uint8)), "saturation")
+        if kind == "requantize":
+            scale = _float(args[0], "SCALE")
+            offset = _float(args[1], "OFFSET") if len(args) > 1 else 0.0
+            lut = np.clip(np.rint(np.arange(256) * scale + offset), 0, 255).astype(np.uint8)
+            return ValueMap(bytes(lut), "requantize")
     except IndexError:
         pass
     else:
         raise InputError(f"unknown bug kind {kind!r}: one of {', '.join(k for k, _, _ in BUG_HELP)}")
     usage = next((u for k, u, _ in BUG_HELP if k == kind), kind)
     raise InputError(f"bug {spec!r} is missing parameters: {usage}")
+
+
+def _float(text: str, what: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise InputError(f"bug parameter {what} must be a number, got {text!r}") from None
+
+
+def _parse_pages(text: str, size: int) -> Pages:
+    body, _, page_text = text.partition("@")
+    page = _int(page_text, "PAGE") if page_text else 4096
+    n = -(-size // page) if page > 0 else 0
+    if n < 2:
+        raise InputError(f"page needs PAGE > 0 and at least 2 pages in {size} bytes")
+    if body.startswith("missing:"):
+        k = _int(body.split(":", 1)[1], "K")
+        if not 0 <= k < n - 1:
+            raise InputError(f"page:missing:K needs 0 <= K < {n - 1}")
+        order = list(range(k)) + list(range(k + 1, n))
+        return Pages(page, tuple(order), size=size - page if k < n - 1 else None)
+    order = list(range(n))
+    for part in body.split(","):
+        i, sep, j = part.partition("=")
+        if not sep:
+            raise InputError(f"page move {part!r} must be I=J (B's page I holds A's page J)")
+        i, j = _int(i, "I"), _int(j, "J")
+        if not (0 <= i < n and 0 <= j < n):
+            raise InputError(f"page move {part!r}: pages are 0..{n - 1}")
+        order[i] = j
+    return Pages(page, tuple(order))
 
 
 def _ranges_inclusive(text: str):
