@@ -1,6 +1,6 @@
 """Benchmark: does `diagnose` name generated driver bugs right, and is it never silently wrong?
 
-  python benchmarks/bench_diagnose.py [--cases 600] [--seed 1] [--big-mib 256] [--skip-big] [--json]
+  python benchmarks/bench_diagnose.py [--cases 600] [--seed 1] [--big-mib 256] [--skip-big] [--quick] [--json]
 
 Part 1 builds references with the real SSD MobileNet v2 segment's layouts (raw convert_scores: 1,917 anchors
 of z=91 at a 92-byte stride, 176,368 bytes; its tensor, 174,447; Squeeze1 raw 7,672 / tensor 7,668; the
@@ -35,8 +35,9 @@ from _table import Table, add_json_flag  # noqa: E402
 
 from forensics.diagnose import diagnose_dumps  # noqa: E402
 from forensics.layout import RecordLayout  # noqa: E402
-from forensics.simulate import (SENTINEL_PATTERNS, Fill, LaneSwap, Oversize, Relayout, Shift,  # noqa: E402
-                                Signedness, Stale, Strided, Truncation, apply_bug, ArraySource)
+from forensics.simulate import (SENTINEL_PATTERNS, ArraySource, Bits, CacheLines, Fill, LaneSwap,  # noqa: E402
+                                Oversize, Pages, Relayout, Shift, Signedness, Stale, Strided, Truncation, ValueMap,
+                                apply_bug)
 
 ANCHORS, Z, ZP = 1917, 91, 92
 
@@ -85,6 +86,9 @@ def random_bug(rng, name, data, rs, row, z, previous):
     n = len(data)
     kinds = ["shift", "shift_local", "fill", "truncation", "truncation_fill", "oversize", "signedness",
              "lane_swap", "relayout", "stale"]
+    kinds += ["cacheline", "bits", "saturation", "requantize"]
+    if n >= 3 * 4096:
+        kinds += ["page", "page"]
     if z is not None:
         kinds += ["stride", "stride"]
     if row is not None:
@@ -129,16 +133,74 @@ def random_bug(rng, name, data, rs, row, z, previous):
             return "stale", Stale(src, ())
         lo = int(rng.integers(0, n // 2))
         return "stale", Stale(src, ((lo, min(n, lo + int(rng.integers(n // 8, n // 2)))),))
+    if kind == "page":  # a scatter-gather list: two pages swapped, one repeated, or one dropped
+        pages = n // 4096
+        order = list(range(pages))
+        i, j = sorted(int(x) for x in rng.choice(pages, 2, replace=False))
+        how = rng.integers(3)
+        if how == 0:
+            order[i], order[j] = j, i
+        elif how == 1:
+            order[j] = i
+        else:
+            return "page", Pages(4096, tuple(order[:i] + order[i + 1:]), size=n - 4096)
+        return "page", Pages(4096, tuple(order))
+    if kind == "cacheline":  # DMA into cached memory: scattered 64-byte lines keep a prefill or the last run
+        lines = tuple(sorted(int(x) for x in rng.choice(n // 64, int(rng.integers(2, 40)), replace=False)))
+        if rng.random() < 0.3:
+            return "cacheline", CacheLines(lines, previous=ArraySource(previous), pattern=None)
+        return "cacheline", CacheLines(lines, pattern=[b"\x00", b"\xcc", b"\xcd", b"\xff"][rng.integers(4)])
+    if kind == "bits":  # a data bit stuck at 1 / 0 or inverted, in every byte or in one lane of a word
+        period = int(rng.choice([1, 1, 2, 4]))
+        lane = int(rng.integers(period))
+        masks = [[0xFF] * period, [0] * period, [0] * period]
+        mask = 1 << int(rng.integers(1, 8))
+        op = int(rng.integers(3))
+        masks[op][lane] = 0xFF & ~mask if op == 0 else mask
+        return "bits", Bits(period, *(tuple(m) for m in masks))
+    if kind == "saturation":
+        lo, hi = int(rng.integers(0, 40)), int(rng.integers(150, 255))
+        return "saturation", ValueMap(bytes(np.clip(np.arange(256), lo, hi).astype(np.uint8)), "saturation")
+    if kind == "requantize":  # a wrong scale / zero point
+        scale, offset = float(rng.uniform(0.5, 1.8)), float(rng.uniform(-20, 20))
+        lut = np.clip(np.rint(np.arange(256) * scale + offset), 0, 255).astype(np.uint8)
+        return "requantize", ValueMap(bytes(lut), "requantize")
     if kind == "stride":
         p = -(-z // 4) * 4
         if name.endswith("raw"):
             return "stride", Strided(z, p, z, size=[ANCHORS * z, n][rng.integers(2)])
+        m = int(rng.choice([4, 4, 8, 16]))  # channels padded to 4 lanes (the Edge TPU), or 8 / 16
+        p = -(-z // m) * m
         return "stride", Strided(z, z, p, size=[ANCHORS * p, n][rng.integers(2)])
     if kind == "pitch":
         align = int(rng.choice([16, 32, 64, 128, 256]))
         pitch = -(-(row + 1) // align) * align
         return "pitch", Strided(row, row, pitch, kind_name="pitch")
     raise AssertionError(kind)
+
+
+def _observable(expected, bug, a, b, rs):
+    """The kind the bytes can show, or None to skip: a bit or value change of at most 1 LSB is rounding (left to
+    a tolerance); a stuck or flipped sign bit that changed every byte it touched is signedness; a requantization
+    whose every changed value landed on the range's ends is saturation."""
+    if expected not in ("bits", "saturation", "requantize"):
+        return expected
+    xa, xb = np.frombuffer(a, np.uint8), np.frombuffer(b, np.uint8)
+    if np.abs(xa.astype(np.int16) - xb).max() <= 1:
+        return None
+    if expected == "bits":
+        for p in sorted({1, 2, 4, rs}):
+            m = len(xa) // p * p
+            flipped = ((xa[:m] ^ xb[:m]) == 0x80).reshape(-1, p)
+            lanes = np.flatnonzero(flipped.any(axis=0))
+            sim = apply_bug(Signedness(p, tuple(lanes.tolist())), a) if lanes.size else None
+            if sim == b:
+                return "signedness"
+        return "bits"
+    changed = xb[xa != xb]
+    if expected == "requantize" and np.isin(changed, (changed.min(), changed.max())).all():
+        return None
+    return expected
 
 
 def part1(cases: int, seed: int, tmp: str, table: Table) -> None:
@@ -157,12 +219,15 @@ def part1(cases: int, seed: int, tmp: str, table: Table) -> None:
         b = apply_bug(bug, a)
         if b == a:
             continue
+        expected = _observable(expected, bug, a, b, rs)
+        if expected is None:
+            continue
         pa, pb, pp = (os.path.join(tmp, f"{x}.bin") for x in "abp")
         for path, data in ((pa, a), (pb, b), (pp, prev)):
             with open(path, "wb") as fh:
                 fh.write(data)
         for layout in (None, RecordLayout(record_size=rs, pad_lanes=pad)):
-            result = diagnose_dumps(pa, pb, layout=layout, previous=pp if expected == "stale" else None)
+            result = diagnose_dumps(pa, pb, layout=layout, previous=pp if getattr(bug, "previous", None) is not None else None)
             total += 1
             differing += 1
             per_kind[expected] += 1
@@ -242,8 +307,11 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--big-mib", type=int, default=256)
     p.add_argument("--skip-big", action="store_true")
+    p.add_argument("--quick", action="store_true", help="120 cases and no big pair (a check, not a figure)")
     add_json_flag(p)
     args = p.parse_args()
+    if args.quick:
+        args.cases, args.skip_big = 120, True
     with Table(args.json, "bench_diagnose") as table, tempfile.TemporaryDirectory() as tmp:
         part1(args.cases, args.seed, tmp, table)
         if not args.skip_big:

@@ -905,8 +905,6 @@ def _page_candidates(src_a, src_b, region: _Region, scan) -> list:
         if not moves:
             continue
         steps = {i - j for i, j in moves}
-        if len(steps) == 1 and 0 in moves[0] and phase == 0:
-            continue  # A moved as a whole by whole pages from its start: a shift (a header, an offset), not a page list
         if len(steps) == 1 and all(order[i] >= 0 for i in range(moves[0][0], moves[-1][0] + 1)):
             # the rest of B moved by whole pages (a page dropped or repeated): the pages after the run follow
             # while B's bytes are A's (or A has none there: past its end)
@@ -918,6 +916,8 @@ def _page_candidates(src_a, src_b, region: _Region, scan) -> list:
                 if not np.array_equal(got[:len(want)], want):
                     break
                 order[i] = i - step
+            if 0 in moves[0] and phase == 0 and order[-1] >= 0:
+                continue  # A moved as a whole by whole pages from its start: a shift (a header, an offset)
         out.append(Pages(PAGE, tuple(order), phase, size=src_b.size if src_b.size != src_a.size else None))
     return out
 
