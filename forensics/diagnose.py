@@ -436,6 +436,8 @@ class _Scored:
     missing: bool             # explains B being shorter than A
     complexity: int = 0
     size: int = 0
+    touched: int = 0          # differing bytes where it predicts a value other than A's ...
+    right: int = 0            # ... and of those, the ones it predicts right
 
     @property
     def hits(self) -> np.ndarray:
@@ -445,7 +447,7 @@ class _Scored:
 def _score(bug, src_a, region: _Region, n_a: int, n_b: int) -> _Scored:
     hits = np.zeros(region.diff.size, bool)
     false = np.zeros(region.diff.size, bool)
-    predicted = wrong = 0
+    predicted = wrong = touched = right = 0
     for (lo, hi), off in zip(region.blocks, region.starts[:-1].tolist()):
         pred, defined, slack = bug.predict(src_a, lo, hi)
         b = region.b[off:off + hi - lo]
@@ -456,6 +458,9 @@ def _score(bug, src_a, region: _Region, n_a: int, n_b: int) -> _Scored:
         false[off:off + hi - lo] = ~d & ~ok
         predicted += int(np.count_nonzero(defined))
         wrong += int(np.count_nonzero(defined & ~same))
+        claim = d & defined & (pred != region.a[off:off + hi - lo])
+        touched += int(np.count_nonzero(claim))
+        right += int(np.count_nonzero(claim & same))
     if isinstance(bug, (Oversize, Strided)) and wrong > MAX_WRONG * predicted:
         hits[:] = False  # the slack it allows explains nothing unless A's bytes really are where it puts them
     missing = n_b < n_a and bug.size_out(n_a) == n_b
@@ -481,7 +486,8 @@ def _score(bug, src_a, region: _Region, n_a: int, n_b: int) -> _Scored:
                 bug = Shift(bug.k, s, e)
                 false[:f] = False
                 false[l + 1:] = False
-    return _Scored(bug, np.packbits(hits), int(np.count_nonzero(false)), missing, _complexity(bug), hits.size)
+    return _Scored(bug, np.packbits(hits), int(np.count_nonzero(false)), missing, _complexity(bug), hits.size,
+                   touched, right)
 
 
 SHORTLIST = 12          # candidates scored on the whole region after a pre-score on small windows
@@ -857,7 +863,7 @@ def _value_map_candidates(region: _Region) -> list:
     seen = np.flatnonzero(count)
     changed = seen[mode[seen] != seen]
     support = count[changed]
-    if seen.size < 8 or support.sum() < 16 or support[support < 2].sum() > 0.1 * support.sum() or \
+    if seen.size < 8 or support.sum() < 8 or support[support < 2].sum() > 0.5 * support.sum() or \
             np.abs(mode[changed] - changed).max() <= 1:
         return []  # values seen once could map anywhere: most of the changed bytes must be of repeated values
     lut = np.arange(256)
@@ -973,12 +979,27 @@ def _fills(scan, sentinels) -> list:
 
 # --- selection and the result -----------------------------------------------------------------------------
 
-def _select(scored: list, d_total: float, scale: float, missing: int) -> tuple[list, np.ndarray, bool]:
+_MOVES = (Shift, LaneSwap, Pages)
+
+
+def _chance(scan) -> float:
+    """How often a byte of B equals an unrelated byte of A (from the value histograms): 1/256 for random data,
+    ~1/4 for scores that are mostly 0..3."""
+    pa = scan.hist_a / max(1, int(scan.hist_a.sum()))
+    pb = scan.hist_b / max(1, int(scan.hist_b.sum()))
+    return float((pa * pb).sum())
+
+
+def _select(scored: list, d_total: float, scale: float, missing: int, chance: float = 0.0
+            ) -> tuple[list, np.ndarray, bool]:
     """Greedy: the candidate explaining most of what is left (ties: the most specific), while it explains
-    enough and changes (almost) no equal bytes."""
+    enough, changes (almost) no equal bytes, and (bytes moved around: shift, lane swap, page) gets the
+    differing bytes it predicts right far more often than unrelated bytes would match by chance."""
     union = None
     chosen, missing_done = [], False
-    remaining = list(scored)
+    need_right = min(0.5, 3 * chance)
+    remaining = [c for c in scored if not (isinstance(c.bug, _MOVES) and c.touched
+                                           and c.right < need_right * c.touched)]
     while remaining:
         gains = []
         for c in remaining:
@@ -1410,7 +1431,7 @@ def diagnose_dumps(dump_a, dump_b, *, layout: RecordLayout | None = None, previo
         d_s = int(np.count_nonzero(region.diff))
         scale = d_b / d_s if d_s else 0.0
         scored = [_score(c, src_a, region, n_a, n_b) for c in _shortlist(cands, src_a, src_b, region, n_a, n_b)]
-        chosen, union, missing_done = _select(scored, d_total, scale, missing)
+        chosen, union, missing_done = _select(scored, d_total, scale, missing, _chance(scan))
         explained = float(np.count_nonzero(union)) * scale + (missing if missing_done else 0)
         names = {bytes(p): n for n, p in pats}
         ctx = {"a": dump_a.path, "b": dump_b.path, "n_a": n_a, "n_b": n_b, "pattern_names": names,
