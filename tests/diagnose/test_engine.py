@@ -37,13 +37,20 @@ def put(tmp_path):
     ("signedness", bytes(x ^ 0x80 for x in A)),
     ("pitch:1000:1024", b"".join(A[i:i + 1000] + bytes(24) for i in range(0, 12_000, 1000))[:-24]),
     ("stride:3:4:3", np.frombuffer(A, np.uint8).reshape(-1, 4)[:, :3].tobytes()),
+    ("bits:set:80", (np.frombuffer(A, np.uint8) | 0x80).tobytes()),
+    ("bits:clear:20:4:2", b"".join(A[i:i + 2] + bytes([A[i + 2] & 0xDF]) + A[i + 3:i + 4] for i in range(0, 12_000, 4))),
+    ("saturation:20-230", bytes(min(230, max(20, x)) for x in A)),
+    ("requantize:2:-100", bytes(min(255, max(0, 2 * x - 100)) for x in A)),
+    ("page:0=2,2=0@4000", A[8000:] + A[4000:8000] + A[:4000]),
+    ("page:missing:1@4000", A[:4000] + A[8000:]),
 ])
 def test_generators_equal_independent_constructions(spec, expected):
     assert apply_bug(parse_bug(spec, len(A)), A) == expected
 
 
 @pytest.mark.parametrize("spec", ["shift:7", "fill:100-200:cc", "truncation:5000", "oversize:96:32", "lane_swap:32",
-                                  "signedness", "pitch:1000:1024", "stride:3:4:3", "lane_swap:16"])
+                                  "signedness", "pitch:1000:1024", "stride:3:4:3", "lane_swap:16", "bits:flip:08",
+                                  "bits:set:40:4:1", "saturation:20-230", "requantize:1.5:-10", "cacheline:12:cc"])
 def test_every_generated_kind_is_named_and_exits_1(put, spec):
     b = apply_bug(parse_bug(spec, len(A)), A)
     result = diagnose_dumps(put(A), put(b))
@@ -91,7 +98,17 @@ def test_tolerance_applies_only_to_same_size_pairs(put):
 
 @pytest.mark.parametrize("spec,fragment", [("nope:1", "unknown bug kind"), ("shift", "missing parameters"),
                                            ("fill:9-3", "START < END"), ("lane_swap:0,0", "reorder"),
-                                           ("pitch:100:50", "PITCH"), ("relayout:99999", "2 records")])
+                                           ("pitch:100:50", "PITCH"), ("relayout:99999", "2 records"),
+                                           ("bits:stuck:80", "set|clear|flip"), ("saturation:200-10", "LO < HI"),
+                                           ("requantize:x", "number"), ("page:1-2", "I=J"),
+                                           ("page:missing:9", "K <"), ("cacheline:0", "between")])
 def test_bad_bug_specs(spec, fragment):
     with pytest.raises(InputError, match=fragment):
         parse_bug(spec, len(A))
+
+
+def test_cacheline_bug_changes_only_whole_lines():
+    b = np.frombuffer(apply_bug(parse_bug("cacheline:9:cd:3", len(A)), A), np.uint8)
+    assert b[11_968:].tobytes() == A[11_968:]
+    lines = np.flatnonzero((b != np.frombuffer(A, np.uint8))[:11_968].reshape(-1, 64).any(axis=1))
+    assert lines.size == 9 and (b[:11_968].reshape(-1, 64)[lines] == 0xCD).all()
