@@ -723,6 +723,11 @@ def _candidates(dump_a, dump_b, src_a, src_b, layout, scan, region, model_view, 
         best = _best_permutation(scan, layout)
         if best is not None:
             out.append(LaneSwap(best, layout.offset))
+        # The lane (class, channel) order of each record reversed, its trailing pad lanes in place.
+        for p in sorted({layout.record_size, *pad_periods}):
+            if MAX_LANE_RECORD < p <= MAX_STRIDE_Z:
+                for t in sorted({0, *(t for q, t in _pad_periods(src_a) if q == p)}):
+                    out.append(LaneSwap(tuple(range(p - t - 1, -1, -1)) + tuple(range(p - t, p)), layout.offset))
         sign = _signedness_candidates(region, layout, pad_periods)
         bits = _bits_candidates(region, layout)
         out += sign + bits
@@ -934,20 +939,8 @@ LINE = 64  # a cache line on x86 / x64 and ARM
 def _cacheline_candidates(region: _Region, fills, previous_src) -> list:
     """Scattered whole cache lines of B that hold a prefill (or, with the previous run, its bytes): the lines
     the differences fall in, when they are several separate runs of at most 4 lines each."""
-    d = region.diff & region.in_a
-    edges = np.flatnonzero(d[1:] != d[:-1]) + 1  # runs of differing bytes, from their edges (no per-byte offsets)
-    starts = np.concatenate(([0] if d[0] else [], edges[d[edges]])).astype(np.int64)
-    ends = np.concatenate((edges[~d[edges]], [d.size] if d[-1] else [])).astype(np.int64)
-    if not starts.size or starts.size > 1 << 16:
-        return []
-    first, last = region.at(starts) // LINE, region.at(ends - 1) // LINE
-    if (last - first).max() >= 4:
-        return []
-    lines = np.unique(np.concatenate([first + i for i in range(4)])[np.concatenate(
-        [first + i <= last for i in range(4)])])
-    breaks = np.flatnonzero(np.diff(lines) != 1)
-    runs = np.diff(np.concatenate(([0], breaks + 1, [lines.size])))
-    if runs.size < 2 or runs.max() > 4:
+    lines = _scattered_lines(region, region.diff & region.in_a)
+    if lines is None:
         return []
     lines_t = tuple(lines.tolist())
     out = [CacheLines(lines_t, LINE, pat) for _, pat, _ in fills]
@@ -956,6 +949,28 @@ def _cacheline_candidates(region: _Region, fills, previous_src) -> list:
     if previous_src is not None:
         out.append(CacheLines(lines_t, LINE, None, previous_src))
     return out
+
+
+def _scattered_lines(region: _Region, d: np.ndarray, most: int = 4) -> np.ndarray | None:
+    """The cache lines holding the differences `d` (a mask over the region), when they form at least two
+    separate runs of at most `most` lines; else None."""
+    if not d.any():
+        return None
+    edges = np.flatnonzero(d[1:] != d[:-1]) + 1  # runs of differing bytes, from their edges (no per-byte offsets)
+    starts = np.concatenate(([0] if d[0] else [], edges[d[edges]])).astype(np.int64)
+    ends = np.concatenate((edges[~d[edges]], [d.size] if d[-1] else [])).astype(np.int64)
+    if not starts.size or starts.size > 1 << 16:
+        return None
+    first, last = region.at(starts) // LINE, region.at(ends - 1) // LINE
+    if (last - first).max() >= most:
+        return None
+    lines = np.unique(np.concatenate([first + i for i in range(most)])[np.concatenate(
+        [first + i <= last for i in range(most)])])
+    breaks = np.flatnonzero(np.diff(lines) != 1)
+    runs = np.diff(np.concatenate(([0], breaks + 1, [lines.size])))
+    if runs.size < 2 or runs.max() > most:
+        return None
+    return lines
 
 
 @dataclass(frozen=True)
@@ -1221,8 +1236,16 @@ def _finding(c: _Scored, region, layout, ctx: dict, explains: float) -> list:
         hint = ("the tensor is signed on one side: flip the MSB of each element (libedgetpu's "
                 "TransformSignedDataType) or fix the declared type")
     elif isinstance(bug, LaneSwap):
-        mapping = ", ".join(f"B lane {i} = A lane {j}" for i, j in enumerate(bug.permutation) if i != j)
-        text = f"{bug.describe()} in every {len(bug.permutation)}-byte word: {mapping}"
+        perm = list(bug.permutation)
+        moved = [i for i, j in enumerate(perm) if i != j]
+        k = max(moved) + 1 if moved else 0
+        if len(perm) > MAX_LANE_RECORD and perm[:k] == list(range(k - 1, -1, -1)):
+            mapping = f"lanes 0-{k - 1} in reverse order (B lane i = A lane {k - 1} - i)" + (
+                f", lanes {compress_lanes(range(k, len(perm)))} in place" if k < len(perm) else "")
+            text = f"the lane (class / channel) order of every {len(perm)}-byte record is reversed: {mapping}"
+        else:
+            mapping = ", ".join(f"B lane {i} = A lane {j}" for i, j in enumerate(perm) if i != j)
+            text = f"{bug.describe()} in every {len(perm)}-byte word: {mapping}"
         hint = (f"bytes of {b} move within each word: check element endianness and the lane / channel order "
                 "the driver assumes")
     elif isinstance(bug, Pages):
@@ -1352,10 +1375,12 @@ def _characterize(scan, layout, region, mask, dump_a, dump_b, fills) -> dict:
         pad_ok = not np.isin(rel[rel >= 0] % layout.record_size, list(layout.pad_lanes)).any()
     sized = dump_a.size == dump_b.size
     well_formed = sized and not fills and tv <= 0.25 and pad_ok is not False
+    lines = _scattered_lines(region, mask & region.in_a) if mask.size else None
     return {**where, "max_delta": scan.max_delta if sized else None,
             "bytes_off_by_one": scan.bytes_off_by_one if sized else None,
             "histogram_distance": round(tv, 4), "pad_lanes_intact": pad_ok,
-            "looks_like_another_inference": bool(well_formed)}
+            "looks_like_another_inference": bool(well_formed),
+            "cache_lines": None if lines is None else int(lines.size)}
 
 
 def _files_equal(x: Dump, y: Dump, chunk: int) -> bool:
@@ -1482,7 +1507,11 @@ def diagnose_dumps(dump_a, dump_b, *, layout: RecordLayout | None = None, previo
     characterization, hint = None, ""
     if verdict != "EXPLAINED":
         characterization = _characterize(scan, layout, region, residual_mask, dump_a, dump_b, fills)
-        if characterization["looks_like_another_inference"]:
+        if characterization["cache_lines"]:
+            hint = (f"the differences sit in {characterization['cache_lines']} separate 64-byte cache lines: "
+                    "DMA into memory the CPU still caches (flush / invalidate the buffer after the transfer); "
+                    "rerun with --previous PREVIOUS_B to see whether they hold the previous run's bytes")
+        elif characterization["looks_like_another_inference"]:
             hint = ("B looks like a well-formed output of another inference (pad lanes intact, value histogram "
                     "like A's): a stale buffer or a different input. Compare the input CRCs "
                     "(forensics crc INPUT_A INPUT_B) and rerun with --previous PREVIOUS_B")

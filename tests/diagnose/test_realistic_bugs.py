@@ -283,3 +283,26 @@ def test_realistic_bugs_on_the_chips_raw_boxes(raw, tmp_path, name):
     result = diagnose_dumps(_put(tmp_path, "a.bin", a), _put(tmp_path, "b.bin", b),
                             previous=_put(tmp_path, "p.bin", prev) if prev is not None else None)
     _check(result, expected, check, f"raw boxes:{name}")
+
+
+def test_class_order_reversed_in_each_raw_record(raw, tmp_path):
+    """The 91 class lanes of every 92-byte record copied in reverse order (the pad lane in place)."""
+    a = raw["scores0"]
+    rec = np.frombuffer(a[:1917 * 92], np.uint8).reshape(1917, 92).copy()
+    rec[:, :91] = rec[:, 90::-1]
+    b = rec.tobytes() + a[1917 * 92:]
+    result = diagnose_dumps(_put(tmp_path, "a.bin", a), _put(tmp_path, "b.bin", b))
+    _check(result, "lane_swap", lambda f: f["permutation"] == list(range(90, -1, -1)) + [91], "reversed")
+    assert "reverse order" in result.finding("lane_swap").evidence
+
+
+@pytest.mark.parametrize("buffer", ["f32", "scores"])
+def test_stale_cache_lines_without_the_previous_run_are_unexplained_but_located(tmp_path, buffer):
+    a, prev = BUFFERS[buffer](0), BUFFERS[buffer](1)
+    b = bytearray(a)
+    lines = _lines(len(a), 12, 3)
+    for line in lines:
+        b[line * LINE:line * LINE + LINE] = prev[line * LINE:line * LINE + LINE]
+    result = diagnose_dumps(_put(tmp_path, "a.bin", a), _put(tmp_path, "b.bin", bytes(b)))
+    _check(result, None, None, buffer)
+    assert result.characterization["cache_lines"] == len(lines) and "--previous" in result.hint
