@@ -858,7 +858,7 @@ def _value_map_candidates(region: _Region) -> list:
     follow, is no evidence."""
     a, b, _ = _fit_sample(region)
     d = int(np.count_nonzero(a != b))
-    if d < 16:
+    if d < 8:
         return []
     joint = np.bincount(a.astype(np.int64) * 256 + b, minlength=65536).reshape(256, 256)
     count = joint.sum(axis=1)
@@ -868,9 +868,9 @@ def _value_map_candidates(region: _Region) -> list:
     seen = np.flatnonzero(count)
     changed = seen[mode[seen] != seen]
     support = count[changed]
-    if seen.size < 8 or support.sum() < 8 or support[support < 2].sum() > 0.5 * support.sum() or \
-            np.abs(mode[changed] - changed).max() <= 1:
-        return []  # values seen once could map anywhere: most of the changed bytes must be of repeated values
+    if seen.size < 8 or support.sum() < 8 or np.abs(mode[changed] - changed).max() <= 1:
+        return []
+    singles = support[support < 2].sum() > 0.5 * support.sum()  # values seen once could map anywhere
     lut = np.arange(256)
     lut[seen] = mode[seen]
     for order in (np.arange(256), np.arange(256) ^ 0x80):  # unsigned, or signed (int8) order
@@ -880,6 +880,8 @@ def _value_map_candidates(region: _Region) -> list:
         if (np.diff(vals) >= 0).all():
             lo, hi = vals.min(), vals.max()
             clamped = np.isin(order[lut[changed]], (lo, hi)).all()
+            if singles and not clamped:  # ... but a clamp says which: the changed values all lie beyond it
+                return []
             return [ValueMap(bytes(lut.astype(np.uint8)), "saturation" if clamped else "requantize")]
     return []
 

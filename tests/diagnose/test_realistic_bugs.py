@@ -306,3 +306,29 @@ def test_stale_cache_lines_without_the_previous_run_are_unexplained_but_located(
     result = diagnose_dumps(_put(tmp_path, "a.bin", a), _put(tmp_path, "b.bin", bytes(b)))
     _check(result, None, None, buffer)
     assert result.characterization["cache_lines"] == len(lines) and "--previous" in result.hint
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("control", ["sparse_corruption", "noise_3lsb", "neighbours_swapped", "face_detections"])
+def test_controls_get_no_bug_name(tmp_path, control, seed):
+    """Differences no driver bug makes (a few random bytes, +-3 LSB noise, two anchors' records exchanged,
+    another inference of the face model) must not borrow one of the new names (bits, saturation, requantize,
+    cacheline, page) or a chance lane swap."""
+    rng = np.random.default_rng(seed)
+    s = _scores_tensor(seed)
+    a = s.tobytes()
+    if control == "sparse_corruption":
+        b = bytearray(a)
+        for i in rng.choice(len(a), 20, replace=False):
+            b[i] = int(rng.integers(0, 256))
+    elif control == "noise_3lsb":
+        b = np.clip(s.astype(int) + rng.integers(-3, 4, s.shape), 0, 255).astype(np.uint8).tobytes()
+    elif control == "neighbours_swapped":
+        t = s.copy()
+        i = int(rng.integers(0, 1900))
+        t[[i, i + 1]] = s[[i + 1, i]]
+        b = t.tobytes()
+    else:
+        a, b = _face(seed), _face(seed + 10)
+    result = diagnose_dumps(_put(tmp_path, "a.bin", a), _put(tmp_path, "b.bin", bytes(b)))
+    _check(result, None, None, control)
