@@ -975,6 +975,26 @@ def _scattered_lines(region: _Region, d: np.ndarray, most: int = 4) -> np.ndarra
     return lines
 
 
+def _whole_pages(region: _Region, d: np.ndarray, size: int) -> int | None:
+    """How many 4 KiB pages the differences `d` fill, when every stretch of them (gaps under 256 bytes, where
+    bytes are equal by chance, bridged) starts near a page boundary and ends near one or at B's end; else None.
+    Exact pairs only."""
+    if not region.exact or not d.any():
+        return None
+    edges = np.flatnonzero(d[1:] != d[:-1]) + 1
+    starts = np.concatenate(([0] if d[0] else [], edges[d[edges]])).astype(np.int64)
+    ends = np.concatenate((edges[~d[edges]], [d.size] if d[-1] else [])).astype(np.int64)
+    keep = np.concatenate(([True], starts[1:] - ends[:-1] >= 256))
+    starts, ends = starts[keep], np.concatenate((ends[np.flatnonzero(keep)[1:] - 1], ends[-1:]))
+    slack = 256
+    if starts[0] < slack and size - ends[-1] < slack and starts.size == 1:
+        return None  # all of B differs: nothing says pages (another inference, the wrong buffer)
+    ok = (starts % PAGE < slack) & ((-ends % PAGE < slack) | (size - ends < slack)) & (ends - starts >= PAGE - 2 * slack)
+    if not ok.all():
+        return None
+    return int(np.rint((ends - starts) / PAGE).sum())
+
+
 @dataclass(frozen=True)
 class _OffsetSignedness(Signedness):
     offset: int = 0
@@ -1378,11 +1398,12 @@ def _characterize(scan, layout, region, mask, dump_a, dump_b, fills) -> dict:
     sized = dump_a.size == dump_b.size
     well_formed = sized and not fills and tv <= 0.25 and pad_ok is not False
     lines = _scattered_lines(region, mask & region.in_a) if mask.size else None
+    pages = _whole_pages(region, mask & region.in_a, dump_b.size) if mask.size and lines is None else None
     return {**where, "max_delta": scan.max_delta if sized else None,
             "bytes_off_by_one": scan.bytes_off_by_one if sized else None,
             "histogram_distance": round(tv, 4), "pad_lanes_intact": pad_ok,
             "looks_like_another_inference": bool(well_formed),
-            "cache_lines": None if lines is None else int(lines.size)}
+            "cache_lines": None if lines is None else int(lines.size), "pages": pages}
 
 
 def _files_equal(x: Dump, y: Dump, chunk: int) -> bool:
@@ -1513,6 +1534,10 @@ def diagnose_dumps(dump_a, dump_b, *, layout: RecordLayout | None = None, previo
             hint = (f"the differences sit in {characterization['cache_lines']} separate 64-byte cache lines: "
                     "DMA into memory the CPU still caches (flush / invalidate the buffer after the transfer); "
                     "rerun with --previous PREVIOUS_B to see whether they hold the previous run's bytes")
+        elif characterization["pages"]:
+            hint = (f"the differences fill {characterization['pages']} whole 4 KiB page(s): pages the device did not "
+                    "write this run (a scatter-gather / MDL entry missing or pointing elsewhere); rerun with "
+                    "--previous PREVIOUS_B to see whether they hold the previous run's bytes")
         elif characterization["looks_like_another_inference"]:
             hint = ("B looks like a well-formed output of another inference (pad lanes intact, value histogram "
                     "like A's): a stale buffer or a different input. Compare the input CRCs "

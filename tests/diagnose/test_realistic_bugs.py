@@ -332,3 +332,22 @@ def test_controls_get_no_bug_name(tmp_path, control, seed):
         a, b = _face(seed), _face(seed + 10)
     result = diagnose_dumps(_put(tmp_path, "a.bin", a), _put(tmp_path, "b.bin", bytes(b)))
     _check(result, None, None, control)
+
+
+@pytest.mark.parametrize("buffer", ["f32", "i8", "scores"])
+def test_stale_pages_without_the_previous_run_are_unexplained_but_located(tmp_path, buffer):
+    a, prev = BUFFERS[buffer](0), BUFFERS[buffer](1)
+    k = len(a) // PAGE // 2 * PAGE  # the DMA stopped at a page boundary; the rest is last run's
+    for b, pages in ((a[:PAGE] + prev[PAGE:2 * PAGE] + a[2 * PAGE:], 1), (a[:k] + prev[k:], round((len(a) - k) / PAGE))):
+        result = diagnose_dumps(_put(tmp_path, "a.bin", a), _put(tmp_path, "b.bin", b))
+        _check(result, None, None, buffer)
+        assert result.characterization["pages"] == pages and "4 KiB page" in result.hint
+
+
+@pytest.mark.parametrize("cut,expected", [(92, "truncation"), (4, "truncation"), (-92, "oversize")])
+def test_transfer_length_off_by_a_record_or_the_padding(raw, tmp_path, cut, expected):
+    a = raw["scores0"]
+    b = a[:-cut] if cut > 0 else a + bytes(-cut)
+    result = diagnose_dumps(_put(tmp_path, "a.bin", a), _put(tmp_path, "b.bin", b))
+    check = (lambda f: f["missing_bytes"] == cut) if cut > 0 else (lambda f: f["extra_bytes"] == -cut)
+    _check(result, expected, check, cut)
