@@ -1063,6 +1063,23 @@ def _select(scored: list, d_total: float, scale: float, missing: int, chance: fl
     return chosen, union, missing_done
 
 
+def _unrelated_cut(chosen: list, union: np.ndarray, missing_done: bool, region: _Region, scale: float,
+                   common: int) -> tuple[list, np.ndarray, bool]:
+    """B shorter than A names a truncation only if B's bytes are A's (or explained otherwise): when most of the
+    bytes both hold still differ, B is another buffer (a smaller tensor, the input), not A cut short."""
+    cut = [c for c in chosen if isinstance(c.bug, Truncation) and c.bug.pattern is None]
+    if not cut or not union.size:
+        return chosen, union, missing_done
+    rest = [c for c in chosen if c not in cut]
+    u = np.zeros_like(union)
+    for c in rest:
+        u |= c.hits
+    left = float(np.count_nonzero(region.diff & region.in_a & ~u)) * scale
+    if left <= 0.5 * common:
+        return chosen, union, missing_done
+    return rest, u, any(c.missing for c in rest)
+
+
 def _ranges(p: np.ndarray, gap: int = 16, limit: int = 8) -> tuple[list, int]:
     """Byte ranges [start, end) of sorted absolute offsets, merged across small gaps."""
     if not p.size:
@@ -1480,6 +1497,7 @@ def diagnose_dumps(dump_a, dump_b, *, layout: RecordLayout | None = None, previo
         scale = d_b / d_s if d_s else 0.0
         scored = [_score(c, src_a, region, n_a, n_b) for c in _shortlist(cands, src_a, src_b, region, n_a, n_b)]
         chosen, union, missing_done = _select(scored, d_total, scale, missing, _chance(scan))
+        chosen, union, missing_done = _unrelated_cut(chosen, union, missing_done, region, scale, min(n_a, n_b))
         explained = float(np.count_nonzero(union)) * scale + (missing if missing_done else 0)
         names = {bytes(p): n for n, p in pats}
         ctx = {"a": dump_a.path, "b": dump_b.path, "n_a": n_a, "n_b": n_b, "pattern_names": names,
@@ -1542,6 +1560,10 @@ def diagnose_dumps(dump_a, dump_b, *, layout: RecordLayout | None = None, previo
             hint = ("B looks like a well-formed output of another inference (pad lanes intact, value histogram "
                     "like A's): a stale buffer or a different input. Compare the input CRCs "
                     "(forensics crc INPUT_A INPUT_B) and rerun with --previous PREVIOUS_B")
+        elif not named and n_a != n_b and scan.bytes_differing > 0.5 * min(n_a, n_b):
+            hint = (f"B ({_n(n_b)} bytes) is not A ({_n(n_a)} bytes) cut short or padded: most bytes both hold "
+                    "differ. Check that the right buffer was copied (this output tensor, not another tensor or the "
+                    f"input): forensics diff {dump_a.path} {dump_b.path}")
         else:
             hint = (f"look at the differing records: forensics diff {dump_a.path} {dump_b.path}")
     findings.sort(key=lambda f: _DISPLAY.index(f.kind) if f.kind in _DISPLAY else 99)

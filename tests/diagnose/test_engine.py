@@ -70,8 +70,12 @@ def test_sizes_alone_never_explain_a_pair(put):
     other = RNG.integers(0, 256, 70_000, dtype=np.uint8).tobytes()
     longer = diagnose_dumps(put(A[:70]), put(other))
     assert longer.findings == () and longer.verdict == "UNEXPLAINED"
-    cut = diagnose_dumps(put(A), put(other[:500]))  # shorter AND different: the cut does not explain the bytes
-    assert cut.verdict == "PARTLY EXPLAINED" and cut.residual["ranges"][0][0] == 0
+    cut = diagnose_dumps(put(A), put(other[:500]))  # shorter AND different: another buffer, not A cut short
+    assert cut.findings == () and cut.verdict == "UNEXPLAINED" and cut.residual["ranges"][0][0] == 0
+    half = bytearray(A[:5000])
+    half[:400] = other[:400]  # A cut short with its head overwritten: still a truncation, partly
+    part = diagnose_dumps(put(A), put(half))
+    assert part.primary == "truncation" and part.verdict == "PARTLY EXPLAINED"
 
 
 def test_partly_explained_points_at_the_residual(put):

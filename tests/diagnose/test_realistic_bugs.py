@@ -351,3 +351,16 @@ def test_transfer_length_off_by_a_record_or_the_padding(raw, tmp_path, cut, expe
     result = diagnose_dumps(_put(tmp_path, "a.bin", a), _put(tmp_path, "b.bin", b))
     check = (lambda f: f["missing_bytes"] == cut) if cut > 0 else (lambda f: f["extra_bytes"] == -cut)
     _check(result, expected, check, cut)
+
+
+@pytest.mark.parametrize("wrong", ["boxes_for_scores", "int8_for_float32"])
+def test_a_smaller_wrong_buffer_is_not_a_truncation(tmp_path, wrong):
+    """Another, smaller output tensor copied where this one belongs: B is shorter, but its bytes are not A's."""
+    if wrong == "boxes_for_scores":
+        a = _scores_tensor(0).tobytes()
+        b = np.clip(np.random.default_rng(0).normal(128, 18, 1917 * 4), 0, 255).astype(np.uint8).tobytes()
+    else:
+        a, b = _f32(0), _i8(0)
+    result = diagnose_dumps(_put(tmp_path, "a.bin", a), _put(tmp_path, "b.bin", b))
+    _check(result, None, None, wrong)
+    assert "right buffer" in result.hint
