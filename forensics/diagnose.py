@@ -889,49 +889,88 @@ def _value_map_candidates(region: _Region) -> list:
 PAGE = 4096  # the x86 / x64 page size: the unit of an MDL / scatter-gather list
 
 
+PAGE_SEARCH_LIMIT = 64 << 20  # A is indexed page by page (a key per page) up to this size
+
+
+def _page_keys(pages: np.ndarray) -> list:
+    """Each page's lookup key (its first 64 bytes), or None for a page that proves nothing wherever it is found:
+    a prefill, or one short record repeated (judged on its first 256 bytes)."""
+    head = pages[:, :256]
+    srt = np.sort(head, axis=1)
+    ok = np.count_nonzero(srt[:, 1:] != srt[:, :-1], axis=1) >= 3
+    for s in (1, 2, 4, 8, 16):
+        ok &= ~(head[:, s:] == head[:, :-s]).all(axis=1)
+    return [pages[k, :64].tobytes() if ok[k] else None for k in range(len(pages))]
+
+
+def _page_index(src_a, phase: int) -> dict:
+    """key -> A's page number (-1 when the key is not unique in A), pages from `phase`."""
+    index: dict[bytes, int] = {}
+    step = max(PAGE, (DEFAULT_CHUNK // PAGE) * PAGE)
+    for lo in range(phase, src_a.size - PAGE + 1, step):
+        chunk = src_a.read(lo, min(src_a.size, lo + step))
+        m = len(chunk) // PAGE
+        for k, key in enumerate(_page_keys(chunk[:m * PAGE].reshape(m, PAGE))):
+            if key is not None:
+                j = (lo - phase) // PAGE + k
+                index[key] = j if key not in index else -1
+    return index
+
+
 def _page_candidates(src_a, src_b, region: _Region, scan) -> list:
     """B's pages that hold another page of A (exactly, and found once in A): a scatter-gather list out of
     order, a page duplicated or dropped. Pages from offset 0, or from where the first difference starts when
-    the buffer does not start on a page. Exact pairs only (a sampled pair falls back on local shifts)."""
-    if not region.exact or src_b.size < 2 * PAGE or scan.first is None:
+    the buffer does not start on a page; on a sampled pair, the differing pages inside the sampled blocks."""
+    if src_b.size < 2 * PAGE or scan.first is None or src_a.size > PAGE_SEARCH_LIMIT:
         return []
-    a, b = src_a.read(0, min(src_a.size, 4 * EXACT_LIMIT)), src_b.read(0, src_b.size)
     out = []
     for phase in sorted({0, scan.first % PAGE}):
-        n_a, n_b = (len(a) - phase) // PAGE, (len(b) - phase) // PAGE
-        pa = a[phase:phase + n_a * PAGE].reshape(n_a, PAGE)
-        pb = b[phase:phase + n_b * PAGE].reshape(n_b, PAGE)
-        index: dict[bytes, int] = {}
-        for j in range(n_a):
-            index[pa[j].tobytes()] = j if pa[j].tobytes() not in index else -1  # -1: not unique in A
-        order = [-1] * n_b
-        for i in range(n_b):
-            if i < n_a and np.array_equal(pa[i], pb[i]):
-                continue
-            page = pb[i]
-            if len(np.unique(page[:256])) < 4 or any(np.array_equal(page[s:], page[:-s]) for s in (1, 2, 4, 8, 16)):
-                continue  # a prefill or one repeated record: found anywhere, it proves nothing
-            j = index.get(page.tobytes(), -1)
-            if j >= 0:
+        looked = []  # (B's page number, its bytes) of the differing whole pages of the scored region
+        for (lo, hi), off in zip(region.blocks, region.starts[:-1].tolist()):
+            for i in range(max(0, -(-(lo - phase) // PAGE)), (hi - phase) // PAGE):
+                s = off + phase + i * PAGE - lo
+                if region.diff[s:s + PAGE].any():
+                    looked.append((i, region.b[s:s + PAGE]))
+        keys = _page_keys(np.stack([p for _, p in looked])) if looked else []
+        if not any(k is not None for k in keys):
+            continue
+        index = _page_index(src_a, phase)
+        n_pages = -(-(src_b.size - phase) // PAGE)
+        order = [-1] * n_pages
+        for (i, page), key in zip(looked, keys):
+            j = index.get(key, -1) if key is not None else -1
+            if j >= 0 and j != i and np.array_equal(src_a.read(phase + j * PAGE, phase + j * PAGE + PAGE), page):
                 order[i] = j
         moves = [(i, j) for i, j in enumerate(order) if j >= 0]
         if not moves:
             continue
+        size = src_b.size if src_b.size != src_a.size else None
         steps = {i - j for i, j in moves}
-        if len(steps) == 1 and all(order[i] >= 0 for i in range(moves[0][0], moves[-1][0] + 1)):
-            # the rest of B moved by whole pages (a page dropped or repeated): the pages after the run follow
-            # while B's bytes are A's (or A has none there: past its end)
+        if len(steps) == 1:
+            # the rest of B moved by whole pages (a page dropped or repeated): the pages after the first move
+            # follow (checked here on an exact pair; on a sampled one the scoring decides between the two)
             step = steps.pop()
-            order += [-1] * (-(-(len(b) - phase) // PAGE) - n_b)
-            for i in range(moves[-1][0] + 1, len(order)):
-                lo = phase + i * PAGE
-                got, want = b[lo:lo + PAGE], a[lo - step * PAGE:lo - step * PAGE + PAGE]
-                if not np.array_equal(got[:len(want)], want):
-                    break
-                order[i] = i - step
-            if 0 in moves[0] and phase == 0 and order[-1] >= 0:
-                continue  # A moved as a whole by whole pages from its start: a shift (a header, an offset)
-        out.append(Pages(PAGE, tuple(order), phase, size=src_b.size if src_b.size != src_a.size else None))
+            rest = list(order)
+            for i in range(moves[0][0], n_pages):
+                rest[i] = i - step
+            if region.exact:
+                last = moves[-1][0]
+                for i in range(last + 1, n_pages):
+                    lo = phase + i * PAGE
+                    got = region.b[lo:lo + PAGE]
+                    want = src_a.read(lo - step * PAGE, lo - step * PAGE + PAGE)
+                    if not np.array_equal(got[:len(want)], want):
+                        break
+                    last = i
+                if all(order[i] >= 0 or i > moves[-1][0] for i in range(moves[0][0], last + 1)):
+                    order[moves[0][0]:last + 1] = rest[moves[0][0]:last + 1]
+                if 0 in moves[0] and phase == 0 and last == n_pages - 1:
+                    continue  # A moved as a whole by whole pages from its start: a shift (a header, an offset)
+            elif not (0 in moves[0] and phase == 0):
+                out.append(Pages(PAGE, tuple(rest), phase, size=size))
+            else:
+                continue
+        out.append(Pages(PAGE, tuple(order), phase, size=size))
     return out
 
 

@@ -364,3 +364,23 @@ def test_a_smaller_wrong_buffer_is_not_a_truncation(tmp_path, wrong):
     result = diagnose_dumps(_put(tmp_path, "a.bin", a), _put(tmp_path, "b.bin", b))
     _check(result, None, None, wrong)
     assert "right buffer" in result.hint
+
+
+@pytest.mark.parametrize("how", ["swapped_far_apart", "repeated", "dropped"])
+def test_page_list_bugs_on_a_pair_scored_on_samples(tmp_path, how):
+    """A 4 MiB float32 output (more than the exactly scored 2 MiB): the page list found on the sampled blocks."""
+    a = np.random.default_rng(0).normal(0, 1, 1 << 20).astype(np.float32).tobytes()
+    pg = _pages(a)
+    q = list(pg)
+    if how == "swapped_far_apart":
+        q[10], q[700] = q[700], q[10]
+        check = lambda f: {"page": 10, "holds": 700} in f["pages"] or {"page": 700, "holds": 10} in f["pages"]  # noqa: E731
+    elif how == "repeated":
+        q[301] = pg[300]
+        check = lambda f: f["pages"] == [{"page": 301, "holds": 300}]  # noqa: E731
+    else:
+        del q[500]
+        check = lambda f: f["pages"][0] == {"page": 500, "holds": 501}  # noqa: E731
+    result = diagnose_dumps(_put(tmp_path, "a.bin", a), _put(tmp_path, "b.bin", b"".join(q)))
+    assert not result.exact
+    _check(result, "page", check, how)
