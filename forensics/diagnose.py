@@ -471,7 +471,7 @@ def _score(bug, src_a, region: _Region, n_a: int, n_b: int) -> _Scored:
     if isinstance(bug, Shift) and bug.start is None:
         found = int(np.count_nonzero(hits))
         nf = int(np.count_nonzero(false))
-        if found and nf > MAX_FALSE * found:
+        if found and (nf > MAX_FALSE * found or nf and region.exact):  # it would change equal bytes: a span?
             if region.exact:  # the span from the first to the last hit must hold throughout
                 f, l = int(np.argmax(hits)), hits.size - 1 - int(np.argmax(hits[::-1]))
                 span_hits = found
@@ -516,8 +516,11 @@ def _shortlist(cands: list, src_a, src_b, region: _Region, n_a: int, n_b: int) -
         if isinstance(c, _STRUCTURAL):
             continue
         sc = _score(c, src_a, small, n_a, n_b)
-        gain = int(np.count_nonzero(sc.hits)) + (1 << 30 if sc.missing else 0)
-        if gain > 0.02 * max(1, np.count_nonzero(small.diff)):
+        hits, d = int(np.count_nonzero(sc.hits)), max(1, int(np.count_nonzero(small.diff)))
+        # Explaining the size difference puts a candidate first only if it explains the bytes too: many widths
+        # and pitches fit two sizes within the slack, and they must not push out a shift that explains bytes.
+        gain = hits + (1 << 30 if sc.missing and hits >= 0.5 * d else 0)
+        if gain > 0.02 * d:
             ranked.append((-gain, _RANK.get(c.kind, 99), sc.complexity, len(ranked), c))
     ranked.sort(key=lambda t: t[:4])
     return kept + [t[-1] for t in ranked[:SHORTLIST]]

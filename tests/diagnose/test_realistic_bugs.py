@@ -384,3 +384,14 @@ def test_page_list_bugs_on_a_pair_scored_on_samples(tmp_path, how):
     result = diagnose_dumps(_put(tmp_path, "a.bin", a), _put(tmp_path, "b.bin", b"".join(q)))
     assert not result.exact
     _check(result, "page", check, how)
+
+
+@pytest.mark.parametrize("buffer,unit", [("scores", 91), ("f32", 4)])
+def test_one_record_dropped_mid_buffer_is_a_local_shift(tmp_path, buffer, unit):
+    """The descriptor skipped one record (one anchor, one element) at 900 units: the rest lands one record
+    early and B is one record shorter. Not a pitch: the size alone fits many pitches."""
+    a = BUFFERS[buffer](0)
+    at = 900 * unit
+    b = a[:at] + a[at + unit:]
+    result = diagnose_dumps(_put(tmp_path, "a.bin", a), _put(tmp_path, "b.bin", b))
+    _check(result, "shift", lambda f: f["shift_bytes"] == -unit and at - unit <= f["span"][0] <= at, buffer)
