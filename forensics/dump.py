@@ -505,7 +505,7 @@ def open_dump(path, *, allow_empty: bool = False, use_sidecar: bool = True, offs
               length: int | None = None, text_format: str = "auto", gap_fill: int | None = None) -> Dump:
     """Check and describe a dump without reading its data. Empty dumps are input errors unless allowed.
 
-    A text hex dump (WinDbg db/dw/dd/dq, xxd, hexdump -C, od, plain hex; see forensics.textdump) is decoded
+    A text hex dump (WinDbg, xxd, hexdump, od, Format-Hex, certutil, plain hex...; see forensics.textdump) is decoded
     in memory and the Dump reads those bytes; `text_format` forces a format ("binary" reads the file as is),
     `gap_fill` fills holes between its addresses. `offset` / `length` cut a slice of the data (e.g. the
     tensor inside a page-rounded DMA allocation); a slice past the end is an InputError naming the file."""
@@ -543,7 +543,7 @@ def open_dump(path, *, allow_empty: bool = False, use_sidecar: bool = True, offs
             if sniffed is not None and (sniffed[0] == "text" or sniffed[1] >= 0.95 and file_size >= 256):
                 warnings.warn(DumpWarning(
                     f"{path}: looks like text ({sniffed[1]:.0%} printable ASCII) but is no hex dump format "
-                    f"forensics knows (WinDbg db/dw/dd/dq, xxd, hexdump -C, od -A x -t x1, plain hex); "
+                    f"forensics knows ({textdump.KNOWN_TEXT}); "
                     f"reading its bytes as binary"), stacklevel=2)
     else:
         size = file_size

@@ -53,7 +53,8 @@ FORMAT_NAMES = {
     "format-hex": "PowerShell Format-Hex output", "certutil": "certutil -encodehex output",
     "c-array": "C array (xxd -i)", "plain": "plain hex",
 }
-_KNOWN = ("WinDbg d*/!d*, xxd, hexdump, od -t x*, PowerShell Format-Hex, certutil -encodehex, C array (xxd -i), "
+# what a message lists as readable
+KNOWN_TEXT = ("WinDbg d*/!d*, xxd, hexdump, od -t x*, PowerShell Format-Hex, certutil -encodehex, C array (xxd -i), "
           "plain hex")
 
 _HEX = "0-9a-fA-F"
@@ -80,6 +81,7 @@ class _Patterns:
         HEXDUMP=rf"^([{_HEX}]{{8,16}})  ((?:[{_HEX}]{{2}} {{1,2}}){{0,15}}[{_HEX}]{{2}}) +\|.*\|?$",
         # od -t x1/x2/x4/x8 (any -A) and hexdump without -C: address, values, optional `>ASCII<`
         WORDS=rf"^([{_HEX}]{{6,16}})((?: +[{_HEX}]{{2,16}})+)(?: +>.*<?)?$",
+        WORDS_X1=rf"^([{_HEX}]{{6,16}})((?: [{_HEX}]{{2}})+)(?: +>.*<?)?$",  # the common od -t x1 line, in one step
         SIZE_ONLY=rf"^([{_HEX}]{{6,16}})$",
         PS5=rf"^([{_HEX}]{{8}})   (?=[{_HEX}]{{2}}(?: |$))",
         PS7=rf"^([{_HEX}]{{16}}) (?=[{_HEX}]{{2}}(?: |$))",
@@ -482,6 +484,9 @@ def _words(line: str) -> tuple[str, list[str], bool] | None:
     """(address, values, has `>ASCII<`) of an od -t x* / hexdump (no -C) line, else None. The values are all of one
     width (2, 4, 8 or 16 digits) one space apart, or 4 digits four spaces apart (hexdump -x): od -t u1 pads
     its decimals with spaces (`  65`), which must not read as the hex byte 0x65."""
+    m = _rx.WORDS_X1.match(line)
+    if m:
+        return m.group(1), m.group(2).split(), line.endswith("<")
     m = _rx.WORDS.match(line)
     if not m:
         return None
@@ -495,10 +500,10 @@ def _words(line: str) -> tuple[str, list[str], bool] | None:
     return m.group(1), tokens, line.rstrip().endswith("<")
 
 
-def _word_bytes(tokens: list[str], lineno: int, b: _Builder, what: str) -> tuple[bytes, int]:
+def _word_bytes(tokens: list[str]) -> tuple[bytes, int]:
+    """Bytes of od / hexdump values (all one width, see _words): words in little-endian order, and how many
+    bytes of zero padding the last word of a dump may carry."""
     width = len(tokens[0])
-    if width not in (2, 4, 8, 16) or any(len(t) != width for t in tokens):
-        b.fail(lineno, f"malformed {what} line: values of {sorted({len(t) for t in tokens})} hex digits")
     if width == 2:
         return bytes.fromhex("".join(tokens)), 0
     size = width // 2
@@ -548,6 +553,8 @@ def _prepass(fmt: str, lines: list[str], path: str) -> tuple[int, bool | None, s
             if len(radix.alive) <= 1 and (order is not None or group == 1):
                 break
             continue
+        if radix is None and _rx.HEXDUMP.match(line):
+            return 16, None, ""  # hexdump -C: hexadecimal addresses, bytes in order
         size_only = _rx.SIZE_ONLY.match(line)
         words = None if size_only else _words(line)
         if radix is None:
@@ -624,7 +631,7 @@ def decode_text_dump(text: str, *, path: str = "<text>", fmt: str = "auto", gap_
     if fmt == "auto":
         found = detect_format(text)
         if found is None:
-            raise InputError(_refusal(text) or f"not a text hex dump this tool knows ({_KNOWN})", path)
+            raise InputError(_refusal(text) or f"not a text hex dump this tool knows ({KNOWN_TEXT})", path)
         fmt = found
     lines = text.splitlines()
     if fmt == "c-array":
@@ -680,8 +687,7 @@ def decode_text_dump(text: str, *, path: str = "<text>", fmt: str = "auto", gap_
                 except ValueError:
                     b.fail(lineno, "malformed hex bytes")
                 parsed = (int(token, radix), data)
-        elif fmt == "hexdump" and _rx.HEXDUMP.match(line):
-            m = _rx.HEXDUMP.match(line)
+        elif fmt == "hexdump" and (m := _rx.HEXDUMP.match(line)):
             parsed = (int(m.group(1), 16), _hexbytes(m.group(2).split(), lineno, b))
             variant = "hexdump -C"
         elif fmt in ("od", "hexdump"):
@@ -692,7 +698,7 @@ def decode_text_dump(text: str, *, path: str = "<text>", fmt: str = "auto", gap_
                     address = int(token, radix)
                 except ValueError:
                     b.fail(lineno, f"address {token!r} is not base {radix} like the lines before")
-                data, slack = _word_bytes(tokens, lineno, b, what)
+                data, slack = _word_bytes(tokens)
                 parsed = (address, data)
                 if not variant:
                     variant = _words_variant(radix, first_addr, raw, len(tokens[0]), z)
@@ -787,7 +793,8 @@ def sniff_file(path: str, file_size: int) -> tuple[str, float] | None:
     text = decoded[0]
     if file_size > len(head):  # the last line of the sniff window may be cut
         text = text[: text.rfind("\n") + 1] or text
-    return ("text-dump" if detect_format(text) else "text", share)
+    # a dump in a form that is refused (od's octal words...) still goes to decoding, which says why
+    return ("text-dump" if detect_format(text) or _refusal(text) else "text", share)
 
 
 @dataclass(frozen=True)
