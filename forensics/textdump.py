@@ -174,10 +174,12 @@ def ascii_share(head: bytes) -> float:
     return len(bytes(head).translate(None, _NOT_PRINTABLE)) / len(head)
 
 
-def _strip(line: str) -> str:
+def _strip(line: str, keep_blanks: bool = False) -> str:
+    """A line without DbgView's columns and trailing blanks (`keep_blanks`: xxd's ASCII column may end in spaces)."""
     if "\t" in line[:17] and _rx.CERTUTIL_RAW.match(line):
         return line.rstrip()
-    return _rx.DBGVIEW.sub("", line, count=1).rstrip()
+    line = _rx.DBGVIEW.sub("", line, count=1)
+    return line if keep_blanks and line.strip() else line.rstrip()
 
 
 def _classify(line: str) -> str | None:
@@ -406,6 +408,14 @@ def _xxd_split(line: str) -> tuple[str, str, str] | None:
             break
         if digits == 2 * k and body[-k - 1] == " " and _rx.HEXSPACE.fullmatch(body[:-k]):
             return m.group(1), body[:-k], body[-k:]
+    # an editor or a log that trimmed trailing blanks cut spaces (bytes 0x20) off the ASCII column's end
+    i = body.find("  ")
+    if i > 0:
+        hexarea, text = body[:i], body[i + 2:]
+        digits = len(hexarea) - hexarea.count(" ")
+        if text and text == text.rstrip() and len(text) < digits // 2 and not digits % 2 \
+                and _rx.HEXSPACE.fullmatch(hexarea):
+            return m.group(1), hexarea, text + " " * (digits // 2 - len(text))
     return m.group(1), body, ""  # no ASCII column: the caller reports the line
 
 
@@ -424,8 +434,9 @@ class _Radix:
     """Which address radices fit every line so far: each line starts where the one before ended, a `*` stands
     for at least one repeat of the line before, the closing size line ends within the last line."""
 
-    def __init__(self, candidates: tuple[int, ...]):
+    def __init__(self, candidates: tuple[int, ...], prefer_first: bool = False):
         self.candidates = candidates
+        self.prefer_first = prefer_first
         self.alive = {r: [None, 0, False] for r in candidates}
         self.saw_star = False
         self.differing: list[str] = []  # addresses that read differently in the candidate radices (the first few)
@@ -472,7 +483,7 @@ class _Radix:
         # Without a `*` every radix that fits reads the same bytes (only the start address can differ): the
         # tool's default is first. A `*` stands for as many lines as the next address says: that one must be sure.
         same = all(len({self._value(r, t) for r in alive}) == 1 for t in self.differing)
-        if len(alive) == 1 or not self.saw_star or (same and len(self.differing) < 64):
+        if len(alive) == 1 or not self.saw_star or (same and len(self.differing) < 64) or self.prefer_first:
             return alive[0]
         names = {8: "octal", 10: "decimal", 16: "hexadecimal"}
         raise InputError(f"{what} addresses read as {' or '.join(names[r] for r in alive)} both fit every line, "
@@ -514,7 +525,7 @@ def _prepass(fmt: str, lines: list[str], path: str) -> tuple[int, bool | None, s
     """Settle what a line cannot say alone: the address radix (od, xxd -d) and xxd's byte order (-e).
     Returns (radix, little_endian for xxd, the word format's first address)."""
     if fmt == "xxd":
-        radix = _Radix((16, 10))
+        radix = _Radix((16, 10), prefer_first=True)  # xxd -d (decimal) is rare; -a's '*' must not refuse xxd
     else:
         radix = None
     first_addr = ""
@@ -523,10 +534,10 @@ def _prepass(fmt: str, lines: list[str], path: str) -> tuple[int, bool | None, s
     differs = False
     group = 0
     for raw in lines:
-        line = _strip(raw)
+        line = _strip(raw, keep_blanks=fmt == "xxd")
         if not line or _rx.PROMPT.match(line):
             continue
-        if line == "*":
+        if line.rstrip() == "*":
             if radix is not None:
                 radix.star()
             continue
@@ -651,6 +662,8 @@ def decode_text_dump(text: str, *, path: str = "<text>", fmt: str = "auto", gap_
         line = _strip(raw)
         if not line or _rx.PROMPT.match(line) or (fmt == "format-hex" and _rx.PS_HEADER.match(line)):
             continue
+        if fmt == "xxd":
+            line = _strip(raw, keep_blanks=True)
         if line == "*":
             if fmt in ("hexdump", "od", "xxd"):
                 if not started:
