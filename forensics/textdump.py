@@ -432,63 +432,79 @@ def _xxd_bytes(hexarea: str, little_endian: bool) -> bytes:
 
 class _Radix:
     """Which address radices fit every line so far: each line starts where the one before ended, a `*` stands
-    for at least one repeat of the line before, the closing size line ends within the last line."""
+    for at least one repeat of the line before, the closing size line ends within the last line and what it
+    cuts off is the zero padding of the last word."""
 
     def __init__(self, candidates: tuple[int, ...], prefer_first: bool = False):
         self.candidates = candidates
         self.prefer_first = prefer_first
-        self.alive = {r: [None, 0, False] for r in candidates}
+        # per radix: [address of the last line, its byte count, '*' since, bytes the size line cut]
+        self.alive = {r: [None, 0, False, 0] for r in candidates}
+        self.tail = b""  # the last line's last bytes (what a size line may cut)
         self.saw_star = False
         self.differing: list[str] = []  # addresses that read differently in the candidate radices (the first few)
 
-    def _value(self, radix: int, token: str) -> int | None:
+    @staticmethod
+    def _value(radix: int, token: str) -> int | None:
         try:
             return int(token, radix)
         except ValueError:
             return None
 
-    def _step(self, token: str, check) -> None:
+    def _fits(self, value: int, state: list, closing: bool) -> bool:
+        prev, n, star, _ = state
+        if prev is None:
+            return True
+        if star:
+            return n > 0 and value >= prev + 2 * n and (value - prev) % n == 0
+        if not closing:
+            return value == prev + n
+        cut = prev + n - value
+        if not 0 <= cut <= len(self.tail) or any(self.tail[len(self.tail) - cut:]):
+            return False
+        state[3] = cut
+        return True
+
+    def _step(self, token: str, n: int, closing: bool) -> None:
         if len(self.differing) < 64 and len({self._value(r, token) for r in self.candidates}) > 1:
             self.differing.append(token)
         for radix in list(self.alive):
             state = self.alive[radix]
             value = self._value(radix, token)
-            prev, n, star = state
-            if value is None or (prev is not None and not check(value, prev, n, star)):
+            if value is None or not self._fits(value, state, closing):
                 del self.alive[radix]
                 continue
-            state[0] = value
+            state[0], state[1], state[2] = value, n, False
 
-    def data(self, token: str, n: int) -> None:
-        self._step(token, lambda v, p, pn, star: v >= p + 2 * pn and pn and (v - p) % pn == 0 if star
-                   else v == p + pn)
-        for state in self.alive.values():
-            state[1], state[2] = n, False
+    def data(self, token: str, data: bytes, slack: int) -> None:
+        self._step(token, len(data), False)
+        self.tail = data[len(data) - slack:] if slack else b""
 
     def star(self) -> None:
         self.saw_star = True
         for state in self.alive.values():
             state[2] = True
 
-    def size(self, token: str, slack: int) -> None:
-        self._step(token, lambda v, p, pn, star: v >= p + 2 * pn and pn and (v - p) % pn == 0 if star
-                   else p + pn - slack <= v <= p + pn)
-        for state in self.alive.values():
-            state[1], state[2] = 0, False
+    def size(self, token: str) -> None:
+        self._step(token, 0, True)
 
     def resolve(self, path: str, what: str) -> int:
         alive = [r for r in self.candidates if r in self.alive]
         if not alive:
             return self.candidates[0]  # no radix fits: decoding names the first line that does not
-        # Without a `*` every radix that fits reads the same bytes (only the start address can differ): the
-        # tool's default is first. A `*` stands for as many lines as the next address says: that one must be sure.
-        same = all(len({self._value(r, t) for r in alive}) == 1 for t in self.differing)
-        if len(alive) == 1 or not self.saw_star or (same and len(self.differing) < 64) or self.prefer_first:
+        if len(alive) == 1 or self.prefer_first:
+            return alive[0]
+        # Radices that fit every line read the same bytes (only the start address differs) unless a `*` (as many
+        # lines as the next address says) or the size line (where the last word's padding ends) reads differently.
+        same_star = all(len({self._value(r, t) for r in alive}) == 1 for t in self.differing) \
+            and len(self.differing) < 64
+        same_cut = len({self.alive[r][3] for r in alive}) == 1
+        if (not self.saw_star or same_star) and same_cut:
             return alive[0]
         names = {8: "octal", 10: "decimal", 16: "hexadecimal"}
         raise InputError(f"{what} addresses read as {' or '.join(names[r] for r in alive)} both fit every line, "
-                         f"and give different bytes for its '*' lines: dump it again with -v (or `od -A x`, `hexdump -C`)",
-                         path)
+                         f"and give different bytes: dump it again with hexadecimal addresses and -v "
+                         f"(`od -A x -t x1 -v`, `hexdump -C -v`)", path)
 
 
 def _words(line: str) -> tuple[str, list[str], bool] | None:
@@ -546,7 +562,7 @@ def _prepass(fmt: str, lines: list[str], path: str) -> tuple[int, bool | None, s
             if split is None or not split[2]:
                 continue
             token, hexarea, text = split
-            radix.data(token, len(text))
+            radix.data(token, b"\0" * len(text), 0)
             groups = hexarea.split()
             group = max(group, max(len(g) for g in groups) // 2) if groups else group
             if order is None and group > 1:
@@ -583,9 +599,9 @@ def _prepass(fmt: str, lines: list[str], path: str) -> tuple[int, bool | None, s
                 candidates = (8, 16, 10)  # 7 digits and words: od -A o/-A d, or hexdump without -C
             radix = _Radix(candidates)
         if size_only:
-            radix.size(size_only.group(1), word_width // 2 - 1 if word_width > 2 else 0)
+            radix.size(size_only.group(1))
         elif words is not None:
-            radix.data(words[0], len(words[1]) * (len(words[1][0]) // 2))
+            radix.data(words[0], *_word_bytes(words[1]))
         if len(radix.alive) <= 1:
             break
     if fmt == "xxd":
