@@ -24,7 +24,9 @@ against their real output):
 - `od -t x1` / `x2` / `x4` / `x8` (with `z`, `-v`, `-w`): `ADDRESS hh hh ..` (words in the host's little-endian
   order, the last word zero-padded), `>ASCII<` with `z`, a final line with the size, `*` repeats. The address
   radix (`-A o`, od's default, `-A d`, `-A x`) is the one in which every line starts where the one before ended;
-  when two radices fit every line, the dump is refused rather than guessed. od's octal or decimal forms (its
+  hexdump pads a short last line with blanks, od does not. When two radices still fit every line and read a `*`
+  differently the dump is refused rather than guessed, except octal against decimal, where od's default octal
+  is taken (as it is when they differ only in how much zero padding the size line cuts off the last word). od's octal or decimal forms (its
   default `od FILE`, `-t o*`, `-t d*`, `-t u*`, `-c`; `hexdump -b/-c/-d/-o`) are refused with a clear message.
 - PowerShell `Format-Hex`: 5.1 prints a column header (`           00 01 02 ... 0F`) and rows
   `00000000   4D 5A 90 00 ...  MZ..` (8-digit address, three spaces); 7 prints `Label:` and column headers and
@@ -480,6 +482,12 @@ class _Radix:
         self._step(token, len(data), False)
         self.tail = data[len(data) - slack:] if slack else b""
 
+    def keep(self, radix: int) -> None:
+        self.alive = {radix: self.alive[radix]}
+
+    def drop(self, radix: int) -> None:
+        del self.alive[radix]
+
     def star(self) -> None:
         self.saw_star = True
         for state in self.alive.values():
@@ -495,12 +503,17 @@ class _Radix:
         if len(alive) == 1 or self.prefer_first:
             return alive[0]
         # Radices that fit every line read the same bytes (only the start address differs) unless a `*` (as many
-        # lines as the next address says) or the size line (where the last word's padding ends) reads differently.
+        # lines as the next address says) reads differently: that is refused. Where only the size line's cut of
+        # the last word's zero padding differs (od -t x4 of 9 bytes: `0000011` is 9 octal, 11 decimal), the
+        # tool's default radix is taken (od's octal; hexdump's hexadecimal before od -A d).
         same_star = all(len({self._value(r, t) for r in alive}) == 1 for t in self.differing) \
             and len(self.differing) < 64
-        same_cut = len({self.alive[r][3] for r in alive}) == 1
-        if (not self.saw_star or same_star) and same_cut:
+        if not self.saw_star or same_star:
             return alive[0]
+        if alive == [8, 10]:
+            # od's default octal against -A d, which the user asked for by name: a -A d text fits octal only when
+            # every address after a '*' happens to have no 8 or 9 in it, an octal one fits decimal far more often
+            return 8
         names = {8: "octal", 10: "decimal", 16: "hexadecimal"}
         raise InputError(f"{what} addresses read as {' or '.join(names[r] for r in alive)} both fit every line, "
                          f"and give different bytes: dump it again with hexadecimal addresses and -v "
@@ -549,8 +562,12 @@ def _prepass(fmt: str, lines: list[str], path: str) -> tuple[int, bool | None, s
     order: bool | None = None
     differs = False
     group = 0
+    first_count = 0
     for raw in lines:
-        line = _strip(raw, keep_blanks=fmt == "xxd")
+        line = _strip(raw, keep_blanks=fmt != "hexdump")
+        padded = line != line.rstrip()
+        if fmt != "xxd":
+            line = line.rstrip()
         if not line or _rx.PROMPT.match(line):
             continue
         if line.rstrip() == "*":
@@ -593,15 +610,19 @@ def _prepass(fmt: str, lines: list[str], path: str) -> tuple[int, bool | None, s
                 candidates: tuple[int, ...] = (16,)
             elif len(first_addr) == 6:
                 candidates = (16,)  # GNU od -A x pads addresses to 6 digits, -A o / -A d to 7
-            elif len(first_addr) == 7 and word_width == 2:
+            elif len(first_addr) == 7 and word_width != 4:
                 candidates = (8, 10)
             else:
-                candidates = (8, 16, 10)  # 7 digits and words: od -A o/-A d, or hexdump without -C
+                candidates = (8, 16, 10)  # 7 digits and 16-bit words: od -A o/-A d, or hexdump without -C
             radix = _Radix(candidates)
         if size_only:
             radix.size(size_only.group(1))
         elif words is not None:
             radix.data(words[0], *_word_bytes(words[1]))
+            first_count = first_count or len(words[1])
+            if len(words[1]) < first_count and 16 in radix.alive and len(radix.alive) > 1 and not words[2]:
+                # hexdump pads a short last line with blanks to the full width, od does not
+                radix.keep(16) if padded else radix.drop(16)
         if len(radix.alive) <= 1:
             break
     if fmt == "xxd":

@@ -140,13 +140,27 @@ def test_forms_that_cannot_be_read_unambiguously_are_refused(tool, args, fragmen
 
 @pytest.mark.parametrize("tool,args", [("hexdump", ()), ("od", ("-x",))])
 def test_words_after_a_star_whose_address_radix_is_ambiguous_are_refused(tool, args, tmp_path, cli):
-    """64 zero bytes and 3 more: hexdump's `0000040` (hex) and od -x's `0000100` (octal) both fit every line of
-    either text, and the '*' then stands for different counts: refused rather than guessed."""
+    """hexdump (hex addresses) and od -x (octal) print the same 7-digit addresses and 16-bit words. 64 zero bytes
+    and 16 more, pasted without the closing size line: `0000040` (hexdump) and `0000100` (od) fit both radices,
+    and the '*' then stands for different counts: refused rather than guessed. With the size line (or a short
+    last line, which hexdump pads with blanks and od does not) the same dump is read."""
+    data = bytes(64) + _random(16, 12)
+    full = _run(tool, args, data, tmp_path)
     text = tmp_path / "amb.txt"
-    text.write_text(_run(tool, args, bytes(64) + b"\x9e\x71\x20", tmp_path))
+    text.write_text("".join(full.splitlines(keepends=True)[:-1]))
     assert_one_line_error(cli("crc", text, INPUT), "amb.txt", "both fit every line", "-v")
-    verbose = _run(tool, args + ("-v",), bytes(64) + b"\x9e\x71\x20", tmp_path)
-    assert decode_text_dump(verbose).data == bytes(64) + b"\x9e\x71\x20"
+    assert decode_text_dump(full).data == data
+    assert decode_text_dump(_run(tool, args, data + b"\x07", tmp_path)).data == data + b"\x07"
+    assert decode_text_dump(_run(tool, args + ("-v",), data, tmp_path)).data == data
+
+
+def test_od_default_addresses_after_a_star_read_as_octal(tmp_path):
+    """4096 zero bytes and 3 more: od's `0010000` is 4096 octal and would fit 10000 decimal too; od's default
+    octal is taken (an od -A d text prints `0004096`, which is no octal)."""
+    data = bytes(4096) + b"abc"
+    for args in (("-t", "x1"), ("-t", "x2"), ("-t", "x4"), ("-t", "x8"), ("-x",), ("-A", "d", "-t", "x1")):
+        assert decode_text_dump(_run("od", args, data, tmp_path)).data == data, args
+    assert decode_text_dump(_run("hexdump", (), data, tmp_path)).data == data
 
 
 # PowerShell 5.1 Format-Hex, from Microsoft's Format-Hex reference (PowerShell 5.1), example 2: a `Path:` line,
