@@ -9,7 +9,8 @@ against their real output):
   (`ffffb20c`4a3b2000`); byte i sits at column 3*i after the two spaces, `-` between the 8th and 9th byte, a
   short last line is padded so the ASCII column stays aligned; `??` marks memory that could not be read (an
   error, or filled with `gap_fill` like a hole between addresses). `dw` / `dd` / `dq` print 8 / 4 / 2 words per
-  line (dq as `hhhhhhhh`llllllll`), `dc` dwords then ASCII; words are little-endian in memory.
+  line (dq as `hhhhhhhh`llllllll`), `dc` dwords then ASCII; words are little-endian in memory. `dyb` prints up
+  to 4 bytes a line in binary, then the same bytes in hex (read only where the two agree).
   The physical-memory extensions `!db` / `!dw` / `!dd` / `!dq` / `!dc` print the same body behind `#` and the
   physical address and one space: `#  1a3c000 4d 5a 90 00 03 00 00 00-04 00 00 00 ff ff 00 00 MZ..............`.
 - `xxd`: `ADDRESS: hhhh hhhh ...  ASCII` (any -c, -g, -u, -s, -o; `-d` decimal addresses). The ASCII column holds
@@ -87,7 +88,9 @@ class _Patterns:
         SIZE_ONLY=rf"^([{_HEX}]{{6,16}})$",
         PS5=rf"^([{_HEX}]{{8}})   (?=[{_HEX}]{{2}}(?: |$))",
         PS7=rf"^([{_HEX}]{{16}}) (?=[{_HEX}]{{2}}(?: |$))",
-        PS_HEADER=r"^(?:Label: .*|Path: .*|Offset +Bytes +Ascii|-+ +-+ +-+|00 01 02 03 04 05 06 07 08 09 0A 0B 0C 0D 0E 0F)$",
+        # column headers: Format-Hex's (5.1 and 7), dyb's bit numbers
+        PS_HEADER=r"^(?:Label: .*|Path: .*|Offset +Bytes +Ascii|-+(?: +-+)+|00 01 02 03 04 05 06 07 08 09 0A 0B 0C 0D 0E 0F"
+                  r"|76543210(?: 76543210)*)$",
         CERTUTIL=rf"^([{_HEX}]{{4,16}})\t(?=[{_HEX}]{{2}}(?: |$))",
         C_HEAD=r"^(?:static\s+)?(?:const\s+)?unsigned\s+char\s+(\w+)\s*\[\s*\]\s*=\s*\{$",
         C_LEN=r"^(?:static\s+)?(?:const\s+)?unsigned\s+int\s+(\w+)\s*=\s*(\d+)\s*;$",
@@ -363,6 +366,10 @@ def _windbg_line(line: str, m: re.Match, lineno: int, b: _Builder) -> tuple[int,
         if "??" in body[:47] and fill is None:
             b.fail(lineno, "'??': WinDbg could not read this memory (fill it with {gap_fill})", params=True)
         return address, _columns(body, lineno, b, "WinDbg db", dash=True, fill=fill), "!db" if physical else "db"
+    if width == 8 and set(first) <= {"0", "1"}:
+        dyb = _windbg_dyb(body)
+        if dyb is not None:
+            return address, dyb, "dyb"
     per_line = {4: 8, 8: 4, 16: 2}.get(width)
     if per_line is None:
         b.fail(lineno, f"malformed WinDbg line: a first value of {width} hex digits")
@@ -387,6 +394,22 @@ def _windbg_line(line: str, m: re.Match, lineno: int, b: _Builder) -> tuple[int,
         variant = "dc"
     data = b"".join(int(w, 16).to_bytes(width // 2, "little") for w in words)
     return address, data, ("!" if physical else "") + variant
+
+
+def _windbg_dyb(body: str) -> bytes | None:
+    """`dyb`: up to 4 bytes as 8 binary digits, then the same bytes in hex; None unless the two columns agree
+    (a dd line of words such as `00000001 00010000` is not taken for one)."""
+    tokens = body.split()
+    bits = []
+    for token in tokens[:4]:
+        if len(token) != 8 or set(token) - {"0", "1"}:
+            break
+        bits.append(int(token, 2))
+    pairs = tokens[len(bits):2 * len(bits)]
+    if not bits or len(pairs) != len(bits) or not all(_rx.PAIR.fullmatch(p) for p in pairs) \
+            or [int(p, 16) for p in pairs] != bits:
+        return None
+    return bytes(bits)
 
 
 def _xxd_split(line: str) -> tuple[str, str, str] | None:

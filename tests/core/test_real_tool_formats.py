@@ -219,6 +219,20 @@ def test_windows_tools_documented_layouts(text, data, fmt, variant, start):
     assert decode_text_dump(text, fmt=fmt).data == data
 
 
+def test_windbg_dyb_reads_where_its_binary_and_hex_columns_agree():
+    """d* reference: `dyb` shows binary values and byte values; a header of bit numbers and dashes first."""
+    text = ("0:000> dyb 77c5d000 L6\n"
+            "          76543210 76543210 76543210 76543210\n"
+            "          -------- -------- -------- --------\n"
+            "77c5d000  01001101 01011010 10010000 00000000  4d 5a 90 00\n"
+            "77c5d004  00000011 00000000                    03 00\n")
+    got = decode_text_dump(text)
+    assert (got.data, got.variant) == (b"MZ\x90\x00\x03\x00", "dyb")
+    # dd words that happen to be made of 0s and 1s stay dd words
+    assert decode_text_dump("77c5d000  00000001 00010000 00000000 00000000\n").data == \
+        bytes.fromhex("01000000 00000100 00000000 00000000")
+
+
 def test_certutil_addresses_grow_past_four_digits_and_are_not_dbgview_line_numbers():
     data = _random(0x10000 + 40, 9)
     lines = []
