@@ -92,8 +92,8 @@ class _Patterns:
         PS_HEADER=r"^(?:Label: .*|Path: .*|Offset +Bytes +Ascii|-+(?: +-+)+|00 01 02 03 04 05 06 07 08 09 0A 0B 0C 0D 0E 0F"
                   r"|76543210(?: 76543210)*)$",
         CERTUTIL=rf"^([{_HEX}]{{4,16}})\t(?=[{_HEX}]{{2}}(?: |$))",
-        C_HEAD=r"^(?:static\s+)?(?:const\s+)?unsigned\s+char\s+(\w+)\s*\[\s*\]\s*=\s*\{$",
-        C_LEN=r"^(?:static\s+)?(?:const\s+)?unsigned\s+int\s+(\w+)\s*=\s*(\d+)\s*;$",
+        C_HEAD=r"^(?:static\s+)?(?:const\s+)?(?:unsigned\s+char|uint8_t|UCHAR|BYTE)\s+(\w+)\s*\[\s*\d*\s*\]\s*=\s*\{$",
+        C_LEN=r"^(?:static\s+)?(?:const\s+)?(?:unsigned\s+int|size_t|unsigned\s+long)\s+(\w+)\s*=\s*(\d+)\s*;$",
         C_BODY=rf"^(?:0[xX][{_HEX}]{{2}}\s*,\s*)*(?:0[xX][{_HEX}]{{2}}\s*,?)?$",
         # od / hexdump in octal, decimal or characters: a 7/8-digit address, then short non-hex fields
         NUMERIC=rf"^[{_HEX}]{{7,8}}(?: +(?:[0-7]{{3}}|[0-9]{{5,6}}|[+-]?[0-9]{{1,20}}|\\\S|\S))+$",
