@@ -281,10 +281,14 @@ def diff_dumps(dump_a: Dump, dump_b: Dump, layout: RecordLayout, *, tolerance: i
                 mask &= np.resize(is_data, mask.size)
             flat = np.flatnonzero(mask)
             if flat.size:
-                rows, lanes = np.divmod(flat, per)
-                where = (rows if candidates is None else candidates[rows]) * per + lanes
                 base = (r_lo - rec_lo) // k
-                part_acc.add_differing(a_el[flat], b_el[flat], lambda i, _w=where: base + int(_w[i]), lane=lanes)
+
+                def index_of(i):  # only the worst element's is asked for
+                    row, lane = divmod(int(flat[i]), per)
+                    return base + (row if candidates is None else int(candidates[row])) * per + lane
+
+                lanes = flat & (per - 1) if per & (per - 1) == 0 else flat % per
+                part_acc.add_differing(a_el[flat], b_el[flat], index_of, lane=lanes)
 
         def consume(lo: int, va: memoryview, vb: memoryview, positions) -> None:
             hi = lo + len(va)
