@@ -267,19 +267,21 @@ def diff_dumps(dump_a: Dump, dump_b: Dump, layout: RecordLayout, *, tolerance: i
         parts.append(state)
         part_acc = state["acc"]
 
-        def feed_stats(a_all, a, b, r_lo: int, candidates) -> None:
+        def feed_stats(a_all, a, b, r_lo: int, candidates, differ=None) -> None:
             """Error statistics of this block's whole records (`a_all`, A's side), as dtype elements of the data
-            lanes; `a`, `b` are the records at `candidates`, those holding a differing byte (None: all of them)."""
+            lanes; `a`, `b` are the records at `candidates`, those holding a differing byte (None: all of them).
+            `differ`: which data bytes of `a`, `b` differ, when already known (one-byte elements)."""
             if state["ref_from"] is None:  # the part's first difference: its equal records before it count too
                 state["ref_from"] = r_lo
                 _sum_reference(dump_a, state["rec_from"], r_lo, part_acc, data_elements, rs)
             part_acc.add_reference(data_elements(a_all))
             a_el = a.view(np_dtype).reshape(-1)
             b_el = b.view(np_dtype).reshape(-1)
-            mask = bit_view(a_el) != bit_view(b_el)
-            if not all_data:
-                mask &= np.resize(is_data, mask.size)
-            flat = np.flatnonzero(mask)
+            if differ is None:
+                differ = bit_view(a_el) != bit_view(b_el)
+                if not all_data:
+                    differ &= np.resize(is_data, differ.size)
+            flat = np.flatnonzero(differ)
             if flat.size:
                 base = (r_lo - rec_lo) // k
 
@@ -313,10 +315,10 @@ def diff_dumps(dump_a: Dump, dump_b: Dump, layout: RecordLayout, *, tolerance: i
                     inside = positions[(positions >= r_lo - lo) & (positions < r_hi - lo)]
                     candidates = _distinct_sorted((inside - (r_lo - lo)) // rs)
                 a, b = (a_all, b_all) if candidates is None else (_rows(a_all, candidates), _rows(b_all, candidates))
-                if part_acc is not None:
-                    feed_stats(a_all, a, b, r_lo, candidates)
                 delta = np.abs(a.astype(np.int16) - b.astype(np.int16))
                 mask = (delta > tolerance) & keep
+                if part_acc is not None:  # without a tolerance, `mask` is which data bytes differ
+                    feed_stats(a_all, a, b, r_lo, candidates, mask if k == 1 and not tolerance else None)
                 if tolerance and not state["data_any"]:  # a data byte differs at all (within tolerance or not)
                     state["data_any"] = bool(((delta > 0) & keep).any())
                 hit = np.flatnonzero(_any_per_row(mask))

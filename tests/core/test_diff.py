@@ -239,14 +239,18 @@ def _stats_pair(tmp_path, a, b):
 @pytest.mark.parametrize("pad", [(), (2, 3)])
 @pytest.mark.parametrize("lo", [0, 40000])
 @pytest.mark.parametrize("halves", [False, True])
-def test_diff_stats_equal_whole_array_stats(tmp_path, monkeypatch, dense, pad, lo, halves):
+@pytest.mark.parametrize("pairs", [False, True])
+def test_diff_stats_equal_whole_array_stats(tmp_path, monkeypatch, dense, pad, lo, halves, pairs):
     """The streamed statistics (sparse and dense blocks; the first difference early, or late so that the equal
     records before it are summed when it is found, or, in two halves, after the pass for a half without any
-    difference) equal those of the arrays."""
+    difference; differing bytes summed one by one or counted as byte pairs) equal those of the arrays."""
     from forensics import diff as diff_mod
+    from forensics import stats as stats_mod
     from forensics.stats import error_stats
 
     monkeypatch.setattr(blocks, "BLOCK", 4096)
+    if pairs:
+        monkeypatch.setattr(stats_mod, "CODE_PAIRS_MIN", 16)
     if halves:
         monkeypatch.setattr(blocks, "PARALLEL_MIN", 8192)
         monkeypatch.setattr(diff_mod, "PARALLEL_MIN", 8192)
@@ -271,6 +275,8 @@ def test_diff_stats_equal_whole_array_stats(tmp_path, monkeypatch, dense, pad, l
     flat = int(np.argmax(delta))
     assert got.worst["anchor"] == flat // 4 and got.worst["offset"] == flat
     assert got.worst["lane"] == layout.field_names[flat % 4]
+    delta[:, list(pad)] = 0
+    assert got.per_lane_max == tuple(float(m) * 0.5 for m in delta.max(axis=0))
 
 
 def test_diff_float32_elements(tmp_path):
