@@ -15,7 +15,7 @@ from forensics.crc import format_crc
 from forensics.dump import Dump, DumpReader
 from forensics.layout import RecordLayout
 from forensics.parallel import two_cores
-from forensics.stats import ErrorAccumulator, ErrorStats, bit_view, feed_in_halves, locator
+from forensics.stats import ErrorAccumulator, ErrorStats, bit_view, element_dtype, feed_in_halves, locator
 from forensics.tolerance import DIFFER, MATCH, WITHIN, Tolerance, judge
 
 DEFAULT_LIMIT = 20
@@ -216,7 +216,7 @@ def diff_dumps(dump_a: Dump, dump_b: Dump, layout: RecordLayout, *, tolerance: i
 
         raise InputError(f"tolerance must not be negative, got {tolerance}")
     policy = policy if policy is not None else Tolerance(atol=float(tolerance), lsb=True)
-    np_dtype = np.dtype(dtype).newbyteorder("<") if np.dtype(dtype).itemsize > 1 else np.dtype(dtype)
+    np_dtype = element_dtype(dtype)
     k = np_dtype.itemsize
     if k == 1 and np_dtype.kind == "u" and policy.lsb_threshold() is not None and tolerance == 0:
         tolerance = policy.lsb_threshold()  # atol Klsb lists the records as --tolerance K always did

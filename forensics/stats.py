@@ -668,6 +668,13 @@ def feed_pair_split(acc: ErrorAccumulator, a: np.ndarray, b: np.ndarray, start: 
     feed_in_halves(acc, 0, a.size, lambda part, lo, hi: feed_pair(part, a[lo:hi], b[lo:hi], start + lo))
 
 
+def element_dtype(name) -> np.dtype:
+    """The dtype of the elements a dump stores: little-endian (the chip's and the host's order) unless the name
+    says big-endian (`>f4`, e.g. a .npy written on such a machine)."""
+    dtype = np.dtype(name)
+    return dtype if dtype.itemsize == 1 or dtype.byteorder == ">" else dtype.newbyteorder("<")
+
+
 def bit_view(x: np.ndarray) -> np.ndarray:
     """The same elements as unsigned integers of their width (bitwise comparison: NaN == NaN, -0 != +0)."""
     return x.view(np.dtype(f"u{x.dtype.itemsize}")) if x.dtype.kind == "f" else x
