@@ -27,8 +27,9 @@ against their real output):
   radix (`-A o`, od's default, `-A d`, `-A x`) is the one in which every line starts where the one before ended;
   hexdump pads a short last line with blanks, od does not. When two radices still fit every line and read a `*`
   differently the dump is refused rather than guessed, except octal against decimal, where od's default octal
-  is taken (as it is when they differ only in how much zero padding the size line cuts off the last word). od's octal or decimal forms (its
-  default `od FILE`, `-t o*`, `-t d*`, `-t u*`, `-c`; `hexdump -b/-c/-d/-o`) are refused with a clear message.
+  is taken (as it is when they differ only in how much zero padding the size line cuts off the last word).
+  od's octal or decimal forms (its default `od FILE`, `-t o*`, `-t d*`, `-t u*`, `-c`; `hexdump -b/-c/-d/-o`)
+  are refused with a clear message.
 - PowerShell `Format-Hex`: 5.1 prints a column header (`           00 01 02 ... 0F`) and rows
   `00000000   4D 5A 90 00 ...  MZ..` (8-digit address, three spaces); 7 prints `Label:` and column headers and
   rows `0000000000000000 4D 5A 90 00 ... MZ..` (16-digit offset, one space). Byte i sits at column 3*i.
@@ -89,8 +90,8 @@ class _Patterns:
         PS5=rf"^([{_HEX}]{{8}})   (?=[{_HEX}]{{2}}(?: |$))",
         PS7=rf"^([{_HEX}]{{16}}) (?=[{_HEX}]{{2}}(?: |$))",
         # column headers: Format-Hex's (5.1 and 7), dyb's bit numbers
-        PS_HEADER=r"^(?:Label: .*|Path: .*|Offset +Bytes +Ascii|-+(?: +-+)+|00 01 02 03 04 05 06 07 08 09 0A 0B 0C 0D 0E 0F"
-                  r"|76543210(?: 76543210)*)$",
+        PS_HEADER=r"^(?:Label: .*|Path: .*|Offset +Bytes +Ascii|-+(?: +-+)+|76543210(?: 76543210)*"
+                  r"|00 01 02 03 04 05 06 07 08 09 0A 0B 0C 0D 0E 0F)$",
         CERTUTIL=rf"^([{_HEX}]{{4,16}})\t(?=[{_HEX}]{{2}}(?: |$))",
         C_HEAD=r"^(?:static\s+)?(?:const\s+)?(?:unsigned\s+char|uint8_t|UCHAR|BYTE)\s+(\w+)\s*\[\s*\d*\s*\]\s*=\s*\{$",
         C_LEN=r"^(?:static\s+)?(?:const\s+)?(?:unsigned\s+int|size_t|unsigned\s+long)\s+(\w+)\s*=\s*(\d+)\s*;$",
@@ -707,7 +708,9 @@ def decode_text_dump(text: str, *, path: str = "<text>", fmt: str = "auto", gap_
     lines = text.splitlines()
     if fmt == "c-array":
         return _decode_c_array(lines, path, encoding)
-    radix, little_endian, first_addr = _prepass(fmt, lines, path) if fmt in ("xxd", "od", "hexdump") else (16, None, "")
+    radix, little_endian, first_addr = (16, None, "")
+    if fmt in ("xxd", "od", "hexdump"):
+        radix, little_endian, first_addr = _prepass(fmt, lines, path)
     b = _Builder(path, gap_fill)
     variant = {"xxd": "xxd -e" if little_endian else "xxd", "plain": "plain", "certutil": "certutil -encodehex",
                "format-hex": "Format-Hex"}.get(fmt, "")
@@ -738,9 +741,10 @@ def decode_text_dump(text: str, *, path: str = "<text>", fmt: str = "auto", gap_
                 end = int(size_only.group(1), radix)
             except ValueError:
                 b.fail(lineno, f"address {size_only.group(1)!r} is not base {radix} like the lines before")
-            if started or not b.out:
-                b.end_at(end, lineno, slack)
-                closed = True
+            if pending_error is not None:
+                b.fail(pending_error[0], f"not a line of {what}: {pending_error[1][:60]!r}")
+            b.end_at(end, lineno, slack)
+            closed = True
             continue
         parsed = None
         if fmt == "windbg":
@@ -800,9 +804,10 @@ def decode_text_dump(text: str, *, path: str = "<text>", fmt: str = "auto", gap_
                 continue  # text before the dump (a header, a log message) is skipped
             pending_error = pending_error or (lineno, line)
             continue
-        if pending_error is not None or closed:  # a stray line between dump lines: the dump is damaged
-            where = pending_error or (lineno, line)
-            b.fail(where[0], f"not a line of {what}: {where[1][:60]!r}")
+        if pending_error is not None:  # a stray line between dump lines: the dump is damaged
+            b.fail(pending_error[0], f"not a line of {what}: {pending_error[1][:60]!r}")
+        if closed:
+            b.fail(lineno, f"a dump line after the closing size line: {line[:60]!r}")
         started = True
         b.add(parsed[0], parsed[1], lineno)
     if b.repeat_pending and b.last_line:
@@ -813,8 +818,8 @@ def decode_text_dump(text: str, *, path: str = "<text>", fmt: str = "auto", gap_
         fmt = "hexdump"
     elif fmt == "hexdump" and variant.startswith("od"):
         fmt = "od"
-    return TextDump(data=bytes(b.out), format=fmt, variant=variant or {"od": "od", "hexdump": "hexdump"}.get(fmt, fmt),
-                    start_address=b.start, lines=b.lines, encoding=encoding)
+    return TextDump(data=bytes(b.out), format=fmt, variant=variant or fmt, start_address=b.start, lines=b.lines,
+                    encoding=encoding)
 
 
 def _words_variant(radix: int, first_addr: str, raw: str, width: int, z: bool) -> str:

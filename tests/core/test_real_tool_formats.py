@@ -271,7 +271,7 @@ def _lines(tool: str, args: tuple, tmp_path: Path, data: bytes | None = None) ->
     return _run(tool, args, data if data is not None else _random(200, 8), tmp_path).splitlines()
 
 
-@pytest.mark.parametrize("case", ["corrupt", "mixed", "backwards", "odd digits", "cut"])
+@pytest.mark.parametrize("case", ["corrupt", "mixed", "backwards", "odd digits", "cut", "corrupt last"])
 @pytest.mark.parametrize("tool,args", [("xxd", ()), ("hexdump", ("-C",)), ("od", ("-A", "x", "-t", "x1")),
                                        ("od", ("-t", "x2")), ("hexdump", ())])
 def test_bad_text_is_one_line_naming_file_and_line(case, tool, args, tmp_path, cli):
@@ -288,10 +288,14 @@ def test_bad_text_is_one_line_naming_file_and_line(case, tool, args, tmp_path, c
         lines[4] = head + " " + tail.replace(" ", "", 1) if tool != "xxd" else lines[4][:12] + lines[4][13:]
     elif case == "cut":
         lines[4] = lines[4][:20]
+    bad = 5
+    if case == "corrupt last":  # the last data line: before od's / hexdump's closing size line, or xxd's last
+        bad = len(lines) if tool == "xxd" else len(lines) - 1
+        lines[bad - 1] = lines[bad - 1][:12] + "zz" + lines[bad - 1][14:]
     path = tmp_path / "bad.txt"
     path.write_text("\n".join(lines) + "\n")
     result = cli("crc", path, INPUT)
-    assert_one_line_error(result, "bad.txt", "line 5")
+    assert_one_line_error(result, "bad.txt", f"line {bad}:")
 
 
 def test_import_format_choices_list_every_format(cli, capsys):
