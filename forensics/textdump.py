@@ -13,7 +13,8 @@ against their real output):
   to 4 bytes a line in binary, then the same bytes in hex (read only where the two agree).
   The physical-memory extensions `!db` / `!dw` / `!dd` / `!dq` / `!dc` print the same body behind `#` and the
   physical address and one space: `#  1a3c000 4d 5a 90 00 03 00 00 00-04 00 00 00 ff ff 00 00 MZ..............`.
-- `xxd`: `ADDRESS: hhhh hhhh ...  ASCII` (any -c, -g, -u, -s, -o; `-d` decimal addresses). The ASCII column holds
+- `xxd`: `ADDRESS: hhhh hhhh ...  ASCII` (any -c, -g, -u, -s, -o; `-d` decimal addresses; `-b` binary
+  digits). The ASCII column holds
   exactly as many characters as the line has bytes, which splits hex from ASCII on every line. With `-e` each
   group is a little-endian word (a short last group right-aligned): the byte order is told by the ASCII column
   (bytes in memory order) or by that right-aligned group; 4-byte or wider groups that give no such evidence
@@ -63,6 +64,7 @@ KNOWN_TEXT = ("WinDbg d*/!d*, xxd, hexdump, od -t x*, PowerShell Format-Hex, cer
 
 _HEX = "0-9a-fA-F"
 _HEXCHARS = frozenset("0123456789abcdefABCDEF")
+_BITCHARS = frozenset("01")
 
 
 class _Patterns:
@@ -82,6 +84,7 @@ class _Patterns:
         WINDBG_PHYS=rf"^#\s*([{_HEX}]{{1,16}}(?:`[{_HEX}]{{8}})?) (?=[{_HEX}?]{{2}})",
         XXD=rf"^([{_HEX}]{{4,16}}): ?",
         HEXSPACE=rf"[ {_HEX}]*",
+        BITSPACE=r"[ 01]*",
         HEXDUMP=rf"^([{_HEX}]{{8,16}})  ((?:[{_HEX}]{{2}} {{1,2}}){{0,15}}[{_HEX}]{{2}}) +\|.*\|?$",
         # od -t x1/x2/x4/x8 (any -A) and hexdump without -C: address, values, optional `>ASCII<`
         WORDS=rf"^([{_HEX}]{{6,16}})((?: +[{_HEX}]{{2,16}})+)(?: +>.*<?)?$",
@@ -413,27 +416,40 @@ def _windbg_dyb(body: str) -> bytes | None:
     return bytes(bits)
 
 
-def _xxd_split(line: str) -> tuple[str, str, str] | None:
-    """(address, hex area, ASCII column) of an xxd line. The ASCII column has one character per byte, so exactly
-    one split leaves twice as many hex digits before it as characters after it (the count before falls by at
-    most one per character the count after gains): found in one step on an ordinary line, else by a scan."""
+def _column_split(body: str, per_byte: int, digit_chars: frozenset, area_rx: re.Pattern) -> tuple[str, str] | None:
+    """(digits area, ASCII column) of a line whose ASCII column has one character per byte: exactly one split
+    leaves `per_byte` digits before it per character after it (the count before falls by at most one per
+    character the count after gains): found in one step on an ordinary line, else by a scan."""
+    i = body.find("  ")
+    if i > 0:
+        area, text = body[:i], body[i + 2:]
+        if len(area) - area.count(" ") == per_byte * len(text) and area_rx.fullmatch(area):
+            return area, text
+    digits = sum(1 for c in body if c in digit_chars)
+    for k in range(1, len(body)):
+        if body[-k] in digit_chars:
+            digits -= 1
+        if digits < per_byte * k:
+            break
+        if digits == per_byte * k and body[-k - 1] == " " and area_rx.fullmatch(body[:-k]):
+            return body[:-k], body[-k:]
+    return None
+
+
+def _xxd_split(line: str) -> tuple[str, str, str, bool] | None:
+    """(address, digits area, ASCII column, bits) of an xxd line: hex digits, or with `xxd -b` binary digits
+    (8 per byte); the ASCII column is empty when neither fits (the caller reports the line)."""
     m = _rx.XXD.match(line)
     if not m:
         return None
     body = line[m.end():]
-    i = body.find("  ")
-    if i > 0:
-        hexarea, text = body[:i], body[i + 2:]
-        if len(hexarea) - hexarea.count(" ") == 2 * len(text) and _rx.HEXSPACE.fullmatch(hexarea):
-            return m.group(1), hexarea, text
-    digits = sum(1 for c in body if c in _HEXCHARS)
-    for k in range(1, len(body)):
-        if body[-k] in _HEXCHARS:
-            digits -= 1
-        if digits < 2 * k:
-            break
-        if digits == 2 * k and body[-k - 1] == " " and _rx.HEXSPACE.fullmatch(body[:-k]):
-            return m.group(1), body[:-k], body[-k:]
+    if body[:1] in ("0", "1") and not body[:8].strip("01"):
+        split = _column_split(body, 8, _BITCHARS, _rx.BITSPACE)
+        if split is not None:
+            return m.group(1), split[0], split[1], True
+    split = _column_split(body, 2, _HEXCHARS, _rx.HEXSPACE)
+    if split is not None:
+        return m.group(1), split[0], split[1], False
     # an editor or a log that trimmed trailing blanks cut spaces (bytes 0x20) off the ASCII column's end
     i = body.find("  ")
     if i > 0:
@@ -441,16 +457,20 @@ def _xxd_split(line: str) -> tuple[str, str, str] | None:
         digits = len(hexarea) - hexarea.count(" ")
         if text and text == text.rstrip() and len(text) < digits // 2 and not digits % 2 \
                 and _rx.HEXSPACE.fullmatch(hexarea):
-            return m.group(1), hexarea, text + " " * (digits // 2 - len(text))
-    return m.group(1), body, ""  # no ASCII column: the caller reports the line
+            return m.group(1), hexarea, text + " " * (digits // 2 - len(text)), False
+    return m.group(1), body, "", False
 
 
 def _printable_as_xxd(data: bytes, text: str) -> bool:
     return len(data) == len(text) and all(c == (chr(v) if 32 <= v < 127 else ".") for v, c in zip(data, text))
 
 
-def _xxd_bytes(hexarea: str, little_endian: bool) -> bytes:
+def _xxd_bytes(hexarea: str, little_endian: bool, bits: bool = False) -> bytes:
     groups = hexarea.split()
+    if bits:
+        if any(len(g) % 8 for g in groups):
+            raise ValueError("a group of binary digits that is no whole byte")
+        return b"".join(int(g, 2).to_bytes(len(g) // 8, "big") for g in groups)
     if not little_endian:
         return bytes.fromhex("".join(groups))
     return b"".join(bytes.fromhex(g)[::-1] for g in groups)
@@ -602,11 +622,12 @@ def _prepass(fmt: str, lines: list[str], path: str) -> tuple[int, bool | None, s
             split = _xxd_split(line)
             if split is None or not split[2]:
                 continue
-            token, hexarea, text = split
+            token, hexarea, text, bits = split
             radix.data(token, b"\0" * len(text), 0)
             groups = hexarea.split()
-            group = max(group, max(len(g) for g in groups) // 2) if groups else group
-            if order is None and group > 1:
+            if not bits:
+                group = max(group, max(len(g) for g in groups) // 2) if groups else group
+            if order is None and group > 1 and not bits:
                 if hexarea.startswith(" ") or "  " in hexarea.strip():
                     order = True  # -e right-aligns a short last group
                 elif groups and len(groups[-1]) < 2 * group:
@@ -721,12 +742,11 @@ def decode_text_dump(text: str, *, path: str = "<text>", fmt: str = "auto", gap_
     closed = False
     pending_error: tuple[int, str] | None = None
     what = FORMAT_NAMES[fmt]
+    keep_blanks = fmt == "xxd"  # its ASCII column may end in spaces
     for lineno, raw in enumerate(lines, start=1):
-        line = _strip(raw)
+        line = _strip(raw, keep_blanks)
         if not line or _rx.PROMPT.match(line) or (fmt == "format-hex" and _rx.PS_HEADER.match(line)):
             continue
-        if fmt == "xxd":
-            line = _strip(raw, keep_blanks=True)
         if line == "*":
             if fmt in ("hexdump", "od", "xxd"):
                 if not started:
@@ -755,12 +775,14 @@ def decode_text_dump(text: str, *, path: str = "<text>", fmt: str = "auto", gap_
         elif fmt == "xxd":
             split = _xxd_split(line)
             if split is not None:
-                token, hexarea, text_col = split
+                token, hexarea, text_col, bits = split
+                if bits and variant == "xxd":
+                    variant = "xxd -b"
                 if not text_col:
                     b.fail(lineno, f"malformed xxd line (no ASCII column of as many characters as bytes): "
                                    f"{line[:60]!r}")
                 try:
-                    data = _xxd_bytes(hexarea, bool(little_endian))
+                    data = _xxd_bytes(hexarea, bool(little_endian), bits)
                 except ValueError:
                     b.fail(lineno, "malformed hex bytes")
                 parsed = (int(token, radix), data)
