@@ -241,8 +241,10 @@ def detect_format(text: str) -> str | None:
             break
     if not votes:
         if sizes and seen == 0:
-            if sizes in (["0000000"], ["000000"]):
-                return "od"  # od of an empty file: the size line alone (-A o / -A d: 7 digits, -A x: 6)
+            if sizes == ["000000"] or len(sizes) == 1 and len(sizes[0]) == 7:
+                return "od"  # od of nothing (an empty file, -j to its end): the size line alone (-A x: 6 digits)
+            if _lone_offset(sizes):
+                return None
             if all(len(s) % 2 == 0 for s in sizes):
                 return "plain"  # `xxd -p -c 4`: every line a short run of hex digits
         return None
@@ -252,8 +254,18 @@ def detect_format(text: str) -> str | None:
     return best if votes[best] * 2 > seen else None
 
 
+def _lone_offset(sizes: list[str]) -> bool:
+    """One line like `00000010`: hexdump -C's or od -A x's closing offset with nothing before it (-s / -j to the
+    end of the file), or as many bytes of plain hex as it has digit pairs."""
+    return len(sizes) == 1 and len(sizes[0]) in (6, 8) and sizes[0].startswith("00")
+
+
 def _refusal(text: str) -> str | None:
     """Why a text that is a dump of a kind this module does not decode is refused, or None."""
+    sizes = [line for _raw, line in _dump_lines(text, 3)]
+    if _lone_offset(sizes) and _rx.SIZE_ONLY.match(sizes[0]):
+        return (f"a single line {sizes[0]!r} is either hexdump's / od's closing offset of an empty dump or "
+                f"{len(sizes[0]) // 2} bytes of plain hex: give the format (plain) to read it as bytes")
     lines = [line for _raw, line in _dump_lines(text, 200) if line != "*" and not _rx.SIZE_ONLY.match(line)][:64]
     numeric = sum(1 for line in lines if _rx.NUMERIC.match(line))
     if lines and numeric * 2 > len(lines):

@@ -109,6 +109,16 @@ def test_od_of_an_empty_file_is_empty_and_xxd_i_checks_its_length(tmp_path):
         decode_text_dump(text.replace("_len = 17;", "_len = 18;"), path="x.h")
 
 
+def test_a_lone_closing_offset_is_not_taken_for_bytes(tmp_path, cli):
+    """hexdump -C -s 16 of a 1-byte file prints only `00000001`: that is no 4 bytes of plain hex."""
+    text = tmp_path / "past.txt"
+    text.write_text(_run("hexdump", ("-C", "-s", "16"), b"A", tmp_path))
+    assert text.read_text().strip() == "00000001"
+    assert_one_line_error(cli("crc", text, INPUT), "past.txt", "closing offset")
+    assert decode_text_dump("00000001\n", fmt="plain").data == b"\x00\x00\x00\x01"
+    assert decode_text_dump("4d5a9000\n").data == b"MZ\x90\x00"  # plain hex that is no offset
+
+
 @pytest.mark.parametrize("tool,args", [("xxd", ()), ("xxd", ("-e",)), ("hexdump", ()), ("hexdump", ("-C",)),
                                        ("od", ("-t", "x2")), ("od", ("-A", "x", "-t", "x1z")), ("xxd", ("-i",))])
 def test_crc_diff_and_import_agree_with_the_source(tool, args, tmp_path, cli):
