@@ -679,7 +679,10 @@ def _prepass(fmt: str, lines: list[str], path: str) -> tuple[int, bool | None, s
             first_count = first_count or len(words[1])
             if len(words[1]) < first_count and 16 in radix.alive and len(radix.alive) > 1 and not words[2]:
                 # hexdump pads a short last line with blanks to the full width, od does not
-                radix.keep(16) if padded else radix.drop(16)
+                if padded:
+                    radix.keep(16)
+                else:
+                    radix.drop(16)
         if len(radix.alive) <= 1:
             break
     if fmt == "xxd":
