@@ -266,10 +266,16 @@ class _NpzMember:
 
 
 def npz_path(path: str) -> tuple[str, str | None]:
-    """(archive, array name) of `ARCHIVE.npz:NAME`, else (path, None) (a Windows drive colon is no name)."""
-    base, sep, name = path.rpartition(":")
-    if sep and name and base.lower().endswith(".npz") and not os.path.exists(path) and os.path.isfile(base):
-        return base, name
+    """(archive, array name) of `ARCHIVE.npz:NAME`, else (path, None). The name may hold colons itself
+    (`forensics export` names arrays `raw:convert_scores`); a Windows drive colon is no name."""
+    if os.path.exists(path):
+        return path, None
+    at = path.lower().find(".npz:")
+    while at >= 0:
+        base, name = path[:at + 4], path[at + 5:]
+        if name and os.path.isfile(base):
+            return base, name
+        at = path.lower().find(".npz:", at + 1)
     return path, None
 
 

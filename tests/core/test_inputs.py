@@ -67,6 +67,8 @@ def test_npz_arrays_are_read_in_place_as_their_data_bytes(tmp_path, cli, save):
     stats = json.loads(r.out)["stats"]
     assert stats["max_abs"] == pytest.approx(0.5, rel=1e-6) and stats["worst"]["record"] == 321
     assert cli("diff", f"{tmp_path / 'a.npz'}:scores", f"{tmp_path / 'b.npz'}:scores").code == 0
+    save(tmp_path / "export.npz", **{"raw:convert_scores": scores, "tensor:Squeeze1": boxes})  # as export names them
+    assert open_dump(f"{tmp_path / 'export.npz'}:raw:convert_scores").read(0, scores.nbytes) == scores.tobytes()
 
 
 def test_bad_npz_is_one_line(tmp_path, cli):
