@@ -145,6 +145,8 @@ def stats_lines(stats, *, where: str = "", unicode: bool | None = None) -> list:
     at = ""
     if "anchor" in worst:
         at = f" at anchor {worst['anchor']} lane {worst['lane']}"
+    elif "class" in worst:
+        at = f" at class {worst['class']}" + (f" ({worst['label']})" if worst.get("label") else "")
     elif "record" in worst:
         at = f" at record {worst['record']} lane {worst['lane']}"
     elif "y" in worst:
