@@ -249,6 +249,8 @@ def diff(a, b, *, record=None, offset=None, count=None, fields=None, pad=None, s
         from forensics.modeldumps import anchor_locator
 
         locate = anchor_locator(context)
+    elif context.view is not None and context.view.class_vector:
+        locate = _class_locator(context.layout, labelled=labels is not None)
     elif dump_a.npy_shape is not None and context.view is None and context.layout.offset == 0:
         locate = _npy_locator(dump_a.npy_shape, element.itemsize)
     result = diff_dumps(dump_a, dump_b, context.layout, tolerance=tolerance, limit=_limit(limit, all),
@@ -274,6 +276,19 @@ def diff(a, b, *, record=None, offset=None, count=None, fields=None, pad=None, s
     return RecordsReport("diff", result, exitcodes.SAME if result.passed else exitcodes.DIFFERENT,
                          rows_key="records", context=context, heat=heat, heatmap=drawn, grid=grid, title=title,
                          plot=plotted, dumps=(dump_a, dump_b))
+
+
+def _class_locator(layout, *, labelled: bool):
+    """Where an element of a classifier's score vector is: its class (and label), not 'anchor 0 lane zN'."""
+    names, size = layout.field_names, layout.record_size
+
+    def where(index):
+        out = {"class": index % size, "offset": layout.offset + index}
+        if labelled and names[index % size]:
+            out["label"] = names[index % size]
+        return out
+
+    return where
 
 
 def _npy_locator(shape, itemsize: int):

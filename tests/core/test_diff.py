@@ -455,3 +455,16 @@ def test_dumps_of_different_element_types_or_split_elements_are_refused(tmp_path
     assert_one_line_error(cli("diff", u8, i16), "u8.npy holds uint8", "i16.npy int16")
     f8 = _npy(tmp_path, "f8.npy", np.zeros(4, np.float64))
     assert_one_line_error(cli("diff", f8, f8, "--record", "4"), "not a whole number of float64 elements")
+
+
+def test_a_longer_dump_whose_common_bytes_match_points_at_length(tmp_path, cli):
+    """A page-rounded allocation dumped whole: the sizes differ, the common bytes match, and the way to compare
+    the tensor alone is said (and works)."""
+    a = bytes(range(256)) * 4 + bytes(8)
+    pa, pb = write(tmp_path, "a.bin", a), write(tmp_path, "b.bin", a + bytes(4096 - len(a)))
+    r = cli("diff", pa.path, pb.path)
+    assert r.code == 1 and "DIFFER" in r.out
+    assert "the first 1,032 bytes of both match; B has 3,064 more" in r.out and "--length 1032" in r.out
+    assert cli("diff", pa.path, pb.path, "--length", "1032").code == 0
+    other = write(tmp_path, "c.bin", a[:-1] + b"\x01" + bytes(100))
+    assert "bytes of both match" not in cli("diff", pa.path, other.path).out
