@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from forensics.errors import InputError
+from forensics.stats import element_dtype
 
 MAX_PADDING = 63
 
@@ -45,7 +46,7 @@ def class_vector_of(model) -> ClassVector | None:
 
 def read_scores(data, vector: ClassVector, path: str | None = None) -> np.ndarray:
     """Dequantized float64 scores of one dump (tensor layout or lane-padded raw output)."""
-    dtype = np.dtype(vector.dtype).newbyteorder("<") if np.dtype(vector.dtype).itemsize > 1 else np.dtype(vector.dtype)
+    dtype = element_dtype(vector.dtype)
     raw = np.frombuffer(bytes(data), np.uint8)
     need = vector.num_classes * dtype.itemsize
     if not need <= raw.size <= need + MAX_PADDING:

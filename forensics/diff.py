@@ -15,7 +15,7 @@ from forensics.crc import format_crc
 from forensics.dump import Dump, DumpReader
 from forensics.layout import RecordLayout
 from forensics.parallel import two_cores
-from forensics.stats import ErrorAccumulator, ErrorStats, bit_view, feed_in_halves, locator
+from forensics.stats import ErrorAccumulator, ErrorStats, bit_view, element_dtype, feed_in_halves, locator
 from forensics.tolerance import DIFFER, MATCH, WITHIN, Tolerance, judge
 
 DEFAULT_LIMIT = 20
@@ -216,7 +216,7 @@ def diff_dumps(dump_a: Dump, dump_b: Dump, layout: RecordLayout, *, tolerance: i
 
         raise InputError(f"tolerance must not be negative, got {tolerance}")
     policy = policy if policy is not None else Tolerance(atol=float(tolerance), lsb=True)
-    np_dtype = np.dtype(dtype).newbyteorder("<") if np.dtype(dtype).itemsize > 1 else np.dtype(dtype)
+    np_dtype = element_dtype(dtype)
     k = np_dtype.itemsize
     if k == 1 and np_dtype.kind == "u" and policy.lsb_threshold() is not None and tolerance == 0:
         tolerance = policy.lsb_threshold()  # atol Klsb lists the records as --tolerance K always did
@@ -267,24 +267,30 @@ def diff_dumps(dump_a: Dump, dump_b: Dump, layout: RecordLayout, *, tolerance: i
         parts.append(state)
         part_acc = state["acc"]
 
-        def feed_stats(a_all, a, b, r_lo: int, candidates) -> None:
+        def feed_stats(a_all, a, b, r_lo: int, candidates, differ=None) -> None:
             """Error statistics of this block's whole records (`a_all`, A's side), as dtype elements of the data
-            lanes; `a`, `b` are the records at `candidates`, those holding a differing byte (None: all of them)."""
+            lanes; `a`, `b` are the records at `candidates`, those holding a differing byte (None: all of them).
+            `differ`: which data bytes of `a`, `b` differ, when already known (one-byte elements)."""
             if state["ref_from"] is None:  # the part's first difference: its equal records before it count too
                 state["ref_from"] = r_lo
                 _sum_reference(dump_a, state["rec_from"], r_lo, part_acc, data_elements, rs)
             part_acc.add_reference(data_elements(a_all))
             a_el = a.view(np_dtype).reshape(-1)
             b_el = b.view(np_dtype).reshape(-1)
-            mask = bit_view(a_el) != bit_view(b_el)
-            if not all_data:
-                mask &= np.resize(is_data, mask.size)
-            flat = np.flatnonzero(mask)
+            if differ is None:
+                differ = bit_view(a_el) != bit_view(b_el)
+                if not all_data:
+                    differ &= np.resize(is_data, differ.size)
+            flat = np.flatnonzero(differ)
             if flat.size:
-                rows, lanes = np.divmod(flat, per)
-                where = (rows if candidates is None else candidates[rows]) * per + lanes
                 base = (r_lo - rec_lo) // k
-                part_acc.add_differing(a_el[flat], b_el[flat], lambda i, _w=where: base + int(_w[i]), lane=lanes)
+
+                def index_of(i):  # only the worst element's is asked for
+                    row, lane = divmod(int(flat[i]), per)
+                    return base + (row if candidates is None else int(candidates[row])) * per + lane
+
+                lanes = flat & (per - 1) if per & (per - 1) == 0 else flat % per
+                part_acc.add_differing(a_el[flat], b_el[flat], index_of, lane=lanes)
 
         def consume(lo: int, va: memoryview, vb: memoryview, positions) -> None:
             hi = lo + len(va)
@@ -309,10 +315,10 @@ def diff_dumps(dump_a: Dump, dump_b: Dump, layout: RecordLayout, *, tolerance: i
                     inside = positions[(positions >= r_lo - lo) & (positions < r_hi - lo)]
                     candidates = _distinct_sorted((inside - (r_lo - lo)) // rs)
                 a, b = (a_all, b_all) if candidates is None else (_rows(a_all, candidates), _rows(b_all, candidates))
-                if part_acc is not None:
-                    feed_stats(a_all, a, b, r_lo, candidates)
                 delta = np.abs(a.astype(np.int16) - b.astype(np.int16))
                 mask = (delta > tolerance) & keep
+                if part_acc is not None:  # without a tolerance, `mask` is which data bytes differ
+                    feed_stats(a_all, a, b, r_lo, candidates, mask if k == 1 and not tolerance else None)
                 if tolerance and not state["data_any"]:  # a data byte differs at all (within tolerance or not)
                     state["data_any"] = bool(((delta > 0) & keep).any())
                 hit = np.flatnonzero(_any_per_row(mask))

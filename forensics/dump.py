@@ -169,9 +169,10 @@ def read_small_file(path, limit: int, what: str = "file") -> bytes:
     return data
 
 
-def _npy_header(path: str, file_size: int) -> tuple[int, str, tuple[int, ...]]:
-    """Parse a .npy header (format versions 1-3): data offset, dtype string, shape."""
-    with open(path, "rb") as fh:
+def _npy_header(path: str, file_size: int, fh=None) -> tuple[int, str, tuple[int, ...]]:
+    """Parse a .npy header (format versions 1-3): data offset, dtype string, shape. `fh`: read it from this
+    file object (an .npz member) instead of opening `path`."""
+    with (open(path, "rb") if fh is None else fh) as fh:
         head = fh.read(12)
         if not head.startswith(_NPY_MAGIC) or len(head) < 10:
             raise InputError("not a .npy file (missing \\x93NUMPY magic)", path)
@@ -224,6 +225,86 @@ def _npy_header(path: str, file_size: int) -> tuple[int, str, tuple[int, ...]]:
             f"truncated .npy data: header says {count * dtype.itemsize} bytes, file has {file_size - data_offset}",
             path)
     return data_offset, dtype.str, shape
+
+
+class _NpzMember:
+    """One array of an .npz archive (a zip of .npy files, stored or deflated) as a file a DumpReader reads with
+    seek + readinto; a corrupt member is an OSError, which the reader reports in one line."""
+
+    def __init__(self, path: str, name: str):
+        import zipfile
+
+        with zipfile.ZipFile(path) as archive:  # the member keeps the file open after the archive closes
+            self._fh = archive.open(name)
+
+    def _guard(self, call, *args):
+        import zipfile
+        import zlib
+
+        try:
+            return call(*args)
+        except (zipfile.BadZipFile, zlib.error, EOFError) as exc:
+            raise OSError(f"corrupt .npz member ({exc})") from None
+
+    def read(self, n: int = -1) -> bytes:
+        return self._guard(self._fh.read, n)
+
+    def seek(self, offset: int) -> int:
+        return self._guard(self._fh.seek, offset)
+
+    def readinto(self, view) -> int:
+        return self._guard(self._fh.readinto, view)
+
+    def close(self) -> None:
+        self._fh.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def npz_path(path: str) -> tuple[str, str | None]:
+    """(archive, array name) of `ARCHIVE.npz:NAME`, else (path, None). The name may hold colons itself
+    (`forensics export` names arrays `raw:convert_scores`); a Windows drive colon is no name."""
+    if os.path.exists(path):
+        return path, None
+    at = path.lower().find(".npz:")
+    while at >= 0:
+        base, name = path[:at + 4], path[at + 5:]
+        if name and os.path.isfile(base):
+            return base, name
+        at = path.lower().find(".npz:", at + 1)
+    return path, None
+
+
+def _npz_array(path: str, name: str | None):
+    """(opener, member name, .npy header of that member) of the array `name` of an .npz archive (its only array
+    when `name` is None)."""
+    import functools
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as archive:
+            members = {info.filename[:-4]: info for info in archive.infolist() if info.filename.endswith(".npy")}
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
+        raise InputError(f"not a readable .npz archive ({exc})", path) from None
+    listed = ", ".join(sorted(members)[:8]) + (", ..." if len(members) > 8 else "")
+    if not members:
+        raise InputError("the .npz archive holds no arrays", path)
+    if name is None:
+        if len(members) > 1:
+            raise InputError(f"the .npz archive holds {len(members)} arrays ({listed}): name one as "
+                             f"{os.path.basename(path)}:NAME", path)
+        name = next(iter(members))
+    elif name not in members:
+        raise InputError(f"the .npz archive has no array {name!r} (it holds {listed})", path)
+    info = members[name]
+    opener = functools.partial(_NpzMember, path, info.filename)
+    with reading(path, "an .npz archive", "dump file"):
+        header = _npy_header(f"{path}:{name}", info.file_size, opener())
+    return opener, name, header
 
 
 @dataclass(frozen=True)
@@ -505,7 +586,7 @@ def open_dump(path, *, allow_empty: bool = False, use_sidecar: bool = True, offs
               length: int | None = None, text_format: str = "auto", gap_fill: int | None = None) -> Dump:
     """Check and describe a dump without reading its data. Empty dumps are input errors unless allowed.
 
-    A text hex dump (WinDbg db/dw/dd/dq, xxd, hexdump -C, od, plain hex; see forensics.textdump) is decoded
+    A text hex dump (WinDbg, xxd, hexdump, od, Format-Hex, certutil, plain hex...; see forensics.textdump) is decoded
     in memory and the Dump reads those bytes; `text_format` forces a format ("binary" reads the file as is),
     `gap_fill` fills holes between its addresses. `offset` / `length` cut a slice of the data (e.g. the
     tensor inside a page-rounded DMA allocation); a slice past the end is an InputError naming the file."""
@@ -513,12 +594,18 @@ def open_dump(path, *, allow_empty: bool = False, use_sidecar: bool = True, offs
 
     from forensics import textdump
 
-    path = os.fspath(path)
+    path, member = npz_path(os.fspath(path))
     file_size = check_readable_file(path)
     data_offset, npy_dtype, npy_shape = 0, None, None
-    text = None
+    text = opener = None
     source_format = "binary"
-    if path.lower().endswith(".npy"):
+    if path.lower().endswith(".npz") or member is not None:
+        opener, member, (data_offset, npy_dtype, npy_shape) = _npz_array(path, member)
+        import numpy as np
+
+        size = int(np.prod(npy_shape, dtype=np.int64)) * np.dtype(npy_dtype).itemsize
+        source_format = f"npz ({member})"
+    elif path.lower().endswith(".npy"):
         if file_size == 0:
             raise InputError("empty file (no .npy header)", path)
         data_offset, npy_dtype, npy_shape = _npy_header(path, file_size)
@@ -543,7 +630,7 @@ def open_dump(path, *, allow_empty: bool = False, use_sidecar: bool = True, offs
             if sniffed is not None and (sniffed[0] == "text" or sniffed[1] >= 0.95 and file_size >= 256):
                 warnings.warn(DumpWarning(
                     f"{path}: looks like text ({sniffed[1]:.0%} printable ASCII) but is no hex dump format "
-                    f"forensics knows (WinDbg db/dw/dd/dq, xxd, hexdump -C, od -A x -t x1, plain hex); "
+                    f"forensics knows ({textdump.KNOWN_TEXT}); "
                     f"reading its bytes as binary"), stacklevel=2)
     else:
         size = file_size
@@ -560,5 +647,6 @@ def open_dump(path, *, allow_empty: bool = False, use_sidecar: bool = True, offs
     if size == 0 and not allow_empty:
         raise InputError("empty dump (0 data bytes)", path)
     meta = load_sidecar(path) if use_sidecar else None
-    return Dump(path=path, size=size, data_offset=data_offset, npy_dtype=npy_dtype, npy_shape=npy_shape, meta=meta,
-                source_format=source_format, text=text, slice_offset=offset, slice_length=length)
+    return Dump(path=path if member is None else f"{path}:{member}", size=size, data_offset=data_offset,
+                npy_dtype=npy_dtype, npy_shape=npy_shape, meta=meta, source_format=source_format, text=text,
+                slice_offset=offset, slice_length=length, opener=opener)

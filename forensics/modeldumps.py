@@ -82,6 +82,38 @@ def dump_context(dump, *, model=None, tensor=None, labels=None, deps=None, **fla
     return DumpContext(layout, view, geometry)
 
 
+def element_type(dumps, context: DumpContext, *, record_given: bool) -> tuple[np.dtype, DumpContext]:
+    """The dtype the error statistics read the dumps' data lanes as, and the context to read them with: the
+    model tensor's dtype, else what the dumps say of themselves (a .npy header, a sidecar's `dtype`), else
+    uint8 (raw chip output). Dumps that say different dtypes are an InputError. A layout whose record is
+    narrower than one element (the default 4 bytes and float64) widens to one element, unless a record size
+    was given, which must then hold whole elements."""
+    from forensics.stats import element_dtype
+
+    if context.view is not None:
+        from forensics.tflite.model import NUMPY_DTYPES
+
+        said = [(NUMPY_DTYPES.get(context.view.tensor.dtype, "u1"), None)]
+    else:
+        said = [(d.npy_dtype or getattr(d.meta, "dtype", None), d.path) for d in dumps]
+        said = [(name, path) for name, path in said if name]
+    names = {element_dtype(name) for name, _ in said}
+    if len(names) > 1:
+        (first, path_a), (second, path_b) = said[0], said[1]
+        raise InputError(f"{path_a} holds {element_dtype(first).name} and {path_b} {element_dtype(second).name}: "
+                         f"compare dumps of one element type")
+    if not names:
+        return np.dtype(np.uint8), context
+    dtype = names.pop()
+    size, k = context.layout.record_size, dtype.itemsize
+    if size % k:
+        if record_given or size > k or context.layout.fields is not None:
+            raise InputError(f"a record of {size} bytes is not a whole number of {dtype.name} elements "
+                             f"({k} bytes each)")
+        context = dataclasses.replace(context, layout=dataclasses.replace(context.layout, record_size=k))
+    return dtype, context
+
+
 def tensor_view(dump, model, tensor: str, labels=None):
     """How `dump` holds the model's `tensor` (raw or tensor layout), from the dump's size."""
     from forensics.tflite.model import open_model

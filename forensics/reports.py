@@ -224,7 +224,7 @@ def diff(a, b, *, record=None, offset=None, count=None, fields=None, pad=None, s
     tolerance = tolerance or 0
     from forensics.diff import diff_dumps
     from forensics.dump import open_dump
-    from forensics.modeldumps import records_by_anchor, remap_indices, tensor_view
+    from forensics.modeldumps import element_type, records_by_anchor, remap_indices, tensor_view
 
     options, offset = _slice(offset, length, gap_fill, layout=True)
     dump_a, dump_b = open_dump(a, **options), open_dump(b, **options)
@@ -237,6 +237,8 @@ def diff(a, b, *, record=None, offset=None, count=None, fields=None, pad=None, s
             raise InputError(f"A is the {context.view.mode} layout ({dump_a.size:,} bytes) and B the "
                              f"{other.mode} layout ({dump_b.size:,} bytes) of {tensor!r}: relayout one "
                              f"first (forensics relayout ... --layer {tensor})")
+    element, context = element_type((dump_a, dump_b), context,
+                                    record_given=record is not None or getattr(dump_a.meta, "record_size", None))
     _check_pictures(context, heatmap, grid)
     if plot:
         from forensics.outputs import check_writable
@@ -247,8 +249,12 @@ def diff(a, b, *, record=None, offset=None, count=None, fields=None, pad=None, s
         from forensics.modeldumps import anchor_locator
 
         locate = anchor_locator(context)
+    elif context.view is not None and context.view.class_vector:
+        locate = _class_locator(context.layout, labelled=labels is not None)
+    elif dump_a.npy_shape is not None and context.view is None and context.layout.offset == 0:
+        locate = _npy_locator(dump_a.npy_shape, element.itemsize)
     result = diff_dumps(dump_a, dump_b, context.layout, tolerance=tolerance, limit=_limit(limit, all),
-                        policy=policy, locate=locate, progress=progress, stats=not no_stats)
+                        policy=policy, locate=locate, progress=progress, stats=not no_stats, dtype=element)
     result = remap_indices(result, context, "records")
     heat = None
     title = "differences A vs B"
@@ -264,12 +270,34 @@ def diff(a, b, *, record=None, offset=None, count=None, fields=None, pad=None, s
 
         geometry = context.geometry if context.record_order is None else None  # the map needs anchor order
         picture = error_plot_for_dumps(dump_a, dump_b, context.layout, result.stats, geometry=geometry,
-                                       title=f"{a} vs {b}")
+                                       dtype=element, shape=dump_a.npy_shape, title=f"{a} vs {b}")
         picture.save(plot)
         plotted = {"path": os.fspath(plot), **picture.to_dict()}
     return RecordsReport("diff", result, exitcodes.SAME if result.passed else exitcodes.DIFFERENT,
                          rows_key="records", context=context, heat=heat, heatmap=drawn, grid=grid, title=title,
                          plot=plotted, dumps=(dump_a, dump_b))
+
+
+def _class_locator(layout, *, labelled: bool):
+    """Where an element of a classifier's score vector is: its class (and label), not 'anchor 0 lane zN'."""
+    names, size = layout.field_names, layout.record_size
+
+    def where(index):
+        out = {"class": index % size, "offset": layout.offset + index}
+        if labelled and names[index % size]:
+            out["label"] = names[index % size]
+        return out
+
+    return where
+
+
+def _npy_locator(shape, itemsize: int):
+    """Where an element of a .npy dump is: (y, x, z) of a 4-D tensor, (record, lane) of (1, N, C), else only
+    its flat index (a classifier's score vector is no anchors)."""
+    from forensics.stats import locator
+
+    where = locator(shape=tuple(shape), unit="tensor") or (lambda index: {})
+    return lambda index: {**where(index), "offset": index * itemsize}
 
 
 def anchors(file, *, record=None, offset=None, count=None, fields=None, pad=None, scale=None, zero_point=None,

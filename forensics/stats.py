@@ -36,6 +36,7 @@ from forensics.parallel import both, two_cores
 CHUNK = 1 << 17          # elements converted to float64 at a time (1 MiB of float64: stays in cache)
 EXACT_LIMIT = 1 << 21    # float errors kept exactly up to this many non-zero errors (16 MiB)
 PARALLEL_MIN = 1 << 22  # elements: below this a second thread costs more than it saves
+CODE_PAIRS_MIN = 1 << 13  # differing 8-bit pairs from which counting byte pairs beats per-element sums
 HIST_BINS = 64           # bins of the coarse histogram kept for pictures
 _HIST_SHIFT = 45         # float64 bits >> 45: the 11 exponent bits and the top 7 mantissa bits
 
@@ -56,6 +57,15 @@ class _LsbHistogram:
                 self.counts = got
             else:
                 self.counts[: got.size] += got
+
+    def add_counts(self, counts: np.ndarray) -> None:
+        """Add counts[e] errors of e LSB each (e = 0, 1, ...)."""
+        if counts.size > self.counts.size:
+            counts = counts.astype(np.int64, copy=True)
+            counts[: self.counts.size] += self.counts
+            self.counts = counts
+        else:
+            self.counts[: counts.size] += counts
 
     def merge(self, other: "_LsbHistogram") -> None:
         if other.counts.size > self.counts.size:
@@ -275,6 +285,9 @@ class ErrorAccumulator:
         self.tail = _LsbHistogram() if integer and itemsize <= 2 else _FloatTail()
         self.excess_tail = _FloatTail() if rtol > 0 else None
         self.lane_max = np.zeros(lanes, dtype=np.float64) if lanes else None
+        # 8-bit codes: how often each (a, b) byte pair differs, for many pairs at once (_add_code_pairs).
+        self.code_pairs: np.ndarray | None = None
+        self._code_dtype = None  # int8 or uint8: how the counted bytes read as codes
 
     def fresh(self) -> "ErrorAccumulator":
         """An empty accumulator with the same settings (for another thread's share of the work)."""
@@ -301,6 +314,12 @@ class ErrorAccumulator:
             self.excess_tail.merge(other.excess_tail)
         if self.lane_max is not None and other.lane_max is not None:
             np.maximum(self.lane_max, other.lane_max, out=self.lane_max)
+        if other.code_pairs is not None:
+            self._code_dtype = other._code_dtype
+            if self.code_pairs is None:
+                self.code_pairs = other.code_pairs.copy()
+            else:
+                self.code_pairs += other.code_pairs
 
     # The reference once: signal sums and non-finite counts. `values` any numeric array (flattened).
     def add_reference(self, values) -> None:
@@ -355,6 +374,9 @@ class ErrorAccumulator:
         b = np.asarray(b).reshape(-1)
         if not a.size:
             return
+        if self.integer and a.dtype.itemsize == 1 and a.size >= CODE_PAIRS_MIN and self.excess_tail is None:
+            self._add_code_pairs(a, b, index_of, lane)
+            return
         if self.integer:
             # Codes of up to 16 bits minus their zero point, and their differences, fit int32 exactly.
             wide = np.int32 if a.dtype.itemsize <= 2 else np.int64
@@ -395,6 +417,52 @@ class ErrorAccumulator:
         err = np.abs(fb - fa)
         self.tail.add(err)
         self._pairs(fa, fb, err, index_of, lane)
+
+    def _add_code_pairs(self, a, b, index_of, lane) -> None:
+        """`add_differing` for many 8-bit codes: only the count of each (a, b) byte pair is kept here, and
+        `_fold_code_pairs` turns the 65,536 counts into the same sums `_pairs` adds one element at a time (the
+        sums are of integers, exact in float64, so the order does not matter). What needs positions (the worst
+        element, the per-lane maxima) is taken here, from the errors in LSB."""
+        err = np.abs(b.astype(np.int16) - a.astype(np.int16))  # codes of one byte: |b - a| <= 255
+        self.differing += int(a.size)
+        k = int(np.argmax(err))
+        if err[k] > self.max_err:  # the first largest, as in _pairs
+            self.max_err = float(err[k])
+            self.worst_index = index_of(k)
+        if self.lane_max is not None and lane is not None:
+            top = np.zeros(self.lane_max.size, dtype=np.int16)
+            np.maximum.at(top, lane, err)
+            np.maximum(self.lane_max, top * self.unit, out=self.lane_max)
+        key = a.view(np.uint8).astype(np.intp)
+        key <<= 8
+        key |= b.view(np.uint8)
+        counts = np.bincount(key, minlength=1 << 16)
+        if self.code_pairs is None:
+            self.code_pairs = counts
+        else:
+            self.code_pairs += counts
+        self._code_dtype = a.dtype
+
+    def _fold_code_pairs(self) -> None:
+        """Move the byte-pair counts into the sums (once, before the statistics are read)."""
+        counts, self.code_pairs = self.code_pairs, None
+        if counts is None:
+            return
+        codes = np.arange(256, dtype=np.uint8).view(self._code_dtype).astype(np.int64) - self.zero_point
+        pairs = np.flatnonzero(counts)
+        weight = counts[pairs]
+        fa, fb = codes[pairs >> 8], codes[pairs & 0xFF]   # key = a_byte << 8 | b_byte
+        err = np.abs(fb - fa)
+        self.d_bb += float(np.dot(weight, fb * fb - fa * fa))
+        self.d_ab += float(np.dot(weight, fa * fb - fa * fa))
+        self.s_err2 += float(np.dot(weight, err * err))
+        self.s_err += float(np.dot(weight, err))
+        self.tail.add_counts(np.bincount(err, weights=weight).astype(np.int64))
+        nz = fa != 0
+        if nz.any():
+            rel = float((err[nz] / np.abs(fa[nz])).max())
+            self.max_rel = rel if self.max_rel is None else max(self.max_rel, rel)
+        self.violations += int(weight[err * self.unit > self.atol].sum())
 
     def add_dense(self, a, b, start: int) -> None:
         """A whole chunk of float pairs (flat; element i has flat index start + i), in one cache-sized pass
@@ -484,6 +552,7 @@ class ErrorAccumulator:
 
     def finish(self, locate=None) -> ErrorStats:
         """The statistics; `locate(flat_index) -> dict` adds where the worst element is (anchor/lane, y/x/z)."""
+        self._fold_code_pairs()
         n, unit = self.n, self.unit
         finite_n = n - self.nan_a - self.inf_a - self.b_only_nonfinite if not self.integer else n
         s_aa = self.s_aa
@@ -597,6 +666,13 @@ def feed_pair_split(acc: ErrorAccumulator, a: np.ndarray, b: np.ndarray, start: 
         feed_pair(acc, a, b, start)
         return
     feed_in_halves(acc, 0, a.size, lambda part, lo, hi: feed_pair(part, a[lo:hi], b[lo:hi], start + lo))
+
+
+def element_dtype(name) -> np.dtype:
+    """The dtype of the elements a dump stores: little-endian (the chip's and the host's order) unless the name
+    says big-endian (`>f4`, e.g. a .npy written on such a machine)."""
+    dtype = np.dtype(name)
+    return dtype if dtype.itemsize == 1 or dtype.byteorder == ">" else dtype.newbyteorder("<")
 
 
 def bit_view(x: np.ndarray) -> np.ndarray:

@@ -1,19 +1,42 @@
-"""Text hex dumps as dumps: WinDbg db/dw/dd/dq/dc, xxd, hexdump -C, od -A x -t x1, plain hex -> bytes.
+"""Text hex dumps as dumps: WinDbg, xxd, hexdump, od, PowerShell Format-Hex, certutil, C arrays, plain hex -> bytes.
 
-A kernel driver cannot write files, so its engineer copies memory out of WinDbg or a DbgView log. This module
-recognises those texts by their content and decodes them to the bytes they show. Facts used (from the tools'
-documented output):
+A kernel driver cannot write files, so its engineer copies memory out of WinDbg, a DbgView log, PowerShell or
+certutil, or on Linux out of xxd / hexdump / od. This module recognises those texts by their content and decodes
+them to the bytes they show. Facts used (from the tools' documented output, and for the Linux tools checked
+against their real output):
 
 - WinDbg `db`: `ADDRESS  b0 b1 .. b7-b8 .. b15  ASCII`; the address may carry the 64-bit backtick
   (`ffffb20c`4a3b2000`); byte i sits at column 3*i after the two spaces, `-` between the 8th and 9th byte, a
-  short last line is padded so the ASCII column stays aligned; `??` marks memory that could not be read.
-  `dw` / `dd` / `dq` print 8 / 4 / 2 words per line (dq as `hhhhhhhh`llllllll`), `dc` dwords then ASCII;
-  words are little-endian in memory.
-- `xxd`: `ADDRESS: hhhh hhhh ...  ASCII` (any -g grouping, bytes in memory order).
+  short last line is padded so the ASCII column stays aligned; `??` marks memory that could not be read (an
+  error, or filled with `gap_fill` like a hole between addresses). `dw` / `dd` / `dq` print 8 / 4 / 2 words per
+  line (dq as `hhhhhhhh`llllllll`), `dc` dwords then ASCII; words are little-endian in memory. `dyb` prints up
+  to 4 bytes a line in binary, then the same bytes in hex (read only where the two agree).
+  The physical-memory extensions `!db` / `!dw` / `!dd` / `!dq` / `!dc` print the same body behind `#` and the
+  physical address and one space: `#  1a3c000 4d 5a 90 00 03 00 00 00-04 00 00 00 ff ff 00 00 MZ..............`.
+- `xxd`: `ADDRESS: hhhh hhhh ...  ASCII` (any -c, -g, -u, -s, -o; `-d` decimal addresses; `-b` binary
+  digits). The ASCII column holds
+  exactly as many characters as the line has bytes, which splits hex from ASCII on every line. With `-e` each
+  group is a little-endian word (a short last group right-aligned): the byte order is told by the ASCII column
+  (bytes in memory order) or by that right-aligned group; 4-byte or wider groups that give no such evidence
+  either way are refused. `xxd -p` is plain hex; `xxd -i` is a C array.
+- C array (`xxd -i`): `unsigned char NAME[] = {`, lines of `0x4d, 0x5a, ...`, `};`, `unsigned int NAME_len = N;`.
 - `hexdump -C`: `ADDRESS  hh .. hh  hh .. hh  |ASCII|`, a final line with the size, `*` for repeated lines.
-- `od -A x -t x1`: `ADDRESS hh hh ..` (optional `>ASCII<` with `z`), a final line with the size, `*` repeats;
-  od's default octal addresses (`-A o`) and `-A d` are recognised by the step between the first two lines.
-- plain hex: lines of hex digits, spaced or not, no addresses.
+  `hexdump` without a flag (and `-x`): 7-digit hex addresses and 16-bit words in the host's (little-endian) order,
+  the last word zero-padded, the final size line says where the bytes end.
+- `od -t x1` / `x2` / `x4` / `x8` (with `z`, `-v`, `-w`): `ADDRESS hh hh ..` (words in the host's little-endian
+  order, the last word zero-padded), `>ASCII<` with `z`, a final line with the size, `*` repeats. The address
+  radix (`-A o`, od's default, `-A d`, `-A x`) is the one in which every line starts where the one before ended;
+  hexdump pads a short last line with blanks, od does not. When two radices still fit every line and read a `*`
+  differently the dump is refused rather than guessed, except octal against decimal, where od's default octal
+  is taken (as it is when they differ only in how much zero padding the size line cuts off the last word).
+  od's octal or decimal forms (its default `od FILE`, `-t o*`, `-t d*`, `-t u*`, `-c`; `hexdump -b/-c/-d/-o`)
+  are refused with a clear message.
+- PowerShell `Format-Hex`: 5.1 prints a column header (`           00 01 02 ... 0F`) and rows
+  `00000000   4D 5A 90 00 ...  MZ..` (8-digit address, three spaces); 7 prints `Label:` and column headers and
+  rows `0000000000000000 4D 5A 90 00 ... MZ..` (16-digit offset, one space). Byte i sits at column 3*i.
+- `certutil -encodehex FILE OUT` (type 4, the default): `0000<TAB>4d 5a 90 00 03 00 00 00  04 00 ... 00   MZ..`,
+  the address 4 hex digits (more past 0xffff), a tab, two spaces after the 8th byte, then the ASCII column.
+- plain hex: lines of hex digits, spaced or not, no addresses (`xxd -p`, `od -A n -t x1`, `0x4d, 0x5a,`).
 
 Any of these may sit behind DbgView prefixes (`00000012<TAB>0.00123400<TAB>`, `[1234] `) and the file may be
 UTF-16 with a byte-order mark. Decoding is in memory: a text dump is refused above MAX_TEXT_BYTES.
@@ -29,13 +52,19 @@ from forensics.errors import InputError
 MAX_TEXT_BYTES = 256 << 20  # a text dump is ~4x its bytes; beyond this, convert it in pieces
 SNIFF_BYTES = 64 << 10
 
-FORMATS = ("windbg", "xxd", "hexdump", "od", "plain")
+FORMATS = ("windbg", "xxd", "hexdump", "od", "format-hex", "certutil", "c-array", "plain")
 FORMAT_NAMES = {
-    "windbg": "WinDbg d* output", "xxd": "xxd output", "hexdump": "hexdump -C output",
-    "od": "od -A x -t x1 output", "plain": "plain hex",
+    "windbg": "WinDbg d* output", "xxd": "xxd output", "hexdump": "hexdump output", "od": "od output",
+    "format-hex": "PowerShell Format-Hex output", "certutil": "certutil -encodehex output",
+    "c-array": "C array (xxd -i)", "plain": "plain hex",
 }
+# what a message lists as readable
+KNOWN_TEXT = ("WinDbg d*/!d*, xxd, hexdump, od -t x*, PowerShell Format-Hex, certutil -encodehex, C array (xxd -i), "
+          "plain hex")
 
 _HEX = "0-9a-fA-F"
+_HEXCHARS = frozenset("0123456789abcdefABCDEF")
+_BITCHARS = frozenset("01")
 
 
 class _Patterns:
@@ -45,14 +74,33 @@ class _Patterns:
     SOURCES = dict(
         # DbgView's saved-log columns (line number, time) and DbgPrint's "[pid] " / "[pid:tid] " prefix.
         DBGVIEW=r"^\s*(?:\d+\t(?:[0-9.:]+(?:\s*[AP]M)?\t)?)?(?:\[[0-9a-fA-Fx:]+\]\s?)?",
+        # certutil's `0010<TAB>4d 5a ` would otherwise lose its address as a DbgView line number
+        CERTUTIL_RAW=rf"^[{_HEX}]{{4,16}}\t[{_HEX}]{{2}}(?: |$)",
         # a WinDbg command line pasted with its output: `0: kd> `, `lkd> `, `0:000> `, `0:000:x86> `
         PROMPT=r"^\s*(?:(?:\d+: )?[kl]?kd> |\d+:\d+(?::\w+)?> )",
         CONTROL="[\x00-\x08\x0b\x0e-\x1f\x7f]",
         WINDBG_ADDR=rf"^([{_HEX}]{{8}}(?:`[{_HEX}]{{8}})?)  (?=\S)",
-        XXD=rf"^([{_HEX}]{{4,16}}): ",
+        # !db / !dd ...: `#` then the physical address (right-aligned), one space, the d* body
+        WINDBG_PHYS=rf"^#\s*([{_HEX}]{{1,16}}(?:`[{_HEX}]{{8}})?) (?=[{_HEX}?]{{2}})",
+        XXD=rf"^([{_HEX}]{{4,16}}): ?",
+        HEXSPACE=rf"[ {_HEX}]*",
+        BITSPACE=r"[ 01]*",
         HEXDUMP=rf"^([{_HEX}]{{8,16}})  ((?:[{_HEX}]{{2}} {{1,2}}){{0,15}}[{_HEX}]{{2}}) +\|.*\|?$",
-        OD=rf"^([{_HEX}]{{6,16}})((?: [{_HEX}]{{2}}){{1,}})(?:\s+>.*<?)?$",
+        # od -t x1/x2/x4/x8 (any -A) and hexdump without -C: address, values, optional `>ASCII<`
+        WORDS=rf"^([{_HEX}]{{6,16}})((?: +[{_HEX}]{{2,16}})+)(?: +>.*<?)?$",
+        WORDS_X1=rf"^([{_HEX}]{{6,16}})((?: [{_HEX}]{{2}})+)(?: +>.*<?)?$",  # the common od -t x1 line, in one step
         SIZE_ONLY=rf"^([{_HEX}]{{6,16}})$",
+        PS5=rf"^([{_HEX}]{{8}})   (?=[{_HEX}]{{2}}(?: |$))",
+        PS7=rf"^([{_HEX}]{{16}}) (?=[{_HEX}]{{2}}(?: |$))",
+        # column headers: Format-Hex's (5.1 and 7), dyb's bit numbers
+        PS_HEADER=r"^(?:Label: .*|Path: .*|Offset +Bytes +Ascii|-+(?: +-+)+|76543210(?: 76543210)*"
+                  r"|00 01 02 03 04 05 06 07 08 09 0A 0B 0C 0D 0E 0F)$",
+        CERTUTIL=rf"^([{_HEX}]{{4,16}})\t(?=[{_HEX}]{{2}}(?: |$))",
+        C_HEAD=r"^(?:static\s+)?(?:const\s+)?(?:unsigned\s+char|uint8_t|UCHAR|BYTE)\s+(\w+)\s*\[\s*\d*\s*\]\s*=\s*\{$",
+        C_LEN=r"^(?:static\s+)?(?:const\s+)?(?:unsigned\s+int|size_t|unsigned\s+long)\s+(\w+)\s*=\s*(\d+)\s*;$",
+        C_BODY=rf"^(?:0[xX][{_HEX}]{{2}}\s*,\s*)*(?:0[xX][{_HEX}]{{2}}\s*,?)?$",
+        # od / hexdump in octal, decimal or characters: a 7/8-digit address, then short non-hex fields
+        NUMERIC=rf"^[{_HEX}]{{7,8}}(?: +(?:[0-7]{{3}}|[0-9]{{5,6}}|[+-]?[0-9]{{1,20}}|\\\S|\S))+$",
         DB_FULL=rf"(?:[{_HEX}]{{2}} ){{7}}[{_HEX}]{{2}}[- ](?:[{_HEX}]{{2}} ){{7}}[{_HEX}]{{2}}(?:  |$)",
         PAIR=f"[{_HEX}]{{2}}",
         HEXRUN=f"[{_HEX}]+",
@@ -76,16 +124,20 @@ class TextDump:
 
     data: bytes
     format: str            # one of FORMATS
-    variant: str           # e.g. "db", "dd", "xxd -g 2", "plain"
+    variant: str           # e.g. "db", "!dd", "xxd -e", "hexdump -C", "od -A o -t x2", "plain"
     start_address: int | None
     lines: int             # dump lines decoded
     encoding: str
 
     @property
     def description(self) -> str:
-        """`WinDbg db`, `xxd`, `hexdump -C`, `od -A x -t x1`, `plain hex`, with `, UTF-16` for such logs."""
-        name = {"windbg": f"WinDbg {self.variant}", "xxd": "xxd", "hexdump": "hexdump -C",
-                "od": "od -A x -t x1", "plain": "plain hex"}[self.format]
+        """`WinDbg db`, `xxd`, `hexdump -C`, `od -A x -t x1`, `Format-Hex`, `plain hex`, with `, UTF-16`."""
+        if self.format == "windbg":
+            name = f"WinDbg {self.variant}"
+        elif self.format == "plain":
+            name = "plain hex"
+        else:
+            name = self.variant
         return name + (", UTF-16" if self.encoding.startswith("utf-16") else "")
 
     def to_dict(self) -> dict:
@@ -131,8 +183,12 @@ def ascii_share(head: bytes) -> float:
     return len(bytes(head).translate(None, _NOT_PRINTABLE)) / len(head)
 
 
-def _strip(line: str) -> str:
-    return _rx.DBGVIEW.sub("", line, count=1).rstrip()
+def _strip(line: str, keep_blanks: bool = False) -> str:
+    """A line without DbgView's columns and trailing blanks (`keep_blanks`: xxd's ASCII column may end in spaces)."""
+    if "\t" in line[:17] and _rx.CERTUTIL_RAW.match(line):
+        return line.rstrip()
+    line = _rx.DBGVIEW.sub("", line, count=1)
+    return line if keep_blanks and line.strip() else line.rstrip()
 
 
 def _classify(line: str) -> str | None:
@@ -141,35 +197,82 @@ def _classify(line: str) -> str | None:
         return "hexdump"
     if _rx.XXD.match(line):
         return "xxd"
-    if _rx.WINDBG_ADDR.match(line):
+    if _rx.CERTUTIL.match(line):
+        return "certutil"
+    if _rx.PS5.match(line) or _rx.PS7.match(line):
+        return "format-hex"
+    if _rx.WINDBG_ADDR.match(line) or _rx.WINDBG_PHYS.match(line):
         return "windbg"
-    if _rx.OD.match(line) and len(line.split()[0]) >= 6:
+    if _words(line) is not None:
         return "od"
     if _rx.PLAIN.match(line):
         return "plain"
+    if _rx.C_HEAD.match(line):
+        return "c-array"
     return None
+
+
+def _dump_lines(text: str, limit: int = 400):
+    """The first prefix-stripped lines that may hold dump content (no blanks, prompts or headers)."""
+    for raw in text.splitlines()[:limit]:
+        line = _strip(raw)
+        if line and not _rx.PROMPT.match(line) and not _rx.PS_HEADER.match(line):
+            yield raw, line
 
 
 def detect_format(text: str) -> str | None:
     """The format of a text dump, judged on its first dump lines; None when it is not one."""
     votes: dict[str, int] = {}
     seen = 0
-    for raw in text.splitlines()[:400]:
-        line = _strip(raw)
-        if not line or _rx.PROMPT.match(line) or line == "*" or _rx.SIZE_ONLY.match(line):
+    sizes: list[str] = []
+    for _raw, line in _dump_lines(text):
+        if line == "*":
+            continue
+        if _rx.SIZE_ONLY.match(line):  # od / hexdump's closing size line, or plain hex of 3-8 bytes
+            sizes.append(line)
             continue
         seen += 1
         kind = _classify(line)
+        if kind == "c-array":
+            return kind
         if kind is not None:
             votes[kind] = votes.get(kind, 0) + 1
         if seen >= 64:
             break
     if not votes:
+        if sizes and seen == 0:
+            if sizes == ["000000"] or len(sizes) == 1 and len(sizes[0]) == 7:
+                return "od"  # od of nothing (an empty file, -j to its end): the size line alone (-A x: 6 digits)
+            if _lone_offset(sizes):
+                return None
+            if all(len(s) % 2 == 0 for s in sizes):
+                return "plain"  # `xxd -p -c 4`: every line a short run of hex digits
         return None
     best = max(votes, key=votes.get)
     if best == "plain":  # plain hex has no addresses: every line must be hex, no stray text
         return "plain" if votes["plain"] == seen else None
     return best if votes[best] * 2 > seen else None
+
+
+def _lone_offset(sizes: list[str]) -> bool:
+    """One line like `00000010`: hexdump -C's or od -A x's closing offset with nothing before it (-s / -j to the
+    end of the file), or as many bytes of plain hex as it has digit pairs."""
+    return len(sizes) == 1 and len(sizes[0]) in (6, 8) and sizes[0].startswith("00")
+
+
+def _refusal(text: str) -> str | None:
+    """Why a text that is a dump of a kind this module does not decode is refused, or None."""
+    sizes = [line for _raw, line in _dump_lines(text, 3)]
+    if _lone_offset(sizes) and _rx.SIZE_ONLY.match(sizes[0]):
+        return (f"a single line {sizes[0]!r} is either hexdump's / od's closing offset of an empty dump or "
+                f"{len(sizes[0]) // 2} bytes of plain hex: give the format (plain) to read it as bytes")
+    lines = [line for _raw, line in _dump_lines(text, 200) if line != "*" and not _rx.SIZE_ONLY.match(line)][:64]
+    numeric = sum(1 for line in lines if _rx.NUMERIC.match(line))
+    if lines and numeric * 2 > len(lines):
+        return ("od / hexdump output in octal, decimal or characters (e.g. od's default octal words, od -c, "
+                "hexdump -d): not read, its byte order and radix are ambiguous; dump with `od -A x -t x1z -v` "
+                "or `hexdump -C` instead")
+    return None
 
 
 class _Builder:
@@ -217,6 +320,17 @@ class _Builder:
                               f"(a gap of {address - want:,} bytes; fill it with {{gap_fill}})", params=True)
         self.fail(lineno, f"addresses are not contiguous: expected 0x{want:x}, found 0x{address:x} (goes back)")
 
+    def end_at(self, address: int, lineno: int, slack: int) -> None:
+        """The closing size line of od / hexdump: the dump ends here (the last word's zero padding is cut)."""
+        want = self.expected()
+        if self.start is None:
+            self.start = address
+        elif not self.repeat_pending and want - slack <= address < want:
+            del self.out[address - self.start:]
+        else:
+            self.advance_to(address, lineno)
+        self.last_line = b""
+
     def add(self, address: int | None, data: bytes, lineno: int) -> None:
         if address is not None:
             self.advance_to(address, lineno)
@@ -234,26 +348,44 @@ def _hexbytes(tokens, lineno: int, builder: _Builder) -> bytes:
         builder.fail(lineno, "malformed hex bytes")
 
 
+def _columns(body: str, lineno: int, b: _Builder, what: str, *, dash: bool = False, gap_after_8: bool = False,
+             fill: str | None = None) -> bytes:
+    """Bytes printed at fixed columns: byte i at 3*i (plus one past the 8th byte for certutil), separated by one
+    space (or WinDbg's `-` after the 8th); a pair of spaces ends a short line, 16 bytes end a full one."""
+    data = bytearray()
+    for i in range(16):
+        col = 3 * i + (1 if gap_after_8 and i >= 8 else 0)
+        pair = body[col:col + 2]
+        if len(pair) < 2 or pair[0] == " ":
+            break
+        if pair == "??" and fill is not None:
+            pair = fill
+        sep = body[col + 2:col + 3]
+        if not _rx.PAIR.fullmatch(pair) or sep not in ("", " ", "-" if dash and i == 7 else " "):
+            if pair == "??":
+                b.fail(lineno, "'??': WinDbg could not read this memory (fill it with {gap_fill})", params=True)
+            b.fail(lineno, f"malformed {what} line: {pair!r} at byte {i}")
+        data.append(int(pair, 16))
+    return bytes(data)
+
+
 def _windbg_line(line: str, m: re.Match, lineno: int, b: _Builder) -> tuple[int, bytes, str]:
     address = int(m.group(1).replace("`", ""), 16)
     body = line[m.end():]
-    if "??" in body.split("  ")[0] if body else False:
-        b.fail(lineno, "'??': WinDbg could not read this memory")
+    physical = line.startswith("#")
+    fill = None if b.gap_fill is None else f"{b.gap_fill:02x}"
     first = body.split()[0] if body.split() else ""
     width = len(first.split("-")[0].replace("`", ""))
     if width == 2:  # db: byte i at column 3*i, '-' after the 8th byte, then the ASCII column
         if _rx.DB_FULL.match(body):  # the common full line, in one step
-            return address, bytes.fromhex(body[:47].replace("-", " ")), "db"
-        data = bytearray()
-        for i in range(16):
-            pair = body[3 * i:3 * i + 2]
-            if len(pair) < 2 or pair[0] == " ":
-                break
-            sep = body[3 * i + 2:3 * i + 3]
-            if not _rx.PAIR.fullmatch(pair) or sep not in ("", " ", "-"):
-                b.fail(lineno, f"malformed WinDbg db line: {pair!r} at byte {i}")
-            data.append(int(pair, 16))
-        return address, bytes(data), "db"
+            return address, bytes.fromhex(body[:47].replace("-", " ")), "!db" if physical else "db"
+        if "??" in body[:47] and fill is None:
+            b.fail(lineno, "'??': WinDbg could not read this memory (fill it with {gap_fill})", params=True)
+        return address, _columns(body, lineno, b, "WinDbg db", dash=True, fill=fill), "!db" if physical else "db"
+    if width == 8 and set(first) <= {"0", "1"}:
+        dyb = _windbg_dyb(body)
+        if dyb is not None:
+            return address, dyb, "dyb"
     per_line = {4: 8, 8: 4, 16: 2}.get(width)
     if per_line is None:
         b.fail(lineno, f"malformed WinDbg line: a first value of {width} hex digits")
@@ -264,6 +396,10 @@ def _windbg_line(line: str, m: re.Match, lineno: int, b: _Builder) -> tuple[int,
         if len(words) == per_line:
             break
         clean = token.replace("`", "")
+        if len(clean) == width and set(clean) == {"?"}:
+            if fill is None:
+                b.fail(lineno, "'??': WinDbg could not read this memory (fill it with {gap_fill})", params=True)
+            clean = fill * (width // 2)
         if len(clean) != width or not _rx.HEXRUN.fullmatch(clean):
             if words and "  " in rest:  # dc / partial line: the ASCII column starts
                 variant = "dc" if width == 8 else variant
@@ -273,34 +409,329 @@ def _windbg_line(line: str, m: re.Match, lineno: int, b: _Builder) -> tuple[int,
     if len(words) == per_line and len(rest.split()) > per_line and width == 8:
         variant = "dc"
     data = b"".join(int(w, 16).to_bytes(width // 2, "little") for w in words)
-    return address, data, variant
+    return address, data, ("!" if physical else "") + variant
 
 
-def _od_address_base(text: str) -> int:
-    """od prints addresses in octal by default (`-A o`), or decimal (`-A d`) or hex (`-A x`): the radix in
-    which the second line's address is the first's plus the first line's byte count."""
-    lines = []
-    for raw in text.splitlines():
-        m = _rx.OD.match(_strip(raw))
-        if m:
-            lines.append((m.group(1), len(m.group(2).split())))
-            if len(lines) == 2:
-                break
-    if len(lines) == 2:
-        (a1, n1), (a2, _) = lines
-        for base in (16, 8, 10):
-            try:
-                if int(a2, base) - int(a1, base) == n1:
-                    return base
-            except ValueError:
+def _windbg_dyb(body: str) -> bytes | None:
+    """`dyb`: up to 4 bytes as 8 binary digits, then the same bytes in hex; None unless the two columns agree
+    (a dd line of words such as `00000001 00010000` is not taken for one)."""
+    tokens = body.split()
+    bits = []
+    for token in tokens[:4]:
+        if len(token) != 8 or set(token) - {"0", "1"}:
+            break
+        bits.append(int(token, 2))
+    pairs = tokens[len(bits):2 * len(bits)]
+    if not bits or len(pairs) != len(bits) or not all(_rx.PAIR.fullmatch(p) for p in pairs) \
+            or [int(p, 16) for p in pairs] != bits:
+        return None
+    return bytes(bits)
+
+
+def _column_split(body: str, per_byte: int, digit_chars: frozenset, area_rx: re.Pattern) -> tuple[str, str] | None:
+    """(digits area, ASCII column) of a line whose ASCII column has one character per byte: exactly one split
+    leaves `per_byte` digits before it per character after it (the count before falls by at most one per
+    character the count after gains): found in one step on an ordinary line, else by a scan."""
+    i = body.find("  ")
+    if i > 0:
+        area, text = body[:i], body[i + 2:]
+        if len(area) - area.count(" ") == per_byte * len(text) and area_rx.fullmatch(area):
+            return area, text
+    digits = sum(1 for c in body if c in digit_chars)
+    for k in range(1, len(body)):
+        if body[-k] in digit_chars:
+            digits -= 1
+        if digits < per_byte * k:
+            break
+        if digits == per_byte * k and body[-k - 1] == " " and area_rx.fullmatch(body[:-k]):
+            return body[:-k], body[-k:]
+    return None
+
+
+def _xxd_split(line: str) -> tuple[str, str, str, bool] | None:
+    """(address, digits area, ASCII column, bits) of an xxd line: hex digits, or with `xxd -b` binary digits
+    (8 per byte); the ASCII column is empty when neither fits (the caller reports the line)."""
+    m = _rx.XXD.match(line)
+    if not m:
+        return None
+    body = line[m.end():]
+    if body[:1] in ("0", "1") and not body[:8].strip("01"):
+        split = _column_split(body, 8, _BITCHARS, _rx.BITSPACE)
+        if split is not None:
+            return m.group(1), split[0], split[1], True
+    split = _column_split(body, 2, _HEXCHARS, _rx.HEXSPACE)
+    if split is not None:
+        return m.group(1), split[0], split[1], False
+    # an editor or a log that trimmed trailing blanks cut spaces (bytes 0x20) off the ASCII column's end
+    i = body.find("  ")
+    if i > 0:
+        hexarea, text = body[:i], body[i + 2:]
+        digits = len(hexarea) - hexarea.count(" ")
+        if text and text == text.rstrip() and len(text) < digits // 2 and not digits % 2 \
+                and _rx.HEXSPACE.fullmatch(hexarea):
+            return m.group(1), hexarea, text + " " * (digits // 2 - len(text)), False
+    return m.group(1), body, "", False
+
+
+def _printable_as_xxd(data: bytes, text: str) -> bool:
+    return len(data) == len(text) and all(c == (chr(v) if 32 <= v < 127 else ".") for v, c in zip(data, text))
+
+
+def _xxd_bytes(hexarea: str, little_endian: bool, bits: bool = False) -> bytes:
+    groups = hexarea.split()
+    if bits:
+        if any(len(g) % 8 for g in groups):
+            raise ValueError("a group of binary digits that is no whole byte")
+        return b"".join(int(g, 2).to_bytes(len(g) // 8, "big") for g in groups)
+    if not little_endian:
+        return bytes.fromhex("".join(groups))
+    return b"".join(bytes.fromhex(g)[::-1] for g in groups)
+
+
+class _Radix:
+    """Which address radices fit every line so far: each line starts where the one before ended, a `*` stands
+    for at least one repeat of the line before, the closing size line ends within the last line and what it
+    cuts off is the zero padding of the last word."""
+
+    def __init__(self, candidates: tuple[int, ...], prefer_first: bool = False):
+        self.candidates = candidates
+        self.prefer_first = prefer_first
+        # per radix: [address of the last line, its byte count, '*' since, bytes the size line cut]
+        self.alive = {r: [None, 0, False, 0] for r in candidates}
+        self.tail = b""  # the last line's last bytes (what a size line may cut)
+        self.saw_star = False
+        self.differing: list[str] = []  # addresses that read differently in the candidate radices (the first few)
+
+    @staticmethod
+    def _value(radix: int, token: str) -> int | None:
+        try:
+            return int(token, radix)
+        except ValueError:
+            return None
+
+    def _fits(self, value: int, state: list, closing: bool) -> bool:
+        prev, n, star, _ = state
+        if prev is None:
+            return True
+        if star:
+            return n > 0 and value >= prev + 2 * n and (value - prev) % n == 0
+        if not closing:
+            return value == prev + n
+        cut = prev + n - value
+        if not 0 <= cut <= len(self.tail) or any(self.tail[len(self.tail) - cut:]):
+            return False
+        state[3] = cut
+        return True
+
+    def _step(self, token: str, n: int, closing: bool) -> None:
+        if len(self.differing) < 64 and len({self._value(r, token) for r in self.candidates}) > 1:
+            self.differing.append(token)
+        for radix in list(self.alive):
+            state = self.alive[radix]
+            value = self._value(radix, token)
+            if value is None or not self._fits(value, state, closing):
+                del self.alive[radix]
                 continue
-    return 16
+            state[0], state[1], state[2] = value, n, False
+
+    def data(self, token: str, data: bytes, slack: int) -> None:
+        self._step(token, len(data), False)
+        self.tail = data[len(data) - slack:] if slack else b""
+
+    def keep(self, radix: int) -> None:
+        self.alive = {radix: self.alive[radix]}
+
+    def drop(self, radix: int) -> None:
+        del self.alive[radix]
+
+    def star(self) -> None:
+        self.saw_star = True
+        for state in self.alive.values():
+            state[2] = True
+
+    def size(self, token: str) -> None:
+        self._step(token, 0, True)
+
+    def resolve(self, path: str, what: str) -> int:
+        alive = [r for r in self.candidates if r in self.alive]
+        if not alive:
+            return self.candidates[0]  # no radix fits: decoding names the first line that does not
+        if len(alive) == 1 or self.prefer_first:
+            return alive[0]
+        # Radices that fit every line read the same bytes (only the start address differs) unless a `*` (as many
+        # lines as the next address says) reads differently: that is refused. Where only the size line's cut of
+        # the last word's zero padding differs (od -t x4 of 9 bytes: `0000011` is 9 octal, 11 decimal), the
+        # tool's default radix is taken (od's octal; hexdump's hexadecimal before od -A d).
+        same_star = all(len({self._value(r, t) for r in alive}) == 1 for t in self.differing) \
+            and len(self.differing) < 64
+        if not self.saw_star or same_star:
+            return alive[0]
+        if alive == [8, 10]:
+            # od's default octal against -A d, which the user asked for by name: a -A d text fits octal only when
+            # every address after a '*' happens to have no 8 or 9 in it, an octal one fits decimal far more often
+            return 8
+        names = {8: "octal", 10: "decimal", 16: "hexadecimal"}
+        raise InputError(f"{what} addresses read as {' or '.join(names[r] for r in alive)} both fit every line, "
+                         f"and give different bytes: dump it again with hexadecimal addresses and -v "
+                         f"(`od -A x -t x1 -v`, `hexdump -C -v`)", path)
+
+
+def _words(line: str) -> tuple[str, list[str], bool] | None:
+    """(address, values, has `>ASCII<`) of an od -t x* / hexdump (no -C) line, else None. The values are all of one
+    width (2, 4, 8 or 16 digits) one space apart, or 4 digits four spaces apart (hexdump -x): od -t u1 pads
+    its decimals with spaces (`  65`), which must not read as the hex byte 0x65."""
+    m = _rx.WORDS_X1.match(line)
+    if m:
+        return m.group(1), m.group(2).split(), line.endswith("<")
+    m = _rx.WORDS.match(line)
+    if not m:
+        return None
+    values = m.group(2)
+    tokens = values.split()
+    width = len(tokens[0])
+    if width not in (2, 4, 8, 16) or any(len(t) != width for t in tokens):
+        return None
+    if values != " " + " ".join(tokens) and not (width == 4 and values == "    " + "    ".join(tokens)):
+        return None
+    return m.group(1), tokens, line.rstrip().endswith("<")
+
+
+def _word_bytes(tokens: list[str]) -> tuple[bytes, int]:
+    """Bytes of od / hexdump values (all one width, see _words): words in little-endian order, and how many
+    bytes of zero padding the last word of a dump may carry."""
+    width = len(tokens[0])
+    if width == 2:
+        return bytes.fromhex("".join(tokens)), 0
+    size = width // 2
+    return b"".join(int(t, 16).to_bytes(size, "little") for t in tokens), size - 1
+
+
+def _prepass(fmt: str, lines: list[str], path: str) -> tuple[int, bool | None, str]:
+    """Settle what a line cannot say alone: the address radix (od, xxd -d) and xxd's byte order (-e).
+    Returns (radix, little_endian for xxd, the word format's first address)."""
+    if fmt == "xxd":
+        radix = _Radix((16, 10), prefer_first=True)  # xxd -d (decimal) is rare; -a's '*' must not refuse xxd
+    else:
+        radix = None
+    first_addr = ""
+    word_width = 0
+    order: bool | None = None
+    differs = False
+    group = 0
+    first_count = 0
+    for raw in lines:
+        line = _strip(raw, keep_blanks=fmt != "hexdump")
+        padded = line != line.rstrip()
+        if fmt != "xxd":
+            line = line.rstrip()
+        if not line or _rx.PROMPT.match(line):
+            continue
+        if line.rstrip() == "*":
+            if radix is not None:
+                radix.star()
+            continue
+        if fmt == "xxd":
+            split = _xxd_split(line)
+            if split is None or not split[2]:
+                continue
+            token, hexarea, text, bits = split
+            radix.data(token, b"\0" * len(text), 0)
+            groups = hexarea.split()
+            if not bits:
+                group = max(group, max(len(g) for g in groups) // 2) if groups else group
+            if order is None and group > 1 and not bits:
+                if hexarea.startswith(" ") or "  " in hexarea.strip():
+                    order = True  # -e right-aligns a short last group
+                elif groups and len(groups[-1]) < 2 * group:
+                    order = False  # without -e a short last group starts right after the one before
+                else:
+                    forward, backward = _xxd_bytes(hexarea, False), _xxd_bytes(hexarea, True)
+                    if forward != backward:
+                        differs = True
+                        ok_f, ok_b = _printable_as_xxd(forward, text), _printable_as_xxd(backward, text)
+                        if ok_f != ok_b:
+                            order = ok_b
+            if len(radix.alive) <= 1 and (order is not None or group == 1):
+                break
+            continue
+        if radix is None and _rx.HEXDUMP.match(line):
+            return 16, None, ""  # hexdump -C: hexadecimal addresses, bytes in order
+        size_only = _rx.SIZE_ONLY.match(line)
+        words = None if size_only else _words(line)
+        if radix is None:
+            if words is None:
+                continue
+            first_addr = words[0]
+            word_width = len(words[1][0])
+            if fmt == "hexdump":
+                candidates: tuple[int, ...] = (16,)
+            elif len(first_addr) == 6:
+                candidates = (16,)  # GNU od -A x pads addresses to 6 digits, -A o / -A d to 7
+            elif len(first_addr) == 7 and word_width != 4:
+                candidates = (8, 10)
+            else:
+                candidates = (8, 16, 10)  # 7 digits and 16-bit words: od -A o/-A d, or hexdump without -C
+            radix = _Radix(candidates)
+        if size_only:
+            radix.size(size_only.group(1))
+        elif words is not None:
+            radix.data(words[0], *_word_bytes(words[1]))
+            first_count = first_count or len(words[1])
+            if len(words[1]) < first_count and 16 in radix.alive and len(radix.alive) > 1 and not words[2]:
+                # hexdump pads a short last line with blanks to the full width, od does not
+                if padded:
+                    radix.keep(16)
+                else:
+                    radix.drop(16)
+        if len(radix.alive) <= 1:
+            break
+    if fmt == "xxd":
+        if order is None and differs and group >= 4:
+            raise InputError(f"xxd groups of {group} bytes whose ASCII column cannot tell `xxd -e` (little-endian "
+                             f"words) from `xxd -g {group}` (bytes in order): re-run xxd with -g 1", path)
+        return radix.resolve(path, "xxd"), bool(order), ""
+    if radix is None:
+        return 16, None, ""
+    return radix.resolve(path, "od / hexdump"), None, first_addr
+
+
+def _decode_c_array(lines: list[str], path: str, encoding: str) -> TextDump:
+    """`xxd -i`: the bytes between `unsigned char NAME[] = {` and `};`, checked against `NAME_len = N;`."""
+    b = _Builder(path, None)
+    state = "before"
+    name = ""
+    for lineno, raw in enumerate(lines, start=1):
+        line = raw.strip()
+        if not line:
+            continue
+        if state == "before":
+            m = _rx.C_HEAD.match(line)
+            if m:
+                state, name, b.start = "body", m.group(1), 0
+            continue
+        if state == "body":
+            if line in ("};", "}"):
+                state = "after"
+                continue
+            if not _rx.C_BODY.match(line):
+                b.fail(lineno, f"not a line of a C array (xxd -i): {line[:60]!r}")
+            b.add(None, bytes(int(t, 16) for t in re.findall(r"0[xX]([0-9a-fA-F]{2})", line)), lineno)
+            continue
+        m = _rx.C_LEN.match(line)
+        if m and m.group(1) == f"{name}_len" and int(m.group(2)) != len(b.out):
+            b.fail(lineno, f"{name}_len says {int(m.group(2)):,} bytes, the array holds {len(b.out):,}")
+    if state == "before":
+        raise InputError("no `unsigned char NAME[] = {` line of a C array (xxd -i) found", path)
+    if state == "body":
+        raise InputError(f"the C array {name}[] has no closing `}};`: the text is cut", path)
+    return TextDump(data=bytes(b.out), format="c-array", variant="C array (xxd -i)", start_address=0,
+                    lines=b.lines, encoding=encoding)
 
 
 def decode_text_dump(text: str, *, path: str = "<text>", fmt: str = "auto", gap_fill: int | None = None,
                      encoding: str = "utf-8") -> TextDump:
     """Decode a text hex dump to its bytes. `fmt` is "auto" or one of FORMATS; `gap_fill` (0-255) fills
-    holes between addresses, else a hole is an InputError naming the line."""
+    holes between addresses and WinDbg's `??`, else either is an InputError naming the line."""
     if fmt not in ("auto",) + FORMATS:
         raise InputError(f"unknown text dump format {fmt!r} (expected auto, {', '.join(FORMATS)})", path)
     if gap_fill is not None and not 0 <= gap_fill <= 255:
@@ -308,75 +739,131 @@ def decode_text_dump(text: str, *, path: str = "<text>", fmt: str = "auto", gap_
     if fmt == "auto":
         found = detect_format(text)
         if found is None:
-            raise InputError("not a text hex dump this tool knows (WinDbg db/dw/dd/dq, xxd, hexdump -C, "
-                             "od -A x -t x1, plain hex)", path)
+            raise InputError(_refusal(text) or f"not a text hex dump this tool knows ({KNOWN_TEXT})", path)
         fmt = found
+    lines = text.splitlines()
+    if fmt == "c-array":
+        return _decode_c_array(lines, path, encoding)
+    radix, little_endian, first_addr = (16, None, "")
+    if fmt in ("xxd", "od", "hexdump"):
+        radix, little_endian, first_addr = _prepass(fmt, lines, path)
     b = _Builder(path, gap_fill)
-    variant = {"xxd": "xxd", "hexdump": "hexdump -C", "od": "od", "plain": "plain"}.get(fmt, "")
-    base = _od_address_base(text) if fmt == "od" else 16
+    variant = {"xxd": "xxd -e" if little_endian else "xxd", "plain": "plain", "certutil": "certutil -encodehex",
+               "format-hex": "Format-Hex"}.get(fmt, "")
+    if fmt == "xxd" and radix == 10:
+        variant += " -d"
+    slack = 0
     started = False
+    closed = False
     pending_error: tuple[int, str] | None = None
-    for lineno, raw in enumerate(text.splitlines(), start=1):
-        line = _strip(raw)
-        if not line or _rx.PROMPT.match(line):
+    what = FORMAT_NAMES[fmt]
+    keep_blanks = fmt == "xxd"  # its ASCII column may end in spaces
+    for lineno, raw in enumerate(lines, start=1):
+        line = _strip(raw, keep_blanks)
+        if not line or _rx.PROMPT.match(line) or (fmt == "format-hex" and _rx.PS_HEADER.match(line)):
             continue
-        if line == "*" and fmt in ("hexdump", "od", "xxd"):
-            if not started:
-                b.fail(lineno, "'*' before any dump line")
-            b.repeat_pending = True
-            continue
+        if line == "*":
+            if fmt in ("hexdump", "od", "xxd"):
+                if not started:
+                    b.fail(lineno, "'*' before any dump line")
+                b.repeat_pending = True
+                continue
+            b.fail(lineno, "'*' (repeated lines) without addresses: how many lines it stands for is unknown; "
+                           "dump again with -v")
         size_only = _rx.SIZE_ONLY.match(line) if fmt in ("hexdump", "od") else None
         if size_only:  # the final line: the total size (also closes a '*' run)
-            if started:
-                b.advance_to(int(size_only.group(1), base), lineno)
-                b.last_line = b""
+            try:
+                end = int(size_only.group(1), radix)
+            except ValueError:
+                b.fail(lineno, f"address {size_only.group(1)!r} is not base {radix} like the lines before")
+            if pending_error is not None:
+                b.fail(pending_error[0], f"not a line of {what}: {pending_error[1][:60]!r}")
+            b.end_at(end, lineno, slack)
+            closed = True
             continue
         parsed = None
         if fmt == "windbg":
-            m = _rx.WINDBG_ADDR.match(line)
+            m = _rx.WINDBG_ADDR.match(line) or _rx.WINDBG_PHYS.match(line)
             if m:
                 address, data, variant = _windbg_line(line, m, lineno, b)
                 parsed = (address, data)
         elif fmt == "xxd":
-            m = _rx.XXD.match(line)
-            if m:
-                hexpart = line[m.end():].split("  ")[0]
-                parsed = (int(m.group(1), 16), _hexbytes(hexpart.split(), lineno, b))
-        elif fmt == "hexdump":
-            m = _rx.HEXDUMP.match(line)
-            if m:
-                parsed = (int(m.group(1), 16), _hexbytes(m.group(2).split(), lineno, b))
-        elif fmt == "od":
-            m = _rx.OD.match(line)
-            if m:
+            split = _xxd_split(line)
+            if split is not None:
+                token, hexarea, text_col, bits = split
+                if bits and variant == "xxd":
+                    variant = "xxd -b"
+                if not text_col:
+                    b.fail(lineno, f"malformed xxd line (no ASCII column of as many characters as bytes): "
+                                   f"{line[:60]!r}")
                 try:
-                    address = int(m.group(1), base)
+                    data = _xxd_bytes(hexarea, bool(little_endian), bits)
                 except ValueError:
-                    b.fail(lineno, f"od address {m.group(1)!r} is not base {base} like the lines before")
-                parsed = (address, _hexbytes(m.group(2).split(), lineno, b))
+                    b.fail(lineno, "malformed hex bytes")
+                parsed = (int(token, radix), data)
+        elif fmt == "hexdump" and (m := _rx.HEXDUMP.match(line)):
+            parsed = (int(m.group(1), 16), _hexbytes(m.group(2).split(), lineno, b))
+            variant = "hexdump -C"
+        elif fmt in ("od", "hexdump"):
+            words = _words(line)
+            if words is not None:
+                token, tokens, z = words
+                try:
+                    address = int(token, radix)
+                except ValueError:
+                    b.fail(lineno, f"address {token!r} is not base {radix} like the lines before")
+                data, slack = _word_bytes(tokens)
+                parsed = (address, data)
+                if not variant:
+                    variant = _words_variant(radix, first_addr, raw, len(tokens[0]), z)
+        elif fmt == "format-hex":
+            m = _rx.PS7.match(line) or _rx.PS5.match(line)
+            if m:
+                parsed = (int(m.group(1), 16), _columns(line[m.end():], lineno, b, "Format-Hex"))
+                variant = "Format-Hex (PowerShell 7)" if len(m.group(1)) == 16 else "Format-Hex (PowerShell 5.1)"
+        elif fmt == "certutil":
+            m = _rx.CERTUTIL.match(line)
+            if m:
+                parsed = (int(m.group(1), 16), _columns(line[m.end():], lineno, b, "certutil", gap_after_8=True))
         elif fmt == "plain":
             if _rx.PLAIN.match(line):
                 cleaned = line.replace(",", " ").replace("0x", " ").replace("0X", " ")
-                parsed = (None, _hexbytes(cleaned.split(), lineno, b))
+                tokens = cleaned.split()
+                if not started and raw[:1].isspace() and len(tokens[0]) in (4, 8, 16) \
+                        and all(len(t) == len(tokens[0]) for t in tokens):
+                    raise InputError("words without addresses (`od -A n -t x2`?): their byte order is unknown; "
+                                     "dump with `od -A x -t x1` instead", path)
+                parsed = (None, _hexbytes(tokens, lineno, b))
         if parsed is None:
             if not started or fmt == "plain":
                 if fmt == "plain":
-                    b.fail(lineno, f"not a line of {FORMAT_NAMES[fmt]}: {line[:60]!r}")
+                    b.fail(lineno, f"not a line of {what}: {line[:60]!r}")
                 continue  # text before the dump (a header, a log message) is skipped
             pending_error = pending_error or (lineno, line)
             continue
         if pending_error is not None:  # a stray line between dump lines: the dump is damaged
-            b.fail(pending_error[0], f"not a line of {FORMAT_NAMES[fmt]}: {pending_error[1][:60]!r}")
+            b.fail(pending_error[0], f"not a line of {what}: {pending_error[1][:60]!r}")
+        if closed:
+            b.fail(lineno, f"a dump line after the closing size line: {line[:60]!r}")
         started = True
         b.add(parsed[0], parsed[1], lineno)
     if b.repeat_pending and b.last_line:
-        b.fail(len(text.splitlines()), "'*' at the end without a closing address")
-    if not started:
-        raise InputError(f"no lines of {FORMAT_NAMES[fmt]} found", path)
-    if fmt == "xxd":
-        variant = "xxd"
-    return TextDump(data=bytes(b.out), format=fmt, variant=variant or fmt, start_address=b.start,
-                    lines=b.lines, encoding=encoding)
+        b.fail(len(lines), "'*' at the end without a closing address")
+    if not started and not closed:
+        raise InputError(f"no lines of {what} found", path)
+    if fmt in ("od", "hexdump") and variant.startswith("hexdump") and variant != "hexdump -C":
+        fmt = "hexdump"
+    elif fmt == "hexdump" and variant.startswith("od"):
+        fmt = "od"
+    return TextDump(data=bytes(b.out), format=fmt, variant=variant or fmt, start_address=b.start, lines=b.lines,
+                    encoding=encoding)
+
+
+def _words_variant(radix: int, first_addr: str, raw: str, width: int, z: bool) -> str:
+    """`hexdump` / `hexdump -x` (7-digit hexadecimal addresses, 16-bit words) or `od -A ? -t x?[z]`."""
+    if radix == 16 and len(first_addr) == 7 and width == 4:
+        return "hexdump -x" if "    " in raw else "hexdump"
+    return f"od -A { {8: 'o', 10: 'd', 16: 'x'}[radix]} -t x{width // 2}{'z' if z else ''}"
 
 
 def read_text_dump(path: str, *, fmt: str = "auto", gap_fill: int | None = None) -> TextDump:
@@ -421,7 +908,8 @@ def sniff_file(path: str, file_size: int) -> tuple[str, float] | None:
     text = decoded[0]
     if file_size > len(head):  # the last line of the sniff window may be cut
         text = text[: text.rfind("\n") + 1] or text
-    return ("text-dump" if detect_format(text) else "text", share)
+    # a dump in a form that is refused (od's octal words...) still goes to decoding, which says why
+    return ("text-dump" if detect_format(text) or _refusal(text) else "text", share)
 
 
 @dataclass(frozen=True)

@@ -55,9 +55,11 @@ def _text_formats() -> tuple:
 
 def register(subparsers, parents) -> None:
     p = subparsers.add_parser(
-        "import", parents=parents, help="convert a text hex dump (WinDbg db/dd/dq, xxd, hexdump -C, od) to a .bin",
-        description="Decode a text hex dump (WinDbg db/dw/dd/dq/dc, xxd, hexdump -C, od -A x -t x1, plain hex; "
-                    "DbgView prefixes and UTF-16 logs allowed) to the bytes it shows. Every dump argument of "
+        "import", parents=parents,
+        help="convert a text hex dump (WinDbg, xxd, hexdump, od, Format-Hex, certutil) to a .bin",
+        description="Decode a text hex dump (WinDbg d*/!d*, xxd, hexdump, od -t x*, PowerShell Format-Hex, "
+                    "certutil -encodehex, a C array as xxd -i writes it, plain hex; DbgView prefixes and UTF-16 "
+                    "logs allowed) to the bytes it shows. Every dump argument of "
                     "every command takes such text directly; import writes the bytes once.")
     p.add_argument("text", metavar="TEXT")
     p.add_argument("-o", "--output", required=True, metavar="OUT.bin")

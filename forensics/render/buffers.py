@@ -145,6 +145,8 @@ def stats_lines(stats, *, where: str = "", unicode: bool | None = None) -> list:
     at = ""
     if "anchor" in worst:
         at = f" at anchor {worst['anchor']} lane {worst['lane']}"
+    elif "class" in worst:
+        at = f" at class {worst['class']}" + (f" ({worst['label']})" if worst.get("label") else "")
     elif "record" in worst:
         at = f" at record {worst['record']} lane {worst['lane']}"
     elif "y" in worst:
@@ -218,6 +220,11 @@ def render_diff(result, geometry=None, *, unicode: bool | None = None) -> list:
     if result.trailing_bytes:
         facts.append(f"{result.trailing_bytes} trailing bytes after the last whole record")
     out.append(Text("   ".join(facts)))
+    if not result.sizes_equal and not result.bytes_differing and not result.trailing_differ:
+        common, extra = min(result.size_a, result.size_b), abs(result.size_a - result.size_b)
+        longer = "B" if result.size_b > result.size_a else "A"
+        out.append(Text(f"the first {common:,} bytes of both match; {longer} has {extra:,} more (a "
+                        f"page-rounded DMA allocation? compare the tensor's bytes only with --length {common})"))
     out.extend(stats_lines(result.stats, unicode=unicode))
     if result.records_differing:
         lanes = _table(("lane", "right"), "name", ("records differing", "right"), ("max |delta|", "right"),

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from forensics.render.pictures import BACKGROUND, TEXT, Picture, _font, _pil, ramp_colours
+from forensics.stats import element_dtype
 
 PANEL_W, PANEL_H = 480, 360
 TITLE_H = 28
@@ -115,7 +116,7 @@ def plot_data(chunks, *, max_abs: float, lanes: int, lane_names=None, records: i
 
 def _record_chunks(dump_a, dump_b, layout, dtype, scale, zero_point, records):
     rs = layout.record_size
-    np_dtype = np.dtype(dtype).newbyteorder("<") if np.dtype(dtype).itemsize > 1 else np.dtype(dtype)
+    np_dtype = element_dtype(dtype)
     k = np_dtype.itemsize
     per = rs // k
     keep = [e for e in range(per) if (e * k) not in layout.pad_lanes]

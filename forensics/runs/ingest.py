@@ -90,6 +90,18 @@ def _check_size(spec: IngestSpec, meta: dict, dump_options: dict | None = None) 
         raise InputError(f"is {size} bytes; {spec.label} is {list(shape)} {dtype}, {want} bytes", spec.path)
 
 
+def _array_meta(path: str, dump_options: dict) -> dict:
+    """dtype and shape of a .npy / .npz array dump (its header says them), else nothing."""
+    from forensics.dump import open_dump
+
+    dump = open_dump(path, use_sidecar=False, **dump_options)
+    if dump.npy_dtype is None:
+        return {}
+    import numpy as np
+
+    return {"dtype": np.dtype(dump.npy_dtype).name, "shape": tuple(dump.npy_shape)}
+
+
 def _sidecar_meta(path: str) -> dict:
     from forensics.dump import load_sidecar
 
@@ -120,10 +132,10 @@ def ingest(run_path, source: str, specs, *, model=None, dump_options: dict | Non
         if (s.stage, s.tensor) in seen:
             raise InputError(f"{s.label} is given twice")
         seen.add((s.stage, s.tensor))
-    from forensics.dump import check_readable_file
+    from forensics.dump import check_readable_file, npz_path
 
     for s in specs:
-        if check_readable_file(s.path) == 0:
+        if check_readable_file(npz_path(s.path)[0]) == 0:
             raise InputError("empty dump (0 bytes)", s.path)
     created = not os.path.exists(run_path)
     record = model_record(model) if model is not None else None
@@ -148,7 +160,7 @@ def ingest(run_path, source: str, specs, *, model=None, dump_options: dict | Non
                 builder.model = record
             given = {(s.stage, s.tensor) for s in specs}
             for s in specs:
-                meta = _sidecar_meta(s.path)
+                meta = {**_array_meta(s.path, dump_options), **_sidecar_meta(s.path)}
                 if opened is not None and s.stage in ("input", "tensor", "dequantized"):
                     meta.update(_tensor_meta(opened, s.tensor))
                 if s.stage == "raw":
@@ -177,13 +189,14 @@ def _add_dump(builder, spec: IngestSpec, meta: dict, dump_options: dict) -> None
     from forensics.dump import open_dump
 
     dump = open_dump(spec.path, use_sidecar=False, **dump_options)
-    if dump.text is None and dump.slice is None:
+    if dump.source_format == "binary" and dump.slice is None:
         builder.add_file(spec.stage, spec.tensor, spec.path, from_file=os.path.abspath(spec.path), **meta)
         return
-    extra = {"source_format": dump.source_format} if dump.text is not None else {}
+    # a text dump, a .npy / .npz array (its header is no data) or a slice: the data bytes it holds
+    extra = {"source_format": dump.source_format} if dump.text is not None or dump.npy_dtype else {}
     if dump.slice is not None:
         extra["slice"] = dump.slice
-    builder.add_bytes(spec.stage, spec.tensor, dump.read(0, dump.size), from_file=os.path.abspath(spec.path),
+    builder.add_bytes(spec.stage, spec.tensor, dump.read(0, dump.size), from_file=os.path.abspath(dump.path),
                       **extra, **meta)
 
 

@@ -26,6 +26,7 @@ import numpy as np
 
 from forensics.errors import InputError
 from forensics.runs.run import STAGES, Run, load_run, write_run
+from forensics.stats import element_dtype
 
 FORMATS = ("npz", "polygraphy")
 MAX_JSON = 1 << 30
@@ -35,11 +36,9 @@ _CLASS = "polygraphy_class"
 def _array(run: Run, entry) -> np.ndarray:
     data = np.fromfile(run.file_path(entry), dtype=np.uint8)
     try:
-        dtype = np.dtype(entry.dtype or "uint8")
+        dtype = element_dtype(entry.dtype or "uint8")
     except TypeError:
         dtype = np.dtype(np.uint8)
-    if dtype.itemsize > 1:
-        dtype = dtype.newbyteorder("<")
     if data.size % dtype.itemsize:
         return data
     values = data.view(dtype)

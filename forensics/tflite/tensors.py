@@ -35,6 +35,11 @@ class ModelTensorView:
     # For raw dumps whose records are not in anchor order: raw record index of each anchor (tensor order).
     record_order: np.ndarray | None
 
+    @property
+    def class_vector(self) -> bool:
+        """A classifier's score vector ([C] or [1, C]): one record whose lanes are classes, not anchors."""
+        return _is_class_vector(self.tensor, self.role)
+
     def to_dict(self) -> dict:
         return {"tensor": self.tensor.name, "mode": self.mode, "role": self.role, "raw_size": self.raw_size,
                 "tensor_size": self.tensor_size, "record_size": self.layout.record_size,
@@ -54,9 +59,17 @@ def _role(model: Model, tensor: Tensor) -> tuple[str | None, int | None]:
     return None, pp.num_classes
 
 
-def _field_names(role, channels: int, labels, num_classes) -> list[str]:
+def _is_class_vector(tensor: Tensor, role) -> bool:
+    shape = tuple(tensor.shape)
+    return role is None and len(shape) in (1, 2) and shape[-1] > 1 and (len(shape) == 1 or shape[0] == 1)
+
+
+def _field_names(role, channels: int, labels, num_classes, *, classes: bool = False) -> list[str]:
     if role == "boxes" and channels == 4:
         return list(BOX_FIELDS)
+    if classes:  # a classifier's score vector: lane c is class c, named line for line by the labels (as decode)
+        labels = list(labels or [])
+        return [labels[c] if c < len(labels) and labels[c] else f"class{c}" for c in range(channels)]
     if role == "scores" or labels is not None:
         # PostProcess scores carry a background column first when channels == num_classes + 1.
         offset = 1 if (num_classes is None or channels == num_classes + 1) else 0
@@ -88,7 +101,7 @@ def tensor_record_layout(model: Model, tensor_name: str, dump_size: int, labels=
     role, num_classes = _role(model, tensor)
     if labels is not None and not isinstance(labels, (list, tuple)):
         labels = read_labels(labels)
-    names = _field_names(role, channels, labels, num_classes)
+    names = _field_names(role, channels, labels, num_classes, classes=_is_class_vector(tensor, role))
     itemsize = tensor.itemsize
     tensor_size = tensor.size_bytes
     scale, zp = (tensor.scale, tensor.zero_point) if itemsize == 1 else (None, None)

@@ -239,14 +239,18 @@ def _stats_pair(tmp_path, a, b):
 @pytest.mark.parametrize("pad", [(), (2, 3)])
 @pytest.mark.parametrize("lo", [0, 40000])
 @pytest.mark.parametrize("halves", [False, True])
-def test_diff_stats_equal_whole_array_stats(tmp_path, monkeypatch, dense, pad, lo, halves):
+@pytest.mark.parametrize("pairs", [False, True])
+def test_diff_stats_equal_whole_array_stats(tmp_path, monkeypatch, dense, pad, lo, halves, pairs):
     """The streamed statistics (sparse and dense blocks; the first difference early, or late so that the equal
     records before it are summed when it is found, or, in two halves, after the pass for a half without any
-    difference) equal those of the arrays."""
+    difference; differing bytes summed one by one or counted as byte pairs) equal those of the arrays."""
     from forensics import diff as diff_mod
+    from forensics import stats as stats_mod
     from forensics.stats import error_stats
 
     monkeypatch.setattr(blocks, "BLOCK", 4096)
+    if pairs:
+        monkeypatch.setattr(stats_mod, "CODE_PAIRS_MIN", 16)
     if halves:
         monkeypatch.setattr(blocks, "PARALLEL_MIN", 8192)
         monkeypatch.setattr(diff_mod, "PARALLEL_MIN", 8192)
@@ -271,6 +275,8 @@ def test_diff_stats_equal_whole_array_stats(tmp_path, monkeypatch, dense, pad, l
     flat = int(np.argmax(delta))
     assert got.worst["anchor"] == flat // 4 and got.worst["offset"] == flat
     assert got.worst["lane"] == layout.field_names[flat % 4]
+    delta[:, list(pad)] = 0
+    assert got.per_lane_max == tuple(float(m) * 0.5 for m in delta.max(axis=0))
 
 
 def test_diff_float32_elements(tmp_path):
@@ -382,3 +388,83 @@ def test_cli_diff_no_stats(cli, tmp_path):
     for flags, fragment in ((["--rtol", "0.1"], "--no-stats"), (["--atol", "0.01"], "--no-stats"),
                             (["--check", "p99"], "--no-stats"), (["--plot", str(tmp_path / "p.png")], "--plot")):
         assert_one_line_error(cli("diff", str(pa), str(pb), "--no-stats", *flags), fragment)
+
+
+# --- the element type: what the dumps say they hold -------------------------------------------------------------
+
+def _npy(tmp_path, name, array):
+    path = tmp_path / name
+    np.save(path, array)
+    return path
+
+
+def test_float_npy_dumps_get_float_statistics_located_by_their_shape(tmp_path, cli):
+    from forensics.stats import error_stats
+
+    rng = np.random.default_rng(4)
+    a = rng.normal(size=(1, 300, 4)).astype(np.float32)
+    b = (a + rng.uniform(-0.004, 0.004, a.shape)).astype(np.float32)
+    b[0, 77, 2] = a[0, 77, 2] + np.float32(0.009)  # the worst element
+    pa, pb = _npy(tmp_path, "a.npy", a), _npy(tmp_path, "b.npy", b)
+    r = cli("diff", pa, pb, "--json")
+    assert r.code == 1
+    doc = json.loads(r.out)
+    want = error_stats(a, b)
+    assert doc["dtype"] == "float32" and doc["stats"]["units"] == "raw"
+    assert doc["stats"]["max_abs"] == want.max_abs == pytest.approx(0.009, rel=1e-3)
+    assert doc["stats"]["cosine"] == pytest.approx(want.cosine, rel=1e-12)
+    assert doc["stats"]["worst"] == {"index": 77 * 4 + 2, "record": 77, "lane": 2, "offset": (77 * 4 + 2) * 4}
+    assert "max_abs_lsb" not in doc["stats"]
+    within = cli("diff", pa, pb, "--atol", "0.01")
+    assert within.code == 0 and "WITHIN TOLERANCE" in within.out
+    assert "at record 77 lane 2" in cli("diff", pa, pb).out
+
+
+def test_big_endian_4d_npy_is_read_in_its_byte_order_and_located_as_y_x_z(tmp_path, cli):
+    a = np.random.default_rng(5).normal(size=(1, 6, 5, 3)).astype(">f8")
+    b = a.copy()
+    b[0, 4, 2, 1] += 3.0
+    doc = json.loads(cli("diff", _npy(tmp_path, "a.npy", a), _npy(tmp_path, "b.npy", b), "--json").out)
+    assert doc["dtype"] == "float64" and doc["record_size"] == 8  # one element: the default 4 bytes widen
+    assert doc["stats"]["max_abs"] == pytest.approx(3.0, rel=1e-12) and doc["stats"]["differing"] == 1
+    assert {k: doc["stats"]["worst"][k] for k in ("y", "x", "z")} == {"y": 4, "x": 2, "z": 1}
+
+
+def test_a_class_vector_npy_is_located_by_its_index_not_as_anchors(tmp_path, cli):
+    a = np.arange(1001, dtype=np.int64).astype(np.uint8)[None]
+    b = a.copy()
+    b[0, 653] += 2
+    doc = json.loads(cli("diff", _npy(tmp_path, "a.npy", a), _npy(tmp_path, "b.npy", b), "--json").out)
+    assert doc["stats"]["worst"] == {"index": 653, "offset": 653}
+    assert doc["stats"]["max_abs_lsb"] == 2
+
+
+def test_a_sidecar_dtype_makes_raw_dumps_signed_int16(tmp_path, cli):
+    a = np.array([-5, 100, 7, -300], dtype="<i2")
+    b = np.array([5, 100, 7, -301], dtype="<i2")
+    pa, pb = write(tmp_path, "a.bin", a.tobytes()), write(tmp_path, "b.bin", b.tobytes())
+    (tmp_path / "a.bin.json").write_text(json.dumps({"dtype": "int16"}))
+    doc = json.loads(cli("diff", pa.path, pb.path, "--json").out)
+    assert doc["dtype"] == "int16"
+    assert doc["stats"]["max_abs_lsb"] == 10 and doc["stats"]["differing"] == 2  # not byte-wise 246
+
+
+def test_dumps_of_different_element_types_or_split_elements_are_refused(tmp_path, cli):
+    u8 = _npy(tmp_path, "u8.npy", np.zeros((1, 8), np.uint8))
+    i16 = _npy(tmp_path, "i16.npy", np.zeros((1, 4), np.int16))
+    assert_one_line_error(cli("diff", u8, i16), "u8.npy holds uint8", "i16.npy int16")
+    f8 = _npy(tmp_path, "f8.npy", np.zeros(4, np.float64))
+    assert_one_line_error(cli("diff", f8, f8, "--record", "4"), "not a whole number of float64 elements")
+
+
+def test_a_longer_dump_whose_common_bytes_match_points_at_length(tmp_path, cli):
+    """A page-rounded allocation dumped whole: the sizes differ, the common bytes match, and the way to compare
+    the tensor alone is said (and works)."""
+    a = bytes(range(256)) * 4 + bytes(8)
+    pa, pb = write(tmp_path, "a.bin", a), write(tmp_path, "b.bin", a + bytes(4096 - len(a)))
+    r = cli("diff", pa.path, pb.path)
+    assert r.code == 1 and "DIFFER" in r.out
+    assert "the first 1,032 bytes of both match; B has 3,064 more" in r.out and "--length 1032" in r.out
+    assert cli("diff", pa.path, pb.path, "--length", "1032").code == 0
+    other = write(tmp_path, "c.bin", a[:-1] + b"\x01" + bytes(100))
+    assert "bytes of both match" not in cli("diff", pa.path, other.path).out

@@ -43,6 +43,54 @@ def test_corrupt_npy_is_an_input_error(tmp_path, cli):
     assert_one_line_error(cli("anchors", tmp_path / "magic.npy"), "not a .npy file")
 
 
+@pytest.mark.parametrize("save", [np.savez, np.savez_compressed])
+def test_npz_arrays_are_read_in_place_as_their_data_bytes(tmp_path, cli, save):
+    """An .npz (numpy's zip of .npy files, stored or deflated; what `forensics export` writes) is its one
+    array, or the array NAME of `ARCHIVE.npz:NAME`: the same bytes, CRC and statistics as a .npy of it."""
+    import zlib
+
+    rng = np.random.default_rng(9)
+    scores = rng.integers(0, 256, (1, 500, 4), dtype=np.uint8)
+    boxes = rng.normal(size=(1, 500, 4)).astype(np.float32)
+    moved = boxes.copy()
+    moved[0, 321, 3] += np.float32(0.5)
+    save(tmp_path / "one.npz", scores=scores)
+    save(tmp_path / "a.npz", scores=scores, boxes=boxes)
+    save(tmp_path / "b.npz", scores=scores, boxes=moved)
+    d = open_dump(tmp_path / "one.npz")
+    assert d.size == scores.nbytes and d.npy_shape == (1, 500, 4) and d.source_format == "npz (scores)"
+    assert d.read(0, d.size) == scores.tobytes()
+    doc = json.loads(cli("crc", tmp_path / "one.npz", f"{tmp_path / 'a.npz'}:scores", "--json").out)
+    assert [f["crc32"] for f in doc["files"]] == [f"0x{zlib.crc32(scores.tobytes()):08x}"] * 2
+    r = cli("diff", f"{tmp_path / 'a.npz'}:boxes", f"{tmp_path / 'b.npz'}:boxes", "--json")
+    assert r.code == 1
+    stats = json.loads(r.out)["stats"]
+    assert stats["max_abs"] == pytest.approx(0.5, rel=1e-6) and stats["worst"]["record"] == 321
+    assert cli("diff", f"{tmp_path / 'a.npz'}:scores", f"{tmp_path / 'b.npz'}:scores").code == 0
+    save(tmp_path / "export.npz", **{"raw:convert_scores": scores, "tensor:Squeeze1": boxes})  # as export names them
+    assert open_dump(f"{tmp_path / 'export.npz'}:raw:convert_scores").read(0, scores.nbytes) == scores.tobytes()
+
+
+def test_bad_npz_is_one_line(tmp_path, cli):
+    np.savez(tmp_path / "two.npz", x=np.zeros(8, np.uint8), y=np.ones(8, np.uint8))
+    assert_one_line_error(cli("crc", tmp_path / "two.npz"), "holds 2 arrays (x, y)", "two.npz:NAME")
+    assert_one_line_error(cli("crc", f"{tmp_path / 'two.npz'}:z"), "no array 'z'")
+    (tmp_path / "junk.npz").write_bytes(b"PK\x03\x04" + bytes(100))
+    assert_one_line_error(cli("crc", tmp_path / "junk.npz"), "not a readable .npz archive")
+    np.savez_compressed(tmp_path / "c.npz", x=np.arange(100000, dtype=np.int64))
+    data = bytearray((tmp_path / "c.npz").read_bytes())
+    data[2000:2200] = bytes(200)  # corrupt the deflated data in the middle of the member
+    (tmp_path / "corrupt.npz").write_bytes(bytes(data))
+    r = cli("crc", tmp_path / "corrupt.npz")
+    assert_one_line_error(r, "corrupt.npz")
+
+
+def test_a_colon_in_a_file_name_is_no_npz_array(tmp_path, cli):
+    odd = tmp_path / "run:1.bin"
+    odd.write_bytes(b"\xff\x00\x80\x80" * 4)
+    assert open_dump(odd).size == 16
+
+
 def test_sidecar_supplies_layout_and_flags_override(tmp_path, cli):
     (tmp_path / "x.bin").write_bytes(bytes.fromhex("ff008080" * 3 + "01ff8080"))
     (tmp_path / "x.json").write_text(json.dumps({"record_size": 4, "pad_lanes": [2, 3], "scale": 0.00390625,

@@ -253,3 +253,43 @@ def test_two_threads_give_the_one_pass_result(monkeypatch, kind):
             assert two[key] == pytest.approx(value, rel=1e-12), key
         else:
             assert two[key] == value, key
+
+
+@pytest.mark.parametrize("dtype, scale, zero_point, atol", [
+    (np.uint8, 1 / 256, 0, 0.0), (np.uint8, 0.10822763, 144, 0.2), (np.int8, 0.05, -3, 0.0), (np.int8, None, 0, 2.0)])
+def test_many_differing_bytes_counted_as_pairs_give_the_element_by_element_result(monkeypatch, dtype, scale,
+                                                                                  zero_point, atol):
+    """Past CODE_PAIRS_MIN differing 8-bit codes, only the count of each (a, b) byte pair is kept: every
+    statistic, the worst element, the per-lane maxima and the histogram come out as element by element."""
+    rng = np.random.default_rng(31)
+    a = rng.integers(0, 256, 80_000, dtype=np.uint8).view(dtype)
+    b = a.copy()
+    hit = rng.choice(a.size, 30_000, replace=False)
+    b[hit] = (b[hit].view(np.uint8) + rng.integers(1, 256, hit.size).astype(np.uint8)).view(dtype)
+    info = np.iinfo(dtype)
+    a[[10, 70_000]], b[[10, 70_000]] = info.min, info.max  # two equal largest errors: the first is the worst
+    kwargs = dict(scale=scale, zero_point=zero_point, atol=atol)
+
+    def run():
+        acc = stats_mod.ErrorAccumulator(integer=True, itemsize=1, lanes=4, **kwargs)
+        for lo in range(0, a.size, 20_000):  # the way a diff feeds it: the differing pairs of each block
+            pa, pb = a[lo:lo + 20_000], b[lo:lo + 20_000]
+            acc.add_reference(pa)
+            where = np.flatnonzero(pa != pb)
+            acc.add_differing(pa[where], pb[where], lambda k, _w=where, _lo=lo: _lo + int(_w[k]), lane=(lo + where) % 4)
+        return acc.finish(locator(record_size=4))
+
+    monkeypatch.setattr(stats_mod, "CODE_PAIRS_MIN", 1 << 62)
+    by_element = run()
+    monkeypatch.setattr(stats_mod, "CODE_PAIRS_MIN", 1000)
+    by_pairs = run()
+    assert by_pairs.to_dict() == by_element.to_dict()
+    assert by_pairs.per_lane_max == by_element.per_lane_max
+    assert np.array_equal(by_pairs.histogram[1], by_element.histogram[1])
+    check(by_pairs, reference(a, b, scale, zero_point))
+    assert by_pairs.worst == {"index": 10, "anchor": 2, "lane": 2}
+    assert by_pairs.violations == by_element.violations > 0
+    lsb = np.abs(a.astype(int) - b.astype(int))
+    assert by_pairs.differing == int(np.count_nonzero(lsb))
+    assert by_pairs.p99_abs_lsb == nearest_rank(lsb, 0.99)
+    assert by_pairs.per_lane_max == tuple(float(lsb[lane::4].max()) * (scale or 1.0) for lane in range(4))

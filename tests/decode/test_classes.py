@@ -75,3 +75,23 @@ def test_decode_top_k_bad_input(tmp_path, cli, shared_data):
     assert_one_line_error(cli("decode", pa, short, "--model", shared_data / MODEL, "--top-k", "5"),
                           "short.bin", "class scores")
     assert_one_line_error(cli("decode", pa, pb, "--top-k", "5"), "--top-k needs --model")
+
+
+@pytest.mark.parametrize("size", [1001, 1008])  # the TFLite tensor, and the chip's lane-padded output
+def test_diff_of_a_class_vector_names_the_class_not_an_anchor(shared_data, tmp_path, cli, size):
+    model = shared_data / MODEL
+    rng = np.random.default_rng(6)
+    a = rng.integers(0, 256, size, dtype=np.uint8)
+    b = a.copy()
+    b[653] ^= 4
+    b[12] ^= 1
+    pa, pb = tmp_path / "a.bin", tmp_path / "b.bin"
+    pa.write_bytes(a.tobytes())
+    pb.write_bytes(b.tobytes())
+    labels = tmp_path / "labels.txt"
+    labels.write_text("".join(f"name{c}\n" for c in range(1001)))
+    tensor = "MobilenetV1/Predictions/Reshape_1"
+    r = cli("diff", pa, pb, "--model", model, "--tensor", tensor)
+    assert r.code == 1 and "at class 653;" in r.out and "anchor" not in r.out.split("lanes")[0]
+    doc = json.loads(cli("diff", pa, pb, "--model", model, "--tensor", tensor, "--labels", labels, "--json").out)
+    assert doc["stats"]["worst"] == {"index": 653, "class": 653, "label": "name653", "offset": 653}

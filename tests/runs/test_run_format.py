@@ -157,3 +157,29 @@ def test_format_error_names_the_manifest_and_the_field(tmp_path):
     with pytest.raises(FormatError) as info:
         load_run(b)
     assert "manifest.json" in str(info.value) and "buffers -> 1 -> size" in str(info.value)
+
+
+def test_array_dumps_are_ingested_as_their_data_with_dtype_and_shape(tmp_path, cli):
+    """A .npy or an .npz array brought into a run is its data bytes (the header is no data), with the dtype and
+    shape its header says; a run of them compares equal to a run of the same bytes as .bin files."""
+    import numpy as np
+
+    scores = np.arange(2034 * 4, dtype=np.int64).astype(np.uint8).reshape(1, 2034, 4)
+    boxes = np.linspace(-1, 1, 2034 * 4, dtype=np.float32).reshape(1, 2034, 4)
+    np.save(tmp_path / "scores.npy", scores)
+    np.savez_compressed(tmp_path / "out.npz", boxes=boxes, other=np.zeros(3))
+    (tmp_path / "scores.bin").write_bytes(scores.tobytes())
+    (tmp_path / "boxes.bin").write_bytes(boxes.tobytes())
+    arrays, plain = tmp_path / "arrays", tmp_path / "plain"
+    r = cli("ingest", arrays, f"raw:convert_scores={tmp_path / 'scores.npy'}",
+            f"dequantized:Squeeze1={tmp_path / 'out.npz'}:boxes", "--source", "ours", "--json")
+    assert r.code == 0, r.err
+    run = load_run(arrays)
+    raw = run.buffer("raw", "convert_scores")
+    assert raw.size == scores.nbytes and raw.crc32 == zlib.crc32(scores.tobytes())
+    deq = run.buffer("dequantized", "Squeeze1")
+    assert deq.size == boxes.nbytes and deq.crc32 == zlib.crc32(boxes.tobytes())
+    assert deq.dtype == "float32" and tuple(deq.shape) == (1, 2034, 4)
+    assert cli("ingest", plain, f"raw:convert_scores={tmp_path / 'scores.bin'}",
+               f"dequantized:Squeeze1={tmp_path / 'boxes.bin'}", "--source", "ours").code == 0
+    assert cli("compare", plain, arrays).code == 0
