@@ -897,26 +897,28 @@ PAGE_SEARCH_LIMIT = 64 << 20  # A is indexed page by page (a key per page) up to
 
 def _page_keys(pages: np.ndarray) -> list:
     """Each page's lookup key (its first 64 bytes), or None for a page that proves nothing wherever it is found:
-    a prefill, or one short record repeated (judged on its first 256 bytes)."""
+    a prefill, or one short record repeated (judged on its first 256 bytes: periodic at 1 to 16 bytes)."""
     head = pages[:, :256]
-    srt = np.sort(head, axis=1)
-    ok = np.count_nonzero(srt[:, 1:] != srt[:, :-1], axis=1) >= 3
+    ok = np.ones(len(pages), bool)
     for s in (1, 2, 4, 8, 16):
         ok &= ~(head[:, s:] == head[:, :-s]).all(axis=1)
     return [pages[k, :64].tobytes() if ok[k] else None for k in range(len(pages))]
 
 
 def _page_index(src_a, phase: int) -> dict:
-    """key -> A's page number (-1 when the key is not unique in A), pages from `phase`."""
-    index: dict[bytes, int] = {}
+    """key -> A's page numbers with that key (None when more than 8 share it), pages from `phase`."""
+    index: dict[bytes, list | None] = {}
     step = max(PAGE, (DEFAULT_CHUNK // PAGE) * PAGE)
     for lo in range(phase, src_a.size - PAGE + 1, step):
         chunk = src_a.read(lo, min(src_a.size, lo + step))
         m = len(chunk) // PAGE
         for k, key in enumerate(_page_keys(chunk[:m * PAGE].reshape(m, PAGE))):
             if key is not None:
-                j = (lo - phase) // PAGE + k
-                index[key] = j if key not in index else -1
+                js = index.setdefault(key, [])
+                if js is not None:
+                    js.append((lo - phase) // PAGE + k)
+                    if len(js) > 8:
+                        index[key] = None
     return index
 
 
@@ -941,9 +943,10 @@ def _page_candidates(src_a, src_b, region: _Region, scan) -> list:
         n_pages = -(-(src_b.size - phase) // PAGE)
         order = [-1] * n_pages
         for (i, page), key in zip(looked, keys):
-            j = index.get(key, -1) if key is not None else -1
-            if j >= 0 and j != i and np.array_equal(src_a.read(phase + j * PAGE, phase + j * PAGE + PAGE), page):
-                order[i] = j
+            js = index.get(key) if key is not None else None
+            same = [j for j in js or () if np.array_equal(src_a.read(phase + j * PAGE, phase + j * PAGE + PAGE), page)]
+            if len(same) == 1 and same[0] != i:  # found once in A, whole: it proves where the page came from
+                order[i] = same[0]
         moves = [(i, j) for i, j in enumerate(order) if j >= 0]
         if not moves:
             continue
