@@ -392,3 +392,16 @@ def test_one_record_dropped_mid_buffer_is_a_local_shift(tmp_path, buffer, unit):
     b = a[:at] + a[at + unit:]
     result = diagnose_dumps(_put(tmp_path, "a.bin", a), _put(tmp_path, "b.bin", b))
     _check(result, "shift", lambda f: f["shift_bytes"] == -unit and at - unit <= f["span"][0] <= at, buffer)
+
+
+def test_page_dropped_from_a_feature_map_whose_page_heads_repeat(tmp_path):
+    """A 19x19x576 input where a third of the pixels are just the per-channel base: many pages start with the
+    same bytes, so only the whole page says which one moved."""
+    rng = np.random.default_rng(4)
+    base = rng.integers(0, 40, (1, 1, 576))
+    fm = np.clip(base + rng.integers(0, 60, (19, 19, 576)) * (rng.random((19, 19, 1)) > 0.3), 0, 255)
+    a = fm.astype(np.uint8).tobytes()
+    pg = _pages(a)
+    b = b"".join(pg[:12] + pg[13:])
+    result = diagnose_dumps(_put(tmp_path, "a.bin", a), _put(tmp_path, "b.bin", b))
+    _check(result, "page", lambda f: f["pages"][0] == {"page": 12, "holds": 13}, "feature map")
