@@ -142,7 +142,8 @@ def random_bug(rng, name, data, rs, row, z, previous):
             order[i], order[j] = j, i
         elif how == 1:
             order[j] = i
-        else:
+        else:  # (not page 0: B = A from its second page on is a read at offset 4096, a shift)
+            i = max(i, 1)
             return "page", Pages(4096, tuple(order[:i] + order[i + 1:]), size=n - 4096)
         return "page", Pages(4096, tuple(order))
     if kind == "cacheline":  # DMA into cached memory: scattered 64-byte lines keep a prefill or the last run
