@@ -182,8 +182,12 @@ class RecordsReport(Report):
     def renderables(self) -> list:
         from forensics.render import buffers
 
-        render = buffers.render_diff if self.command == "diff" else buffers.render_anchors
-        out = list(render(self.result, geometry=self.context.geometry))
+        if self.command == "diff":
+            view = self.context.view
+            out = buffers.render_diff(self.result, geometry=self.context.geometry,
+                                      classes=view is not None and view.class_vector)
+        else:
+            out = list(buffers.render_anchors(self.result, geometry=self.context.geometry))
         if self.grid and self.heat is not None:
             from forensics.render.grid import grid_for
 

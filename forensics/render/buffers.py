@@ -180,7 +180,8 @@ def stats_lines(stats, *, where: str = "", unicode: bool | None = None) -> list:
     return out
 
 
-def render_diff(result, geometry=None, *, unicode: bool | None = None) -> list:
+def render_diff(result, geometry=None, *, unicode: bool | None = None, classes: bool = False) -> list:
+    """`classes`: the dumps are a classifier's score vector (one record whose lanes are classes)."""
     rs = result.layout.record_size
     if result.identical and result.bytes_identical:
         return [verdict("MATCH", f"{result.size_a:,} bytes, CRC32 {format_crc(result.crc32_a)}, "
@@ -198,7 +199,10 @@ def render_diff(result, geometry=None, *, unicode: bool | None = None) -> list:
                                     "differ"))
     else:
         what = []
-        if result.records_differing:
+        if result.records_differing and classes:
+            data = rs - len(result.layout.pad_lanes)
+            what.append(f"{sum(1 for n in result.lane_differences if n):,} of {data:,} class scores differ")
+        elif result.records_differing:
             what.append(f"{result.records_differing:,} of {result.records_compared:,} records differ "
                         f"({rs} bytes per record)")
         if not result.sizes_equal:

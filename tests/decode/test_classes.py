@@ -93,5 +93,6 @@ def test_diff_of_a_class_vector_names_the_class_not_an_anchor(shared_data, tmp_p
     tensor = "MobilenetV1/Predictions/Reshape_1"
     r = cli("diff", pa, pb, "--model", model, "--tensor", tensor)
     assert r.code == 1 and "at class 653;" in r.out and "anchor" not in r.out.split("lanes")[0]
+    assert r.out.startswith("DIFFER | 2 of 1,001 class scores differ")
     doc = json.loads(cli("diff", pa, pb, "--model", model, "--tensor", tensor, "--labels", labels, "--json").out)
     assert doc["stats"]["worst"] == {"index": 653, "class": 653, "label": "name653", "offset": 653}
