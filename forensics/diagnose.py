@@ -1317,6 +1317,9 @@ def _finding(c: _Scored, region, layout, ctx: dict, explains: float) -> list:
         what = (f"lanes {text_lanes} of every {period}-byte record" if len(lanes) < period else "every byte")
         text = (f"the sign bit (0x80) of {what} is flipped and nothing else differs: one side is the signed "
                 "(int8) form of the other's uint8")
+        if bug.period in (2, 4) and list(bug.lanes) == [bug.period - 1]:  # the top byte of little-endian words
+            text += (f", or the sign of {bug.period * 8}-bit little-endian words "
+                     f"({'int16' if bug.period == 2 else 'float32 / int32'}): every value negated")
         hint = ("the tensor is signed on one side: flip the MSB of each element (libedgetpu's "
                 "TransformSignedDataType) or fix the declared type")
     elif isinstance(bug, LaneSwap):

@@ -405,3 +405,16 @@ def test_page_dropped_from_a_feature_map_whose_page_heads_repeat(tmp_path):
     b = b"".join(pg[:12] + pg[13:])
     result = diagnose_dumps(_put(tmp_path, "a.bin", a), _put(tmp_path, "b.bin", b))
     _check(result, "page", lambda f: f["pages"][0] == {"page": 12, "holds": 13}, "feature map")
+
+
+def test_int16_sign_bit_stuck_and_float32_values_negated(tmp_path):
+    a16 = _i16(0)
+    stuck = (np.frombuffer(a16, "<i2").view(np.uint16) | 0x8000).astype("<u2").tobytes()
+    result = diagnose_dumps(_put(tmp_path, "a.bin", a16), _put(tmp_path, "b.bin", stuck))
+    _check(result, "bits", lambda f: f["ops"] == [{"lane": 1, "op": "set", "mask": "0x80"}] and f["period"] == 2,
+           "int16")
+    a32 = _f32(0)
+    negated = (-np.frombuffer(a32, np.float32)).astype(np.float32).tobytes()
+    result = diagnose_dumps(_put(tmp_path, "c.bin", a32), _put(tmp_path, "d.bin", negated))
+    _check(result, "signedness", lambda f: f["period"] == 4 and f["lanes"] == [3], "float32")
+    assert "every value negated" in result.finding("signedness").evidence
