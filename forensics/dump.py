@@ -627,7 +627,9 @@ def open_dump(path, *, allow_empty: bool = False, use_sidecar: bool = True, offs
                                      f"decoded to {size:,} bytes{start}"), stacklevel=2)
         else:
             size = file_size
-            if sniffed is not None and (sniffed[0] == "text" or sniffed[1] >= 0.95 and file_size >= 256):
+            # a short printable file without line breaks is likely text too; a long one is a buffer whose bytes
+            # happen to be printable
+            if sniffed is not None and (sniffed[0] == "text" or sniffed[1] >= 0.95 and 256 <= file_size < 4096):
                 warnings.warn(DumpWarning(
                     f"{path}: looks like text ({sniffed[1]:.0%} printable ASCII) but is no hex dump format "
                     f"forensics knows ({textdump.KNOWN_TEXT}); "

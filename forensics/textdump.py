@@ -63,6 +63,7 @@ KNOWN_TEXT = ("WinDbg d*/!d*, xxd, hexdump, od -t x*, PowerShell Format-Hex, cer
           "plain hex")
 
 _HEX = "0-9a-fA-F"
+_HEX_TEXT = frozenset("0123456789abcdefABCDEFxX ,\t\r")  # what a one-line plain hex dump is made of
 _HEXCHARS = frozenset("0123456789abcdefABCDEF")
 _BITCHARS = frozenset("01")
 
@@ -903,8 +904,12 @@ def sniff_file(path: str, file_size: int) -> tuple[str, float] | None:
             head = fh.read(SNIFF_BYTES)
     decoded = decode_text(head)
     share = ascii_share(head)
-    if decoded is None or "\n" not in decoded[0][:4096] and len(head) < 4096:
-        return ("binary", share)  # a few printable bytes without a line break are not a text file
+    if decoded is None:
+        return ("binary", share)
+    if "\n" not in decoded[0][:4096] and (len(head) < 4096 or not _HEX_TEXT.issuperset(decoded[0][:4096])):
+        # no line break: a few printable bytes, or a binary buffer whose bytes happen to be printable (uint8
+        # scores of 0.25..0.5 are 0x40..0x7f), unless it is one long line of hex digits
+        return ("binary", share)
     text = decoded[0]
     if file_size > len(head):  # the last line of the sniff window may be cut
         text = text[: text.rfind("\n") + 1] or text

@@ -20,8 +20,11 @@ def register(subparsers, parents) -> None:
     p = subparsers.add_parser(
         "diagnose", parents=parents, help="name the classic bring-up bug behind two differing dumps",
         description="Compare A (reference) with B (under test) and name the usual bugs with their evidence: "
-                    "shift, fill (never written), stride (raw vs tensor layout), relayout, signedness, lane_swap "
-                    "(endianness), truncation, oversize, pitch, stale (with --previous), head_window. Verdicts: "
+                    "shift, fill (never written), stride (raw vs tensor layout, channels padded), relayout, "
+                    "signedness, lane_swap (endianness), truncation, oversize, pitch, page (a DMA page list out of "
+                    "order: pages swapped, repeated or dropped), cacheline (stale or filled 64-byte lines), bits "
+                    "(stuck or flipped bits), saturation, requantize, stale (with --previous), head_window. "
+                    "Verdicts: "
                     "IDENTICAL and WITHIN TOLERANCE exit 0; EXPLAINED, PARTLY EXPLAINED and UNEXPLAINED exit 1 "
                     "(a differing pair never exits 0 without a tolerance); 2 on bad input.")
     p.add_argument("a", metavar="A", help="reference dump (e.g. libedgetpu's)")

@@ -189,6 +189,19 @@ def test_text_without_a_format_is_read_as_binary_with_a_warning(tmp_path, cli):
     assert f"{path.stat().st_size:,}" in result.out
 
 
+def test_a_buffer_of_printable_bytes_is_binary_without_a_warning(tmp_path, cli):
+    """uint8 scores of 0.25..0.5 are bytes 0x40..0x7e: printable, but no text (no line breaks); one long line of
+    hex digits still is a plain hex dump."""
+    rng = random.Random(7)
+    scores = bytes(rng.randrange(0x40, 0x7F) for _ in range(8136))
+    (tmp_path / "scores.bin").write_bytes(scores)
+    result = cli("crc", tmp_path / "scores.bin")
+    assert result.code == 0 and result.err == "" and "8,136" in result.out
+    data = bytes(rng.getrandbits(8) for _ in range(3000))
+    (tmp_path / "one_line.txt").write_text(data.hex())
+    assert open_dump(tmp_path / "one_line.txt").read(0, 3000) == data
+
+
 def test_every_dump_command_names_the_text_format(tmp_path, cli):
     text = tmp_path / "ours.txt"
     text.write_text(windbg(INPUT.read_bytes(), 0xFFFFB20C4A3B2000, "db"))
