@@ -234,10 +234,14 @@ class _NpzMember:
     def __init__(self, path: str, name: str):
         import zipfile
 
-        with zipfile.ZipFile(path) as archive:  # the member keeps the file open after the archive closes
-            self._fh = archive.open(name)
+        def open_member():
+            with zipfile.ZipFile(path) as archive:  # the member keeps the file open after the archive closes
+                return archive.open(name)
 
-    def _guard(self, call, *args):
+        self._fh = self._guard(open_member)
+
+    @staticmethod
+    def _guard(call, *args):
         import zipfile
         import zlib
 
@@ -245,6 +249,8 @@ class _NpzMember:
             return call(*args)
         except (zipfile.BadZipFile, zlib.error, EOFError) as exc:
             raise OSError(f"corrupt .npz member ({exc})") from None
+        except (RuntimeError, NotImplementedError) as exc:  # encrypted, or a compression zipfile cannot undo
+            raise OSError(f"unreadable .npz member ({exc})") from None
 
     def read(self, n: int = -1) -> bytes:
         return self._guard(self._fh.read, n)

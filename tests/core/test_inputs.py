@@ -83,6 +83,16 @@ def test_bad_npz_is_one_line(tmp_path, cli):
     (tmp_path / "corrupt.npz").write_bytes(bytes(data))
     r = cli("crc", tmp_path / "corrupt.npz")
     assert_one_line_error(r, "corrupt.npz")
+    np.savez(tmp_path / "plain.npz", x=np.arange(10, dtype=np.uint8))
+    stored = (tmp_path / "plain.npz").read_bytes()
+    for name, flag_at, value, fragment in (("encrypted.npz", (6, 8), 1, "encrypted"),    # general-purpose bit 0
+                                           ("method.npz", (8, 10), 99, "compression method")):
+        data = bytearray(stored)
+        local, central = data.find(b"PK\x03\x04"), data.find(b"PK\x01\x02")
+        data[local + flag_at[0]] |= value
+        data[central + flag_at[1]] |= value
+        (tmp_path / name).write_bytes(bytes(data))
+        assert_one_line_error(cli("crc", tmp_path / name), name, fragment)
 
 
 def test_a_colon_in_a_file_name_is_no_npz_array(tmp_path, cli):
