@@ -196,7 +196,7 @@ def _add_dump(builder, spec: IngestSpec, meta: dict, dump_options: dict) -> None
     extra = {"source_format": dump.source_format} if dump.text is not None or dump.npy_dtype else {}
     if dump.slice is not None:
         extra["slice"] = dump.slice
-    builder.add_bytes(spec.stage, spec.tensor, dump.read(0, dump.size), from_file=os.path.abspath(dump.path),
+    builder.add_dump(spec.stage, spec.tensor, dump, from_file=os.path.abspath(dump.path),
                       **extra, **meta)
 
 

@@ -532,38 +532,39 @@ class RunBuilder:
                 os.unlink(os.path.join(self.directory, *old.file.split("/")))
 
     def add_bytes(self, stage: str, tensor: str | None, data, **meta) -> BufferEntry:
-        tensor = tensor or stage
-        self._check(stage, tensor)
-        self._drop(stage, tensor)
-        rel = self._file_for(stage, tensor)
-        dst = os.path.join(self.directory, *rel.split("/"))
-        os.makedirs(os.path.dirname(dst), exist_ok=True)
         view = memoryview(data).cast("B") if not isinstance(data, (bytes, bytearray)) else data
-        with open(dst, "wb") as fh:
-            fh.write(view)
-        entry = BufferEntry(stage, tensor, rel, len(view), crc32(view), **_meta(meta))
-        self.entries[entry.key] = entry
-        return entry
+        return self.add_chunks(stage, tensor, (view,), **meta)
 
     def add_file(self, stage: str, tensor: str | None, src, **meta) -> BufferEntry:
-        """Copy a dump into the run (streamed), with its size and CRC32."""
-        tensor = tensor or stage
-        self._check(stage, tensor)
+        """Copy a file into the run (streamed), with its size and CRC32."""
         src = os.fspath(src)
         from forensics.dump import check_readable_file
 
         check_readable_file(src)
+        try:
+            fin = open(src, "rb")
+        except OSError as exc:
+            raise InputError(f"cannot read: {exc.strerror or exc}", src) from None
+        with fin:
+            return self.add_chunks(stage, tensor, iter(lambda: fin.read(_COPY_BLOCK), b""), **meta)
+
+    def add_dump(self, stage: str, tensor: str | None, dump, **meta) -> BufferEntry:
+        """Copy a dump's data bytes (a text dump's, an array's without its header, a slice) into the run,
+        streamed in windows: memory stays bounded for any size."""
+        return self.add_chunks(stage, tensor, (view for _, view in dump.iter_chunks(chunk_size=_COPY_BLOCK)),
+                               **meta)
+
+    def add_chunks(self, stage: str, tensor: str | None, chunks, **meta) -> BufferEntry:
+        """Write byte chunks as one buffer of the run, with its size and CRC32."""
+        tensor = tensor or stage
+        self._check(stage, tensor)
         self._drop(stage, tensor)
         rel = self._file_for(stage, tensor)
         dst = os.path.join(self.directory, *rel.split("/"))
         os.makedirs(os.path.dirname(dst), exist_ok=True)
         crc, size = 0, 0
-        try:
-            fin = open(src, "rb")
-        except OSError as exc:
-            raise InputError(f"cannot read: {exc.strerror or exc}", src) from None
-        with fin, open(dst, "wb") as fout:  # a failing write is reported by write_run naming the run
-            for block in iter(lambda: fin.read(_COPY_BLOCK), b""):
+        with open(dst, "wb") as fout:  # a failing write is reported by write_run naming the run
+            for block in chunks:
                 crc = crc32(block, crc)
                 size += len(block)
                 fout.write(block)
