@@ -152,6 +152,29 @@ def anchor_locator(context: DumpContext):
     return where
 
 
+def class_locator(layout, itemsize: int, labels=None):
+    """`flat element index -> {"class", "label", "offset"}` for a classifier's score vector (one record whose
+    lanes are classes; `labels` by class id, as decode reads them)."""
+    per = layout.record_size // itemsize
+
+    def where(index: int) -> dict:
+        out = {"class": index % per, "offset": layout.offset + index * itemsize}
+        if labels is not None and index % per < len(labels) and labels[index % per]:
+            out["label"] = labels[index % per]
+        return out
+
+    return where
+
+
+def array_locator(shape, itemsize: int):
+    """`flat element index -> where` for a .npy / .npz array: (y, x, z) of a 4-D tensor, (record, lane) of
+    (1, N, C), else only the offset (a class vector holds no anchors)."""
+    from forensics.stats import locator
+
+    where = locator(shape=tuple(shape), unit="tensor") or (lambda index: {})
+    return lambda index: {**where(index), "offset": index * itemsize}
+
+
 def records_by_anchor(dump, context: DumpContext) -> np.ndarray:
     """[anchors, record_size] uint8 in anchor order, for pictures; the count must match the geometry."""
     layout = context.layout

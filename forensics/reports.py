@@ -228,7 +228,8 @@ def diff(a, b, *, record=None, offset=None, count=None, fields=None, pad=None, s
     tolerance = tolerance or 0
     from forensics.diff import diff_dumps
     from forensics.dump import open_dump
-    from forensics.modeldumps import element_type, records_by_anchor, remap_indices, tensor_view
+    from forensics.modeldumps import (array_locator, class_locator, element_type, records_by_anchor,
+                                      remap_indices, tensor_view)
 
     options, offset = _slice(offset, length, gap_fill, layout=True)
     dump_a, dump_b = open_dump(a, **options), open_dump(b, **options)
@@ -254,9 +255,11 @@ def diff(a, b, *, record=None, offset=None, count=None, fields=None, pad=None, s
 
         locate = anchor_locator(context)
     elif context.view is not None and context.view.class_vector:
-        locate = _class_locator(context.layout, labelled=labels is not None)
+        from forensics.labels import read_labels
+
+        locate = class_locator(context.layout, element.itemsize, read_labels(labels) if labels else None)
     elif dump_a.npy_shape is not None and context.view is None and context.layout.offset == 0:
-        locate = _npy_locator(dump_a.npy_shape, element.itemsize)
+        locate = array_locator(dump_a.npy_shape, element.itemsize)
     result = diff_dumps(dump_a, dump_b, context.layout, tolerance=tolerance, limit=_limit(limit, all),
                         policy=policy, locate=locate, progress=progress, stats=not no_stats, dtype=element)
     result = remap_indices(result, context, "records")
@@ -280,28 +283,6 @@ def diff(a, b, *, record=None, offset=None, count=None, fields=None, pad=None, s
     return RecordsReport("diff", result, exitcodes.SAME if result.passed else exitcodes.DIFFERENT,
                          rows_key="records", context=context, heat=heat, heatmap=drawn, grid=grid, title=title,
                          plot=plotted, dumps=(dump_a, dump_b))
-
-
-def _class_locator(layout, *, labelled: bool):
-    """Where an element of a classifier's score vector is: its class (and label), not 'anchor 0 lane zN'."""
-    names, size = layout.field_names, layout.record_size
-
-    def where(index):
-        out = {"class": index % size, "offset": layout.offset + index}
-        if labelled and names[index % size]:
-            out["label"] = names[index % size]
-        return out
-
-    return where
-
-
-def _npy_locator(shape, itemsize: int):
-    """Where an element of a .npy dump is: (y, x, z) of a 4-D tensor, (record, lane) of (1, N, C), else only
-    its flat index (a classifier's score vector is no anchors)."""
-    from forensics.stats import locator
-
-    where = locator(shape=tuple(shape), unit="tensor") or (lambda index: {})
-    return lambda index: {**where(index), "offset": index * itemsize}
 
 
 def anchors(file, *, record=None, offset=None, count=None, fields=None, pad=None, scale=None, zero_point=None,

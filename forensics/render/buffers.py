@@ -200,8 +200,13 @@ def render_diff(result, geometry=None, *, unicode: bool | None = None, classes: 
     else:
         what = []
         if result.records_differing and classes:
-            data = rs - len(result.layout.pad_lanes)
-            what.append(f"{sum(1 for n in result.lane_differences if n):,} of {data:,} class scores differ")
+            stats = result.stats
+            if stats is not None:  # in elements, whatever their width
+                what.append(f"{stats.differing:,} of {stats.count:,} class scores differ")
+            else:
+                data = rs - len(result.layout.pad_lanes)
+                what.append(f"{sum(1 for n in result.lane_differences if n):,} of {data:,} class score bytes "
+                            "differ")
         elif result.records_differing:
             what.append(f"{result.records_differing:,} of {result.records_compared:,} records differ "
                         f"({rs} bytes per record)")

@@ -175,3 +175,20 @@ def test_diff_worst_element_of_a_raw_dump_is_named_by_its_anchor(cli, shared_dat
         assert doc["stats"]["max_abs_lsb"] == 93
         worst[kind] = (doc["stats"]["worst"]["anchor"], doc["stats"]["worst"]["lane"])
     assert worst["t"][0] == worst["r"][0] == 37
+
+
+def test_class_and_array_locators_count_elements_not_bytes():
+    """A float32 score vector's element 653 is class 653 at byte 2,612; a label names it by class id. An array's
+    element is (y, x, z) of a 4-D shape, (record, lane) of (1, N, C), else only its byte offset."""
+    from forensics.layout import RecordLayout
+    from forensics.modeldumps import array_locator, class_locator
+
+    layout = RecordLayout(record_size=1001 * 4, count=1)
+    labels = tuple(f"name{c}" for c in range(1001))
+    assert class_locator(layout, 4, labels)(653) == {"class": 653, "offset": 2612, "label": "name653"}
+    assert class_locator(layout, 4)(0) == {"class": 0, "offset": 0}
+    assert class_locator(RecordLayout(record_size=1008, count=1), 1, labels[:10])(653) == {"class": 653,
+                                                                                           "offset": 653}
+    assert array_locator((1, 6, 5, 3), 8)(73) == {"y": 4, "x": 4, "z": 1, "offset": 584}
+    assert array_locator((1, 300, 4), 4)(310) == {"record": 77, "lane": 2, "offset": 1240}
+    assert array_locator((1, 1001), 1)(653) == {"offset": 653}
