@@ -73,10 +73,9 @@ def _tensor_meta(model, name: str) -> dict:
     return meta
 
 
-def _check_size(spec: IngestSpec, meta: dict, dump_options: dict | None = None) -> None:
-    """A tensor's dump (its slice, with dump_options) must hold exactly shape x dtype bytes when the model or
-    the sidecar says both."""
-    from forensics.dump import open_dump
+def _check_size(spec: IngestSpec, meta: dict, dump) -> None:
+    """A tensor's dump (its data bytes: a slice, a text dump's, an array's) must hold exactly shape x dtype
+    bytes when the model or the sidecar says both."""
     from forensics.tflite.model import NUMPY_DTYPES
 
     shape, dtype = meta.get("shape"), meta.get("dtype")
@@ -85,16 +84,13 @@ def _check_size(spec: IngestSpec, meta: dict, dump_options: dict | None = None) 
     import numpy as np
 
     want = int(np.prod([int(d) for d in shape], dtype=np.int64)) * np.dtype(NUMPY_DTYPES[dtype]).itemsize
-    size = open_dump(spec.path, allow_empty=True, use_sidecar=False, **(dump_options or {})).size
+    size = dump.size
     if size != want:
         raise InputError(f"is {size} bytes; {spec.label} is {list(shape)} {dtype}, {want} bytes", spec.path)
 
 
-def _array_meta(path: str, dump_options: dict) -> dict:
+def _array_meta(dump) -> dict:
     """dtype and shape of a .npy / .npz array dump (its header says them), else nothing."""
-    from forensics.dump import open_dump
-
-    dump = open_dump(path, use_sidecar=False, **dump_options)
     if dump.npy_dtype is None:
         return {}
     import numpy as np
@@ -132,7 +128,7 @@ def ingest(run_path, source: str, specs, *, model=None, dump_options: dict | Non
         if (s.stage, s.tensor) in seen:
             raise InputError(f"{s.label} is given twice")
         seen.add((s.stage, s.tensor))
-    from forensics.dump import check_readable_file, npz_path
+    from forensics.dump import check_readable_file, npz_path, open_dump
 
     for s in specs:
         if check_readable_file(npz_path(s.path)[0]) == 0:
@@ -160,17 +156,19 @@ def ingest(run_path, source: str, specs, *, model=None, dump_options: dict | Non
                 builder.model = record
             given = {(s.stage, s.tensor) for s in specs}
             for s in specs:
-                meta = {**_array_meta(s.path, dump_options), **_sidecar_meta(s.path)}
+                # opened once (a text dump is decoded here) and handed to every step below
+                dump = open_dump(s.path, allow_empty=True, use_sidecar=False, **dump_options)
+                meta = {**_array_meta(dump), **_sidecar_meta(s.path)}
                 if opened is not None and s.stage in ("input", "tensor", "dequantized"):
                     meta.update(_tensor_meta(opened, s.tensor))
                 if s.stage == "raw":
                     meta.pop("shape", None)  # a sidecar's tensor shape is not the raw buffer's
                 else:
-                    _check_size(s, meta, dump_options)
-                _add_dump(builder, s, meta, dump_options)
+                    _check_size(s, meta, dump)
+                _add_dump(builder, s, meta, dump)
                 added.append(s.label)
                 if s.stage == "raw" and opened is not None and ("tensor", s.tensor) not in given:
-                    if _relayout_into(builder, opened, s, dump_options):
+                    if _relayout_into(builder, opened, s, dump):
                         relayouted.append(s.tensor)
                 elif s.stage == "raw" and ("tensor", s.tensor) not in given:
                     stale = builder.entries.get(("tensor", s.tensor))
@@ -184,11 +182,12 @@ def ingest(run_path, source: str, specs, *, model=None, dump_options: dict | Non
     return IngestResult(load_run(run_path), created, tuple(added), tuple(replaced), tuple(relayouted))
 
 
-def _add_dump(builder, spec: IngestSpec, meta: dict, dump_options: dict) -> None:
+def _add_dump(builder, spec: IngestSpec, meta: dict, dump) -> None:
     """Copy a binary dump as it is; store a text dump's decoded bytes or a slice's bytes, saying so."""
-    from forensics.dump import open_dump
+    if dump.size == 0:
+        from forensics.dump import npz_path
 
-    dump = open_dump(spec.path, use_sidecar=False, **dump_options)
+        raise InputError("empty dump (0 data bytes)", npz_path(spec.path)[0])
     if dump.source_format == "binary" and dump.slice is None:
         builder.add_file(spec.stage, spec.tensor, spec.path, from_file=os.path.abspath(spec.path), **meta)
         return
@@ -200,11 +199,10 @@ def _add_dump(builder, spec: IngestSpec, meta: dict, dump_options: dict) -> None
                       **extra, **meta)
 
 
-def _relayout_into(builder, model, spec: IngestSpec, dump_options: dict | None = None) -> bool:
+def _relayout_into(builder, model, spec: IngestSpec, dump) -> bool:
     """Add `tensor:NAME` from a raw dump of the Edge TPU output layer NAME; False when the model has no such layer."""
     import numpy as np
 
-    from forensics.dump import open_dump
     from forensics.tflite.edgetpu import read_packages
     from forensics.tflite.relayout import layer_map, relayout
 
@@ -215,7 +213,6 @@ def _relayout_into(builder, model, spec: IngestSpec, dump_options: dict | None =
             break
     if layer is None:
         return False
-    dump = open_dump(spec.path, use_sidecar=False, **(dump_options or {}))
     from forensics.errors import FormatError
 
     try:
