@@ -52,15 +52,10 @@ class _LsbHistogram:
 
     def add(self, values: np.ndarray) -> None:
         if values.size:
-            got = np.bincount(values.astype(np.int64, copy=False))
-            if got.size > self.counts.size:
-                got[: self.counts.size] += self.counts
-                self.counts = got
-            else:
-                self.counts[: got.size] += got
+            self.add_counts(np.bincount(values.astype(np.int64, copy=False)))
 
     def add_counts(self, counts: np.ndarray) -> None:
-        """Add counts[e] errors of e LSB each (e = 0, 1, ...)."""
+        """Add counts[e] errors of e LSB each (e = 0, 1, ...); `counts` is not kept."""
         if counts.size > self.counts.size:
             counts = counts.astype(np.int64, copy=True)
             counts[: self.counts.size] += self.counts
@@ -69,11 +64,7 @@ class _LsbHistogram:
             self.counts[: counts.size] += counts
 
     def merge(self, other: "_LsbHistogram") -> None:
-        if other.counts.size > self.counts.size:
-            self.counts, other_counts = other.counts.copy(), self.counts
-        else:
-            other_counts = other.counts
-        self.counts[: other_counts.size] += other_counts
+        self.add_counts(other.counts)
 
     @property
     def total(self) -> int:
