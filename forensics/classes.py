@@ -14,6 +14,7 @@ import numpy as np
 
 from forensics.errors import InputError
 from forensics.stats import element_dtype
+from forensics.tflite.tensors import is_class_vector_shape
 
 MAX_PADDING = 63
 
@@ -38,9 +39,8 @@ def class_vector_of(model) -> ClassVector | None:
     sg = model.main
     for i in sg.outputs:
         t = sg.tensors[i]
-        shape = tuple(t.shape)
-        if len(shape) in (1, 2) and shape[-1] > 1 and (len(shape) == 1 or shape[0] == 1):
-            return ClassVector(shape[-1], t.dtype.lower(), t.scale, t.zero_point or 0, t.name)
+        if is_class_vector_shape(t.shape):
+            return ClassVector(t.shape[-1], t.dtype.lower(), t.scale, t.zero_point or 0, t.name)
     return None
 
 

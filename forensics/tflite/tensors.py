@@ -59,9 +59,14 @@ def _role(model: Model, tensor: Tensor) -> tuple[str | None, int | None]:
     return None, pp.num_classes
 
 
+def is_class_vector_shape(shape) -> bool:
+    """[C] or [1, C] with C > 1: the shape of a classifier's score vector."""
+    shape = tuple(shape)
+    return len(shape) in (1, 2) and shape[-1] > 1 and (len(shape) == 1 or shape[0] == 1)
+
+
 def _is_class_vector(tensor: Tensor, role) -> bool:
-    shape = tuple(tensor.shape)
-    return role is None and len(shape) in (1, 2) and shape[-1] > 1 and (len(shape) == 1 or shape[0] == 1)
+    return role is None and is_class_vector_shape(tensor.shape)
 
 
 def _field_names(role, channels: int, labels, num_classes, *, classes: bool = False) -> list[str]:
