@@ -798,9 +798,10 @@ FIT_SLICES, FIT_SLICE = 8, 16 << 10   # bytes of the region a value fit (bits, v
 MIN_FIT = 0.99                        # ... and the share of them the fitted map must reproduce
 
 
-def _fit_sample(region: _Region) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _fit_sample(region: _Region) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
     """A's and B's bytes (and B's absolute offsets) of up to FIT_SLICES slices spread over the region's bytes
-    that both sides hold: the sample the value fits are made on (the candidates are then scored on all)."""
+    that both sides hold: the sample the value fits are made on (the candidates are then scored on all); and
+    whether every byte of it is within 1 LSB of A's (rounding, unless a stuck or flipped bit 0 says otherwise)."""
     n = region.diff.size
     if n > FIT_SLICES * FIT_SLICE:
         starts = np.linspace(0, n - FIT_SLICE, FIT_SLICES).astype(np.int64)
@@ -809,15 +810,45 @@ def _fit_sample(region: _Region) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     else:
         idx = np.flatnonzero(region.in_a)
     a, b = region.a[idx], region.b[idx]
-    if np.abs(a.astype(np.int16) - b).max(initial=0) <= 1:
-        idx = idx[:0]  # every byte within 1 LSB: rounding, for a tolerance to judge, not a bit or a value map
-    return a[:idx.size], b[:idx.size], region.at(idx)
+    within_one = bool(np.abs(a.astype(np.int16) - b).max(initial=0) <= 1)
+    return a, b, region.at(idx), within_one
+
+
+LSB_LINE_MIN = 64     # bytes of a lane the sample must hold before bit 0 is named as a stuck or flipped line
+LSB_LINE_SHARE = 0.1  # ... and the least share of them that tell the line from +-1 LSB (see below)
+_TOP, _BOTTOM = (0xFF, 0x7F), (0x00, 0x80)  # where +1 / -1 LSB saturate, as uint8 and as int8
+
+
+def _bit0_line_is_evident(a: np.ndarray, lane: np.ndarray, bug) -> bool:
+    """Whether a fit that moves bytes by 1 LSB at most is a data line (bit 0 stuck or flipped) and not rounding.
+    It must touch bit 0 alone, and each lane it touches must hold enough bytes that only the line explains:
+    - set: odd values (below saturation) left as they were, which +1 LSB would have carried into bit 1;
+    - clear: even values (above the floor) left as they were, which -1 LSB would have borrowed from;
+    - flip: even values up and odd values down, which no offset does.
+    Where A's bit 0 never varies (scores of 0x00 and 0x80), bit 0 set and +1 LSB are the same bytes, and +1 is
+    rounding's (a tolerance judges it)."""
+    for lane_index, op, mask in bug.ops():
+        if mask != 0x01:
+            return False
+        v = a[lane == lane_index]
+        if v.size < LSB_LINE_MIN:
+            return False
+        odd = (v & 1).astype(bool)
+        if op == "set":
+            telling, moved = odd & ~np.isin(v, _TOP), ~odd
+        elif op == "clear":
+            telling, moved = ~odd & ~np.isin(v, _BOTTOM), odd
+        else:
+            telling, moved = odd, ~odd
+        if min(telling.mean(), moved.mean()) < LSB_LINE_SHARE:
+            return False
+    return True
 
 
 def _bits_candidates(region: _Region, layout) -> list:
     """Lanes whose every bit is either passed, stuck at 1, stuck at 0 or flipped in (almost) all bytes: a data
     line stuck or inverted (B = ((A & and) | or) ^ xor per lane). The sign bit alone flipped is signedness."""
-    a, b, pos = _fit_sample(region)
+    a, b, pos, within_one = _fit_sample(region)
     if not np.count_nonzero(a != b):
         return []
     out = []
@@ -850,6 +881,8 @@ def _bits_candidates(region: _Region, layout) -> list:
             continue
         bug = Bits(p, tuple(masks[0]), tuple(masks[1]), tuple(masks[2]))
         ops = bug.ops()
+        if within_one and not _bit0_line_is_evident(a, lane, bug):
+            continue
         if ops and not all(op == "flip" and m == 0x80 for _, op, m in ops):
             out.append(bug)
     return out
@@ -859,9 +892,9 @@ def _value_map_candidates(region: _Region) -> list:
     """B = lut[A] for one monotone map of byte values (a wrong requantization scale / zero point, or values
     clamped: saturation), fitted on the sample; a map of values seen only once, or one the sample's bytes do not
     follow, is no evidence."""
-    a, b, _ = _fit_sample(region)
+    a, b, _, within_one = _fit_sample(region)
     d = int(np.count_nonzero(a != b))
-    if d < 8:
+    if d < 8 or within_one:  # every byte within 1 LSB: rounding, for a tolerance to judge, not a value map
         return []
     joint = np.bincount(a.astype(np.int64) * 256 + b, minlength=65536).reshape(256, 256)
     count = joint.sum(axis=1)
