@@ -159,13 +159,13 @@ def random_bug(rng, name, data, rs, row, z, previous):
         op = int(rng.integers(3))
         masks[op][lane] = 0xFF & ~mask if op == 0 else mask
         return "bits", Bits(period, *(tuple(m) for m in masks))
-    if kind == "saturation":
-        lo, hi = int(rng.integers(0, 40)), int(rng.integers(150, 255))
-        return "saturation", ValueMap(bytes(np.clip(np.arange(256), lo, hi).astype(np.uint8)), "saturation")
-    if kind == "requantize":  # a wrong scale / zero point
-        scale, offset = float(rng.uniform(0.5, 1.8)), float(rng.uniform(-20, 20))
-        lut = np.clip(np.rint(np.arange(256) * scale + offset), 0, 255).astype(np.uint8)
-        return "requantize", ValueMap(bytes(lut), "requantize")
+    if kind in ("saturation", "requantize"):  # values clamped, or a wrong scale / zero point; a third of them
+        if kind == "saturation":              # on one lane of every 4 bytes only (one channel's range)
+            lut = np.clip(np.arange(256), int(rng.integers(0, 40)), int(rng.integers(150, 255)))
+        else:
+            lut = np.clip(np.rint(np.arange(256) * rng.uniform(0.5, 1.8) + rng.uniform(-20, 20)), 0, 255)
+        lanes = {"period": 4, "lanes": (int(rng.integers(4)),)} if rng.random() < 1 / 3 else {}
+        return kind, ValueMap(bytes(lut.astype(np.uint8)), kind, **lanes)
     if kind == "stride":
         p = -(-z // 4) * 4
         if name.endswith("raw"):

@@ -735,7 +735,7 @@ def _candidates(dump_a, dump_b, src_a, src_b, layout, scan, region, model_view, 
         bits = _bits_candidates(region, layout)
         out += sign + bits
         if not sign and not bits:
-            out += _value_map_candidates(region)
+            out += _value_map_candidates(region, layout)
     out += _page_candidates(src_a, src_b, region, scan)
     out += _cacheline_candidates(region, fills, previous_src)
     if previous_src is not None:
@@ -888,24 +888,50 @@ def _bits_candidates(region: _Region, layout) -> list:
     return out
 
 
-def _value_map_candidates(region: _Region) -> list:
+MAX_MAP_LANES = 256  # records of up to this many lanes (a class per lane) are fitted lane by lane
+
+
+def _value_map_candidates(region: _Region, layout) -> list:
     """B = lut[A] for one monotone map of byte values (a wrong requantization scale / zero point, or values
-    clamped: saturation), fitted on the sample; a map of values seen only once, or one the sample's bytes do not
-    follow, is no evidence."""
-    a, b, _, within_one = _fit_sample(region)
-    d = int(np.count_nonzero(a != b))
-    if d < 8 or within_one:  # every byte within 1 LSB: rounding, for a tolerance to judge, not a value map
+    clamped: saturation), fitted on the sample: over every byte, else over the lanes that changed of every 2, 4
+    or record-size bytes (one channel clamped or requantized; the other lanes keep values the map would move)."""
+    a, b, pos, within_one = _fit_sample(region)
+    if np.count_nonzero(a != b) < 8 or within_one:  # all within 1 LSB: rounding, for a tolerance to judge
         return []
+    fit = _monotone_map(a, b)
+    if fit is not None:
+        return [ValueMap(*fit)]
+    for p in sorted({2, 4, layout.record_size}):
+        if not 1 < p <= MAX_MAP_LANES:
+            continue
+        lane = (pos - layout.offset) % p
+        lanes = np.unique(lane[a != b])
+        if lanes.size == p:
+            continue
+        inside = np.isin(lane, lanes)
+        fit = _monotone_map(a[inside], b[inside])
+        if fit is not None:
+            return [ValueMap(*fit, period=p, lanes=tuple(int(x) for x in lanes))]
+    return []
+
+
+def _monotone_map(a: np.ndarray, b: np.ndarray) -> tuple[bytes, str] | None:
+    """(lut, 'saturation' | 'requantize') when B = lut[A] for one monotone map of byte values (unsigned or
+    signed order) that MIN_FIT of the differing bytes follow, else None. A map of values seen only once is no
+    evidence, unless it is a clamp: the changed values all land on the range's ends."""
+    d = int(np.count_nonzero(a != b))
+    if d < 8:
+        return None
     joint = np.bincount(a.astype(np.int64) * 256 + b, minlength=65536).reshape(256, 256)
     count = joint.sum(axis=1)
     mode = joint.argmax(axis=1)
     if int((count - joint[np.arange(256), mode]).sum()) > (1 - MIN_FIT) * d:
-        return []
+        return None
     seen = np.flatnonzero(count)
     changed = seen[mode[seen] != seen]
     support = count[changed]
     if seen.size < 8 or support.sum() < 8 or np.abs(mode[changed] - changed).max() <= 1:
-        return []
+        return None
     singles = support[support < 2].sum() > 0.5 * support.sum()  # values seen once could map anywhere
     lut = np.arange(256)
     lut[seen] = mode[seen]
@@ -917,9 +943,9 @@ def _value_map_candidates(region: _Region) -> list:
             lo, hi = vals.min(), vals.max()
             clamped = np.isin(order[lut[changed]], (lo, hi)).all()
             if singles and not clamped:  # ... but a clamp says which: the changed values all lie beyond it
-                return []
-            return [ValueMap(bytes(lut.astype(np.uint8)), "saturation" if clamped else "requantize")]
-    return []
+                return None
+            return bytes(lut.astype(np.uint8)), "saturation" if clamped else "requantize"
+    return None
 
 
 PAGE = 4096  # the x86 / x64 page size: the unit of an MDL / scatter-gather list
@@ -1416,15 +1442,20 @@ def _finding(c: _Scored, region, layout, ctx: dict, explains: float) -> list:
         lut = bug.lut
         sample = ", ".join(f"{v}->{lut[v]}" for v in ch[:6]) + (" ..." if len(ch) > 6 else "")
         details.update({"values_changed": len(ch)})
+        where_map = "every byte" if bug.period == 1 else (
+            f"lane{'s' if len(bug.lanes) > 1 else ''} {compress_lanes(bug.lanes)} of every {bug.period} bytes "
+            "(the other lanes match)")
         if bug.kind == "saturation":
-            text = (f"every byte value of A maps to one value of B and the {len(ch)} changed values become the "
-                    f"range's ends ({sample}): values clamped (saturation)")
+            text = (f"in {where_map}, each value of A maps to one value of B and the {len(ch)} changed values "
+                    f"become the range's ends ({sample}): values clamped (saturation)")
             hint = ("check the output's quantization range / the clamp applied (activation min/max, the "
-                    "requantization's saturation) against the reference's")
+                    "requantization's saturation) against the reference's"
+                    + ("" if bug.period == 1 else ", for that channel"))
         else:
-            text = (f"every byte value of A maps to one value of B in the same order ({len(ch)} values changed: "
-                    f"{sample}): one monotone requantization of every element")
-            hint = "check the output's quantization scale and zero point (and the requantization multiplier/shift)"
+            text = (f"in {where_map}, each value of A maps to one value of B in the same order ({len(ch)} values "
+                    f"changed: {sample}): one monotone requantization")
+            hint = ("check the output's quantization scale and zero point (and the requantization multiplier/shift)"
+                    + ("" if bug.period == 1 else ", for that channel"))
     elif isinstance(bug, Stale):
         rs = layout.record_size
         ranges = where["ranges"]

@@ -375,27 +375,34 @@ class Bits(Bug):
 @dataclass(frozen=True)
 class ValueMap(Bug):
     """Every byte value v of A becomes lut[v] in B (a wrong requantization scale or zero point; values clamped
-    to a range: saturation)."""
+    to a range: saturation), in every byte or only at `lanes` of every `period` bytes (one channel's clamp)."""
 
     lut: bytes = bytes(range(256))
     kind_name: str = "requantize"
+    period: int = 1
+    lanes: tuple = (0,)
 
     @property
     def kind(self):  # type: ignore[override]
         return self.kind_name
 
     def values(self, source, pos, pred, defined):
-        pred[defined] = np.frombuffer(self.lut, np.uint8)[pred[defined]]
+        where = defined if self.period == 1 else defined & np.isin(pos % self.period, np.asarray(self.lanes))
+        pred[where] = np.frombuffer(self.lut, np.uint8)[pred[where]]
 
     def changed(self) -> list[int]:
         return [v for v in range(256) if self.lut[v] != v]
 
     def params(self):
         ch = self.changed()
-        return {"values_changed": len(ch), "map": {f"0x{v:02x}": f"0x{self.lut[v]:02x}" for v in ch[:16]}}
+        out = {"values_changed": len(ch), "map": {f"0x{v:02x}": f"0x{self.lut[v]:02x}" for v in ch[:16]}}
+        if self.period > 1:
+            out.update({"period": self.period, "lanes": list(self.lanes)})
+        return out
 
     def spec(self):
-        return f"{self.kind_name}:" + self.lut.hex()
+        lanes = f":{self.period}:{compress_lanes(self.lanes)}" if self.period > 1 else ""
+        return f"{self.kind_name}:" + self.lut.hex() + lanes
 
 
 @dataclass(frozen=True)
@@ -495,8 +502,10 @@ BUG_HELP = (
     ("cacheline", "cacheline:N[:HEX|previous][:SEED]",
      "N random 64-byte cache lines hold HEX (default 00) or the previous run's bytes (--previous)"),
     ("bits", "bits:set|clear|flip:MASK[:PERIOD[:LANES]]", "bits MASK (hex) stuck at 1 / at 0 / flipped in those lanes"),
-    ("saturation", "saturation:LO-HI", "every value is clamped to LO..HI (unsigned bytes)"),
-    ("requantize", "requantize:SCALE[:OFFSET]", "every byte v becomes round(v * SCALE + OFFSET) clamped to 0..255"),
+    ("saturation", "saturation:LO-HI[:PERIOD[:LANES]]",
+     "every value (or those lanes') is clamped to LO..HI (unsigned bytes)"),
+    ("requantize", "requantize:SCALE[:OFFSET[:PERIOD[:LANES]]]",
+     "every byte v (or those lanes') becomes round(v * SCALE + OFFSET) clamped to 0..255"),
 )
 
 
@@ -568,13 +577,7 @@ def parse_bug(spec: str, size: int, previous=None) -> Bug:
                 return Strided(row, row, pitch, kind_name="pitch")
             return Strided(row, -pitch, row, kind_name="pitch")
         if kind == "signedness":
-            period = _int(args[0], "PERIOD") if args else 1
-            if period <= 0:
-                raise InputError("signedness PERIOD must be positive")
-            lanes = tuple(range(period))
-            if len(args) > 1:
-                lanes = tuple(sorted({x for s, e in _ranges_inclusive(args[1]) for x in range(s, e + 1)}))
-            return Signedness(period, lanes)
+            return Signedness(*_period_and_lanes(args, 0, kind))
         if kind == "lane_swap":
             word = args[0] if args else "32"
             perm = _WORDS.get(word) or tuple(_int(x, "P") for x in word.split(","))
@@ -612,12 +615,7 @@ def parse_bug(spec: str, size: int, previous=None) -> Bug:
             op, mask = args[0], _int("0x" + args[1], "MASK")
             if op not in ("set", "clear", "flip") or not 0 < mask < 256:
                 raise InputError("bits needs set|clear|flip and a mask of 01..ff")
-            period = _int(args[2], "PERIOD") if len(args) > 2 else 1
-            if period <= 0:
-                raise InputError("bits PERIOD must be positive")
-            lanes = range(period)
-            if len(args) > 3:
-                lanes = {x for s, e in _ranges_inclusive(args[3]) for x in range(s, e + 1)}
+            period, lanes = _period_and_lanes(args, 2, kind)
             masks = {"and": [0xFF] * period, "or": [0] * period, "xor": [0] * period}
             for lane in lanes:
                 if op == "set":
@@ -631,18 +629,32 @@ def parse_bug(spec: str, size: int, previous=None) -> Bug:
             (lo, hi), = _ranges_inclusive(args[0])
             if not 0 <= lo < hi <= 255:
                 raise InputError("saturation needs 0 <= LO < HI <= 255")
-            return ValueMap(bytes(np.clip(np.arange(256), lo, hi).astype(np.uint8)), "saturation")
+            return ValueMap(bytes(np.clip(np.arange(256), lo, hi).astype(np.uint8)), "saturation",
+                            *_period_and_lanes(args, 1, kind))
         if kind == "requantize":
             scale = _float(args[0], "SCALE")
             offset = _float(args[1], "OFFSET") if len(args) > 1 else 0.0
             lut = np.clip(np.rint(np.arange(256) * scale + offset), 0, 255).astype(np.uint8)
-            return ValueMap(bytes(lut), "requantize")
+            return ValueMap(bytes(lut), "requantize", *_period_and_lanes(args, 2, kind))
     except IndexError:
         pass
     else:
         raise InputError(f"unknown bug kind {kind!r}: one of {', '.join(k for k, _, _ in BUG_HELP)}")
     usage = next((u for k, u, _ in BUG_HELP if k == kind), kind)
     raise InputError(f"bug {spec!r} is missing parameters: {usage}")
+
+
+def _period_and_lanes(args, at: int, kind: str) -> tuple[int, tuple]:
+    """`[PERIOD[:LANES]]` from args[at:]: every byte by default; LANES (e.g. 1,3-4) of 0..PERIOD-1, default all."""
+    period = _int(args[at], "PERIOD") if len(args) > at else 1
+    if period <= 0:
+        raise InputError(f"{kind} PERIOD must be positive")
+    lanes = tuple(range(period))
+    if len(args) > at + 1:
+        lanes = tuple(sorted({x for s, e in _ranges_inclusive(args[at + 1]) for x in range(s, e + 1)}))
+        if not lanes or lanes[-1] >= period:
+            raise InputError(f"{kind} LANES must lie in 0..{period - 1}")
+    return period, lanes
 
 
 def _float(text: str, what: str) -> float:

@@ -41,6 +41,8 @@ def put(tmp_path):
     ("bits:clear:20:4:2", b"".join(A[i:i + 2] + bytes([A[i + 2] & 0xDF]) + A[i + 3:i + 4] for i in range(0, 12_000, 4))),
     ("saturation:20-230", bytes(min(230, max(20, x)) for x in A)),
     ("requantize:2:-100", bytes(min(255, max(0, 2 * x - 100)) for x in A)),
+    ("saturation:20-230:4:1", bytes(min(230, max(20, x)) if i % 4 == 1 else x for i, x in enumerate(A))),
+    ("requantize:2:-100:3:0,2", bytes(min(255, max(0, 2 * x - 100)) if i % 3 != 1 else x for i, x in enumerate(A))),
     ("page:0=2,2=0@4000", A[8000:] + A[4000:8000] + A[:4000]),
     ("page:missing:1@4000", A[:4000] + A[8000:]),
 ])
@@ -50,7 +52,8 @@ def test_generators_equal_independent_constructions(spec, expected):
 
 @pytest.mark.parametrize("spec", ["shift:7", "fill:100-200:cc", "truncation:5000", "oversize:96:32", "lane_swap:32",
                                   "signedness", "pitch:1000:1024", "stride:3:4:3", "lane_swap:16", "bits:flip:08",
-                                  "bits:set:40:4:1", "saturation:20-230", "requantize:1.5:-10", "cacheline:12:cc"])
+                                  "bits:set:40:4:1", "saturation:20-230", "requantize:1.5:-10", "cacheline:12:cc",
+                                  "bits:set:01", "bits:flip:01:4:3", "saturation:30-220:4:2", "requantize:0.5:40:2:1"])
 def test_every_generated_kind_is_named_and_exits_1(put, spec):
     b = apply_bug(parse_bug(spec, len(A)), A)
     result = diagnose_dumps(put(A), put(b))
@@ -105,7 +108,9 @@ def test_tolerance_applies_only_to_same_size_pairs(put):
                                            ("pitch:100:50", "PITCH"), ("relayout:99999", "2 records"),
                                            ("bits:stuck:80", "set|clear|flip"), ("saturation:200-10", "LO < HI"),
                                            ("requantize:x", "number"), ("page:1-2", "I=J"),
-                                           ("page:missing:9", "K <"), ("cacheline:0", "between")])
+                                           ("page:missing:9", "K <"), ("cacheline:0", "between"),
+                                           ("saturation:20-200:4:4", "LANES"), ("bits:set:01:0", "PERIOD"),
+                                           ("requantize:2:0:2:1-2", "LANES")])
 def test_bad_bug_specs(spec, fragment):
     with pytest.raises(InputError, match=fragment):
         parse_bug(spec, len(A))

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from forensics.diagnose import diagnose_dumps
+from forensics.layout import RecordLayout
 from tests.conftest import SHARED_CORAL
 
 PAGE, LINE = 4096, 64
@@ -258,6 +259,25 @@ def test_a_one_lsb_change_is_a_bit_only_where_bit_0_varies(tmp_path, seed):
         result = diagnose_dumps(_put(tmp_path, "a.bin", a2.tobytes()),
                                 _put(tmp_path, "b.bin", b2.astype(np.uint8).tobytes()))
         assert "bits" not in result.kinds and result.exit_code == 1, result.kinds
+
+
+@pytest.mark.parametrize("lanes", [(3,), (1, 2)])
+def test_one_channel_clamped_or_requantized(tmp_path, lanes):
+    """The box deltas' lanes (4 per anchor) or one class of the [1917, 91] scores, clamped or requantized alone:
+    the other lanes hold the values the map moves, so only a map of those lanes fits."""
+    deltas = np.clip(np.random.default_rng(4).normal(128, 30, (1917, 4)), 0, 255).astype(np.uint8)
+    b = deltas.copy()
+    b[:, list(lanes)] = np.clip(b[:, list(lanes)], 100, 160)
+    result = diagnose_dumps(_put(tmp_path, "a.bin", deltas.tobytes()), _put(tmp_path, "b.bin", b.tobytes()))
+    _check(result, "saturation", lambda f: (f["period"], f["lanes"]) == (4, list(lanes)), lanes)
+    assert "lane" in result.finding("saturation").evidence
+    scores = _scores_tensor(2)
+    scores[:, 7] = np.random.default_rng(5).integers(0, 256, 1917)  # a class whose scores vary
+    b = scores.copy()
+    b[:, 7] = np.clip(np.rint(scores[:, 7] * 0.5 + 60), 0, 255).astype(np.uint8)  # its own wrong scale
+    result = diagnose_dumps(_put(tmp_path, "a.bin", scores.tobytes()), _put(tmp_path, "b.bin", b.tobytes()),
+                            layout=RecordLayout(record_size=91))
+    _check(result, "requantize", lambda f: (f["period"], f["lanes"]) == (91, [7]), "class 7")
 
 
 def test_page_list_out_of_order_on_a_buffer_not_starting_on_a_page(tmp_path):
