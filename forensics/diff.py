@@ -35,7 +35,7 @@ class DifferingRecord:
     def to_dict(self, layout: RecordLayout | None = None) -> dict:
         out = {"index": self.index, "offset": self.offset, "a": self.a.hex(" "), "b": self.b.hex(" "),
                "xor": self.xor.hex(" ")}
-        if layout is not None and layout.quantized:
+        if layout is not None and layout.has_values:
             out["values_a"] = layout.values(self.a)
             out["values_b"] = layout.values(self.b)
         return out

@@ -45,7 +45,7 @@ class HexdumpResult:
         rows = []
         for r in self.rows:
             row = {"index": r.index, "offset": r.offset, "a": r.a.hex(" ")}
-            if self.layout.quantized and len(r.a) == self.layout.record_size:
+            if self.layout.has_values and len(r.a) == self.layout.record_size:
                 row["values_a"] = self.layout.values(r.a)
             if r.b is not None:
                 row["b"] = r.b.hex(" ")

@@ -44,6 +44,7 @@ class RecordLayout:
     pad_lanes: tuple[int, ...] = ()
     scale: float | None = None
     zero_point: int | None = None
+    element: str | None = None  # numpy dtype of multi-byte elements (a .npy of float32, int16): values decode it
 
     def __post_init__(self):
         if not isinstance(self.record_size, int) or self.record_size <= 0:
@@ -65,6 +66,28 @@ class RecordLayout:
             raise InputError(f"scale must be a positive finite number, got {self.scale}")
         if (self.scale is None) != (self.zero_point is None) and self.scale is None:
             raise InputError("a zero point needs a scale ({scale})", params=True)
+        if self.element is not None:
+            itemsize = self.element_dtype.itemsize
+            if self.record_size % itemsize:
+                raise InputError(f"a record of {self.record_size} bytes is not a whole number of "
+                                 f"{self.element_dtype.name} elements ({itemsize} bytes each)")
+            if self.fields is not None or self.pad_lanes:
+                raise InputError(f"field names and pad lanes name bytes: they do not apply to "
+                                 f"{self.element_dtype.name} elements")
+
+    @property
+    def element_dtype(self):
+        """The elements' numpy dtype (None: bytes)."""
+        if self.element is None:
+            return None
+        import numpy as np
+
+        return np.dtype(self.element)
+
+    @property
+    def has_values(self) -> bool:
+        """Whether `values` says more than the bytes do: dequantized lanes, or decoded elements."""
+        return self.quantized or self.element is not None
 
     @property
     def quantized(self) -> bool:
@@ -85,7 +108,16 @@ class RecordLayout:
         return (q - (self.zero_point or 0)) * self.scale
 
     def values(self, record: bytes) -> list:
-        """One number per lane: dequantized where quantization is known, raw for pad lanes."""
+        """One number per lane: dequantized where quantization is known, raw for pad lanes; one per element
+        when the record holds multi-byte elements."""
+        if self.element is not None:
+            import numpy as np
+
+            elements = np.frombuffer(record[:len(record) - len(record) % self.element_dtype.itemsize],
+                                     self.element_dtype)
+            if self.quantized:
+                return ((elements.astype(np.float64) - (self.zero_point or 0)) * self.scale).tolist()
+            return elements.tolist()
         if not self.quantized:
             return list(record)
         return [q if lane in self.pad_lanes else self.dequantize(q) for lane, q in enumerate(record)]

@@ -68,7 +68,7 @@ def dump_context(dump, *, model=None, tensor=None, labels=None, deps=None, **fla
             given["fields"] = None
         layout = dataclasses.replace(view.layout, **given)
     else:
-        layout = layout_from(dump.meta, **flags)
+        layout = _shaped_by_array(dump, layout_from(dump.meta, **flags), flags)
     geometry = None
     if model is not None or deps is not None:
         from forensics.geometry import geometry_for
@@ -80,6 +80,36 @@ def dump_context(dump, *, model=None, tensor=None, labels=None, deps=None, **fla
                 raise
             geometry = None  # the layout still helps when the model has no detection anchors
     return DumpContext(layout, view, geometry)
+
+
+def _shaped_by_array(dump, layout, flags):
+    """The layout as a .npy / .npz dump's own header shapes it, where flags and sidecar leave it open: one row of
+    the last axis is a record (an anchor's 4 box deltas, its 91 class scores), and multi-byte elements (float32,
+    int16), as the header or a sidecar's `dtype` names them, are decoded by `values`."""
+    meta = dump.meta
+
+    def said(attr):
+        return flags.get(attr) is not None or getattr(meta, attr, None) is not None
+
+    changes = {}
+    shape = getattr(dump, "npy_shape", None)
+    name = getattr(dump, "npy_dtype", None) or getattr(meta, "dtype", None)
+    try:
+        dtype = np.dtype(name) if name else None
+    except TypeError:
+        dtype = None  # a sidecar dtype numpy does not know: the bytes as they are
+    itemsize = dtype.itemsize if dtype is not None else 1
+    rows = int(np.prod(shape[:-1], dtype=np.int64)) if shape else 0
+    if rows > 1 and shape[-1] > 0 and not said("record_size") and not said("fields"):  # one row: a class vector
+        changes["record_size"] = int(shape[-1]) * itemsize
+    if dtype is not None and (itemsize > 1 or dtype.kind == "f") and dtype.kind in "iuf" and not said("fields") \
+            and not said("pad_lanes"):
+        size = changes.get("record_size", layout.record_size)
+        if size % itemsize == 0:
+            changes["element"] = dtype.str
+        elif not said("record_size"):  # the default 4-byte record is narrower than one float64
+            changes.update(record_size=itemsize, element=dtype.str)
+    return dataclasses.replace(layout, **changes) if changes else layout
 
 
 def element_type(dumps, context: DumpContext, *, record_given: bool) -> tuple[np.dtype, DumpContext]:

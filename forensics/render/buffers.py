@@ -31,10 +31,17 @@ def _lane_value(layout, lane: int, q: int) -> str:
     return _num(layout.dequantize(q)) if layout.quantized and lane not in layout.pad_lanes else f"{q:02x}"
 
 
+SHOW_ELEMENTS = 8  # decoded elements (float32, int16) spelled out before the rest is counted
+
+
 def _values(layout, record: bytes) -> str:
     """Dequantized data lanes (pad lanes left out: the raw bytes column shows them). A wide record names
-    only its lanes that are not at the zero point."""
+    only its lanes that are not at the zero point. Multi-byte elements: their values, the first few of a long
+    record."""
     vals = layout.values(record)
+    if layout.element is not None:
+        shown = " ".join(_num(v) for v in vals[:SHOW_ELEMENTS])
+        return shown + (f" ... ({len(vals)} values)" if len(vals) > SHOW_ELEMENTS else "")
     if len(record) <= WIDE:
         return " ".join(_num(v) for lane, v in enumerate(vals) if lane not in layout.pad_lanes)
     zero = layout.zero_point or 0
@@ -47,7 +54,15 @@ def _values(layout, record: bytes) -> str:
 
 
 def _changes(layout, a: bytes, b: bytes) -> str:
-    """`face 0 -> 0.9961, background 0.9961 -> 0.003906`: the data lanes where b departs from a."""
+    """`face 0 -> 0.9961, background 0.9961 -> 0.003906`: the data lanes where b departs from a (the elements,
+    `e3 0.25 -> 0.5`, of a record of multi-byte elements)."""
+    if layout.element is not None:
+        va, vb = layout.values(a), layout.values(b)
+        differ = [i for i, (x, y) in enumerate(zip(va, vb)) if x != y and not (x != x and y != y)]  # NaN == NaN
+        parts = [f"e{i} {_num(va[i])} -> {_num(vb[i])}" for i in differ[:SHOW_CHANGES]]
+        if len(differ) > SHOW_CHANGES:
+            parts.append(f"... {len(differ) - SHOW_CHANGES} more elements")
+        return ", ".join(parts) if parts else "no element differs in value (bits only: -0.0, NaN payloads)"
     names = layout.field_names
     lanes = [lane for lane in range(min(len(a), len(b))) if a[lane] != b[lane] and lane not in layout.pad_lanes]
     parts = [f"{names[lane]} {_lane_value(layout, lane, a[lane])} -> {_lane_value(layout, lane, b[lane])}"
@@ -236,20 +251,21 @@ def render_diff(result, geometry=None, *, unicode: bool | None = None, classes: 
                         f"page-rounded DMA allocation? compare the tensor's bytes only with --length {common})"))
     out.extend(stats_lines(result.stats, unicode=unicode))
     if result.records_differing:
-        lanes = _table(("lane", "right"), "name", ("records differing", "right"), ("max |delta|", "right"),
-                       title="lanes")
         wide = rs > WIDE
-        hidden = 0
-        for lane, (name, n, d) in enumerate(zip(result.layout.field_names, result.lane_differences,
-                                                result.lane_max_delta)):
-            if wide and n == 0:
-                hidden += 1
-                continue
-            lanes.add_row(str(lane), name, f"{n:,}", str(d))
-        out.append(lanes)
-        if hidden:
-            out.append(Text(f"{hidden} lanes without differences not shown"))
-        quant = result.layout.quantized and not wide
+        if result.layout.element is None:  # byte lanes; of float32 or int16 elements they say nothing
+            lanes = _table(("lane", "right"), "name", ("records differing", "right"), ("max |delta|", "right"),
+                           title="lanes")
+            hidden = 0
+            for lane, (name, n, d) in enumerate(zip(result.layout.field_names, result.lane_differences,
+                                                    result.lane_max_delta)):
+                if wide and n == 0:
+                    hidden += 1
+                    continue
+                lanes.add_row(str(lane), name, f"{n:,}", str(d))
+            out.append(lanes)
+            if hidden:
+                out.append(Text(f"{hidden} lanes without differences not shown"))
+        quant = result.layout.has_values and not wide
         cols = [("anchor", "right")] + (["where", "prior box"] if geometry is not None else [])
         cols += [("offset", "right")] + (["differing lanes: A -> B"] if wide else ["A", "B", "XOR"])
         if quant:
@@ -307,7 +323,7 @@ def render_anchors(result, geometry=None) -> list:
     head.append(f"{dom.count:,} / {result.records:,} anchors match ", style="bold")
     head.append(_hex(dom.record), style="bold cyan")
     head.append(f" ({pct:.2f}%)")
-    if layout.quantized:
+    if layout.has_values:
         head.append(f"  values: {_values(layout, dom.record)}")
     out = [head]
     if result.tied:
@@ -338,6 +354,8 @@ def render_anchors(result, geometry=None) -> list:
             wide = layout.record_size > WIDE
             if wide:
                 cols.append("departs from the dominant record in")
+            elif layout.element is not None:
+                cols.append("values")
             elif layout.quantized:
                 cols += [(n, "right") for lane, n in enumerate(names) if lane not in layout.pad_lanes]
             rows = []
@@ -346,6 +364,8 @@ def render_anchors(result, geometry=None) -> list:
                 row += [f"{r.offset:#x}", _hex(r.record)]
                 if wide:
                     row.append(_changes(layout, dom.record, r.record))
+                elif layout.element is not None:
+                    row.append(_values(layout, r.record))
                 elif layout.quantized:
                     row += [_num(v) for lane, v in enumerate(layout.values(r.record)) if lane not in layout.pad_lanes]
                 rows.append(row)
@@ -371,6 +391,10 @@ def _render_summary_tables(result) -> list:
             top.add_row(str(rank), _hex(r.record), f"{r.count:,}", f"{100.0 * r.count / result.records:.2f}%",
                         str(r.first_index))
         out.append(top)
+    if layout.element is not None:  # byte lanes of float32 or int16 elements say nothing of their values
+        out.append(Text(f"records of {layout.record_size // layout.element_dtype.itemsize} "
+                        f"{layout.element_dtype.name} values"))
+        return out
     lanes = _table(("lane", "right"), "name", ("min", "right"), ("max", "right"), ("distinct", "right"),
                    title="lanes")
     shown = [lane for lane in result.lanes if layout.record_size <= WIDE or lane.distinct > 1]
@@ -422,7 +446,7 @@ def render_hexdump(result) -> list:
     cols = ["", ("anchor", "right"), ("offset", "right"), "A" if two else "hex", "ascii"]
     if two:
         cols += ["B", "ascii", "differs"]
-    if layout.quantized:
+    if layout.has_values:
         cols.append("A values")
     table = _table(*cols)
     for r in result.rows:
@@ -432,7 +456,7 @@ def render_hexdump(result) -> list:
         if two:
             row += [_hex_marked(r.b or b"", diff), _ascii(r.b or b""),
                     ("lanes " + ",".join(map(str, diff))) if diff else ""]
-        if layout.quantized:
+        if layout.has_values:
             row.append(_values(layout, r.a) if len(r.a) == layout.record_size else "")
         table.add_row(*row)
     out = [Text(f"{result.path_a}" + (f"  vs  {result.path_b}" if two else "")), table]

@@ -149,3 +149,58 @@ def test_two_halves_keep_the_one_pass_order_and_cap(tmp_path, data):
     assert [x.index for x in r.nonuniform] == departing[:3] and r.nonuniform_total == len(departing)
     assert r.first_nonuniform_offset == (departing[0] if departing else None)
     assert r.dominant.first_index == data.index(best)
+
+
+# --- arrays that say their own shape and element type (.npy, .npz, a sidecar's dtype) ---------------------------
+
+def _npy(tmp_path, name, array):
+    import numpy as np
+
+    path = tmp_path / name
+    np.save(path, array)
+    return path
+
+
+def test_a_float_npy_is_read_as_rows_of_its_last_axis_and_shown_as_values(tmp_path, cli):
+    import numpy as np
+
+    boxes = np.tile(np.float32([0.1, 0.2, 0.3, 0.4]), (1917, 1))
+    boxes[5] = [1, 2, 3, 4]
+    boxes[100, 2] = -7.5
+    path = _npy(tmp_path, "boxes.npy", boxes)
+    doc = json.loads(cli("anchors", path, "--nonuniform", "--json").out)
+    assert doc["record_size"] == 16 and doc["records"] == 1917
+    assert doc["dominant_values"] == pytest.approx([0.1, 0.2, 0.3, 0.4], rel=1e-6)
+    assert [r["index"] for r in doc["nonuniform"]] == [5, 100]
+    assert doc["nonuniform"][1]["values"] == pytest.approx([0.1, 0.2, -7.5, 0.4], rel=1e-6)
+    table = cli("anchors", path, "--nonuniform").out
+    assert "values: 0.1 0.2 0.3 0.4" in " ".join(table.split()) and "0.1 0.2 -7.5 0.4" in table
+    assert "records of 4 float32 values" in cli("anchors", path).out  # not byte lanes of floats
+    hexdump = cli("hexdump", path, "--anchor", "5").out
+    assert "1 2 3 4" in hexdump
+    # --record still says what a record is: the bytes, as asked
+    assert json.loads(cli("anchors", path, "--record", "4", "--json").out)["record_size"] == 4
+
+
+def test_a_uint8_score_tensor_npy_has_one_anchor_per_row(tmp_path, cli):
+    import numpy as np
+
+    scores = np.zeros((1917, 91), np.uint8)
+    scores[:, 0] = 255
+    scores[3, 5] = 200
+    doc = json.loads(cli("anchors", _npy(tmp_path, "scores.npy", scores), "--nonuniform", "--json").out)
+    assert (doc["record_size"], doc["records"], doc["nonuniform_count"]) == (91, 1917, 1)
+    assert doc["nonuniform"][0]["index"] == 3
+
+
+def test_a_sidecar_dtype_decodes_a_raw_dump(tmp_path, cli):
+    import numpy as np
+
+    values = np.full(64, 0.5, np.float32)
+    values[9] = 2.0
+    raw = tmp_path / "out.bin"
+    raw.write_bytes(values.tobytes())
+    (tmp_path / "out.json").write_text(json.dumps({"dtype": "float32"}))
+    doc = json.loads(cli("anchors", raw, "--nonuniform", "--json").out)
+    assert doc["record_size"] == 4 and doc["dominant_values"] == [0.5]
+    assert [(r["index"], r["values"]) for r in doc["nonuniform"]] == [(9, [2.0])]

@@ -425,7 +425,7 @@ def test_big_endian_4d_npy_is_read_in_its_byte_order_and_located_as_y_x_z(tmp_pa
     b = a.copy()
     b[0, 4, 2, 1] += 3.0
     doc = json.loads(cli("diff", _npy(tmp_path, "a.npy", a), _npy(tmp_path, "b.npy", b), "--json").out)
-    assert doc["dtype"] == "float64" and doc["record_size"] == 8  # one element: the default 4 bytes widen
+    assert doc["dtype"] == "float64" and doc["record_size"] == 24  # a record: one (y, x) of 3 channels
     assert doc["stats"]["max_abs"] == pytest.approx(3.0, rel=1e-12) and doc["stats"]["differing"] == 1
     assert {k: doc["stats"]["worst"][k] for k in ("y", "x", "z")} == {"y": 4, "x": 2, "z": 1}
 
@@ -468,3 +468,18 @@ def test_a_longer_dump_whose_common_bytes_match_points_at_length(tmp_path, cli):
     assert cli("diff", pa.path, pb.path, "--length", "1032").code == 0
     other = write(tmp_path, "c.bin", a[:-1] + b"\x01" + bytes(100))
     assert "bytes of both match" not in cli("diff", pa.path, other.path).out
+
+
+def test_rows_of_a_float_npy_are_records_shown_with_their_values(tmp_path, cli):
+    a = np.tile(np.float32([0.25, 0.5, 0.75, 1.0]), (300, 1))
+    b = a.copy()
+    b[42, 1] = 0.625
+    pa, pb = _npy(tmp_path, "a.npy", a), _npy(tmp_path, "b.npy", b)
+    doc = json.loads(cli("diff", pa, pb, "--json").out)
+    assert doc["record_size"] == 16 and doc["records_differing"] == 1
+    record = doc["records"][0]
+    assert record["index"] == 42 and record["values_a"] == [0.25, 0.5, 0.75, 1.0]
+    assert record["values_b"] == [0.25, 0.625, 0.75, 1.0]
+    text = cli("diff", pa, pb, width=160).out
+    assert "A values" in text and "0.25 0.625 0.75 1" in text
+    assert "lane15" not in text  # no table of byte lanes of floats
