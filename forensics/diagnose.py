@@ -20,6 +20,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -438,14 +439,22 @@ class _Scored:
     size: int = 0
     touched: int = 0          # differing bytes where it predicts a value other than A's ...
     right: int = 0            # ... and of those, the ones it predicts right
+    slack_packed: np.ndarray | None = None  # the hits it has only because it lets them hold anything
 
     @property
     def hits(self) -> np.ndarray:
         return np.unpackbits(self.packed, count=self.size).view(bool)
 
+    @property
+    def slack_hits(self) -> np.ndarray:
+        if self.slack_packed is None:
+            return np.zeros(self.size, bool)
+        return np.unpackbits(self.slack_packed, count=self.size).view(bool)
+
 
 def _score(bug, src_a, region: _Region, n_a: int, n_b: int) -> _Scored:
     hits = np.zeros(region.diff.size, bool)
+    loose = np.zeros(region.diff.size, bool)
     false = np.zeros(region.diff.size, bool)
     predicted = wrong = touched = right = 0
     for (lo, hi), off in zip(region.blocks, region.starts[:-1].tolist()):
@@ -455,6 +464,7 @@ def _score(bug, src_a, region: _Region, n_a: int, n_b: int) -> _Scored:
         ok = slack | same
         d = region.diff[off:off + hi - lo]
         hits[off:off + hi - lo] = d & ok
+        loose[off:off + hi - lo] = d & slack & ~same
         false[off:off + hi - lo] = ~d & ~ok
         predicted += int(np.count_nonzero(defined))
         wrong += int(np.count_nonzero(defined & ~same))
@@ -472,22 +482,50 @@ def _score(bug, src_a, region: _Region, n_a: int, n_b: int) -> _Scored:
         found = int(np.count_nonzero(hits))
         nf = int(np.count_nonzero(false))
         if found and (nf > MAX_FALSE * found or nf and region.exact):  # it would change equal bytes: a span?
-            if region.exact:  # the span from the first to the last hit must hold throughout
-                f, l = int(np.argmax(hits)), hits.size - 1 - int(np.argmax(hits[::-1]))
-                span_hits = found
-            else:  # sampled blocks of a large pair: chance hits in far blocks must not stretch the span
-                f, l = _dense_span(hits, false, region.diff)
-                span_hits = int(np.count_nonzero(hits[f:l + 1]))
-                if span_hits < 0.9 * int(np.count_nonzero(region.diff[f:l + 1])):
-                    span_hits = 0
-            span_false = int(np.count_nonzero(false[f:l + 1]))
-            s, e = int(region.at([f])[0]), int(region.at([l])[0]) + 1
-            if span_hits and e - s >= SHIFT_WINDOW and span_false <= MAX_FALSE * span_hits:
-                bug = Shift(bug.k, s, e)
-                false[:f] = False
-                false[l + 1:] = False
+            for f, l, span_hits in _shift_spans(hits, false, loose, region):
+                span_false = int(np.count_nonzero(false[f:l + 1]))
+                s, e = int(region.at([f])[0]), int(region.at([l])[0]) + 1
+                if span_hits and e - s >= SHIFT_WINDOW and span_false <= MAX_FALSE * span_hits:
+                    bug = Shift(bug.k, s, e)
+                    for bits in (false, hits, loose):  # outside its span the shift claims nothing
+                        bits[:f] = False
+                        bits[l + 1:] = False
+                    break
     return _Scored(bug, np.packbits(hits), int(np.count_nonzero(false)), missing, _complexity(bug), hits.size,
-                   touched, right)
+                   touched, right, np.packbits(loose & hits) if loose.any() else None)
+
+
+TAKEN_SHARE = 0.8  # a shift's vacated bytes go to another candidate that predicts at least this share of them
+
+
+def _prefer_exact(scored: list, region: _Region) -> list:
+    """The candidates, each shift without the differing bytes it vacates (slack: they may hold anything) where
+    another candidate predicts most of them byte for byte. Why: a shift lets the bytes it vacates hold anything; when two blocks were
+    written in each other's place (tiles or scatter-gather entries out of order), the shift of one would
+    otherwise claim the other block as its vacated bytes, and one shift would be named for both. A shift
+    that loses bytes this way keeps the span its exact hits cover."""
+    strong = [c.hits & ~c.slack_hits for c in scored]
+    count = np.zeros(region.diff.size, np.int16)
+    for s in strong:
+        count += s
+    out = []
+    for c, s in zip(scored, strong):
+        if not isinstance(c.bug, Shift) or c.slack_packed is None:
+            out.append(c)
+            continue
+        slack = c.slack_hits
+        taken = slack & ((count - s) > 0)
+        if np.count_nonzero(taken) < TAKEN_SHARE * np.count_nonzero(slack):  # chance matches, not a block
+            out.append(c)
+            continue
+        hits = c.hits & ~taken
+        bug = c.bug
+        if isinstance(bug, Shift) and hits.any():
+            f, l = int(np.argmax(hits)), hits.size - 1 - int(np.argmax(hits[::-1]))
+            bug = Shift(bug.k, int(region.at([f])[0]), int(region.at([l])[0]) + 1)
+        out.append(dataclasses.replace(c, bug=bug, packed=np.packbits(hits),
+                                       slack_packed=np.packbits(c.slack_hits & ~taken)))
+    return out
 
 
 SHORTLIST = 12          # candidates scored on the whole region after a pre-score on small windows
@@ -524,6 +562,30 @@ def _shortlist(cands: list, src_a, src_b, region: _Region, n_a: int, n_b: int) -
             ranked.append((-gain, _RANK.get(c.kind, 99), sc.complexity, len(ranked), c))
     ranked.sort(key=lambda t: t[:4])
     return kept + [t[-1] for t in ranked[:SHORTLIST]]
+
+
+MIN_EXACT = 0.25  # a local shift's share of hits it predicts exactly (the rest: bytes it vacates)
+DENSE_SPAN_MIN = 4096  # the least block (a page, a scatter-gather entry) a shift is named for inside other data
+
+
+def _shift_spans(hits, false, loose, region: _Region):
+    """(first, last, hits inside) of the spans where a shift that fails over the whole buffer may hold, best
+    first. An exact region tries the span from the first to the last hit (which must then hold throughout);
+    then, as sampled blocks of a large pair always do, the densest span, so that chance hits elsewhere (on data
+    of few distinct values, a quarter of the bytes match anywhere) do not stretch it. A span must be mostly
+    bytes the shift predicts exactly, not the bytes it vacates (`loose`: they may hold anything)."""
+    def dense(f, l):  # the hits inside, when they are (nearly) all the span's differing bytes
+        span_hits = int(np.count_nonzero(hits[f:l + 1]))
+        exact = span_hits - int(np.count_nonzero(loose[f:l + 1]))
+        held = span_hits >= 0.9 * int(np.count_nonzero(region.diff[f:l + 1])) and exact >= MIN_EXACT * span_hits
+        return f, l, span_hits if held else 0
+
+    if region.exact:
+        yield dense(int(np.argmax(hits)), hits.size - 1 - int(np.argmax(hits[::-1])))
+    f, l = _dense_span(hits, false, region.diff)
+    if region.exact and l - f + 1 < DENSE_SPAN_MIN:
+        return  # two neighbouring records exchanged is what another inference looks like, not a block moved
+    yield dense(f, l)
 
 
 def _dense_span(hits, false, diff) -> tuple[int, int]:
@@ -1608,6 +1670,7 @@ def diagnose_dumps(dump_a, dump_b, *, layout: RecordLayout | None = None, previo
         d_s = int(np.count_nonzero(region.diff))
         scale = d_b / d_s if d_s else 0.0
         scored = [_score(c, src_a, region, n_a, n_b) for c in _shortlist(cands, src_a, src_b, region, n_a, n_b)]
+        scored = _prefer_exact(scored, region)
         chosen, union, missing_done = _select(scored, d_total, scale, missing, _chance(scan))
         chosen, union, missing_done = _unrelated_cut(chosen, union, missing_done, region, scale, min(n_a, n_b))
         explained = float(np.count_nonzero(union)) * scale + (missing if missing_done else 0)

@@ -29,15 +29,19 @@ def _pct(x: float) -> str:
 
 def _headline(result) -> str:
     named = [f for f in result.findings if f.kind != "head_window"]
-    kinds = ", ".join(dict.fromkeys(f.kind for f in named))
+    counts: dict[str, int] = {}
+    for f in named:
+        counts[f.kind] = counts.get(f.kind, 0) + 1
+    kinds = ", ".join(kind if n == 1 else f"{n} {kind}s" for kind, n in counts.items())  # 2 shifts: two blocks
+    verb = "explains" if len(named) == 1 else "explain"
     if result.verdict == "IDENTICAL":
         return "A and B are byte-identical"
     if result.verdict == "WITHIN TOLERANCE":
         return f"A and B differ by at most {result.tolerance} LSB per byte"
     if result.verdict == "EXPLAINED":
-        return f"{kinds} explain{'s' if len(named) == 1 else ''} the differing bytes"
+        return f"{kinds} {verb} the differing bytes"
     if result.verdict == "PARTLY EXPLAINED":
-        return f"{kinds} explain{'s' if len(named) == 1 else ''} {_pct(result.explained_fraction)} of the differing bytes"
+        return f"{kinds} {verb} {_pct(result.explained_fraction)} of the differing bytes"
     return f"no known bug pattern explains these {result.bytes_differing + abs(result.size_a - result.size_b):,} differing bytes"
 
 

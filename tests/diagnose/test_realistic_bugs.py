@@ -280,6 +280,41 @@ def test_one_channel_clamped_or_requantized(tmp_path, lanes):
     _check(result, "requantize", lambda f: (f["period"], f["lanes"]) == (91, [7]), "class 7")
 
 
+@pytest.mark.parametrize("buffer", ["f32", "i8", "i16", "scores"])
+def test_two_blocks_written_in_each_others_place_are_two_shifts(tmp_path, buffer, cli):
+    """The output's first two x-tiles (or scatter-gather entries) copied in the wrong order, of unequal sizes:
+    each block is named with its own shift and span; neither shift claims the other block as the bytes it
+    vacated (it may hold anything there), which used to name one shift for both blocks."""
+    a = BUFFERS[buffer](0)
+    t = len(a) // 4 // 64 * 64
+    t2 = t - 92 * 3
+    b = a[t:t + t2] + a[:t] + a[t + t2:]
+    pa, pb = _put(tmp_path, "a.bin", a), _put(tmp_path, "b.bin", b)
+    result = diagnose_dumps(pa, pb)
+    assert result.verdict == "EXPLAINED" and result.kinds == ("shift", "shift")
+    spans = sorted((f["shift_bytes"], f["span"]) for f in result.findings)
+    assert [k for k, _ in spans] == [-t, t2]
+    (_, early), (_, late) = spans
+    assert abs(early[0]) <= 64 and abs(early[1] - t2) <= 64  # B's first t2 bytes: A's second block, moved up
+    assert abs(late[0] - t2) <= 64 and abs(late[1] - (t + t2)) <= 64
+    assert cli("diagnose", pa, pb).out.startswith("EXPLAINED | 2 shifts explain the differing bytes")
+
+
+@pytest.mark.parametrize("seed", [0, 2, 5])
+def test_shuffled_rows_of_many_equal_rows_are_a_relayout_not_shifts(tmp_path, seed):
+    """A 19 x 19 x 576 feature map where a third of the pixels hold one constant row, its rows shuffled: a shift
+    by a whole number of rows 'matches' wherever two constant rows meet, and at the buffer's edge it vacates
+    bytes that may hold anything. Such a span is no block moved: the rows are a relayout."""
+    rng = np.random.default_rng(seed)
+    base = rng.integers(0, 40, (1, 1, 576))
+    fm = np.clip(base + rng.integers(0, 60, (19, 19, 576)) * (rng.random((19, 19, 1)) > 0.3), 0, 255)
+    rows = fm.astype(np.uint8).reshape(-1, 576)
+    b = rows[rng.permutation(len(rows))]
+    result = diagnose_dumps(_put(tmp_path, "a.bin", rows.tobytes()), _put(tmp_path, "b.bin", b.tobytes()),
+                            layout=RecordLayout(record_size=576))
+    assert result.kinds == ("relayout",) and result.verdict == "EXPLAINED", [f.evidence for f in result.findings]
+
+
 def test_page_list_out_of_order_on_a_buffer_not_starting_on_a_page(tmp_path):
     """A user buffer 0x200 bytes into its first page: the MDL's pages start at 0xe00 of the buffer."""
     a = _f32(0)
