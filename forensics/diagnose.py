@@ -40,7 +40,9 @@ EXIT_CODES = {"IDENTICAL": 0, "WITHIN TOLERANCE": 0, "EXPLAINED": 1, "PARTLY EXP
 
 DEFAULT_CHUNK = 2 << 20       # bytes per paired read; three reused buffers of this size per scan
 DEFAULT_MIN_RUN = 16          # a sentinel run shorter than this is taken as data that happens to match
-DEFAULT_MAX_SHIFT = 64 << 10  # how far (bytes) shift detection searches either way around each window
+DEFAULT_MAX_SHIFT = 64 << 10  # how far (bytes) shift detection searches either way around each window ...
+WHOLE_SHIFT_SEARCH = 1 << 20  # ... unless told: buffers up to this size are searched whole (a block copied
+                              # half a tensor away, a DMA chunk repeated), ~30 ms of bytes.find
 DEFAULT_WINDOW = 256          # the story's trap: the first 256 bytes shown by a hexdump
 SHIFT_WINDOW = 64             # bytes of B searched for in A
 SHIFT_SAMPLES = 16            # windows sampled across the differing chunks
@@ -1618,7 +1620,7 @@ def _as_dump(value, what: str) -> Dump:
 
 def diagnose_dumps(dump_a, dump_b, *, layout: RecordLayout | None = None, previous=None, model_view=None,
                    model=None, sentinels=None, tolerance: int | None = None, min_run: int = DEFAULT_MIN_RUN,
-                   max_shift: int = DEFAULT_MAX_SHIFT, window: int = DEFAULT_WINDOW,
+                   max_shift: int | None = None, window: int = DEFAULT_WINDOW,
                    chunk: int = DEFAULT_CHUNK, progress=None) -> DiagnoseResult:
     """Explain how B (under test) differs from A (reference) with the bug generators; see the module doc.
 
@@ -1630,8 +1632,11 @@ def diagnose_dumps(dump_a, dump_b, *, layout: RecordLayout | None = None, previo
     """
     dump_a, dump_b = _as_dump(dump_a, "dump_a"), _as_dump(dump_b, "dump_b")
     prev = _as_dump(previous, "previous") if previous is not None else None
-    if min_run <= 0 or window <= 0 or max_shift < 0 or chunk <= 0:
+    if min_run <= 0 or window <= 0 or (max_shift is not None and max_shift < 0) or chunk <= 0:
         raise InputError("min_run, window and chunk must be positive and max_shift not negative")
+    if max_shift is None:
+        largest = max(dump_a.size, dump_b.size)
+        max_shift = largest if largest <= WHOLE_SHIFT_SEARCH else DEFAULT_MAX_SHIFT
     if tolerance is not None and tolerance < 0:
         raise InputError(f"tolerance must not be negative, got {tolerance}")
     if layout is None:

@@ -987,7 +987,7 @@ def _lsb(tolerance, atol):
 
 def diagnose(a, b, *, previous=None, model=None, tensor=None, record=None, offset=None, fields=None, pad=None,
              scale=None, zero_point=None, sentinel=None, min_run: int = 16, window: int = 256,
-             max_shift: int = 64 << 10, length: int | None = None, gap_fill: int | None = None,
+             max_shift: int | None = None, length: int | None = None, gap_fill: int | None = None,
              progress=None, tolerance: int | None = None, atol=None) -> DiagnoseReport:
     """`forensics diagnose A B`: the verdict (IDENTICAL / WITHIN TOLERANCE exit 0; EXPLAINED / PARTLY
     EXPLAINED / UNEXPLAINED exit 1) and the named bugs behind a differing pair."""

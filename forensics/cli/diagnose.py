@@ -44,8 +44,9 @@ def register(subparsers, parents) -> None:
                    help="shortest sentinel run that counts as never written (default 16)")
     p.add_argument("--window", type=positive_int, default=256, metavar="BYTES",
                    help="the head window a quick look covers (default 256)")
-    p.add_argument("--max-shift", type=non_negative_int, default=64 << 10, metavar="BYTES",
-                   help="search for shifts up to this many bytes either way (default 65536)")
+    p.add_argument("--max-shift", type=non_negative_int, default=None, metavar="BYTES",
+                   help="search for shifts up to this many bytes either way (default: the whole buffer up to "
+                        "1 MiB, else 65536)")
     add_slice_flags(p, offset=False)
     p.set_defaults(handler=cmd_diagnose)
 

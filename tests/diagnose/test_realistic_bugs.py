@@ -300,6 +300,19 @@ def test_two_blocks_written_in_each_others_place_are_two_shifts(tmp_path, buffer
     assert cli("diagnose", pa, pb).out.startswith("EXPLAINED | 2 shifts explain the differing bytes")
 
 
+@pytest.mark.parametrize("buffer", ["f32", "i8", "i16", "scores"])
+def test_a_chunk_copied_twice_is_found_however_far_it_moved(tmp_path, buffer):
+    """The second half of B repeats the first half of A (a DMA descriptor pointing at the same chunk twice):
+    a shift of half the buffer, beyond the 64 KiB searched around each window of a large pair; a buffer of up
+    to 1 MiB is searched whole unless --max-shift says otherwise."""
+    a = BUFFERS[buffer](0)
+    h = len(a) // 2 // 4 * 4
+    pa, pb = _put(tmp_path, "a.bin", a), _put(tmp_path, "b.bin", a[:h] + a[:h] + a[2 * h:])
+    _check(diagnose_dumps(pa, pb), "shift", lambda f: f["shift_bytes"] == h, buffer)
+    narrow = diagnose_dumps(pa, pb, max_shift=1024)  # told to look no further: nothing that far is named
+    assert narrow.finding("shift") is None or narrow.finding("shift")["shift_bytes"] != h
+
+
 @pytest.mark.parametrize("seed", [0, 2, 5])
 def test_shuffled_rows_of_many_equal_rows_are_a_relayout_not_shifts(tmp_path, seed):
     """A 19 x 19 x 576 feature map where a third of the pixels hold one constant row, its rows shuffled: a shift
