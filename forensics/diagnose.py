@@ -480,7 +480,7 @@ def _score(bug, src_a, region: _Region, n_a: int, n_b: int) -> _Scored:
         missing = abs(Strided(bug.width, bug.src, bug.dst).size_out(n_a) - n_b) < STRIDE_SLACK
     if isinstance(bug, Stale):
         false[:] = False  # parts of B rewritten this run are no evidence against staleness elsewhere
-    if isinstance(bug, Shift) and bug.start is None:
+    if isinstance(bug, (Shift, LaneSwap)) and bug.start is None:
         found = int(np.count_nonzero(hits))
         nf = int(np.count_nonzero(false))
         if found and (nf > MAX_FALSE * found or nf and region.exact):  # it would change equal bytes: a span?
@@ -488,7 +488,7 @@ def _score(bug, src_a, region: _Region, n_a: int, n_b: int) -> _Scored:
                 span_false = int(np.count_nonzero(false[f:l + 1]))
                 s, e = int(region.at([f])[0]), int(region.at([l])[0]) + 1
                 if span_hits and e - s >= SHIFT_WINDOW and span_false <= MAX_FALSE * span_hits:
-                    bug = Shift(bug.k, s, e)
+                    bug = _local(bug, s, e)
                     for bits in (false, hits, loose):  # outside its span the shift claims nothing
                         bits[:f] = False
                         bits[l + 1:] = False
@@ -564,6 +564,16 @@ def _shortlist(cands: list, src_a, src_b, region: _Region, n_a: int, n_b: int) -
             ranked.append((-gain, _RANK.get(c.kind, 99), sc.complexity, len(ranked), c))
     ranked.sort(key=lambda t: t[:4])
     return kept + [t[-1] for t in ranked[:SHORTLIST]]
+
+
+def _local(bug, start: int, end: int):
+    """The shift or lane swap limited to B's bytes [start, end) (a lane swap's to whole words)."""
+    if isinstance(bug, Shift):
+        return Shift(bug.k, start, end)
+    p = len(bug.permutation)
+    start -= (start - bug.offset) % p
+    end += -(end - bug.offset) % p
+    return LaneSwap(bug.permutation, bug.offset, start, end)
 
 
 MIN_EXACT = 0.25  # a local shift's share of hits it predicts exactly (the rest: bytes it vacates)
@@ -1455,7 +1465,9 @@ def _finding(c: _Scored, region, layout, ctx: dict, explains: float) -> list:
             text = f"the lane (class / channel) order of every {len(perm)}-byte record is reversed: {mapping}"
         else:
             mapping = ", ".join(f"B lane {i} = A lane {j}" for i, j in enumerate(perm) if i != j)
-            text = f"{bug.describe()} in every {len(perm)}-byte word: {mapping}"
+            where_words = "" if bug.start is None else (
+                f" of bytes {bug.start:#x}-{bug.end - 1:#x} ({bug.end - bug.start:,} bytes; the rest matches A)")
+            text = f"{bug.describe()} in every {len(perm)}-byte word{where_words}: {mapping}"
         hint = (f"bytes of {b} move within each word: check element endianness and the lane / channel order "
                 "the driver assumes")
     elif isinstance(bug, Pages):

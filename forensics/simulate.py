@@ -259,6 +259,8 @@ class LaneSwap(Bug):
 
     permutation: tuple = (1, 0)
     offset: int = 0
+    start: int | None = None  # only the words inside [start, end) (a chunk copied with another byte order)
+    end: int | None = None
     kind = "lane_swap"
 
     def index(self, n, pos):
@@ -268,6 +270,8 @@ class LaneSwap(Bug):
         perm = np.asarray(self.permutation, np.int64)
         idx = self.offset + base + perm[rel % p]
         whole = (rel >= 0) & (base + p + self.offset <= n)
+        if self.start is not None:
+            whole &= (self.offset + base >= self.start) & (self.offset + base + p <= self.end)
         return np.where(whole, idx, pos)
 
     @property
@@ -278,11 +282,15 @@ class LaneSwap(Bug):
         return _PERM_TEXT.get(self.word or "", "bytes permuted within each record")
 
     def params(self):
-        return {"permutation": list(self.permutation), "word_bytes": len(self.permutation),
-                "endianness": self.word in ("16", "32", "64")}
+        out = {"permutation": list(self.permutation), "word_bytes": len(self.permutation),
+               "endianness": self.word in ("16", "32", "64")}
+        if self.start is not None:
+            out.update({"scope": "local", "span": [self.start, self.end]})
+        return out
 
     def spec(self):
-        return f"lane_swap:{self.word or ','.join(map(str, self.permutation))}"
+        span = "" if self.start is None else f"@{self.start}-{self.end}"
+        return f"lane_swap:{self.word or ','.join(map(str, self.permutation))}{span}"
 
 
 @dataclass(frozen=True)
@@ -494,7 +502,8 @@ BUG_HELP = (
     ("stride", "stride:Z:SRC:DST[:PADHEX]", "Z-byte records at SRC-byte stride in A land DST bytes apart in B"),
     ("pitch", "pitch:ROW:PITCH", "ROW-byte rows of A land PITCH bytes apart in B (PITCH < 0: A is pitched)"),
     ("signedness", "signedness[:PERIOD[:LANES]]", "the sign bit of those lanes (default all bytes) is flipped"),
-    ("lane_swap", "lane_swap:16|32|64|halves|rgb|P,E,R,M", "bytes permuted in every word (byte order, RGB/BGR)"),
+    ("lane_swap", "lane_swap:16|32|64|halves|rgb|P,E,R,M[@START-END]",
+     "bytes permuted in every word (byte order, RGB/BGR); only in START-END"),
     ("relayout", "relayout:RECORD[:SEED]", "B's RECORD-byte records are A's in a shuffled order"),
     ("stale", "stale[:START-END,...]", "those bytes (default all) hold the previous run's buffer (--previous)"),
     ("page", "page:I=J[,I=J...][@PAGE]|page:missing:K[@PAGE]",
@@ -579,10 +588,13 @@ def parse_bug(spec: str, size: int, previous=None) -> Bug:
         if kind == "signedness":
             return Signedness(*_period_and_lanes(args, 0, kind))
         if kind == "lane_swap":
-            word = args[0] if args else "32"
+            word, _, span = (args[0] if args else "32").partition("@")
             perm = _WORDS.get(word) or tuple(_int(x, "P") for x in word.split(","))
             if sorted(perm) != list(range(len(perm))) or len(perm) < 2:
                 raise InputError(f"lane_swap permutation {word!r} must reorder 0..n-1 (or 16, 32, 64, halves, rgb)")
+            if span:
+                (s, e), = _ranges(span)
+                return LaneSwap(tuple(perm), 0, s, min(e, size))
             return LaneSwap(tuple(perm))
         if kind == "relayout":
             record = _int(args[0], "RECORD") if args else 4

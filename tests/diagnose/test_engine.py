@@ -34,6 +34,8 @@ def put(tmp_path):
     ("truncation:5000:ff", A[:5000] + b"\xff" * 7000),
     ("oversize:96:32", bytes(32) + A + bytes(64)),
     ("lane_swap:32", np.frombuffer(A, np.uint8).reshape(-1, 4)[:, ::-1].tobytes()),
+    ("lane_swap:16@4000-8000", A[:4000] + np.frombuffer(A[4000:8000], np.uint8).reshape(-1, 2)[:, ::-1].tobytes()
+     + A[8000:]),
     ("signedness", bytes(x ^ 0x80 for x in A)),
     ("pitch:1000:1024", b"".join(A[i:i + 1000] + bytes(24) for i in range(0, 12_000, 1000))[:-24]),
     ("stride:3:4:3", np.frombuffer(A, np.uint8).reshape(-1, 4)[:, :3].tobytes()),

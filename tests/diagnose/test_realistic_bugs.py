@@ -313,6 +313,21 @@ def test_a_chunk_copied_twice_is_found_however_far_it_moved(tmp_path, buffer):
     assert narrow.finding("shift") is None or narrow.finding("shift")["shift_bytes"] != h
 
 
+@pytest.mark.parametrize("buffer", ["f32", "i8", "i16", "scores"])
+def test_one_chunk_in_the_other_byte_order_is_a_local_lane_swap(tmp_path, buffer, cli):
+    """The middle third of B copied with 32-bit byte order reversed (one DMA chunk set up for the other
+    endianness): a lane swap of that span only, its bounds on whole words, the rest matching."""
+    a = BUFFERS[buffer](0)
+    arr = np.frombuffer(a, np.uint8)
+    lo, hi = len(a) // 3 // 4 * 4, 2 * len(a) // 3 // 4 * 4
+    b = arr.copy()
+    b[lo:hi] = arr[lo:hi].reshape(-1, 4)[:, ::-1].ravel()
+    pa, pb = _put(tmp_path, "a.bin", a), _put(tmp_path, "b.bin", b.tobytes())
+    _check(diagnose_dumps(pa, pb), "lane_swap",
+           lambda f: f["permutation"] == [3, 2, 1, 0] and f["span"] == [lo, hi] and f["scope"] == "local", buffer)
+    assert f"of bytes {lo:#x}-{hi - 1:#x}" in " ".join(cli("diagnose", pa, pb, width=200).out.split())
+
+
 @pytest.mark.parametrize("seed", [0, 2, 5])
 def test_shuffled_rows_of_many_equal_rows_are_a_relayout_not_shifts(tmp_path, seed):
     """A 19 x 19 x 576 feature map where a third of the pixels hold one constant row, its rows shuffled: a shift
