@@ -17,10 +17,10 @@ fractions are then estimates and `exact` is false). Memory stays bounded for GiB
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import os
-import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -502,10 +502,10 @@ TAKEN_SHARE = 0.8  # a shift's vacated bytes go to another candidate that predic
 
 def _prefer_exact(scored: list, region: _Region) -> list:
     """The candidates, each shift without the differing bytes it vacates (slack: they may hold anything) where
-    another candidate predicts most of them byte for byte. Why: a shift lets the bytes it vacates hold anything; when two blocks were
-    written in each other's place (tiles or scatter-gather entries out of order), the shift of one would
-    otherwise claim the other block as its vacated bytes, and one shift would be named for both. A shift
-    that loses bytes this way keeps the span its exact hits cover."""
+    another candidate predicts most of them byte for byte. Why: when two blocks were written in each other's
+    place (tiles or scatter-gather entries out of order), the shift of one would otherwise claim the other block
+    as its vacated bytes, and one shift would be named for both. A shift that loses bytes this way keeps the
+    span its exact hits cover."""
     strong = [c.hits & ~c.slack_hits for c in scored]
     count = np.zeros(region.diff.size, np.int16)
     for s in strong:
@@ -522,7 +522,7 @@ def _prefer_exact(scored: list, region: _Region) -> list:
             continue
         hits = c.hits & ~taken
         bug = c.bug
-        if isinstance(bug, Shift) and hits.any():
+        if hits.any():
             f, l = int(np.argmax(hits)), hits.size - 1 - int(np.argmax(hits[::-1]))
             bug = Shift(bug.k, int(region.at([f])[0]), int(region.at([l])[0]) + 1)
         out.append(dataclasses.replace(c, bug=bug, packed=np.packbits(hits),
