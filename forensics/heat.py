@@ -76,11 +76,18 @@ def _value_lanes(layout, lane):
 def anchors_heat(records, layout, *, lane: int | None = None, dominant: bytes | None = None,
                  marked: tuple[int, ...] | None = None) -> AnchorHeat:
     """`anchors --heatmap/--grid`: per anchor the maximum non-background lane (lanes after the first data
-    lane; pad lanes skipped) or the chosen `lane`, dequantized when the layout has a scale; the anchors whose
+    lane; pad lanes skipped) or the chosen `lane`, dequantized when the layout has a scale (for multi-byte
+    elements, float32 or int16, lanes are elements and the value is theirs); the anchors whose
     record departs from `dominant` (the mode) are marked, or the anchors in `marked` when given (a buffer
     without a dominant record: its highest-scoring anchors).
     """
     records = np.asarray(records, dtype=np.uint8)
+    if layout.element is not None:  # float32 / int16 elements: their values, lanes counted in elements
+        lanes, label = _value_lanes(_element_layout(layout), lane)
+        values = anchor_values(_elements(records, layout), lanes)
+        finite = values[np.isfinite(values)]
+        lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (None, None)
+        return _heat(records, values, label, lo, hi, dominant, marked)
     lanes, label = _value_lanes(layout, lane)
     if layout.quantized:
         values = anchor_values(records, lanes, scale=layout.scale, zero_point=layout.zero_point or 0)
@@ -89,6 +96,11 @@ def anchors_heat(records, layout, *, lane: int | None = None, dominant: bytes | 
     else:
         values = anchor_values(records, lanes)
         lo, hi = 0.0, 255.0
+    return _heat(records, values, label, lo, hi, dominant, marked)
+
+
+def _heat(records, values, label, lo, hi, dominant, marked) -> AnchorHeat:
+    """The heat with its marked anchors: `marked` when given, else the records that depart from `dominant`."""
     if marked is not None:
         return AnchorHeat(values, tuple(int(i) for i in marked), label, lo, hi)
     marked = ()
@@ -100,14 +112,31 @@ def anchors_heat(records, layout, *, lane: int | None = None, dominant: bytes | 
 
 
 def diff_heat(records_a, records_b, layout, *, lane: int | None = None, tolerance: int = 0) -> AnchorHeat:
-    """`diff --heatmap/--grid`: per anchor the largest |a - b| over the data lanes (or `lane`), in LSB;
-    anchors differing by more than `tolerance` LSB in those lanes are marked."""
+    """`diff --heatmap/--grid`: per anchor the largest |a - b| over the data lanes (or `lane`), in LSB (in the
+    elements' own units for float32 / int16 elements); anchors differing by more than `tolerance` are marked."""
     a = np.asarray(records_a, dtype=np.uint8)
     b = np.asarray(records_b, dtype=np.uint8)
+    unit = " (LSB)"
+    if layout.element is not None:  # float32 / int16 elements: differences of their values
+        a, b = _elements(a, layout), _elements(b, layout)
+        layout, unit = _element_layout(layout), ""
     if lane is not None:
         lanes, label = _value_lanes(layout, lane)
     else:
         lanes, label = tuple(layout.data_lanes), "max |a - b| over lanes"
     delta = anchor_differences(a, b, lanes)
     marked = tuple(int(i) for i in np.flatnonzero(delta > tolerance))
-    return AnchorHeat(delta, marked, label + " (LSB)", 0.0, None)
+    return AnchorHeat(delta, marked, label + unit, 0.0, None)
+
+
+def _elements(records: np.ndarray, layout) -> np.ndarray:
+    """[N, record bytes] uint8 as [N, elements] of the layout's element type (float64 values)."""
+    dtype = layout.element_dtype
+    return np.ascontiguousarray(records).view(dtype).astype(np.float64)
+
+
+def _element_layout(layout):
+    """A layout whose lanes are the elements (for value_lanes: element 0 is the background class)."""
+    from forensics.layout import RecordLayout
+
+    return RecordLayout(record_size=layout.record_size // layout.element_dtype.itemsize)

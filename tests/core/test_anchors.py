@@ -204,3 +204,30 @@ def test_a_sidecar_dtype_decodes_a_raw_dump(tmp_path, cli):
     doc = json.loads(cli("anchors", raw, "--nonuniform", "--json").out)
     assert doc["record_size"] == 4 and doc["dominant_values"] == [0.5]
     assert [(r["index"], r["values"]) for r in doc["nonuniform"]] == [(9, [2.0])]
+
+
+def test_pictures_of_float_scores_use_their_values(tmp_path, cli):
+    """A (2034, 2) float32 score array with the face detector's anchors: the map's value is the face score
+    (element 1), not a byte of it, and its scale runs over the scores' values."""
+    import numpy as np
+
+    from forensics.heat import anchors_heat, diff_heat
+    from forensics.layout import RecordLayout
+
+    scores = np.zeros((2034, 2), np.float32)
+    scores[:, 0] = 0.99
+    scores[203] = [0.004, 0.996]
+    layout = RecordLayout(record_size=8, element="<f4")
+    records = scores.view(np.uint8).reshape(2034, 8)
+    heat = anchors_heat(records, layout, dominant=records[0].tobytes())
+    assert heat.peak_anchor == 203 and heat.values[203] == pytest.approx(0.996, rel=1e-6)
+    assert heat.marked == (203,) and (heat.vmin, heat.vmax) == pytest.approx((0.0, 0.996), rel=1e-6)
+    other = scores.copy()
+    other[500] = [0.5, 0.5]
+    delta = diff_heat(records, other.view(np.uint8).reshape(2034, 8), layout)
+    assert delta.marked == (500,) and delta.values[500] == pytest.approx(0.5) and "LSB" not in delta.label
+    path = _npy(tmp_path, "scores.npy", scores)
+    png = tmp_path / "heat.png"
+    doc = json.loads(cli("anchors", path, "--deps", "dumps/face_ssd", "--heatmap", png, "--json").out)
+    assert doc["heatmap"]["peak_anchor"] == 203 and doc["heatmap"]["vmax"] == pytest.approx(0.996, rel=1e-6)
+    assert png.stat().st_size > 0
