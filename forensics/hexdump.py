@@ -49,6 +49,8 @@ class HexdumpResult:
                 row["values_a"] = self.layout.values(r.a)
             if r.b is not None:
                 row["b"] = r.b.hex(" ")
+                if self.layout.has_values and len(r.b) == self.layout.record_size:
+                    row["values_b"] = self.layout.values(r.b)
                 row["differing_lanes"] = list(r.differing)
             rows.append(row)
         return {"path_a": self.path_a, "path_b": self.path_b, "record_size": self.layout.record_size,

@@ -483,3 +483,5 @@ def test_rows_of_a_float_npy_are_records_shown_with_their_values(tmp_path, cli):
     text = cli("diff", pa, pb, width=160).out
     assert "A values" in text and "0.25 0.625 0.75 1" in text
     assert "lane15" not in text  # no table of byte lanes of floats
+    rows = json.loads(cli("hexdump", pa, pb, "--anchor", "42", "--context", "0", "--json").out)["rows"]
+    assert rows[0]["values_a"] == [0.25, 0.5, 0.75, 1.0] and rows[0]["values_b"] == [0.25, 0.625, 0.75, 1.0]
