@@ -523,10 +523,10 @@ def _prefer_exact(scored: list, region: _Region) -> list:
         hits = c.hits & ~taken
         bug = c.bug
         if hits.any():
-            f, l = int(np.argmax(hits)), hits.size - 1 - int(np.argmax(hits[::-1]))
+            f, l = _extent(hits)
             bug = Shift(bug.k, int(region.at([f])[0]), int(region.at([l])[0]) + 1)
         out.append(dataclasses.replace(c, bug=bug, packed=np.packbits(hits),
-                                       slack_packed=np.packbits(c.slack_hits & ~taken)))
+                                       slack_packed=np.packbits(slack & ~taken)))
     return out
 
 
@@ -566,6 +566,11 @@ def _shortlist(cands: list, src_a, src_b, region: _Region, n_a: int, n_b: int) -
     return kept + [t[-1] for t in ranked[:SHORTLIST]]
 
 
+def _extent(bits: np.ndarray) -> tuple[int, int]:
+    """[first, last] indices of the True bits of a mask with at least one."""
+    return int(np.argmax(bits)), bits.size - 1 - int(np.argmax(bits[::-1]))
+
+
 def _local(bug, start: int, end: int):
     """The shift or lane swap limited to B's bytes [start, end) (a lane swap's to whole words)."""
     if isinstance(bug, Shift):
@@ -593,7 +598,7 @@ def _shift_spans(hits, false, loose, region: _Region):
         return f, l, span_hits if held else 0
 
     if region.exact:
-        yield dense(int(np.argmax(hits)), hits.size - 1 - int(np.argmax(hits[::-1])))
+        yield dense(*_extent(hits))
     f, l = _dense_span(hits, false, region.diff)
     if region.exact and l - f + 1 < DENSE_SPAN_MIN:
         return  # two neighbouring records exchanged is what another inference looks like, not a block moved
@@ -1131,14 +1136,21 @@ def _cacheline_candidates(region: _Region, fills, previous_src) -> list:
     return out
 
 
+def _runs(d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """[start, end) region indices of the runs of True in a non-empty mask, from their edges (no per-byte
+    offsets)."""
+    edges = np.flatnonzero(d[1:] != d[:-1]) + 1
+    starts = np.concatenate(([0] if d[0] else [], edges[d[edges]])).astype(np.int64)
+    ends = np.concatenate((edges[~d[edges]], [d.size] if d[-1] else [])).astype(np.int64)
+    return starts, ends
+
+
 def _scattered_lines(region: _Region, d: np.ndarray, most: int = 4) -> np.ndarray | None:
     """The cache lines holding the differences `d` (a mask over the region), when they form at least two
     separate runs of at most `most` lines; else None."""
     if not d.any():
         return None
-    edges = np.flatnonzero(d[1:] != d[:-1]) + 1  # runs of differing bytes, from their edges (no per-byte offsets)
-    starts = np.concatenate(([0] if d[0] else [], edges[d[edges]])).astype(np.int64)
-    ends = np.concatenate((edges[~d[edges]], [d.size] if d[-1] else [])).astype(np.int64)
+    starts, ends = _runs(d)
     if not starts.size or starts.size > 1 << 16:
         return None
     first, last = region.at(starts) // LINE, region.at(ends - 1) // LINE
@@ -1159,9 +1171,7 @@ def _whole_pages(region: _Region, d: np.ndarray, size: int) -> int | None:
     Exact pairs only."""
     if not region.exact or not d.any():
         return None
-    edges = np.flatnonzero(d[1:] != d[:-1]) + 1
-    starts = np.concatenate(([0] if d[0] else [], edges[d[edges]])).astype(np.int64)
-    ends = np.concatenate((edges[~d[edges]], [d.size] if d[-1] else [])).astype(np.int64)
+    starts, ends = _runs(d)
     keep = np.concatenate(([True], starts[1:] - ends[:-1] >= 256))
     starts, ends = starts[keep], np.concatenate((ends[np.flatnonzero(keep)[1:] - 1], ends[-1:]))
     slack = 256

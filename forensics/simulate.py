@@ -76,6 +76,11 @@ class Bug:
         return self.kind
 
 
+def _at_lanes(pos: np.ndarray, period: int, lanes) -> np.ndarray:
+    """Which of the byte offsets `pos` fall on `lanes` of every `period` bytes."""
+    return np.isin(pos % period, np.asarray(lanes))
+
+
 def _pattern_at(pattern: bytes, pos: np.ndarray) -> np.ndarray:
     return np.frombuffer(pattern, np.uint8)[pos % len(pattern)]
 
@@ -235,7 +240,7 @@ class Signedness(Bug):
     kind = "signedness"
 
     def values(self, source, pos, pred, defined):
-        m = np.isin(pos % self.period, np.asarray(self.lanes)) & defined
+        m = _at_lanes(pos, self.period, self.lanes) & defined
         pred[m] ^= 0x80
 
     def params(self):
@@ -395,7 +400,7 @@ class ValueMap(Bug):
         return self.kind_name
 
     def values(self, source, pos, pred, defined):
-        where = defined if self.period == 1 else defined & np.isin(pos % self.period, np.asarray(self.lanes))
+        where = defined if self.period == 1 else defined & _at_lanes(pos, self.period, self.lanes)
         pred[where] = np.frombuffer(self.lut, np.uint8)[pred[where]]
 
     def changed(self) -> list[int]:
