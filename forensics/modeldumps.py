@@ -82,10 +82,17 @@ def dump_context(dump, *, model=None, tensor=None, labels=None, deps=None, **fla
     return DumpContext(layout, view, geometry)
 
 
+def _said_dtype(dump) -> str | None:
+    """The element type a dump says it holds: its .npy / .npz header's, else its sidecar's `dtype`."""
+    return getattr(dump, "npy_dtype", None) or getattr(dump.meta, "dtype", None)
+
+
 def _shaped_by_array(dump, layout, flags):
     """The layout as a .npy / .npz dump's own header shapes it, where flags and sidecar leave it open: one row of
     the last axis is a record (an anchor's 4 box deltas, its 91 class scores), and multi-byte elements (float32,
     int16), as the header or a sidecar's `dtype` names them, are decoded by `values`."""
+    from forensics.stats import element_dtype
+
     meta = dump.meta
 
     def said(attr):
@@ -93,9 +100,9 @@ def _shaped_by_array(dump, layout, flags):
 
     changes = {}
     shape = getattr(dump, "npy_shape", None)
-    name = getattr(dump, "npy_dtype", None) or getattr(meta, "dtype", None)
+    name = _said_dtype(dump)
     try:
-        dtype = np.dtype(name) if name else None
+        dtype = element_dtype(name) if name else None
     except TypeError:
         dtype = None  # a sidecar dtype numpy does not know: the bytes as they are
     itemsize = dtype.itemsize if dtype is not None else 1
@@ -125,7 +132,7 @@ def element_type(dumps, context: DumpContext, *, record_given: bool) -> tuple[np
 
         said = [(NUMPY_DTYPES.get(context.view.tensor.dtype, "u1"), None)]
     else:
-        said = [(d.npy_dtype or getattr(d.meta, "dtype", None), d.path) for d in dumps]
+        said = [(_said_dtype(d), d.path) for d in dumps]
         said = [(name, path) for name, path in said if name]
     names = {element_dtype(name) for name, _ in said}
     if len(names) > 1:
