@@ -89,13 +89,20 @@ def _check_size(spec: IngestSpec, meta: dict, dump) -> None:
         raise InputError(f"is {size} bytes; {spec.label} is {list(shape)} {dtype}, {want} bytes", spec.path)
 
 
-def _array_meta(dump) -> dict:
-    """dtype and shape of a .npy / .npz array dump (its header says them), else nothing."""
+def _array_meta(dump, spec: IngestSpec) -> dict:
+    """dtype and shape of a .npy / .npz array dump (its header says them), else nothing. A run holds numbers:
+    an array of strings or objects is refused here, before anything is written (a reader refuses the run)."""
     if dump.npy_dtype is None:
         return {}
     import numpy as np
 
-    return {"dtype": np.dtype(dump.npy_dtype).name, "shape": tuple(dump.npy_shape)}
+    from forensics.dump import is_numeric_dtype
+
+    dtype = np.dtype(dump.npy_dtype)
+    if not is_numeric_dtype(dtype.str):
+        raise InputError(f"holds a {dtype.str!r} array, not numbers; a run's buffers are numeric (uint8, "
+                         f"int8, float32 ...), so {spec.label} cannot be ingested", spec.path)
+    return {"dtype": dtype.name, "shape": tuple(dump.npy_shape)}
 
 
 def _sidecar_meta(path: str) -> dict:
@@ -158,7 +165,7 @@ def ingest(run_path, source: str, specs, *, model=None, dump_options: dict | Non
             for s in specs:
                 # opened once (a text dump is decoded here) and handed to every step below
                 dump = open_dump(s.path, allow_empty=True, use_sidecar=False, **dump_options)
-                meta = {**_array_meta(dump), **_sidecar_meta(s.path)}
+                meta = {**_array_meta(dump, s), **_sidecar_meta(s.path)}
                 if opened is not None and s.stage in ("input", "tensor", "dequantized"):
                     meta.update(_tensor_meta(opened, s.tensor))
                 if s.stage == "raw":

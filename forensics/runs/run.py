@@ -607,6 +607,16 @@ def _meta(meta: dict) -> dict:
     return out
 
 
+def check_manifest(text: str, run_path: str) -> None:
+    """Refuse, before anything is replaced, a manifest that load_run would not read back: over the size
+    limit, or a field the reader rejects. A write that fails leaves the run as it was."""
+    size = len(text.encode("utf-8"))
+    if size > _MAX_MANIFEST:
+        raise InputError(f"the manifest would be {size} bytes, over the {_MAX_MANIFEST} bytes a reader accepts; "
+                         "nothing was written: put the buffers into several runs", run_path)
+    parse_manifest(text, run_path)
+
+
 @contextlib.contextmanager
 def write_run(path, source: str, *, add: bool = False, replace: bool = False):
     """Build a run atomically: `with write_run(dir, "ours") as b: b.add_file(...)`.
@@ -629,6 +639,7 @@ def write_run(path, source: str, *, add: bool = False, replace: bool = False):
         builder = RunBuilder(tmp, source.strip(), base)
         yield builder
         text = json.dumps(builder.manifest(), indent=2) + "\n"
+        check_manifest(text, path)
         with open(os.path.join(tmp, MANIFEST), "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()
