@@ -9,12 +9,22 @@ output with nothing left behind.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import re
 import shutil
 import stat
 import tempfile
+import threading
+import time
 
 from forensics.errors import InputError
+
+try:  # one writer at a time: an OS lock on a file beside the output, released by the kernel if the writer dies
+    import fcntl
+except ImportError:  # Windows
+    fcntl = None
+    import msvcrt
 
 
 def _usual_mode(mode: int) -> int:
@@ -86,8 +96,9 @@ def _check_existing_output(path: str, *, directory: bool) -> None:
 
 
 @contextlib.contextmanager
-def atomic_write(path, mode: str = "wb"):
-    """Open a temporary file beside `path`; on success it replaces `path` in one rename."""
+def atomic_write(path, mode: str = "wb", *, durable: bool = False):
+    """Open a temporary file beside `path`; on success it replaces `path` in one rename (after an fsync when
+    `durable`: a run's manifest, which must not be renamed in before its bytes are on the disk)."""
     path = os.fspath(path)
     check_writable(path)
     directory = os.path.dirname(os.path.abspath(path))
@@ -100,6 +111,9 @@ def atomic_write(path, mode: str = "wb"):
             os.chmod(tmp, _usual_mode(0o666))
         with os.fdopen(fd, mode) as fh:
             yield fh
+            if durable:
+                fh.flush()
+                os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -118,16 +132,16 @@ def check_writable(path) -> None:
         raise InputError("output directory is not writable", path)
 
 
-def write_bytes_atomic(path, data) -> None:
+def write_bytes_atomic(path, data, *, durable: bool = False) -> None:
     try:
-        with atomic_write(path) as fh:
+        with atomic_write(path, durable=durable) as fh:
             fh.write(data)
     except OSError as exc:
         raise _write_failed(exc, path) from None
 
 
-def write_text_atomic(path, text: str) -> None:
-    write_bytes_atomic(path, text.encode("utf-8"))
+def write_text_atomic(path, text: str, *, durable: bool = False) -> None:
+    write_bytes_atomic(path, text.encode("utf-8"), durable=durable)
 
 
 def _replaceable_directory(path: str, marker: str | None) -> None:
@@ -147,43 +161,211 @@ def _replaceable_directory(path: str, marker: str | None) -> None:
                          path)
 
 
+# --- one writer per output, and what a killed writer left -------------------------------------------
+
+LOCK_TIMEOUT = 600.0  # seconds a writer waits for another writer of the same output (a capture can take minutes)
+_held: dict[tuple[str, int], int] = {}  # (lock file, thread) -> depth: write_run holds it around atomic_directory
+_held_guard = threading.Lock()
+
+
+def lock_path(path) -> str:
+    """The lock file of an output: `.NAME.lock` beside it (a run that does not exist yet has no inside)."""
+    path = os.path.abspath(os.fspath(path))
+    return os.path.join(os.path.dirname(path), "." + os.path.basename(path) + ".lock")
+
+
+def _try_lock(fd: int) -> bool:
+    try:
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        else:  # byte 1 MiB, so that another process can still read the holder's pid at the start of the file
+            os.lseek(fd, 1 << 20, os.SEEK_SET)
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        return True
+    except OSError as exc:
+        if isinstance(exc, (BlockingIOError, PermissionError)) or exc.errno in (errno.EAGAIN, errno.EACCES):
+            return False
+        raise
+
+
+def _unlock_and_close(fd: int, lock: str) -> None:
+    if fcntl is not None:
+        # Unlinked while still held: a waiter that then gets this file's lock sees that the name no longer
+        # leads to it and starts over on a fresh file, so two writers never hold "the" lock at once.
+        with contextlib.suppress(OSError):
+            os.unlink(lock)
+        os.close(fd)
+        return
+    with contextlib.suppress(OSError):
+        os.lseek(fd, 1 << 20, os.SEEK_SET)
+        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+    os.close(fd)
+    with contextlib.suppress(OSError):  # fails while a waiter has it open, which is as good
+        os.unlink(lock)
+
+
+def _holder(lock: str) -> str:
+    with contextlib.suppress(OSError, ValueError):
+        with open(lock, "rb") as fh:
+            return f" (pid {int(fh.read(32).split()[0])})"
+    return ""
+
+
+@contextlib.contextmanager
+def exclusive(path, *, timeout: float | None = None):
+    """Hold the writer's lock of output `path` for the block; another writer of the same path waits.
+
+    The lock is the kernel's (flock; msvcrt.locking on Windows) on `.NAME.lock` beside the output, so a writer
+    that is killed releases it: no stale lock to break. Re-entrant within a thread. A file system that cannot
+    lock (some network mounts) is written unlocked, as before locks existed.
+    """
+    lock = lock_path(path)
+    key = (lock, threading.get_ident())
+    with _held_guard:
+        if key in _held:
+            _held[key] += 1
+            nested = True
+        else:
+            nested = False
+    if nested:
+        try:
+            yield
+        finally:
+            with _held_guard:
+                _held[key] -= 1
+        return
+    deadline = time.monotonic() + (LOCK_TIMEOUT if timeout is None else timeout)
+    delay, fd = 0.001, None
+    while fd is None:
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
+        except OSError as exc:
+            raise _write_failed(exc, path) from None
+        try:
+            got = _try_lock(fd)
+        except OSError:  # ENOLCK, EOPNOTSUPP: no locks on this file system
+            os.close(fd)
+            with contextlib.suppress(OSError):
+                os.unlink(lock)
+            yield
+            return
+        if got:
+            try:  # the name must still lead to the file locked (see _unlock_and_close)
+                same = os.path.samestat(os.fstat(fd), os.stat(lock))
+            except OSError:
+                same = False
+            if same:
+                break
+            os.close(fd)
+            fd = None
+            continue
+        os.close(fd)
+        fd = None
+        if time.monotonic() > deadline:
+            raise InputError(f"another process{_holder(lock)} has been writing it for over "
+                             f"{LOCK_TIMEOUT if timeout is None else timeout:.0f} s; if none is running, delete "
+                             f"{os.path.basename(lock)} beside it", path)
+        time.sleep(delay)  # waiting for another writer: polled, as the lock must also be given up on time
+        delay = min(delay * 2, 0.05)
+    with contextlib.suppress(OSError):
+        os.ftruncate(fd, 0)
+        os.lseek(fd, 0, os.SEEK_SET)
+        os.write(fd, f"{os.getpid()}\n".encode())
+    with _held_guard:
+        _held[key] = 1
+    try:
+        yield
+    finally:
+        with _held_guard:
+            del _held[key]
+        _unlock_and_close(fd, lock)
+
+
+def leftovers(path) -> list[str]:
+    """The hidden directories and files a killed writer of `path` left beside it: `.NAME.<random>.tmp` (built,
+    not renamed into place yet) and `.NAME.<random>.tmp.old` (the old output, moved aside for the new one).
+    The C writer (c/forensics_run.h) names its temporary directory the same way. Oldest first."""
+    path = os.path.abspath(os.fspath(path))
+    parent, name = os.path.split(path)
+    pattern = re.compile(re.escape("." + name + ".") + r"[A-Za-z0-9_-]+\.tmp(\.old)?")
+    try:
+        names = [n for n in os.listdir(parent) if pattern.fullmatch(n)]
+    except OSError:
+        return []
+    found = []
+    for n in names:
+        with contextlib.suppress(OSError):
+            found.append((os.lstat(os.path.join(parent, n)).st_mtime_ns, os.path.join(parent, n)))
+    return [p for _, p in sorted(found)]
+
+
+def recover(path, marker: str | None = None) -> str | None:
+    """Under the writer's lock: put back an output a writer moved aside and died before replacing (`path`
+    missing, `.NAME.*.tmp.old` holding `marker`), and remove every other leftover. Returns what was put back."""
+    path = os.path.abspath(os.fspath(path))
+    found = leftovers(path)
+    restored = None
+    if not os.path.lexists(path):
+        for old in reversed(found):
+            if old.endswith(".old") and os.path.isdir(old) and not os.path.islink(old) and \
+                    (marker is None or os.path.isfile(os.path.join(old, marker))):
+                with contextlib.suppress(OSError):
+                    os.rename(old, path)
+                    restored = old
+                    break
+    for item in found:
+        if item != restored:
+            _remove(item)
+    return restored
+
+
 @contextlib.contextmanager
 def atomic_directory(path, *, replace: bool = False, marker: str | None = None):
     """Build a directory under a temporary name and rename it into place when the block succeeds.
 
-    A crashed writer leaves only a hidden `.name.*.tmp` directory, never a `path` that looks complete.
-    `replace` allows replacing an existing directory that is empty or holds the file `marker` (what this
-    writer puts in every directory it makes, e.g. manifest.json); missing parents are created.
+    A crashed writer leaves only a hidden `.name.*.tmp` directory, never a `path` that looks complete, and the
+    next writer of `path` removes it. `replace` allows replacing an existing directory that is empty or holds
+    the file `marker` (what this writer puts in every directory it makes, e.g. manifest.json): the old one is
+    moved aside and the new one renamed in, and a writer killed between the two renames has its old directory
+    put back by the next writer. Writers of one path take turns (`exclusive`); missing parents are created.
     """
     path = os.path.abspath(os.fspath(path))
     _check_existing_output(path, directory=True)
-    exists = os.path.lexists(path)
-    if exists and not replace:
-        raise InputError("already exists", path)
-    if exists:
-        _replaceable_directory(path, marker)
     make_parents(path)
-    parent = os.path.dirname(path)
-    try:
-        tmp = tempfile.mkdtemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=parent)
-    except OSError as exc:
-        raise _write_failed(exc, path) from None
-    with contextlib.suppress(OSError):
-        os.chmod(tmp, _usual_mode(0o777))
-    try:
+    with exclusive(path):
+        recover(path, marker)
+        _check_existing_output(path, directory=True)
+        exists = os.path.lexists(path)
+        if exists and not replace:
+            raise InputError("already exists", path)
+        if exists:
+            _replaceable_directory(path, marker)
+        parent = os.path.dirname(path)
         try:
-            yield tmp
-            if os.path.lexists(path):
-                old = tmp + ".old"
-                os.replace(path, old)
-                os.replace(tmp, path)
-                _remove(old)
-            else:
-                os.replace(tmp, path)
+            tmp = tempfile.mkdtemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=parent)
         except OSError as exc:
-            if exc.filename is not None and not os.path.abspath(str(exc.filename)).startswith(tmp):
-                raise InputError(f"cannot read: {exc.strerror or exc}", exc.filename) from None
             raise _write_failed(exc, path) from None
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        with contextlib.suppress(OSError):
+            os.chmod(tmp, _usual_mode(0o777))
+        try:
+            try:
+                yield tmp
+                if os.path.lexists(path):
+                    old = tmp + ".old"
+                    os.replace(path, old)
+                    try:
+                        os.replace(tmp, path)
+                    except BaseException:
+                        with contextlib.suppress(OSError):
+                            os.replace(old, path)  # the old one back before the new one is removed
+                        raise
+                    _remove(old)
+                else:
+                    os.rename(tmp, path)
+            except OSError as exc:
+                if exc.filename is not None and not os.path.abspath(str(exc.filename)).startswith(tmp):
+                    raise InputError(f"cannot read: {exc.strerror or exc}", exc.filename) from None
+                raise _write_failed(exc, path) from None
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise

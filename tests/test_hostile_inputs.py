@@ -545,7 +545,7 @@ def test_write_run_refuses_the_current_directory_and_foreign_directories(tmp_pat
 
     (tmp_path / "mine.txt").write_text("keep")
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(InputError, match="current directory"):
+    with pytest.raises(InputError, match="non-empty"):
         with write_run(".", "ours", replace=True) as b:
             b.add_bytes("input", None, b"x")
     other = tmp_path / "other"

@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass
 
 from forensics.errors import InputError
-from forensics.runs.run import STAGES, Run, load_run, model_record, write_run
+from forensics.runs.run import STAGES, Run, check_tensor_name, model_record, write_run
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,10 @@ def parse_spec(text: str) -> IngestSpec:
         raise InputError(f"unknown stage {stage!r} in {text!r} (stages: {', '.join(STAGES)})")
     if ":" in left and not tensor:
         raise InputError(f"empty tensor name in {text!r}")
+    try:
+        check_tensor_name(tensor or stage)
+    except InputError as exc:
+        raise InputError(f"{exc} in {text!r}") from None
     return IngestSpec(stage, tensor or stage, path)
 
 
@@ -140,13 +144,7 @@ def ingest(run_path, source: str, specs, *, model=None, dump_options: dict | Non
     for s in specs:
         if check_readable_file(npz_path(s.path)[0]) == 0:
             raise InputError("empty dump (0 bytes)", s.path)
-    created = not os.path.exists(run_path)
     record = model_record(model) if model is not None else None
-    if not created:
-        existing = load_run(run_path)
-        if record and existing.model_sha256 and existing.model_sha256 != record["sha256"]:
-            raise InputError(f"the run was made with another model ({existing.model.get('path')}, sha256 "
-                             f"{existing.model_sha256[:12]}...), not {model}", run_path)
     opened = None
     if model is not None:
         from forensics.tflite.model import open_model
@@ -158,11 +156,20 @@ def ingest(run_path, source: str, specs, *, model=None, dump_options: dict | Non
             for s in specs:
                 if s.stage in ("input", "tensor", "dequantized") and s.tensor != s.stage:
                     opened.tensor(s.tensor)
-        with write_run(run_path, source, add=not created) as builder:
+        # add=True: the run is created when missing, else read under the writers' lock, so that two ingests
+        # into one run each start from the other's manifest and neither loses a buffer
+        with write_run(run_path, source, add=True) as builder:
+            existing = builder.base
+            created = existing is None
+            if record and existing is not None and existing.model_sha256 and \
+                    existing.model_sha256 != record["sha256"]:
+                raise InputError(f"the run was made with another model ({existing.model.get('path')}, sha256 "
+                                 f"{existing.model_sha256[:12]}...), not {model}", run_path)
             if record is not None:
                 builder.model = record
             given = {(s.stage, s.tensor) for s in specs}
-            for s in specs:
+            dumps = []
+            for s in specs:  # every dump opened and checked before the first byte is written
                 # opened once (a text dump is decoded here) and handed to every step below
                 dump = open_dump(s.path, allow_empty=True, use_sidecar=False, **dump_options)
                 meta = {**_array_meta(dump, s), **_sidecar_meta(s.path)}
@@ -172,6 +179,8 @@ def ingest(run_path, source: str, specs, *, model=None, dump_options: dict | Non
                     meta.pop("shape", None)  # a sidecar's tensor shape is not the raw buffer's
                 else:
                     _check_size(s, meta, dump)
+                dumps.append((s, meta, dump))
+            for s, meta, dump in dumps:
                 _add_dump(builder, s, meta, dump)
                 added.append(s.label)
                 if s.stage == "raw" and opened is not None and ("tensor", s.tensor) not in given:
@@ -186,7 +195,8 @@ def ingest(run_path, source: str, specs, *, model=None, dump_options: dict | Non
     finally:
         if opened is not None:
             opened.close()
-    return IngestResult(load_run(run_path), created, tuple(added), tuple(replaced), tuple(relayouted))
+    # the run as this ingest wrote it (another writer may have added to it since: never a buffer we did not write)
+    return IngestResult(builder.run, created, tuple(added), tuple(replaced), tuple(relayouted))
 
 
 def _add_dump(builder, spec: IngestSpec, meta: dict, dump) -> None:

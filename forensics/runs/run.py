@@ -1,9 +1,11 @@
 """The run format: a directory with `manifest.json` (format version, source, model, input, buffers) and one file
 per captured buffer; loading with validation, verifying CRCs, and writing atomically.
 
-A run is written under a hidden temporary name and renamed into place only after every buffer and the manifest
-are on disk (forensics.outputs.atomic_directory), so a capture that crashes leaves no half-written directory
-that looks like a run. The format is documented in the README (Runs) for drivers that write runs themselves.
+A new run is written under a hidden temporary name and renamed into place only after every buffer and the
+manifest are on disk (forensics.outputs.atomic_directory), so a capture that crashes leaves no half-written
+directory that looks like a run. A run that exists is added to in place (new buffer files under new names,
+then the manifest in one rename), so it is whole at its name at every instant; writers take turns on a lock.
+The format is documented in the README (Runs) for drivers that write runs themselves.
 """
 
 from __future__ import annotations
@@ -14,14 +16,13 @@ import hashlib
 import json
 import os
 import re
-import shutil
 from dataclasses import dataclass, field
 
 from forensics import __version__
 from forensics.crc import crc32, format_crc
 from forensics.dump import is_numeric_dtype
-from forensics.errors import FormatError, InputError
-from forensics.outputs import atomic_directory
+from forensics.errors import ForensicsError, FormatError, InputError
+from forensics.outputs import atomic_directory, exclusive, make_parents, recover, write_text_atomic
 
 FORMAT = "forensics-run"
 VERSION = 1
@@ -486,18 +487,139 @@ def safe_name(text: str) -> str:
     return name[:120]
 
 
-class RunBuilder:
-    """Collects buffers into a temporary directory; `write_run` renames it into place when done."""
+JOURNAL = ".forensics-journal"  # inside a run being added to: what the write created, for a killed writer
 
-    def __init__(self, directory: str, source: str, base: Run | None):
+
+def check_tensor_name(tensor: str) -> str:
+    """A buffer's tensor name, refused when it could name a path outside the run wherever it is used as one
+    (an .npz member on export, a file name in another tool): no control characters, no '.' or '..' parts, no
+    absolute path, drive letter or backslash. TFLite names use '/' and ':' ("MobilenetV1/Conv2d_0/Relu6",
+    "TFLite_Detection_PostProcess:1"), which stay allowed."""
+    if not isinstance(tensor, str) or not tensor:
+        raise InputError("a buffer needs a tensor name")
+    shown = ascii(tensor[:80])
+    if _CONTROL.search(tensor) or "\x7f" in tensor:
+        raise InputError(f"tensor name {shown} holds control characters")
+    if len(tensor) > 1024:
+        raise InputError(f"tensor name {shown}... is {len(tensor)} characters long (at most 1024)")
+    if "\\" in tensor:
+        raise InputError(f"tensor name {shown} holds a backslash (a path separator on Windows)")
+    if tensor.startswith("/") or (len(tensor) >= 2 and tensor[1] == ":" and tensor[0].isascii()
+                                  and tensor[0].isalpha()):
+        raise InputError(f"tensor name {shown} is an absolute path")
+    if any(part in (".", "..") for part in tensor.split("/")):
+        raise InputError(f"tensor name {shown} has a '.' or '..' part (it would name a path outside the run)")
+    return tensor
+
+
+class _Journal:
+    """The files and directories an in-place write creates, each noted (flushed) before it is created, and the
+    old files it will delete: what the next writer removes if this one is killed (`_recover_in_place`)."""
+
+    def __init__(self, run_path: str):
+        self.path = os.path.join(run_path, JOURNAL)
+        self._fh = None
+        self._mode = "x"  # made by this write (a journal left by a killed one was dealt with first)
+
+    def note(self, kind: str, rel: str) -> None:
+        if self._fh is None:
+            self._fh = open(self.path, self._mode, encoding="utf-8")
+            self._mode = "a"
+        self._fh.write(json.dumps({kind: rel}) + "\n")
+        self._fh.flush()
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+    def remove(self) -> None:
+        self.close()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.path)
+
+
+def _journal_items(path: str) -> list[tuple[str, str]]:
+    """(kind, relative path) of a journal; lines cut short by a kill (the last one) are skipped."""
+    items = []
+    with open(path, "rb") as fh:
+        data = fh.read(_MAX_MANIFEST + 1)
+    for line in data.splitlines():
+        try:
+            item = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(item, dict) and len(item) == 1:
+            (kind, rel), = item.items()
+            if kind in ("file", "dir", "old") and isinstance(rel, str):
+                try:
+                    _check_relative(rel, (), path)
+                except FormatError:
+                    continue
+                items.append((kind, rel))
+    return items
+
+
+def _remove_empty_dirs(run_path: str, rels) -> None:
+    for rel in sorted(set(rels), key=lambda r: -r.count("/")):
+        with contextlib.suppress(OSError):
+            os.rmdir(os.path.join(run_path, *rel.split("/")))
+
+
+def _recover_in_place(run_path: str) -> None:
+    """Under the writer's lock: finish or undo what a killed in-place writer left in the run. The manifest in
+    place (the old one or the new one: it is replaced in one rename) decides: every file the journal names that
+    it does not list is removed, and the run is then exactly that manifest's."""
+    for name in os.listdir(run_path):
+        if name.startswith("." + MANIFEST + ".") and name.endswith(".tmp"):
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(run_path, name))
+    journal = os.path.join(run_path, JOURNAL)
+    if not os.path.lexists(journal):
+        return
+    if not os.path.isfile(journal) or os.path.islink(journal):
+        raise InputError(f"{JOURNAL} is not a regular file; remove it to write to this run", run_path)
+    try:  # no manifest: the killed writer was writing the first one into an empty directory
+        used = ({e.file for e in load_run(run_path).buffers}
+                if os.path.lexists(os.path.join(run_path, MANIFEST)) else set())
+    except ForensicsError as exc:  # a manifest we cannot read: nothing is removed on a guess
+        raise InputError(f"the run has a {JOURNAL} from a write that did not finish, and its manifest cannot "
+                         f"be read ({exc}): repair the manifest or write a new run", run_path) from None
+    items = _journal_items(journal)
+    for kind, rel in items:
+        if kind in ("file", "old") and rel not in used:
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(run_path, *rel.split("/")))
+    _remove_empty_dirs(run_path, [rel for kind, rel in items if kind == "dir"])
+    os.unlink(journal)
+
+
+class RunBuilder:
+    """Collects the buffers of a run being written.
+
+    A new run is built in a temporary directory that `write_run` renames into place. A run that exists is
+    written in place: new buffers get file names no file has, a replaced buffer's old file stays until the
+    new manifest is in, and the manifest is replaced in one rename, so at every instant the run at its name is
+    whole, the old one or the new one (a journal lets the next writer clean up after a killed one)."""
+
+    def __init__(self, directory: str, source: str, base: Run | None, *, journal: _Journal | None = None,
+                 replaced_run: Run | None = None):
         self.directory = directory
         self.source = source
+        self.base = base
         self.entries: dict[tuple[str, str], BufferEntry] = {}
         self.replaced: list[str] = []
+        self.run: Run | None = None  # what was written, once write_run is done
         self.model = base.model if base else None
         self.input_image = base.input_image if base else None
         self.capture = dict(base.capture) if base and base.capture else None
         self.created = base.created if base else None
+        self._journal = journal
+        self._new: set[str] = set()  # files this write created (removed again if it fails)
+        self._new_dirs: list[str] = []
+        self._old: set[str] = set()  # files of the run in place, removed once the new manifest is in
+        if replaced_run is not None:  # replace=True over a run: its files go once the new run is in
+            self._old.update(e.file for e in replaced_run.buffers)
         if base is not None:
             for entry in base.buffers:
                 src = base.file_path(entry)
@@ -505,22 +627,15 @@ class RunBuilder:
                     what = "a directory" if os.path.isdir(src) else "missing"
                     raise InputError(f"buffer {entry.label} of the run is {what} (the manifest lists it): "
                                      "repair the run or ingest into a new one", src)
-                self._link(src, entry.file)
                 self.entries[entry.key] = entry
-
-    def _link(self, src: str, rel: str) -> None:
-        dst = os.path.join(self.directory, *rel.split("/"))
-        os.makedirs(os.path.dirname(dst), exist_ok=True)
-        try:
-            os.link(src, dst)  # the old run's files, without copying gigabytes
-        except OSError:
-            shutil.copyfile(src, dst)
+                self._old.add(entry.file)
 
     def _file_for(self, stage: str, tensor: str) -> str:
-        used = {e.file for k, e in self.entries.items() if k != (stage, tensor)}
+        """A file name no buffer uses and no file has (compared without case: a run is also read on Windows)."""
+        used = {e.file.casefold() for e in self.entries.values()} | {f.casefold() for f in self._old}
         base = f"{stage}/{safe_name(tensor)}"
         name, n = base + ".bin", 2
-        while name in used:
+        while name.casefold() in used or os.path.lexists(os.path.join(self.directory, *name.split("/"))):
             name, n = f"{base}-{n}.bin", n + 1
         return name
 
@@ -528,8 +643,19 @@ class RunBuilder:
         old = self.entries.pop((stage, tensor), None)
         if old is not None:
             self.replaced.append(old.label)
-            with contextlib.suppress(OSError):
-                os.unlink(os.path.join(self.directory, *old.file.split("/")))
+            if old.file in self._new:  # written by this write: nobody else lists it
+                self._new.discard(old.file)
+                with contextlib.suppress(OSError):
+                    os.unlink(os.path.join(self.directory, *old.file.split("/")))
+
+    def _make_dir(self, rel: str) -> None:
+        path = os.path.join(self.directory, *rel.split("/"))
+        if os.path.isdir(path):
+            return
+        if self._journal is not None:
+            self._journal.note("dir", rel)
+        os.mkdir(path)
+        self._new_dirs.append(rel)
 
     def add_bytes(self, stage: str, tensor: str | None, data, **meta) -> BufferEntry:
         view = memoryview(data).cast("B") if not isinstance(data, (bytes, bytearray)) else data
@@ -558,12 +684,17 @@ class RunBuilder:
         """Write byte chunks as one buffer of the run, with its size and CRC32."""
         tensor = tensor or stage
         self._check(stage, tensor)
+        if meta.get("dtype") is not None and not is_numeric_dtype(str(meta["dtype"])):
+            raise InputError(f"dtype {meta['dtype']!r} of {stage}:{tensor} is not numeric (a run holds numbers)")
         self._drop(stage, tensor)
         rel = self._file_for(stage, tensor)
+        self._make_dir(stage)
+        if self._journal is not None:
+            self._journal.note("file", rel)
         dst = os.path.join(self.directory, *rel.split("/"))
-        os.makedirs(os.path.dirname(dst), exist_ok=True)
         crc, size = 0, 0
-        with open(dst, "wb") as fout:  # a failing write is reported by write_run naming the run
+        with open(dst, "xb") as fout:  # a failing write is reported by write_run naming the run
+            self._new.add(rel)
             for block in chunks:
                 crc = crc32(block, crc)
                 size += len(block)
@@ -576,8 +707,7 @@ class RunBuilder:
     def _check(stage: str, tensor: str) -> None:
         if stage not in STAGES:
             raise InputError(f"unknown stage {stage!r} (stages: {', '.join(STAGES)})")
-        if not tensor:
-            raise InputError("a buffer needs a tensor name")
+        check_tensor_name(tensor)
 
     def ordered(self) -> list[BufferEntry]:
         order = {s: i for i, s in enumerate(STAGES)}
@@ -588,6 +718,13 @@ class RunBuilder:
         return manifest_dict(self.source, self.ordered(), model=self.model, input_image=self.input_image,
                              created=self.created or now_utc(), tool=f"forensics {__version__}",
                              capture=self.capture)
+
+    def _undo(self) -> None:
+        """A write that failed before its manifest went in: remove what it created."""
+        for rel in self._new:
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(self.directory, *rel.split("/")))
+        _remove_empty_dirs(self.directory, self._new_dirs)
 
 
 _ENTRY_FIELDS = ("dtype", "shape", "scale", "zero_point", "record_size", "role")
@@ -621,26 +758,103 @@ def check_manifest(text: str, run_path: str) -> None:
 def write_run(path, source: str, *, add: bool = False, replace: bool = False):
     """Build a run atomically: `with write_run(dir, "ours") as b: b.add_file(...)`.
 
-    add=True starts from the run already at `path` (when there is one) and replaces it in one rename; the
-    manifest is written last, into the temporary directory, so no reader ever sees a partial run.
+    add=True starts from the run already at `path` (when there is one); replace=True replaces a run there.
+    Either way the new manifest is checked (the reader's limits) before anything is replaced, and the run at
+    `path` is at every instant whole: a new run appears in one rename of its temporary directory, a run that
+    exists gets its new buffers under new names and then its manifest in one rename (RunBuilder). Writers of
+    one run take turns (forensics.outputs.exclusive), each starting from the manifest the last one wrote, and
+    whatever a killed writer left is cleaned up (or the run it moved aside put back) by the next one.
+    `builder.run` is then the run as written.
     """
     path = os.path.abspath(os.fspath(path))
     if not isinstance(source, str) or not source.strip():
         raise InputError("a run needs a source name such as libedgetpu or ours")
-    base = None
-    if add and os.path.exists(path):
-        base = load_run(path)
-        if base.source != source.strip():
-            raise InputError(f"the run's source is {base.source!r}, not {source.strip()!r} (one run per source)",
-                             path)
-    elif os.path.exists(path) and not replace:
-        raise InputError("already exists (choose a new run directory)", path)
-    with atomic_directory(path, replace=base is not None or replace, marker=MANIFEST) as tmp:
-        builder = RunBuilder(tmp, source.strip(), base)
-        yield builder
-        text = json.dumps(builder.manifest(), indent=2) + "\n"
-        check_manifest(text, path)
-        with open(os.path.join(tmp, MANIFEST), "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
+    source = source.strip()
+    make_parents(path)
+    with exclusive(path):
+        recover(path, MANIFEST)  # beside the run: a killed writer's temporary directory, a run moved aside
+        if not os.path.lexists(path):
+            with atomic_directory(path, marker=MANIFEST) as tmp:
+                builder = RunBuilder(tmp, source, None)
+                yield builder
+                text = _manifest_text(builder, path)
+                _write_manifest(tmp, text)
+            builder.run = parse_manifest(text, path)
+            return
+        if not os.path.isdir(path) or os.path.islink(path):
+            raise InputError("exists and is not a directory (a run is a directory with manifest.json)", path)
+        if not (add or replace):
+            raise InputError("already exists (choose a new run directory)", path)
+        _recover_in_place(path)
+        base, replaced_run = None, None
+        if add and os.path.lexists(os.path.join(path, MANIFEST)):
+            base = load_run(path)
+            if base.source != source:
+                raise InputError(f"the run's source is {base.source!r}, not {source!r} (one run per source)", path)
+        elif os.listdir(path):
+            if not os.path.lexists(os.path.join(path, MANIFEST)):
+                raise InputError("is a non-empty directory (no manifest.json): refusing to write a run into it; "
+                                 "choose a new directory", path)
+            with contextlib.suppress(ForensicsError):
+                replaced_run = load_run(path)  # its files go once the new run is in
+        journal = _Journal(path)
+        try:
+            builder = RunBuilder(path, source, base, journal=journal, replaced_run=replaced_run)
+            try:
+                yield builder
+                text = _manifest_text(builder, path)
+                journal.close()
+            except BaseException:
+                builder._undo()
+                journal.remove()
+                raise
+            _commit_in_place(path, text, builder, journal)
+        except OSError as exc:
+            if exc.filename is not None and not os.path.abspath(str(exc.filename)).startswith(path + os.sep):
+                raise InputError(f"cannot read: {exc.strerror or exc}", exc.filename) from None
+            raise InputError(f"cannot write: {exc.strerror or exc}", path) from None
+        builder.run = parse_manifest(text, path)
+
+
+def _manifest_text(builder: RunBuilder, path: str) -> str:
+    text = json.dumps(builder.manifest(), indent=2) + "\n"
+    check_manifest(text, path)
+    return text
+
+
+def _write_manifest(directory: str, text: str) -> None:
+    with open(os.path.join(directory, MANIFEST), "w", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _manifest_is(path: str, text: str) -> bool:
+    with contextlib.suppress(OSError):
+        with open(os.path.join(path, MANIFEST), "rb") as fh:
+            return fh.read(len(text.encode("utf-8")) + 1) == text.encode("utf-8")
+    return False
+
+
+def _commit_in_place(path: str, text: str, builder: RunBuilder, journal: _Journal) -> None:
+    """The new manifest in one rename, then the files it no longer lists removed, then the journal."""
+    used = {e.file for e in builder.entries.values()}
+    old = sorted(f for f in builder._old if f not in used)
+    dirs = sorted({rel.rsplit("/", 1)[0] for rel in old if "/" in rel})
+    try:
+        for rel in old:  # noted before the rename: a writer killed after it still has them removed
+            journal.note("old", rel)
+        for rel in dirs:
+            journal.note("dir", rel)
+        journal.close()
+        write_text_atomic(os.path.join(path, MANIFEST), text, durable=True)
+    except BaseException:
+        if not _manifest_is(path, text):  # (an interrupt may come just after the rename)
+            builder._undo()
+            journal.remove()
+        raise
+    for rel in old:
+        with contextlib.suppress(OSError):
+            os.unlink(os.path.join(path, *rel.split("/")))
+    _remove_empty_dirs(path, dirs)
+    journal.remove()
