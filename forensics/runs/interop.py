@@ -84,6 +84,19 @@ def polygraphy_document(arrays: dict[str, np.ndarray], runner: str) -> dict:
     return {"lst": [[runner, [iteration]]], _CLASS: "RunResults"}
 
 
+def member_name(label: str) -> str:
+    """An .npz member name for a buffer label that no unzip can turn into a path outside its target, whatever
+    the manifest holds: '%', backslashes, control characters, a leading '/' and '.' / '..' parts are written as
+    %XX (reversible); the labels of ordinary runs (`raw:convert_scores`, `tensor:Conv/Relu6`) are unchanged."""
+    def quote(chars: str) -> str:
+        return "".join(f"%{b:02X}" for b in chars.encode("utf-8"))
+
+    text = "".join(quote(c) if c in "%\\" or ord(c) < 0x20 or ord(c) == 0x7F else c for c in label)
+    if any(part in ("", ".", "..") for part in text.split("/")):  # one flat name: every '/' and '.' quoted
+        text = "".join(quote(c) if c in "/." else c for c in text)
+    return text
+
+
 def export_run(run, fmt: str, output) -> ExportResult:
     """Write the run's buffers as `fmt` (npz or polygraphy) to `output`, atomically."""
     from forensics.outputs import atomic_write
@@ -96,15 +109,16 @@ def export_run(run, fmt: str, output) -> ExportResult:
     try:
         if fmt == "npz":
             with atomic_write(output, "wb") as fh:
-                np.savez(fh, **arrays)
+                np.savez(fh, **{member_name(name): a for name, a in arrays.items()})
         else:
             text = json.dumps(polygraphy_document(arrays, run.source), indent=1)
             with atomic_write(output, "w") as fh:
                 fh.write(text)
     except OSError as exc:
         raise InputError(f"cannot write: {exc.strerror or exc}", output) from None
+    name = member_name if fmt == "npz" else str
     return ExportResult(run.path, fmt, output,
-                        tuple((n, a.dtype.name, tuple(a.shape)) for n, a in arrays.items()))
+                        tuple((name(n), a.dtype.name, tuple(a.shape)) for n, a in arrays.items()))
 
 
 # --- reading -----------------------------------------------------------------------------------------------
@@ -226,4 +240,4 @@ def ingest_arrays(run_path, fmt: str, path, *, source: str | None = None) -> Arr
             builder.add_bytes(stage, tensor, array.reshape(-1).view(np.uint8), dtype=array.dtype.name,
                               shape=array.shape)
             added.append(f"{stage}:{tensor}" if tensor != stage else stage)
-    return ArraysIngest(load_run(run_path), tuple(added), fmt)
+    return ArraysIngest(builder.run, tuple(added), fmt)  # as written (another writer may add to it later)
