@@ -459,8 +459,15 @@ _VISIBLE = re.compile(r"\S")
 # DbgView's saved log `00000012<TAB>0.00123400<TAB>` (line number, time; optional DbgPrint `[pid] `) and
 # tracefmt's default WPP/ETW prefix `[%9!d!]%8!04X!.%3!04X!::%4!s! [%1!s!]`, i.e. `[CPU]PID.TID::TIMESTAMP
 # [FriendlyName]` as Microsoft documents it (`[0]0A2C.0B18::11/30/2026-09:24:35.123 [EdgeTpu]W 0x48788 0x7f`).
-_LOG_PREFIX = re.compile(r"^[ \t]*\d+\t[0-9.:]+(?:[ \t]*[AP]M)?\t(?:\[\d+\][ \t]?)?"
-                         r"|^\[\d+\][0-9A-Fa-f]+\.[0-9A-Fa-f]+::\S+[ \t]+(?:\[[^\]\s]*\][ \t]*)?",
+# A prefix starts a line as str.splitlines() cuts them (after any of its line breaks, not only '\n') and is
+# stripped only when a visible character follows it on its line: a line that is nothing but columns (an
+# empty DbgPrint, or other output such as `48788<TAB>:<TAB>`) stays as it is, an ignored line, so stripping
+# never turns a line blank nor drops a last line (a trace's line count is the text's).
+_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+_LOG_PREFIX = re.compile(r"(?:^|(?<=[" + _BREAKS + r"]))"
+                         r"(?:[ \t]*\d+\t[0-9.:]+(?:[ \t]*[AP]M)?\t(?:\[\d+\][ \t]?)?"
+                         r"|\[\d+\][0-9A-Fa-f]+\.[0-9A-Fa-f]+::\S+[ \t]+(?:\[[^\]\s]*\][ \t]*)?)"
+                         r"(?=[^" + _BREAKS + r"]*\S)",
                          re.MULTILINE)
 
 

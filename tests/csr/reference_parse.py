@@ -156,12 +156,35 @@ def resolve_key(key, lineno, path, table):
     return None
 
 
+# DbgView / tracefmt columns before each message, as forensics.csr.parse documents them, cut here line by line
+# (the bulk parser runs one regex over the whole text): when a line that starts in the first 64 KiB has them,
+# they are cut from every line whose message after them is not blank.
+_PREFIX = re.compile(r"[ \t]*\d+\t[0-9.:]+(?:[ \t]*[AP]M)?\t(?:\[\d+\][ \t]?)?"
+                     r"|\[\d+\][0-9A-Fa-f]+\.[0-9A-Fa-f]+::\S+[ \t]+(?:\[[^\]\s]*\][ \t]*)?")
+
+
+def _cut_prefix(line: str) -> str:
+    m = _PREFIX.match(line)
+    return line[m.end():] if m and line[m.end():].strip() else line
+
+
+def without_prefixes(text: str) -> list:
+    lines, start, head = [], 0, False
+    for piece in text.splitlines(keepends=True):
+        line = piece.splitlines()[0] if piece.splitlines() else ""
+        head = head or (start < 1 << 16 and _cut_prefix(line) != line)
+        lines.append(line)
+        start += len(piece)
+    return list(map(_cut_prefix, lines)) if head else lines
+
+
 def parse_log(text, path=None, table=None) -> Trace:
-    """The line-by-line loop of the original parse_text (a log: not JSON, not a CSV snapshot)."""
+    """The line-by-line loop of the original parse_text (a log: not JSON, not a CSV snapshot), on the lines
+    without their log viewer's columns."""
     formats, accesses, snapshot = {}, [], {}
     ignored = 0
     lineno = 0
-    for lineno, line in enumerate(text.splitlines(), 1):
+    for lineno, line in enumerate(without_prefixes(text), 1):
         parsed = parse_line(line, lineno, path)
         if parsed is None:
             if line.strip():

@@ -12,7 +12,7 @@ import random
 from unittest import mock
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import forensics.csr.parse as parse_module
@@ -138,8 +138,42 @@ def assert_same(text: str, table=TABLE):
 
 @settings(max_examples=300, deadline=None)
 @given(st.integers(0, 2**32 - 1), st.integers(1, 40), st.booleans())
+# Found by `make fuzz` (tools/fuzz_csr_parse.py): a last line `48788<TAB>:<TAB>` read as DbgView's columns
+# was cut to nothing, so the bulk parser counted 34 lines and 26 ignored where the text has 35 and 27.
+@example(2867386347, 34, True)
 def test_bulk_parser_equals_the_per_line_parser(seed, n, with_table):
     assert_same(_log(random.Random(seed), n), TABLE if with_table else None)
+
+
+def with_columns(rng: random.Random, text: str) -> str:
+    """The log as a Windows viewer saves it: DbgView columns (with or without `[pid] `) or tracefmt's prefix
+    before most lines, nothing before some; a line's message may be empty."""
+    out = []
+    for i, piece in enumerate(text.splitlines(keepends=True) or [""], start=1):
+        r = rng.random()
+        if r < 0.5:
+            piece = f"{i:08d}\t{rng.random():.8f}\t{rng.choice(['', '[4] ', '[4]'])}" + piece
+        elif r < 0.8:
+            piece = f"[0]0A2C.0B18::11/30/2026-09:24:35.{i:03d} {rng.choice(['', '[EdgeTpu]', '[t] '])}" + piece
+        out.append(piece)
+    return "".join(out)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 40))
+def test_bulk_parser_equals_the_per_line_parser_with_log_columns(seed, n):
+    rng = random.Random(seed)
+    assert_same(with_columns(rng, _log(rng, n)))
+
+
+def test_a_line_of_columns_alone_stays_a_line():
+    """`48788<TAB>:<TAB>` looks like DbgView's columns with nothing after them: it is kept (an ignored line),
+    never cut to a blank line nor, last in the text, to no line at all."""
+    for text in ("W 0x48788 0x7f\n48788\t:\t", "W 0x48788 0x7f\n48788\t:\t\nW 0x48788 0x1",
+                 "00000001\t0.0\t[4] W 0x48788 0x7f\n00000002\t0.1\t[4] "):
+        trace = parse_text(text)
+        assert (trace.lines, trace.ignored) == (len(text.splitlines()), 1), text
+        assert_same(text)
 
 
 @pytest.mark.parametrize("seed", range(3))
