@@ -1,7 +1,7 @@
 """crc: every CRC equals zlib.crc32 of the same bytes, on every path (small, threaded, chunked)."""
 
 import json
-import os
+import random
 import zlib
 
 import pytest
@@ -24,7 +24,7 @@ def test_crc_matches_zlib(tmp_path, monkeypatch, size, threaded):
     if threaded:  # force the two-thread split + combine on small files
         monkeypatch.setattr(crc_mod, "PARALLEL_MIN", 1)
         monkeypatch.setattr(crc_mod, "BLOCK", 1000)
-    data = os.urandom(size)
+    data = random.Random(301).randbytes(size)
     path = tmp_path / "x.bin"
     path.write_bytes(data)
     f = crc_files([path]).files[0]
@@ -41,7 +41,7 @@ def test_chunk_crcs_and_first_differing_chunk(tmp_path, monkeypatch, threaded):
     if threaded:
         monkeypatch.setattr(crc_mod, "PARALLEL_MIN", 1)
         monkeypatch.setattr(crc_mod, "BLOCK", 777)
-    data = bytearray(os.urandom(960 * 50 + 13))
+    data = bytearray(random.Random(302).randbytes(960 * 50 + 13))
     a = tmp_path / "a.bin"
     a.write_bytes(data)
     data[960 * 17 + 5] ^= 1
@@ -56,7 +56,7 @@ def test_chunk_crcs_and_first_differing_chunk(tmp_path, monkeypatch, threaded):
 
 
 def test_cli_crc_match_and_json(cli, tmp_path):
-    data = os.urandom(5000)
+    data = random.Random(303).randbytes(5000)
     for name in "abc":
         (tmp_path / f"{name}.bin").write_bytes(data)
     r = cli("crc", tmp_path / "a.bin", tmp_path / "b.bin", tmp_path / "c.bin")

@@ -1,7 +1,7 @@
 """The one reader of dump data (forensics.dump.DumpReader / iter_windows): every path gives the file's bytes,
 a file that shrinks under it is one InputError naming the file, and abandoning a stream stops its thread."""
 
-import os
+import random
 import threading
 
 import pytest
@@ -26,7 +26,7 @@ def _bounds(size, step):
 @pytest.mark.parametrize("prefetch", [False, True])
 @pytest.mark.parametrize("size,step", [(1, 7), (100_000, 4096), (100_003, 10_000), (65_536, 65_536)])
 def test_windows_give_the_file_bytes(tmp_path, use_map, prefetch, size, step):
-    data = os.urandom(size)
+    data = random.Random(401).randbytes(size)
     (tmp_path / "x.bin").write_bytes(data)
     seen = bytearray()
     for lo, view, extra in iter_windows(open_dump(tmp_path / "x.bin"), _bounds(size, step), prefetch=prefetch,
@@ -69,7 +69,7 @@ def test_missing_file_is_one_input_error(tmp_path):
 
 def test_abandoned_stream_stops_its_thread(tmp_path, use_map):
     path = tmp_path / "x.bin"
-    path.write_bytes(os.urandom(1 << 20))
+    path.write_bytes(random.Random(402).randbytes(1 << 20))
     before = threading.active_count()
     stream = iter_windows(open_dump(path), _bounds(1 << 20, 4096), prefetch=True)
     next(stream)
@@ -78,7 +78,7 @@ def test_abandoned_stream_stops_its_thread(tmp_path, use_map):
 
 
 def test_read_exact_from_two_threads(tmp_path):
-    data = os.urandom(1 << 18)
+    data = random.Random(403).randbytes(1 << 18)
     (tmp_path / "x.bin").write_bytes(data)
     out = {}
     with DumpReader(open_dump(tmp_path / "x.bin")) as reader:

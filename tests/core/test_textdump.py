@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import random
 import shutil
 import subprocess
@@ -241,7 +240,7 @@ def test_import_bad_input(tmp_path, cli):
     assert_one_line_error(cli("import", text, "-o", tmp_path / "o.bin"), "x.txt", "not a text hex dump")
     assert_one_line_error(cli("import", text, "-o", tmp_path / "o.bin", "--format", "srec"), "invalid choice")
     binary = tmp_path / "b.bin"
-    binary.write_bytes(os.urandom(1000))
+    binary.write_bytes(random.Random(501).randbytes(1000))
     assert_one_line_error(cli("import", binary, "-o", tmp_path / "o.bin"), "b.bin", "not text")
     gap = tmp_path / "gap.txt"
     gap.write_text("00001000  41 42 43 44 45 46 47 48-49 4a 4b 4c 4d 4e 4f 50  ABCDEFGHIJKLMNOP\n"

@@ -97,5 +97,6 @@ def test_unzip_of_the_export_writes_only_inside_its_target(hostile_run, tmp_path
 
 
 def test_member_names_of_ordinary_runs_are_their_labels():
-    for label in ("input", "raw:convert_scores", "tensor:MobilenetV1/Conv2d_0/Relu6", "detections:TFLite_Detection_PostProcess:3"):
+    for label in ("input", "raw:convert_scores", "tensor:MobilenetV1/Conv2d_0/Relu6",
+                  "detections:TFLite_Detection_PostProcess:3"):
         assert member_name(label) == label
