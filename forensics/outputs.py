@@ -1,9 +1,11 @@
 """Writing outputs atomically: a crash or a full disk never leaves a half-written file under the final name.
 
-Outputs are guarded as well as written: an output that is one of the command's inputs, a FIFO or device, the
-current directory (or one of its parents), or a non-empty directory that is not an output of the same kind is
-refused before any work, and a write that fails (a full disk, a file size limit) is one InputError naming the
-output with nothing left behind.
+Outputs are guarded as well as written: an output that is one of the command's inputs or lies inside an input
+run (check_outputs, which every command's outputs pass), the current directory (or one of its parents), or a
+non-empty directory that is not an output of the same kind is refused before any work, and a write that fails
+(a full disk, a file size limit) is one InputError naming the output with nothing left behind. Devices, FIFOs
+and the process's own streams are written directly; a symbolic link keeps pointing to the file written.
+Writers of one output take turns (exclusive), and the next writer cleans up after one that was killed.
 """
 
 from __future__ import annotations
@@ -67,43 +69,182 @@ def _same_file(a: str, b: str) -> bool:
 
 
 def check_not_input(output, *inputs) -> None:
-    """Refuse an output path that is (or resolves to) one of the command's inputs."""
-    if output is None:
+    """Refuse an output path that is (or resolves to) one of the command's inputs (see check_outputs)."""
+    if output is not None:
+        check_outputs([(output, "file", None)], inputs)
+
+
+# --- outputs that would destroy inputs ---------------------------------------------------------------------
+
+def _whole_input(directory: str) -> str | None:
+    """What a directory is when the commands that take it read it whole, every file in it an input: "run"
+    (manifest.json of format forensics-run) or "deps directory" (anchors.bin + postprocess.json from extract)."""
+    manifest = os.path.join(directory, "manifest.json")
+    if os.path.isfile(manifest):
+        with contextlib.suppress(OSError):
+            with open(manifest, "rb") as fh:
+                if b"forensics-run" in fh.read(4096):
+                    return "run"
+    if os.path.isfile(os.path.join(directory, "postprocess.json")) and \
+            os.path.isfile(os.path.join(directory, "anchors.bin")):
+        return "deps directory"
+    return None
+
+
+def _real(path: str) -> str:
+    """The path with every link resolved, in the case the file system compares names in (Windows)."""
+    return os.path.normcase(os.path.realpath(os.path.abspath(path)))
+
+
+def _within(child: str, parent: str) -> bool:
+    return child.startswith(parent.rstrip(os.sep) + os.sep)
+
+
+def _wholes_of(item: str, item_real: str, out_real: str):
+    """(directory, what) read whole that `item` belongs to: the run or deps directory it is in (a buffer file is
+    at most two levels down: RUN/stage/file), and, for a directory, any inside it on the way down to the output."""
+    up = item_real if os.path.isdir(item) else os.path.dirname(item_real)
+    for directory in (up, os.path.dirname(up), os.path.dirname(os.path.dirname(up))):
+        what = _whole_input(directory)
+        if what:
+            yield directory, what
+    if os.path.isdir(item) and _within(out_real, item_real):
+        directory = item_real
+        for part in os.path.relpath(os.path.dirname(out_real), item_real).split(os.sep):
+            if part in (os.curdir, ""):
+                break
+            directory = os.path.join(directory, part)
+            what = _whole_input(directory)
+            if what:
+                yield directory, what
+
+
+def check_outputs(outputs, inputs) -> None:
+    """The one rule every command's outputs pass, before anything is read or written: refuse an output that
+
+    - is one of the inputs: the same file after links (a symbolic or hard link, another spelling of the name
+      on a case-insensitive file system: os.path.samefile compares the files themselves);
+    - lies inside a run or a deps directory that is an input, holds an input, or lies within an input
+      directory: every file there is an input, and a report written into a run changes it;
+    - is a directory that will be replaced whole (kind "dir") and holds an input.
+
+    `outputs`: (path, kind, flag) with kind "file" (a file written), "dir" (a directory replaced whole),
+    "into" (a directory files are written into) or "run" (a run added to in place, which never removes a file
+    before its new manifest is in); `flag` names the output in messages (None: the path alone). `inputs`:
+    paths; missing ones and URLs are skipped.
+    """
+    inputs = [os.fspath(i) for i in inputs if i is not None]
+    inputs = [i for i in inputs if "://" not in i and os.path.lexists(i)]
+    if not inputs:
         return
-    output = os.fspath(output)
-    for item in inputs:
-        if item is not None and _same_file(output, os.fspath(item)):
-            raise InputError(f"is also an input ({os.fspath(item)}); choose another output path", output)
+    for output, kind, flag in outputs:
+        if output is None:
+            continue
+        output = os.fspath(output)
+        if "://" in output:
+            continue
+        named = f"{flag} " if flag else ""
+        real = _real(output)
+        cwd = _real(os.getcwd())
+        if kind == "dir" and (cwd == real or _within(cwd, real)):
+            raise InputError("is the current directory (or contains it); refusing to replace it", output)
+        exists = os.path.exists(output)
+        for item in inputs:
+            if exists and _same_file(output, item):
+                raise InputError(f"is also an input ({item}): {named}would overwrite it; choose another path",
+                                 output)
+            item_real = _real(item)
+            for whole, what in _wholes_of(item, item_real, real):
+                if _within(real, whole):
+                    raise InputError(f"is inside {item if whole == item_real else whole}, a {what} this command "
+                                     f"reads: {named}would change it; write it elsewhere", output)
+            if kind == "dir" and _within(item_real, real):
+                raise InputError(f"holds the input {item}: {named}would replace this directory with it; choose "
+                                 "another directory", output)
 
 
 def _check_existing_output(path: str, *, directory: bool) -> None:
+    """A directory output: what is at `path` (through links) must be a directory, or nothing."""
     try:
-        st = os.lstat(path)
+        st = os.stat(path)
     except FileNotFoundError:
         return
     except OSError as exc:
         raise InputError(f"cannot access: {exc.strerror or exc}", path) from None
-    if stat.S_ISLNK(st.st_mode) or stat.S_ISREG(st.st_mode):
-        if directory and stat.S_ISREG(st.st_mode):
-            raise InputError("exists and is a file, expected an output directory", path)
-        return
     if stat.S_ISDIR(st.st_mode):
         if not directory:
             raise InputError("is a directory, expected an output file path", path)
         return
-    raise InputError("exists and is not a regular file or directory (a FIFO or a device); refusing to replace it",
-                     path)
+    if stat.S_ISREG(st.st_mode) and directory:
+        raise InputError("exists and is a file, expected an output directory", path)
+    if directory:
+        raise InputError("exists and is not a directory (a FIFO or a device); refusing to replace it", path)
+
+
+# The calling process's own streams: written through the open descriptor (its offset, its append mode: `>>`),
+# never reopened nor replaced (as root a rename would put a file where /dev/stdout was).
+_OWN_STREAMS = re.compile(r"/dev/(?:std(?P<std>out|err)|fd/(?P<fd>\d+))|/proc/self/fd/(?P<pfd>\d+)")
+
+
+def output_target(path) -> tuple[str, bool]:
+    """Where a file output goes, and whether it is written directly (True) rather than atomically.
+
+    Directly: the process's own stdout / stderr / fd N, character devices (/dev/null, a terminal), FIFOs and
+    sockets: there is nothing to rename over. Atomically: a regular file or a new path; through a symbolic link,
+    the file it points to is replaced (the link stays a link). A block device or a directory is refused."""
+    path = os.fspath(path)
+    if _OWN_STREAMS.fullmatch(path):
+        return path, True
+    try:
+        st = os.stat(path)  # through links
+    except FileNotFoundError:
+        if os.path.islink(path):  # a dangling link: the file it names is created
+            return os.path.realpath(path), False
+        return path, False
+    except OSError as exc:
+        raise InputError(f"cannot access: {exc.strerror or exc}", path) from None
+    if stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode) or stat.S_ISSOCK(st.st_mode):
+        return path, True
+    if stat.S_ISDIR(st.st_mode):
+        raise InputError("is a directory, expected an output file path", path)
+    if not stat.S_ISREG(st.st_mode):
+        raise InputError("is a block device (or another special file); refusing to write to it", path)
+    return (os.path.realpath(path) if os.path.islink(path) else path), False
+
+
+def _open_direct(path: str) -> int:
+    """A descriptor to write a device, FIFO or own stream through (see output_target)."""
+    own = _OWN_STREAMS.fullmatch(path)
+    try:
+        if own:
+            number = {"out": 1, "err": 2}.get(own.group("std") or "") or int(own.group("fd") or own.group("pfd"))
+            return os.dup(number)
+        flags = os.O_WRONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+        fd = os.open(path, flags)  # non-blocking: a FIFO nobody reads is an error, not a hang
+        os.set_blocking(fd, True)
+        return fd
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:
+            raise InputError("is a FIFO that nobody reads (start its reader first)", path) from None
+        raise _write_failed(exc, path) from None
 
 
 @contextlib.contextmanager
 def atomic_write(path, mode: str = "wb", *, durable: bool = False):
     """Open a temporary file beside `path`; on success it replaces `path` in one rename (after an fsync when
-    `durable`: a run's manifest, which must not be renamed in before its bytes are on the disk)."""
+    `durable`: a run's manifest, which must not be renamed in before its bytes are on the disk). A device,
+    FIFO or the process's own stream is written directly, and through a symbolic link its target is replaced
+    (output_target)."""
     path = os.fspath(path)
-    check_writable(path)
-    directory = os.path.dirname(os.path.abspath(path))
+    target, direct = output_target(path)
+    if direct:
+        with os.fdopen(_open_direct(path), mode) as fh:
+            yield fh
+        return
+    check_writable(target)
+    directory = os.path.dirname(os.path.abspath(target))
     try:
-        fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory)
+        fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(target) + ".", suffix=".tmp", dir=directory)
     except OSError as exc:
         raise _write_failed(exc, path) from None
     try:
@@ -114,7 +255,7 @@ def atomic_write(path, mode: str = "wb", *, durable: bool = False):
             if durable:
                 fh.flush()
                 os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
@@ -124,8 +265,10 @@ def atomic_write(path, mode: str = "wb", *, durable: bool = False):
 def check_writable(path) -> None:
     """Fail early, before any work, when an output file cannot be created where asked."""
     path = os.fspath(path)
-    _check_existing_output(path, directory=False)
-    directory = os.path.dirname(os.path.abspath(path))
+    target, direct = output_target(path)
+    if direct:
+        return
+    directory = os.path.dirname(os.path.abspath(target))
     if not os.path.isdir(directory):
         raise InputError("output directory does not exist", path)
     if not os.access(directory, os.W_OK):
@@ -330,6 +473,8 @@ def atomic_directory(path, *, replace: bool = False, marker: str | None = None):
     put back by the next writer. Writers of one path take turns (`exclusive`); missing parents are created.
     """
     path = os.path.abspath(os.fspath(path))
+    if os.path.islink(path):  # the directory it points to is replaced; the link stays a link
+        path = os.path.realpath(path)
     _check_existing_output(path, directory=True)
     make_parents(path)
     with exclusive(path):

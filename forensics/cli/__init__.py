@@ -44,6 +44,56 @@ COMMAND_HOMES = {
 }
 
 
+# Every output of every command: (dest, kind) as forensics.outputs.check_outputs takes them ("file", "dir"
+# replaced whole, "into" a directory written into, "run" added to in place). main() passes them, with every
+# other path on the command line as the inputs, through that one rule before the command runs; a test keeps
+# this table equal to the parsers' output flags.
+OUTPUT_FLAGS = {
+    "diff": (("plot", "file"), ("heatmap", "file")), "anchors": (("heatmap", "file"),),
+    "graph": (("params_out", "into"),), "extract": (("output", "dir"),), "relayout": (("output", "file"),),
+    "decode": (("draw", "file"),), "tail": (("output", "file"),), "anchors-gen": (("output", "file"),),
+    "capture": (("output", "dir"),), "ingest": (("run", "run"),),
+    "compare": (("html", "file"), ("output", "file"), ("junit", "file")), "export": (("output", "file"),),
+    "simulate": (("output", "file"),), "import": (("output", "file"),),
+}
+
+
+def _also_written(command: str, dest: str, path: str) -> list[tuple[str, str]]:
+    """Files a command writes beside an output: the summary's CSV and Parquet, a batch page's pair pages."""
+    import os
+
+    stem = os.path.splitext(path)[0]
+    if (command, dest) == ("compare", "output"):
+        return [(stem + ".csv", "file"), (stem + ".parquet", "dir")]
+    if (command, dest) == ("compare", "html"):
+        return [(stem + "_pairs", "into")]
+    return []
+
+
+def check_outputs(parser, args) -> None:
+    """Refuse, before the command runs, an output that would overwrite or change one of its inputs."""
+    from forensics.outputs import check_outputs as check
+
+    spell = flag_speller(parser)
+    outputs, dests = [], set()
+    for dest, kind in OUTPUT_FLAGS.get(args.command, ()):
+        dests.add(dest)
+        path = getattr(args, dest, None)
+        if isinstance(path, str):
+            flag = spell(dest) if dest != "run" else "RUN"
+            outputs += [(path, kind, flag)] + [(p, k, flag) for p, k in _also_written(args.command, dest, path)]
+    if not outputs:
+        return
+    inputs = []
+    for dest, value in vars(args).items():
+        if dest in dests or dest in _CLI_ONLY:
+            continue
+        for item in value if isinstance(value, (list, tuple)) else [value]:
+            if isinstance(item, str):  # a path, or NAME=PATH (ingest's STAGE=FILE, capture's --input NAME=FILE)
+                inputs += [item, item.partition("=")[2] or None]
+    check(outputs, inputs)
+
+
 class UsageError(InputError):
     """A bad command line: argparse's complaint, reduced to one line."""
 
@@ -181,6 +231,7 @@ def main(argv=None, stdout=None, stderr=None) -> int:
 
     try:
         with _notices_to(out):
+            check_outputs(_command_parser(parser, args.command), args)
             return int(args.handler(args, out))
     except ForensicsError as exc:
         if args.traceback:

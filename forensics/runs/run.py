@@ -767,6 +767,8 @@ def write_run(path, source: str, *, add: bool = False, replace: bool = False):
     `builder.run` is then the run as written.
     """
     path = os.path.abspath(os.fspath(path))
+    if os.path.islink(path):  # a run reached through a link is written where it is; the link stays
+        path = os.path.realpath(path)
     if not isinstance(source, str) or not source.strip():
         raise InputError("a run needs a source name such as libedgetpu or ours")
     source = source.strip()
@@ -781,7 +783,7 @@ def write_run(path, source: str, *, add: bool = False, replace: bool = False):
                 _write_manifest(tmp, text)
             builder.run = parse_manifest(text, path)
             return
-        if not os.path.isdir(path) or os.path.islink(path):
+        if not os.path.isdir(path):
             raise InputError("exists and is not a directory (a run is a directory with manifest.json)", path)
         if not (add or replace):
             raise InputError("already exists (choose a new run directory)", path)
