@@ -772,6 +772,8 @@ def write_run(path, source: str, *, add: bool = False, replace: bool = False):
     if not isinstance(source, str) or not source.strip():
         raise InputError("a run needs a source name such as libedgetpu or ours")
     source = source.strip()
+    if os.path.lexists(path) and not (add or replace) and os.path.lexists(os.path.join(path, MANIFEST)):
+        raise InputError("already exists (choose a new run directory)", path)
     make_parents(path)
     with exclusive(path):
         recover(path, MANIFEST)  # beside the run: a killed writer's temporary directory, a run moved aside
