@@ -219,9 +219,10 @@ def _open_direct(path: str) -> int:
         if own:
             number = {"out": 1, "err": 2}.get(own.group("std") or "") or int(own.group("fd") or own.group("pfd"))
             return os.dup(number)
-        flags = os.O_WRONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
-        fd = os.open(path, flags)  # non-blocking: a FIFO nobody reads is an error, not a hang
-        os.set_blocking(fd, True)
+        nonblock = getattr(os, "O_NONBLOCK", 0)  # POSIX: a FIFO nobody reads is an error, not a hang
+        fd = os.open(path, os.O_WRONLY | nonblock | getattr(os, "O_NOCTTY", 0))
+        if nonblock:
+            os.set_blocking(fd, True)
         return fd
     except OSError as exc:
         if exc.errno == errno.ENXIO:
