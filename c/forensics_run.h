@@ -50,7 +50,9 @@ typedef unsigned char fr_u8;
 typedef unsigned int fr_u32;
 typedef unsigned long long fr_u64;
 typedef long long fr_i64;
-#if defined(_WIN64)
+#if defined(__SIZE_TYPE__)
+typedef __SIZE_TYPE__ fr_size;  /* gcc and clang (mingw-w64) name size_t's type */
+#elif defined(_WIN64)
 typedef unsigned long long fr_size;
 #else
 typedef unsigned int fr_size;

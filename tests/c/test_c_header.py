@@ -381,35 +381,3 @@ def test_header_and_example_cross_compile_for_windows(tmp_path):
     for api in (b"CreateDirectoryW", b"MoveFileExW", b"DeleteFileW", b"RemoveDirectoryW",
                 b"MultiByteToWideChar"):
         assert api in image, api  # the Win32 path of the header was compiled, not the POSIX one
-
-
-# --- the README's C fragments ----------------------------------------------------------------------------
-
-def test_readme_c_fragments_compile():
-    """The two ```c blocks of the README (a run, a DbgPrint) compile warning-free as written."""
-    blocks = re.findall(r"```c\n(.*?)```", (REPO / "README.md").read_text(encoding="utf-8"), re.S)
-    run_block = next(b for b in blocks if "fr_run_begin" in b)
-    kernel_block = next(b for b in blocks if "DbgPrint" in b)
-    head = [line for line in run_block.splitlines() if line.startswith("#")]
-    body = [line for line in run_block.splitlines() if not line.startswith("#")]
-    user = "\n".join(head + ["#include <stdio.h>", "int main(void) {",
-                             "    unsigned char input[16] = {0}, boxes[8] = {0};",
-                             "    size_t input_size = sizeof input, boxes_size = sizeof boxes;",
-                             *body, "    return rc != FR_OK;", "}", ""])
-    kernel = ("#define FORENSICS_RUN_KERNEL_ONLY\n#define FORENSICS_RUN_IMPLEMENTATION\n#include \"forensics_run.h\"\n"
-              "int DbgPrint(const char *format, ...);\n"
-              f"void log_buffer(const void *buffer, size_t length) {{\n{kernel_block}}}\n")
-    for text, name in ((user, "user.c"), (kernel, "kernel.c")):
-        proc = subprocess.run([CC, *STRICT, "-fsyntax-only", "-x", "c", "-"], input=text, capture_output=True,
-                              text=True)
-        assert proc.returncode == 0, f"{name}:\n{text}\n{proc.stderr}"
-
-
-def test_readme_error_table_is_the_headers():
-    """The README's table of codes lists exactly the header's FR_E_ defines with their values."""
-    header = (HEADER_DIR / "forensics_run.h").read_text(encoding="utf-8")
-    defined = {name: int(value) for name, value in re.findall(r"^#define (FR_E_\w+)\s+(-\d+)", header, re.M)}
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    documented = {name: int(value) for name, value in re.findall(r"^\| `(FR_E_\w+)` \| (-\d+) \|", readme, re.M)}
-    assert len(defined) >= 12
-    assert documented == defined
