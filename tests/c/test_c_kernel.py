@@ -421,3 +421,25 @@ def test_errno_survives_the_cleanup_of_a_failed_commit(builds, build, tmp_path):
     for name, got, want_name, want in rows:
         assert int(got) == int(want), f"{name}: got {got}, want {want_name} ({want})"
     assert list(tmp_path.iterdir()) == []  # and the failed run is gone
+
+
+@pytest.mark.parametrize("name", ["u8", "uint8_t", "UINT8", "bfloat16", "object", "<f4"])
+def test_reader_refuses_a_non_canonical_dtype_in_one_line(tmp_path, name):
+    """What C refuses, `forensics compare` refuses too: one line naming the dtype and the list, exit 2."""
+    from tests.conftest import assert_one_line_error
+
+    assert not _reader_accepts_dtype(tmp_path, name)
+    result = run_cli("compare", tmp_path / "probe_run", tmp_path / "probe_run")
+    assert_one_line_error(result, repr(name), "float32")
+
+
+def test_ingest_writes_a_sidecars_numpy_spelling_as_the_canonical_name(tmp_path):
+    """A sidecar may say "<f4" (numpy reads it); the run it is ingested into says float32, which the reader
+    (and C) accept, so the run stays readable."""
+    from forensics.runs.ingest import ingest
+
+    (tmp_path / "scores.bin").write_bytes(np.arange(8, dtype="<f4").tobytes())
+    (tmp_path / "scores.json").write_text(json.dumps({"dtype": "<f4", "shape": [2, 4]}))
+    ingest(tmp_path / "run", "ours", [f"raw:scores={tmp_path / 'scores.bin'}"])
+    run = load_run(tmp_path / "run")
+    assert [b.dtype for b in run.buffers] == ["float32"]
