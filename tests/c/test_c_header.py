@@ -58,6 +58,13 @@ def _sanitizers_work(build: Path) -> bool:
     return proc.returncode == 0 and subprocess.run([str(build / "probe")], capture_output=True).returncode == 0
 
 
+def _m32_runs(build: Path) -> bool:
+    probe = build / "probe32.c"
+    probe.write_text("int main(void) { return 0; }\n")
+    proc = subprocess.run([CC, "-m32", str(probe), "-o", str(build / "probe32")], capture_output=True)
+    return proc.returncode == 0 and subprocess.run([str(build / "probe32")], capture_output=True).returncode == 0
+
+
 @pytest.fixture(scope="session")
 def builds(tmp_path_factory):
     """Every program the tests run, compiled at once (two cores): name -> (path, error or None)."""
@@ -71,6 +78,8 @@ def builds(tmp_path_factory):
         jobs["example-c++17"] = (CXX, [*STRICT_CXX, str(EXAMPLE)], build / "write_run_cxx")
     if _sanitizers_work(build):
         jobs["c99-asan-ubsan"] = (CC, [*STRICT, *SANITIZE, str(CHECK), "-lm"], build / "fr_check_san")
+    if _m32_runs(build):  # 32-bit size_t and the helper-free 64-bit arithmetic, run for real
+        jobs["c99-m32"] = (CC, [*STRICT, "-m32", "-O2", str(CHECK), "-lm"], build / "fr_check_m32")
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
         futures = {name: pool.submit(_compile, *job) for name, job in jobs.items()}
         return {name: f.result() for name, f in futures.items()}
@@ -79,14 +88,15 @@ def builds(tmp_path_factory):
 def _program(builds, name: str) -> Path:
     if name not in builds:
         reason = {"c++17": "no C++ compiler", "example-c++17": "no C++ compiler",
-                  "c99-asan-ubsan": "this compiler cannot build with -fsanitize=address,undefined"}[name]
+                  "c99-asan-ubsan": "this compiler cannot build with -fsanitize=address,undefined",
+                  "c99-m32": "this compiler cannot build and run -m32 programs (Debian: gcc-multilib)"}[name]
         pytest.skip(reason)
     path, error = builds[name]
     assert error is None, f"{name} does not compile warning-free:\n{error}"
     return path
 
 
-CHECK_BUILDS = ["c99", "c++17", "c99-asan-ubsan"]
+CHECK_BUILDS = ["c99", "c++17", "c99-asan-ubsan", "c99-m32"]
 
 
 def _run(argv, **kw) -> subprocess.CompletedProcess:

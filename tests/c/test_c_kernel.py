@@ -222,7 +222,7 @@ def _stream(builds, build: str, tmp_path: Path, blob: bytes, cases) -> list[tupl
     return list(zip(lines[::2], lines[1::2]))
 
 
-@pytest.mark.parametrize("build", ["c99", "c99-asan-ubsan"])
+@pytest.mark.parametrize("build", ["c99", "c99-asan-ubsan", "c99-m32"])
 def test_every_chunking_of_small_buffers_gives_the_one_shot_line(builds, build, tmp_path):
     """All 2^(n-1) chunkings of every size up to 11 bytes, at every start offset mod 8 (the xor-fold's words and
     the HEAD/MID/TAIL windows straddle chunks in every way)."""
@@ -239,7 +239,7 @@ def test_every_chunking_of_small_buffers_gives_the_one_shot_line(builds, build, 
         _check_fingerprint(streamed, blob[offset:offset + n], tag)
 
 
-@pytest.mark.parametrize("build", ["c99", "c99-asan-ubsan"])
+@pytest.mark.parametrize("build", ["c99", "c99-asan-ubsan", "c99-m32"])
 def test_random_chunkings_of_random_buffers_match_and_verify(builds, build, tmp_path):
     """Random buffers (sizes around 8-byte words, the 16-byte windows and the 64 KiB four-way CRC path) cut
     at random, including empty chunks: the streamed line is the one-shot line, zlib's and numpy's values, and
@@ -300,7 +300,7 @@ def _link_reference(bits: bytes, offset_bit: int, value: int) -> bytes:
     return bytes(out)
 
 
-@pytest.mark.parametrize("build", ["c99", "c++17", "c99-asan-ubsan"])
+@pytest.mark.parametrize("build", ["c99", "c++17", "c99-asan-ubsan", "c99-m32"])
 def test_link_u32_equals_a_bit_loop(builds, build, tmp_path):
     program = _program(builds, build)
     rng = random.Random(23)
