@@ -233,14 +233,16 @@ def fit_detection_tensor(dump, decode_deps, flags: dict) -> tuple[TensorFit | No
             pool, how = padded[:1], "content"
         elif varying and len({c["role"] for c in unpadded}) == 1:
             pool, how = unpadded, "content"  # pad lanes that vary: the dump is the tensor without pad lanes
-        if len({(c["role"], c["record_size"]) for c in pool}) > 1:
-            if exact:
+        if not exact and len({c["record_size"] for c in pool}) > 1:
+            # a head too short to tell: the candidates with the record the flags, sidecar or default (4) say
+            pool = [c for c in pool if c["record_size"] == (record or 4)] or pool
+        if len({c["role"] for c in pool}) > 1:
+            if len({(c["record_size"], c["full_size"]) for c in pool}) > 1:
                 return None, None
-            # a head too short to tell: the default 4-byte record's candidate when there is one
-            fours = [c for c in pool if c["record_size"] == (record or 4)]
-            if len({c["role"] for c in fours}) != 1 and not fours:
-                return None, None
-            pool = fours[:1] or pool[:1]
+            # box deltas and scores of one shape (4 columns each, no pad lanes): the same anchors either way
+            c = pool[0]
+            roles = " or ".join(sorted({p["role"] for p in pool}))
+            return TensorFit(None, roles, c["mode"], c["anchors"], c["record_size"], c["full_size"], size, how), None
     chosen = pool[0]
     fit = TensorFit(chosen["tensor"], chosen["role"], chosen["mode"], chosen["anchors"], chosen["record_size"],
                     chosen["full_size"], size, how)
