@@ -184,6 +184,8 @@ def _candidates(decode_deps) -> list[dict]:
         elif raw and raw not in (anchors * columns, anchors * padded):
             out.append({**base, "mode": "raw", "record_size": padded, "pad_lanes": tuple(range(columns, padded)),
                         "fields": tuple(names) + ("pad",) * (padded - columns), "raw_size": raw})
+    raws = {(c["role"], c["record_size"]) for c in out if c["mode"] == "raw"}
+    out = [c for c in out if not (c["mode"] == "padded" and (c["role"], c["record_size"]) in raws)]  # the chip's
     for c in out:
         c.setdefault("raw_size", None)
         c["full_size"] = c["raw_size"] or c["anchors"] * c["record_size"]

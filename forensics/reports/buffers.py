@@ -265,6 +265,11 @@ def anchors(file, *, record=None, offset=None, count=None, fields=None, pad=None
     result = analyse_anchors(dump, context.layout, nonuniform=nonuniform, top=top, window=window,
                              limit=_limit(limit, all), progress=progress)
     result = remap_indices(result, context, "nonuniform")
+    role = context.fit.role if context.fit is not None else getattr(context.view, "role", None)
+    if role == "boxes" and result.top_scores:  # box deltas have no class scores to rank
+        import dataclasses
+
+        result = dataclasses.replace(result, top_scores=())
     heat = None
     title = "scores per cell"
     if heatmap or grid:
@@ -323,8 +328,9 @@ class HexdumpReport(Report):
 
 def hexdump(file, file2=None, *, record=None, offset=None, fields=None, pad=None, scale=None, zero_point=None,
             anchor: int | None = None, context: int = 4, at: int | None = None, length: int | None = None,
-            model=None, tensor=None, labels=None, gap_fill: int | None = None) -> HexdumpReport:
-    """`forensics hexdump FILE [FILE2]`: hex + ASCII by record around an anchor, or over at/length bytes."""
+            model=None, tensor=None, labels=None, deps=None, gap_fill: int | None = None) -> HexdumpReport:
+    """`forensics hexdump FILE [FILE2]`: hex + ASCII by record around an anchor, or over at/length bytes; with
+    `model` or `deps`, the records' lane names and dequantized values where they know them."""
     from forensics.dump import open_dump
     from forensics.hexdump import hexdump as hexdump_of
 
@@ -333,8 +339,8 @@ def hexdump(file, file2=None, *, record=None, offset=None, fields=None, pad=None
     dump_b = open_dump(file2, **options) if file2 else None
     if anchor is not None and at is not None:
         raise InputError("give either {anchor} or {at}, not both", params=True)
-    dump_context = _dump_context(dump_a, model=model, tensor=tensor, labels=labels, record=record, offset=offset,
-                                 fields=fields, pad=pad, scale=scale, zero_point=zero_point)
+    dump_context = _dump_context(dump_a, model=model, tensor=tensor, labels=labels, deps=deps, record=record,
+                                 offset=offset, fields=fields, pad=pad, scale=scale, zero_point=zero_point)
     order = dump_context.record_order
     if anchor is not None and order is not None:  # the anchor's record in the chip's order
         anchor = int(order[anchor]) if anchor < len(order) else anchor

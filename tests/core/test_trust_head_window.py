@@ -211,3 +211,55 @@ def test_a_sidecar_still_wins(tmp_path):
     """What a sidecar says (the face model's `face` lane) is kept; the deps fill only what nobody said."""
     code, doc, _ = run_json("anchors", "dumps/ours/convert_scores.bin", "--deps", "dumps/face_ssd")
     assert code == 0 and [lane["name"] for lane in doc["lanes"]] == ["background", "face", "pad", "pad"]
+
+
+SEGMENT = "ssd_mobilenet_v1_coco_quant_postprocess_segment_1_of_2_edgetpu.tflite"
+
+
+def _raw_sizes(model):
+    from forensics.tflite.edgetpu import read_packages
+    from forensics.tflite.model import open_model
+
+    with open_model(model) as opened:
+        return {t: layer.size_bytes for package in read_packages(opened)
+                for t in ("Squeeze1", "convert_scores") if (layer := package.output_layer(t)) is not None}
+
+
+def test_model_heads_of_the_raw_layers(tmp_path, shared_data):
+    """--model: the real segment's raw layers (scores z=91 at a 92-byte stride, box deltas), whole and cut."""
+    model = shared_data / SEGMENT
+    sizes = _raw_sizes(model)
+    rng = np.random.default_rng(17)
+    scores = np.zeros(sizes["convert_scores"], np.uint8)
+    scores[rng.choice(scores.size, 40, replace=False)] = 200
+    boxes = rng.integers(0, 256, sizes["Squeeze1"], dtype=np.uint8)
+    for name, data, record in (("scores", scores.tobytes(), 92), ("boxes", boxes.tobytes(), 4)):
+        (tmp_path / "full.bin").write_bytes(data)
+        code, doc, err = run_json("anchors", tmp_path / "full.bin", "--model", model)
+        assert code == 0, err
+        assert doc["tensor_fit"]["head_window"] is False and doc["tensor_fit"]["anchors"] == 1917
+        if name == "scores":
+            assert [lane["name"] for lane in doc["lanes"]][:2] == ["background", "class0"]
+        else:
+            assert [lane["name"] for lane in doc["lanes"]] == ["dy", "dx", "dh", "dw"]
+        for k in (256, 4096, len(data) // 3):
+            (tmp_path / "head.bin").write_bytes(data[:k])
+            code, doc, err = run_json("anchors", tmp_path / "head.bin", "--model", model)
+            assert code == 1 and doc["verdict"] == "HEAD WINDOW", (name, k, err)
+            assert doc["tensor_fit"]["anchors_held"] == k // record, (name, k, doc["tensor_fit"])
+            code, doc, _ = run_json("diff", tmp_path / "head.bin", tmp_path / "head.bin", "--model", model)
+            assert code == 1 and doc["verdict"] == "HEAD WINDOW"
+
+
+def test_hexdump_values_from_deps(tmp_path):
+    """hexdump of records: --deps gives the dequantized values (1/256) without a sidecar."""
+    data = open("dumps/libedgetpu/convert_scores.bin", "rb").read()
+    (tmp_path / "s.bin").write_bytes(data)
+    code, doc, _ = run_json("hexdump", tmp_path / "s.bin", "--deps", "dumps/face_ssd", "--anchor", "203",
+                            "--context", "0")
+    assert code == 0
+    text = json.dumps(doc)
+    record = data[203 * 4:203 * 4 + 4]
+    assert str(record[1] / 256) in text and str(record[0] / 256) in text
+    code, doc, _ = run_json("hexdump", tmp_path / "s.bin", "--anchor", "203", "--context", "0")
+    assert str(record[1] / 256) not in json.dumps(doc)
