@@ -107,7 +107,10 @@ def dump_context(dump, *, model=None, tensor=None, labels=None, deps=None, **fla
     view = None
     fit, known, decode_deps = None, None, None
     if tensor is None and (model is not None or deps is not None):
-        decode_deps = detection_deps(model=model, deps=deps)
+        try:
+            decode_deps = detection_deps(model=model, deps=deps)
+        except InputError:  # anchors alone (no postprocess.json) still give the geometry, as they always did
+            decode_deps = None
         if decode_deps is not None:
             fit, known = fit_detection_tensor(dump, decode_deps, flags)
             if fit is not None and model is not None and not fit.head_window and fit.mode != "padded" \
@@ -134,23 +137,14 @@ def dump_context(dump, *, model=None, tensor=None, labels=None, deps=None, **fla
 
 def detection_deps(*, model=None, deps=None):
     """The decode's deps (anchors, both tensors' names, shapes and quantization) from --deps or --model;
-    None for a model without TFLite_Detection_PostProcess (a classifier: nothing to fit a dump to)."""
+    InputError when they do not hold them (a classifier, a directory with anchors.bin only)."""
     if deps is not None:
         from forensics.decode.deps import read_deps
 
         return read_deps(deps)
     from forensics.decode.model_deps import deps_from_model
 
-    try:
-        return deps_from_model(model)[0]
-    except InputError:
-        from forensics.tflite.graph import postprocess_info
-        from forensics.tflite.model import open_model
-
-        with open_model(model) as opened:
-            if postprocess_info(opened) is None:
-                return None
-        raise
+    return deps_from_model(model)[0]
 
 
 def _candidates(decode_deps) -> list[dict]:
