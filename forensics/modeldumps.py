@@ -59,7 +59,7 @@ class DumpContext:
     view: object | None = None          # forensics.tflite.tensors.ModelTensorView
     geometry: object | None = None      # forensics.geometry.AnchorGeometry
     fit: TensorFit | None = None        # which detection tensor --model / --deps say the dump holds
-    deps: object | None = None          # forensics.decode.deps.DecodeDeps behind `fit` (to fit a second dump)
+    deps: object | None = None          # forensics.decode.deps.DecodeDeps that --model / --deps gave (diff fits B too)
 
     @property
     def record_order(self) -> np.ndarray | None:
@@ -132,7 +132,7 @@ def dump_context(dump, *, model=None, tensor=None, labels=None, deps=None, **fla
         layout = _shaped_by_array(dump, layout_from(dump.meta, **flags), flags)
         if known is not None:
             layout = _known_where_unsaid(layout, known, dump.meta, flags)
-    return DumpContext(layout, view, geometry, fit, decode_deps if fit is not None else None)
+    return DumpContext(layout, view, geometry, fit, decode_deps)
 
 
 def detection_deps(*, model=None, deps=None):

@@ -235,12 +235,13 @@ def diff(a, b, *, record=None, offset=None, count=None, fields=None, pad=None, s
         picture.save(plot)
         plotted = {"path": os.fspath(plot), **picture.to_dict()}
     fits = ()
-    if context.fit is not None:
+    if context.deps is not None:  # --model / --deps know the tensors: how much of one each side holds
         first = dump_a if context_dump is dump_a else dump_b
         other = dump_b if first is dump_a else dump_a
         flags = {"record_size": record, "fields": fields, "pad_lanes": pad}
         fit_other = _fit_other(context, other, flags)
         fits = (context.fit, fit_other) if first is dump_a else (fit_other, context.fit)
+    fits = fits if any(f is not None for f in fits) else ()
     windows = any(f is not None and f.head_window for f in fits)
     return RecordsReport("diff", result, exitcodes.SAME if result.passed and not windows else exitcodes.DIFFERENT,
                          rows_key="records", context=context, heat=heat, heatmap=drawn, grid=grid, title=title,

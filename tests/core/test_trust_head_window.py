@@ -263,3 +263,17 @@ def test_hexdump_values_from_deps(tmp_path):
     assert str(record[1] / 256) in text and str(record[0] / 256) in text
     code, doc, _ = run_json("hexdump", tmp_path / "s.bin", "--anchor", "203", "--context", "0")
     assert str(record[1] / 256) not in json.dumps(doc)
+
+
+def test_diff_of_an_allocation_and_a_head(tmp_path):
+    """A: the tensor at the start of a page-rounded allocation (fits no tensor size); B: a head of it. B is
+    still named a head of the tensor, and no slice is suggested."""
+    rng = np.random.default_rng(13)
+    n = write_deps(tmp_path / "deps", 19, 19, 3, 1)
+    data = padded_scores(n, 2, rng).tobytes()
+    (tmp_path / "a.bin").write_bytes(data + bytes(-len(data) % 4096))
+    (tmp_path / "b.bin").write_bytes(data[:512])
+    code, text, _ = run("diff", tmp_path / "a.bin", tmp_path / "b.bin", "--deps", tmp_path / "deps")
+    flat = " ".join(text.split())
+    assert code == 1 and "--length" not in flat
+    assert f"HEAD WINDOW | B is truncated: 128 of the {n:,} anchors the model has" in flat
