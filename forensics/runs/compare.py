@@ -44,6 +44,41 @@ ADVICE = {
                   "runtime version or delegate)",
 }
 
+# What the advice for a stage takes for granted: the earlier stages it says match. The chip's input and its
+# parameters are independent (an input that differs is a fact whatever the parameters were).
+PREMISES = {stage: STAGES[:i] for i, stage in enumerate(STAGES)}
+PREMISES["input"] = ()
+# Where to look once a stage is known to be the first that differs (ADVICE without its premise).
+SUSPECT = {
+    "raw": "look at the output DMA (buffer size, offset, completion, prefill left unwritten)",
+    "tensor": "the relayout is wrong (tile order, 4-byte lane padding, the signed-type fix)",
+    "dequantized": "check scale and zero_point and the runtime's dequantize rounding",
+    "detections": "the post-processing differs (PostProcess options, anchors, NMS, runtime version or delegate)",
+}
+
+
+def _names(stages) -> str:
+    stages = list(stages)
+    return stages[0] if len(stages) == 1 else ", ".join(stages[:-1]) + " and " + stages[-1]
+
+
+def advice_from_captured(stage: str, not_captured, compared) -> str | None:
+    """The advice for `stage` as first divergent, concluding only from stages both runs captured: when a
+    stage it takes for granted was not captured, say so and that the difference may start there."""
+    unseen = [s for s in PREMISES.get(stage, ()) if s in not_captured]
+    if not unseen:
+        return ADVICE.get(stage)
+    seen = [s for s in PREMISES.get(stage, ()) if s in compared]
+    verb = "was" if len(unseen) == 1 else "were"
+    text = (f"{stage} is the first captured stage that differs, but {_names(unseen)} {verb} not captured in both "
+            f"runs, so nothing says {'it matches' if len(unseen) == 1 else 'they match'}: the difference may start "
+            f"there. Capture {'it' if len(unseen) == 1 else 'them'} to place it")
+    if stage in SUSPECT:
+        text += f"; if {'it matches' if len(unseen) == 1 else 'they match'}, {SUSPECT[stage]}"
+    if seen:
+        text += f" ({_names(seen)} {'matches' if len(seen) == 1 else 'match'})"
+    return text
+
 
 @dataclass(frozen=True)
 class StageRow:
@@ -220,9 +255,18 @@ class CompareResult:
         return None
 
     @property
+    def not_captured(self) -> tuple[str, ...]:
+        """The stages no buffer of both runs stands for: nothing is concluded about them."""
+        compared = {row.stage for row in self.rows if row.compared and row.status != "MISSING"}
+        return tuple(stage for stage in STAGES if stage not in compared)
+
+    @property
     def advice(self) -> str | None:
         row = self.first_divergent
-        return ADVICE.get(row.stage) if row is not None else None
+        if row is None:
+            return None
+        compared = {r.stage for r in self.rows if r.compared and r.passed}
+        return advice_from_captured(row.stage, self.not_captured, compared)
 
     @property
     def match(self) -> bool:
@@ -257,6 +301,7 @@ class CompareResult:
             "first_divergent_stage": first.stage if first else None,
             "first_divergent_tensor": first.tensor if first else None,
             "advice": self.advice,
+            "not_captured": list(self.not_captured),
             "changed": list(self.changed),
             "warnings": list(self.warnings),
             "detections": self.detections.to_dict() if self.detections else None,
