@@ -118,6 +118,9 @@ def register(subparsers, parents) -> None:
     p.add_argument("--limit", type=positive_int, default=8, metavar="N", help="differing records listed per buffer")
     p.add_argument("--batch", metavar="DIR", help="compare every pair folder under DIR (two runs each)")
     p.add_argument("-o", "--output", metavar="SUMMARY.csv", help="--batch: the summary table (CSV + Parquet)")
+    p.add_argument("--verify-files", action="store_true",
+                   help="--batch: read every buffer and take its CRC32 again (default: trust the CRCs the manifests "
+                        "recorded at capture and ingest, where the file sizes agree)")
     p.add_argument("--workers", type=positive_int, default=None, metavar="N",
                    help="--batch: worker processes (default: one per core)")
     p.add_argument("--scheduler", default="local", metavar="local|dask|tcp://HOST:PORT",

@@ -202,12 +202,14 @@ def _policy(tolerance, atol, rtol, check):
 
 def compare(*runs, html=None, previous=None, model=None, deps=None, limit: int = 8, batch=None, output=None,
             workers: int | None = None, tolerance=None, atol=None, rtol=None, check=None, labels=None,
-            junit=None, progress=None, scheduler: str = "local") -> CompareReport | BatchReport:
+            junit=None, progress=None, scheduler: str = "local",
+            verify_files: bool = False) -> CompareReport | BatchReport:
     """`forensics compare RUN_A RUN_B` (stage by stage) or `compare --batch DIR -o SUMMARY.csv`. `tolerance`:
     K (LSB for every integer buffer) and/or (TENSOR, SPEC) pairs; with atol / rtol / check they judge
     differing buffers MATCH / WITHIN TOLERANCE / DIFFER (forensics.tolerance). `labels` names detection
     classes; `junit` writes a JUnit XML report (one test case per stage and tensor). With `batch`: `scheduler`
-    local / dask / tcp://HOST:PORT, `html` the one-page summary, `model`/`deps` the anchors."""
+    local / dask / tcp://HOST:PORT, `html` the one-page summary, `model`/`deps` the anchors, `verify_files`
+    every buffer's CRC taken again instead of trusting the manifests (one pair is always verified)."""
     policy = _policy(tolerance, atol, rtol, check)
     if batch:
         if runs:
@@ -231,7 +233,7 @@ def compare(*runs, html=None, previous=None, model=None, deps=None, limit: int =
 
             geometry = geometry_for(model=model, deps=deps)
         result = write_summary(batch_compare(batch, workers=workers, scheduler=scheduler, geometry=geometry,
-                                             policy=policy, progress=progress), output)
+                                             policy=policy, progress=progress, verify_files=verify_files), output)
         if result.exit_code == exitcodes.ERROR:  # every pair failed: say why on stderr, as for any input error
             first = result.rows[0].get("error") if result.rows else None
             raise InputError(f"no pair could be compared ({len(result.rows)} failed; first: {first}); the "

@@ -90,23 +90,32 @@ def evaluate_image(truth: list[dict], found: list[dict], *, max_detections: int 
     """One image's detections `found` (B) against `truth` (A), per class as COCO's evaluateImg does.
 
     Returns {class: {"truth": n, "found": [(score, tp_mask), ...]}} in descending score order (stable), where
-    bit i of tp_mask says the detection is a true positive at IOU_THRESHOLDS[i].
+    bit i of tp_mask says the detection is a true positive at IOU_THRESHOLDS[i]. Classes are matched in one
+    pass: a truth of another class is never a candidate (its IoU is taken as -1), so each class's matching is
+    COCO's alone.
     """
-    out = {}
     if not truth and not found:
-        return out
-    t_cls = np.array([d["class"] for d in truth], np.int64)
-    f_cls = np.array([d["class"] for d in found], np.int64)
-    t_box = np.array([d["box"] for d in truth], np.float64).reshape(-1, 4)
-    f_box = np.array([d["box"] for d in found], np.float64).reshape(-1, 4)
-    f_score = np.array([d["score"] for d in found], np.float64)
-    for cls in np.unique(np.concatenate([t_cls, f_cls])).tolist():
-        gt = t_box[t_cls == cls]
-        dt_index = np.flatnonzero(f_cls == cls)
-        order = dt_index[np.argsort(-f_score[dt_index], kind="mergesort")][:max_detections]
-        ious = _box_iou(f_box[order], gt) if len(order) and len(gt) else np.zeros((len(order), 0))
+        return {}
+    t_cls = np.fromiter((d["class"] for d in truth), np.int64, len(truth))
+    f_cls = np.fromiter((d["class"] for d in found), np.int64, len(found))
+    f_score = np.fromiter((d["score"] for d in found), np.float64, len(found))
+    # B's detections by class, each class in descending score order (stable), at most max_detections each
+    order = np.lexsort((-f_score, f_cls))
+    sorted_cls = f_cls[order]
+    rank = np.arange(len(order)) - np.searchsorted(sorted_cls, sorted_cls, side="left")
+    order = order[rank < max_detections]
+    masks = [0] * len(order)
+    if len(order) and len(truth):
+        ious = _box_iou([found[i]["box"] for i in order], [d["box"] for d in truth])
+        ious[f_cls[order][:, None] != t_cls[None, :]] = -1.0
         masks = _match_masks(ious)
-        out[cls] = {"truth": len(gt), "found": [(float(s), m) for s, m in zip(f_score[order].tolist(), masks)]}
+    out = {}
+    truths = dict(zip(*np.unique(t_cls, return_counts=True))) if len(truth) else {}
+    for cls in sorted(set(truths) | set(f_cls.tolist())):
+        out[int(cls)] = {"truth": int(truths.get(cls, 0)), "found": []}
+    scores = f_score[order].tolist()
+    for k, i in enumerate(order.tolist()):
+        out[int(f_cls[i])]["found"].append((scores[k], masks[k]))
     return out
 
 
@@ -123,20 +132,24 @@ def _scan(dump_a, dump_b, size: int, record_size: int, lanes: list, *, anchors: 
     step = max(record_size, _SCAN_BLOCK // record_size * record_size)
     differing = [] if anchors else None
     counts = np.zeros(511, np.int64) if deltas else None
+    is_data = np.zeros(record_size, bool)
+    is_data[lanes] = True
     reader_a, reader_b = DumpReader(dump_a, use_map=False), DumpReader(dump_b, use_map=False)
     try:
         for lo in range(0, size, step):
             hi = min(lo + step, size)
             window_a, window_b = reader_a.window(lo, hi), reader_b.window(lo, hi)
             a, b = np.frombuffer(window_a.view, np.uint8), np.frombuffer(window_b.view, np.uint8)
-            if anchors:
-                whole = (min(hi, n * record_size) - lo) // record_size  # whole records in this window
-                ra = a[:whole * record_size].reshape(whole, record_size)[:, lanes]
-                rb = b[:whole * record_size].reshape(whole, record_size)[:, lanes]
-                differing.extend((np.flatnonzero(np.any(ra != rb, axis=1)) + lo // record_size).tolist())
-                del ra, rb
+            differ = np.flatnonzero(a != b)  # sparse in a pair that differs in a few anchors: work on those only
+            if anchors and differ.size:
+                inside = differ[differ < (n * record_size - lo)]
+                on_data = is_data[inside % record_size]
+                differing.extend((np.unique(inside[on_data] // record_size) + lo // record_size).tolist())
             if deltas:
-                counts += np.bincount(b.astype(np.int16) - a.astype(np.int16) + 255, minlength=511)
+                counts[255] += a.size - differ.size
+                if differ.size:
+                    counts += np.bincount(b[differ].astype(np.int16) - a[differ].astype(np.int16) + 255,
+                                          minlength=511)
             del a, b
             window_a.release()
             window_b.release()

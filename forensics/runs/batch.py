@@ -42,11 +42,12 @@ def _basename(location: str) -> str:
     return os.path.basename(location.rstrip("/\\"))
 
 
-def compare_pair(pair_dir: str, policy=None, *, stats: bool = False, name: str | None = None):
+def compare_pair(pair_dir: str, policy=None, *, stats: bool = False, name: str | None = None,
+                 verify_files: bool = False):
     """One summary row of the pair at `pair_dir` (a path, or an fsspec URL read in place); never raises for a
     bad pair (the error becomes the row). `policy`: a forensics.tolerance.TolerancePolicy judging the differing
     buffers (default: exact). With `stats`, the pair's compact statistics for forensics.runs.aggregate too:
-    (row, stats or None)."""
+    (row, stats or None). The manifests' CRCs are trusted unless `verify_files` (see compare_runs)."""
     from forensics.runs.compare import compare_runs, find_runs
 
     row = {c: None for c in COLUMNS}
@@ -56,7 +57,8 @@ def compare_pair(pair_dir: str, policy=None, *, stats: bool = False, name: str |
         if len(runs) != 2:
             raise InputError(f"holds {len(runs)} runs, expected 2", name or pair_dir)
         row["run_a"], row["run_b"] = (_basename(r) for r in runs)
-        result = compare_runs(runs[0], runs[1], diagnose=False, limit=1, policy=policy)
+        result = compare_runs(runs[0], runs[1], diagnose=False, limit=1, policy=policy,
+                              verify_files=verify_files)
         pair_stats = None
         if stats:
             from forensics.runs.aggregate import pair_stats as _pair_stats
@@ -131,14 +133,16 @@ class BatchResult:
 
 
 def batch_compare(directory, *, workers: int | None = None, scheduler: str = "local", geometry=None,
-                  policy=None, progress=None, connect_timeout: float = 5.0) -> BatchResult:
+                  policy=None, progress=None, connect_timeout: float = 5.0,
+                  verify_files: bool = False) -> BatchResult:
     """Compare every pair under `directory` (a path or an fsspec URL) and aggregate them, streamed.
 
     `scheduler`: "local" (a process pool, `workers` processes, default one per core), "dask" (a Dask
     LocalCluster of `workers` worker processes on this machine) or "tcp://HOST:PORT" (an existing Dask cluster).
     `geometry` (forensics.geometry.AnchorGeometry) names the worst anchors' places; `policy`
     (forensics.tolerance.TolerancePolicy; default exact) judges differing buffers; `progress(pairs_done, pairs)`
-    is called as rows come in.
+    is called as rows come in. Each pair's buffers are judged by the CRCs their manifests recorded at capture
+    or ingest (a file whose size disagrees is read); `verify_files` reads every file and takes its CRC again.
     """
     from forensics.runs import engine
     from forensics.runs.aggregate import Aggregator
@@ -148,7 +152,8 @@ def batch_compare(directory, *, workers: int | None = None, scheduler: str = "lo
     aggregator = Aggregator(geometry=geometry)
     rows = []
     run = engine.run_dask if kind != "local" else engine.run_local
-    outcome = run(pairs, workers=workers, scheduler=scheduler, connect_timeout=connect_timeout, policy=policy)
+    outcome = run(pairs, workers=workers, scheduler=scheduler, connect_timeout=connect_timeout, policy=policy,
+                  verify_files=verify_files)
     for row, stats in outcome:
         rows.append(row)
         aggregator.add(stats)

@@ -46,15 +46,15 @@ def list_pairs(directory) -> list[str]:
     return pairs
 
 
-def compare_location(pair: str, policy=None) -> tuple[dict, dict | None]:
+def compare_location(pair: str, policy=None, verify_files: bool = False) -> tuple[dict, dict | None]:
     """The per-pair function every scheduler runs: (summary row, stats for the aggregates). Never raises."""
     from forensics.runs.batch import compare_pair
 
-    return compare_pair(pair, policy, stats=True)
+    return compare_pair(pair, policy, stats=True, verify_files=verify_files)
 
 
-def compare_chunk(pairs: list[str], policy=None) -> list[tuple[dict, dict | None]]:
-    return [compare_location(p, policy) for p in pairs]
+def compare_chunk(pairs: list[str], policy=None, verify_files: bool = False) -> list[tuple[dict, dict | None]]:
+    return [compare_location(p, policy, verify_files) for p in pairs]
 
 
 # --- schedulers ----------------------------------------------------------------------------------------------
@@ -82,20 +82,21 @@ class Outcome:
         yield from self.items
 
 
-def run_local(pairs, *, workers=None, policy=None, **_) -> Outcome:
+def run_local(pairs, *, workers=None, policy=None, verify_files: bool = False, **_) -> Outcome:
     workers = max(1, min(workers or os.cpu_count() or 1, len(pairs)))
 
     def items():
         if workers == 1:
             for p in pairs:
-                yield compare_location(p, policy)
+                yield compare_location(p, policy, verify_files)
             return
         import functools
         from concurrent.futures import ProcessPoolExecutor
 
         chunk = max(1, min(256, len(pairs) // (workers * 8)))
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            yield from pool.map(functools.partial(compare_location, policy=policy), pairs, chunksize=chunk)
+            yield from pool.map(functools.partial(compare_location, policy=policy, verify_files=verify_files), pairs,
+                                chunksize=chunk)
 
     return Outcome(items(), workers, "local")
 
@@ -162,7 +163,7 @@ def connect(scheduler: str, *, workers=None, connect_timeout: float = 5.0):
 
 
 def run_dask(pairs, *, workers=None, scheduler="dask", connect_timeout: float = 5.0, in_flight: int = 4,
-             chunk: int | None = None, task=None, policy=None) -> Outcome:
+             chunk: int | None = None, task=None, policy=None, verify_files: bool = False) -> Outcome:
     """The same per-pair function on Dask, in chunks of pairs (`chunk` pairs per task), at most `in_flight`
     chunks per worker queued. `task` (default compare_chunk) maps a list of pair locations to (row, stats)."""
     task = task or compare_chunk
@@ -193,7 +194,10 @@ def run_dask(pairs, *, workers=None, scheduler="dask", connect_timeout: float = 
                 nxt = next(it, None)
                 if nxt is not None:
                     i, part = nxt
-                    fut = client.submit(task, part, **({"policy": policy} if policy is not None else {}),
+                    options = {"policy": policy} if policy is not None else {}
+                    if verify_files:
+                        options["verify_files"] = True
+                    fut = client.submit(task, part, **options,
                                         key=f"{KEY_PREFIX}{token}-{i}", pure=False)
                     futures[fut.key] = i
                     ac.add(fut)
