@@ -162,7 +162,7 @@ def _scan(dump_a, dump_b, size: int, record_size: int, lanes: list, *, anchors: 
 def pair_stats(result) -> dict:
     """The compact statistics of one compared pair (a forensics.runs.compare.CompareResult) for the Aggregator:
     small and picklable, so a worker can send it back cheaply."""
-    from forensics.runs.compare import buffer_layout
+    from forensics.runs.compare import buffer_layout, record_count
 
     stages, anchors, deltas = [], {}, {}
     run_a, run_b = result.run_a, result.run_b
@@ -177,7 +177,7 @@ def pair_stats(result) -> dict:
         wants_anchors = unit == "anchors" and layout.record_size > 1
         if verdict == "MATCH":
             if wants_anchors:
-                anchors[row.label] = (row.stage, row.tensor, row.size_a // layout.record_size, ())
+                anchors[row.label] = (row.stage, row.tensor, record_count(entry, row.size_a, layout), ())
             if role in DELTA_ROLES:
                 deltas.setdefault(role, {})
                 deltas[role][0] = deltas[role].get(0, 0) + row.size_a
@@ -192,7 +192,8 @@ def pair_stats(result) -> dict:
         except (OSError, InputError):  # a file that changed or went since its CRC: its statistics are left out
             continue
         if wants_anchors:
-            anchors[row.label] = (row.stage, row.tensor, row.size_a // layout.record_size, tuple(differing))
+            anchors[row.label] = (row.stage, row.tensor, record_count(entry, row.size_a, layout),
+                                 tuple(d for d in differing if d < record_count(entry, row.size_a, layout)))
         if role in DELTA_ROLES:
             hist = deltas.setdefault(role, {})
             for i in np.flatnonzero(counts):
