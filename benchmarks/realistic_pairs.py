@@ -112,7 +112,8 @@ def _write(path, source, inputs, frame) -> None:
 
 def make_farm(root: str, pairs: int, *, model: str | None = None, seed: int = 27, differ_every: int = 10,
               frames: int = 16) -> Farm:
-    """`pairs` pair folders under `root` (pair-000000 ...), A `a_libedgetpu` and B `b_ours` in each."""
+    """`pairs` pair folders under `root` (pair-000000 ...), A `a_libedgetpu` and B `b_ours` in each; the
+    distinct runs are written once under root/.templates (hidden: not a pair) and linked into the pairs."""
     anchors, options, stand_in = _deps(model)
     rng = np.random.default_rng(seed)
     bank = []
@@ -125,13 +126,33 @@ def make_farm(root: str, pairs: int, *, model: str | None = None, seed: int = 27
         bad_boxes[hit, rng.integers(0, 4, 6)] += 3
         bank.append((inputs, _frame(boxes, scores, anchors, options),
                      _frame(bad_boxes, bad_scores, anchors, options)))
+    templates = os.path.join(root, ".templates")  # each distinct run written once; pairs link its files
+    for f, (inputs, good, bad) in enumerate(bank):
+        _write(os.path.join(templates, f"{f}-a"), "libedgetpu", inputs, good)
+        _write(os.path.join(templates, f"{f}-good"), "ours", inputs, good)
+        _write(os.path.join(templates, f"{f}-bad"), "ours", inputs, bad)
     differing = 0
     for i in range(pairs):
-        inputs, good, bad = bank[i % frames]
+        f = i % frames
         pair = os.path.join(root, f"pair-{i:06d}")
-        os.makedirs(pair, exist_ok=True)
-        _write(os.path.join(pair, "a_libedgetpu"), "libedgetpu", inputs, good)
-        differs = differ_every and i % differ_every == differ_every - 1
-        differing += bool(differs)
-        _write(os.path.join(pair, "b_ours"), "ours", inputs, bad if differs else good)
+        differs = bool(differ_every) and i % differ_every == differ_every - 1
+        differing += differs
+        _link_run(os.path.join(templates, f"{f}-a"), os.path.join(pair, "a_libedgetpu"))
+        _link_run(os.path.join(templates, f"{f}-{'bad' if differs else 'good'}"), os.path.join(pair, "b_ours"))
     return Farm(root, pairs, differing, stand_in, len(INPUTS) + len(bank[0][1]))
+
+
+def _link_run(template: str, path: str) -> None:
+    """A copy of a run whose buffer files are hard links to the template's (same bytes, no disk), manifest
+    copied."""
+    import shutil
+
+    for directory, _, files in os.walk(template):
+        target = os.path.join(path, os.path.relpath(directory, template))
+        os.makedirs(target, exist_ok=True)
+        for name in files:
+            src, dst = os.path.join(directory, name), os.path.join(target, name)
+            if name == "manifest.json":
+                shutil.copyfile(src, dst)
+            else:
+                os.link(src, dst)
