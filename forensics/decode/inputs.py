@@ -96,7 +96,15 @@ def load_input(path, what: str, anchors: int, columns: int, *, layout: str = "au
     if size == padded_size:
         records = np.frombuffer(data, np.uint8).reshape(anchors, padded_columns(columns))
         return LoadedInput(path, np.ascontiguousarray(records[:, :columns]), "padded records", size)
-    raise InputError(f"{what} is {size} bytes; expected " + " or ".join(accepted), path)
+    expected = f"{what} is {size} bytes; expected " + " or ".join(accepted)
+    # Whole records of a shorter dump: a pasted head, the story's own trap. Name how many anchors it holds in
+    # each layout it fits (padded 4-byte records first: what the chip writes).
+    held = [f"{size // (s // anchors):,}" + (" padded" if s == padded_size != tensor_size else "")
+            for s in dict.fromkeys((padded_size, tensor_size)) if size < s and size % (s // anchors) == 0]
+    if size and held:
+        expected += (f": {' or '.join(held)} of the {anchors:,} anchors the model has, the head-window trap (a "
+                     "pasted or partial read?); dump the whole buffer")
+    raise InputError(expected, path)
 
 
 # --- the order of the two dumps ---------------------------------------------------------------------------

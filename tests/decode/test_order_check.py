@@ -128,3 +128,17 @@ def test_real_segments_91_classes(tmp_path, shared_data, name):
     code, out, err = decode(tmp_path / "scores.bin", tmp_path / "boxes.bin", "--model", model)
     assert code == 2 and out == "" and err.count("\n") == 1
     assert "look swapped" in err and f"{sizes['convert_scores']:,} bytes" in err
+
+
+@pytest.mark.parametrize("cut", [64, 256, 4000])
+@pytest.mark.parametrize("which", ["boxes", "scores"])
+def test_a_head_of_either_input_is_named_the_head_window_trap(tmp_path, cli, cut, which):
+    # The story's dumps cut to their first `cut` bytes as a `head -c` or a pasted db L100 would: decode cannot
+    # run (exit 2), and says how many anchors the paste holds instead of only the sizes it expected.
+    full = {"boxes": "dumps/ours/Squeeze1.bin", "scores": "dumps/ours/convert_scores.bin"}
+    head = tmp_path / f"{which}_head.bin"
+    head.write_bytes(open(full[which], "rb").read()[:cut])
+    args = [str(head) if w == which else full[w] for w in ("boxes", "scores")]
+    result = cli("decode", "--deps", "dumps/face_ssd", *args)
+    assert result.code == 2 and result.err.count("\n") == 1
+    assert f"{cut // 4:,} " in result.err and "of the 2,034 anchors the model has, the head-window trap" in result.err
