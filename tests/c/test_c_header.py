@@ -386,8 +386,8 @@ def test_header_and_example_cross_compile_for_windows(tmp_path):
 # --- the README's C fragments ----------------------------------------------------------------------------
 
 def test_readme_c_fragments_compile():
-    """The two ```c blocks of the README (a run, a DbgPrint) compile warning-free as written."""
-    blocks = re.findall(r"```c\n(.*?)```", (REPO / "README.md").read_text(encoding="utf-8"), re.S)
+    """The two ```c blocks of docs/c-header.md (a run, a DbgPrint) compile warning-free as written."""
+    blocks = re.findall(r"```c\n(.*?)```", (REPO / "docs" / "c-header.md").read_text(encoding="utf-8"), re.S)
     run_block = next(b for b in blocks if "fr_run_begin" in b)
     kernel_block = next(b for b in blocks if "DbgPrint" in b)
     head = [line for line in run_block.splitlines() if line.startswith("#")]
@@ -406,10 +406,10 @@ def test_readme_c_fragments_compile():
 
 
 def test_readme_error_table_is_the_headers():
-    """The README's table of codes lists exactly the header's FR_E_ defines with their values."""
+    """docs/c-header.md's table of codes lists exactly the header's FR_E_ defines with their values."""
     header = (HEADER_DIR / "forensics_run.h").read_text(encoding="utf-8")
     defined = {name: int(value) for name, value in re.findall(r"^#define (FR_E_\w+)\s+(-\d+)", header, re.M)}
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    readme = (REPO / "docs" / "c-header.md").read_text(encoding="utf-8")
     documented = {name: int(value) for name, value in re.findall(r"^\| `(FR_E_\w+)` \| (-\d+) \|", readme, re.M)}
     assert len(defined) >= 12
     assert documented == defined
