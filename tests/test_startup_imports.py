@@ -72,3 +72,16 @@ def test_diff_of_equal_dumps_loads_only_what_it_uses():
                                                     "forensics.csr", "forensics.cli.runs", "rich.table"))]
     assert unwanted == []
     assert "forensics.reports.buffers" in modules and "forensics.diff" in modules  # the test sees the command run
+
+
+def test_a_command_builds_its_own_parser_only():
+    from forensics.cli import COMMAND_HOMES, _command_parser, build_parser
+
+    every = build_parser()
+    for command in COMMAND_HOMES:
+        parser = build_parser(command)
+        assert list(parser._subparsers._group_actions[0].choices) == [command]
+        own, full = _command_parser(parser, command), _command_parser(every, command)
+        # the same flags and defaults as in the parser with every command
+        assert [a.option_strings for a in own._actions] == [a.option_strings for a in full._actions], command
+        assert own._defaults.keys() == full._defaults.keys(), command
