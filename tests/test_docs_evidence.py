@@ -49,3 +49,22 @@ def test_register_traces_differ_where_the_generator_put_the_bugs(cli):
     assert r.code == 1
     found = {(m["kind"], m["offset"]) for m in json.loads(r.out)["mismatches"]}
     assert found == {("value", "0x48788"), ("only_a", "0x485a0")}, found
+
+
+def test_bundled_deps_and_tail_model_are_reproducible(tmp_path):
+    r = subprocess.run([sys.executable, str(REPO / "dumps" / "make_deps.py"), str(tmp_path)],
+                       capture_output=True, text=True, env={"PYTHONPATH": str(REPO), "PATH": ""})
+    assert r.returncode == 0, r.stderr
+    for name in ("anchors.bin", "postprocess.json", "face_ssd_tail.tflite"):
+        assert filecmp.cmp(tmp_path / name, REPO / "dumps" / "face_ssd" / name, shallow=False), name
+
+
+def test_tail_model_decodes_as_the_deps_directory(cli):
+    ours = ("dumps/ours/Squeeze1.bin", "dumps/ours/convert_scores.bin")
+    by_model = json.loads(cli("decode", "--model", "dumps/face_ssd/face_ssd_tail.tflite", *ours, "--json").out)
+    by_deps = json.loads(cli("decode", "--deps", "dumps/face_ssd", *ours, "--json").out)
+    # the same rows (the deps directory also knows the 320x320 input size, so it adds pixel boxes)
+    keys = ("row", "anchor", "class", "score", "box", "geometry", "prior")
+    assert [{k: d[k] for k in keys} for d in by_model["detections"]] == \
+           [{k: d[k] for k in keys} for d in by_deps["detections"]]
+    assert by_model["num_detections"] == 9
