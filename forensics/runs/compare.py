@@ -39,7 +39,7 @@ ADVICE = {
     "tensor": "the raw output matches but the tensors differ: the relayout is wrong (tile order, 4-byte lane "
               "padding, the signed-type fix); every later stage is expected to differ",
     "dequantized": "the tensors match but the dequantized values differ: check scale and zero_point and the "
-                   "runtime's dequantize rounding (XNNPACK, LiteRT's blocks of 8: README, Known pitfalls)",
+                   "runtime's dequantize rounding (XNNPACK, LiteRT's blocks of 8: docs/pitfalls.md)",
     "detections": "every earlier stage matches: the post-processing differs (PostProcess options, anchors, NMS, "
                   "runtime version or delegate)",
 }

@@ -3,7 +3,7 @@ per captured buffer; loading with validation, verifying CRCs, and writing atomic
 
 A run is written under a hidden temporary name and renamed into place only after every buffer and the manifest
 are on disk (forensics.outputs.atomic_directory), so a capture that crashes leaves no half-written directory
-that looks like a run. The format is documented in the README (Runs) for drivers that write runs themselves.
+that looks like a run. The format is documented in docs/runs.md for drivers that write runs themselves.
 """
 
 from __future__ import annotations
