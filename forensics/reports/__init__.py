@@ -54,6 +54,7 @@ from forensics.reports.evidence import (
     import_,
     verify,
 )
+from forensics.reports.link import LinkReport, link  # link: issue 23
 from forensics.reports.model import (
     Document,
     ExtractReport,
@@ -130,4 +131,6 @@ __all__ = [
     "DemoReport",
     "demo",
     "DEMO_STEPS",
+    "LinkReport",
+    "link",
 ]
