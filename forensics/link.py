@@ -249,7 +249,7 @@ def link(exe, bitstream: int = 0, *, inputs=None, outputs=None, parameter: int |
         layers = _layers(exe, kind)
         for name, addrs in names.items():
             if name not in layers:
-                have = ", ".join(sorted(layers)) or "none"
+                have = ", ".join(_printable(n) for n in sorted(layers)) or "none"
                 raise InputError(f"executable {exe.index} ({exe.type}) has no {kind} layer {_quote(name)} "
                                  f"(its {kind}s: {have})")
             for a in addrs:
@@ -268,9 +268,9 @@ def link(exe, bitstream: int = 0, *, inputs=None, outputs=None, parameter: int |
                 if label not in missing:
                     missing.append(label)
     if missing and not allow_unlinked:
-        raise InputError(f"the fields of executable {exe.index} bitstream {bitstream} need addresses for: "
-                         f"{'; '.join(missing)} (give them, or allow_unlinked to leave those fields as compiled)",
-                         params=False)
+        names = "; ".join(_printable(m) for m in missing).replace("{", "{{").replace("}", "}}")
+        raise InputError(f"the fields of executable {exe.index} bitstream {bitstream} need addresses for: {names} "
+                         "(give them, or {allow_unlinked} to leave those fields as compiled)", params=True)
     buf = bytearray(exe.bitstreams[bitstream])
     linked, unlinked = [], []
 
@@ -467,7 +467,7 @@ def _check_bitstream(exe, k: int, dump: np.ndarray, expectations, ident, score) 
     for e in expectations:
         key = (e.kind, e.name)
         if e.kind in ("input", "output") and e.name not in _layers(exe, e.kind):
-            have = ", ".join(sorted(_layers(exe, e.kind))) or "none"
+            have = ", ".join(_printable(n) for n in sorted(_layers(exe, e.kind))) or "none"
             raise InputError(f"expected {e.kind} {_quote(e.name)} is not a layer of executable {exe.index} "
                              f"({exe.type}; its {e.kind}s: {have})")
         expected[key] = e.address
@@ -592,3 +592,60 @@ def _aliased(exe, buffers) -> list:
                         "addresses": [_hex(lo), _hex(lo2)], "overlap": min(hi, hi2) - lo2,
                         "same_address": lo == lo2})
     return out
+
+
+# --- the words of a finding ---------------------------------------------------------------------------------
+
+def _printable(text) -> str:
+    return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in str(text))
+
+
+def _short(name) -> str:
+    """A layer name that fits a line: TFLite joins fused op names with ';' (the first is the one a person
+    recognises); --json has the full names."""
+    if not name:
+        return "-"
+    first = _printable(name).split(";")[0]
+    shown = first if len(first) <= 48 else "..." + first[-45:]
+    return shown + (" (+fused)" if ";" in str(name) else "")
+
+
+def finding_text(f: dict) -> str:
+    """The one line a driver engineer acts on, for a finding of check()."""
+    kind = f["kind"]
+    if kind == "byte_aligned":
+        fields = ", ".join(f"{x['position']} at bit {x['offset_bit']} written as 4 bytes at byte {x['byte']} "
+                           f"(meant {x['meant']}, the chip reads {x['read']})" for x in f["fields"])
+        return (f"byte_aligned: {_short(f['name'])} {fields}: write 32 bits from offset_bit, LSB first "
+                "(CopyUint32 / fr_link_u32), not memcpy at offset_bit / 8")
+    if kind == "unlinked":
+        return (f"unlinked: {', '.join(_short(n) for n in f['names'])} still hold the compiled bits: the driver "
+                "never linked them")
+    if kind == "aliased":
+        a, b = (_short(n) for n in f["names"])
+        if f["same_address"]:
+            return (f"aliased: {a} and {b} were linked to one address {f['addresses'][0]}: the chip writes both "
+                    "into one buffer")
+        return (f"aliased: {a} at {f['addresses'][0]} and {b} at {f['addresses'][1]} overlap by {f['overlap']:,} "
+                "bytes")
+    if kind == "halves_swapped":
+        return (f"halves_swapped: {_short(f['name'])} is {f['address']}, expected {f['expected']}: the 32-bit halves "
+                "went to the wrong fields (LOWER_32BIT takes address & 0xFFFFFFFF)")
+    if kind == "unexpected":
+        return f"unexpected: {_short(f['name'])} is {f['address']}, expected {f['expected']}"
+    if kind == "corrupted":
+        offs = f["offsets"]
+        shown = ", ".join(f"0x{o:x}" for o in offs[:8]) + (f" ... ({len(offs):,} bytes)" if len(offs) > 8 else "")
+        return f"corrupted: instruction bits outside every field differ from the model at byte(s) {shown}"
+    if kind == "truncated":
+        sizes = f["sizes"]
+        whole = sizes.get("bitstream", sizes.get("parameters"))
+        return f"truncated: the dump has {sizes['dump']:,} of {whole:,} bytes"
+    if kind == "parameters_differ":
+        return (f"parameters_differ: {f['bytes']:,} byte(s) differ from the model's parameters, the first at "
+                f"0x{f['first_offset']:x} (crc32 {f['crc32']['dump']}, model {f['crc32']['parameters']})")
+    if kind == "not_submitted":
+        return f"not_submitted: {f['evidence']}: {f['hint']}"
+    if kind == "link_check":
+        return f["evidence"]
+    return _printable(kind)

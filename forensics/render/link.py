@@ -6,6 +6,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
+from forensics.link import finding_text
 from forensics.render.model import short_name
 from forensics.render.style import wrote
 
@@ -93,43 +94,6 @@ def render_written(d: dict) -> list:
     return [table, Text(wrote(d["written"]))]
 
 
-def finding_line(f: dict) -> str:
-    """One line a driver engineer acts on."""
-    kind = f["kind"]
-    if kind == "byte_aligned":
-        fields = ", ".join(f"{x['position']} at bit {x['offset_bit']} written as 4 bytes at byte {x['byte']} "
-                           f"(meant {x['meant']}, the chip reads {x['read']})" for x in f["fields"])
-        return (f"byte_aligned: {_name(f['name'])} {fields}: write 32 bits from offset_bit, LSB first "
-                "(CopyUint32 / fr_link_u32), not memcpy at offset_bit / 8")
-    if kind == "unlinked":
-        return (f"unlinked: {', '.join(_name(n) for n in f['names'])} still hold the compiled bits: the driver "
-                "never linked them")
-    if kind == "aliased":
-        a, b = (_name(n) for n in f["names"])
-        if f["same_address"]:
-            return (f"aliased: {a} and {b} were linked to one address {f['addresses'][0]}: the chip writes both "
-                    "into one buffer")
-        return (f"aliased: {a} at {f['addresses'][0]} and {b} at {f['addresses'][1]} overlap by {f['overlap']:,} "
-                "bytes")
-    if kind == "halves_swapped":
-        return (f"halves_swapped: {_name(f['name'])} is {f['address']}, expected {f['expected']}: the 32-bit halves "
-                "went to the wrong fields (LOWER_32BIT takes address & 0xFFFFFFFF)")
-    if kind == "unexpected":
-        return f"unexpected: {_name(f['name'])} is {f['address']}, expected {f['expected']}"
-    if kind == "corrupted":
-        offs = f["offsets"]
-        shown = ", ".join(f"0x{o:x}" for o in offs[:8]) + (f" ... ({len(offs):,} bytes)" if len(offs) > 8 else "")
-        return f"corrupted: instruction bits outside every field differ from the model at byte(s) {shown}"
-    if kind == "truncated":
-        sizes = f["sizes"]
-        whole = sizes.get("bitstream", sizes.get("parameters"))
-        return f"truncated: the dump has {sizes['dump']:,} of {whole:,} bytes"
-    if kind == "parameters_differ":
-        return (f"parameters_differ: {f['bytes']:,} byte(s) differ from the model's parameters, the first at "
-                f"0x{f['first_offset']:x} (crc32 {f['crc32']['dump']}, model {f['crc32']['parameters']})")
-    return _safe(kind)
-
-
 def render_check(d: dict) -> list:
     verdict = d["verdict"]
     style = "bold green" if verdict in ("LINKED", "MATCH") else "bold red"
@@ -153,7 +117,7 @@ def render_check(d: dict) -> list:
                 table.add_row(kind, "-", shown)
         out.append(table)
     for f in d["findings"]:
-        out.append(Text("  " + finding_line(f)))
+        out.append(Text("  " + finding_text(f)))
     diag = d.get("diagnosis")
     if diag:
         out.append(Text(f"  diagnosis (model parameters A, dump B): {diag.get('verdict')}"

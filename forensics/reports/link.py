@@ -61,9 +61,9 @@ def _bytes_dump(data, name: str):
 
 def _read_dump(path, limit: int) -> tuple[bytes, object]:
     """The first `limit` data bytes of a dump (binary or any text dump forensics reads)."""
-    from forensics.dump import DumpReader, open_dump
+    from forensics.dump import Dump, DumpReader, open_dump
 
-    dump = open_dump(path)
+    dump = path if isinstance(path, Dump) else open_dump(path)
     want = min(dump.size, limit)
     buf = bytearray(want)
     with DumpReader(dump) as reader:
@@ -173,3 +173,37 @@ def _link(lk, path, mode, *, check, executable, bitstream, input, output, parame
         warnings.append(f"{dump.path}: {dump.size:,} bytes, {dump.size - result.expected_size:,} more than the "
                         f"{result.expected_size:,} of the {result.kind} (the rest is not compared)")
     return LinkReport("link", result, result.exit_code, tuple(warnings), rows_key="fields", dumps=(dump,))
+
+
+def diagnose_link(model, dump_a, dump_b):
+    """`diagnose A B --model M` when B is one of M's instruction bitstreams: the link check of B, with A's
+    addresses as the expected ones when A is the same bitstream linked correctly; None otherwise (the pair is
+    diagnosed as any other, and a bad model is reported there)."""
+    from forensics import link as lk
+    from forensics.errors import ForensicsError
+
+    try:
+        _, packages = _open(model)
+        largest = max([sum(e.bitstream_sizes) for _, e in lk.executables(packages)] + [1])
+        data_b, _ = _read_dump(dump_b, largest + 1) if dump_b.size <= largest + 1 else (None, None)
+    except ForensicsError:
+        return None
+    if data_b is None:
+        return None
+    plain = lk.check(packages, data_b)
+    if plain.verdict == lk.FOREIGN or plain.bitstream is None:
+        return None
+    expect = []
+    if dump_a.size <= largest + 1:
+        data_a, _ = _read_dump(dump_a, largest + 1)
+        ref = lk.check(packages, data_a, executable=plain.executable["index"])
+        if ref.verdict == lk.LINKED and ref.bitstream == plain.bitstream:
+            for kind in ("input", "output"):
+                for name, per_batch in ref.addresses[kind].items():
+                    if per_batch and per_batch[0]:
+                        expect.append(lk.Expectation(kind, name, int(per_batch[0], 16)))
+            for kind in ("parameter", "scratch"):
+                if ref.addresses[kind]:
+                    expect.append(lk.Expectation(kind, None, int(ref.addresses[kind], 16)))
+    result = lk.check(packages, data_b, executable=plain.executable["index"], expect=expect)
+    return LinkReport("diagnose", result, result.exit_code, rows_key="fields", dumps=(dump_a, dump_b))
