@@ -447,6 +447,7 @@ def _check_bitstream(exe, k: int, dump: np.ndarray, expectations, ident, score) 
     findings = []
     n = min(len(model), len(dump))
     # Each field's value as the chip reads it, and whether it still holds the compiled bits.
+    outside = _outside_mask(len(model), fields)
     rows, groups = [], {}
     for f in fields:
         kind = _kind(f)
@@ -457,12 +458,16 @@ def _check_bitstream(exe, k: int, dump: np.ndarray, expectations, ident, score) 
             value, compiled = read_u32(dump, f.offset_bit), read_u32(model, f.offset_bit)
             info.update(value=value, as_compiled=value == compiled, meant=value)
             row["value"] = f"0x{value:08x}"
-            aligned = _byte_aligned(dump, model, f.offset_bit)
+            aligned = _byte_aligned(dump, model, f.offset_bit, outside)
             if aligned is not None:
-                info["meant"] = aligned
-                info["aligned"] = True
+                info["memcpy"] = aligned
         rows.append(row)
         groups.setdefault((kind, f.name if kind in ("input", "output") else None, f.batch), []).append(info)
+    for infos in groups.values():  # a weak memcpy sign counts when the other half of the address is strong
+        if any(i.get("memcpy") and i["memcpy"][1] for i in infos):
+            for i in infos:
+                if i.get("memcpy"):
+                    i["meant"], i["aligned"] = i["memcpy"][0], True
     expected = {}
     for e in expectations:
         key = (e.kind, e.name)
@@ -517,7 +522,7 @@ def _check_bitstream(exe, k: int, dump: np.ndarray, expectations, ident, score) 
                                              "meant": f"0x{i['meant']:08x}",
                                              "read": f"0x{i['value']:08x}"} for i in bad]})
                 aligned_bytes.update(i["field"].offset_bit // 8 for i in bad)
-            if _has(exe, kind) or kind in ("input", "output"):
+            if len({i["field"].position for i in present}) == 2:  # both halves known: a range to compare
                 buffers.append((kind, name, batch, address))
         if kind in ("input", "output"):
             addresses[kind].setdefault(name, [])
@@ -542,7 +547,7 @@ def _check_bitstream(exe, k: int, dump: np.ndarray, expectations, ident, score) 
         findings.append({"kind": kind_name, "buffer": kind, "name": label, "expected": _hex(want),
                          "address": _hex(have)})
     if n:
-        mask = _outside_mask(len(model), fields)[:n]
+        mask = outside[:n]
         differ = np.flatnonzero((dump[:n] ^ model[:n]) & mask)
         offsets = [int(o) for o in differ if int(o) not in aligned_bytes]
         if offsets:
@@ -553,20 +558,24 @@ def _check_bitstream(exe, k: int, dump: np.ndarray, expectations, ident, score) 
     return LinkCheck(verdict, ident, k, len(dump), len(model), tuple(rows), addresses, tuple(findings), score)
 
 
-def _byte_aligned(dump: np.ndarray, model: np.ndarray, offset_bit: int) -> int | None:
-    """The value a `memcpy(bitstream + offset_bit / 8, &value, 4)` put there, when the dump shows that write:
-    the low offset_bit % 8 bits of the first byte (instructions, outside the field) changed, and the field's
-    last offset_bit % 8 bits, in the fifth byte, were left as compiled."""
+def _byte_aligned(dump: np.ndarray, model: np.ndarray, offset_bit: int, outside: np.ndarray):
+    """(value, strong) when the dump shows a `memcpy(bitstream + offset_bit / 8, &value, 4)`: instruction bits
+    (outside every field) below the field in its first byte changed, and the field's last offset_bit % 8 bits,
+    in the fifth byte, were left as compiled. `strong`: the field's own bits changed too; a write that left them
+    as compiled (value 0 over zeros) looks like one corrupted instruction byte unless its other half is
+    strong."""
     shift = offset_bit & 7
     b = offset_bit >> 3
     if shift == 0 or b + 5 > len(dump) or b + 5 > len(model):
         return None
     low = (1 << shift) - 1
-    if not (int(dump[b]) ^ int(model[b])) & low:
+    if not (int(dump[b]) ^ int(model[b])) & low & int(outside[b]):
         return None
-    if dump[b + 4] != model[b + 4]:
+    if (int(dump[b + 4]) ^ int(model[b + 4])) & low:
         return None
-    return int.from_bytes(dump[b:b + 4].tobytes(), "little")
+    value = int.from_bytes(dump[b:b + 4].tobytes(), "little")
+    compiled = int.from_bytes(model[b:b + 4].tobytes(), "little")
+    return value, (value >> shift) != (compiled >> shift)
 
 
 def _aliased(exe, buffers) -> list:

@@ -55,7 +55,8 @@ def render_plan(d: dict) -> list:
     for exe in d["executables"]:
         title = (f"Executable {exe['index']} {exe['type']}, token {exe['parameter_caching_token']}, batch "
                  f"{exe['batch_size']}, bitstream " + ", ".join(f"{b['index']} {b['size']:,} B" for b in exe["bitstreams"]))
-        buffers = _table(title, ("buffer", "left"), ("name", "left"), ("bytes", "right"), ("padded", "right"),
+        out.append(Text(title))
+        buffers = _table(None, ("buffer", "left"), ("name", "left"), ("bytes", "right"), ("padded", "right"),
                          ("crc32", "left"))
         for kind in ("input", "output"):
             for layer in exe["buffers"][kind]:
