@@ -141,10 +141,14 @@ def find_executable(packages, index: int):
 
 
 def fields_of(exe, bitstream: int) -> list:
+    """The patch-table rows of one bitstream, each checked: a known description and position, and 32 bits
+    that lie inside the bitstream (libedgetpu would write past its buffer)."""
     out = [f for f in exe.field_offsets if f.bitstream == bitstream]
+    size = exe.bitstream_sizes[bitstream] if bitstream < len(exe.bitstream_sizes) else 0
     for f in out:
         _kind(f)
         _check_position(f)
+        _window(size, f.offset_bit)
     return out
 
 
