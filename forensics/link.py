@@ -519,8 +519,10 @@ def _check_bitstream(exe, k: int, dump: np.ndarray, expectations, ident, score) 
                 address |= (i["meant"] & U32) << shift
             if is_aligned:
                 bad = [i for i in present if i.get("aligned")]
+                reads = sum((i["value"] & U32) << (0 if i["field"].position == "LOWER_32BIT" else 32)
+                            for i in present)
                 findings.append({"kind": "byte_aligned", "buffer": kind, "name": name if name else kind,
-                                 "batch": batch, "meant": _hex(address),
+                                 "batch": batch, "meant": _hex(address), "reads": _hex(reads),
                                  "fields": [{"position": i["field"].position, "offset_bit": i["field"].offset_bit,
                                              "byte": i["field"].offset_bit // 8,
                                              "meant": f"0x{i['meant']:08x}",
@@ -627,10 +629,11 @@ def finding_text(f: dict) -> str:
     """The one line a driver engineer acts on, for a finding of check()."""
     kind = f["kind"]
     if kind == "byte_aligned":
-        fields = ", ".join(f"{x['position']} at bit {x['offset_bit']} written as 4 bytes at byte {x['byte']} "
-                           f"(meant {x['meant']}, the chip reads {x['read']})" for x in f["fields"])
-        return (f"byte_aligned: {_short(f['name'])} {fields}: write 32 bits from offset_bit, LSB first "
-                "(CopyUint32 / fr_link_u32), not memcpy at offset_bit / 8")
+        where = ", ".join(f"bit {x['offset_bit']} as byte {x['byte']}" for x in f["fields"])
+        batch = f" (batch {f['batch']})" if f.get("batch") else ""
+        return (f"byte_aligned: {_short(f['name'])}{batch} meant {f['meant']}, the chip reads {f['reads']}: "
+                f"{len(f['fields'])} field(s) written as 4 whole bytes at offset_bit / 8 ({where}); write 32 bits "
+                "from offset_bit, LSB first (libedgetpu's CopyUint32, fr_link_u32 in C)")
     if kind == "unlinked":
         return (f"unlinked: {', '.join(_short(n) for n in f['names'])} still hold the compiled bits: the driver "
                 "never linked them")
