@@ -39,7 +39,8 @@ def executables() -> list:
     exe0 = dwn1.Exe(2, [(main, fields)], inputs=[(INPUT, 102400)], outputs=[(SQUEEZE, 7672), (SCORES, 176368)],
                     token=0xAA514B815318EA97)
     cache = rng.integers(0, 256, 512, dtype=np.uint8).tobytes()
-    exe1 = dwn1.Exe(1, [(cache, [dwn1.Fld(dwn1.PARAMETER, dwn1.LOWER, 582), dwn1.Fld(dwn1.PARAMETER, dwn1.UPPER, 710)])],
+    cache_fields = [dwn1.Fld(dwn1.PARAMETER, dwn1.LOWER, 582), dwn1.Fld(dwn1.PARAMETER, dwn1.UPPER, 710)]
+    exe1 = dwn1.Exe(1, [(cache, cache_fields)],
                     parameters=rng.integers(0, 256, 4096, dtype=np.uint8).tobytes(), token=0xAA514B815318EA97)
     return [exe0, exe1]
 

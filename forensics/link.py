@@ -248,19 +248,17 @@ def link(exe, bitstream: int = 0, *, inputs=None, outputs=None, parameter: int |
     (those fields keep the model's bits)."""
     if not 0 <= bitstream < len(exe.bitstream_sizes):
         raise InputError(f"executable {exe.index} has no bitstream {bitstream} (it has {len(exe.bitstream_sizes)})")
-    given = {"input": dict(inputs or {}), "output": dict(outputs or {})}
+    given = {kind: {name: [parse_address(a) for a in addrs] for name, addrs in (names or {}).items()}
+             for kind, names in (("input", inputs), ("output", outputs))}
     for kind, names in given.items():
         layers = _layers(exe, kind)
-        for name, addrs in names.items():
+        for name in names:
             if name not in layers:
                 have = ", ".join(_printable(n) for n in sorted(layers)) or "none"
                 raise InputError(f"executable {exe.index} ({exe.type}) has no {kind} layer {_quote(name)} "
                                  f"(its {kind}s: {have})")
-            for a in addrs:
-                parse_address(a)
-    for kind, value in (("parameter", parameter), ("scratch", scratch)):
-        if value is not None:
-            parse_address(value)
+    parameter = parse_address(parameter) if parameter is not None else None
+    scratch = parse_address(scratch) if scratch is not None else None
     fields = fields_of(exe, bitstream)
     missing = []
     for f in fields:
@@ -435,7 +433,8 @@ def check(packages, data, *, executable: int | None = None, expect=(), parameter
             findings.append({"kind": "parameters_differ", "bytes": int(len(differ)) + abs(len(model) - len(dump)),
                              "first_offset": int(differ[0]) if len(differ) else n,
                              "sizes": {"dump": len(dump), "parameters": len(model)},
-                             "crc32": {"dump": format_crc(crc32(dump)), "parameters": format_crc(exe.parameters_crc32)}})
+                             "crc32": {"dump": format_crc(crc32(dump)),
+                                       "parameters": format_crc(exe.parameters_crc32)}})
             if len(dump) < len(model):
                 findings.append({"kind": "truncated", "sizes": {"dump": len(dump), "parameters": len(model)}})
             if parameters_diagnosis is not None:

@@ -54,7 +54,8 @@ def render_plan(d: dict) -> list:
     out.append(order)
     for exe in d["executables"]:
         title = (f"Executable {exe['index']} {exe['type']}, token {exe['parameter_caching_token']}, batch "
-                 f"{exe['batch_size']}, bitstream " + ", ".join(f"{b['index']} {b['size']:,} B" for b in exe["bitstreams"]))
+                 f"{exe['batch_size']}, bitstream "
+                 + ", ".join(f"{b['index']} {b['size']:,} B" for b in exe["bitstreams"]))
         out.append(Text(title))
         buffers = _table(None, ("buffer", "left"), ("name", "left"), ("bytes", "right"), ("padded", "right"),
                          ("crc32", "left"))
@@ -122,5 +123,6 @@ def render_check(d: dict) -> list:
     diag = d.get("diagnosis")
     if diag:
         out.append(Text(f"  diagnosis (model parameters A, dump B): {diag.get('verdict')}"
-                        + "".join(f"; {_safe(x.get('evidence') or x.get('kind', ''))}" for x in diag.get("findings", [])[:3])))
+                        + "".join(f"; {_safe(x.get('evidence') or x.get('kind', ''))}"
+                                  for x in diag.get("findings", [])[:3])))
     return out

@@ -152,3 +152,15 @@ def test_expect_splits_at_the_first_colon_and_the_last_equals():
     for bad in ("output=1", "weights:x=1", "input:x", "output:x=0xZZ"):
         with pytest.raises(InputError):
             lk.parse_expect(bad)
+
+
+def test_the_library_takes_address_strings(tmp_path):
+    _, packages = _small(tmp_path)
+    exe = packages[0].executables[0]
+    as_text = lk.link(exe, 0, inputs={"in": ["0x1_0000_0000", "4294967297"]},
+                      outputs={"out/a;fused": ["0x10", "0x20"], "scores": ["0x30", "0x40"]}, scratch="0x50")
+    as_int = lk.link(exe, 0, inputs={"in": [1 << 32, (1 << 32) + 1]},
+                     outputs={"out/a;fused": [0x10, 0x20], "scores": [0x30, 0x40]}, scratch=0x50)
+    assert as_text.data == as_int.data
+    with pytest.raises(InputError, match="not an address"):
+        lk.link(exe, 0, inputs={"in": ["x", 1]}, allow_unlinked=True)

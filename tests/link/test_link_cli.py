@@ -313,3 +313,13 @@ def test_a_parameters_stage_is_the_params_stage(shared_data, tmp_path, cli):
     assert cli("ingest", run, f"parameters:exe1={blob}", "--source", "x", "--model", model).code == 0
     manifest = json.loads((run / "manifest.json").read_text())
     assert [b["stage"] for b in manifest["buffers"]] == ["params"]
+
+
+def test_a_huge_dump_is_read_only_as_far_as_the_largest_bitstream(small, tmp_path, cli):
+    huge = tmp_path / "huge.bin"
+    with open(huge, "wb") as fh:  # sparse: 2 GiB of zeros on disk in a few blocks
+        fh.truncate(2 << 30)
+    r = cli("link", small, "--check", huge, "--json")
+    assert r.code == 1, r.err
+    d = json.loads(r.out)
+    assert d["verdict"] == "FOREIGN" and d["size"] == 2 << 30
