@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from forensics import __version__
 from forensics.crc import crc32, format_crc
-from forensics.dump import is_numeric_dtype
+from forensics.dump import RUN_DTYPES
 from forensics.errors import FormatError, InputError
 from forensics.outputs import atomic_directory
 
@@ -239,8 +239,8 @@ def _entry(raw, i: int, path: str) -> BufferEntry:
     if raw.get("dtype") is not None:
         if not isinstance(raw["dtype"], str):
             raise FormatError("dtype must be a string like \"uint8\"", where=where + ("dtype",), path=path)
-        if not is_numeric_dtype(raw["dtype"]):
-            raise FormatError(f"dtype {raw['dtype']!r} is not a numeric dtype like \"uint8\"",
+        if raw["dtype"] not in RUN_DTYPES:
+            raise FormatError(f"dtype {raw['dtype']!r} is not one of {', '.join(RUN_DTYPES)}",
                               where=where + ("dtype",), path=path)
         kw["dtype"] = raw["dtype"]
     if raw.get("shape") is not None:
