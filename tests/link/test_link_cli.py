@@ -58,6 +58,8 @@ def test_link_writes_the_reference_bitstream(small, tmp_path, cli):
     assert r.code == 0, r.err
     d = json.loads(r.out)
     assert d["verdict"] == "LINKED" and d["addresses"]["scratch"] == hex(A_SC)
+    report = reports.link(small, check=str(out))
+    assert report.to_dict() == d and report.exit_code == 0 and bool(report)
     assert d["addresses"]["input"] == {"in": [hex(A_IN), hex(A_IN1)]}
 
 
