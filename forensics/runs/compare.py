@@ -260,7 +260,9 @@ class CompareResult:
     def not_captured(self) -> tuple[str, ...]:
         """The stages no buffer of both runs stands for: nothing is concluded about them."""
         compared = {row.stage for row in self.rows if row.compared and row.status != "MISSING"}
-        return tuple(stage for stage in STAGES if stage not in compared)
+        seen = {row.stage for row in self.rows}
+        return tuple(stage for stage in STAGES if stage not in compared
+                     and (stage != "instructions" or stage in seen))  # link: only runs with bitstreams have it
 
     @property
     def advice(self) -> str | None:
