@@ -29,6 +29,7 @@ COMMAND_MODULES = (  # in the order a bring-up goes: bytes, model, decode, runs,
     "forensics.cli.diagnose",
     "forensics.cli.csr",
     "forensics.cli.evidence",
+    "forensics.cli.link",  # link: issue 23
 )
 
 # Which module registers which command, so that running one command imports only its module (every
@@ -45,6 +46,7 @@ COMMAND_HOMES = {
     "csr": "forensics.cli.csr",
     "import": "forensics.cli.evidence", "fingerprint": "forensics.cli.evidence", "verify": "forensics.cli.evidence",
     "demo": "forensics.cli.evidence",
+    "link": "forensics.cli.link",  # link: issue 23
 }
 
 

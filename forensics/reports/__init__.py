@@ -1,5 +1,5 @@
 """One function per command: what `forensics CMD ... --json` prints, as a frozen report object; one module
-per command group, as in forensics/cli/ (buffers, model, decode, runs, diagnose, csr, evidence).
+per command group, as in forensics/cli/ (buffers, model, link, decode, runs, diagnose, csr, evidence).
 
 `reports.diff("a.bin", "b.bin", tolerance=1)` does what `forensics diff a.bin b.bin --tolerance 1` does: the
 positional arguments in the command line's order, the options as keywords named after the long flags
@@ -62,6 +62,7 @@ if TYPE_CHECKING:  # what the names are, for readers and type checkers; at run t
         import_,
         verify,
     )
+    from forensics.reports.link import LinkReport, link
     from forensics.reports.model import (
         Document,
         ExtractReport,
@@ -141,6 +142,8 @@ _HOMES = {
     "DemoReport": "evidence",
     "demo": "evidence",
     "DEMO_STEPS": "evidence",
+    "LinkReport": "link",
+    "link": "link",
 }
 
 __all__ = list(_HOMES)
