@@ -4,25 +4,39 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 FORENSICS := $(BIN)/forensics
 
-.PHONY: setup demo test fuzz bench readme-speed clean
+.PHONY: setup demo shell test fuzz bench readme-speed clean
 
 setup: $(VENV)/.installed
 
+# Each step says what it does before it starts, and pip shows what it downloads: the first install takes minutes.
 $(VENV)/.installed: pyproject.toml
+	@echo "make: creating the virtual environment $(VENV) with $(PYTHON)"
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[all,test]'
-	touch $@
+	@echo "make: upgrading pip in $(VENV)"
+	$(BIN)/python -m pip install --upgrade pip
+	@echo "make: installing forensics with every optional feature and the test tools (a few minutes the first time)"
+	$(BIN)/python -m pip install -e '.[all,test]'
+	@touch $@
+	@echo "make: $(VENV) is ready"
 
 demo: setup
+	@echo "make: running the story on the bundled dumps/ (forensics demo)"
 	@$(FORENSICS) demo
+	@printf '\n%s\n' "Next: put forensics on your PATH in this shell, then try any command of README.md and docs/:"
+	@printf '    %s\n' "source $(VENV)/bin/activate      (Windows: $(VENV)\Scripts\activate)" "forensics --help"
+	@echo "or type 'make shell' for a new shell with $(VENV) active."
+
+# A new interactive shell with the venv active (forensics on PATH); `exit` comes back.
+shell: setup
+	@echo "make: a shell with $(VENV) active; type exit to leave it"
+	@VIRTUAL_ENV="$(abspath $(VENV))" PATH="$(abspath $(BIN)):$$PATH" $${SHELL:-/bin/sh}
 
 test: setup
 	$(BIN)/python -m pytest
 
 # Exploration beyond the suite's fixed examples, not part of `make test`: the property tests with random seeds
 # (FORENSICS_HYPOTHESIS_PROFILE=fuzz), 20,000 generated register logs against the per-line parser, and 10,000
-# mutated models through graph / extract / relayout / decode with no escape allowed. FORENSICS_FUZZ_MODELS=DIR
+# mutated models through graph / extract / relayout / decode / link with no escape allowed. FORENSICS_FUZZ_MODELS=DIR
 # adds a directory of real .tflite models to the mutated ones. A failure prints its seed; save it as an @example.
 fuzz: setup
 	FORENSICS_HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest -q -p no:cacheprovider $$(grep -rl '@given' tests)
@@ -33,7 +47,7 @@ fuzz: setup
 bench: setup
 	$(BIN)/python benchmarks/run_all.py --out bench-results.json
 
-# The README's measured-speed section, from the last `make bench`.
+# docs/speed.md's measured section, from the last `make bench`.
 readme-speed: bench-results.json
 	$(BIN)/python tools/gen_readme_speed.py bench-results.json
 

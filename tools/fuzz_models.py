@@ -1,4 +1,4 @@
-"""Fuzz the model commands (graph, extract, relayout, decode) with mutated .tflite models: no escapes allowed.
+"""Fuzz the model commands (graph, extract, relayout, decode, link) with mutated .tflite models: no escapes.
 
 An escape is anything but a normal answer or one error line with exit 2: an internal error (exit 3), a
 traceback, an exception out of the CLI, several error lines, or a hang (over --timeout seconds). Each mutated
@@ -104,13 +104,24 @@ def _plan(name: str, data: bytes, work: str) -> dict:
 
 
 def commands(model: str, plan: dict, work: str) -> dict[str, list[str]]:
-    return {
+    from forensics.cli import COMMAND_HOMES
+
+    runs = {
         "graph": ["graph", model, "--json"],
         "extract": ["extract", model, "-o", os.path.join(work, "deps"), "--force"],
         "relayout": ["relayout", plan["raw"], "--model", model, "--layer", plan["layer"], "-o",
                      os.path.join(work, "relayouted.bin")],
         "decode": ["decode", plan["boxes"], plan["scores"], "--model", model, "--json"],
     }
+    if "link" in COMMAND_HOMES:  # the driver's view of the package: plan, link a bitstream, parameters, check
+        out = os.path.join(work, "linked.bin")
+        runs.update({
+            "link --plan": ["link", model, "--plan", "--json"],
+            "link": ["link", model, "--executable", "0", "-o", out, "--force", "--allow-unlinked"],
+            "link --parameters": ["link", model, "--parameters", "-o", out, "--force"],
+            "link --check": ["link", model, "--check", plan["raw"]],
+        })
+    return runs
 
 
 def _alarm(signum, frame):
@@ -195,8 +206,9 @@ def main(argv=None) -> int:
             if name.endswith(".tflite"):
                 with open(os.path.join(args.models, name), "rb") as fh:
                     seeds[name] = fh.read()
-    print(f"fuzz_models: seed {seed}, {args.mutations} mutations of {len(seeds)} models x 4 commands "
-          f"(graph, extract, relayout, decode), {args.workers} workers", flush=True)
+    names = list(commands("M", {"raw": "", "boxes": "", "scores": "", "layer": ""}, ""))
+    print(f"fuzz_models: seed {seed}, {args.mutations} mutations of {len(seeds)} models x {len(names)} commands "
+          f"({', '.join(names)}), {args.workers} workers", flush=True)
     start = time.monotonic()
     escapes, done = [], 0
     ctx = multiprocessing.get_context("spawn")
@@ -210,7 +222,7 @@ def main(argv=None) -> int:
     by_command: dict[str, int] = {}
     for e in escapes:
         by_command[e["command"]] = by_command.get(e["command"], 0) + 1
-    print(f"fuzz_models: {done} mutations, {done * 4} command runs, {len(escapes)} escapes {by_command or ''} "
+    print(f"fuzz_models: {done} mutations, {done * len(names)} command runs, {len(escapes)} escapes {by_command or ''} "
           f"in {elapsed:.0f} s (seed {seed})")
     if escapes:
         os.makedirs(args.save, exist_ok=True)
