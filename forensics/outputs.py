@@ -148,7 +148,9 @@ def check_outputs(outputs, inputs) -> None:
         cwd = _real(os.getcwd())
         if kind == "dir" and (cwd == real or _within(cwd, real)):
             raise InputError("is the current directory (or contains it); refusing to replace it", output)
-        exists = os.path.exists(output)
+        # a device, FIFO or stream is written through, not replaced: `import /dev/stdin -o /dev/stdout` on a
+        # terminal names one device twice and destroys nothing
+        exists = os.path.exists(output) and not (kind == "file" and output_target(output)[1])
         for item in inputs:
             if exists and _same_file(output, item):
                 raise InputError(f"is also an input ({item}): {named}would overwrite it; choose another path",

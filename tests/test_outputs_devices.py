@@ -136,3 +136,10 @@ def test_ingest_through_a_link_to_a_run_keeps_the_link(tmp_path):
     ingest(tmp_path / "latest", "ours", [f"tensor:b={tmp_path / 'a.bin'}"])
     assert (tmp_path / "latest").is_symlink()
     assert [e.label for e in load_run(tmp_path / "real").buffers] == ["input", "tensor:b"]
+
+
+@posix
+def test_one_device_as_input_and_output_is_not_refused(cli, tmp_path):
+    """Writing to a device destroys no input: `import /dev/null -o /dev/null` answers like any empty input."""
+    r = cli("import", "/dev/null", "-o", "/dev/null")
+    assert "would overwrite" not in r.err
