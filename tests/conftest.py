@@ -15,14 +15,25 @@ REPO = Path(__file__).resolve().parent.parent
 # Property tests must not pass or fail by luck: the suite runs them derandomized (each test's examples come
 # from a seed fixed by the test itself), with no example database (nothing from earlier runs on this
 # machine), no deadline and no too-slow health check (a loaded CI machine is slow, not wrong). `make fuzz`
-# explores instead: FORENSICS_HYPOTHESIS_PROFILE=fuzz (random seeds, more examples where a test does not fix
-# them) or =dev (hypothesis' own defaults); a failure found there goes back into the test as an @example.
+# explores instead: FORENSICS_HYPOTHESIS_PROFILE=fuzz (random seeds, ten times the examples) or =dev
+# (hypothesis' own defaults); a failure found there goes back into the test as an @example.
 settings.register_profile("ci", derandomize=True, database=None, deadline=None, print_blob=True,
                           suppress_health_check=[HealthCheck.too_slow])
-settings.register_profile("fuzz", derandomize=False, max_examples=2000, deadline=None, print_blob=True,
+settings.register_profile("fuzz", derandomize=False, max_examples=100, deadline=None, print_blob=True,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("dev")
 settings.load_profile(os.environ.get("FORENSICS_HYPOTHESIS_PROFILE") or "ci")
+FUZZ_FACTOR = 10  # the fuzz profile runs each property test on this many times the examples its settings fix
+
+
+def pytest_collection_modifyitems(items):
+    if os.environ.get("FORENSICS_HYPOTHESIS_PROFILE") != "fuzz":
+        return
+    for item in items:
+        test = getattr(item, "obj", None)
+        own = getattr(test, "_hypothesis_internal_use_settings", None)
+        if own is not None:
+            test._hypothesis_internal_use_settings = settings(own, max_examples=own.max_examples * FUZZ_FACTOR)
 SHARED_CORAL = Path(os.environ.get("FORENSICS_SHARED", REPO.parent / "shared")) / "data" / "coral"
 
 
