@@ -22,7 +22,7 @@ LAYERS = (
     ("decode", ("decode/", "classes.py")),
     ("geometry", ("geometry.py",)),
     ("model dumps", ("modeldumps.py",)),
-    ("diagnosis", ("simulate.py", "diagnose.py")),
+    ("diagnosis", ("diagnose/", "simulate.py")),
     ("registers", ("csr/",)),
     ("runs", ("runs/",)),
     ("rendering", ("render/",)),

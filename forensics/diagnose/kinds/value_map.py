@@ -1,0 +1,161 @@
+"""saturation and requantize: every byte value of A maps to one value of B through one monotone map, in every
+byte or in some lanes: values clamped to a range (saturation), or a wrong scale / zero point (requantize)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from forensics.diagnose.kinds.base import (Bug, Kind, at_lanes, compress_lanes, parse_float, parse_ranges_inclusive,
+                                           period_and_lanes)
+from forensics.diagnose.kinds.fit import MIN_FIT, fit_sample
+from forensics.diagnose.result import Finding
+from forensics.errors import InputError
+
+
+@dataclass(frozen=True)
+class ValueMap(Bug):
+    """Every byte value v of A becomes lut[v] in B (a wrong requantization scale or zero point; values clamped
+    to a range: saturation), in every byte or only at `lanes` of every `period` bytes (one channel's clamp)."""
+
+    lut: bytes = bytes(range(256))
+    kind_name: str = "requantize"
+    period: int = 1
+    lanes: tuple = (0,)
+
+    @property
+    def kind(self):  # type: ignore[override]
+        return self.kind_name
+
+    def values(self, source, pos, pred, defined):
+        where = defined if self.period == 1 else defined & at_lanes(pos, self.period, self.lanes)
+        pred[where] = np.frombuffer(self.lut, np.uint8)[pred[where]]
+
+    def changed(self) -> list[int]:
+        return [v for v in range(256) if self.lut[v] != v]
+
+    def params(self):
+        ch = self.changed()
+        out = {"values_changed": len(ch), "map": {f"0x{v:02x}": f"0x{self.lut[v]:02x}" for v in ch[:16]}}
+        if self.period > 1:
+            out.update({"period": self.period, "lanes": list(self.lanes)})
+        return out
+
+    def spec(self):
+        lanes = f":{self.period}:{compress_lanes(self.lanes)}" if self.period > 1 else ""
+        return f"{self.kind_name}:" + self.lut.hex() + lanes
+
+
+def parse_saturation(args, size, previous=None):
+    (lo, hi), = parse_ranges_inclusive(args[0])
+    if not 0 <= lo < hi <= 255:
+        raise InputError("saturation needs 0 <= LO < HI <= 255")
+    return ValueMap(bytes(np.clip(np.arange(256), lo, hi).astype(np.uint8)), "saturation",
+                    *period_and_lanes(args, 1, "saturation"))
+
+
+def parse_requantize(args, size, previous=None):
+    scale = parse_float(args[0], "SCALE")
+    offset = parse_float(args[1], "OFFSET") if len(args) > 1 else 0.0
+    lut = np.clip(np.rint(np.arange(256) * scale + offset), 0, 255).astype(np.uint8)
+    return ValueMap(bytes(lut), "requantize", *period_and_lanes(args, 2, "requantize"))
+
+
+MAX_MAP_LANES = 256  # records of up to this many lanes (a class per lane) are fitted lane by lane
+
+
+def _fit(region, layout) -> list:
+    """B = lut[A] for one monotone map of byte values (a wrong requantization scale / zero point, or values
+    clamped: saturation), fitted on the sample: over every byte, else over the lanes that changed of every 2, 4
+    or record-size bytes (one channel clamped or requantized; the other lanes keep values the map would move)."""
+    a, b, pos, within_one = fit_sample(region)
+    if np.count_nonzero(a != b) < 8 or within_one:  # all within 1 LSB: rounding, for a tolerance to judge
+        return []
+    fit = _monotone_map(a, b)
+    if fit is not None:
+        return [ValueMap(*fit)]
+    for p in sorted({2, 4, layout.record_size}):
+        if not 1 < p <= MAX_MAP_LANES:
+            continue
+        lane = (pos - layout.offset) % p
+        lanes = np.unique(lane[a != b])
+        if lanes.size == p:
+            continue
+        inside = np.isin(lane, lanes)
+        fit = _monotone_map(a[inside], b[inside])
+        if fit is not None:
+            return [ValueMap(*fit, period=p, lanes=tuple(int(x) for x in lanes))]
+    return []
+
+
+def _monotone_map(a: np.ndarray, b: np.ndarray) -> tuple[bytes, str] | None:
+    """(lut, 'saturation' | 'requantize') when B = lut[A] for one monotone map of byte values (unsigned or
+    signed order) that MIN_FIT of the differing bytes follow, else None. A map of values seen only once is no
+    evidence, unless it is a clamp: the changed values all land on the range's ends."""
+    d = int(np.count_nonzero(a != b))
+    if d < 8:
+        return None
+    joint = np.bincount(a.astype(np.int64) * 256 + b, minlength=65536).reshape(256, 256)
+    count = joint.sum(axis=1)
+    mode = joint.argmax(axis=1)
+    if int((count - joint[np.arange(256), mode]).sum()) > (1 - MIN_FIT) * d:
+        return None
+    seen = np.flatnonzero(count)
+    changed = seen[mode[seen] != seen]
+    support = count[changed]
+    if seen.size < 8 or support.sum() < 8 or np.abs(mode[changed] - changed).max() <= 1:
+        return None
+    singles = support[support < 2].sum() > 0.5 * support.sum()  # values seen once could map anywhere
+    lut = np.arange(256)
+    lut[seen] = mode[seen]
+    for order in (np.arange(256), np.arange(256) ^ 0x80):  # unsigned, or signed (int8) order
+        rank = np.argsort(order)  # byte values from smallest to largest in that order
+        vals = order[lut[rank]]
+        vals = vals[np.isin(rank, seen)]
+        if (np.diff(vals) >= 0).all():
+            lo, hi = vals.min(), vals.max()
+            clamped = np.isin(order[lut[changed]], (lo, hi)).all()
+            if singles and not clamped:  # ... but a clamp says which: the changed values all lie beyond it
+                return None
+            return bytes(lut.astype(np.uint8)), "saturation" if clamped else "requantize"
+    return None
+
+
+def candidates(ctx) -> list:
+    """Fitted only when no signedness or bits candidate fits (those are the more specific maps)."""
+    if ctx.n_a != ctx.n_b or ctx.produced.get("signedness") or ctx.produced.get("bits"):
+        return []
+    return _fit(ctx.region, ctx.layout)
+
+
+def finding(c, ctx, explains):
+    bug = c.bug
+    ch = bug.changed()
+    lut = bug.lut
+    details = dict(bug.params())
+    sample = ", ".join(f"{v}->{lut[v]}" for v in ch[:6]) + (" ..." if len(ch) > 6 else "")
+    details.update({"values_changed": len(ch)})
+    where_map = "every byte" if bug.period == 1 else (
+        f"lane{'s' if len(bug.lanes) > 1 else ''} {compress_lanes(bug.lanes)} of every {bug.period} bytes "
+        "(the other lanes match)")
+    if bug.kind == "saturation":
+        text = (f"in {where_map}, each value of A maps to one value of B and the {len(ch)} changed values "
+                f"become the range's ends ({sample}): values clamped (saturation)")
+        hint = ("check the output's quantization range / the clamp applied (activation min/max, the "
+                "requantization's saturation) against the reference's"
+                + ("" if bug.period == 1 else ", for that channel"))
+    else:
+        text = (f"in {where_map}, each value of A maps to one value of B in the same order ({len(ch)} values "
+                f"changed: {sample}): one monotone requantization")
+        hint = ("check the output's quantization scale and zero point (and the requantization multiplier/shift)"
+                + ("" if bug.period == 1 else ", for that channel"))
+    return [Finding(bug.kind, text, hint, details, explains)]
+
+
+SATURATION = Kind("saturation", rank=9, display=7, group=7, usage="saturation:LO-HI[:PERIOD[:LANES]]",
+                  description="every value (or those lanes') is clamped to LO..HI (unsigned bytes)",
+                  parse=parse_saturation, candidates=candidates, finding=finding)
+REQUANTIZE = Kind("requantize", rank=10, display=8, group=7, usage="requantize:SCALE[:OFFSET[:PERIOD[:LANES]]]",
+                  description="every byte v (or those lanes') becomes round(v * SCALE + OFFSET) clamped to 0..255",
+                  parse=parse_requantize, finding=finding)

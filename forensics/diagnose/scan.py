@@ -1,0 +1,238 @@
+"""The one paired pass over both dumps: CRCs, the differing bytes, histograms, lane tallies and sentinel runs,
+in reused fixed-size buffers (memory bounded for GiB dumps)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from forensics.blocks import stream_pair
+from forensics.dump import Dump, DumpReader
+from forensics.layout import RecordLayout
+
+DEFAULT_CHUNK = 2 << 20       # bytes per paired read; three reused buffers of this size per scan
+DEFAULT_MIN_RUN = 16          # a sentinel run shorter than this is taken as data that happens to match
+LANE_SAMPLE = 8192            # records per chunk that feed the lane-equality matrix
+MAX_LANE_RECORD = 8           # lane permutations are searched exhaustively up to this record size
+_HIST_SLICE = 1 << 16
+
+# Prefill patterns drivers and allocators use (MSVC debug heap 0xCD, HeapAlloc 0xBAADF00D; both byte orders of
+# the 32-bit words, since a driver writes them as words on a little-endian host).
+SENTINELS = (
+    ("0xCC", b"\xcc"), ("0xAA", b"\xaa"), ("0x00", b"\x00"), ("0xFF", b"\xff"), ("0xCD", b"\xcd"),
+    ("DEADBEEF", bytes.fromhex("efbeadde")), ("DEADBEEF (big endian)", bytes.fromhex("deadbeef")),
+    ("BAADF00D", bytes.fromhex("0df0adba")), ("BAADF00D (big endian)", bytes.fromhex("baadf00d")),
+)
+
+
+class Readers:
+    """Data ranges of several dumps, each read into its own reused buffer (through dump.DumpReader, the one
+    reader that turns the system's errors into an InputError naming the file)."""
+
+    def __init__(self, dumps, chunk: int):
+        self.readers = []
+        try:
+            for d in dumps:
+                self.readers.append(DumpReader(d, use_map=False))
+        except BaseException:
+            self.close()
+            raise
+        self.bufs = [bytearray(chunk) for _ in self.readers]
+
+    def read(self, i: int, lo: int, hi: int) -> memoryview:
+        if hi - lo > len(self.bufs[i]):
+            self.bufs[i] = bytearray(hi - lo)
+        return self.readers[i].read_exact(lo, memoryview(self.bufs[i])[: hi - lo])
+
+    def close(self):
+        for reader in self.readers:
+            reader.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class _Runs:
+    """Runs of True in a mask fed chunk by chunk, each with the sum of a weight over it (here: bytes where A
+    differs from B), keeping those of at least `min_len`."""
+
+    def __init__(self, min_len: int):
+        self.min_len = min_len
+        self.open_start: int | None = None
+        self.open_weight = 0
+        self.runs: list[tuple[int, int, int]] = []  # (start, end, weight)
+
+    def _close(self, start: int, end: int, weight: int):
+        if end - start >= self.min_len:
+            self.runs.append((start, end, weight))
+
+    def breaks(self, pos: int):
+        if self.open_start is not None:
+            self._close(self.open_start, pos, self.open_weight)
+            self.open_start = None
+
+    def feed(self, pos: int, mask: np.ndarray, weight: np.ndarray):
+        n = len(mask)
+        if n == 0:
+            return
+        # Run edges from bool temporaries only (a diff over ints would widen to 8 bytes per input byte).
+        starts = np.flatnonzero(mask[1:] & ~mask[:-1]) + 1
+        ends = np.flatnonzero(mask[:-1] & ~mask[1:]) + 1
+        if mask[0]:
+            starts = np.concatenate(([0], starts))
+        if mask[-1]:
+            ends = np.concatenate((ends, [n]))
+        if self.open_start is not None and not (len(starts) and starts[0] == 0):
+            self.breaks(pos)
+        keep = (ends - starts >= self.min_len) | (starts == 0) | (ends == n)
+        if not keep.any():
+            return
+        for s, e in zip(starts[keep].tolist(), ends[keep].tolist()):
+            w = int(np.count_nonzero(weight[s:e]))
+            start = pos + s
+            if s == 0 and self.open_start is not None:
+                start, w = self.open_start, w + self.open_weight
+                self.open_start = None
+            if e == n:
+                self.open_start, self.open_weight = start, w
+            else:
+                self._close(start, pos + e, w)
+
+    def finish(self, end: int):
+        self.breaks(end)
+
+
+def _pattern_mask(b: np.ndarray, pat: bytes, pos: int, out: np.ndarray) -> np.ndarray:
+    """out[i] = (b[i] == the pattern byte due at absolute offset pos + i): patterns are aligned to offset 0."""
+    period = len(pat)
+    for j in range(period):
+        np.equal(b[j::period], pat[(pos + j) % period], out=out[j::period])
+    return out
+
+
+@dataclass
+class Scan:
+    """Tallies of the paired pass (mutable while scanning; read by the heuristics)."""
+
+    crc_a: int = 0
+    crc_b: int = 0
+    bytes_differing: int = 0
+    first: int | None = None
+    last: int | None = None
+    records: int = 0
+    records_differing: int = 0
+    samples: list = field(default_factory=list)           # differing offsets spread over the chunks
+    hist_a: np.ndarray | None = None
+    hist_b: np.ndarray | None = None
+    lane_diff: np.ndarray | None = None
+    lane_x80: np.ndarray | None = None
+    lane_eq: np.ndarray | None = None
+    lane_sampled: int = 0
+    runs: dict = field(default_factory=dict)              # sentinel name -> _Runs
+    window_equal: bool = False
+    max_delta: int = 0                                   # largest |A - B| of one byte (same-size pairs)
+    bytes_off_by_one: int = 0
+
+
+def scan_pair(dump_a: Dump, dump_b: Dump, layout: RecordLayout, sentinels, min_run: int, chunk: int,
+          progress=None) -> Scan:
+    common = min(dump_a.size, dump_b.size)
+    rs, off = layout.record_size, min(layout.offset, common)
+    data = np.ones(rs, dtype=bool)
+    data[list(layout.pad_lanes)] = False
+    s = Scan(hist_a=np.zeros(256, np.int64), hist_b=np.zeros(256, np.int64),
+              lane_diff=np.zeros(rs, np.int64), lane_x80=np.zeros(rs, np.int64))
+    if rs <= MAX_LANE_RECORD:
+        s.lane_eq = np.zeros((rs, rs), np.int64)
+    s.runs = {name: _Runs(min_run) for name, _ in sentinels}
+    mask_buf = np.empty(max(chunk, rs), bool)
+    words = {name: (pat * (8 // len(pat)) if 8 % len(pat) == 0 else None) for name, pat in sentinels}
+    xbuf = np.empty(max(chunk, rs), np.uint8)
+
+    def consume(lo: int, va: memoryview, vb: memoryview, _positions) -> None:
+        a, b = np.frombuffer(va, np.uint8), np.frombuffer(vb, np.uint8)
+        n = len(va)
+        x = np.bitwise_xor(a, b, out=xbuf[:n])
+        nd = int(np.count_nonzero(x))
+        m = (n // rs) if lo >= off else 0  # whole records in this chunk (chunks from `off` are aligned)
+        s.records += m
+        if m and s.lane_eq is not None:
+            k = min(m, LANE_SAMPLE)
+            ar, br = a[:k * rs].reshape(k, rs), b[:k * rs].reshape(k, rs)
+            s.lane_eq += (br[:, :, None] == ar[:, None, :]).sum(axis=0)
+            s.lane_sampled += k
+        if nd == 0:
+            for runs in s.runs.values():
+                runs.breaks(lo)
+            return
+        s.bytes_differing += nd
+        nzx = x != 0
+        first = int(np.argmax(nzx))
+        last = n - 1 - int(np.argmax(nzx[::-1]))
+        if s.first is None:
+            s.first = lo + first
+        s.last = lo + last
+        mid = n // 2
+        later = int(np.argmax(nzx[mid:])) + mid if nzx[mid:].any() else first
+        s.samples.append(lo + first)
+        if later != first:
+            s.samples.append(lo + later)
+        for i in range(0, n, _HIST_SLICE):  # bincount widens to intp: slices keep that temporary small
+            s.hist_a += np.bincount(a[i:i + _HIST_SLICE], minlength=256)
+            s.hist_b += np.bincount(b[i:i + _HIST_SLICE], minlength=256)
+            d = np.abs(a[i:i + _HIST_SLICE].astype(np.int16) - b[i:i + _HIST_SLICE])
+            s.max_delta = max(s.max_delta, int(d.max()))
+            s.bytes_off_by_one += int(np.count_nonzero(d == 1))
+        if m:
+            xr = x[:m * rs].reshape(m, rs)
+            s.lane_diff += np.count_nonzero(xr, axis=0)
+            s.lane_x80 += np.count_nonzero(xr == 0x80, axis=0)
+            s.records_differing += int(np.count_nonzero(xr[:, data].any(axis=1))) if data.any() else 0
+        for name, pat in sentinels:
+            runs = s.runs[name]
+            word = words[name]
+            if word is not None and lo % 8 == 0 and runs.open_start is None and n >= 32 and min_run >= 15:
+                # A run of >= 15 bytes holds a whole aligned 8-byte word of the pattern (or reaches the
+                # chunk's end): skip the run search in chunks with neither.
+                w8 = b[: n - n % 8].view(np.uint64)
+                tail = _pattern_mask(b[n - 16:], pat, lo + n - 16, np.empty(16, bool))
+                if not (w8 == np.frombuffer(word, np.uint64)[0]).any() and not tail.any():
+                    continue
+            mask = _pattern_mask(b, pat, lo, mask_buf[:n])
+            runs.feed(lo, mask, nzx)
+
+    # stream_pair reads both files to the end (CRCs of whole files) and hands over their common blocks.
+    s.crc_a, s.crc_b = stream_pair(dump_a, dump_b, off, rs, consume, block=max(chunk, rs), progress=progress)
+    for runs in s.runs.values():
+        runs.finish(common)
+    return s
+
+
+# --- heuristics ----------------------------------------------------------------------------------------------
+
+
+def fills_of(scan, sentinels) -> list:
+    out = []
+    pats = dict(sentinels)
+    for name, runs in scan.runs.items():
+        hits = [(s, e, w) for s, e, w in runs.runs if 2 * w >= e - s]
+        if hits:
+            out.append((name, pats[name], hits))
+    return out
+
+
+
+
+def files_equal(x: Dump, y: Dump, chunk: int) -> bool:
+    if x.size != y.size:
+        return False
+    with Readers([x, y], chunk) as rd:
+        for lo in range(0, x.size, chunk):
+            hi = min(x.size, lo + chunk)
+            if rd.read(0, lo, hi) != rd.read(1, lo, hi):
+                return False
+    return True
