@@ -23,6 +23,7 @@ class Context:
     previous: str | None = None
     pattern_names: dict = field(default_factory=dict)
     stale_whole: bool = False
+    dtype: str | None = None                       # the elements' dtype (header, sidecar, model), None: bytes
     memo: dict = field(default_factory=dict)       # results shared between kinds (computed once)
     produced: dict = field(default_factory=dict)   # kind name -> the candidates it proposed
 

@@ -52,7 +52,10 @@ class DiagnoseResult:
     tolerance: int | None = None
     exact: bool = True
     hint: str = ""
-    primary: str | None = None  # the kind that explains the most (the engine's first choice)
+    primary: str | None = None  # the kind that explains the most
+    dtype: str | None = None    # the elements' dtype the tolerance and value maps were judged in (None: bytes)
+    pad_only_bytes: int = 0     # differing bytes in pad lanes only (ignored, as diff ignores them)
+    inputs: dict | None = None  # the inputs' CRCs and whether they are equal, when given
 
     @property
     def identical(self) -> bool:
@@ -89,4 +92,5 @@ class DiagnoseResult:
             "bytes_differing": self.bytes_differing, "first_differing_offset": self.first_differing_offset,
             "findings": [f.to_dict() for f in self.findings],
             "residual": self.residual, "characterization": self.characterization, "hint": self.hint,
+            "dtype": self.dtype, "pad_only_bytes": self.pad_only_bytes, "inputs": self.inputs,
         }

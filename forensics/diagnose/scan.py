@@ -10,6 +10,8 @@ import numpy as np
 from forensics.blocks import stream_pair
 from forensics.dump import Dump, DumpReader
 from forensics.layout import RecordLayout
+from forensics.stats import element_dtype
+from forensics.tolerance import lsb_delta
 
 DEFAULT_CHUNK = 2 << 20       # bytes per paired read; three reused buffers of this size per scan
 DEFAULT_MIN_RUN = 16          # a sentinel run shorter than this is taken as data that happens to match
@@ -136,10 +138,13 @@ class Scan:
     window_equal: bool = False
     max_delta: int = 0                                   # largest |A - B| of one byte (same-size pairs)
     bytes_off_by_one: int = 0
+    max_code: int | None = 0                             # largest |A - B| of one data element in LSB of its
+                                                         # dtype (None: floats, or bytes not whole elements)
 
 
 def scan_pair(dump_a: Dump, dump_b: Dump, layout: RecordLayout, sentinels, min_run: int, chunk: int,
-          progress=None) -> Scan:
+              progress=None, dtype: str | None = None) -> Scan:
+    """One pass over both dumps; `dtype` is the elements' (None: uint8 bytes), for the tolerance's LSB."""
     common = min(dump_a.size, dump_b.size)
     rs, off = layout.record_size, min(layout.offset, common)
     data = np.ones(rs, dtype=bool)
@@ -152,6 +157,26 @@ def scan_pair(dump_a: Dump, dump_b: Dump, layout: RecordLayout, sentinels, min_r
     mask_buf = np.empty(max(chunk, rs), bool)
     words = {name: (pat * (8 // len(pat)) if 8 % len(pat) == 0 else None) for name, pat in sentinels}
     xbuf = np.empty(max(chunk, rs), np.uint8)
+    code = element_dtype(dtype or "uint8")
+    isz = code.itemsize
+    data_el = data[::isz] if rs % isz == 0 else None  # an element is data when its first byte's lane is
+    if code.kind not in "iu":
+        s.max_code = None
+
+    def codes(lo: int, a: np.ndarray, b: np.ndarray, n: int) -> None:
+        """The largest element delta in LSB (tolerance.lsb_delta), pad lanes left out as diff leaves them."""
+        if s.max_code is None:
+            return
+        if (lo - off) % isz or n % isz:
+            s.max_code = None
+            return
+        keep = None
+        if layout.pad_lanes and lo >= off and data_el is not None:
+            keep = np.resize(data_el, n // isz)
+        for i in range(0, n, _HIST_SLICE):
+            d = lsb_delta(a[i:i + _HIST_SLICE], b[i:i + _HIST_SLICE], code,
+                          None if keep is None else keep[i // isz:(i + _HIST_SLICE) // isz])
+            s.max_code = max(s.max_code, d)
 
     def consume(lo: int, va: memoryview, vb: memoryview, _positions) -> None:
         a, b = np.frombuffer(va, np.uint8), np.frombuffer(vb, np.uint8)
@@ -187,6 +212,7 @@ def scan_pair(dump_a: Dump, dump_b: Dump, layout: RecordLayout, sentinels, min_r
             d = np.abs(a[i:i + _HIST_SLICE].astype(np.int16) - b[i:i + _HIST_SLICE])
             s.max_delta = max(s.max_delta, int(d.max()))
             s.bytes_off_by_one += int(np.count_nonzero(d == 1))
+        codes(lo, a, b, n)
         if m:
             xr = x[:m * rs].reshape(m, rs)
             s.lane_diff += np.count_nonzero(xr, axis=0)

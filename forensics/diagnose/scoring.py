@@ -28,6 +28,13 @@ class Scored:
     touched: int = 0          # differing bytes where it predicts a value other than A's ...
     right: int = 0            # ... and of those, the ones it predicts right
     slack_packed: np.ndarray | None = None  # the hits it has only because it lets them hold anything
+    distinct: int = 0         # distinct values of B among the `right` bytes (zeros alone prove little)
+
+    def evidence(self) -> dict:
+        """What the finding rests on: differing bytes predicted exactly (a value other than A's), how many
+        distinct values they hold, and the bytes it explains only by letting them hold anything."""
+        slack = 0 if self.slack_packed is None else int(np.count_nonzero(self.slack_hits))
+        return {"exact": self.right, "distinct_values": self.distinct, "slack": slack}
 
     @property
     def hits(self) -> np.ndarray:
@@ -45,6 +52,7 @@ def score(bug, src_a, region: Region, n_a: int, n_b: int) -> Scored:
     loose = np.zeros(region.diff.size, bool)
     false = np.zeros(region.diff.size, bool)
     predicted = wrong = touched = right = 0
+    seen = np.zeros(256, bool)
     for (lo, hi), off in zip(region.blocks, region.starts[:-1].tolist()):
         pred, defined, slack = bug.predict(src_a, lo, hi)
         b = region.b[off:off + hi - lo]
@@ -58,7 +66,10 @@ def score(bug, src_a, region: Region, n_a: int, n_b: int) -> Scored:
         wrong += int(np.count_nonzero(defined & ~same))
         claim = d & defined & (pred != region.a[off:off + hi - lo])
         touched += int(np.count_nonzero(claim))
-        right += int(np.count_nonzero(claim & same))
+        got = claim & same
+        right += int(np.count_nonzero(got))
+        if not seen.all():
+            seen[b[got]] = True
     if bug.placed and wrong > MAX_WRONG * predicted:
         hits[:] = False  # the slack it allows explains nothing unless A's bytes really are where it puts them
     missing = n_b < n_a and bug.explains_size(n_a, n_b)
@@ -78,7 +89,7 @@ def score(bug, src_a, region: Region, n_a: int, n_b: int) -> Scored:
                         bits[l + 1:] = False
                     break
     return Scored(bug, np.packbits(hits), int(np.count_nonzero(false)), missing, bug.complexity(), hits.size,
-                   touched, right, np.packbits(loose & hits) if loose.any() else None)
+                   touched, right, np.packbits(loose & hits) if loose.any() else None, int(np.count_nonzero(seen)))
 
 
 TAKEN_SHARE = 0.8  # a shift's vacated bytes go to another candidate that predicts at least this share of them

@@ -8,6 +8,9 @@ import numpy as np
 from forensics.diagnose.kinds import group_of, rank_of
 from forensics.diagnose.scoring import MAX_FALSE, MIN_SHARE
 
+MIN_EVIDENCE = 16  # differing bytes a move must predict exactly (not as bytes it vacates) to be named
+MIN_DISTINCT = 2   # ... holding at least this many distinct values
+
 def chance(scan) -> float:
     """How often a byte of B equals an unrelated byte of A (from the value histograms): 1/256 for random data,
     ~1/4 for scores that are mostly 0..3."""
@@ -20,12 +23,14 @@ def select(scored: list, d_total: float, scale: float, missing: int, chance: flo
             ) -> tuple[list, np.ndarray, bool]:
     """Greedy: the candidate explaining most of what is left (ties: the most specific), while it explains
     enough, changes (almost) no equal bytes, and (bytes moved around: shift, lane swap, page) gets the
-    differing bytes it predicts right far more often than unrelated bytes would match by chance."""
+    differing bytes it predicts right far more often than unrelated bytes would match by chance, on evidence that
+    is informative: at least MIN_EVIDENCE differing bytes predicted exactly, of more than one value (a move of
+    zeros onto zeros, or one explained by the bytes it vacates, proves nothing)."""
     union = None
     chosen, missing_done = [], False
     need_right = min(0.5, 3 * chance)
-    remaining = [c for c in scored if not (c.bug.relocates and c.touched
-                                           and c.right < need_right * c.touched)]
+    remaining = [c for c in scored if not c.bug.relocates or (
+        c.right >= need_right * c.touched and c.right >= MIN_EVIDENCE and c.distinct >= MIN_DISTINCT)]
     while remaining:
         gains = []
         for c in remaining:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from forensics.diagnose.kinds.base import Bug, Kind, compress_lanes, parse_int, period_and_lanes
+from forensics.diagnose.kinds.base import BUS_WORDS, Bug, Kind, compress_lanes, parse_int, period_and_lanes
 from forensics.diagnose.kinds.fit import fit_sample
 from forensics.diagnose.result import Finding
 from forensics.errors import InputError
@@ -110,7 +110,7 @@ def _fit(region, layout) -> list:
     if not np.count_nonzero(a != b):
         return []
     out = []
-    for p in sorted({1, 2, 4, layout.record_size} - {0}):
+    for p in sorted({1, *BUS_WORDS, layout.record_size} - {0}):
         if p > 64:
             continue
         lane = (pos - layout.offset) % p

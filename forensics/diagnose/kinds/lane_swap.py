@@ -17,10 +17,11 @@ from forensics.errors import InputError
 MAX_LANE_RECORD = 8  # lane permutations are searched exhaustively up to this record size
 
 _WORDS = {"16": (1, 0), "32": (3, 2, 1, 0), "64": (7, 6, 5, 4, 3, 2, 1, 0), "halves": (2, 3, 0, 1),
-          "rgb": (2, 1, 0)}
+          "halves64": (4, 5, 6, 7, 0, 1, 2, 3), "rgb": (2, 1, 0)}
 WORD_NAMES = {v: k for k, v in _WORDS.items()}
 _PERM_TEXT = {"16": "16-bit byte order swapped (endianness)", "32": "32-bit byte order reversed (endianness)",
               "64": "64-bit byte order reversed (endianness)", "halves": "16-bit halves of each 32-bit word swapped",
+              "halves64": "32-bit halves of each 64-bit word swapped",
               "rgb": "channel order of 3-byte pixels reversed (RGB <-> BGR)"}
 
 
@@ -80,7 +81,7 @@ def parse(args, size, previous=None):
     word, _, span = (args[0] if args else "32").partition("@")
     perm = _WORDS.get(word) or tuple(parse_int(x, "P") for x in word.split(","))
     if sorted(perm) != list(range(len(perm))) or len(perm) < 2:
-        raise InputError(f"lane_swap permutation {word!r} must reorder 0..n-1 (or 16, 32, 64, halves, rgb)")
+        raise InputError(f"lane_swap permutation {word!r} must reorder 0..n-1 (or 16, 32, 64, halves, halves64, rgb)")
     if span:
         (s, e), = parse_ranges(span)
         return LaneSwap(tuple(perm), 0, s, min(e, size))
@@ -109,7 +110,7 @@ def candidates(ctx) -> list:
         return []
     layout = ctx.layout
     out = []
-    for perm in ((1, 0), (3, 2, 1, 0), (7, 6, 5, 4, 3, 2, 1, 0), (2, 3, 0, 1), (2, 1, 0)):
+    for perm in _WORDS.values():
         out.append(LaneSwap(perm))
         if layout.offset % len(perm):
             out.append(LaneSwap(perm, layout.offset))
@@ -143,6 +144,6 @@ def finding(c, ctx, explains):
     return [Finding("lane_swap", text, hint, dict(bug.params()), explains)]
 
 
-KIND = Kind("lane_swap", rank=6, display=9, usage="lane_swap:16|32|64|halves|rgb|P,E,R,M[@START-END]",
+KIND = Kind("lane_swap", rank=6, display=9, usage="lane_swap:16|32|64|halves|halves64|rgb|P,E,R,M[@START-END]",
             description="bytes permuted in every word (byte order, RGB/BGR); only in START-END",
             parse=parse, candidates=candidates, finding=finding)

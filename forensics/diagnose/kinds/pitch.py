@@ -13,6 +13,8 @@ from forensics.diagnose.kinds.stride import Strided
 from forensics.diagnose.result import Finding
 from forensics.errors import InputError
 
+MAX_SAME_SIZE = 8  # same-size pitch candidates (one per row size that fits, longest first)
+
 
 def parse(args, size, previous=None):
     row, pitch = parse_int(args[0], "ROW"), parse_int(args[1], "PITCH")
@@ -49,11 +51,12 @@ def candidates(ctx) -> list:
     """Rows of A at a fixed pitch in B (or the reverse), for row sizes from the model, or that divide the smaller
     dump and whose pitch fits the larger (aligned, or agreeing with the shifts the windows voted for)."""
     n_a, n_b = ctx.n_a, ctx.n_b
-    if n_a == n_b:
-        return []
-    rows = set(_model_rows(ctx.model_view))
-    ks = [abs(k) for k in shift.ranked(ctx)[:shift.TOP_SHIFTS]]
+    ranked = shift.ranked(ctx)[:shift.TOP_SHIFTS]
+    ks = [abs(k) for k in ranked]
     d = math.gcd(*ks) if ks else 0
+    if n_a == n_b:
+        return _same_size(ctx, ranked, d)
+    rows = set(_model_rows(ctx.model_view))
     small, big = min(n_a, n_b), max(n_a, n_b)
     for r in _divisors(small):
         row = small // r
@@ -76,6 +79,28 @@ def candidates(ctx) -> list:
                 out.append(Strided(row, row, pitch, size=n_b, kind_name="pitch") if n_b > n_a else
                            Strided(row, pitch, row, size=n_b, kind_name="pitch"))
     return out
+
+
+def _same_size(ctx, ranked, d: int) -> list:
+    """A buffer of the tensor's size written with a row pitch (its last rows fall off the end): row i moves by
+    i x (pitch - row), so the voted shifts are multiples of d = pitch - row. Rows from the model, or the divisors
+    of the size whose row + d is 16-byte aligned."""
+    size = ctx.n_a
+    if not d or len({abs(k) for k in ranked}) < 2:  # rows moved by several multiples of d, not one block moved
+        return []
+    later = sum(1 for k in ranked if k > 0) * 2 >= len(ranked)  # B pitched: rows land later in B
+    # the largest voted shift is (rows - 1) x d at least: rows no longer than that allows, longest first
+    longest = size // (max(abs(k) for k in ranked) // d + 1)
+    rows = {r for r in _model_rows(ctx.model_view) if size % r == 0}
+    rows |= {row for row in _divisors(size) if 64 <= row <= longest and size // row >= 2 and (row + d) % 16 == 0}
+    out = []
+    for row in sorted(rows, reverse=True):
+        pitch = row + d
+        if pitch - row > min(4096, row // 2):  # a pitch pads a row a little
+            continue
+        out.append(Strided(row, row, pitch, size=size, kind_name="pitch") if later else
+                   Strided(row, pitch, row, size=size, kind_name="pitch"))
+    return out[:MAX_SAME_SIZE]
 
 
 def finding(c, ctx, explains):

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from forensics.diagnose.kinds.base import Bug, Kind, at_lanes, compress_lanes, period_and_lanes
+from forensics.diagnose.kinds.base import BUS_WORDS, Bug, Kind, at_lanes, compress_lanes, period_and_lanes
 from forensics.diagnose.kinds.stride import MAX_STRIDE_Z, pad_periods
 from forensics.diagnose.result import Finding
 
@@ -61,7 +61,7 @@ def candidates(ctx) -> list:
         return []
     periods = {q for side in pad_periods(ctx) for q, _ in side}
     out = [Signedness(1, (0,))]
-    for p in sorted({2, 4, layout.record_size, *periods}):
+    for p in sorted({*BUS_WORDS, layout.record_size, *periods}):
         if p < 2 or p > MAX_STRIDE_Z:
             continue
         lane = (region.at(d) - layout.offset) % p

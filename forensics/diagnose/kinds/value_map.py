@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from forensics.diagnose.kinds.base import (Bug, Kind, at_lanes, compress_lanes, parse_float, parse_ranges_inclusive,
+from forensics.diagnose.kinds.base import (BUS_WORDS, Bug, Kind, at_lanes, compress_lanes, parse_float, parse_ranges_inclusive,
                                            period_and_lanes)
 from forensics.diagnose.kinds.fit import MIN_FIT, fit_sample
 from forensics.diagnose.result import Finding
@@ -23,6 +23,7 @@ class ValueMap(Bug):
     kind_name: str = "requantize"
     period: int = 1
     lanes: tuple = (0,)
+    order: str = "uint8"  # the order the map is monotone in: uint8, or int8 (two's complement bytes)
 
     @property
     def kind(self):  # type: ignore[override]
@@ -35,9 +36,19 @@ class ValueMap(Bug):
     def changed(self) -> list[int]:
         return [v for v in range(256) if self.lut[v] != v]
 
+    def value(self, byte: int) -> int:
+        """A byte as a value of the map's order."""
+        return byte - 256 if self.order == "int8" and byte >= 128 else byte
+
+    def range(self) -> list[int]:
+        """The smallest and largest value the map gives, in its order."""
+        vals = [self.value(v) for v in self.lut]
+        return [min(vals), max(vals)]
+
     def params(self):
         ch = self.changed()
-        out = {"values_changed": len(ch), "map": {f"0x{v:02x}": f"0x{self.lut[v]:02x}" for v in ch[:16]}}
+        out = {"values_changed": len(ch), "map": {f"0x{v:02x}": f"0x{self.lut[v]:02x}" for v in ch[:16]},
+               "order": self.order, "range": self.range()}
         if self.period > 1:
             out.update({"period": self.period, "lanes": list(self.lanes)})
         return out
@@ -65,17 +76,25 @@ def parse_requantize(args, size, previous=None):
 MAX_MAP_LANES = 256  # records of up to this many lanes (a class per lane) are fitted lane by lane
 
 
-def _fit(region, layout) -> list:
+def _orders(dtype: str | None) -> tuple[str, ...]:
+    """The byte orders a map may be monotone in: the dtype's own when it is one byte wide, else both."""
+    if dtype in ("int8", "uint8"):
+        return (dtype,)
+    return ("uint8", "int8")
+
+
+def _fit(region, layout, dtype: str | None = None) -> list:
     """B = lut[A] for one monotone map of byte values (a wrong requantization scale / zero point, or values
     clamped: saturation), fitted on the sample: over every byte, else over the lanes that changed of every 2, 4
     or record-size bytes (one channel clamped or requantized; the other lanes keep values the map would move)."""
     a, b, pos, within_one = fit_sample(region)
     if np.count_nonzero(a != b) < 8 or within_one:  # all within 1 LSB: rounding, for a tolerance to judge
         return []
-    fit = _monotone_map(a, b)
+    orders = _orders(dtype)
+    fit = _monotone_map(a, b, orders)
     if fit is not None:
-        return [ValueMap(*fit)]
-    for p in sorted({2, 4, layout.record_size}):
+        return [ValueMap(fit[0], fit[1], order=fit[2])]
+    for p in sorted({*BUS_WORDS, layout.record_size}):
         if not 1 < p <= MAX_MAP_LANES:
             continue
         lane = (pos - layout.offset) % p
@@ -83,16 +102,18 @@ def _fit(region, layout) -> list:
         if lanes.size == p:
             continue
         inside = np.isin(lane, lanes)
-        fit = _monotone_map(a[inside], b[inside])
+        fit = _monotone_map(a[inside], b[inside], orders)
         if fit is not None:
-            return [ValueMap(*fit, period=p, lanes=tuple(int(x) for x in lanes))]
+            return [ValueMap(fit[0], fit[1], period=p, lanes=tuple(int(x) for x in lanes), order=fit[2])]
     return []
 
 
-def _monotone_map(a: np.ndarray, b: np.ndarray) -> tuple[bytes, str] | None:
-    """(lut, 'saturation' | 'requantize') when B = lut[A] for one monotone map of byte values (unsigned or
-    signed order) that MIN_FIT of the differing bytes follow, else None. A map of values seen only once is no
-    evidence, unless it is a clamp: the changed values all land on the range's ends."""
+def _monotone_map(a: np.ndarray, b: np.ndarray, orders=("uint8", "int8")) -> tuple[bytes, str, str] | None:
+    """(lut, 'saturation' | 'requantize', order) when B = lut[A] for one monotone map of byte values in one of
+    `orders` (uint8, int8: the dtype's own when known) that MIN_FIT of the differing bytes follow, else None. A
+    clamp in either order wins over a requantization in the other: an int8 clamp to [-100, 100] is also monotone
+    in unsigned order, where it looks like no clamp. A map of values seen only once is no evidence, unless it is
+    a clamp: the changed values all land on the range's ends."""
     d = int(np.count_nonzero(a != b))
     if d < 8:
         return None
@@ -109,24 +130,28 @@ def _monotone_map(a: np.ndarray, b: np.ndarray) -> tuple[bytes, str] | None:
     singles = support[support < 2].sum() > 0.5 * support.sum()  # values seen once could map anywhere
     lut = np.arange(256)
     lut[seen] = mode[seen]
-    for order in (np.arange(256), np.arange(256) ^ 0x80):  # unsigned, or signed (int8) order
+    fits = []
+    for name in orders:
+        order = np.arange(256) if name == "uint8" else np.arange(256) ^ 0x80  # a byte's rank in that order
         rank = np.argsort(order)  # byte values from smallest to largest in that order
         vals = order[lut[rank]]
         vals = vals[np.isin(rank, seen)]
         if (np.diff(vals) >= 0).all():
             lo, hi = vals.min(), vals.max()
-            clamped = np.isin(order[lut[changed]], (lo, hi)).all()
+            clamped = bool(np.isin(order[lut[changed]], (lo, hi)).all())
             if singles and not clamped:  # ... but a clamp says which: the changed values all lie beyond it
-                return None
-            return bytes(lut.astype(np.uint8)), "saturation" if clamped else "requantize"
-    return None
+                continue
+            fits.append((not clamped, bytes(lut.astype(np.uint8)), "saturation" if clamped else "requantize", name))
+    if not fits:
+        return None
+    return min(fits, key=lambda f: f[0])[1:]
 
 
 def candidates(ctx) -> list:
     """Fitted only when no signedness or bits candidate fits (those are the more specific maps)."""
     if ctx.n_a != ctx.n_b or ctx.produced.get("signedness") or ctx.produced.get("bits"):
         return []
-    return _fit(ctx.region, ctx.layout)
+    return _fit(ctx.region, ctx.layout, ctx.dtype)
 
 
 def finding(c, ctx, explains):
@@ -134,14 +159,15 @@ def finding(c, ctx, explains):
     ch = bug.changed()
     lut = bug.lut
     details = dict(bug.params())
-    sample = ", ".join(f"{v}->{lut[v]}" for v in ch[:6]) + (" ..." if len(ch) > 6 else "")
+    sample = ", ".join(f"{bug.value(v)}->{bug.value(lut[v])}" for v in ch[:6]) + (" ..." if len(ch) > 6 else "")
     details.update({"values_changed": len(ch)})
     where_map = "every byte" if bug.period == 1 else (
         f"lane{'s' if len(bug.lanes) > 1 else ''} {compress_lanes(bug.lanes)} of every {bug.period} bytes "
         "(the other lanes match)")
     if bug.kind == "saturation":
+        lo, hi = bug.range()
         text = (f"in {where_map}, each value of A maps to one value of B and the {len(ch)} changed values "
-                f"become the range's ends ({sample}): values clamped (saturation)")
+                f"become the range's ends ({sample}): values clamped to [{lo}, {hi}] as {bug.order} (saturation)")
         hint = ("check the output's quantization range / the clamp applied (activation min/max, the "
                 "requantization's saturation) against the reference's"
                 + ("" if bug.period == 1 else ", for that channel"))
