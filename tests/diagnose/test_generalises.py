@@ -243,3 +243,58 @@ def test_inputs_crcs_are_compared_when_given(tmp_path):
     assert result.inputs["equal"] is False and "the inputs differ" in result.hint
     same = _diag(tmp_path, a.tobytes(), b.tobytes(), inputs=(ia, ia))
     assert same.inputs["equal"] is True and "the inputs are identical" in same.hint
+
+
+# --- the command line: --inputs, pad lanes and the tolerance's unit in the text ---------------------------------
+
+def test_cli_pad_only_text_and_json(tmp_path, cli):
+    rec = np.tile(np.array([255, 0, 128, 128], np.uint8), (512, 1))
+    b = rec.copy()
+    b[:, 2:] = 0
+    pa, pb = _put(tmp_path, "a.bin", rec.tobytes()), _put(tmp_path, "b.bin", b.tobytes())
+    result = cli("diagnose", pa, pb, "--pad", "2,3")
+    lines = [line.rstrip() for line in result.out.splitlines()]
+    assert result.code == 0 and lines[0] == ("IDENTICAL | A and B are identical outside the pad lanes (pad lanes "
+                                             "ignored, as diff ignores them)")
+    assert lines[-1] == "hint: 1,024 bytes differ only in pad lanes 2,3 (ignored)"
+    doc = json.loads(cli("diagnose", pa, pb, "--pad", "2,3", "--json").out)
+    assert doc["verdict"] == "IDENTICAL" and doc["pad_only_bytes"] == 1024 and doc["identical"] is False
+    diff = cli("diff", pa, pb, "--pad", "2,3")
+    assert diff.code == 0 and diff.out.startswith("MATCH")
+
+
+def test_cli_tolerance_names_the_dtype(tmp_path, cli):
+    a = _i8(4, 4096)
+    b = a.copy()
+    b[a == 0] = -1
+    side = {"dtype": "int8"}
+    pa, pb = _put(tmp_path, "a.bin", a.tobytes(), side), _put(tmp_path, "b.bin", b.tobytes(), side)
+    result = cli("diagnose", pa, pb, "--tolerance", "1")
+    assert result.code == 0 and result.out.startswith(
+        "WITHIN TOLERANCE | A and B differ by at most 1 LSB per int8 element")
+    assert cli("diagnose", pa, pb, "--atol", "1lsb").code == 0
+
+
+def test_cli_inputs_are_compared(tmp_path, cli):
+    a = _scores(0)
+    b = a.copy()
+    b[::50, 1] += 1
+    pa, pb = _put(tmp_path, "a.bin", a.tobytes()), _put(tmp_path, "b.bin", b.tobytes())
+    ia, ib = _put(tmp_path, "ia.bin", b"one"), _put(tmp_path, "ib.bin", b"two")
+    doc = json.loads(cli("diagnose", pa, pb, "--inputs", ia, ib, "--json").out)
+    assert doc["verdict"] == "UNEXPLAINED" and doc["inputs"]["equal"] is False and doc["exit_code"] == 1
+    text = cli("diagnose", pa, pb, "--inputs", ia, ib)
+    assert text.code == 1 and "the inputs differ" in text.out
+
+
+@pytest.mark.parametrize("argv,fragment", [
+    (["--inputs", "MISSING", "A"], "no such file"),
+    (["--inputs", "A"], "expected 2 arguments"),
+    (["--tolerance", "-1"], "--tolerance"),
+])
+def test_cli_bad_inputs_and_tolerance(tmp_path, cli, argv, fragment):
+    from tests.conftest import assert_one_line_error
+
+    pa = _put(tmp_path, "a.bin", bytes(range(256)) * 4)
+    args = [str(tmp_path / "missing.bin") if x == "MISSING" else pa if x == "A" else x for x in argv]
+    assert_one_line_error(cli("diagnose", pa, pa, *args), fragment)
