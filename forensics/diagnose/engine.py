@@ -228,7 +228,7 @@ def diagnose_dumps(dump_a, dump_b, *, layout: RecordLayout | None = None, previo
             findings += made
         residual_mask = region.diff & ~union if union.size else region.diff
         residual_bytes = float(np.count_nonzero(residual_mask)) * scale + (0 if missing_done else missing)
-        if (n_a == n_b and residual_bytes >= max(64, 0.01 * n_b) and np.array_equal(scan.hist_a, scan.hist_b)):
+        if (n_a == n_b and residual_bytes >= max(64, 0.01 * n_b) and np.array_equal(scan.diff_hist_a, scan.diff_hist_b)):
             findings.append(residual_finding(ctx, residual_mask, round(residual_bytes / d_total, 6)))
             explained, residual_bytes = float(d_total), 0.0
             residual_mask = np.zeros_like(residual_mask)

@@ -3,6 +3,7 @@ in reused fixed-size buffers (memory bounded for GiB dumps)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -15,9 +16,12 @@ from forensics.tolerance import lsb_delta
 
 DEFAULT_CHUNK = 2 << 20       # bytes per paired read; three reused buffers of this size per scan
 DEFAULT_MIN_RUN = 16          # a sentinel run shorter than this is taken as data that happens to match
-LANE_SAMPLE = 8192            # records per chunk that feed the lane-equality matrix
+LANE_SAMPLE = 8192            # records per chunk that feed the lane-equality matrix ...
+LANE_CAP = 1 << 16            # ... up to this many records in all
 MAX_LANE_RECORD = 8           # lane permutations are searched exhaustively up to this record size
 _HIST_SLICE = 1 << 16
+HIST_WHOLE = 8 << 20          # the value histograms count every byte of the first chunks with differences up to
+                              # this many bytes, then one slice of each later one (shares, not counts, are read)
 
 # Prefill patterns drivers and allocators use (MSVC debug heap 0xCD, HeapAlloc 0xBAADF00D; both byte orders of
 # the 32-bit words, since a driver writes them as words on a little-endian host).
@@ -108,6 +112,16 @@ class _Runs:
         self.breaks(end)
 
 
+def _nonzero_offsets(x: np.ndarray, nd: int) -> np.ndarray:
+    """Sorted offsets of the nonzero bytes of `x` (nd of them): found word by word when they are sparse."""
+    n = x.size
+    if nd * 8 >= n or n % 8:
+        return np.flatnonzero(x)
+    words = np.flatnonzero(x.view(np.uint64))
+    rows, cols = np.nonzero(x.reshape(-1, 8)[words])
+    return words[rows] * 8 + cols
+
+
 def _pattern_mask(b: np.ndarray, pat: bytes, pos: int, out: np.ndarray) -> np.ndarray:
     """out[i] = (b[i] == the pattern byte due at absolute offset pos + i): patterns are aligned to offset 0."""
     period = len(pat)
@@ -128,8 +142,11 @@ class Scan:
     records: int = 0
     records_differing: int = 0
     samples: list = field(default_factory=list)           # differing offsets spread over the chunks
-    hist_a: np.ndarray | None = None
-    hist_b: np.ndarray | None = None
+    hist_a: np.ndarray | None = None                     # byte values of chunks with differences (all of the
+    hist_b: np.ndarray | None = None                     # first HIST_WHOLE bytes, then a slice of each chunk)
+    diff_hist_a: np.ndarray | None = None                # byte values at the differing bytes (exact): A and B
+    diff_hist_b: np.ndarray | None = None                # hold the same bytes iff these are equal
+    hist_bytes: int = 0
     lane_diff: np.ndarray | None = None
     lane_x80: np.ndarray | None = None
     lane_eq: np.ndarray | None = None
@@ -149,8 +166,8 @@ def scan_pair(dump_a: Dump, dump_b: Dump, layout: RecordLayout, sentinels, min_r
     rs, off = layout.record_size, min(layout.offset, common)
     data = np.ones(rs, dtype=bool)
     data[list(layout.pad_lanes)] = False
-    s = Scan(hist_a=np.zeros(256, np.int64), hist_b=np.zeros(256, np.int64),
-              lane_diff=np.zeros(rs, np.int64), lane_x80=np.zeros(rs, np.int64))
+    s = Scan(hist_a=np.zeros(256, np.int64), hist_b=np.zeros(256, np.int64), diff_hist_a=np.zeros(256, np.int64),
+             diff_hist_b=np.zeros(256, np.int64), lane_diff=np.zeros(rs, np.int64), lane_x80=np.zeros(rs, np.int64))
     if rs <= MAX_LANE_RECORD:
         s.lane_eq = np.zeros((rs, rs), np.int64)
     s.runs = {name: _Runs(min_run) for name, _ in sentinels}
@@ -159,33 +176,40 @@ def scan_pair(dump_a: Dump, dump_b: Dump, layout: RecordLayout, sentinels, min_r
     xbuf = np.empty(max(chunk, rs), np.uint8)
     code = element_dtype(dtype or "uint8")
     isz = code.itemsize
+    unit = math.lcm(rs, isz, 8)
+    step = max(unit, _HIST_SLICE // unit * unit)  # slices of whole records, elements and words
     data_el = data[::isz] if rs % isz == 0 else None  # an element is data when its first byte's lane is
     if code.kind not in "iu":
         s.max_code = None
 
-    def codes(lo: int, a: np.ndarray, b: np.ndarray, n: int) -> None:
-        """The largest element delta in LSB (tolerance.lsb_delta), pad lanes left out as diff leaves them."""
+    def codes(lo: int, a: np.ndarray, b: np.ndarray, n: int, pos: np.ndarray) -> None:
+        """The largest element delta in LSB (tolerance.lsb_delta) over the elements holding differing bytes,
+        pad lanes left out as diff leaves them."""
         if s.max_code is None:
             return
         if (lo - off) % isz or n % isz:
             s.max_code = None
             return
+        el = np.unique(pos // isz) if isz > 1 else pos
         keep = None
         if layout.pad_lanes and lo >= off and data_el is not None:
-            keep = np.resize(data_el, n // isz)
-        for i in range(0, n, _HIST_SLICE):
-            d = lsb_delta(a[i:i + _HIST_SLICE], b[i:i + _HIST_SLICE], code,
-                          None if keep is None else keep[i // isz:(i + _HIST_SLICE) // isz])
-            s.max_code = max(s.max_code, d)
+            keep = data_el[el % data_el.size]
+        if isz > 1:
+            idx = (el[:, None] * isz + np.arange(isz)[None, :]).reshape(-1)
+            ea, eb = a[idx], b[idx]
+        else:
+            ea, eb = a[el], b[el]
+        s.max_code = max(s.max_code, lsb_delta(ea, eb, code, keep))
 
-    def consume(lo: int, va: memoryview, vb: memoryview, _positions) -> None:
+    def consume(lo: int, va: memoryview, vb: memoryview, given) -> None:
+        """One block of both dumps; `given`: the offsets of its differing bytes (None: too many, find them)."""
         a, b = np.frombuffer(va, np.uint8), np.frombuffer(vb, np.uint8)
         n = len(va)
         x = np.bitwise_xor(a, b, out=xbuf[:n])
         nd = int(np.count_nonzero(x))
         m = (n // rs) if lo >= off else 0  # whole records in this chunk (chunks from `off` are aligned)
         s.records += m
-        if m and s.lane_eq is not None:
+        if m and s.lane_eq is not None and s.lane_sampled < LANE_CAP:
             k = min(m, LANE_SAMPLE)
             ar, br = a[:k * rs].reshape(k, rs), b[:k * rs].reshape(k, rs)
             s.lane_eq += (br[:, :, None] == ar[:, None, :]).sum(axis=0)
@@ -195,41 +219,70 @@ def scan_pair(dump_a: Dump, dump_b: Dump, layout: RecordLayout, sentinels, min_r
                 runs.breaks(lo)
             return
         s.bytes_differing += nd
-        nzx = x != 0
-        first = int(np.argmax(nzx))
-        last = n - 1 - int(np.argmax(nzx[::-1]))
-        if s.first is None:
-            s.first = lo + first
-        s.last = lo + last
-        mid = n // 2
-        later = int(np.argmax(nzx[mid:])) + mid if nzx[mid:].any() else first
-        s.samples.append(lo + first)
-        if later != first:
-            s.samples.append(lo + later)
-        for i in range(0, n, _HIST_SLICE):  # bincount widens to intp: slices keep that temporary small
-            s.hist_a += np.bincount(a[i:i + _HIST_SLICE], minlength=256)
-            s.hist_b += np.bincount(b[i:i + _HIST_SLICE], minlength=256)
-            d = np.abs(a[i:i + _HIST_SLICE].astype(np.int16) - b[i:i + _HIST_SLICE])
+        if given is not None:
+            given = np.asarray(given, np.int64)
+        elif nd * 8 <= n:  # sparse: all offsets at once take at most a chunk's bytes
+            given = _nonzero_offsets(x, nd)
+        first = later = None
+        hit = np.zeros(n // 8, bool)  # the aligned words holding differing bytes (for the sentinel skip)
+        span = n if s.hist_bytes < HIST_WHOLE else min(n, _HIST_SLICE)  # value shares: a slice of later chunks
+        for i in range(0, span, _HIST_SLICE):  # bincount widens to intp: slices keep that temporary small
+            s.hist_a += np.bincount(a[i:min(span, i + _HIST_SLICE)], minlength=256)
+            s.hist_b += np.bincount(b[i:min(span, i + _HIST_SLICE)], minlength=256)
+        s.hist_bytes += span
+        for i in range(0, n, step):  # the differing bytes slice by slice: temporaries stay small when all differ
+            j = min(n, i + step)
+            if given is None:
+                xs = x[i:j]
+                pos = _nonzero_offsets(xs, int(np.count_nonzero(xs))) + i
+            else:
+                pos = given[np.searchsorted(given, i):np.searchsorted(given, j)]
+            if not pos.size:
+                continue
+            if first is None:
+                first = int(pos[0])
+            if later is None and pos[-1] >= n // 2:
+                later = int(pos[int(np.searchsorted(pos, n // 2))])
+            s.last = lo + int(pos[-1])
+            hit[pos[pos < n - n % 8] // 8] = True
+            av, bv = a[pos], b[pos]
+            s.diff_hist_a += np.bincount(av, minlength=256)
+            s.diff_hist_b += np.bincount(bv, minlength=256)
+            d = np.abs(av.astype(np.int16) - bv)
             s.max_delta = max(s.max_delta, int(d.max()))
             s.bytes_off_by_one += int(np.count_nonzero(d == 1))
-        codes(lo, a, b, n)
-        if m:
-            xr = x[:m * rs].reshape(m, rs)
-            s.lane_diff += np.count_nonzero(xr, axis=0)
-            s.lane_x80 += np.count_nonzero(xr == 0x80, axis=0)
-            s.records_differing += int(np.count_nonzero(xr[:, data].any(axis=1))) if data.any() else 0
+            codes(lo, a, b, n, pos)
+            if m:
+                inside = pos[:int(np.searchsorted(pos, m * rs))]
+                lane = inside % rs  # chunks from `off` start on a record, slices hold whole records
+                s.lane_diff += np.bincount(lane, minlength=rs)
+                s.lane_x80 += np.bincount(lane[x[inside] == 0x80], minlength=rs)
+                if data.any():
+                    rec = inside[data[lane]] // rs
+                    s.records_differing += int(np.count_nonzero(np.diff(rec))) + 1 if rec.size else 0
+        if s.first is None:
+            s.first = lo + first
+        s.samples.append(lo + first)
+        if later is not None and later != first:
+            s.samples.append(lo + later)
+        wpos = None
         for name, pat in sentinels:
             runs = s.runs[name]
             word = words[name]
             if word is not None and lo % 8 == 0 and runs.open_start is None and n >= 32 and min_run >= 15:
-                # A run of >= 15 bytes holds a whole aligned 8-byte word of the pattern (or reaches the
-                # chunk's end): skip the run search in chunks with neither.
-                w8 = b[: n - n % 8].view(np.uint64)
+                # A run of >= 15 bytes mostly of differing bytes holds a whole aligned 8-byte word of the pattern
+                # with a differing byte in it or in a word beside it (or reaches the chunk's end): skip the run
+                # search in chunks with neither.
+                if wpos is None:
+                    wpos = hit.copy()
+                    wpos[1:] |= hit[:-1]
+                    wpos[:-1] |= hit[1:]
+                    w8 = b[: n - n % 8].view(np.uint64)[wpos]
                 tail = _pattern_mask(b[n - 16:], pat, lo + n - 16, np.empty(16, bool))
                 if not (w8 == np.frombuffer(word, np.uint64)[0]).any() and not tail.any():
                     continue
             mask = _pattern_mask(b, pat, lo, mask_buf[:n])
-            runs.feed(lo, mask, nzx)
+            runs.feed(lo, mask, x)
 
     # stream_pair reads both files to the end (CRCs of whole files) and hands over their common blocks.
     s.crc_a, s.crc_b = stream_pair(dump_a, dump_b, off, rs, consume, block=max(chunk, rs), progress=progress)
