@@ -298,3 +298,14 @@ def test_cli_bad_inputs_and_tolerance(tmp_path, cli, argv, fragment):
     pa = _put(tmp_path, "a.bin", bytes(range(256)) * 4)
     args = [str(tmp_path / "missing.bin") if x == "MISSING" else pa if x == "A" else x for x in argv]
     assert_one_line_error(cli("diagnose", pa, pa, *args), fragment)
+
+
+@pytest.mark.parametrize("dtype,lo,hi", [("int16", -5000, 5000), ("float32", -1.5, 1.5)])
+def test_multi_byte_elements_clamped_are_saturation_in_their_dtype(tmp_path, dtype, lo, hi):
+    rng = np.random.default_rng(8)
+    a = (rng.normal(0, 3000, 30_000) if dtype == "int16" else rng.normal(0, 1, 30_000)).astype(dtype)
+    b = np.clip(a, lo, hi).astype(dtype)
+    result = _diag(tmp_path, a.tobytes(), b.tobytes(), sidecar={"dtype": dtype})
+    assert result.primary == "saturation" and result.verdict == "EXPLAINED", result.kinds
+    f = result.finding("saturation")
+    assert f["order"] == dtype and f["range"] == [lo, hi]

@@ -3,7 +3,7 @@ byte or in some lanes: values clamped to a range (saturation), or a wrong scale 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -12,6 +12,7 @@ from forensics.diagnose.kinds.base import (BUS_WORDS, Bug, Kind, at_lanes, compr
 from forensics.diagnose.kinds.fit import MIN_FIT, fit_sample
 from forensics.diagnose.result import Finding
 from forensics.errors import InputError
+from forensics.stats import element_dtype
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,75 @@ class ValueMap(Bug):
     def spec(self):
         lanes = f":{self.period}:{compress_lanes(self.lanes)}" if self.period > 1 else ""
         return f"{self.kind_name}:" + self.lut.hex() + lanes
+
+
+@dataclass(frozen=True)
+class ElementClamp(Bug):
+    """Every element of a multi-byte dtype (int16, float32, ...) clamped to [lo, hi]: a clamp in the elements' own
+    order, which no map of single bytes describes."""
+
+    dtype: str = "int16"
+    lo: float = 0
+    hi: float = 0
+    changed_elements: int = field(default=0, compare=False)
+    kind = "saturation"
+
+    def predict(self, source, lo, hi):
+        dt = element_dtype(self.dtype)
+        k = dt.itemsize
+        start, stop = lo - lo % k, min(source.size, -(-hi // k) * k)
+        raw = np.array(source.read(start, stop), np.uint8)
+        whole = len(raw) // k * k
+        raw[:whole] = np.clip(raw[:whole].view(dt), self.lo, self.hi).astype(dt).view(np.uint8)
+        pred = np.zeros(hi - lo, np.uint8)
+        defined = np.zeros(hi - lo, bool)
+        got = max(0, min(hi - lo, len(raw) - (lo - start)))
+        pred[:got] = raw[lo - start:lo - start + got]
+        defined[:got] = True
+        return pred, defined, np.zeros(hi - lo, bool)
+
+    def range(self) -> list:
+        return [_number(self.lo), _number(self.hi)]
+
+    def params(self):
+        return {"order": self.dtype, "range": self.range(), "elements_changed": self.changed_elements}
+
+    def spec(self):
+        return f"saturation:{self.dtype}:{self.lo!r}..{self.hi!r}"
+
+
+def _number(value):
+    value = float(value)
+    return int(value) if value.is_integer() else value
+
+
+ELEMENT_FIT = 4 << 20  # bytes of each dump an element clamp is fitted on
+
+
+def _element_clamp(ctx) -> list:
+    """A clamp of multi-byte elements in their dtype (from the header, sidecar or model): B = clip(A, lo, hi)
+    where lo and hi are B's extremes and every changed element sits on one of them."""
+    try:
+        dt = element_dtype(ctx.dtype) if ctx.dtype else None
+    except TypeError:
+        dt = None
+    if dt is None or dt.itemsize == 1 or dt.kind not in "iuf" or ctx.n_a != ctx.n_b:
+        return []
+    k = dt.itemsize
+    size = min(ctx.n_a, ELEMENT_FIT) // k * k
+    ea = np.array(ctx.src_a.read(0, size), np.uint8).view(dt)
+    eb = np.array(ctx.src_b.read(0, size), np.uint8).view(dt)
+    if dt.kind == "f" and (np.isnan(ea).any() or np.isnan(eb).any()):
+        return []
+    changed = ea != eb
+    if np.count_nonzero(changed) < 8:
+        return []
+    lo, hi = eb.min(), eb.max()
+    if not (ea.min() < lo or ea.max() > hi) or not np.isin(eb[changed], (lo, hi)).all():
+        return []
+    if not np.array_equal(np.clip(ea, lo, hi), eb):
+        return []
+    return [ElementClamp(dt.name, lo.item(), hi.item(), int(np.count_nonzero(changed)))]
 
 
 def parse_saturation(args, size, previous=None):
@@ -149,13 +219,23 @@ def _monotone_map(a: np.ndarray, b: np.ndarray, orders=("uint8", "int8")) -> tup
 
 def candidates(ctx) -> list:
     """Fitted only when no signedness or bits candidate fits (those are the more specific maps)."""
-    if ctx.n_a != ctx.n_b or ctx.produced.get("signedness") or ctx.produced.get("bits"):
+    if ctx.n_a != ctx.n_b:
         return []
+    clamp = _element_clamp(ctx)
+    if clamp or ctx.produced.get("signedness") or ctx.produced.get("bits"):
+        return clamp
     return _fit(ctx.region, ctx.layout, ctx.dtype)
 
 
 def finding(c, ctx, explains):
     bug = c.bug
+    if isinstance(bug, ElementClamp):
+        lo, hi = bug.range()
+        text = (f"every {bug.dtype} element of A maps to B clamped to [{lo}, {hi}] ({bug.changed_elements:,} "
+                f"elements of the sample changed, all to the range's ends): values clamped (saturation)")
+        hint = ("check the output's range / the clamp applied (activation min/max, the saturation of the "
+                "requantization) against the reference's")
+        return [Finding("saturation", text, hint, dict(bug.params()), explains)]
     ch = bug.changed()
     lut = bug.lut
     details = dict(bug.params())
