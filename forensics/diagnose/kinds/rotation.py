@@ -14,6 +14,7 @@ from forensics.diagnose.result import Finding
 from forensics.errors import InputError
 
 PROBE = 64                    # bytes of A's head looked for in B
+MIN_PART = 16                 # the shorter part of a rotation holds at least this many bytes
 SEARCH_LIMIT = 64 << 20       # B is searched whole for A's head up to this size
 
 
@@ -57,11 +58,13 @@ def candidates(ctx) -> list:
         if k < 0 and (k + size) in votes:
             rs.add(-k)
     if size <= SEARCH_LIMIT:
-        head = ctx.src_a.read(0, PROBE).tobytes()
-        if len(set(head)) > 1:
-            at = _find(ctx.src_b, head)
-            if at > 0:
-                rs.add(size - at)
+        for probe in (PROBE, MIN_PART):  # A's head wraps to B's last r bytes, r may be shorter than PROBE
+            head = ctx.src_a.read(0, probe).tobytes()
+            if len(set(head)) > 1:
+                at = _find(ctx.src_b, head)
+                if at > 0:
+                    rs.add(size - at)
+                    break
     return [Rotation(r) for r in sorted(rs) if _wraps(ctx, r)]
 
 
@@ -82,7 +85,7 @@ def _wraps(ctx, r: int) -> bool:
     and B's first n - r bytes are A's last, each over at least PROBE bytes and (nearly) byte for byte (checked on
     slices spread over each part)."""
     size = ctx.n_a
-    if min(r, size - r) < PROBE:
+    if min(r, size - r) < MIN_PART:
         return False
     for b_lo, a_lo, length in ((0, r, size - r), (size - r, 0, r)):
         wrong = total = 0
