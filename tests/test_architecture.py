@@ -23,6 +23,7 @@ LAYERS = (
     ("geometry", ("geometry.py",)),
     ("model dumps", ("modeldumps.py",)),
     ("diagnosis", ("diagnose/", "simulate.py")),
+    ("link", ("link.py", "link_bugs.py")),  # link: issue 23
     ("registers", ("csr/",)),
     ("runs", ("runs/",)),
     ("rendering", ("render/",)),

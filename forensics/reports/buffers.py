@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from forensics import exitcodes
 from forensics.errors import InputError
 from forensics.reports.base import Report, _limit, _slice
+from forensics.tolerance import HEAD_WINDOW
 
 
 class CrcReport(Report):
@@ -70,6 +71,13 @@ class RecordsReport(Report):
     grid: bool = False
     title: str = ""
     plot: dict | None = None              # what diff's plot (the error picture) wrote
+    fits: tuple = ()                      # diff: (A's, B's) forensics.modeldumps.TensorFit, when --model / --deps say
+
+    @property
+    def head_windows(self) -> tuple:
+        """The dumps (as their TensorFit) that hold only the head of the tensor --model / --deps describe."""
+        fits = self.fits or ((self.context.fit,) if self.context is not None else ())
+        return tuple(f for f in fits if f is not None and f.head_window)
 
     def to_dict(self) -> dict:
         from forensics.modeldumps import annotate_rows
@@ -79,6 +87,12 @@ class RecordsReport(Report):
         if listed in doc:
             doc[listed] = annotate_rows(doc[listed], self.context.geometry)
         doc.update(self.context.to_dict())
+        if self.fits:
+            doc["tensor_fit"] = {"a": self.fits[0].to_dict() if self.fits[0] else None,
+                                 "b": self.fits[1].to_dict() if self.fits[1] else None}
+        if self.head_windows:
+            doc["verdict"] = HEAD_WINDOW if self.command == "anchors" or self.result.passed else doc.get("verdict")
+            doc["head_window"] = self._head_window_text()
         if self.heatmap is not None:
             doc["heatmap"] = dict(self.heatmap)
         if self.plot is not None:
@@ -88,12 +102,17 @@ class RecordsReport(Report):
     def renderables(self) -> list:
         from forensics.render import buffers
 
+        windows = self.head_windows
         if self.command == "diff":
             view = self.context.view
             out = buffers.render_diff(self.result, geometry=self.context.geometry,
-                                      classes=view is not None and view.class_vector)
+                                      classes=view is not None and view.class_vector, fits=self.fits)
         else:
-            out = list(buffers.render_anchors(self.result, geometry=self.context.geometry))
+            out = list(buffers.render_anchors(self.result, geometry=self.context.geometry, head_window=bool(windows)))
+        if windows:
+            from forensics.render.style import verdict
+
+            out.append(verdict(HEAD_WINDOW, self._head_window_text()))
         if self.grid and self.heat is not None:
             from forensics.render.grid import grid_for
 
@@ -111,6 +130,28 @@ class RecordsReport(Report):
 
             out.append(Text(wrote(self.plot["path"])))
         return out
+
+    def _head_window_text(self) -> str:
+        windows = self.head_windows
+        if self.command == "anchors" or len(windows) == 1 and not self.fits:
+            return windows[0].describe()
+        names = [n for n, f in zip("AB", self.fits) if f is not None and f.head_window]
+        if len(names) == 2:
+            a, b = self.fits
+            same = a.held == b.held
+            return (f"both dumps hold only the head of the tensor: " + (f"{a.describe()}" if same else
+                    f"A {a.held:,} and B {b.held:,} of the {a.anchors:,} anchors the model has: the head-window "
+                    f"trap; judge the whole buffers"))
+        return f"{names[0]} is truncated: {windows[0].describe()}"
+
+
+def _fit_other(context, dump, flags: dict):
+    """The TensorFit of a second dump (diff's other side) against the deps the first was fitted with."""
+    if context.deps is None:
+        return None
+    from forensics.modeldumps import fit_detection_tensor
+
+    return fit_detection_tensor(dump, context.deps, flags)[0]
 
 
 def diff(a, b, *, record=None, offset=None, count=None, fields=None, pad=None, scale=None, zero_point=None,
@@ -145,7 +186,8 @@ def diff(a, b, *, record=None, offset=None, count=None, fields=None, pad=None, s
 
     options, offset = _slice(offset, length, gap_fill, layout=True)
     dump_a, dump_b = open_dump(a, **options), open_dump(b, **options)
-    context = _dump_context(dump_a if dump_a.meta is not None or dump_b.meta is None else dump_b, model=model,
+    context_dump = dump_a if dump_a.meta is not None or dump_b.meta is None else dump_b
+    context = _dump_context(context_dump, model=model,
                             tensor=tensor, labels=labels, deps=deps, record=record, offset=offset, count=count,
                             fields=fields, pad=pad, scale=scale, zero_point=zero_point)
     if context.view is not None:
@@ -192,9 +234,18 @@ def diff(a, b, *, record=None, offset=None, count=None, fields=None, pad=None, s
                                        dtype=element, shape=dump_a.npy_shape, title=f"{a} vs {b}")
         picture.save(plot)
         plotted = {"path": os.fspath(plot), **picture.to_dict()}
-    return RecordsReport("diff", result, exitcodes.SAME if result.passed else exitcodes.DIFFERENT,
+    fits = ()
+    if context.deps is not None:  # --model / --deps know the tensors: how much of one each side holds
+        first = dump_a if context_dump is dump_a else dump_b
+        other = dump_b if first is dump_a else dump_a
+        flags = {"record_size": record, "fields": fields, "pad_lanes": pad}
+        fit_other = _fit_other(context, other, flags)
+        fits = (context.fit, fit_other) if first is dump_a else (fit_other, context.fit)
+    fits = fits if any(f is not None for f in fits) else ()
+    windows = any(f is not None and f.head_window for f in fits)
+    return RecordsReport("diff", result, exitcodes.SAME if result.passed and not windows else exitcodes.DIFFERENT,
                          rows_key="records", context=context, heat=heat, heatmap=drawn, grid=grid, title=title,
-                         plot=plotted, dumps=(dump_a, dump_b))
+                         plot=plotted, dumps=(dump_a, dump_b), fits=fits)
 
 
 def anchors(file, *, record=None, offset=None, count=None, fields=None, pad=None, scale=None, zero_point=None,
@@ -215,6 +266,11 @@ def anchors(file, *, record=None, offset=None, count=None, fields=None, pad=None
     result = analyse_anchors(dump, context.layout, nonuniform=nonuniform, top=top, window=window,
                              limit=_limit(limit, all), progress=progress)
     result = remap_indices(result, context, "nonuniform")
+    role = context.fit.role if context.fit is not None else getattr(context.view, "role", None)
+    if role == "boxes" and result.top_scores:  # box deltas have no class scores to rank
+        import dataclasses
+
+        result = dataclasses.replace(result, top_scores=())
     heat = None
     title = "scores per cell"
     if heatmap or grid:
@@ -225,7 +281,9 @@ def anchors(file, *, record=None, offset=None, count=None, fields=None, pad=None
         heat = anchors_heat(records_by_anchor(dump, context), context.layout, lane=lane,
                             dominant=result.dominant.record, marked=marked)
     drawn = _draw_heatmap(context, heat, title, heatmap)
-    return RecordsReport("anchors", result, exitcodes.SAME, rows_key="nonuniform" if nonuniform else "top",
+    window = context.fit is not None and context.fit.head_window  # the story's trap: only the head was read
+    return RecordsReport("anchors", result, exitcodes.DIFFERENT if window else exitcodes.SAME,
+                         rows_key="nonuniform" if nonuniform else "top",
                          context=context, heat=heat, heatmap=drawn, grid=grid, title=title, dumps=(dump,))
 
 
@@ -271,8 +329,9 @@ class HexdumpReport(Report):
 
 def hexdump(file, file2=None, *, record=None, offset=None, fields=None, pad=None, scale=None, zero_point=None,
             anchor: int | None = None, context: int = 4, at: int | None = None, length: int | None = None,
-            model=None, tensor=None, labels=None, gap_fill: int | None = None) -> HexdumpReport:
-    """`forensics hexdump FILE [FILE2]`: hex + ASCII by record around an anchor, or over at/length bytes."""
+            model=None, tensor=None, labels=None, deps=None, gap_fill: int | None = None) -> HexdumpReport:
+    """`forensics hexdump FILE [FILE2]`: hex + ASCII by record around an anchor, or over at/length bytes; with
+    `model` or `deps`, the records' lane names and dequantized values where they know them."""
     from forensics.dump import open_dump
     from forensics.hexdump import hexdump as hexdump_of
 
@@ -281,8 +340,8 @@ def hexdump(file, file2=None, *, record=None, offset=None, fields=None, pad=None
     dump_b = open_dump(file2, **options) if file2 else None
     if anchor is not None and at is not None:
         raise InputError("give either {anchor} or {at}, not both", params=True)
-    dump_context = _dump_context(dump_a, model=model, tensor=tensor, labels=labels, record=record, offset=offset,
-                                 fields=fields, pad=pad, scale=scale, zero_point=zero_point)
+    dump_context = _dump_context(dump_a, model=model, tensor=tensor, labels=labels, deps=deps, record=record,
+                                 offset=offset, fields=fields, pad=pad, scale=scale, zero_point=zero_point)
     order = dump_context.record_order
     if anchor is not None and order is not None:  # the anchor's record in the chip's order
         anchor = int(order[anchor]) if anchor < len(order) else anchor
