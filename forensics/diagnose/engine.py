@@ -83,7 +83,8 @@ def _drift(scan, region, mask, characterization) -> int | None:
 
 def _inputs_text(crcs: dict | None) -> str:
     if crcs is None:
-        return "Compare the input CRCs (forensics crc INPUT_A INPUT_B) and the model files."
+        return ("Compare the input CRCs (forensics crc INPUT_A INPUT_B, or give diagnose --inputs INPUT_A INPUT_B) "
+                "and the model files.")
     if crcs["equal"]:
         return (f"the inputs are identical (CRC32 {crcs['crc32_a']}): another model version, or a "
                 "nondeterministic op, gave these values.")
