@@ -309,3 +309,18 @@ def test_multi_byte_elements_clamped_are_saturation_in_their_dtype(tmp_path, dty
     assert result.primary == "saturation" and result.verdict == "EXPLAINED", result.kinds
     f = result.finding("saturation")
     assert f["order"] == dtype and f["range"] == [lo, hi]
+
+
+def test_b_identical_to_previous_scores_is_stale_not_cache_lines(tmp_path):
+    # Two runs' face scores differ in a few scattered lines (the detections): B being the previous run's buffer
+    # is one stale buffer, not lines a cache kept.
+    def face(seed):
+        rec = np.tile(np.array([255, 0, 128, 128], np.uint8), (2034, 1))
+        rng = np.random.default_rng(seed)
+        rec[rng.choice(2034, 6, replace=False), :2] = [40, 215]
+        return rec.tobytes()
+
+    a, prev = face(0), face(1)
+    result = _diag(tmp_path, a, prev, previous=prev)
+    assert result.primary == "stale" and "cacheline" not in result.kinds, result.kinds
+    assert result.finding("stale")["identical_to_previous"] and "flush" not in result.finding("stale").hint
