@@ -116,15 +116,15 @@ class Kind:
     first, its votes feed pitch)."""
 
     name: str
-    rank: int
-    display: int
+    rank: float     # any number between two kinds' ranks places a new kind between them
+    display: float
     usage: str | None = None
     description: str = ""
     parse: Callable | None = None
     candidates: Callable | None = None
     finding: Callable | None = None
-    group: int | None = None
-    propose: int | None = None
+    group: float | None = None
+    propose: float | None = None
 
 
 # --- spellings shared by the kinds' parsers -------------------------------------------------------------------
