@@ -10,6 +10,13 @@ from forensics.diagnose.result import Finding
 DEFAULT_WINDOW = 256  # the first 256 bytes shown by a hexdump
 
 
+def _arg(path) -> str:
+    """A path as the shell takes it in a command the hint prints (run as printed, it must work)."""
+    import shlex
+
+    return shlex.quote(str(path))
+
+
 def head_window(dump_a, dump_b, layout, scan, window: int) -> Finding | None:
     """The first `window` bytes are identical and uniform in both while later records differ (widely)."""
     rs, off = layout.record_size, layout.offset
@@ -37,7 +44,7 @@ def head_window(dump_a, dump_b, layout, scan, window: int) -> Finding | None:
         f"the first {window} bytes are identical in A and B and all `{first.hex(' ')}`, yet "
         f"{n(differing)} of {n(later)} later records differ ({where}): the head alone would call these "
         "buffers equal"),
-        "look at every record (forensics diff / forensics anchors --nonuniform), not the first bytes",
+        f"look at every record, not the first bytes: forensics anchors {_arg(dump_b.path)} --nonuniform",
         {"window": window, "head_record": first.hex(" "), "records_differing_after": differing,
          "first_differing_offset": scan.first, "ratio": round(differing / later, 6)})
 
