@@ -9,6 +9,7 @@ next to the dump (`ours.bin.json`, or `ours.json`).
 
 from __future__ import annotations
 
+import errno
 import mmap
 import os
 import queue
@@ -151,6 +152,45 @@ def check_readable_file(path: str) -> int:
     if not os.access(path, os.R_OK):
         raise InputError("cannot read: permission denied", path)
     return st.st_size
+
+
+MAX_UNSIZED = 64 << 20  # bytes read from a file that reports no size (procfs, sysfs): they are held in memory
+
+
+def _pseudo_devices() -> frozenset:
+    """st_dev of /proc and /sys, whose files report a size of 0 or one page whatever they hold."""
+    devices = set()
+    for root in ("/proc", "/sys"):
+        try:
+            devices.add(os.stat(root).st_dev)
+        except OSError:
+            pass
+    return frozenset(devices)
+
+
+def size_is_trustworthy(path: str, size: int) -> bool:
+    """Whether a regular file's st_size is how many bytes it holds. Not on procfs / sysfs (cpuinfo says 0,
+    sysfs attributes 4096), nor for any file that says 0 bytes yet reads some (another pseudo file system)."""
+    try:
+        if os.stat(path).st_dev in _pseudo_devices():
+            return False
+        if size == 0:
+            with open(path, "rb") as fh:
+                return fh.read(1) == b""
+    except OSError:
+        return True  # the ordinary reading reports it
+    return True
+
+
+def unsized_bytes(path: str, limit: int | None = None) -> bytes:
+    """All the bytes of a file whose size cannot be trusted, read until EOF, at most `limit` (MAX_UNSIZED)."""
+    limit = MAX_UNSIZED if limit is None else limit
+    with reading(path, "a dump file", "dump file"), open(path, "rb") as fh:
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise InputError(f"reports no size (a procfs / sysfs file) and holds more than the {limit >> 20} MiB "
+                         f"read from such a file (MAX_UNSIZED); copy it to a regular file", path)
+    return data
 
 
 def read_small_file(path, limit: int, what: str = "file") -> bytes:
@@ -330,6 +370,9 @@ class Dump:
     # A dump that is no local file (a run's buffer on an fsspec filesystem, forensics.runs.remote): a callable
     # giving each reader its own object with seek / readinto / close, read in windows like any other dump.
     opener: object | None = field(default=None, repr=False, compare=False)
+    # The bytes of a file whose size the file system does not tell (procfs, sysfs: st_size 0 or one page),
+    # read to its end when it was opened (unsized_bytes).
+    data: bytes | None = field(default=None, repr=False, compare=False)
 
     @property
     def slice(self) -> dict | None:
@@ -383,6 +426,7 @@ class Dump:
 _MAP_FLAGS = getattr(mmap, "MAP_SHARED", 0) | getattr(mmap, "MAP_POPULATE", 0)
 CAN_MAP = hasattr(mmap, "MAP_POPULATE")
 _GRANULE = mmap.ALLOCATIONGRANULARITY
+_CAN_SEEK_HOLES = hasattr(os, "SEEK_DATA") and hasattr(os, "SEEK_HOLE")
 
 
 class Window:
@@ -421,9 +465,11 @@ class DumpReader:
     def __init__(self, dump: "Dump", *, use_map: bool = True):
         self.dump = dump
         self._pool: list[bytearray] = []
+        self._zeros = b""
         self._memory = None
-        if dump.text is not None:  # a text dump, decoded in memory: windows are views of its bytes
-            self._memory = memoryview(dump.text.data)
+        self._fd = None
+        if dump.text is not None or dump.data is not None:  # decoded or read in memory: windows are views
+            self._memory = memoryview(dump.data if dump.text is None else dump.text.data)
             self._fh, self._use_map, self._lock = None, False, None
             return
         if dump.opener is not None:  # another filesystem's file: seek + readinto, never mapped
@@ -474,6 +520,49 @@ class DumpReader:
                              f"ended at {offset + got})", self.dump.path)
         return view
 
+    def _extents(self, start: int, end: int) -> list[tuple[int, int]] | None:
+        """The data extents of file bytes [start, end) (SEEK_DATA / SEEK_HOLE), or None when it is all data
+        (or the file system cannot tell). Holes read as zeros (POSIX), so they need not be read at all."""
+        extents, pos = [], start
+        try:
+            while pos < end:
+                try:
+                    data = os.lseek(self._fd, pos, os.SEEK_DATA)
+                except OSError as exc:
+                    if exc.errno == errno.ENXIO:  # no data after pos: the rest is a hole
+                        break
+                    raise
+                if data >= end:
+                    break
+                hole = min(os.lseek(self._fd, data, os.SEEK_HOLE), end)
+                if data == start and hole >= end:
+                    return None  # all data: the ordinary path
+                extents.append((data, hole))
+                pos = hole
+        except OSError:  # e.g. EINVAL where the file system has no idea of holes
+            return None
+        return extents
+
+    def _hole_window(self, lo: int, hi: int) -> Window | None:
+        """A window over a sparse file's holes without touching them: a shared zero page run when the window
+        is all hole, a buffer filled only where there is data when it is part hole; None when it is all data."""
+        start, n = self.dump.data_offset + lo, hi - lo
+        extents = self._extents(start, start + n)
+        if extents is None:
+            return None
+        if not extents:
+            if len(self._zeros) < n:
+                self._zeros = bytes(n)  # calloc'd: its pages are the kernel's one zero page until written
+            return Window(lo, memoryview(self._zeros)[:n])
+        buf = self._pool.pop() if self._pool else bytearray(n)
+        if len(buf) < n:
+            buf = bytearray(n)
+        view = memoryview(buf)[:n]
+        view[:] = bytes(n) if len(self._zeros) < n else memoryview(self._zeros)[:n]
+        for a, b in extents:
+            self.read_exact(a - self.dump.data_offset, view[a - start:b - start])
+        return Window(lo, view, buf=buf, pool=self._pool)
+
     def window(self, lo: int, hi: int, *, populate: bool = True) -> Window:
         """Data bytes [lo, hi) (within the dump's size) as a Window; release it when done. Without `populate`
         a mapped window's pages are brought in only where they are touched (for sparse reads)."""
@@ -484,6 +573,10 @@ class DumpReader:
                 raise InputError(f"has only {len(self._memory) - self.dump.data_offset} data bytes, "
                                  f"expected {hi}", self.dump.path)
             return Window(lo, self._memory[start:start + n])
+        if n > 0 and self._fd is not None and _CAN_SEEK_HOLES:
+            holes = self._hole_window(lo, hi)
+            if holes is not None:
+                return holes
         if self._use_map and n > 0:
             start = self.dump.data_offset + lo
             base = start - start % _GRANULE
@@ -603,9 +696,13 @@ def open_dump(path, *, allow_empty: bool = False, use_sidecar: bool = True, offs
     path, member = npz_path(os.fspath(path))
     file_size = check_readable_file(path)
     data_offset, npy_dtype, npy_shape = 0, None, None
-    text = opener = None
+    text = opener = data = None
     source_format = "binary"
-    if path.lower().endswith(".npz") or member is not None:
+    if member is None and not size_is_trustworthy(path, file_size):
+        data = unsized_bytes(path)
+        size = len(data)
+        source_format = "binary (read to its end: the file system reports no size)"
+    elif path.lower().endswith(".npz") or member is not None:
         opener, member, (data_offset, npy_dtype, npy_shape) = _npz_array(path, member)
         import numpy as np
 
@@ -657,4 +754,4 @@ def open_dump(path, *, allow_empty: bool = False, use_sidecar: bool = True, offs
     meta = load_sidecar(path) if use_sidecar else None
     return Dump(path=path if member is None else f"{path}:{member}", size=size, data_offset=data_offset,
                 npy_dtype=npy_dtype, npy_shape=npy_shape, meta=meta, source_format=source_format, text=text,
-                slice_offset=offset, slice_length=length, opener=opener)
+                slice_offset=offset, slice_length=length, opener=opener, data=data)

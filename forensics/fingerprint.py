@@ -15,11 +15,12 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
 from forensics.crc import PEEK, crc_dump, format_crc
-from forensics.dump import Dump
+from forensics.dump import DEFAULT_CHUNK, Dump
 from forensics.errors import InputError
 
 EDGE = 8  # bytes of a page's first8 / last8
@@ -28,19 +29,39 @@ _TAG = re.compile(r"^[A-Za-z0-9_.:-]+$")
 
 def xor_fold64(dump: Dump, *, progress=None) -> int:
     """XOR of all little-endian 64-bit words of the dump, the trailing partial word zero-extended."""
+    return _stream(dump, 0, progress=progress)[0]
+
+
+def _stream(dump: Dump, page_size: int, *, progress=None) -> tuple[int, list[bytes]]:
+    """One pass over the dump: its xor-fold, and (page_size > 0) the first and last EDGE bytes of every page,
+    taken from each window with numpy (a 4 GiB dump has a million pages: one read each cost minutes)."""
     acc = np.uint64(0)
     carry = b""
-    for pos, view in dump.iter_chunks():
+    edges: list[bytes] = []
+    chunk = DEFAULT_CHUNK if page_size <= 0 else max(page_size, DEFAULT_CHUNK // page_size * page_size)
+    for pos, view in dump.iter_chunks(chunk_size=chunk):
         block = carry + bytes(view) if carry else view
         whole = len(block) // 8 * 8
         if whole:
             acc ^= np.bitwise_xor.reduce(np.frombuffer(block[:whole], dtype="<u8"))
         carry = bytes(block[whole:])
+        if page_size > 0:  # windows start on page boundaries (chunk is a multiple of page_size)
+            data = np.frombuffer(view, dtype=np.uint8)
+            full = len(data) // page_size
+            if full and page_size >= 2 * EDGE:
+                pages = data[:full * page_size].reshape(full, page_size)
+                firsts, lasts = pages[:, :EDGE].tobytes(), pages[:, -EDGE:].tobytes()
+                edges.extend(firsts[i:i + EDGE] + lasts[i:i + EDGE] for i in range(0, full * EDGE, EDGE))
+            else:
+                full = 0
+            for start in range(full * page_size, len(data), page_size):  # a short last page, or small pages
+                page = bytes(data[start:start + page_size])
+                edges.append(page[:EDGE] + page[max(0, len(page) - EDGE):])
         if progress is not None:
             progress(pos + len(view), dump.size)
     if carry:
         acc ^= np.uint64(int.from_bytes(carry.ljust(8, b"\0"), "little"))
-    return int(acc)
+    return int(acc), edges
 
 
 def peek_offsets(size: int) -> dict[str, int]:
@@ -54,8 +75,9 @@ def default_tag(path: str) -> str:
     return tag or "buffer"
 
 
-@dataclass(frozen=True)
-class PageEdges:
+class PageEdges(NamedTuple):
+    """A page's first and last EDGE bytes (a tuple: a 4 GiB buffer has a million of them)."""
+
     index: int
     first8: bytes
     last8_offset: int
@@ -99,16 +121,36 @@ class Fingerprint:
         }
 
 
-def page_edges(dump: Dump, page_size: int) -> tuple[PageEdges, ...]:
+MAX_PAGES = 1 << 20  # pages listed by a fingerprint (a 4 GiB buffer in 4 KiB pages); beyond, a larger page
+
+
+def _check_pages(dump: Dump, page_size: int) -> int:
     if page_size <= 0:
         raise InputError(f"page size must be positive, got {page_size}")
-    out = []
-    for index in range((dump.size + page_size - 1) // page_size):
-        start = index * page_size
+    count = (dump.size + page_size - 1) // page_size
+    if count > MAX_PAGES:
+        raise InputError(f"{dump.size:,} bytes are {count:,} pages of {page_size:,} bytes, more than the "
+                         f"{MAX_PAGES:,} a fingerprint lists (MAX_PAGES): give a larger {{page}}", dump.path,
+                         params=True)
+    return count
+
+
+def _page_edges(dump: Dump, page_size: int, edges: list[bytes]) -> tuple[PageEdges, ...]:
+    full = dump.size // page_size if page_size >= EDGE else 0  # whole pages: EDGE bytes each side
+    out = [PageEdges(index, both[:EDGE], index * page_size + page_size - EDGE, both[EDGE:])
+           for index, both in enumerate(edges[:full])]
+    for index in range(full, len(edges)):
+        both, start = edges[index], index * page_size
         end = min(start + page_size, dump.size)
-        last = max(start, end - EDGE)
-        out.append(PageEdges(index, dump.read(start, min(EDGE, end - start)), last, dump.read(last, end - last)))
+        half = min(EDGE, end - start)
+        out.append(PageEdges(index, both[:half], max(start, end - EDGE), both[half:]))
     return tuple(out)
+
+
+def page_edges(dump: Dump, page_size: int) -> tuple[PageEdges, ...]:
+    """The first and last EDGE bytes of every page of the dump (one streaming pass)."""
+    _check_pages(dump, page_size)
+    return _page_edges(dump, page_size, _stream(dump, page_size)[1])
 
 
 def fingerprint_dump(dump: Dump, *, page_size: int = 4096, tag: str | None = None, progress=None) -> Fingerprint:
@@ -116,12 +158,14 @@ def fingerprint_dump(dump: Dump, *, page_size: int = 4096, tag: str | None = Non
     tag = tag or default_tag(dump.path)
     if not _TAG.match(tag):
         raise InputError(f"tag {tag!r} must be letters, digits and _ . : - only")
+    _check_pages(dump, page_size)
     crc = crc_dump(dump)
     offsets = peek_offsets(dump.size)
+    xor64, edges = _stream(dump, page_size, progress=progress)
     return Fingerprint(
-        tag=tag, path=dump.path, size=dump.size, crc32=crc.crc32, xor64=xor_fold64(dump, progress=progress),
+        tag=tag, path=dump.path, size=dump.size, crc32=crc.crc32, xor64=xor64,
         head=crc.head, mid_offset=offsets["mid"], mid=crc.mid, tail_offset=offsets["tail"], tail=crc.tail,
-        page_size=page_size, pages=page_edges(dump, page_size),
+        page_size=page_size, pages=_page_edges(dump, page_size, edges),
         source={k: v for k, v in dump.source().items() if k != "path" and v != "binary"},
     )
 

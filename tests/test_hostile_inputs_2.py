@@ -83,3 +83,112 @@ def test_error_lines_are_escaped_and_bounded(cli):
     r = cli("crc", "--no-such-flag" + ESC_TITLE)
     assert_one_line_error(r)
     assert no_controls(r.err)
+
+
+# --- special files: sizes the file system does not tell ---------------------------------------------------
+
+@pytest.mark.skipif(not os.path.exists("/proc/version"), reason="needs procfs")
+def test_crc_of_procfs_files_reads_them_to_the_end(cli):
+    import json
+    import zlib
+
+    r = cli("crc", "/proc/version", "/proc/self/cmdline", "--json")
+    doc = json.loads(r.out)
+    version = open("/proc/version", "rb").read()
+    first = doc["files"][0] if "files" in doc else doc[0]
+    assert first["size"] == len(version) > 0  # st_size says 0
+    assert int(str(first["crc32"]), 16) == zlib.crc32(version)
+    assert r.code == 1  # two different texts differ
+
+
+def test_a_pseudo_file_that_says_zero_bytes_is_read(monkeypatch, tmp_path):
+    from forensics import dump as dump_module
+
+    path = tmp_path / "pseudo.bin"
+    path.write_bytes(b"abc" * 100)
+    monkeypatch.setattr(dump_module, "_pseudo_devices", lambda: frozenset({os.stat(path).st_dev}))
+    d = dump_module.open_dump(str(path))
+    assert d.size == 300 and d.read(0, 300) == b"abc" * 100 and "no size" in d.source_format
+    monkeypatch.setattr(dump_module, "MAX_UNSIZED", 100)
+    with pytest.raises(dump_module.InputError, match="MAX_UNSIZED"):
+        dump_module.open_dump(str(path))
+
+
+# --- sparse files -----------------------------------------------------------------------------------------
+
+def _sparse(path, size, pieces):
+    with open(path, "wb") as fh:
+        fh.truncate(size)
+        for at, data in pieces:
+            fh.seek(at)
+            fh.write(data)
+    return open(path, "rb").read() if size <= 64 << 20 else None
+
+
+def test_sparse_files_read_as_zeros_where_they_have_holes(tmp_path):
+    """Windows that are all hole, part hole and all data give the file's bytes (differential: a plain read)."""
+    from forensics.dump import DumpReader, open_dump
+
+    rng = np.random.default_rng(28)
+    pieces = [(0, rng.bytes(100)), (5 << 20, rng.bytes(3 << 20)), ((20 << 20) - 7, rng.bytes(7))]
+    expected = _sparse(tmp_path / "s.bin", 20 << 20, pieces)
+    d = open_dump(str(tmp_path / "s.bin"))
+    got = b"".join(bytes(view) for _pos, view in d.iter_chunks(chunk_size=1 << 20))
+    assert got == expected
+    with DumpReader(d) as reader:
+        for lo, hi in [(0, 4096), (4 << 20, 9 << 20), (1 << 20, 2 << 20), ((20 << 20) - 10, 20 << 20)]:
+            w = reader.window(lo, hi)
+            assert bytes(w.view) == expected[lo:hi]
+            w.release()
+
+
+def test_fingerprint_and_coverage_of_a_sparse_file_equal_plain_numpy(tmp_path):
+    from forensics.coverage import analyse_coverage
+    from forensics.dump import open_dump
+    from forensics.fingerprint import fingerprint_dump
+
+    rng = np.random.default_rng(5)
+    size = (24 << 20) + 1000
+    pieces = [(4096 * 3 + 100, rng.bytes(50000)), ((9 << 20) - 5, b"\xcc" * 64 + rng.bytes(10)),
+              (size - 3, b"xyz")]
+    data = _sparse(tmp_path / "s.bin", size, pieces)
+    d = open_dump(str(tmp_path / "s.bin"))
+    fp = fingerprint_dump(d, page_size=4096)
+    arr = np.frombuffer(data, dtype=np.uint8)
+    padded = np.concatenate([arr, np.zeros(-len(arr) % 8, np.uint8)])
+    assert fp.xor64 == int(np.bitwise_xor.reduce(padded.view("<u8")))
+    assert len(fp.pages) == -(-size // 4096)
+    for page in (fp.pages[0], fp.pages[3], fp.pages[4], fp.pages[(9 << 20) // 4096 - 1], fp.pages[-1]):
+        start = page.index * 4096
+        end = min(start + 4096, size)
+        assert page.first8 == data[start:start + 8] and page.last8 == data[max(start, end - 8):end]
+    # coverage of sentinel 00: the runs of >= 8 zero bytes, found by a plain scan
+    cov = analyse_coverage(d, b"\0")
+    zero = np.concatenate([[False], arr == 0, [False]])
+    flips = np.flatnonzero(zero[1:] != zero[:-1])
+    runs = [(int(a), int(b)) for a, b in zip(flips[::2], flips[1::2]) if b - a >= 8]
+    assert list(cov.untouched_ranges) == runs
+    assert cov.untouched_bytes == sum(b - a for a, b in runs)
+
+
+def test_coverage_runs_across_chunk_edges_equal_a_plain_scan(monkeypatch, tmp_path):
+    """Small chunks: runs that start, end, span or fill whole chunks (the fast paths) against a plain scan."""
+    from forensics import coverage
+    from forensics.dump import open_dump
+
+    monkeypatch.setattr(coverage, "_CHUNK", 64)
+    rng = np.random.default_rng(7)
+    arr = rng.integers(0, 256, 5000, dtype=np.uint8)
+    for at, n in [(0, 70), (100, 300), (640, 64), (1000, 9), (2000, 8), (3000, 7), (4900, 100)]:
+        arr[at:at + n] = 0xAB
+    (tmp_path / "c.bin").write_bytes(arr.tobytes())
+    cov = coverage.analyse_coverage(open_dump(str(tmp_path / "c.bin")), b"\xab", min_run=8)
+    hit = np.concatenate([[False], arr == 0xAB, [False]])
+    flips = np.flatnonzero(hit[1:] != hit[:-1])
+    assert list(cov.untouched_ranges) == [(int(a), int(b)) for a, b in zip(flips[::2], flips[1::2]) if b - a >= 8]
+
+
+def test_a_fingerprint_lists_at_most_max_pages(tmp_path, cli):
+    _sparse(tmp_path / "big.bin", 8 << 30, [])
+    r = guarded("fingerprint", tmp_path / "big.bin", "--page", "4096")
+    assert_one_line_error(r, "MAX_PAGES", "--page")
