@@ -547,6 +547,8 @@ class DumpReader:
         """A window over a sparse file's holes without touching them: a shared zero page run when the window
         is all hole, a buffer filled only where there is data when it is part hole; None when it is all data."""
         start, n = self.dump.data_offset + lo, hi - lo
+        if os.fstat(self._fd).st_size < start + n:  # past the end is no hole: the file shrank, said below
+            return None
         extents = self._extents(start, start + n)
         if extents is None:
             return None
