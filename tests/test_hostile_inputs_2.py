@@ -192,3 +192,127 @@ def test_a_fingerprint_lists_at_most_max_pages(tmp_path, cli):
     _sparse(tmp_path / "big.bin", 8 << 30, [])
     r = guarded("fingerprint", tmp_path / "big.bin", "--page", "4096")
     assert_one_line_error(r, "MAX_PAGES", "--page")
+
+
+# --- text dumps -------------------------------------------------------------------------------------------
+
+def test_an_od_repeat_of_64_mib_expands_at_once(tmp_path, cli):
+    import json
+    import zlib
+
+    path = tmp_path / "od.txt"
+    path.write_text("000000 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00\n*\n4000000\n")
+    r = guarded("crc", path, "--json")
+    assert r.code == 0, r.err
+    doc = json.loads(r.out)
+    first = doc["files"][0] if "files" in doc else doc[0]
+    assert first["size"] == 64 << 20
+    assert int(str(first["crc32"]), 16) == zlib.crc32(bytes(64 << 20))
+
+
+def test_a_repeat_past_the_text_dump_limit_is_refused(tmp_path, cli):
+    path = tmp_path / "od.txt"
+    path.write_text("000000 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00\n*\n40000000\n")
+    assert_one_line_error(cli("crc", path), "256 MiB", "line 3")
+
+
+def test_one_12_mb_line_of_hex_is_decoded_in_bounded_memory(tmp_path):
+    import zlib
+
+    data = np.random.default_rng(12).bytes(6 << 20)
+    path = tmp_path / "line.txt"
+    path.write_text(data.hex() + "\n")
+    before = digest(path)
+    r = guarded("crc", path, "--json", memory=900 << 20)  # the regular expression alone took 1.9 GiB
+    assert r.code == 0, r.err
+    assert f"{zlib.crc32(data):08x}" in r.out
+    assert digest(path) == before
+
+
+def test_a_5000_digit_length_in_a_c_array_is_one_line(tmp_path, cli):
+    path = tmp_path / "x.h"
+    path.write_text("unsigned char x[] = {\n  0x01, 0x02\n};\nunsigned int x_len = " + "9" * 5000 + ";\n")
+    assert_one_line_error(cli("crc", path), "MAX_NUMBER_DIGITS", "line 4")
+
+
+def test_utf16_without_a_bom_is_decoded(tmp_path, cli):
+    from forensics.dump import open_dump
+
+    text = ("00000000: 4d5a 9000 0300 0000 0400 0000 ffff 0000  MZ..............\n"
+            "00000010: b800 0000 0000 0000 4000 0000 0000 0000  ........@.......\n")
+    for encoding in ("utf-16-le", "utf-16-be"):
+        path = tmp_path / f"{encoding}.txt"
+        path.write_bytes(text.encode(encoding))
+        with pytest.warns(UserWarning, match="UTF-16"):
+            d = open_dump(str(path))
+        assert d.read(0, 32) == bytes.fromhex(text.split("\n")[0][10:49].replace(" ", "")) + \
+            bytes.fromhex(text.split("\n")[1][10:49].replace(" ", ""))
+
+
+def _db_log(data: bytes, base: int = 0xFFFFB20C4A3B2000, dbgview: bool = True) -> list[str]:
+    lines = []
+    for i in range(0, len(data), 16):
+        chunk = data[i:i + 16]
+        pairs = [f"{b:02x}" for b in chunk] + ["  "] * (16 - len(chunk))
+        body = " ".join(pairs[:8]) + ("-" if len(chunk) > 8 else " ") + " ".join(pairs[8:])
+        text = "".join(chr(b) if 32 <= b < 127 else "." for b in chunk)
+        addr = base + i
+        prefix = f"{i // 16}\t{i * 1e-5:.8f}\t[1234] " if dbgview else ""
+        lines.append(f"{prefix}{addr >> 32:08x}`{addr & 0xFFFFFFFF:08x}  {body}  {text}")
+    return lines
+
+
+@pytest.mark.parametrize("case", ["plain", "dbgview", "partial-last", "gap", "header", "stray", "physical",
+                                  "unreadable"])
+def test_block_decoding_of_db_lines_equals_line_by_line(monkeypatch, case):
+    """The block fast path (_fast_db) against the line-by-line decoding it stands in for, on logs that use it
+    wholly, partly or not at all."""
+    from forensics import textdump
+    from forensics.errors import InputError
+
+    monkeypatch.setattr(textdump, "_BLOCK", 7)  # many blocks, and blocks that mix forms
+    data = np.random.default_rng(3).bytes(16 * 40 + (5 if case == "partial-last" else 0))
+    lines = _db_log(data, dbgview=case != "plain")
+    if case == "gap":
+        del lines[20]
+    if case == "header":
+        lines.insert(0, "0: kd> db ffffb20c`4a3b2000 L280")
+    if case == "stray":
+        lines.insert(9, "1\t0.1\t[1234] driver says hello")
+    if case == "physical":
+        lines[15] = "#  1a3c000 4d 5a 90 00 03 00 00 00-04 00 00 00 ff ff 00 00  MZ.............."
+    if case == "unreadable":
+        lines[30] = lines[30][:-70] + "?? " * 8 + "?? ?? ?? ?? ?? ?? ?? ??  ................"
+
+    def decode(fast: bool):
+        if not fast:
+            monkeypatch.setattr(textdump, "_fast_db", lambda block: None)
+        try:
+            return textdump.decode_text_dump("\n".join(lines) + "\n", gap_fill=None)
+        except InputError as exc:
+            return str(exc)
+
+    fast, slow = decode(True), decode(False)
+    assert fast == slow
+    if case in ("plain", "dbgview", "partial-last", "header"):
+        assert fast.data == data
+
+
+def test_a_text_dump_is_read_line_by_line(tmp_path):
+    """Memory follows the decoded bytes, not the text: a 100,000-line DbgView log (11 MB of text, 1.6 MB of
+    bytes) is decoded holding far less than its text."""
+    import tracemalloc
+
+    from forensics.textdump import read_text_dump
+
+    data = np.random.default_rng(4).bytes(16 * 100_000)
+    path = tmp_path / "dbg.log"
+    path.write_text("\n".join(_db_log(data)) + "\n")
+    tracemalloc.start()
+    try:
+        decoded = read_text_dump(str(path))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert decoded.data == data
+    assert peak < len(data) * 3 + (2 << 20)  # the text is 6.8 times the bytes: holding it would fail
