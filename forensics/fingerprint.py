@@ -12,6 +12,7 @@ The `[FP]` line (one per buffer; anything may precede it, e.g. DbgView columns):
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 from dataclasses import dataclass, field
@@ -192,6 +193,15 @@ _CRC_TABLE_FILE = re.compile(r"^\s*(\S+)\s+([\d,]+)\s+0x([0-9a-f]{8})(?:\s+(?:-|
 PATTERN_GROUPS = ("offset", "page", "bytes", "crc32", "xor64", "size")
 
 
+def _may_hold_values(line: str) -> bool:
+    """False for a line _parse_line finds nothing in without --pattern: every value it reads needs one of these
+    words ([FP], page[, last8, xor, crc, size, head / mid / tail; its searches are case-blind but [FP]'s).
+    Substring tests of the lowered line: a case-blind alternation search cost 5 us a line."""
+    low = line.lower()
+    return ("[fp]" in low or "page[" in low or "last8" in low or "xor" in low or "crc" in low or "size" in low
+            or "head" in low or "mid" in low or "tail" in low)
+
+
 @dataclass(frozen=True)
 class Logged:
     """One value a log states about a buffer: kind is size / crc32 / xor64 / bytes."""
@@ -306,8 +316,9 @@ def _parse_crc_table(lines: list[str]) -> list[Logged]:
     return out
 
 
-def parse_log(text: str, *, path: str = "<log>", page_size: int = 4096, pattern: str | None = None) -> list[Logged]:
-    """Every fingerprint value in a driver log. A log without any is an InputError naming it."""
+def parse_log(text, *, path: str = "<log>", page_size: int = 4096, pattern: str | None = None) -> list[Logged]:
+    """Every fingerprint value in a driver log (its text, or an iterable of its lines, read once). A log
+    without any is an InputError naming it."""
     compiled = None
     if pattern is not None:
         try:
@@ -318,13 +329,21 @@ def parse_log(text: str, *, path: str = "<log>", page_size: int = 4096, pattern:
         if not set(compiled.groupindex) & set(PATTERN_GROUPS):
             raise InputError(f"pattern needs a named group among {', '.join(PATTERN_GROUPS)}, e.g. "
                              r"(?P<crc32>[0-9a-f]{8})")
-    lines = text.splitlines()
-    if compiled is None and any(l.lstrip().startswith(("HEAD ", "MID ", "TAIL ")) for l in lines[:2000]) \
-            and any("CRC32" in l for l in lines[:50]):
+    from forensics.textdump import iter_lines
+
+    lines = iter_lines(text) if isinstance(text, str) else iter(text)
+    head = list(itertools.islice(lines, 2000))  # what tells a pasted `forensics crc` table
+    lines = itertools.chain(head, lines)
+    if compiled is None and any(l.lstrip().startswith(("HEAD ", "MID ", "TAIL ")) for l in head) \
+            and any("CRC32" in l for l in head[:50]):
         found = _parse_crc_table(lines)
     else:
         found = []
+        # a driver log is mostly other messages: one search for any word a fingerprint value needs skips them
+        maybe = _may_hold_values if compiled is None else (lambda line: True)
         for lineno, line in enumerate(lines, start=1):
+            if not maybe(line):
+                continue
             try:
                 found.extend(_parse_line(line, lineno, page_size, compiled, None))
             except ValueError as exc:
@@ -403,11 +422,11 @@ def verify_log(log_path: str, files=(), *, buffers: dict[str, str] | None = None
                pattern: str | None = None, progress=None, **dump_options) -> VerifyReport:
     """Check every fingerprint value of a driver log against the files (dump_options go to open_dump)."""
     from forensics.dump import open_dump
-    from forensics.textdump import read_text_file
+    from forensics.textdump import text_lines
 
     buffers = dict(buffers or {})
-    text, _ = read_text_file(log_path, "a driver log")
-    logged = parse_log(text, path=log_path, page_size=page_size, pattern=pattern)
+    open_lines, _ = text_lines(log_path, "a driver log")  # read line by line: memory follows the values found
+    logged = parse_log(open_lines(), path=log_path, page_size=page_size, pattern=pattern)
     if not files and not buffers:
         raise InputError("give the files to check: FILE... or {buffer:TAG=FILE}", params=True)
     tags = list(dict.fromkeys(item.tag for item in logged))
@@ -415,6 +434,7 @@ def verify_log(log_path: str, files=(), *, buffers: dict[str, str] | None = None
     dumps: dict[str, Dump] = {}
     cache: dict[tuple, object] = {}
     checks = []
+    readers: dict[str, object] = {}  # one open reader per file for the byte runs (a page log has thousands)
     for item in logged:
         path = where.get(item.tag)
         if path is None:
@@ -441,13 +461,28 @@ def verify_log(log_path: str, files=(), *, buffers: dict[str, str] | None = None
         else:
             if offset is None:  # MID / TAIL named without an offset: where `forensics crc` takes them
                 offset = peek_offsets(dump.size)[item.label]
-            got = dump.read(offset, len(item.expected))
+            got = _read(readers, dump, offset, len(item.expected))
             expected, found = item.expected.hex(" "), got.hex(" ") if got else "(past the end)"
             match = got == item.expected
         checks.append(Check(item.tag, path, item.kind, item.label, item.line, offset, expected, found, match))
+    for reader in readers.values():  # (on an error they close as the dict goes)
+        reader.close()
     unassigned = tuple(sorted({str(t) if t is not None else "(untagged)" for t in tags if t not in where}))
     if not checks:
         names = ", ".join(unassigned)
         raise InputError(f"no file given for the buffers the log names ({names}): use {{buffer:TAG=FILE}}", log_path,
                          params=True)
     return VerifyReport(log_path, tuple(checks), unassigned, tuple(d.source() for d in dumps.values()))
+
+
+def _read(readers: dict, dump: Dump, offset: int, length: int) -> bytes:
+    """Up to `length` bytes of the dump at `offset` (short at the end, empty past it), through its one reader."""
+    from forensics.dump import DumpReader
+
+    if offset >= dump.size or length <= 0:
+        return b""
+    if dump.path not in readers:
+        readers[dump.path] = DumpReader(dump)
+    buf = bytearray(min(length, dump.size - offset))
+    readers[dump.path].read_exact(offset, memoryview(buf))
+    return bytes(buf)

@@ -299,13 +299,14 @@ def test_block_decoding_of_db_lines_equals_line_by_line(monkeypatch, case):
 
 
 def test_a_text_dump_is_read_line_by_line(tmp_path):
-    """Memory follows the decoded bytes, not the text: a 100,000-line DbgView log (11 MB of text, 1.6 MB of
-    bytes) is decoded holding far less than its text."""
+    """Memory follows the decoded bytes, not the text: a 250,000-line DbgView log (27 MB of text, 4 MB of
+    bytes) is decoded holding less than its text (a fixed 8 MiB for the chunk of text being split, plus the
+    bytes and their copy)."""
     import tracemalloc
 
     from forensics.textdump import read_text_dump
 
-    data = np.random.default_rng(4).bytes(16 * 100_000)
+    data = np.random.default_rng(4).bytes(16 * 250_000)
     path = tmp_path / "dbg.log"
     path.write_text("\n".join(_db_log(data)) + "\n")
     tracemalloc.start()
@@ -315,4 +316,48 @@ def test_a_text_dump_is_read_line_by_line(tmp_path):
     finally:
         tracemalloc.stop()
     assert decoded.data == data
-    assert peak < len(data) * 3 + (2 << 20)  # the text is 6.8 times the bytes: holding it would fail
+    assert peak < len(data) * 3 + (8 << 20) < os.path.getsize(path)
+
+
+# --- large logs -------------------------------------------------------------------------------------------
+
+def test_skipping_lines_without_a_value_word_finds_the_same_values(monkeypatch):
+    """The prefilter of parse_log (_may_hold_values) against no prefilter, on every line form it reads, in
+    mixed case, among driver chatter."""
+    from forensics import fingerprint
+
+    lines = [
+        "00000012\t0.00123400\t[4] [FP] input size=16 crc32=0x0BC3F483 xor64=0x00000000000000ff "
+        "head@0x0=01 02 mid@0x0=01 02 tail@0x0=01 02",
+        "[INPUT-CHK] page[0] first8=00 01 02 03 04 05 06 07  last8(@0xff8)=f8 f9 fa fb fc fd fe ff",
+        "[INPUT-CHK] PAGE[1] (last) First8=00 01 02 03 04 05 06 07",
+        "[OUT-CHK] Xor-Fold pre-submit = 0xABCDEF over 8,192 bytes (2 pages)",
+        "buffer SIZE: 4096 bytes", "CRC-32 = deadbeef", "Head = 00 11 22", "MID @ 0x10 = 33 44", "tail: 55 66",
+        "[1234] edgetpu: dma map done", "[1234] apex: irq 17", "random words with nothing", "",
+    ]
+    text = "\n".join(lines * 3)
+    with_filter = fingerprint.parse_log(text)
+    monkeypatch.setattr(fingerprint, "_may_hold_values", lambda line: True)
+    assert fingerprint.parse_log(text) == with_filter
+    assert len(with_filter) >= 3 * 12
+
+
+def test_verify_reads_a_log_line_by_line(tmp_path):
+    """A long driver log: the values found are checked, memory follows them, not the log's length."""
+    import tracemalloc
+
+    from forensics.fingerprint import verify_log
+
+    data = np.random.default_rng(9).bytes(64 << 10)
+    (tmp_path / "buf.bin").write_bytes(data)
+    chatter = "\n".join(f"{i}\t{i * 1e-4:.8f}\t[1234] edgetpu: irq {i % 50} handled" for i in range(200_000))
+    pages = "\n".join(f"[BUF-CHK] page[{p}] first8={data[p * 4096:p * 4096 + 8].hex(' ')}" for p in range(16))
+    (tmp_path / "drv.log").write_text(pages + "\n" + chatter + "\n" + pages + "\n")
+    tracemalloc.start()
+    try:
+        report = verify_log(str(tmp_path / "drv.log"), [str(tmp_path / "buf.bin")])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert report.match and len(report.checks) == 32
+    assert peak < (8 << 20) < os.path.getsize(tmp_path / "drv.log")
