@@ -361,3 +361,41 @@ def test_verify_reads_a_log_line_by_line(tmp_path):
         tracemalloc.stop()
     assert report.match and len(report.checks) == 32
     assert peak < (8 << 20) < os.path.getsize(tmp_path / "drv.log")
+
+
+# --- deep JSON --------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("opening,closing", [("[", "]"), ('{"a":', "}")])
+def test_deeply_nested_polygraphy_json_is_one_line(tmp_path, opening, closing):
+    path = tmp_path / "deep.json"
+    path.write_text(opening * 100_000 + "1" + closing * 100_000)
+    before = digest(path)
+    r = guarded("ingest", tmp_path / "R", "--source", "x", "--from", "polygraphy", path)
+    assert_one_line_error(r, "MAX_DEPTH", "deep.json")
+    assert not (tmp_path / "R").exists() and digest(path) == before
+
+
+def json_nested(levels: int):
+    value: list = []
+    for _ in range(levels - 1):
+        value = [value]
+    return value
+
+
+def test_json_depth_counts_brackets_outside_strings_only():
+    from forensics.errors import InputError
+    from forensics.jsonio import MAX_DEPTH, loads
+
+    assert loads('{"a": "' + "[{" * 5000 + '\\"]", "b": [1]}') == {"a": "[{" * 5000 + '"]', "b": [1]}
+    deepest = "[" * (MAX_DEPTH - 1) + "]" * (MAX_DEPTH - 1)
+    assert loads("[" + ",".join([deepest] * 300) + "]") == [json_nested(MAX_DEPTH - 1)] * 300  # wide, not deep
+    with pytest.raises(InputError, match="MAX_DEPTH"):
+        loads("[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1))
+    with pytest.raises(InputError, match="MAX_DEPTH"):
+        loads('{"x": "]]]]", "y": ' + "[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1) + "}")
+
+
+def test_a_deep_sidecar_is_one_line(tmp_path, cli):
+    (tmp_path / "d.bin").write_bytes(bytes(64))
+    (tmp_path / "d.bin.json").write_text('{"extra": ' + "[" * 50_000 + "]" * 50_000 + "}")
+    assert_one_line_error(cli("diff", tmp_path / "d.bin", tmp_path / "d.bin"), "MAX_DEPTH", "d.bin.json")

@@ -150,13 +150,11 @@ def read_polygraphy(path) -> tuple[str, dict[str, np.ndarray]]:
 
     if check_readable_file(path) > MAX_JSON:
         raise InputError("is larger than 1 GiB", path)
-    try:
-        with open(path, encoding="utf-8") as fh:
-            doc = json.load(fh)
-    except UnicodeDecodeError:
-        raise InputError("is not UTF-8 text", path) from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"malformed JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", path) from None
+    from forensics.errors import reading
+    from forensics.jsonio import loads
+
+    with reading(path), open(path, "rb") as fh:
+        doc = loads(fh.read(), path)  # the one safe JSON reader: depth, number lengths
     if not isinstance(doc, dict) or doc.get(_CLASS) != "RunResults" or not isinstance(doc.get("lst"), list):
         raise InputError("not a Polygraphy RunResults file (expected {\"lst\": [...], \"polygraphy_class\": "
                          "\"RunResults\"})", path)
