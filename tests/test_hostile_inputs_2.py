@@ -399,3 +399,87 @@ def test_a_deep_sidecar_is_one_line(tmp_path, cli):
     (tmp_path / "d.bin").write_bytes(bytes(64))
     (tmp_path / "d.bin.json").write_text('{"extra": ' + "[" * 50_000 + "]" * 50_000 + "}")
     assert_one_line_error(cli("diff", tmp_path / "d.bin", tmp_path / "d.bin"), "MAX_DEPTH", "d.bin.json")
+
+
+# --- numbers and sizes from flags and files ---------------------------------------------------------------
+
+DUMPS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "dumps")
+DECODE = [os.path.join(DUMPS, "ours", "Squeeze1.bin"), os.path.join(DUMPS, "ours", "convert_scores.bin"),
+          "--deps", os.path.join(DUMPS, "face_ssd")]
+
+
+@pytest.mark.parametrize("argv,fragment", [
+    (["diff", "{a}", "{a}", "--atol", "1" * 5000], "atol"),
+    (["diff", "{a}", "{a}", "--offset", "9" * 5000], "MAX_NUMBER_CHARS"),
+    (["diff", "{a}", "{a}", "--scale", "1" * 5000], "characters"),
+    (["coverage", "{a}", "--sentinel", "cc", "--min-run", "1" * 400], "MAX_NUMBER_CHARS"),
+    (["simulate", "{a}", "--bug", "oversize:1099511627776", "-o", "{out}"], "MAX_SIMULATED"),
+    (["simulate", "{a}", "--bug", "stride:1:1:100000000000", "-o", "{out}"], "MAX_SIMULATED"),
+    (["decode", *DECODE, "--image-size", "100000x100000", "--overlay", "{dec}", "--draw", "{out}"],
+     "MAX_CANVAS_PIXELS"),
+    (["decode", *DECODE, "--image-size", "9" * 5000 + "x10"], "WIDTHxHEIGHT"),
+    (["decode", *DECODE, "--labels", "{lab_big}"], "MAX_LABEL_ID"),
+    (["decode", *DECODE, "--labels", "{lab_long}"], "MAX_LABEL_ID"),
+    (["decode", *DECODE, "--image", "{img}", "--overlay", "{nan}", "--draw", "{out}"], "not a finite number"),
+])
+def test_sizes_and_numbers_are_bounded_before_allocating(tmp_path, argv, fragment):
+    import json
+
+    if "--draw" in argv:
+        pytest.importorskip("PIL")
+    a = tmp_path / "a.bin"
+    a.write_bytes(bytes(range(256)) * 16)
+    (tmp_path / "lab_big.txt").write_text("100000000000 dog\n")
+    (tmp_path / "lab_long.txt").write_text("1" * 5000 + " dog\n")
+    rows = [{"box": [0.1, 0.1, 0.5, 0.5], "score": 0.9, "class": 0}]
+    (tmp_path / "dec.json").write_text(json.dumps({"detections": rows}))
+    (tmp_path / "nan.json").write_text(json.dumps({"detections": [{"box": [float("nan")] * 4, "score": 0.9}]}))
+    if "{img}" in argv:
+        from PIL import Image
+
+        Image.new("RGB", (64, 48)).save(tmp_path / "img.png")
+    names = {k: str(tmp_path / v) for k, v in {"a": "a.bin", "out": "out.png", "dec": "dec.json", "nan": "nan.json",
+                                               "lab_big": "lab_big.txt", "lab_long": "lab_long.txt",
+                                               "img": "img.png"}.items()}
+    before = {p: digest(tmp_path / p) for p in os.listdir(tmp_path)}
+    r = guarded(*[x.format(**names) if "{" in x else x for x in argv], memory=1 << 30)
+    assert_one_line_error(r, fragment)
+    assert len(r.err) < 1200
+    assert {p: digest(tmp_path / p) for p in os.listdir(tmp_path)} == before  # nothing written, nothing changed
+
+
+@pytest.mark.parametrize("url", ["ftp://nohost.invalid/run", "zip://run", "tar://run", "reference://run",
+                                 "zip://::file:///dev/zero", "simplecache::memory://run"])
+def test_urls_that_are_no_run_storage_are_one_line(url):
+    pytest.importorskip("fsspec")
+    r = guarded("compare", url, url, memory=1 << 30)
+    assert_one_line_error(r, url.split("::")[0][:6])
+
+
+def test_the_flag_number_grammar():
+    import argparse
+
+    from forensics.cli.args import MAX_NUMBER_CHARS, parse_int, positive_float
+
+    assert [parse_int(t) for t in ("4096", "0x1000", "8_136", " 7 ", "-3", "0b101", "0o17")] == \
+        [4096, 4096, 8136, 7, -3, 5, 15]
+    for bad in ("1" * (MAX_NUMBER_CHARS + 1), "٤٠٩٦", "1e3", "0x", "12abc", ""):
+        with pytest.raises(argparse.ArgumentTypeError):
+            parse_int(bad)
+    assert positive_float("1/256") == 1 / 256
+    with pytest.raises(argparse.ArgumentTypeError, match="characters"):
+        positive_float("1" * 5000)
+
+
+def test_label_ids_are_ascii_and_bounded(tmp_path):
+    from forensics.errors import InputError
+    from forensics.labels import MAX_LABEL_ID, read_labels
+
+    (tmp_path / "ok.txt").write_text(f"0 background\n3 cat\n{MAX_LABEL_ID} last\n")
+    labels = read_labels(tmp_path / "ok.txt")
+    assert labels[3] == "cat" and labels[MAX_LABEL_ID] == "last" and len(labels) == MAX_LABEL_ID + 1
+    (tmp_path / "sup.txt").write_text("\u00b2 dog\n")  # '²'.isdigit() is True, int() refuses it: a name
+    assert read_labels(tmp_path / "sup.txt") == ("\u00b2 dog",)
+    (tmp_path / "big.txt").write_text(f"{MAX_LABEL_ID + 1} dog\n")
+    with pytest.raises(InputError, match="MAX_LABEL_ID"):
+        read_labels(tmp_path / "big.txt")

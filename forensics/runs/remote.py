@@ -53,13 +53,23 @@ def join(url: str, *parts: str) -> str:
     return "/".join([url.rstrip("/"), *parts])
 
 
+# fsspec protocols that wrap other files rather than name storage: archives read whole through another file
+# (zip://::file:///dev/zero reads without end), caches, reference maps. A run is a directory: unpack the archive.
+WRAPPER_PROTOCOLS = frozenset({"zip", "tar", "libarchive", "reference", "simplecache", "filecache", "blockcache",
+                               "cached", "dir", "local"})
+
+
 def open_fs(url: str):
     """(filesystem, path) of an fsspec URL; one-line errors for unknown protocols and missing packages."""
+    protocol = url.split("://", 1)[0]
+    if "::" in url or protocol.lower() in WRAPPER_PROTOCOLS:
+        raise InputError(f"{protocol}:// URLs {'chained with ::' if '::' in url else ''} are not read as runs "
+                         f"(archives and wrappers of other files: WRAPPER_PROTOCOLS); unpack or copy the run "
+                         f"to a directory".replace("  ", " "), url)
     try:
         import fsspec
     except ImportError:
         raise DependencyError(f"{url}: reading runs from URLs needs fsspec: pip install 'forensics[scale]'") from None
-    protocol = url.split("://", 1)[0]
     try:
         fs, path = fsspec.core.url_to_fs(url)
     except ValueError as exc:
@@ -69,6 +79,8 @@ def open_fs(url: str):
     except ImportError as exc:
         reason = str(exc).splitlines()[0] if str(exc) else f"the package for {protocol}:// is not installed"
         raise DependencyError(f"{url}: the {protocol}:// protocol is not installed ({reason})") from None
+    except Exception as exc:  # noqa: BLE001 - a filesystem's own errors at connect (ftp: no such host): one line
+        raise InputError(f"cannot open: {_reason(exc).removeprefix('cannot read: ')}", url) from None
     return fs, path
 
 
