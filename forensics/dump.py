@@ -311,6 +311,107 @@ class _NpzMember:
         self.close()
 
 
+class _NpzSource:
+    """The opener of one .npz member, shared by its readers. The member is decompressed front to back once:
+    readers that go forward take the bytes as they come (ingest copies a 1 GiB member in one pass); the first
+    read behind what was decompressed starts over once, now keeping every byte in an anonymous temporary file
+    that later reads in any order use (crc's two halves, HEAD / MID / TAIL, a fingerprint's pages). Seeking
+    inside a deflate stream restarts it from the start: reading a 64 MiB member that way never ended."""
+
+    _STEP = 8 << 20
+
+    def __init__(self, path: str, filename: str):
+        self.path, self.filename = path, filename
+        self._lock = threading.Lock()
+        self._src = self._spill = None
+        self._done, self._eof, self._handles = 0, False, 0
+
+    def __call__(self) -> "_NpzHandle":
+        with self._lock:
+            self._handles += 1
+        return _NpzHandle(self)
+
+    def _restart(self) -> None:
+        if self._src is not None:
+            self._src.close()
+        self._src = _NpzMember(self.path, self.filename)
+        self._done, self._eof = 0, False
+
+    def _pull(self, n: int) -> int:
+        data = self._src.read(n)
+        if not data:
+            self._eof = True
+        elif self._spill is not None:
+            self._spill.seek(self._done)
+            self._spill.write(data)
+        self._done += len(data)
+        return len(data)
+
+    def read_at(self, pos: int, view: memoryview) -> int:
+        with self._lock:
+            if self._src is None:
+                self._restart()
+            if self._spill is None and pos < self._done:  # behind the stream: once more from the start, kept
+                import tempfile
+
+                self._spill = tempfile.TemporaryFile()
+                self._restart()
+            while self._done < pos and not self._eof:  # ahead: decompress up to it (kept only when spilling)
+                self._pull(min(pos - self._done, self._STEP))
+            if self._spill is None:
+                n = self._src.readinto(view) if self._done == pos else 0
+                self._done += n
+                return n
+            want = pos + len(view)
+            while self._done < want and not self._eof:
+                self._pull(min(max(want - self._done, 1 << 20), self._STEP))
+            n = max(0, min(len(view), self._done - pos))
+            if n:
+                self._spill.seek(pos)
+                n = self._spill.readinto(view[:n])
+            return n
+
+    def release(self) -> None:
+        """A handle closed: with none left, a stream that keeps nothing lets its archive go."""
+        with self._lock:
+            self._handles -= 1
+            if self._handles <= 0 and self._spill is None and self._src is not None:
+                self._src.close()
+                self._src, self._done, self._eof = None, 0, False
+
+
+class _NpzHandle:
+    """One reader's position in an .npz member (seek / readinto / read, as a DumpReader and _npy_header use)."""
+
+    def __init__(self, source: _NpzSource):
+        self._source, self._pos, self._closed = source, 0, False
+
+    def seek(self, offset: int) -> int:
+        self._pos = offset
+        return offset
+
+    def readinto(self, view) -> int:
+        n = self._source.read_at(self._pos, memoryview(view).cast("B"))
+        self._pos += n
+        return n
+
+    def read(self, n: int) -> bytes:
+        buf = bytearray(n)
+        got = self.readinto(buf)
+        return bytes(buf[:got])
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._source.release()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
 def npz_path(path: str) -> tuple[str, str | None]:
     """(archive, array name) of `ARCHIVE.npz:NAME`, else (path, None). The name may hold colons itself
     (`forensics export` names arrays `raw:convert_scores`); a Windows drive colon is no name."""
@@ -325,20 +426,41 @@ def npz_path(path: str) -> tuple[str, str | None]:
     return path, None
 
 
-def _npz_array(path: str, name: str | None):
-    """(opener, member name, .npy header of that member) of the array `name` of an .npz archive (its only array
-    when `name` is None)."""
-    import functools
+MAX_NPZ_MEMBERS = 10_000  # arrays an .npz archive may hold (a run has a few hundred buffers at most)
+
+
+def _npz_members(path: str) -> dict:
+    """{array name: ZipInfo} of an .npz archive's .npy members, at most MAX_NPZ_MEMBERS of them."""
     import zipfile
 
     try:
         with zipfile.ZipFile(path) as archive:
-            members = {info.filename[:-4]: info for info in archive.infolist() if info.filename.endswith(".npy")}
+            infos = archive.infolist()
     except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
         raise InputError(f"not a readable .npz archive ({exc})", path) from None
-    listed = ", ".join(sorted(members)[:8]) + (", ..." if len(members) > 8 else "")
+    if len(infos) > MAX_NPZ_MEMBERS:
+        raise InputError(f"the .npz archive holds {len(infos):,} members, more than the {MAX_NPZ_MEMBERS:,} read "
+                         f"from one archive (MAX_NPZ_MEMBERS)", path)
+    members = {info.filename[:-4]: info for info in infos if info.filename.endswith(".npy")}
     if not members:
         raise InputError("the .npz archive holds no arrays", path)
+    return members
+
+
+def _npz_member(path: str, name: str, info):
+    """(opener, .npy header) of one member: the header checked against the member's real size (a header
+    claiming 2^40 bytes in a 200-byte member is refused here, before anything is allocated)."""
+    opener = _NpzSource(path, info.filename)
+    with reading(path, "an .npz archive", "dump file"):
+        header = _npy_header(f"{path}:{name}", info.file_size, opener())
+    return opener, header
+
+
+def _npz_array(path: str, name: str | None):
+    """(opener, member name, .npy header of that member) of the array `name` of an .npz archive (its only array
+    when `name` is None)."""
+    members = _npz_members(path)
+    listed = ", ".join(sorted(members)[:8]) + (", ..." if len(members) > 8 else "")
     if name is None:
         if len(members) > 1:
             raise InputError(f"the .npz archive holds {len(members)} arrays ({listed}): name one as "
@@ -346,11 +468,27 @@ def _npz_array(path: str, name: str | None):
         name = next(iter(members))
     elif name not in members:
         raise InputError(f"the .npz archive has no array {name!r} (it holds {listed})", path)
-    info = members[name]
-    opener = functools.partial(_NpzMember, path, info.filename)
-    with reading(path, "an .npz archive", "dump file"):
-        header = _npy_header(f"{path}:{name}", info.file_size, opener())
+    opener, header = _npz_member(path, name, members[name])
     return opener, name, header
+
+
+def npz_arrays(path) -> dict:
+    """{name: Dump} of every array of an .npz archive, each header checked (numeric dtype, a size the member
+    holds) before any data is read; the data is streamed from the archive when a Dump is read (`ingest --from
+    npz` copies 2 x 1 GiB deflated arrays in windows, not as arrays in memory)."""
+    import numpy as np
+
+    path = os.fspath(path)
+    check_readable_file(path)
+    out = {}
+    for name, info in _npz_members(path).items():
+        opener, (data_offset, dtype, shape) = _npz_member(path, name, info)
+        if not is_numeric_dtype(dtype):
+            raise InputError(f"array {name!r} is not a numeric array (dtype {dtype})", path)
+        size = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        out[name] = Dump(path=f"{path}:{name}", size=size, data_offset=data_offset, npy_dtype=dtype,
+                         npy_shape=shape, source_format=f"npz ({name})", opener=opener)
+    return out
 
 
 @dataclass(frozen=True)

@@ -483,3 +483,85 @@ def test_label_ids_are_ascii_and_bounded(tmp_path):
     (tmp_path / "big.txt").write_text(f"{MAX_LABEL_ID + 1} dog\n")
     with pytest.raises(InputError, match="MAX_LABEL_ID"):
         read_labels(tmp_path / "big.txt")
+
+
+# --- npz archives -----------------------------------------------------------------------------------------
+
+def _npy_header(dtype, shape) -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buf, {"descr": np.dtype(dtype).str, "fortran_order": False,
+                                               "shape": shape})
+    return buf.getvalue()
+
+
+def test_ingest_streams_deflated_npz_members(tmp_path):
+    """A 2 MiB archive of 2 x 512 MiB deflated arrays: ingested under an address-space limit far below the
+    arrays' size (np.load held both), the run's buffers byte-equal to the arrays (CRC32 by zlib)."""
+    import json
+    import zlib
+
+    path = tmp_path / "big.npz"
+    block = bytes(range(256)) * (1 << 16)  # 16 MiB, compresses well
+    crcs = {}
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        for name in ("a", "b"):
+            crc = 0
+            with z.open(name + ".npy", "w", force_zip64=True) as fh:
+                fh.write(_npy_header("<u1", (512 << 20,)))
+                for _ in range(32):
+                    fh.write(block)
+                    crc = zlib.crc32(block, crc)
+            crcs[name] = crc
+    assert os.path.getsize(path) < 8 << 20
+    r = guarded("ingest", tmp_path / "R", "--source", "x", "--from", "npz", path, "--json", memory=900 << 20)
+    assert r.code == 0, r.err
+    manifest = json.loads((tmp_path / "R" / "manifest.json").read_text())
+    got = {b["tensor"]: (b["size"], b["crc32"]) for b in manifest["buffers"]}
+    for name, crc in crcs.items():
+        size, logged = got[name]
+        assert size == 512 << 20 and int(str(logged), 16) == crc
+
+
+def test_an_npz_header_larger_than_its_member_is_one_line(tmp_path, cli):
+    path = tmp_path / "fake.npz"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("a.npy", _npy_header("<u1", (1 << 40,)) + bytes(100))
+    assert_one_line_error(cli("ingest", tmp_path / "R", "--source", "x", "--from", "npz", path), "header says")
+    assert_one_line_error(cli("crc", path), "header says")
+    assert not (tmp_path / "R").exists()
+
+
+def test_an_npz_of_too_many_members_is_one_line(tmp_path, monkeypatch, cli):
+    from forensics import dump
+
+    monkeypatch.setattr(dump, "MAX_NPZ_MEMBERS", 50)
+    path = tmp_path / "many.npz"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as z:
+        for i in range(51):
+            z.writestr(f"t{i}.npy", _npy_header("<u1", (4,)) + b"abcd")
+    assert_one_line_error(cli("ingest", tmp_path / "R", "--source", "x", "--from", "npz", path), "MAX_NPZ_MEMBERS")
+    assert_one_line_error(cli("crc", f"{path}:t3"), "MAX_NPZ_MEMBERS")
+
+
+def test_a_deflated_member_is_decompressed_at_most_twice(tmp_path, monkeypatch):
+    """fingerprint (CRC halves, peeks, pages, xor) of a deflated member: the stream is started at most twice
+    (once as it comes, once more keeping its bytes when a read goes back), not once per read; results equal
+    plain numpy on the array."""
+    import zlib
+
+    from forensics import dump
+    from forensics.fingerprint import fingerprint_dump
+
+    arr = np.random.default_rng(2).integers(0, 4, 24 << 20, dtype=np.uint8)
+    np.savez_compressed(tmp_path / "m.npz", a=arr)
+    starts = []
+    original = dump._NpzMember.__init__
+    monkeypatch.setattr(dump._NpzMember, "__init__", lambda self, *a: (starts.append(a), original(self, *a))[1])
+    fp = fingerprint_dump(dump.open_dump(str(tmp_path / "m.npz")), page_size=4096)
+    assert len(starts) <= 3  # the header read, the stream, and one restart that keeps the bytes
+    assert fp.crc32 == zlib.crc32(arr.tobytes())
+    assert fp.xor64 == int(np.bitwise_xor.reduce(arr.view("<u8")))
+    assert [p.first8 for p in fp.pages[::1000]] == [arr[i * 4096:i * 4096 + 8].tobytes()
+                                                    for i in range(0, len(fp.pages), 1000)]

@@ -198,12 +198,21 @@ def _stage_and_tensor(name: str) -> tuple[str, str]:
     return "tensor", name
 
 
+def _little_endian_chunks(dump):
+    """A dump's data bytes in windows, a big-endian array's values byte-swapped to the run's little-endian."""
+    dtype = np.dtype(dump.npy_dtype)
+    for _, view in dump.iter_chunks(chunk_size=(8 << 20) // dtype.itemsize * dtype.itemsize):
+        yield view if dtype.byteorder != ">" else np.frombuffer(view, dtype).byteswap().view(np.uint8)
+
+
 def ingest_arrays(run_path, fmt: str, path, *, source: str | None = None) -> ArraysIngest:
     """Add the arrays of an npz / Polygraphy file to the run at `run_path` (created when missing)."""
     if fmt not in FORMATS:
         raise InputError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     if fmt == "npz":
-        arrays = read_npz(path)
+        from forensics.dump import npz_arrays
+
+        arrays = npz_arrays(path)  # {name: Dump}: headers checked now, data streamed into the run below
         runner = None
     else:
         runner, arrays = read_polygraphy(path)
@@ -218,6 +227,11 @@ def ingest_arrays(run_path, fmt: str, path, *, source: str | None = None) -> Arr
             if (stage, tensor) in seen:
                 raise InputError(f"two arrays name the buffer {stage}:{tensor}", path)
             seen.add((stage, tensor))
+            if not isinstance(array, np.ndarray):  # an .npz member: copied in windows, never whole in memory
+                builder.add_chunks(stage, tensor, _little_endian_chunks(array), shape=array.npy_shape,
+                                   dtype=np.dtype(array.npy_dtype).newbyteorder("<").name)
+                added.append(f"{stage}:{tensor}" if tensor != stage else stage)
+                continue
             array = np.ascontiguousarray(array)
             if array.dtype.byteorder == ">":
                 array = array.astype(array.dtype.newbyteorder("<"))
