@@ -33,12 +33,14 @@ def xor_fold64(dump: Dump, *, progress=None) -> int:
     return _stream(dump, 0, progress=progress)[0]
 
 
-def _stream(dump: Dump, page_size: int, *, progress=None) -> tuple[int, list[bytes]]:
-    """One pass over the dump: its xor-fold, and (page_size > 0) the first and last EDGE bytes of every page,
-    taken from each window with numpy (a 4 GiB dump has a million pages: one read each cost minutes)."""
+def _stream(dump: Dump, page_size: int, *, progress=None) -> tuple[int, list[bytes], list[bytes]]:
+    """One pass over the dump: its xor-fold, and (page_size > 0) the first and last EDGE bytes of every page
+    (fewer in a page shorter than EDGE), taken from each window with numpy (a 4 GiB dump has a million pages:
+    one read each cost minutes)."""
     acc = np.uint64(0)
     carry = b""
-    edges: list[bytes] = []
+    firsts: list[bytes] = []
+    lasts: list[bytes] = []
     chunk = DEFAULT_CHUNK if page_size <= 0 else max(page_size, DEFAULT_CHUNK // page_size * page_size)
     for pos, view in dump.iter_chunks(chunk_size=chunk):
         block = carry + bytes(view) if carry else view
@@ -49,20 +51,22 @@ def _stream(dump: Dump, page_size: int, *, progress=None) -> tuple[int, list[byt
         if page_size > 0:  # windows start on page boundaries (chunk is a multiple of page_size)
             data = np.frombuffer(view, dtype=np.uint8)
             full = len(data) // page_size
-            if full and page_size >= 2 * EDGE:
+            if full and page_size >= EDGE:
                 pages = data[:full * page_size].reshape(full, page_size)
-                firsts, lasts = pages[:, :EDGE].tobytes(), pages[:, -EDGE:].tobytes()
-                edges.extend(firsts[i:i + EDGE] + lasts[i:i + EDGE] for i in range(0, full * EDGE, EDGE))
+                head, tail = pages[:, :EDGE].tobytes(), pages[:, -EDGE:].tobytes()
+                firsts.extend(head[i:i + EDGE] for i in range(0, full * EDGE, EDGE))
+                lasts.extend(tail[i:i + EDGE] for i in range(0, full * EDGE, EDGE))
             else:
                 full = 0
             for start in range(full * page_size, len(data), page_size):  # a short last page, or small pages
                 page = bytes(data[start:start + page_size])
-                edges.append(page[:EDGE] + page[max(0, len(page) - EDGE):])
+                firsts.append(page[:EDGE])
+                lasts.append(page[max(0, len(page) - EDGE):])
         if progress is not None:
             progress(pos + len(view), dump.size)
     if carry:
         acc ^= np.uint64(int.from_bytes(carry.ljust(8, b"\0"), "little"))
-    return int(acc), edges
+    return int(acc), firsts, lasts
 
 
 def peek_offsets(size: int) -> dict[str, int]:
@@ -136,22 +140,21 @@ def _check_pages(dump: Dump, page_size: int) -> int:
     return count
 
 
-def _page_edges(dump: Dump, page_size: int, edges: list[bytes]) -> tuple[PageEdges, ...]:
-    full = dump.size // page_size if page_size >= EDGE else 0  # whole pages: EDGE bytes each side
-    out = [PageEdges(index, both[:EDGE], index * page_size + page_size - EDGE, both[EDGE:])
-           for index, both in enumerate(edges[:full])]
-    for index in range(full, len(edges)):
-        both, start = edges[index], index * page_size
+def _page_edges(dump: Dump, page_size: int, firsts: list[bytes], lasts: list[bytes]) -> tuple[PageEdges, ...]:
+    full = dump.size // page_size if page_size >= EDGE else 0  # whole pages: their last EDGE bytes end them
+    out = list(map(PageEdges, range(full), firsts[:full], range(page_size - EDGE, full * page_size, page_size),
+                   lasts[:full]))
+    for index in range(full, len(firsts)):
+        start = index * page_size
         end = min(start + page_size, dump.size)
-        half = min(EDGE, end - start)
-        out.append(PageEdges(index, both[:half], max(start, end - EDGE), both[half:]))
+        out.append(PageEdges(index, firsts[index], max(start, end - EDGE), lasts[index]))
     return tuple(out)
 
 
 def page_edges(dump: Dump, page_size: int) -> tuple[PageEdges, ...]:
     """The first and last EDGE bytes of every page of the dump (one streaming pass)."""
     _check_pages(dump, page_size)
-    return _page_edges(dump, page_size, _stream(dump, page_size)[1])
+    return _page_edges(dump, page_size, *_stream(dump, page_size)[1:])
 
 
 def fingerprint_dump(dump: Dump, *, page_size: int = 4096, tag: str | None = None, progress=None) -> Fingerprint:
@@ -162,11 +165,11 @@ def fingerprint_dump(dump: Dump, *, page_size: int = 4096, tag: str | None = Non
     _check_pages(dump, page_size)
     crc = crc_dump(dump)
     offsets = peek_offsets(dump.size)
-    xor64, edges = _stream(dump, page_size, progress=progress)
+    xor64, firsts, lasts = _stream(dump, page_size, progress=progress)
     return Fingerprint(
         tag=tag, path=dump.path, size=dump.size, crc32=crc.crc32, xor64=xor64,
         head=crc.head, mid_offset=offsets["mid"], mid=crc.mid, tail_offset=offsets["tail"], tail=crc.tail,
-        page_size=page_size, pages=_page_edges(dump, page_size, edges),
+        page_size=page_size, pages=_page_edges(dump, page_size, firsts, lasts),
         source={k: v for k, v in dump.source().items() if k != "path" and v != "binary"},
     )
 

@@ -565,3 +565,19 @@ def test_a_deflated_member_is_decompressed_at_most_twice(tmp_path, monkeypatch):
     assert fp.xor64 == int(np.bitwise_xor.reduce(arr.view("<u8")))
     assert [p.first8 for p in fp.pages[::1000]] == [arr[i * 4096:i * 4096 + 8].tobytes()
                                                     for i in range(0, len(fp.pages), 1000)]
+
+
+@pytest.mark.parametrize("page_size", [1, 7, 8, 9, 15, 16, 100, 4096])
+def test_page_edges_equal_plain_slices(tmp_path, page_size):
+    from forensics.dump import open_dump
+    from forensics.fingerprint import EDGE, page_edges
+
+    data = np.random.default_rng(page_size).bytes(5003)
+    (tmp_path / "p.bin").write_bytes(data)
+    got = page_edges(open_dump(str(tmp_path / "p.bin")), page_size)
+    expected = []
+    for index, start in enumerate(range(0, len(data), page_size)):
+        end = min(start + page_size, len(data))
+        last = max(start, end - EDGE)
+        expected.append((index, data[start:start + min(EDGE, end - start)], last, data[last:end]))
+    assert [tuple(p) for p in got] == expected
