@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import os
 
-from forensics.dump import check_readable_file
-from forensics.errors import InputError, reading
+from forensics.dump import read_small_file
+from forensics.errors import InputError
 
 MAX_BYTES = 16 << 20
 MAX_LABEL_ID = 1_000_000  # class ids a label file may name (COCO has 91, Open Images 601); gaps are filled
@@ -16,11 +16,9 @@ _ID_DIGITS = len(str(MAX_LABEL_ID))
 def read_labels(path) -> tuple[str, ...]:
     """Class names by id. A line `17  dog` puts "dog" at id 17 (gaps stay empty names)."""
     path = os.fspath(path)
-    if check_readable_file(path) > MAX_BYTES:
-        raise InputError(f"too large for a label file (at most {MAX_BYTES >> 20} MiB)", path)
+    data = read_small_file(path, MAX_BYTES, "a label file")  # the one way a small file is opened and sized
     try:
-        with reading(path, "a labels file"), open(path, encoding="utf-8") as fh:
-            lines = fh.read().splitlines()
+        lines = data.decode("utf-8").splitlines()
     except UnicodeDecodeError:
         raise InputError("is not UTF-8 text", path) from None
     labels: list[str] = []

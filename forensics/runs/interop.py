@@ -146,15 +146,11 @@ def read_npz(path) -> dict[str, np.ndarray]:
 def read_polygraphy(path) -> tuple[str, dict[str, np.ndarray]]:
     """(runner name, outputs) of the first runner's first iteration of a RunResults JSON file."""
     path = os.fspath(path)
-    from forensics.dump import check_readable_file
-
-    if check_readable_file(path) > MAX_JSON:
-        raise InputError("is larger than 1 GiB", path)
-    from forensics.errors import reading
+    from forensics.dump import read_small_file
     from forensics.jsonio import loads
 
-    with reading(path), open(path, "rb") as fh:
-        doc = loads(fh.read(), path)  # the one safe JSON reader: depth, number lengths
+    # the one way a whole file is opened and sized, and the one safe JSON reader (depth, number lengths)
+    doc = loads(read_small_file(path, MAX_JSON, "Polygraphy RunResults JSON"), path)
     if not isinstance(doc, dict) or doc.get(_CLASS) != "RunResults" or not isinstance(doc.get("lst"), list):
         raise InputError("not a Polygraphy RunResults file (expected {\"lst\": [...], \"polygraphy_class\": "
                          "\"RunResults\"})", path)
