@@ -3,7 +3,7 @@
 A dump is never copied whole into Python bytes: analyses walk it in fixed-size windows through one reader
 (DumpReader / iter_windows), each window mapped pre-faulted or read into a reused buffer and let go before
 the next, which keeps resident memory flat even for dumps larger than memory (a whole-file mmap's touched
-pages would all count as resident; README, Known pitfalls). Optional metadata comes from a sidecar JSON file
+pages would all count as resident; docs/pitfalls.md). Optional metadata comes from a sidecar JSON file
 next to the dump (`ours.bin.json`, or `ours.json`).
 """
 
@@ -97,6 +97,23 @@ def parse_sidecar(text: str, path: str) -> DumpMeta:
         _expect(is_int(raw["zero_point"]), "sidecar field 'zero_point' must be an integer", path)
         values["zero_point"] = raw["zero_point"]
     return DumpMeta(**values)
+
+
+# The dtypes a run's manifest may name: numpy's canonical names, nothing else (no "u8", which numpy reads as
+# uint64, no "<f4", no C spellings). c/forensics_run.h's FR_DTYPES is the same list (tests/c compares them).
+RUN_DTYPES = ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
+              "float16", "float32", "float64")
+
+
+def run_dtype(name: str | None) -> str | None:
+    """The RUN_DTYPES name of a numeric dtype a sidecar or .npy spells its own way ("<f4", "u1": float32,
+    uint8); None for none, and for big-endian ones, which a run (little-endian by definition) cannot name."""
+    if name is None or not is_numeric_dtype(name):
+        return None
+    import numpy as np
+
+    dtype = np.dtype(name)
+    return dtype.name if dtype.byteorder != ">" and dtype.name in RUN_DTYPES else None
 
 
 def is_numeric_dtype(name: str) -> bool:

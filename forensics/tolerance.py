@@ -19,6 +19,8 @@ from forensics.errors import InputError
 
 CHECKS = ("max", "mean", "p99")
 MATCH, WITHIN, DIFFER = "MATCH", "WITHIN TOLERANCE", "DIFFER"
+TRUNCATED = "TRUNCATED"  # verify: a logged line or byte run cut short (DbgPrint's limit, a paste)
+HEAD_WINDOW = "HEAD WINDOW"  # a dump shorter than the model tensor it stands for: only its head was judged
 VERDICTS = (MATCH, WITHIN, DIFFER)
 
 

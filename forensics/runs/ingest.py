@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass
 
 from forensics.errors import InputError
-from forensics.runs.run import STAGES, Run, load_run, model_record, write_run
+from forensics.runs.run import STAGE_ALIASES, STAGES, Run, load_run, model_record, write_run
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,7 @@ def parse_spec(text: str) -> IngestSpec:
         raise InputError(f"expected STAGE[:TENSOR]=FILE (e.g. input=input.bin, raw:convert_scores=scores.bin), "
                          f"got {text!r}")
     stage, _, tensor = left.partition(":")
+    stage = STAGE_ALIASES.get(stage, stage)  # link: parameters -> params
     if stage not in STAGES:
         raise InputError(f"unknown stage {stage!r} in {text!r} (stages: {', '.join(STAGES)})")
     if ":" in left and not tensor:
@@ -99,12 +100,12 @@ def _array_meta(dump) -> dict:
 
 
 def _sidecar_meta(path: str) -> dict:
-    from forensics.dump import load_sidecar
+    from forensics.dump import load_sidecar, run_dtype
 
     meta = load_sidecar(path)
     if meta is None:
         return {}
-    out = {"dtype": meta.dtype, "shape": meta.shape, "scale": meta.scale, "zero_point": meta.zero_point,
+    out = {"dtype": run_dtype(meta.dtype), "shape": meta.shape, "scale": meta.scale, "zero_point": meta.zero_point,
            "record_size": meta.record_size}
     if meta.pad_lanes:
         out["pad_lanes"] = list(meta.pad_lanes)

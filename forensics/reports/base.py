@@ -1,0 +1,87 @@
+"""The report every command returns, and the option helpers the report modules share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from forensics import exitcodes
+
+
+@dataclass(frozen=True, repr=False)
+class Report:
+    """What one command found: its `--json` document, exit code, warnings and tables."""
+
+    command: str
+    result: object                       # the library's result object (or document) the report is built on
+    exit_code: int = exitcodes.SAME
+    warnings: tuple[str, ...] = ()
+    rows_key: str | None = field(default=None, repr=False)  # the document's list of rows, for to_frame()
+    dumps: tuple = field(default=(), repr=False)  # the dumps read: a text dump or a slice is named in `sources`
+
+    def to_dict(self) -> dict:
+        """The `--json` document (a fresh dict each call)."""
+        return self._sources(self.result.to_dict())
+
+    def _sources(self, doc: dict) -> dict:
+        from forensics.dump import with_sources
+
+        return with_sources(doc, *self.dumps)
+
+    def renderables(self) -> list:
+        """The rich renderables the command prints (without --json)."""
+        raise NotImplementedError
+
+    def __rich__(self):
+        from rich.console import Group
+
+        return Group(*self.renderables())
+
+    def _repr_html_(self) -> str:
+        import io
+
+        from rich.console import Console
+
+        console = Console(record=True, file=io.StringIO(), width=120, color_system="truecolor",
+                          force_terminal=True, highlight=False, soft_wrap=False, emoji=False)
+        console.print(self)
+        return console.export_html(inline_styles=True)
+
+    def to_frame(self):
+        """The report's rows as a pandas DataFrame (pandas is imported here, only when asked for)."""
+        if self.rows_key is None:
+            raise TypeError(f"a {self.command} report has no rows to make a DataFrame of")
+        try:
+            import pandas as pd
+        except ImportError:
+            from forensics.errors import DependencyError
+
+            raise DependencyError("to_frame() needs pandas: pip install 'forensics[export]'") from None
+        rows = self.to_dict().get(self.rows_key) or []
+        return pd.DataFrame(rows)
+
+    def __bool__(self) -> bool:
+        """True when the command would exit 0 (same / ok / nothing found)."""
+        return self.exit_code == exitcodes.SAME
+
+    def __repr__(self) -> str:  # short: notebooks show it as the plain-text form beside the HTML
+        return f"<{type(self).__name__} {self.command}: exit_code={self.exit_code}>"
+
+
+def _limit(limit, show_all: bool):
+    return None if show_all else (None if limit == 0 else limit)
+
+
+def _slice(offset=None, length=None, gap_fill=None, *, layout: bool = False) -> tuple[dict, int | None]:
+    """(open_dump keywords, layout offset). offset/length cut a slice of every dump (e.g. the tensor in a
+    page-rounded DMA allocation); gap_fill fills holes in text dumps. For the record commands (`layout`),
+    offset alone stays the layout offset (where records start); with length it cuts the slice."""
+    options: dict = {}
+    if gap_fill is not None:
+        options["gap_fill"] = gap_fill
+    if layout and length is None:
+        return options, offset
+    if offset:
+        options["offset"] = offset
+    if length is not None:
+        options["length"] = length
+    return options, None

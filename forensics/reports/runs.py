@@ -1,0 +1,287 @@
+"""capture, ingest, export, compare: runs of every stage, and two (or a farm of) runs compared."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from forensics import exitcodes
+from forensics.errors import InputError
+from forensics.reports.base import Report, _slice
+
+
+class CaptureReport(Report):
+    def renderables(self) -> list:
+        from forensics.render.runs import render_capture
+
+        return render_capture(self.result)
+
+
+class CaptureManyReport(Report):
+    def renderables(self) -> list:
+        from forensics.render.runs import render_capture_many
+
+        return render_capture_many(self.result)
+
+
+def capture(*, model, output, source: str = "litert", image=None, input=None,  # noqa: A002
+            resampling: str = "lanczos", tail_only: bool = False, delegate=None,
+            replace: bool = False, images=None, progress=None) -> CaptureReport | CaptureManyReport:
+    """`forensics capture --model M -o RUN`: run the model in LiteRT and record every stage as a run;
+    with `images` (a folder or a list file), one run per image under `output` (progress(images_done, images))."""
+    if images is not None:
+        from forensics.runs.capture_many import capture_many
+
+        if replace:
+            raise InputError("{images} resumes: runs already captured are kept (remove a run to capture it again)",
+                             params=True)
+        result = capture_many(model, images, output, source=source, resampling=resampling, tail_only=tail_only,
+                              delegate=delegate,
+                              progress=(lambda done, total, _name: progress(done, total)) if progress else None)
+        warnings = tuple(error if image in error else f"{image}: {error}" for image, error in result.failed)
+        return CaptureManyReport("capture", result, result.exit_code, warnings=warnings)
+    from forensics.runs.capture import capture as capture_run
+
+    result = capture_run(model, output, source=source, image=image, inputs=input, resampling=resampling,
+                         tail_only=tail_only, delegate=delegate, replace=replace, progress=progress)
+    return CaptureReport("capture", result, rows_key="buffers")
+
+
+class IngestReport(Report):
+    def renderables(self) -> list:
+        from forensics.render.runs import render_ingest
+
+        return render_ingest(self.result)
+
+
+@dataclass(frozen=True, repr=False)
+class ArraysIngestReport(Report):
+    path: str = ""
+
+    def renderables(self) -> list:
+        from rich.text import Text
+
+        from forensics.render.runs import render_buffers
+
+        return [Text(f"{self.result.run.path}: added {', '.join(self.result.added)} from {self.path}"),
+                render_buffers(self.result.run)]
+
+
+def ingest(run, buffers, *, source: str | None = None, model=None, from_format: str | None = None,
+           offset: int | None = None, length: int | None = None,
+           gap_fill: int | None = None) -> IngestReport | ArraysIngestReport:
+    """`forensics ingest RUN STAGE[:TENSOR]=FILE... --source NAME`: a driver's dumps into a run; with
+    `from_format` (npz / polygraphy) `buffers` is one file whose arrays are brought in."""
+    from forensics.runs.ingest import ingest as ingest_run
+
+    if isinstance(buffers, (str, os.PathLike)):
+        buffers = [buffers]
+    if from_format is not None:
+        from forensics.runs.interop import ingest_arrays
+
+        if len(buffers) != 1 or model:
+            raise InputError("{from_format} FILE brings in one file's arrays; give no STAGE=FILE or {model} with it",
+                             params=True)
+        result = ingest_arrays(run, from_format, buffers[0], source=source)
+        return ArraysIngestReport("ingest", result, rows_key="buffers", path=os.fspath(buffers[0]))
+    if not source:
+        raise InputError("ingest needs {source:NAME} (who produced the dumps)", params=True)
+    result = ingest_run(run, source, list(buffers), model=model,
+                        dump_options=_slice(offset, length, gap_fill)[0])
+    warnings = tuple(f"{run}: replaced the run's {label} buffer" for label in result.replaced)
+    return IngestReport("ingest", result, warnings=warnings, rows_key="buffers")
+
+
+class ExportReport(Report):
+    def renderables(self) -> list:
+        from rich.text import Text
+
+        r = self.result
+        return [Text(f"wrote {r.output} ({r.format}: {len(r.arrays)} arrays: {', '.join(n for n, _, _ in r.arrays)})")]
+
+
+def export(run, *, format: str, output) -> ExportReport:  # noqa: A002
+    """`forensics export RUN --format npz|polygraphy -o FILE`: the run's buffers as typed arrays."""
+    from forensics.runs.interop import export_run
+
+    return ExportReport("export", export_run(run, format, output), rows_key="arrays")
+
+
+@dataclass(frozen=True, repr=False)
+class CompareReport(Report):
+    html: str | None = None                # the --html page written
+
+    def to_dict(self) -> dict:
+        doc = self.result.to_dict()
+        if self.html:
+            doc["html"] = self.html
+        return doc
+
+    def tables(self) -> list:
+        from forensics.render.runs import render_compare
+
+        return list(render_compare(self.result))
+
+    def renderables(self) -> list:
+        out = self.tables()
+        if self.html:
+            from rich.text import Text
+
+            from forensics.render.style import wrote
+
+            out.append(Text(wrote(self.html)))
+        return out
+
+
+class BatchReport(CompareReport):
+    """compare --batch: the summary rows (html: the summary page written)."""
+
+    def tables(self) -> list:
+        from forensics.render.runs import render_batch
+
+        return list(render_batch(self.result))
+
+
+def _run_geometry(model, deps, run_a):
+    from forensics.geometry import geometry_for
+
+    if model or deps:
+        return geometry_for(model=model, deps=deps)
+    path = (run_a.model or {}).get("path")
+    if path and os.path.isfile(path):
+        try:
+            return geometry_for(model=path)
+        except InputError:  # a model without PostProcess: no anchors, no pictures
+            return None
+    return None
+
+
+def _batch_html(html, batch, result, geometry, limit: int = 100) -> None:
+    """The one-page batch summary, and beside it (OUT_pairs/) the reports of the first `limit` differing pairs."""
+    from forensics.errors import ForensicsError
+    from forensics.outputs import write_text_atomic
+    from forensics.render.runs import batch_pictures, html_batch, html_report
+    from forensics.runs.compare import compare_runs, find_runs
+    from forensics.runs.remote import is_url, join
+
+    html = os.fspath(html)
+    reports = {}
+    batch = os.fspath(batch).removeprefix("file://")
+    folder = os.path.splitext(html)[0] + "_pairs"
+    for row in [r for r in result.rows if r["verdict"] == "DIFFER"][:limit]:
+        try:  # the pair is read again where it is (a URL's runs in place, through its filesystem)
+            runs = find_runs(join(batch, row["pair"]) if is_url(batch) else os.path.join(batch, row["pair"]))
+            pair = compare_runs(runs[0], runs[1], geometry=geometry)
+        except ForensicsError:
+            continue
+        os.makedirs(folder, exist_ok=True)
+        name = f"{row['pair']}.html"
+        write_text_atomic(os.path.join(folder, name), html_report(pair))
+        reports[row["pair"]] = f"{os.path.basename(folder)}/{name}"
+    write_text_atomic(html, html_batch(result, reports=reports, pictures=batch_pictures(result.aggregates, geometry)))
+
+
+def _policy(tolerance, atol, rtol, check):
+    """The tolerance policy from compare's parameters: `tolerance` K, or (TENSOR, SPEC) pairs, or a list of both."""
+    from forensics.tolerance import make_policy
+
+    if tolerance is None or isinstance(tolerance, (int, str, tuple)):
+        tolerance = [] if tolerance is None else [tolerance]
+    ks, per_tensor = [], []
+    for item in tolerance:
+        if isinstance(item, tuple):
+            per_tensor.append(item)
+        elif isinstance(item, str) and "=" in item:
+            per_tensor.append(tuple(item.split("=", 1)))
+        else:
+            ks.append(int(item))
+    if len(ks) > 1:
+        raise InputError("{tolerance} K is given more than once", params=True)
+    return make_policy(tolerance=ks[0] if ks else None, atol=atol, rtol=rtol, check=check, per_tensor=per_tensor)
+
+
+def compare(*runs, html=None, previous=None, model=None, deps=None, limit: int = 8, batch=None, output=None,
+            workers: int | None = None, tolerance=None, atol=None, rtol=None, check=None, labels=None,
+            junit=None, progress=None, scheduler: str = "local", verify_files: bool = False,
+            stall_timeout: float | None = None) -> CompareReport | BatchReport:
+    """`forensics compare RUN_A RUN_B` (stage by stage) or `compare --batch DIR -o SUMMARY.csv`. `tolerance`:
+    K (LSB for every integer buffer) and/or (TENSOR, SPEC) pairs; with atol / rtol / check they judge
+    differing buffers MATCH / WITHIN TOLERANCE / DIFFER (forensics.tolerance). `labels` names detection
+    classes; `junit` writes a JUnit XML report (one test case per stage and tensor). With `batch`: `scheduler`
+    local / dask / tcp://HOST:PORT, `html` the one-page summary, `model`/`deps` the anchors, `verify_files`
+    every buffer's CRC taken again instead of trusting the manifests (one pair is always verified),
+    `stall_timeout` the seconds without a finished pair after which the batch ends (exit 2), its finished
+    rows written to `output`."""
+    policy = _policy(tolerance, atol, rtol, check)
+    if batch:
+        if runs:
+            raise InputError("give RUN_A RUN_B or {batch:DIR}, not both", params=True)
+        if previous:
+            raise InputError("{batch} takes {output:SUMMARY.csv}, {workers}, {scheduler}, {html}, {model}/{deps}; "
+                             "{previous} is for one pair", params=True)
+        if not output:
+            raise InputError("{batch} needs {output:SUMMARY.csv} (a Parquet file is written beside it)", params=True)
+        if model and deps:
+            raise InputError("give {model} or {deps}, not both", params=True)
+        from forensics.runs.batch import batch_compare, check_summary_output, write_summary
+        from forensics.runs.engine import Stalled
+
+        check_summary_output(output)  # before the first pair: a batch of hours must not end in 'cannot write'
+        if html:
+            from forensics.outputs import check_writable
+
+            check_writable(html)
+        geometry = None
+        if model or deps:
+            from forensics.geometry import geometry_for
+
+            geometry = geometry_for(model=model, deps=deps)
+        try:
+            result = batch_compare(batch, workers=workers, scheduler=scheduler, geometry=geometry, policy=policy,
+                                   progress=progress, verify_files=verify_files, stall_timeout=stall_timeout)
+        except Stalled as exc:
+            kept = write_summary(exc.partial, output) if exc.partial.rows else None
+            where = f"the {exc.done:,} finished rows are in {kept.outputs[0]}" if kept else "no row was finished"
+            raise InputError(f"{exc}; {where}", batch) from None
+        result = write_summary(result, output)
+        if result.exit_code == exitcodes.ERROR:  # every pair failed: say why on stderr, as for any input error
+            first = result.rows[0].get("error") if result.rows else None
+            raise InputError(f"no pair could be compared ({len(result.rows)} failed; first: {first}); the "
+                             f"summary is in {output}", batch)
+        if html:
+            _batch_html(html, batch, result, geometry)
+        return BatchReport("compare", result, result.exit_code, rows_key="rows",
+                           html=os.fspath(html) if html else None)
+    if scheduler != "local" or stall_timeout is not None:
+        which = "{scheduler}" if scheduler != "local" else "{stall_timeout}"
+        raise InputError(which + " is for {batch:DIR}; one pair is compared here", params=True)
+    if len(runs) != 2:
+        raise InputError("compare needs two runs: RUN_A RUN_B (or {batch:DIR} {output:summary.csv})", params=True)
+    if output:
+        raise InputError("{output} is the {batch} summary; for one pair use {html:OUT.html} or {json}", params=True)
+    if model and deps:
+        raise InputError("give {model} or {deps}, not both", params=True)
+    from forensics.runs.compare import compare_runs
+    from forensics.runs.run import load_run
+
+    run_a, run_b = load_run(runs[0]), load_run(runs[1])
+    earlier = load_run(previous) if previous else None
+    names = None
+    if labels:
+        from forensics.labels import read_labels
+
+        names = read_labels(labels)
+    result = compare_runs(run_a, run_b, previous=earlier, geometry=_run_geometry(model, deps, run_a), limit=limit,
+                          policy=policy, labels=names)
+    if html:
+        from forensics.outputs import write_text_atomic
+        from forensics.render.runs import html_report, pictures_for
+
+        write_text_atomic(html, html_report(result, pictures=pictures_for(result)))
+    if junit:
+        from forensics.outputs import write_text_atomic
+        from forensics.render.junit import junit_xml
+
+        write_text_atomic(junit, junit_xml(result))
+    return CompareReport("compare", result, exitcodes.SAME if result.passed else exitcodes.DIFFERENT,
+                         warnings=tuple(result.warnings), rows_key="stages", html=os.fspath(html) if html else None)
