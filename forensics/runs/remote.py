@@ -56,19 +56,32 @@ def join(url: str, *parts: str) -> str:
     return "/".join([head.rstrip("/"), *parts]) + sep + chain
 
 
-# fsspec protocols that wrap other files rather than name storage: archives read whole through another file
-# (zip://::file:///dev/zero reads without end), caches, reference maps. A run is a directory: unpack the archive.
-WRAPPER_PROTOCOLS = frozenset({"zip", "tar", "libarchive", "reference", "simplecache", "filecache", "blockcache",
-                               "cached", "dir", "local"})
+# reference:// maps name byte ranges of arbitrary other files (local devices among them): not read as runs
+REFUSED_PROTOCOLS = frozenset({"reference"})
+
+
+def _check_chain(url: str) -> None:
+    """Refuse what an fsspec URL would read without bound: a refused protocol anywhere in a chain, and a local
+    file at its end (`zip://farm::file://farm.zip`) that is no regular file (zip://::file:///dev/zero read
+    /dev/zero without end)."""
+    from forensics.dump import check_readable_file
+
+    parts = url.split("::")
+    for part in parts:
+        protocol = part.split("://", 1)[0].lower() if "://" in part else ""
+        if protocol in REFUSED_PROTOCOLS:
+            raise InputError(f"{protocol}:// URLs are not read as runs (they map byte ranges of other files: "
+                             f"REFUSED_PROTOCOLS)", url)
+    last = parts[-1]
+    if len(parts) > 1 and ("://" not in last or last.lower().startswith(("file://", "local://"))):
+        local = last.split("://", 1)[1] if "://" in last else last
+        check_readable_file(local)  # a device, a FIFO or a directory: one line naming it
 
 
 def open_fs(url: str):
     """(filesystem, path) of an fsspec URL; one-line errors for unknown protocols and missing packages."""
     protocol = url.split("://", 1)[0]
-    if "::" in url or protocol.lower() in WRAPPER_PROTOCOLS:
-        raise InputError(f"{protocol}:// URLs {'chained with ::' if '::' in url else ''} are not read as runs "
-                         f"(archives and wrappers of other files: WRAPPER_PROTOCOLS); unpack or copy the run "
-                         f"to a directory".replace("  ", " "), url)
+    _check_chain(url)
     try:
         import fsspec
     except ImportError:
