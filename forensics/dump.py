@@ -10,6 +10,7 @@ next to the dump (`ours.bin.json`, or `ours.json`).
 from __future__ import annotations
 
 import errno
+import functools
 import mmap
 import os
 import queue
@@ -174,6 +175,7 @@ def check_readable_file(path: str) -> int:
 MAX_UNSIZED = 64 << 20  # bytes read from a file that reports no size (procfs, sysfs): they are held in memory
 
 
+@functools.lru_cache(maxsize=1)
 def _pseudo_devices() -> frozenset:
     """st_dev of /proc and /sys, whose files report a size of 0 or one page whatever they hold."""
     devices = set()
