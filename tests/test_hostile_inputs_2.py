@@ -583,3 +583,21 @@ def test_page_edges_equal_plain_slices(tmp_path, page_size):
         last = max(start, end - EDGE)
         expected.append((index, data[start:start + min(EDGE, end - start)], last, data[last:end]))
     assert [tuple(p) for p in got] == expected
+
+
+def test_streamed_npz_ingest_equals_the_arrays(tmp_path, cli):
+    """Big-endian values are swapped to the run's little-endian, empty and 2-D arrays keep their shapes:
+    the run's buffers equal numpy's own reading of the archive."""
+    import json
+
+    arrays = {"a": np.arange(10, dtype=">f4"), "b": np.zeros(0, dtype="<u2"),
+              "c": np.arange(12, dtype="<i2").reshape(3, 4), "d": np.arange(7, dtype=">u8")}
+    np.savez_compressed(tmp_path / "x.npz", **arrays)
+    assert cli("ingest", tmp_path / "R", "--source", "x", "--from", "npz", tmp_path / "x.npz").code == 0
+    manifest = json.loads((tmp_path / "R" / "manifest.json").read_text())
+    with np.load(tmp_path / "x.npz") as loaded:
+        for buf in manifest["buffers"]:
+            ref = loaded[buf["tensor"]]
+            assert (tmp_path / "R" / buf["file"]).read_bytes() == ref.astype(ref.dtype.newbyteorder("<")).tobytes()
+            assert list(buf["shape"]) == list(ref.shape)
+            assert np.dtype(buf["dtype"]) == ref.dtype.newbyteorder("<")
