@@ -584,6 +584,7 @@ _MAP_FLAGS = getattr(mmap, "MAP_SHARED", 0) | getattr(mmap, "MAP_POPULATE", 0)
 CAN_MAP = hasattr(mmap, "MAP_POPULATE")
 _GRANULE = mmap.ALLOCATIONGRANULARITY
 _CAN_SEEK_HOLES = hasattr(os, "SEEK_DATA") and hasattr(os, "SEEK_HOLE")
+_MAX_EXTENTS = 64  # data extents of one window read around its holes; more, and the window is read whole
 
 
 class Window:
@@ -695,6 +696,8 @@ class DumpReader:
                 if data == start and hole >= end:
                     return None  # all data: the ordinary path
                 extents.append((data, hole))
+                if len(extents) > _MAX_EXTENTS:  # finely fragmented: one mapping beats many small reads
+                    return None
                 pos = hole
         except OSError:  # e.g. EINVAL where the file system has no idea of holes
             return None
