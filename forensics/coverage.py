@@ -87,9 +87,18 @@ def analyse_coverage(dump: Dump, sentinel: bytes, *, min_run: int = DEFAULT_MIN_
         data = np.frombuffer(view, dtype=np.uint8)
         phase = pos % period
         equal = data == pattern[phase:phase + len(data)]
-        edges = np.diff(np.concatenate(([0], equal.view(np.int8), [0])))
-        starts = np.flatnonzero(edges == 1)
-        ends = np.flatnonzero(edges == -1)
+        same = np.count_nonzero(equal)
+        if same == len(equal):  # all sentinel (a never-written stretch, a sparse file's hole): the run goes on
+            if open_start is None:
+                open_start = pos
+            continue
+        if same == 0:
+            starts = ends = ()
+        else:  # runs between the places where equal flips (one comparison of neighbours, not a diff)
+            flips = np.flatnonzero(equal[1:] != equal[:-1]) + 1
+            bounds = np.concatenate(([0], flips, [len(equal)]))
+            first = 0 if equal[0] else 1
+            starts, ends = bounds[first:-1:2], bounds[first + 1::2]
         for k, (s, e) in enumerate(zip(starts, ends)):
             s, e = pos + int(s), pos + int(e)
             if k == 0 and open_start is not None and s == pos:

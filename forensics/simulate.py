@@ -50,10 +50,16 @@ class SimulateResult:
                 "size_a": self.size_a, "size_b": self.size_b, "output": self.output}
 
 
+MAX_SIMULATED = 256 << 20  # bytes of a simulated B: it is built in memory with an index per byte (~10x its size)
+
+
 def apply_bug(bug: Bug, data, fill: int = FILL_BYTE) -> bytes:
     """B as the bug makes it from A's bytes (undefined bytes get `fill`)."""
     src = ArraySource(data)
     n_out = bug.size_out(src.size)
+    if n_out > MAX_SIMULATED:  # checked before allocating (oversize:1099511627776 asked for 8 TiB of indices)
+        raise InputError(f"bug {bug.spec()} makes B {n_out:,} bytes, more than the {MAX_SIMULATED >> 20} MiB "
+                         f"a simulated dump may be (MAX_SIMULATED)")
     pred, defined, _ = bug.predict(src, 0, n_out)
     pred[~defined] = fill
     return pred.tobytes()

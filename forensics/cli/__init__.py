@@ -195,7 +195,9 @@ def main(argv=None, stdout=None, stderr=None) -> int:
     try:
         args = parser.parse_args(argv)
     except UsageError as exc:
-        stderr.write(f"{exc}\n")
+        from forensics.render.console import safe_line  # a flag's value is input: escaped, bounded
+
+        stderr.write(safe_line(str(exc)) + "\n")
         return EXIT_ERROR
     except SystemExit as exc:  # --help / --version
         return int(exc.code or 0)

@@ -7,13 +7,28 @@ import math
 import re
 
 MAX_RECORD = 1 << 24  # bytes per record: a record is one anchor's lanes; 16 MiB is far beyond any real one
+# The one number grammar of flags: integers in decimal, 0x-hex, 0o, 0b with underscores (parse_int), decimals
+# in ASCII (_decimal), each at most MAX_NUMBER_CHARS characters (2^64 is 20 digits, 0x plus 16 hex digits; a
+# 5,000-digit value is no size anyone means, and past 4,300 digits int() itself refuses).
+MAX_NUMBER_CHARS = 40
 _DECIMAL = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", re.ASCII)
+_INTEGER = re.compile(r"[+-]?(?:0[xX][0-9a-fA-F_]+|0[oO][0-7_]+|0[bB][01_]+|[0-9][0-9_]*)", re.ASCII)
+
+
+def _short(text: str) -> str:
+    return repr(text) if len(text) <= MAX_NUMBER_CHARS else f"a number of {len(text):,} characters"
 
 
 def parse_int(text: str) -> int:
-    """Decimal, 0x-hex, 0o/0b, and underscores: `4096`, `0x1000`, `8_136`."""
+    """Decimal, 0x-hex, 0o/0b, and underscores: `4096`, `0x1000`, `8_136` (ASCII, at most MAX_NUMBER_CHARS)."""
+    cleaned = text.strip()
+    if len(cleaned) > MAX_NUMBER_CHARS:
+        raise argparse.ArgumentTypeError(f"{_short(cleaned)} is longer than the {MAX_NUMBER_CHARS} characters "
+                                         f"a number may have (MAX_NUMBER_CHARS)")
     try:
-        return int(text.replace("_", ""), 0)
+        if not _INTEGER.fullmatch(cleaned):
+            raise ValueError(text)
+        return int(cleaned.replace("_", ""), 0)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
 
@@ -35,7 +50,7 @@ def positive_int(text: str) -> int:
 def _decimal(text: str) -> float:
     """An ASCII decimal number (float() also takes `1_000`, `١٢` and `inf`, which a flag should not)."""
     text = text.strip()
-    if not _DECIMAL.fullmatch(text):
+    if len(text) > MAX_NUMBER_CHARS or not _DECIMAL.fullmatch(text):
         raise ValueError(text)
     return float(text)
 
@@ -49,7 +64,8 @@ def positive_float(text: str) -> float:
         else:
             value = _decimal(text)
     except (ValueError, ZeroDivisionError, OverflowError):
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        raise argparse.ArgumentTypeError(f"not a number (at most {MAX_NUMBER_CHARS} characters): "
+                                         f"{_short(text)}") from None
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"must be a positive finite number, got {text}")
     return value

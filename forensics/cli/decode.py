@@ -5,16 +5,16 @@ from __future__ import annotations
 import argparse
 
 from forensics.cli import options, show
-from forensics.cli.args import add_slice_flags, positive_float, positive_int
+from forensics.cli.args import add_slice_flags, parse_int, positive_float, positive_int
 
 
 def size_wh(text: str) -> tuple[int, int]:
     """`640x480` -> (640, 480)."""
     parts = text.lower().replace("*", "x").split("x")
     try:
-        w, h = (int(p) for p in parts)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected WIDTHxHEIGHT like 640x480, got {text!r}") from None
+        w, h = (parse_int(p) for p in parts)  # the flags' one number grammar (bounded length)
+    except (ValueError, argparse.ArgumentTypeError):
+        raise argparse.ArgumentTypeError(f"expected WIDTHxHEIGHT like 640x480, got {text[:40]!r}") from None
     if w <= 0 or h <= 0:
         raise argparse.ArgumentTypeError(f"width and height must be positive, got {text!r}")
     return w, h

@@ -22,7 +22,7 @@ def cmd_fingerprint(args, out) -> int:
     if args.json:
         out.json(report.to_dict())
     else:  # plain lines, never wrapped: they are compared with a driver's log line by line
-        out.stdout.write("".join(line + "\n" for line in report.lines()))
+        out.lines(report.lines())
     return report.exit_code
 
 
