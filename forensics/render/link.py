@@ -10,13 +10,9 @@ from forensics.render.style import titled_table, wrote
 
 
 
-def _safe(text) -> str:
-    """A name from the model or the command line, without control characters (they would drive the terminal)."""
-    return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in str(text))
-
 
 def _name(name) -> str:
-    return short_name(_safe(name)) if name else "-"
+    return short_name(str(name)) if name else "-"
 
 
 def _desc(desc: str) -> str:
@@ -38,7 +34,7 @@ def render_link(d: dict) -> list:
 
 
 def render_plan(d: dict) -> list:
-    out = [Text(f"{_safe(d['model'])}: {len(d['executables'])} executable(s)")]
+    out = [Text(f"{d['model']}: {len(d['executables'])} executable(s)")]
     order = titled_table("The order libedgetpu runs them", ("step", "right"), ("executable", "right"), ("type", "left"),
                    ("when", "left"))
     for i, step in enumerate(d["order"], 1):
@@ -115,6 +111,6 @@ def render_check(d: dict) -> list:
     diag = d.get("diagnosis")
     if diag:
         out.append(Text(f"  diagnosis (model parameters A, dump B): {diag.get('verdict')}"
-                        + "".join(f"; {_safe(x.get('evidence') or x.get('kind', ''))}"
+                        + "".join(f"; {x.get('evidence') or x.get('kind', '')}"
                                   for x in diag.get("findings", [])[:3])))
     return out
