@@ -15,6 +15,7 @@ import numpy as np
 from forensics.errors import InputError
 from forensics.stats import element_dtype
 from forensics.tflite.tensors import is_class_vector_shape
+from forensics.verdict import Verdict
 
 MAX_PADDING = 63
 
@@ -99,8 +100,8 @@ class TopKComparison:
         return [c.class_id for c in self.top_a] == [c.class_id for c in self.top_b]
 
     @property
-    def verdict(self) -> str:
-        return "MATCH" if self.same_order else "DIFFER"
+    def verdict(self) -> Verdict:
+        return Verdict.of(self.same_order)
 
     @property
     def message(self) -> str:

@@ -17,6 +17,7 @@ from forensics.layout import RecordLayout
 from forensics.parallel import two_cores
 from forensics.stats import ErrorAccumulator, ErrorStats, bit_view, element_dtype, feed_in_halves, locator
 from forensics.tolerance import DIFFER, MATCH, WITHIN, Tolerance, judge
+from forensics.verdict import Verdict
 
 DEFAULT_LIMIT = 20
 
@@ -65,7 +66,7 @@ class DiffResult:
     tolerance: int = 0
     stats: ErrorStats | None = None    # over the data lanes of the whole records, as `dtype` elements
     policy: Tolerance | None = None    # the tolerance the verdict was judged by
-    verdict: str = ""                  # MATCH / WITHIN TOLERANCE / DIFFER
+    verdict: Verdict = DIFFER          # MATCH / WITHIN TOLERANCE / DIFFER: judged once, by diff_dumps
     dtype: str = "uint8"
 
     @property
@@ -83,11 +84,11 @@ class DiffResult:
     @property
     def passed(self) -> bool:
         """MATCH or WITHIN TOLERANCE: what the exit code follows."""
-        return self.verdict != DIFFER if self.verdict else self.identical
+        return self.verdict.passed
 
     def to_dict(self) -> dict:
         out = {
-            "verdict": self.verdict or (MATCH if self.identical else DIFFER),
+            "verdict": self.verdict,
             "identical": self.identical,
             "bytes_identical": self.bytes_identical,
             "path_a": self.path_a,
@@ -398,7 +399,7 @@ def diff_dumps(dump_a: Dump, dump_b: Dump, layout: RecordLayout, *, tolerance: i
     )
 
 
-def _verdict(sizes_equal: bool, state: dict, stats, policy: Tolerance, acc) -> str:
+def _verdict(sizes_equal: bool, state: dict, stats, policy: Tolerance, acc) -> Verdict:
     if not sizes_equal or state["trailing_differ"]:
         return DIFFER
     if stats is None:  # judged on whole LSB: equal, or every difference within the tolerance

@@ -21,6 +21,7 @@ import numpy as np
 from forensics.crc import PEEK, crc_dump, format_crc
 from forensics.dump import Dump
 from forensics.errors import InputError
+from forensics.verdict import Verdict
 
 EDGE = 8  # bytes of a page's first8 / last8
 _TAG = re.compile(r"^[A-Za-z0-9_.:-]+$")
@@ -324,12 +325,12 @@ class VerifyReport:
         return bool(self.checks) and all(c.match for c in self.checks)
 
     @property
-    def verdict(self) -> str:
-        return "MATCH" if self.match else "DIFFER"
+    def verdict(self) -> Verdict:
+        return Verdict.of(self.match)
 
     @property
     def exit_code(self) -> int:
-        return 0 if self.match else 1
+        return self.verdict.exit_code
 
     def to_dict(self) -> dict:
         return {"log": self.log, "verdict": self.verdict, "checks": [c.to_dict() for c in self.checks],

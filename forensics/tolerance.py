@@ -16,9 +16,10 @@ import re
 from dataclasses import dataclass
 
 from forensics.errors import InputError
+from forensics.verdict import Verdict
 
 CHECKS = ("max", "mean", "p99")
-MATCH, WITHIN, DIFFER = "MATCH", "WITHIN TOLERANCE", "DIFFER"
+MATCH, WITHIN, DIFFER = Verdict.MATCH, Verdict.WITHIN, Verdict.DIFFER
 VERDICTS = (MATCH, WITHIN, DIFFER)
 
 
@@ -187,7 +188,7 @@ def passes(stats, tol: Tolerance, atol_units: float) -> bool:
 
 
 def judge(*, equal: bool, comparable: bool = True, stats=None, tol: Tolerance | None = None,
-          atol_units: float = 0.0) -> str:
+          atol_units: float = 0.0) -> Verdict:
     """MATCH when equal; WITHIN TOLERANCE when the statistics pass; else DIFFER (also when not comparable)."""
     if equal and comparable:
         return MATCH

@@ -6,6 +6,7 @@ from rich.text import Text
 
 from forensics.render.style import table as _table
 from forensics.render.style import verdict
+from forensics.verdict import Verdict
 
 
 def render_import(result) -> list:
@@ -56,7 +57,7 @@ def render_verify(report) -> list:
     table = _table(("line", "right"), "buffer", "what", "expected", "found", "")
     for c in report.checks:
         table.add_row(str(c.line), c.tag or "-", c.label, c.expected, c.found if not c.match else "(same)",
-                      Text("MATCH", style="green") if c.match else Text("DIFFER", style="bold red"))
+                      Text(Verdict.MATCH, style="green") if c.match else Text(Verdict.DIFFER, style="bold red"))
     out.append(table)
     n, bad = len(report.checks), sum(not c.match for c in report.checks)
     if report.unassigned:
@@ -66,8 +67,8 @@ def render_verify(report) -> list:
     where = f"{files} file{'s' if files != 1 else ''}"
     if bad:
         first = next(c for c in report.checks if not c.match)
-        out.append(verdict("DIFFER", f"{bad} of {n} logged values differ from {where}; first: line {first.line} "
+        out.append(verdict(Verdict.DIFFER, f"{bad} of {n} logged values differ from {where}; first: line {first.line} "
                                      f"{first.tag or ''} {first.label}".replace("  ", " ")))
     else:
-        out.append(verdict("MATCH", f"all {n} logged values match {where}"))
+        out.append(verdict(Verdict.MATCH, f"all {n} logged values match {where}"))
     return out

@@ -5,11 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from forensics import exitcodes
+from forensics.verdict import Verdict
 
 
 @dataclass(frozen=True, repr=False)
 class Report:
-    """What one command found: its `--json` document, exit code, warnings and tables."""
+    """What one command found: its `--json` document, exit code, warnings and tables.
+
+    A judging command gives its `verdict` (forensics.verdict.Verdict): the exit code then follows from it (the
+    one place: Verdict.exit_code) and the document carries both `verdict` and `exit_code`."""
 
     command: str
     result: object                       # the library's result object (or document) the report is built on
@@ -17,15 +21,26 @@ class Report:
     warnings: tuple[str, ...] = ()
     rows_key: str | None = field(default=None, repr=False)  # the document's list of rows, for to_frame()
     dumps: tuple = field(default=(), repr=False)  # the dumps read: a text dump or a slice is named in `sources`
+    verdict: Verdict | None = field(default=None, kw_only=True)
+
+    def __post_init__(self):
+        if self.verdict is not None:
+            object.__setattr__(self, "verdict", Verdict(self.verdict))
+            object.__setattr__(self, "exit_code", self.verdict.exit_code)
 
     def to_dict(self) -> dict:
         """The `--json` document (a fresh dict each call)."""
         return self._sources(self.result.to_dict())
 
     def _sources(self, doc: dict) -> dict:
+        """The document with the dumps it read named, and the verdict and exit code of a judging command."""
         from forensics.dump import with_sources
 
-        return with_sources(doc, *self.dumps)
+        doc = with_sources(doc, *self.dumps)
+        if self.verdict is not None:
+            doc["verdict"] = self.verdict
+            doc["exit_code"] = self.exit_code
+        return doc
 
     def renderables(self) -> list:
         """The rich renderables the command prints (without --json)."""

@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from forensics import exitcodes
 from forensics.errors import InputError
 from forensics.reports.base import Report, _limit, _slice
+from forensics.verdict import Verdict
 
 
 class CrcReport(Report):
@@ -26,8 +26,9 @@ def crc(*files, chunk: int | None = None, expect: int | None = None, offset: int
     options, _ = _slice(offset, length, gap_fill)
     result = crc_files([os.fspath(f) for f in files], chunk_size=chunk, expect=expect, progress=progress,
                        **options)
-    return CrcReport("crc", result, exitcodes.DIFFERENT if result.match is False else exitcodes.SAME,
-                     rows_key="files")
+    # One file and no expected CRC: nothing is compared (OK); else MATCH / DIFFER.
+    return CrcReport("crc", result, rows_key="files",
+                     verdict=Verdict.OK if result.match is None else Verdict.of(result.match))
 
 
 def _dump_context(dump, *, model=None, tensor=None, labels=None, deps=None, record=None, offset=None, count=None,
@@ -192,8 +193,7 @@ def diff(a, b, *, record=None, offset=None, count=None, fields=None, pad=None, s
                                        dtype=element, shape=dump_a.npy_shape, title=f"{a} vs {b}")
         picture.save(plot)
         plotted = {"path": os.fspath(plot), **picture.to_dict()}
-    return RecordsReport("diff", result, exitcodes.SAME if result.passed else exitcodes.DIFFERENT,
-                         rows_key="records", context=context, heat=heat, heatmap=drawn, grid=grid, title=title,
+    return RecordsReport("diff", result, rows_key="records", verdict=result.verdict, context=context, heat=heat, heatmap=drawn, grid=grid, title=title,
                          plot=plotted, dumps=(dump_a, dump_b))
 
 
@@ -225,8 +225,17 @@ def anchors(file, *, record=None, offset=None, count=None, fields=None, pad=None
         heat = anchors_heat(records_by_anchor(dump, context), context.layout, lane=lane,
                             dominant=result.dominant.record, marked=marked)
     drawn = _draw_heatmap(context, heat, title, heatmap)
-    return RecordsReport("anchors", result, exitcodes.SAME, rows_key="nonuniform" if nonuniform else "top",
+    return RecordsReport("anchors", result, rows_key="nonuniform" if nonuniform else "top",
+                         verdict=anchors_verdict(result),
                          context=context, heat=heat, heatmap=drawn, grid=grid, title=title, dumps=(dump,))
+
+
+def anchors_verdict(result) -> Verdict:
+    """OK when every record is the dominant one (or a single record); WARNING (still exit 0) when records depart
+    from it, the mode is tied, or the head window looks uniform while later records are not."""
+    if result.tied or result.head_window_trap:
+        return Verdict.WARNING
+    return Verdict.OK if result.records <= 1 or result.uniform else Verdict.WARNING
 
 
 class CoverageReport(Report):
@@ -246,8 +255,8 @@ def coverage(file, *, sentinel, min_run: int = 8, offset: int | None = None,
         sentinel = _hex_bytes(sentinel)
     dump = open_dump(file, **_slice(gap_fill=gap_fill)[0])  # offset/length: the region coverage looks at
     result = analyse_coverage(dump, sentinel, min_run=min_run, offset=offset or 0, length=length)
-    return CoverageReport("coverage", result, exitcodes.SAME if result.fully_written else exitcodes.DIFFERENT,
-                          rows_key="untouched_ranges", dumps=(dump,))
+    return CoverageReport("coverage", result, rows_key="untouched_ranges", dumps=(dump,),
+                          verdict=Verdict.OK if result.fully_written else Verdict.UNTOUCHED)
 
 
 def _hex_bytes(text: str) -> bytes:

@@ -67,7 +67,8 @@ def diagnose(a, b, *, previous=None, model=None, tensor=None, record=None, offse
                             model=os.fspath(model) if model is not None else None, sentinels=sentinels,
                             tolerance=_lsb(tolerance, atol), min_run=min_run, max_shift=max_shift, window=window,
                             progress=progress)
-    return DiagnoseReport("diagnose", result, result.exit_code, rows_key="findings", dumps=(dump_a, dump_b, earlier))
+    return DiagnoseReport("diagnose", result, rows_key="findings", dumps=(dump_a, dump_b, earlier),
+                          verdict=result.verdict)
 
 
 class SimulateReport(Report):

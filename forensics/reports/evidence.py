@@ -65,7 +65,7 @@ def verify(log, *files, buffer=None, pattern: str | None = None, page: int = 409
 
     result = verify_log(os.fspath(log), [os.fspath(f) for f in files], buffers=dict(buffer or ()), page_size=page,
                         pattern=pattern, **_slice(offset, length, gap_fill)[0])
-    return VerifyReport("verify", result, result.exit_code, rows_key="checks")
+    return VerifyReport("verify", result, rows_key="checks", verdict=result.verdict)
 
 
 # (question, expected exit code, command, positional arguments, options), in the README story's order.

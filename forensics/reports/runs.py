@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from forensics import exitcodes
 from forensics.errors import InputError
 from forensics.reports.base import Report, _slice
+from forensics.verdict import Verdict
 
 
 class CaptureReport(Report):
@@ -112,7 +113,7 @@ class CompareReport(Report):
     html: str | None = None                # the --html page written
 
     def to_dict(self) -> dict:
-        doc = self.result.to_dict()
+        doc = self._sources(self.result.to_dict())
         if self.html:
             doc["html"] = self.html
         return doc
@@ -168,7 +169,7 @@ def _batch_html(html, batch, result, geometry, limit: int = 100) -> None:
     reports = {}
     batch = os.fspath(batch).removeprefix("file://")
     folder = os.path.splitext(html)[0] + "_pairs"
-    for row in [r for r in result.rows if r["verdict"] == "DIFFER"][:limit]:
+    for row in [r for r in result.rows if r["verdict"] == Verdict.DIFFER][:limit]:
         try:  # the pair is read again where it is (a URL's runs in place, through its filesystem)
             runs = find_runs(join(batch, row["pair"]) if is_url(batch) else os.path.join(batch, row["pair"]))
             pair = compare_runs(runs[0], runs[1], geometry=geometry)
@@ -238,7 +239,7 @@ def compare(*runs, html=None, previous=None, model=None, deps=None, limit: int =
                              f"summary is in {output}", batch)
         if html:
             _batch_html(html, batch, result, geometry)
-        return BatchReport("compare", result, result.exit_code, rows_key="rows",
+        return BatchReport("compare", result, rows_key="rows", verdict=result.verdict,
                            html=os.fspath(html) if html else None)
     if scheduler != "local":
         raise InputError("{scheduler} is for {batch:DIR}; one pair is compared here", params=True)
@@ -270,5 +271,5 @@ def compare(*runs, html=None, previous=None, model=None, deps=None, limit: int =
         from forensics.render.junit import junit_xml
 
         write_text_atomic(junit, junit_xml(result))
-    return CompareReport("compare", result, exitcodes.SAME if result.passed else exitcodes.DIFFERENT,
+    return CompareReport("compare", result, verdict=result.verdict,
                          warnings=tuple(result.warnings), rows_key="stages", html=os.fspath(html) if html else None)

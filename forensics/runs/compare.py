@@ -25,6 +25,7 @@ from forensics.runs import remote
 from forensics.runs.run import MANIFEST, STAGES, BufferCheck, BufferEntry, Run, load_run, verify_run
 from forensics.stats import locator
 from forensics.tolerance import DIFFER, MATCH, WITHIN, TolerancePolicy
+from forensics.verdict import Verdict
 
 IOU_MATCH = 0.5
 DIFF_LIMIT = 8
@@ -65,7 +66,7 @@ class StageRow:
 
     @property
     def compared(self) -> bool:
-        return self.status in (MATCH, WITHIN, DIFFER, "MISSING")
+        return self.status in (MATCH, WITHIN, DIFFER, Verdict.MISSING)
 
     @property
     def match(self) -> bool | None:
@@ -507,7 +508,7 @@ def recorded_labels(run: Run) -> tuple[str, ...] | None:
 
 
 def _with_detections(row: StageRow, det: DetectionsComparison) -> StageRow:
-    if row.tensor and row.status == "DIFFER":
+    if row.tensor and row.status == Verdict.DIFFER:
         from dataclasses import replace
 
         return replace(row, summary=f"{row.summary}; {_detections_summary(det)}")
@@ -546,19 +547,19 @@ def _compare_pair(run_a, run_b, ca: BufferCheck, cb: BufferCheck, previous, geom
     changed = tuple(name for name, c in (("A", ca), ("B", cb)) if c.status == "changed")
     if ca.status == "missing" or cb.status == "missing":
         which = " and ".join(n for n, c in (("A", ca), ("B", cb)) if c.status == "missing")
-        return StageRow(entry.stage, entry.tensor, "MISSING", ca.size, cb.size, ca.crc32, cb.crc32,
+        return StageRow(entry.stage, entry.tensor, Verdict.MISSING, ca.size, cb.size, ca.crc32, cb.crc32,
                         f"file missing in {which}: not compared", changed)
     size_a, size_b = ca.size, cb.size
     if size_a == size_b and ca.crc32 == cb.crc32:
         layout, unit = buffer_layout(entry, size_a)
         count = size_a // layout.record_size
         what = f"{count:,} {unit}" if unit != "bytes" else f"{size_a:,} bytes"
-        return StageRow(entry.stage, entry.tensor, "MATCH", size_a, size_b, ca.crc32, cb.crc32,
+        return StageRow(entry.stage, entry.tensor, Verdict.MATCH, size_a, size_b, ca.crc32, cb.crc32,
                         f"identical ({what})", changed, unit)
     dump_a, dump_b = run_a.open_buffer(entry), run_b.open_buffer(cb.entry)
     layout, unit = buffer_layout(entry, min(size_a, size_b))
     if min(size_a, size_b) == 0:
-        return StageRow(entry.stage, entry.tensor, "DIFFER", size_a, size_b, ca.crc32, cb.crc32,
+        return StageRow(entry.stage, entry.tensor, Verdict.DIFFER, size_a, size_b, ca.crc32, cb.crc32,
                         f"sizes differ: {size_a:,} vs {size_b:,} bytes (one is empty)", changed, unit)
     dtype, scale, zero_point = element_type(entry, layout)
     if dtype is None:
