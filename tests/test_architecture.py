@@ -19,7 +19,7 @@ PACKAGE = REPO / "forensics"
 LAYERS = (
     ("core", ("__init__.py", "exitcodes.py", "verdict.py", "errors.py", "parallel.py")),
     ("foundation", ("jsonio.py", "dump.py", "textdump.py", "layout.py", "outputs.py", "labels.py", "runtime.py",
-                    "stats.py", "tolerance.py")),
+                    "stats.py", "tolerance.py", "options.py")),
     ("streaming", ("crc.py", "blocks.py")),
     ("analyses", ("diff.py", "anchors.py", "coverage.py", "hexdump.py", "heat.py", "fingerprint.py")),
     ("model", ("tflite/",)),

@@ -87,16 +87,30 @@ def _limit(limit, show_all: bool):
 
 
 def _slice(offset=None, length=None, gap_fill=None, *, layout: bool = False) -> tuple[dict, int | None]:
-    """(open_dump keywords, layout offset). offset/length cut a slice of every dump (e.g. the tensor in a
-    page-rounded DMA allocation); gap_fill fills holes in text dumps. For the record commands (`layout`),
-    offset alone stays the layout offset (where records start); with length it cuts the slice."""
-    options: dict = {}
-    if gap_fill is not None:
-        options["gap_fill"] = gap_fill
-    if layout and length is None:
-        return options, offset
-    if offset:
-        options["offset"] = offset
-    if length is not None:
-        options["length"] = length
-    return options, None
+    """(open_dump keywords, layout offset): forensics.options.Slice. offset/length cut a slice of every dump
+    (e.g. the tensor in a page-rounded DMA allocation); gap_fill fills holes in text dumps. For the record
+    commands (`layout`), offset alone stays the layout offset (where records start); with length it cuts the
+    slice."""
+    from forensics.options import Slice
+
+    where = Slice.parse(offset=offset, length=length, gap_fill=gap_fill)
+    return where.split() if layout else (where.dump_options(), None)
+
+
+def spellings(*own: str):
+    """A report function whose keywords also take the command line's spellings (`pad="2,3"`, `limit="0x10"`):
+    each keyword forensics.options.GRAMMARS knows is parsed (or refused with one InputError naming it) before
+    the function runs; `own` names keywords the function parses itself (compare's per-tensor tolerance)."""
+    import functools
+
+    def wrap(function):
+        @functools.wraps(function)
+        def report(*args, **kwargs):
+            from forensics.options import parsed
+
+            mine = {k: kwargs.pop(k) for k in own if k in kwargs}
+            return function(*args, **parsed(**kwargs), **mine)
+
+        return report
+
+    return wrap

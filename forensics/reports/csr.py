@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from forensics.errors import InputError
-from forensics.reports.base import Report
+from forensics.reports.base import Report, spellings
 from forensics.verdict import Verdict
 
 
@@ -27,6 +27,7 @@ class RegisterReport(Report):
         return render_lookup(self.result)
 
 
+@spellings()
 def csr(a=None, b=None, *, reads: bool = False, mask=None, snapshot: bool = False, limit: int = 200,
         all: bool = False, name=None, find=None,  # noqa: A002
         line_pattern: str | None = None) -> CsrReport | RegisterReport:

@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass
 
 from forensics.errors import InputError
-from forensics.reports.base import Report, _slice
+from forensics.reports.base import Report, _slice, spellings
 from forensics.verdict import Verdict
 
 
@@ -92,6 +92,7 @@ def _classes(a, b, *, model, top_k: int, labels, dump_options=None) -> ClassesRe
     return ClassesReport("decode", result, names=(os.fspath(a), os.fspath(b)), verdict=result.verdict)
 
 
+@spellings()
 def decode(boxes, scores, *, model=None, deps=None, layout: str = "auto", dequantize: str = "reference",
            labels=None, image=None, image_size=None, input_size=None, draw=None, overlay=None,
            overlay_boxes=None, overlay_scores=None, names=None, score_threshold: float | None = None,
@@ -159,6 +160,7 @@ class TailReport(Report):
         return render_tail(self.result)
 
 
+@spellings()
 def tail(model, *, output) -> TailReport:
     """`forensics tail MODEL -o TAIL.tflite`: the model without its edgetpu-custom-op, for LiteRT."""
     from forensics.tflite.tail import write_tail
@@ -173,6 +175,7 @@ class AnchorsGenReport(Report):
         return render_anchors_gen(self.result, show=len(self.result.anchors))
 
 
+@spellings()
 def anchors_gen(*, input_size=None, feature_maps=None, min_scale: float = 0.2, max_scale: float = 0.95,
                 aspect_ratios=(1.0, 2.0, 0.5, 3.0, 0.3333), interpolated_scale_aspect_ratio: float = 1.0,
                 no_reduce_lowest: bool = False, output=None, check_model=None, check_deps=None, show: int = 5,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 
 from forensics.errors import InputError
-from forensics.reports.base import Report, _slice
-from forensics.reports.buffers import _hex_bytes
+from forensics.reports.base import Report, _slice, spellings
+from forensics.options import checked, each, hex_bytes
 
 
 class DiagnoseReport(Report):
@@ -47,6 +47,7 @@ def _lsb(tolerance, atol):
     return int(number)
 
 
+@spellings("sentinel")
 def diagnose(a, b, *, previous=None, model=None, tensor=None, record=None, offset=None, fields=None, pad=None,
              scale=None, zero_point=None, sentinel=None, min_run: int = 16, window: int = 256,
              max_shift: int | None = None, length: int | None = None, gap_fill: int | None = None,
@@ -61,7 +62,7 @@ def diagnose(a, b, *, previous=None, model=None, tensor=None, record=None, offse
     earlier = open_dump(previous, **options) if previous else None
     context = _diagnose_context(dump_a, dump_b, model=model, tensor=tensor, record_size=record, offset=offset,
                                 fields=fields, pad_lanes=pad, scale=scale, zero_point=zero_point)
-    patterns = [_hex_bytes(p) if isinstance(p, str) else p for p in (sentinel or ())]
+    patterns = checked("sentinel", each(hex_bytes), sentinel) or []
     sentinels = [(f"0x{p.hex().upper()}", p) for p in patterns]
     result = diagnose_dumps(dump_a, dump_b, layout=context.layout, previous=earlier, model_view=context.view,
                             model=os.fspath(model) if model is not None else None, sentinels=sentinels,
@@ -83,6 +84,7 @@ class SimulateReport(Report):
         return render_simulated(self.result)
 
 
+@spellings()
 def simulate(a=None, *, bug: str, output=None, previous=None) -> SimulateReport:
     """`forensics simulate A --bug KIND[:PARAMS] -o B`: what A becomes under the bug, written atomically;
     `bug="list"` lists the kinds."""

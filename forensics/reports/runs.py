@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from forensics import exitcodes
 from forensics.errors import InputError
-from forensics.reports.base import Report, _slice
+from forensics.reports.base import Report, _slice, spellings
 from forensics.verdict import Verdict
 
 
@@ -25,6 +25,7 @@ class CaptureManyReport(Report):
         return render_capture_many(self.result)
 
 
+@spellings()
 def capture(*, model, output, source: str = "litert", image=None, input=None,  # noqa: A002
             resampling: str = "lanczos", tail_only: bool = False, delegate=None,
             replace: bool = False, images=None, progress=None) -> CaptureReport | CaptureManyReport:
@@ -68,6 +69,7 @@ class ArraysIngestReport(Report):
                 render_buffers(self.result.run)]
 
 
+@spellings()
 def ingest(run, buffers, *, source: str | None = None, model=None, from_format: str | None = None,
            offset: int | None = None, length: int | None = None,
            gap_fill: int | None = None) -> IngestReport | ArraysIngestReport:
@@ -101,6 +103,7 @@ class ExportReport(Report):
         return [Text(f"wrote {r.output} ({r.format}: {len(r.arrays)} arrays: {', '.join(n for n, _, _ in r.arrays)})")]
 
 
+@spellings()
 def export(run, *, format: str, output) -> ExportReport:  # noqa: A002
     """`forensics export RUN --format npz|polygraphy -o FILE`: the run's buffers as typed arrays."""
     from forensics.runs.interop import export_run
@@ -184,23 +187,18 @@ def _batch_html(html, batch, result, geometry, limit: int = 100) -> None:
 
 def _policy(tolerance, atol, rtol, check):
     """The tolerance policy from compare's parameters: `tolerance` K, or (TENSOR, SPEC) pairs, or a list of both."""
+    from forensics.options import checked, each, tolerance_item
     from forensics.tolerance import make_policy
 
-    if tolerance is None or isinstance(tolerance, (int, str, tuple)):
-        tolerance = [] if tolerance is None else [tolerance]
-    ks, per_tensor = [], []
-    for item in tolerance:
-        if isinstance(item, tuple):
-            per_tensor.append(item)
-        elif isinstance(item, str) and "=" in item:
-            per_tensor.append(tuple(item.split("=", 1)))
-        else:
-            ks.append(int(item))
+    items = checked("tolerance", each(tolerance_item), [tolerance] if isinstance(tolerance, int) else tolerance)
+    ks = [item for item in items or () if isinstance(item, int)]
+    per_tensor = [item for item in items or () if isinstance(item, tuple)]
     if len(ks) > 1:
         raise InputError("{tolerance} K is given more than once", params=True)
     return make_policy(tolerance=ks[0] if ks else None, atol=atol, rtol=rtol, check=check, per_tensor=per_tensor)
 
 
+@spellings("tolerance")
 def compare(*runs, html=None, previous=None, model=None, deps=None, limit: int = 8, batch=None, output=None,
             workers: int | None = None, tolerance=None, atol=None, rtol=None, check=None, labels=None,
             junit=None, progress=None, scheduler: str = "local") -> CompareReport | BatchReport:
