@@ -28,15 +28,21 @@ _HEX_DIGITS = frozenset("0123456789abcdef")
 # --- the grammar: each takes the typed value or the CLI's text, and raises ValueError saying the form ----------
 
 def integer(value) -> int:
-    """Decimal, 0x-hex, 0o/0b, and underscores: `4096`, `0x1000`, `8_136` (or an int)."""
+    """The one number grammar of flags, report keywords and register traces: decimal (leading zeros read as
+    decimal: `007` is 7, as a log prints it), 0x-hex, 0o / 0b, underscores between digits: `4096`, `0x1000`,
+    `8_136` (or an int)."""
     if isinstance(value, bool) or not isinstance(value, (int, str)):
         raise ValueError(f"not an integer: {value!r}")
     if isinstance(value, int):
         return value
+    text = value.strip().replace("_", "")
     try:
-        return int(value.replace("_", ""), 0)
+        return int(text, 0)
     except ValueError:
-        raise ValueError(f"not an integer: {value!r}") from None
+        pass
+    if re.fullmatch(r"[+-]?\d+", text, re.ASCII):  # `007`: int(text, 0) refuses leading zeros, base 10 does not
+        return int(text, 10)
+    raise ValueError(f"not an integer: {value!r}")
 
 
 def non_negative(value) -> int:

@@ -195,3 +195,17 @@ def test_library_and_cli_share_one_hex_grammar():
     for text in ("cc", "0xCC", "de ad be ef", "DE_AD"):
         assert hex_pattern(text) == options.hex_bytes(text) == bytes.fromhex(options.hex_digits(text).zfill(2))
     assert crc_value("0x0BC3F483") == options.crc32("0bc3f483") == 0x0BC3F483
+
+
+def test_one_number_grammar_for_flags_keywords_and_register_traces():
+    # The flag type, the library and the CSR trace parser read numbers alike; each spelling checked by int().
+    from forensics.cli.args import parse_int
+    from forensics.csr.parse import _number
+
+    for text, value in (("4096", 4096), ("0x1000", 0x1000), ("0X1f", 31), ("007", 7), ("8_136", 8136),
+                        ("0b101", 5), ("0o17", 15)):
+        assert parse_int(text) == options.integer(text) == value
+        assert _number(text.replace("_", ""), "value") == value
+    for bad in ("", "0x", "1.5", "twelve", "0xg1"):
+        with pytest.raises(ValueError):
+            options.integer(bad)
