@@ -13,6 +13,9 @@ from forensics.errors import InputError
 
 DEFAULT_RECORD_SIZE = 4
 MAX_RECORD_SIZE = 1 << 24  # 16 MiB per record: bounds what a hostile --record or sidecar can make us allocate
+# Anchors an anchors.bin or a generator configuration may hold: far beyond any SSD (1,917 / 2,034 / 51,150
+# anchors), and 64 MiB as float32 [N, 4], which bounds memory.
+MAX_ANCHORS = 1 << 22
 
 
 @dataclass(frozen=True)
