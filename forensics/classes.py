@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from forensics.errors import InputError
+from forensics.layout import dequantize
 from forensics.stats import element_dtype
 from forensics.tflite.tensors import is_class_vector_shape
 from forensics.verdict import Verdict
@@ -55,7 +56,7 @@ def read_scores(data, vector: ClassVector, path: str | None = None) -> np.ndarra
                          f"bytes (up to {MAX_PADDING} more for the accelerator's lane padding)", path)
     values = raw[:need].view(dtype).astype(np.float64)
     if vector.scale is not None and dtype.kind in "iu":
-        values = (values - vector.zero_point) * vector.scale
+        values = dequantize(values, vector.scale, vector.zero_point)
     return values
 
 
