@@ -161,7 +161,7 @@ def diff(a, b, *, record=None, offset=None, count=None, fields=None, pad=None, s
         check_writable(plot)
     result = diff_dumps(dump_a, dump_b, context.layout, tolerance=tolerances.tolerance or 0,
                         limit=_limit(limit, all), policy=policy, locate=locator_for(context, dump_a, element, labels),
-                        progress=progress, stats=not no_stats, dtype=element)
+                        progress=progress, stats=not no_stats, dtype=element, sample=bool(plot))
     result = remap_indices(result, context, "records")
     heat = None
     title = "differences A vs B"
@@ -171,20 +171,21 @@ def diff(a, b, *, record=None, offset=None, count=None, fields=None, pad=None, s
         heat = diff_heat(records_by_anchor(dump_a, context), records_by_anchor(dump_b, context), context.layout,
                          lane=lane, tolerance=tolerances.tolerance or 0)
     drawn = _draw_heatmap(context, heat, title, heatmap)
-    plotted = _draw_error_plot(plot, dump_a, dump_b, context, result, element, title=f"{a} vs {b}")
+    plotted = _draw_error_plot(plot, dump_a, context, result, element, title=f"{a} vs {b}")
     return RecordsReport("diff", result, rows_key="records", verdict=result.verdict, context=context, heat=heat,
                          heatmap=drawn, grid=grid, title=title, plot=plotted, dumps=(dump_a, dump_b))
 
 
-def _draw_error_plot(plot, dump_a, dump_b, context, result, element, *, title: str) -> dict | None:
-    """Write diff's error picture (when a path is given) and say what was drawn, for the `plot` JSON key."""
+def _draw_error_plot(plot, dump_a, context, result, element, *, title: str) -> dict | None:
+    """Write diff's error picture (when a path is given) from what its statistics pass collected, and say what
+    was drawn, for the `plot` JSON key."""
     if not plot:
         return None
-    from forensics.render.errorplot import error_plot_for_dumps
+    from forensics.render.errorplot import error_plot
 
     geometry = context.geometry if context.record_order is None else None  # the map needs anchor order
-    picture = error_plot_for_dumps(dump_a, dump_b, context.layout, result.stats, geometry=geometry,
-                                   dtype=element, shape=dump_a.npy_shape, title=title)
+    picture = error_plot(result.stats, context.layout, geometry=geometry, dtype=element, shape=dump_a.npy_shape,
+                         title=title)
     picture.save(plot)
     return {"path": os.fspath(plot), **picture.to_dict()}
 

@@ -541,6 +541,16 @@ def _locate(entry: BufferEntry, layout: RecordLayout, unit: str, itemsize: int):
     return where
 
 
+def _picture_cells(entry: BufferEntry, layout: RecordLayout, unit: str, itemsize: int, size: int):
+    """diff_dumps' `sample` for the error picture of a differing buffer: one map cell per (y, x) of a tensor
+    that fills the buffer (its last dimension's elements), else per record."""
+    shape = entry.shape
+    if unit != "anchors" and shape and len(shape) >= 3 and not layout.pad_lanes and \
+            int(np.prod(shape)) * itemsize == size:
+        return int(shape[-1])
+    return True
+
+
 def _compare_pair(run_a, run_b, ca: BufferCheck, cb: BufferCheck, previous, geometry, diagnose, limit,
                   tol=None) -> StageRow:
     entry = ca.entry
@@ -567,7 +577,8 @@ def _compare_pair(run_a, run_b, ca: BufferCheck, cb: BufferCheck, previous, geom
     else:
         itemsize = np.dtype(dtype).itemsize
         diff = diff_dumps(dump_a, dump_b, layout, limit=limit, policy=tol, dtype=dtype, scale=scale,
-                          zero_point=zero_point, locate=_locate(entry, layout, unit, itemsize))
+                          zero_point=zero_point, locate=_locate(entry, layout, unit, itemsize),
+                          sample=_picture_cells(entry, layout, unit, itemsize, min(size_a, size_b)))
     findings = ()
     if diagnose:
         findings = _diagnose(dump_a, dump_b, layout, previous, entry)
