@@ -198,13 +198,6 @@ def number(value) -> float:
     return out
 
 
-def positive_number(value) -> float:
-    out = number(value)
-    if out <= 0:
-        raise ValueError(f"must be a positive number, got {value!r}")
-    return out
-
-
 def size(value) -> tuple[int, int]:
     """`640x480` (or a (width, height) pair) -> (640, 480)."""
     form = f"expected WIDTHxHEIGHT like 640x480, got {value!r}"

@@ -10,7 +10,6 @@ The alignment itself (Myers' diff over integer keys, with its fallbacks) is fore
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, partial
 from itertools import compress, count, repeat
