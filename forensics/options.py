@@ -185,6 +185,8 @@ def number(value) -> float:
     """A finite number: `0.5`, `1/3` (or a float / int)."""
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise ValueError(f"not a number: {value!r}")
+    if isinstance(value, str) and value.strip().lower().lstrip("+-") in ("nan", "inf", "infinity"):
+        raise ValueError(f"must be a finite number, got {value!r}")
     try:
         if isinstance(value, str) and "/" in value:
             num, den = value.split("/", 1)

@@ -22,10 +22,10 @@ class Verdict(StrEnum):
     DIFFER = "DIFFER"
     MISMATCH = "MISMATCH"        # decode --replay: the official kernel's detections are not ours
     TRUNCATED = "TRUNCATED"      # one side is cut short (a logged line, a head-only paste)
-    # one buffer (anchors, coverage, crc of one file): fine, or worth a look, or never written
+    # one buffer (anchors, coverage, crc of one file): fine, shown without judging, or look here
     OK = "OK"
-    WARNING = "WARNING"          # said, but not a failure: anchors' tied mode or departures
-    UNTOUCHED = "UNTOUCHED"      # coverage: ranges still hold the sentinel
+    NONUNIFORM = "NONUNIFORM"    # anchors: records depart from the dominant one (listed, not judged: exit 0)
+    WARNING = "WARNING"          # coverage: ranges still hold the sentinel; renderers' note lines ("look here")
     FOUND = "FOUND"              # csr --name: registers matched the name
     NOT_FOUND = "NOT FOUND"
     # diagnose
@@ -63,7 +63,7 @@ class Verdict(StrEnum):
 _EXIT_CODES = {
     Verdict.MATCH: exitcodes.SAME, Verdict.WITHIN: exitcodes.SAME, Verdict.DIFFER: exitcodes.DIFFERENT,
     Verdict.MISMATCH: exitcodes.DIFFERENT, Verdict.TRUNCATED: exitcodes.DIFFERENT,
-    Verdict.OK: exitcodes.SAME, Verdict.WARNING: exitcodes.SAME, Verdict.UNTOUCHED: exitcodes.DIFFERENT,
+    Verdict.OK: exitcodes.SAME, Verdict.NONUNIFORM: exitcodes.SAME, Verdict.WARNING: exitcodes.DIFFERENT,
     Verdict.FOUND: exitcodes.SAME, Verdict.NOT_FOUND: exitcodes.DIFFERENT,
     Verdict.IDENTICAL: exitcodes.SAME, Verdict.EXPLAINED: exitcodes.DIFFERENT,
     Verdict.PARTLY_EXPLAINED: exitcodes.DIFFERENT, Verdict.UNEXPLAINED: exitcodes.DIFFERENT,

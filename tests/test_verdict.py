@@ -53,9 +53,9 @@ def test_every_verdict_has_one_exit_code():
     codes = {exitcodes.SAME, exitcodes.DIFFERENT, exitcodes.ERROR}
     assert all(v.exit_code in codes for v in Verdict)
     # cmp/diff's convention: the words of "the same" exit 0, the words of "different" exit 1.
-    assert {v for v in Verdict if v.exit_code == 0} == {Verdict.MATCH, Verdict.WITHIN, Verdict.OK, Verdict.WARNING,
-                                                        Verdict.FOUND, Verdict.IDENTICAL, Verdict.PASSED,
-                                                        Verdict.LINKED}
+    assert {v for v in Verdict if v.exit_code == 0} == {Verdict.MATCH, Verdict.WITHIN, Verdict.OK,
+                                                        Verdict.NONUNIFORM, Verdict.FOUND, Verdict.IDENTICAL,
+                                                        Verdict.PASSED, Verdict.LINKED}
     assert Verdict.ERROR.exit_code == exitcodes.ERROR
     # Today's JSON words are kept: a document compared with a plain string reads as before.
     assert Verdict.WITHIN == "WITHIN TOLERANCE" and json.dumps({"v": Verdict.WITHIN}) == '{"v": "WITHIN TOLERANCE"}'

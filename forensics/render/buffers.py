@@ -413,7 +413,7 @@ def render_coverage(result, limit: int = 20) -> list:
     pct = 100.0 * result.written_fraction
     summary = (f"{pct:.2f}% of {result.length:,} bytes written; {result.untouched_bytes:,} bytes untouched in "
                f"{result.ranges_total:,} range(s) (sentinel {result.sentinel.hex()}, runs of >= {result.min_run} bytes)")
-    out = [verdict(Verdict.OK if result.fully_written else Verdict.UNTOUCHED, summary)]
+    out = [verdict(Verdict.OK if result.fully_written else Verdict.WARNING, summary)]
     if result.untouched_ranges:
         out.append(Text("untouched ranges [start, end):"))
         table = _table(("start", "right"), ("end", "right"), ("bytes", "right"))

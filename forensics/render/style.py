@@ -14,7 +14,7 @@ from forensics.verdict import Verdict
 # A verdict that exits 0 is green and one that exits 1 red, unless it is listed here; a stage's status that is
 # no verdict (CHANGED after capture, a buffer in one run only) is styled by name.
 _STYLES = {Verdict.WARNING: "bold yellow", Verdict.MISSING: "bold yellow", Verdict.ERROR: "bold yellow",
-           Verdict.FOUND: "bold red", Verdict.NOT_FOUND: "bold yellow", Verdict.UNTOUCHED: "bold yellow",
+           Verdict.FOUND: "bold red", Verdict.NOT_FOUND: "bold yellow", Verdict.NONUNIFORM: "bold yellow",
            "CHANGED": "bold yellow", "ONLY_A": "dim", "ONLY_B": "dim"}
 VERDICT_STYLES = {**{v: "bold green" if v.passed else "bold red" for v in Verdict}, **_STYLES}
 

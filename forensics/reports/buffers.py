@@ -225,11 +225,9 @@ def anchors(file, *, record=None, offset=None, count=None, fields=None, pad=None
 
 
 def anchors_verdict(result) -> Verdict:
-    """OK when every record is the dominant one (or a single record); WARNING (still exit 0) when records depart
-    from it, the mode is tied, or the head window looks uniform while later records are not."""
-    if result.tied or result.head_window_trap:
-        return Verdict.WARNING
-    return Verdict.OK if result.records <= 1 or result.uniform else Verdict.WARNING
+    """OK when every record is the dominant one (or there is a single record); NONUNIFORM (exit 0: listed, not
+    judged) when records depart from it."""
+    return Verdict.OK if result.records <= 1 or result.uniform else Verdict.NONUNIFORM
 
 
 class CoverageReport(Report):
@@ -249,7 +247,7 @@ def coverage(file, *, sentinel, min_run: int = 8, offset: int | None = None,
     dump = open_dump(file, **_slice(gap_fill=gap_fill)[0])  # offset/length: the region coverage looks at
     result = analyse_coverage(dump, sentinel, min_run=min_run, offset=offset or 0, length=length)
     return CoverageReport("coverage", result, rows_key="untouched_ranges", dumps=(dump,),
-                          verdict=Verdict.OK if result.fully_written else Verdict.UNTOUCHED)
+                          verdict=Verdict.OK if result.fully_written else Verdict.WARNING)
 
 
 class HexdumpReport(Report):
