@@ -6,12 +6,21 @@
        #define FORENSICS_RUN_IMPLEMENTATION
        #include "forensics_run.h"
 
-   Everywhere else include it without the define. A kernel driver (KMDF, WDM) that only needs the
-   fingerprints defines FORENSICS_RUN_KERNEL_ONLY before including it: it then gets fr_crc32,
-   fr_xorfold64, fr_fingerprint_line and the error codes, which allocate nothing, do no file I/O and call
-   nothing from the C runtime (only <stddef.h> and <stdint.h> are included).
+   Everywhere else include it without the define.
 
-   The run format is documented in the forensics README ("The run format (version 1)"): a directory with
+   Kernel part. A driver gets only the part that allocates nothing, does no I/O and calls nothing (no C
+   runtime, no compiler helper such as __udivdi3 or memset, at any optimisation level, 32 or 64 bits):
+   fr_crc32, fr_xorfold64, the streaming fingerprint fr_fp_*, fr_fingerprint_line, fr_link_u32 and the
+   error codes. It is selected by the platform:
+     - Linux kernel module (kbuild defines __KERNEL__): <linux/types.h>, no libc header;
+     - Windows kernel (_KERNEL_MODE, which the WDK's /kernel sets, or <wdm.h> / <ntddk.h> / <ntifs.h>
+       included first): no C runtime header at all, the Windows ABI's own widths;
+     - anywhere else, define FORENSICS_RUN_KERNEL_ONLY for the same part on <stddef.h> and <stdint.h>.
+   The kernel part runs at any IRQL <= DISPATCH_LEVEL on nonpaged memory (see docs/kernel.md).
+   fr_u8, fr_u32, fr_u64, fr_i64 and fr_size are uint8_t, uint32_t, uint64_t, int64_t and size_t (the same
+   types, so a driver passes its own values unchanged).
+
+   The run format is documented in the forensics docs ("The run format (version 1)"): a directory with
    one file per buffer and manifest.json. fr_run_begin creates a hidden temporary directory beside the
    target, fr_run_add writes <stage>/<name>.bin there, fr_run_commit writes manifest.json last and renames
    the directory into place in one step, so a crash never leaves a directory that looks like a complete run.
@@ -25,8 +34,42 @@
 #ifndef FORENSICS_RUN_H
 #define FORENSICS_RUN_H
 
+#if defined(__linux__) && defined(__KERNEL__)
+#define FR__KERNEL_LINUX 1
+#include <linux/types.h>  /* kbuild provides no <stddef.h> / <stdint.h>; this has size_t and uint32_t */
+typedef uint8_t fr_u8;
+typedef uint32_t fr_u32;
+typedef uint64_t fr_u64;
+typedef int64_t fr_i64;
+typedef size_t fr_size;
+#elif defined(_KERNEL_MODE) || defined(_WDMDDK_) || defined(_NTDDK_) || defined(_NTIFS_)
+#define FR__KERNEL_WDK 1
+/* Windows is LLP64 on every architecture: int is 32 bits, long long 64, size_t as wide as a pointer.
+   These are the types of UINT8, UINT32, UINT64 and size_t, so they agree with any header included later. */
+typedef unsigned char fr_u8;
+typedef unsigned int fr_u32;
+typedef unsigned long long fr_u64;
+typedef long long fr_i64;
+#if defined(__SIZE_TYPE__)
+typedef __SIZE_TYPE__ fr_size;  /* gcc and clang (mingw-w64) name size_t's type */
+#elif defined(_WIN64)
+typedef unsigned long long fr_size;
+#else
+typedef unsigned int fr_size;
+#endif
+#else
 #include <stddef.h>
 #include <stdint.h>
+typedef uint8_t fr_u8;
+typedef uint32_t fr_u32;
+typedef uint64_t fr_u64;
+typedef int64_t fr_i64;
+typedef size_t fr_size;
+#endif
+
+#if (defined(FR__KERNEL_LINUX) || defined(FR__KERNEL_WDK)) && !defined(FORENSICS_RUN_KERNEL_ONLY)
+#define FORENSICS_RUN_KERNEL_ONLY  /* a kernel has no files to write runs to */
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -44,21 +87,54 @@ extern "C" {
 #define FR_E_NOMEM      -8  /* out of memory */
 #define FR_E_IO         -9  /* the file system refused (mkdir, write, rename): errno / GetLastError says why */
 #define FR_E_FAILED    -10  /* an earlier fr_run_add failed writing; the run cannot be committed */
-#define FR_E_BUFFER    -11  /* fr_fingerprint_line: the output buffer is too small */
-#define FR_E_TAG       -12  /* fr_fingerprint_line: tag empty, longer than 256, or not [A-Za-z0-9_.:-] */
+#define FR_E_BUFFER    -11  /* fingerprint: the output buffer is too small */
+#define FR_E_TAG       -12  /* fingerprint: tag empty, longer than FR_TAG_MAX, or not [A-Za-z0-9_.:-] */
+#define FR_E_DTYPE     -13  /* meta: dtype is not one of the run reader's names (uint8, float32, ...) */
+#define FR_E_SIZE      -14  /* fr_fp: more bytes than total_size fed, or fewer when the line is asked for */
+#define FR_E_RANGE     -15  /* fr_link_u32: offset_bit + 32 is past the end of the bitstream */
 
-/* Bytes fr_fingerprint_line needs at most for a tag of tag_len characters, terminating NUL included. */
-#define FR_FINGERPRINT_SIZE(tag_len) ((size_t)(tag_len) + 289u)
+/* The longest fingerprint line, NUL excluded: with the "\n" a driver adds it is 512 bytes, what one
+   DbgPrint call transmits. Tags are at most FR_TAG_MAX characters, so every line fits. */
+#define FR_FP_LINE_MAX  511
+#define FR_TAG_MAX      238
+/* Bytes a fingerprint line needs at most for a tag of tag_len characters, terminating NUL included. */
+#define FR_FINGERPRINT_SIZE(tag_len) ((fr_size)(tag_len) + 274u)
 
 /* zlib's CRC32 (IEEE 802.3, reflected 0xEDB88320): crc = 0 to start, feed the previous value to continue. */
-uint32_t fr_crc32(uint32_t crc, const void *data, size_t size);
+fr_u32 fr_crc32(fr_u32 crc, const void *data, fr_size size);
 /* XOR of the buffer's little-endian 64-bit words, the trailing partial word zero-extended (any host order). */
-uint64_t fr_xorfold64(const void *data, size_t size);
-/* One line, NUL-terminated, no newline:
+fr_u64 fr_xorfold64(const void *data, fr_size size);
+
+/* Streaming fingerprint: the same line as fr_fingerprint_line, fed in chunks (any sizes, in order: a page
+   range at a time), one pass over the data, no allocation. The struct is complete so it can live on a
+   driver's stack (about 100 bytes); its fields are private. */
+typedef struct fr_fp {
+    fr_u64 total, seen;     /* the size announced to fr_fp_begin, the bytes fed so far */
+    fr_u64 at[3];           /* where HEAD, MID and TAIL start */
+    fr_u32 crc;             /* the CRC register (inverted, as the table loop keeps it) */
+    fr_u32 fold[2];         /* XOR of bytes 0-3 and of bytes 4-7 of every 8-byte word */
+    fr_u32 peek[3][4];      /* the 16 bytes at each of HEAD, MID, TAIL, little-endian words */
+    fr_u32 magic;           /* set by fr_fp_begin: updates on an unbegun fr_fp are refused */
+} fr_fp;
+void fr_fp_begin(fr_fp *fp, fr_u64 total_size);
+/* FR_OK; FR_E_NULL; FR_E_SIZE when the chunk would pass total_size (nothing of it is taken). */
+int  fr_fp_update(fr_fp *fp, const void *data, fr_size size);
+/* The line into buf as fr_fingerprint_line writes it; its length, or FR_E_NULL, FR_E_TAG, FR_E_BUFFER,
+   FR_E_SIZE (not all total_size bytes fed). fp may be finalised again (another tag, another buffer). */
+int  fr_fp_final(const fr_fp *fp, char *buf, fr_size bufsize, const char *tag);
+
+/* One line, NUL-terminated, no newline, at most FR_FP_LINE_MAX characters:
      [FP] <tag> size=<n> crc32=0x<8 hex> xor64=0x<16 hex> head@0x0=<bytes> mid@0x<off>=<bytes> tail@0x<off>=<bytes>
    <bytes>: up to 16 bytes as lowercase hex pairs separated by one space; offsets as `forensics crc` picks
-   them (mid at max(0, size/2 - 8), tail at max(0, size - 16)). Returns the length (without the NUL). */
-int fr_fingerprint_line(char *buf, size_t bufsize, const char *tag, const void *data, size_t size);
+   them (mid at max(0, size/2 - 8), tail at max(0, size - 16)). Returns the length (without the NUL).
+   One pass over data (fr_fp_begin, one fr_fp_update, fr_fp_final). */
+int fr_fingerprint_line(char *buf, fr_size bufsize, const char *tag, const void *data, fr_size size);
+
+/* Write the 32 bits of value into bitstream starting at bit offset_bit, least significant bit first: bit k
+   of value goes to bit (offset_bit + k) % 8 of byte (offset_bit + k) / 8; every other bit is kept. This is
+   how the Edge TPU's instruction bitstreams take a linked address (libedgetpu's CopyUint32, one call per
+   32-bit half). FR_OK, FR_E_NULL (bitstream NULL), FR_E_RANGE (offset_bit + 32 > size * 8, nothing written). */
+int fr_link_u32(fr_u8 *bitstream, fr_size size, fr_u64 offset_bit, fr_u32 value);
 
 #ifndef FORENSICS_RUN_KERNEL_ONLY
 
@@ -66,7 +142,7 @@ typedef struct fr_run fr_run;
 
 /* Per-buffer metadata for the manifest; pass NULL for none. Unused fields: NULL / 0. */
 typedef struct {
-    const char *dtype;      /* "uint8", "float32", ... or NULL */
+    const char *dtype;      /* one of FR_DTYPES ("uint8", "float32", ...) or NULL */
     const int64_t *shape;   /* rank dimensions, or NULL for no shape (rank must then be 0) */
     int rank;
     int has_quant;          /* nonzero: write scale (positive, finite) and zero_point */
@@ -76,13 +152,20 @@ typedef struct {
     const char *role;       /* "boxes", "scores", "classes", "num_detections" or NULL */
 } fr_meta;
 
-/* Start a run that will appear at dir (which must not exist yet; its parent must). tool may be NULL. */
+/* The dtypes fr_meta.dtype accepts, exactly the names the run reader accepts (numpy's canonical names;
+   forensics/dump.py RUN_DTYPES, compared by tests/c). "uint8_t", "UINT8", "u8" (numpy's uint64!),
+   "<f4", "bfloat16", "object" are refused with FR_E_DTYPE. */
+#define FR_DTYPES "bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", \
+                  "float16", "float32", "float64"
+
+/* Start a run that will appear at dir (which must not exist yet; its parent must). tool may be NULL.
+   source must hold something other than whitespace (the reader strips Unicode whitespace, U+3000 too). */
 int  fr_run_begin(fr_run **run, const char *dir, const char *source, const char *tool);
 /* Write one buffer; stage is one of the six stages, tensor its name. Refused input writes nothing. */
 int  fr_run_add(fr_run *run, const char *stage, const char *tensor, const void *data, size_t size,
                 const fr_meta *meta);
 /* Write manifest.json and rename the run into place. Frees run, whatever the result; on failure the
-   temporary directory is removed. */
+   temporary directory is removed, and errno / GetLastError() still say why the step failed. */
 int  fr_run_commit(fr_run *run);
 /* Give up: remove the temporary directory and free run (NULL is fine). */
 void fr_run_abort(fr_run *run);
@@ -104,12 +187,14 @@ const char *fr_strerror(int code);
 extern "C" {
 #endif
 
-/* --- kernel-safe part: no allocation, no I/O, no C runtime ------------------------------------------- */
+/* --- kernel part: no allocation, no I/O, no C runtime, no compiler helpers ---------------------------- */
+/* No 64-bit division (i686 would call __udivdi3 / _aulldiv) and no loop a compiler may turn into memset or
+   memcpy (byte copies go into words by shifts): tests/c checks `nm -u` at -O0, -Os, -O2, -O3, 32/64 bits. */
 
 /* fr__crc_table[k][n]: the CRC register after byte n followed by k zero bytes (reflected polynomial
    0xEDB88320, the IEEE 802.3 / zlib CRC). Row 0 drives the byte-at-a-time loop; all eight rows let the
    main loop fold 8 bytes per step ("slicing-by-8"). Constant data: no initialisation race in a driver. */
-static const uint32_t fr__crc_table[8][256] = {
+static const fr_u32 fr__crc_table[8][256] = {
     {
         0x00000000u, 0x77073096u, 0xee0e612cu, 0x990951bau, 0x076dc419u, 0x706af48fu,
         0xe963a535u, 0x9e6495a3u, 0x0edb8832u, 0x79dcb8a4u, 0xe0d5e91eu, 0x97d2d988u,
@@ -472,15 +557,15 @@ static const uint32_t fr__crc_table[8][256] = {
     }
 };
 
-static uint32_t fr__le32(const unsigned char *p)
+static fr_u32 fr__le32(const unsigned char *p)
 {
-    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+    return (fr_u32)p[0] | ((fr_u32)p[1] << 8) | ((fr_u32)p[2] << 16) | ((fr_u32)p[3] << 24);
 }
 
 /* a * b mod P for CRC-32 register values (reflected: bit 31 is x^0). */
-static uint32_t fr__crc_mul(uint32_t a, uint32_t b)
+static fr_u32 fr__crc_mul(fr_u32 a, fr_u32 b)
 {
-    uint32_t product = 0;
+    fr_u32 product = 0;
     int i;
     for (i = 31; i >= 0; i--) {
         if ((a >> i) & 1)
@@ -490,83 +575,179 @@ static uint32_t fr__crc_mul(uint32_t a, uint32_t b)
     return product;
 }
 
-/* x^(8n) mod P: what n zero bytes do to a CRC register (square and multiply). */
-static uint32_t fr__crc_shift(uint64_t n)
+/* fr__crc_powers[k] = x^(8 * 2^k) mod P: what 2^k zero bytes do to a CRC register (each the square of the
+   one before, starting from x^8). Constant, so joining the four lanes below costs a few multiplications. */
+static const fr_u32 fr__crc_powers[64] = {
+    0x00800000u, 0x00008000u, 0xedb88320u, 0xb1e6b092u, 0xa06a2517u, 0xed627daeu,
+    0x88d14467u, 0xd7bbfe6au, 0xec447f11u, 0x8e7ea170u, 0x6427800eu, 0x4d47bae0u,
+    0x09fe548fu, 0x83852d0fu, 0x30362f1au, 0x7b5a9cc3u, 0x31fec169u, 0x9fec022au,
+    0x6c8dedc4u, 0x15d6874du, 0x5fde7a4eu, 0xbad90e37u, 0x2e4e5eefu, 0x4eaba214u,
+    0xa8a472c0u, 0x429a969eu, 0x148d302au, 0xc40ba6d0u, 0xc4e22c3cu, 0x40000000u,
+    0x20000000u, 0x08000000u, 0x00800000u, 0x00008000u, 0xedb88320u, 0xb1e6b092u,
+    0xa06a2517u, 0xed627daeu, 0x88d14467u, 0xd7bbfe6au, 0xec447f11u, 0x8e7ea170u,
+    0x6427800eu, 0x4d47bae0u, 0x09fe548fu, 0x83852d0fu, 0x30362f1au, 0x7b5a9cc3u,
+    0x31fec169u, 0x9fec022au, 0x6c8dedc4u, 0x15d6874du, 0x5fde7a4eu, 0xbad90e37u,
+    0x2e4e5eefu, 0x4eaba214u, 0xa8a472c0u, 0x429a969eu, 0x148d302au, 0xc40ba6d0u,
+    0xc4e22c3cu, 0x40000000u, 0x20000000u, 0x08000000u
+};
+
+/* x^(8n) mod P: what n zero bytes do to a CRC register. */
+static fr_u32 fr__crc_shift(fr_size n)
 {
-    uint32_t result = 0x80000000u, power = 0x00800000u;  /* x^0, x^8 */
-    for (; n != 0; n >>= 1) {
+    fr_u32 result = 0x80000000u;  /* x^0 */
+    int k;
+    for (k = 0; n != 0; n >>= 1, k++)
         if (n & 1)
-            result = fr__crc_mul(result, power);
-        power = fr__crc_mul(power, power);
-    }
+            result = fr__crc_mul(result, fr__crc_powers[k]);
     return result;
 }
 
 /* Eight bytes into a CRC register, one look-up per byte from the row for the bytes that follow it. */
 #define FR__CRC_STEP(reg, p)                                                                               \
     do {                                                                                                   \
-        uint32_t lo_ = (reg) ^ fr__le32(p), hi_ = fr__le32((p) + 4);                                       \
+        fr_u32 lo_ = (reg) ^ fr__le32(p), hi_ = fr__le32((p) + 4);                                         \
         (reg) = fr__crc_table[7][lo_ & 0xff] ^ fr__crc_table[6][(lo_ >> 8) & 0xff] ^                       \
                 fr__crc_table[5][(lo_ >> 16) & 0xff] ^ fr__crc_table[4][lo_ >> 24] ^                       \
                 fr__crc_table[3][hi_ & 0xff] ^ fr__crc_table[2][(hi_ >> 8) & 0xff] ^                       \
                 fr__crc_table[1][(hi_ >> 16) & 0xff] ^ fr__crc_table[0][hi_ >> 24];                        \
     } while (0)
 
-uint32_t fr_crc32(uint32_t crc, const void *data, size_t size)
+/* The CRC register (inverted) after size bytes. From 4 KiB on (a page: what a driver streams), four
+   quarters at once, so the table look-ups of four independent registers overlap instead of waiting on one
+   chain. The register is linear in its start value, so the quarters join as
+   reg(A|B) = reg_A * x^(8|B|) ^ reg_B(started at 0), zlib's crc32_combine. Then 8 bytes a step, then
+   bytes. Byte loads assembled little-endian: the same on any host, and compilers turn them into one load. */
+static fr_u32 fr__crc_run(fr_u32 reg, const unsigned char *p, fr_size size)
 {
-    const unsigned char *p = (const unsigned char *)data;
-    uint32_t reg;
-    if (p == NULL)
-        return crc;  /* like zlib: crc32(crc, Z_NULL, n) changes nothing */
-    reg = ~crc;
-    /* Large buffers: four quarters at once, so the table look-ups of four independent registers overlap
-       instead of waiting on one chain. The register is linear in its start value, so the quarters join as
-       reg(A|B) = reg_A * x^(8|B|) ^ reg_B(started at 0), zlib's crc32_combine. */
-    if (size >= 65536) {
-        size_t quarter = (size / 4) & ~(size_t)7, k;
-        uint32_t a = reg, b = 0, c = 0, d = 0, shift;
+    if (size >= 4096) {
+        fr_size quarter = (size >> 2) & ~(fr_size)7, k;
+        fr_u32 a = reg, b = 0, c = 0, d = 0, shift;
         for (k = 0; k < quarter; k += 8) {
             FR__CRC_STEP(a, p + k);
             FR__CRC_STEP(b, p + quarter + k);
             FR__CRC_STEP(c, p + 2 * quarter + k);
             FR__CRC_STEP(d, p + 3 * quarter + k);
         }
-        shift = fr__crc_shift((uint64_t)quarter);
+        shift = fr__crc_shift(quarter);
         reg = fr__crc_mul(shift, fr__crc_mul(shift, fr__crc_mul(shift, a) ^ b) ^ c) ^ d;
         p += 4 * quarter;
         size -= 4 * quarter;
     }
-    /* Byte loads assembled little-endian: the same on any host, and compilers turn them into one load. */
     for (; size >= 8; p += 8, size -= 8)
         FR__CRC_STEP(reg, p);
     while (size--)
         reg = fr__crc_table[0][(reg ^ *p++) & 0xff] ^ (reg >> 8);
-    return ~reg;
+    return reg;
 }
 #undef FR__CRC_STEP
 
-uint64_t fr_xorfold64(const void *data, size_t size)
+/* The xor-fold's two halves over size bytes starting at a multiple of 8 from the buffer's start: bytes 0-3
+   of every 8-byte word into fold[0], bytes 4-7 into fold[1], the trailing partial word zero-extended. */
+static void fr__fold(fr_u32 *fold, const unsigned char *p, fr_size size)
 {
-    const unsigned char *p = (const unsigned char *)data;
-    uint64_t lo = 0, hi = 0, last = 0;
-    size_t i;
-    if (p == NULL)
-        return 0;
-    /* Two 32-bit halves folded separately, then joined: one little-endian 64-bit word per 8 bytes. */
+    fr_u32 lo = 0, hi = 0;
+    fr_size i;
     for (; size >= 8; p += 8, size -= 8) {
         lo ^= fr__le32(p);
         hi ^= fr__le32(p + 4);
     }
-    for (i = 0; i < size; i++)  /* trailing partial word, zero-extended */
-        last |= (uint64_t)p[i] << (8 * i);
-    return ((hi << 32) | lo) ^ last;
+    for (i = 0; i < size; i++) {
+        if (i < 4)
+            lo ^= (fr_u32)p[i] << (8 * i);
+        else
+            hi ^= (fr_u32)p[i] << (8 * (i - 4));
+    }
+    fold[0] ^= lo;
+    fold[1] ^= hi;
+}
+
+fr_u32 fr_crc32(fr_u32 crc, const void *data, fr_size size)
+{
+    if (data == 0)
+        return crc;  /* like zlib: crc32(crc, Z_NULL, n) changes nothing */
+    return ~fr__crc_run(~crc, (const unsigned char *)data, size);
+}
+
+fr_u64 fr_xorfold64(const void *data, fr_size size)
+{
+    fr_u32 fold[2] = {0, 0};
+    if (data == 0)
+        return 0;
+    fr__fold(fold, (const unsigned char *)data, size);
+    return ((fr_u64)fold[1] << 32) | fold[0];
+}
+
+/* --- streaming fingerprint ------------------------------------------------------------------------------ */
+
+#define FR__FP_MAGIC 0x46503031u  /* "FP01" */
+
+void fr_fp_begin(fr_fp *fp, fr_u64 total_size)
+{
+    int w, k;
+    if (fp == 0)
+        return;
+    fp->total = total_size;
+    fp->seen = 0;
+    /* The offsets `forensics crc` shows: HEAD at 0, MID at size/2 - 8, TAIL at size - 16 (never negative). */
+    fp->at[0] = 0;
+    fp->at[1] = (total_size >> 1) > 8 ? (total_size >> 1) - 8 : 0;
+    fp->at[2] = total_size > 16 ? total_size - 16 : 0;
+    fp->crc = 0xffffffffu;
+    fp->fold[0] = 0;
+    fp->fold[1] = 0;
+    for (w = 0; w < 3; w++)
+        for (k = 0; k < 4; k++)
+            fp->peek[w][k] = 0;
+    fp->magic = FR__FP_MAGIC;
+}
+
+int fr_fp_update(fr_fp *fp, const void *data, fr_size size)
+{
+    const unsigned char *p = (const unsigned char *)data;
+    fr_u64 end;
+    int w;
+    if (fp == 0 || fp->magic != FR__FP_MAGIC || (p == 0 && size != 0))
+        return FR_E_NULL;
+    if ((fr_u64)size > fp->total - fp->seen)
+        return FR_E_SIZE;
+    end = fp->seen + size;
+    /* HEAD, MID, TAIL: the bytes of this chunk inside each 16-byte window, shifted into its words. */
+    for (w = 0; w < 3; w++) {
+        fr_u64 from = fp->at[w] > fp->seen ? fp->at[w] : fp->seen, to = fp->at[w] + 16;
+        if (to > end)
+            to = end;
+        for (; from < to; from++) {
+            fr_u32 k = (fr_u32)(from - fp->at[w]);
+            fp->peek[w][k >> 2] |= (fr_u32)p[(fr_size)(from - fp->seen)] << (8 * (k & 3));
+        }
+    }
+    /* Bytes until the next multiple of 8 from the buffer's start one at a time, then whole blocks. */
+    while (size > 0 && (fp->seen & 7) != 0) {
+        fr_u32 k = (fr_u32)(fp->seen & 7);
+        fp->fold[k >> 2] ^= (fr_u32)*p << (8 * (k & 3));
+        fp->crc = fr__crc_table[0][(fp->crc ^ *p) & 0xff] ^ (fp->crc >> 8);
+        p++;
+        size--;
+        fp->seen++;
+    }
+    /* One pass: each 64 KiB block goes through the CRC, then through the fold while it is still in the cache,
+       so the buffer comes from memory once (the fold alone runs ten times faster than the CRC). */
+    while (size > 0) {
+        fr_size n = size < 65536 ? size : 65536;
+        fp->crc = fr__crc_run(fp->crc, p, n);
+        fr__fold(fp->fold, p, n);
+        p += n;
+        size -= n;
+        fp->seen += n;
+    }
+    return FR_OK;
 }
 
 /* A bounded writer: keeps counting past the end so the caller learns the buffer was too small. */
 typedef struct {
     char *buf;
-    size_t cap;
-    size_t len;
+    fr_size cap;
+    fr_size len;
 } fr__out;
 
 static void fr__putc(fr__out *o, char c)
@@ -584,79 +765,101 @@ static void fr__puts(fr__out *o, const char *s)
 
 static const char fr__hexdigits[] = "0123456789abcdef";
 
-static void fr__put_hex(fr__out *o, uint64_t v, int width)  /* lowercase, at least width digits */
+static void fr__put_hex(fr__out *o, fr_u64 v, int width)  /* lowercase, at least width digits */
 {
-    char tmp[16];
-    int n = 0;
-    do {
-        tmp[n++] = fr__hexdigits[v & 0xf];
-        v >>= 4;
-    } while (v != 0);
-    while (n < width)
-        tmp[n++] = '0';
-    while (n > 0)
-        fr__putc(o, tmp[--n]);
+    int n = 1;
+    while (n < 16 && (v >> (4 * n)) != 0)
+        n++;
+    if (n < width)
+        n = width;
+    while (n-- > 0)  /* straight to the output: no digit buffer a compiler could fill with memset */
+        fr__putc(o, fr__hexdigits[(v >> (4 * n)) & 0xf]);
 }
 
-static void fr__put_dec(fr__out *o, uint64_t v)
+/* Decimal by long division in 16-bit digits: every step divides a 32-bit value by 10, which no target
+   needs a helper for (a 64-bit `/` needs __udivdi3 on i686, _aulldiv with MSVC). */
+static void fr__put_dec(fr__out *o, fr_u64 v)
 {
     char tmp[20];
     int n = 0;
+    fr_u32 limb[4];
+    limb[0] = (fr_u32)(v >> 48) & 0xffffu;
+    limb[1] = (fr_u32)(v >> 32) & 0xffffu;
+    limb[2] = (fr_u32)(v >> 16) & 0xffffu;
+    limb[3] = (fr_u32)v & 0xffffu;
     do {
-        tmp[n++] = (char)('0' + (int)(v % 10));
-        v /= 10;
-    } while (v != 0);
+        fr_u32 rem = 0, nonzero = 0;
+        int i;
+        for (i = 0; i < 4; i++) {
+            fr_u32 cur = (rem << 16) | limb[i];
+            limb[i] = cur / 10u;
+            rem = cur % 10u;
+            nonzero |= limb[i];
+        }
+        tmp[n++] = (char)('0' + rem);
+        if (nonzero == 0)
+            break;
+    } while (n < 20);
     while (n > 0)
         fr__putc(o, tmp[--n]);
 }
 
-static void fr__put_peek(fr__out *o, const char *label, const unsigned char *p, size_t size, size_t offset)
+static void fr__put_peek(fr__out *o, const char *label, const fr_fp *fp, int w)
 {
-    size_t i, n = size - offset < 16 ? size - offset : 16;
+    fr_u64 left = fp->total - fp->at[w];
+    fr_u32 i, n = left < 16 ? (fr_u32)left : 16;
     fr__puts(o, label);
-    fr__put_hex(o, (uint64_t)offset, 1);
+    fr__put_hex(o, fp->at[w], 1);
     fr__putc(o, '=');
     for (i = 0; i < n; i++) {
+        fr_u32 byte = (fp->peek[w][i >> 2] >> (8 * (i & 3))) & 0xff;
         if (i)
             fr__putc(o, ' ');
-        fr__putc(o, fr__hexdigits[p[offset + i] >> 4]);
-        fr__putc(o, fr__hexdigits[p[offset + i] & 0xf]);
+        fr__putc(o, fr__hexdigits[byte >> 4]);
+        fr__putc(o, fr__hexdigits[byte & 0xf]);
     }
 }
 
-int fr_fingerprint_line(char *buf, size_t bufsize, const char *tag, const void *data, size_t size)
+static int fr__check_tag(const char *tag)
 {
-    const unsigned char *p = (const unsigned char *)data;
-    size_t i, mid, tail;
-    fr__out o;
-    if (buf == NULL || tag == NULL || (p == NULL && size != 0))
-        return FR_E_NULL;
+    fr_size i;
     for (i = 0; tag[i] != '\0'; i++) {
         char c = tag[i];
         int ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
                  c == '.' || c == ':' || c == '-';
-        if (!ok || i >= 256)
+        if (!ok || i >= FR_TAG_MAX)
             return FR_E_TAG;
     }
-    if (i == 0)
-        return FR_E_TAG;
+    return i == 0 ? FR_E_TAG : FR_OK;
+}
+
+int fr_fp_final(const fr_fp *fp, char *buf, fr_size bufsize, const char *tag)
+{
+    fr__out o;
+    fr_u64 xor64;
+    int rc;
+    if (fp == 0 || fp->magic != FR__FP_MAGIC || buf == 0 || tag == 0)
+        return FR_E_NULL;
+    rc = fr__check_tag(tag);
+    if (rc != FR_OK)
+        return rc;
+    if (fp->seen != fp->total)
+        return FR_E_SIZE;
     o.buf = buf;
     o.cap = bufsize;
     o.len = 0;
     fr__puts(&o, "[FP] ");
     fr__puts(&o, tag);
     fr__puts(&o, " size=");
-    fr__put_dec(&o, (uint64_t)size);
+    fr__put_dec(&o, fp->total);
     fr__puts(&o, " crc32=0x");
-    fr__put_hex(&o, fr_crc32(0, p, size), 8);
+    fr__put_hex(&o, ~fp->crc, 8);
     fr__puts(&o, " xor64=0x");
-    fr__put_hex(&o, fr_xorfold64(p, size), 16);
-    /* The offsets `forensics crc` shows: HEAD at 0, MID at size/2 - 8, TAIL at size - 16 (never negative). */
-    mid = size / 2 > 8 ? size / 2 - 8 : 0;
-    tail = size > 16 ? size - 16 : 0;
-    fr__put_peek(&o, " head@0x", p, size, 0);
-    fr__put_peek(&o, " mid@0x", p, size, mid);
-    fr__put_peek(&o, " tail@0x", p, size, tail);
+    xor64 = ((fr_u64)fp->fold[1] << 32) | fp->fold[0];
+    fr__put_hex(&o, xor64, 16);
+    fr__put_peek(&o, " head@0x", fp, 0);
+    fr__put_peek(&o, " mid@0x", fp, 1);
+    fr__put_peek(&o, " tail@0x", fp, 2);
     if (o.len + 1 > bufsize) {
         if (bufsize > 0)
             buf[0] = '\0';
@@ -664,6 +867,47 @@ int fr_fingerprint_line(char *buf, size_t bufsize, const char *tag, const void *
     }
     buf[o.len] = '\0';
     return (int)o.len;
+}
+
+int fr_fingerprint_line(char *buf, fr_size bufsize, const char *tag, const void *data, fr_size size)
+{
+    fr_fp fp;
+    int rc;
+    if (buf == 0 || tag == 0 || (data == 0 && size != 0))
+        return FR_E_NULL;
+    fr_fp_begin(&fp, (fr_u64)size);
+    rc = fr_fp_update(&fp, data, size);
+    return rc != FR_OK ? rc : fr_fp_final(&fp, buf, bufsize, tag);
+}
+
+/* --- bitstream linking ---------------------------------------------------------------------------------- */
+
+int fr_link_u32(fr_u8 *bitstream, fr_size size, fr_u64 offset_bit, fr_u32 value)
+{
+    fr_u64 byte = offset_bit >> 3;
+    unsigned shift = (unsigned)(offset_bit & 7);
+    fr_u8 *p;
+    if (bitstream == 0)
+        return FR_E_NULL;
+    /* offset_bit + 32 <= 8 * size, without overflowing either side */
+    if (size < 4 || byte > (fr_u64)(size - 4) || (byte == (fr_u64)(size - 4) && shift != 0))
+        return FR_E_RANGE;
+    p = bitstream + (fr_size)byte;
+    if (shift == 0) {
+        p[0] = (fr_u8)value;
+        p[1] = (fr_u8)(value >> 8);
+        p[2] = (fr_u8)(value >> 16);
+        p[3] = (fr_u8)(value >> 24);
+    } else {
+        /* value's low 8 - shift bits fill the top of p[0]; its top shift bits the bottom of p[4]. */
+        fr_u32 keep = (1u << shift) - 1u;
+        p[0] = (fr_u8)((p[0] & keep) | ((value << shift) & 0xffu));
+        p[1] = (fr_u8)(value >> (8 - shift));
+        p[2] = (fr_u8)(value >> (16 - shift));
+        p[3] = (fr_u8)(value >> (24 - shift));
+        p[4] = (fr_u8)((p[4] & ~keep & 0xffu) | (value >> (32 - shift)));
+    }
+    return FR_OK;
 }
 
 /* --- user-mode part: runs on disk ---------------------------------------------------------------------- */
@@ -704,6 +948,7 @@ extern "C" {
 
 static const char *const fr__stages[6] = {"params", "input", "raw", "tensor", "dequantized", "detections"};
 static const char *const fr__roles[4] = {"boxes", "scores", "classes", "num_detections"};
+static const char *const fr__dtypes[] = {FR_DTYPES};
 
 typedef struct {
     int stage;          /* index into fr__stages */
@@ -742,12 +987,16 @@ const char *fr_strerror(int code)
     case FR_E_TENSOR: return "invalid tensor name (empty, not UTF-8, or with '/', '\\', '..' or control characters)";
     case FR_E_DUPLICATE: return "this (stage, tensor) is already in the run";
     case FR_E_EXISTS: return "the run directory already exists";
-    case FR_E_META: return "invalid metadata (scale, shape, record_size, role or dtype)";
+    case FR_E_META: return "invalid metadata (scale, shape, record_size or role)";
     case FR_E_NOMEM: return "out of memory";
     case FR_E_IO: return "the file system refused a write, mkdir or rename";
     case FR_E_FAILED: return "an earlier fr_run_add failed; the run cannot be committed";
     case FR_E_BUFFER: return "the output buffer is too small";
-    case FR_E_TAG: return "invalid fingerprint tag (1-256 characters of [A-Za-z0-9_.:-])";
+    case FR_E_TAG: return "invalid fingerprint tag (1-238 characters of [A-Za-z0-9_.:-])";
+    case FR_E_DTYPE: return "unknown dtype (bool, int8, uint8, int16, uint16, int32, uint32, int64, uint64, "
+                            "float16, float32, float64)";
+    case FR_E_SIZE: return "fingerprint: more bytes than the announced size, or fewer at the end";
+    case FR_E_RANGE: return "the bit offset is past the end of the bitstream";
     default: return "unknown error code";
     }
 }
@@ -967,6 +1216,18 @@ static void fr__sb_now(fr__sb *b)
 /* --- the operating system: a few file operations, UTF-8 paths ------------------------------------------ */
 
 #ifdef _WIN32
+/* The reason a step failed, kept across the cleanup that follows it (which may set its own). */
+typedef DWORD fr__err;
+static fr__err fr__last_error(void)
+{
+    return GetLastError();
+}
+
+static void fr__set_error(fr__err err)
+{
+    SetLastError(err);
+}
+
 static wchar_t *fr__wide(const char *path)
 {
     int n = MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, path, -1, NULL, 0);
@@ -1046,6 +1307,7 @@ static int fr__write_file(const char *path, const void *data, size_t size)
     HANDLE h;
     const unsigned char *p = (const unsigned char *)data;
     int rc = FR_OK;
+    fr__err err = 0;
     if (w == NULL)
         return FR_E_NOMEM;
     h = CreateFileW(w, GENERIC_WRITE, 0, NULL, CREATE_NEW, FILE_ATTRIBUTE_NORMAL, NULL);
@@ -1057,19 +1319,26 @@ static int fr__write_file(const char *path, const void *data, size_t size)
         DWORD chunk = size > 0x40000000u ? 0x40000000u : (DWORD)size, done = 0;
         if (!WriteFile(h, p, chunk, &done, NULL) || done == 0) {
             rc = FR_E_IO;
+            err = GetLastError();
             break;
         }
         p += done;
         size -= done;
     }
 #ifndef FORENSICS_RUN_NO_FSYNC
-    if (rc == FR_OK && !FlushFileBuffers(h))
+    if (rc == FR_OK && !FlushFileBuffers(h)) {
         rc = FR_E_IO;
+        err = GetLastError();
+    }
 #endif
-    if (!CloseHandle(h))
+    if (!CloseHandle(h) && rc == FR_OK) {
         rc = FR_E_IO;
-    if (rc != FR_OK)
+        err = GetLastError();
+    }
+    if (rc != FR_OK) {
         DeleteFileW(w);
+        fr__set_error(err);
+    }
     free(w);
     return rc;
 }
@@ -1080,6 +1349,17 @@ static unsigned long fr__pid(void)
 }
 
 #else /* POSIX */
+
+typedef int fr__err;
+static fr__err fr__last_error(void)
+{
+    return errno;
+}
+
+static void fr__set_error(fr__err err)
+{
+    errno = err;
+}
 
 static int fr__exists(const char *path)
 {
@@ -1118,6 +1398,7 @@ static int fr__write_file(const char *path, const void *data, size_t size)
 {
     const unsigned char *p = (const unsigned char *)data;
     int rc = FR_OK;
+    fr__err err = 0;
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0666);
     if (fd < 0)
         return FR_E_IO;
@@ -1128,19 +1409,26 @@ static int fr__write_file(const char *path, const void *data, size_t size)
             continue;
         if (done <= 0) {
             rc = FR_E_IO;
+            err = done < 0 ? errno : ENOSPC;  /* write() returning 0 for a regular file: no room */
             break;
         }
         p += done;
         size -= (size_t)done;
     }
 #ifndef FORENSICS_RUN_NO_FSYNC
-    if (rc == FR_OK && fsync(fd) != 0)
+    if (rc == FR_OK && fsync(fd) != 0) {
         rc = FR_E_IO;
+        err = errno;
+    }
 #endif
-    if (close(fd) != 0)
+    if (close(fd) != 0 && rc == FR_OK) {
         rc = FR_E_IO;
-    if (rc != FR_OK)
+        err = errno;
+    }
+    if (rc != FR_OK) {
         (void)unlink(path);
+        fr__set_error(err);
+    }
     return rc;
 }
 
@@ -1229,11 +1517,26 @@ static void fr__remove_tmp(fr_run *r)
     fr__rmdir(r->tmp);
 }
 
-static int fr__has_text(const char *s)
+/* Whether s (valid UTF-8) holds a character other than whitespace, by the reader's rule: Python's
+   str.strip() removes the code points str.isspace() names (Unicode White_Space, U+001C-U+001F too). */
+static int fr__has_text(const char *text)
 {
-    for (; *s; s++)
-        if (*s != ' ' && *s != '\t' && *s != '\n' && *s != '\r' && *s != '\v' && *s != '\f')
+    static const fr_u32 space[] = {0x85, 0xa0, 0x1680, 0x2028, 0x2029, 0x202f, 0x205f, 0x3000};
+    const unsigned char *s = (const unsigned char *)text;
+    while (*s) {
+        fr_u32 cp = *s;
+        int n = cp < 0x80 ? 0 : cp < 0xe0 ? 1 : cp < 0xf0 ? 2 : 3, i, blank;
+        if (n > 0)
+            cp &= 0x3fu >> n;
+        for (i = 1; i <= n; i++)
+            cp = (cp << 6) | (s[i] & 0x3fu);
+        s += n + 1;
+        blank = (cp >= 0x09 && cp <= 0x0d) || (cp >= 0x1c && cp <= 0x20) || (cp >= 0x2000 && cp <= 0x200a);
+        for (i = 0; i < (int)(sizeof space / sizeof space[0]); i++)
+            blank |= cp == space[i];
+        if (!blank)
             return 1;
+    }
     return 0;
 }
 
@@ -1319,8 +1622,13 @@ static int fr__check_meta(const fr_meta *m, int *role)
     *role = -1;
     if (m == NULL)
         return FR_OK;
-    if (m->dtype != NULL && (m->dtype[0] == '\0' || !fr__valid_utf8(m->dtype)))
-        return FR_E_META;
+    if (m->dtype != NULL) {
+        int known = 0;
+        for (i = 0; i < (int)(sizeof fr__dtypes / sizeof fr__dtypes[0]); i++)
+            known |= strcmp(m->dtype, fr__dtypes[i]) == 0;
+        if (!known)
+            return FR_E_DTYPE;
+    }
     if (m->rank < 0 || m->rank > 64 || (m->shape == NULL && m->rank != 0))
         return FR_E_META;
     for (i = 0; m->shape != NULL && i < m->rank; i++)
@@ -1596,7 +1904,9 @@ int fr_run_commit(fr_run *run)
     if (rc == FR_OK)
         rc = fr__rename_dir(run->tmp, run->target);
     if (rc != FR_OK) {
+        fr__err err = fr__last_error();  /* the cleanup's unlink and rmdir calls would overwrite it */
         fr_run_abort(run);
+        fr__set_error(err);
         return rc;
     }
     fr__free_run(run);

@@ -98,6 +98,23 @@ def parse_sidecar(text: str, path: str) -> DumpMeta:
     return DumpMeta(**values)
 
 
+# The dtypes a run's manifest may name: numpy's canonical names, nothing else (no "u8", which numpy reads as
+# uint64, no "<f4", no C spellings). c/forensics_run.h's FR_DTYPES is the same list (tests/c compares them).
+RUN_DTYPES = ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
+              "float16", "float32", "float64")
+
+
+def run_dtype(name: str | None) -> str | None:
+    """The RUN_DTYPES name of a numeric dtype a sidecar or .npy spells its own way ("<f4", "u1": float32,
+    uint8); None for none, and for big-endian ones, which a run (little-endian by definition) cannot name."""
+    if name is None or not is_numeric_dtype(name):
+        return None
+    import numpy as np
+
+    dtype = np.dtype(name)
+    return dtype.name if dtype.byteorder != ">" and dtype.name in RUN_DTYPES else None
+
+
 def is_numeric_dtype(name: str) -> bool:
     """Whether `name` is a dtype a dump can hold (integers, floats, bool; no structured or object types)."""
     import numpy as np

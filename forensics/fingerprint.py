@@ -159,6 +159,8 @@ class Logged:
     line: int
     label: str
     offset: int | None = None  # byte runs: absolute offset; pages are resolved with the page size
+    width: int | None = None  # byte runs: the bytes the form announces (16 for HEAD / MID / TAIL, 8 for
+    #                           first8 / last8), fewer only where the buffer ends: a shorter run was cut
 
 
 def _hexbytes(text: str) -> bytes:
@@ -200,10 +202,13 @@ def _parse_line(line: str, lineno: int, page_size: int, pattern, tag_now: str | 
         out.append(Logged(tag, "xor64", int(m["xor64"], 16), lineno, "xor64"))
         for part in ("head", "mid", "tail"):
             offset = int(m[part + "_at"], 16)
-            out.append(Logged(tag, "bytes", _hexbytes(m[part]), lineno, f"{part}@0x{offset:x}", offset))
+            out.append(Logged(tag, "bytes", _hexbytes(m[part]), lineno, f"{part}@0x{offset:x}", offset, PEEK))
         return out
-    if "[FP]" in line:  # the one-line form, but not whole: half-reading it would report made-up differences
-        raise ValueError("malformed [FP] line")
+    if "[FP]" in line:  # the one-line form, but not whole: cut short (TRUNCATED), else malformed
+        cut = truncated_fp_line(line, lineno)
+        if cut is None:
+            raise ValueError("malformed [FP] line")
+        return cut
     chk = _CHK_TAG.search(line)
     tag = chk.group(1) if chk else tag_now
     found_any = False
@@ -211,12 +216,12 @@ def _parse_line(line: str, lineno: int, page_size: int, pattern, tag_now: str | 
     if page:
         index = int(page.group(1))
         out.append(Logged(tag, "bytes", _hexbytes(page.group(2)), lineno, f"page[{index}] first8",
-                          index * page_size))
+                          index * page_size, EDGE))
         found_any = True
     last8 = _LAST8.search(line)
     if last8:
         offset = int(last8.group(1), 0)
-        out.append(Logged(tag, "bytes", _hexbytes(last8.group(2)), lineno, f"last8@0x{offset:x}", offset))
+        out.append(Logged(tag, "bytes", _hexbytes(last8.group(2)), lineno, f"last8@0x{offset:x}", offset, EDGE))
         found_any = True
     xor = _XOR.search(line)
     if xor:
@@ -238,8 +243,71 @@ def _parse_line(line: str, lineno: int, page_size: int, pattern, tag_now: str | 
         offset = int(peek.group(2), 0) if peek.group(2) else (0 if part == "head" else None)
         label = part if peek.group(2) is None else f"{part}@0x{offset:x}"
         # MID / TAIL without an offset (offset None) are read where `forensics crc` takes them
-        out.append(Logged(tag, "bytes", _hexbytes(peek.group(3)), lineno, label, offset))
+        out.append(Logged(tag, "bytes", _hexbytes(peek.group(3)), lineno, label, offset, PEEK))
     return out
+
+
+# The [FP] line's fields in order: (name, key, a whole value, a value cut short). A line that stops inside
+# this sequence (DbgPrint's 512-byte limit, a paste) was truncated: what it holds before the cut is checked,
+# and the line itself is judged TRUNCATED, never MATCH.
+_HEX_RUN = r"(?:[0-9A-Fa-f]{2}(?:[ \t]+(?=[0-9A-Fa-f])|(?=\s|$)))*"
+_CUT_RUN = r"[0-9A-Fa-f]*(?:=(?:[0-9A-Fa-f]{2}[ \t]+)*[0-9A-Fa-f]?)?"  # offset, then pairs, one digit of the last
+_FP_FIELDS = (
+    ("size", "size=", r"(\d+)(?=\s|$)", r"\d*"),
+    ("crc32", "crc32=0x", r"([0-9A-Fa-f]{8})(?=\s|$)", r"[0-9A-Fa-f]{0,7}"),
+    ("xor64", "xor64=0x", r"([0-9A-Fa-f]{16})(?=\s|$)", r"[0-9A-Fa-f]{0,15}"),
+    ("head", "head@0x", r"([0-9A-Fa-f]+)=(" + _HEX_RUN + r")(?=\s|$)", _CUT_RUN),
+    ("mid", "mid@0x", r"([0-9A-Fa-f]+)=(" + _HEX_RUN + r")(?=\s|$)", _CUT_RUN),
+    ("tail", "tail@0x", r"([0-9A-Fa-f]+)=(" + _HEX_RUN + r")(?=\s|$)", _CUT_RUN),
+)
+_FP_START = re.compile(r"\[FP\](?:\s+(?P<tag>[A-Za-z0-9_.:-]+))?")
+
+
+def _cut_inside(rest: str, key: str, partial: str) -> bool:
+    """Whether `rest` (what follows the last whole field) is the start of field `key`, cut short."""
+    piece = rest.strip()
+    if not rest[:1].isspace() or any(c.isspace() for c in piece.split("=", 1)[0]):
+        return False
+    low, key = piece.lower(), key.lower()
+    return key.startswith(low) or (low.startswith(key) and re.fullmatch(partial, piece[len(key):]) is not None)
+
+
+def truncated_fp_line(line: str, lineno: int) -> list[Logged] | None:
+    """An `[FP]` line cut short: the whole fields before the cut, then one `truncated` item naming the cut
+    (a field missing, or the last one ending mid-value). None when the line is malformed, not cut."""
+    start = _FP_START.search(line)
+    tag = start["tag"]
+
+    def cut(what: str) -> list[Logged]:
+        return [Logged(tag, "truncated", what, lineno, "[FP] line")]
+
+    if tag is None:
+        return cut("ends before the tag") if not line[start.end():].strip() else None
+    out: list[Logged] = []
+    pos = start.end()
+    for name, key, whole, partial in _FP_FIELDS:
+        rest = line[pos:]
+        if not rest.strip():
+            if out and out[-1].kind == "size" and not line[pos:]:
+                # the line ends right after this value: its digits may be cut too ("size=40" of 4096)
+                return out[:-1] + cut(f"ends at {out[-1].label} (its value may be cut), before {name}")
+            return out + cut(f"ends before {name}")
+        if out and out[-1].kind == "bytes" and re.fullmatch(r"[ \t]+[0-9A-Fa-f]\s*", rest):
+            return out[:-1] + cut(f"ends inside {out[-1].label.split('@')[0]} (half a byte)")
+        m = re.match(r"\s+" + re.escape(key) + whole, rest, re.I)
+        if m is None:
+            return out + cut(f"ends inside {name}") if _cut_inside(rest, key, partial) else None
+        if name == "size":
+            out.append(Logged(tag, "size", int(m[1]), lineno, "size"))
+        elif name in ("crc32", "xor64"):
+            out.append(Logged(tag, name, int(m[1], 16), lineno, name))
+        else:
+            offset = int(m[1], 16)
+            out.append(Logged(tag, "bytes", _hexbytes(m[2]), lineno, f"{name}@0x{offset:x}", offset, PEEK))
+        pos += m.end()
+    if re.fullmatch(r"[ \t]+[0-9A-Fa-f]\s*", line[pos:]):
+        return out[:-1] + cut("ends inside tail (half a byte)")
+    return out if not line[pos:].strip() else None
 
 
 def _parse_crc_table(lines: list[str]) -> list[Logged]:
@@ -259,7 +327,7 @@ def _parse_crc_table(lines: list[str]) -> list[Logged]:
             rest = line[m.end(3):].strip()
             tag = default_tag(rest) if rest else None
             offset = int(m.group(2), 16)
-            out.append(Logged(tag, "bytes", _hexbytes(m.group(3)), lineno, f"{part}@0x{offset:x}", offset))
+            out.append(Logged(tag, "bytes", _hexbytes(m.group(3)), lineno, f"{part}@0x{offset:x}", offset, PEEK))
     return out
 
 
@@ -325,8 +393,18 @@ class VerifyReport:
         return bool(self.checks) and all(c.match for c in self.checks)
 
     @property
+    def truncated(self) -> tuple[Check, ...]:
+        """The checks of logged values cut short (a line or a byte run): nothing can MATCH through them."""
+        return tuple(c for c in self.checks if c.kind == "truncated")
+
+    @property
     def verdict(self) -> Verdict:
-        return Verdict.of(self.match)
+        """MATCH; DIFFER when a whole logged value differs; else TRUNCATED when a logged line was cut short."""
+        if self.match:
+            return Verdict.MATCH
+        if any(not c.match and c.kind != "truncated" for c in self.checks):
+            return Verdict.DIFFER
+        return Verdict.TRUNCATED
 
     @property
     def exit_code(self) -> int:
@@ -380,6 +458,10 @@ def verify_log(log_path: str, files=(), *, buffers: dict[str, str] | None = None
             dumps[path] = open_dump(path, allow_empty=True, use_sidecar=False, **dump_options)
         dump = dumps[path]
         offset = item.offset
+        if item.kind == "truncated":  # the line stops before what it announces: judged TRUNCATED, never MATCH
+            checks.append(Check(item.tag, path, "truncated", item.label, item.line, None, "the whole line",
+                                item.expected, False))
+            continue
         if item.kind == "size":
             expected, found = f"{item.expected:,}", f"{dump.size:,}"
             match = item.expected == dump.size
@@ -401,6 +483,12 @@ def verify_log(log_path: str, files=(), *, buffers: dict[str, str] | None = None
             got = dump.read(offset, len(item.expected))
             expected, found = item.expected.hex(" "), got.hex(" ") if got else "(past the end)"
             match = got == item.expected
+            announced = None if item.width is None else min(item.width, max(0, dump.size - offset))
+            if match and announced is not None and len(item.expected) < announced:
+                # fewer bytes than the form announces, and the buffer does not end there: the run was cut
+                checks.append(Check(item.tag, path, "truncated", item.label, item.line, offset,
+                                    f"{announced} bytes", f"{len(item.expected)} logged (cut short)", False))
+                continue
         checks.append(Check(item.tag, path, item.kind, item.label, item.line, offset, expected, found, match))
     unassigned = tuple(sorted({str(t) if t is not None else "(untagged)" for t in tags if t not in where}))
     if not checks:

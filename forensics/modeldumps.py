@@ -18,10 +18,48 @@ from forensics.layout import RecordLayout, layout_from
 
 
 @dataclass(frozen=True)
+class TensorFit:
+    """Which of a detection model's two tensors (box deltas, class scores) a dump holds, as --model / --deps
+    describe them, and how much of it: a dump shorter than the whole tensor holds only its head (the story's
+    trap: 256 bytes of `ff 00 80 80` said nothing of anchor 1,278)."""
+
+    tensor: str | None
+    role: str                 # "scores" / "boxes"
+    mode: str                 # "tensor" (TFLite's layout), "padded" (4-byte lanes), "raw" (the chip's layer)
+    anchors: int              # the model's
+    record_size: int          # bytes per anchor in that layout
+    full_size: int            # bytes of the whole tensor in that layout
+    size: int                 # the dump's bytes
+    how: str                  # what chose it: "sidecar", "size", "content" (pad lanes constant or not)
+
+    @property
+    def held(self) -> int:
+        """Whole anchors the dump holds."""
+        return min(self.size, self.full_size) // self.record_size
+
+    @property
+    def head_window(self) -> bool:
+        return self.size < self.full_size
+
+    def describe(self) -> str:
+        """`64 of the 2,034 anchors the model has: the head-window trap (256 of the 8,136 bytes of ...)`."""
+        name = f"{self.tensor} ({self.role})" if self.tensor else self.role
+        return (f"{self.held:,} of the {self.anchors:,} anchors the model has: the head-window trap ({self.size:,} "
+                f"of the {self.full_size:,} bytes of {name}, {self.mode} layout); judge the whole buffer")
+
+    def to_dict(self) -> dict:
+        return {"tensor": self.tensor, "role": self.role, "mode": self.mode, "anchors": self.anchors,
+                "anchors_held": self.held, "record_size": self.record_size, "full_size": self.full_size,
+                "size": self.size, "chosen_by": self.how, "head_window": self.head_window}
+
+
+@dataclass(frozen=True)
 class DumpContext:
     layout: RecordLayout
     view: object | None = None          # forensics.tflite.tensors.ModelTensorView
     geometry: object | None = None      # forensics.geometry.AnchorGeometry
+    fit: TensorFit | None = None        # which detection tensor --model / --deps say the dump holds
+    deps: object | None = None          # forensics.decode.deps.DecodeDeps that --model / --deps gave (diff fits B too)
 
     @property
     def record_order(self) -> np.ndarray | None:
@@ -42,6 +80,8 @@ class DumpContext:
         if self.geometry is not None:
             out["geometry_source"] = getattr(self.geometry, "source", None)
             out["grid"] = bool(getattr(self.geometry, "is_grid", False))
+        if self.fit is not None:
+            out["tensor_fit"] = self.fit.to_dict()
         return out
 
 
@@ -54,7 +94,28 @@ def dump_context(dump, *, model=None, tensor=None, labels=None, deps=None, **fla
                          params=True)
     if model is not None and deps is not None:
         raise InputError("give either {model} or {deps}, not both", params=True)
+    geometry = None
+    if model is not None or deps is not None:
+        from forensics.geometry import geometry_for
+
+        try:
+            geometry = geometry_for(model=model, deps=deps)
+        except InputError:
+            if tensor is None:
+                raise
+            geometry = None  # the layout still helps when the model has no detection anchors
     view = None
+    fit, known, decode_deps = None, None, None
+    if tensor is None and (model is not None or deps is not None):
+        try:
+            decode_deps = detection_deps(model=model, deps=deps)
+        except InputError:  # anchors alone (no postprocess.json) still give the geometry, as they always did
+            decode_deps = None
+        if decode_deps is not None:
+            fit, known = fit_detection_tensor(dump, decode_deps, flags)
+            if fit is not None and model is not None and not fit.head_window and fit.mode != "padded" \
+                    and fit.tensor and not any(v is not None for v in flags.values()):
+                tensor = fit.tensor  # the whole tensor of a model: read it as --tensor NAME would
     if tensor is not None:
         view = tensor_view(dump, model, tensor, labels)
         given = {k: v for k, v in flags.items() if v is not None}
@@ -69,17 +130,156 @@ def dump_context(dump, *, model=None, tensor=None, labels=None, deps=None, **fla
         layout = dataclasses.replace(view.layout, **given)
     else:
         layout = _shaped_by_array(dump, layout_from(dump.meta, **flags), flags)
-    geometry = None
-    if model is not None or deps is not None:
-        from forensics.geometry import geometry_for
+        if known is not None:
+            layout = _known_where_unsaid(layout, known, dump.meta, flags)
+    return DumpContext(layout, view, geometry, fit, decode_deps)
 
-        try:
-            geometry = geometry_for(model=model, deps=deps)
-        except InputError:
-            if tensor is None:
-                raise
-            geometry = None  # the layout still helps when the model has no detection anchors
-    return DumpContext(layout, view, geometry)
+
+def detection_deps(*, model=None, deps=None):
+    """The decode's deps (anchors, both tensors' names, shapes and quantization) from --deps or --model;
+    InputError when they do not hold them (a classifier, a directory with anchors.bin only)."""
+    if deps is not None:
+        from forensics.decode.deps import read_deps
+
+        return read_deps(deps)
+    # Not decode's deps_from_model: its relayout maps and CPU tail cost ~100 ms this needs none of.
+    from forensics.decode.deps import deps_from_document
+    from forensics.tflite.edgetpu import read_packages
+    from forensics.tflite.extract import extract
+    from forensics.tflite.model import open_model
+
+    with open_model(model) as opened:
+        extracted = extract(opened)  # InputError when there is no TFLite_Detection_PostProcess
+        anchors = np.asarray(extracted.anchors, dtype=np.float32).reshape(-1, 4)
+        found = deps_from_document(extracted.postprocess, anchors, json_path=f"{opened.path} (postprocess)",
+                                   anchors_path=f"{opened.path} (anchors)", source=opened.path)
+        raw_sizes = {}
+        for package in read_packages(opened):
+            for info in (found.boxes, found.scores):
+                layer = package.output_layer(info.name) if info.name else None
+                if layer is not None:
+                    raw_sizes[info.name] = layer.size_bytes
+    return dataclasses.replace(found, raw_sizes=raw_sizes)
+
+
+def _candidates(decode_deps) -> list[dict]:
+    """Each way a dump can hold one of the two tensors: TFLite's layout, records padded to the chip's 4-byte
+    lanes, and the chip's raw layer (its size from the model's Edge TPU package)."""
+    from forensics.decode.inputs import padded_columns
+    from forensics.tflite.tensors import BOX_FIELDS
+
+    anchors = decode_deps.num_anchors
+    out = []
+    for role, info in (("scores", decode_deps.scores), ("boxes", decode_deps.boxes)):
+        columns = decode_deps.score_columns if role == "scores" else decode_deps.box_columns
+        if role == "boxes" and columns == 4:
+            names = list(BOX_FIELDS)
+        else:  # PostProcess scores: the background column first when there are num_classes + 1
+            first = ["background"] if columns == decode_deps.options.num_classes + 1 else []
+            names = first + [f"class{c}" for c in range(columns - len(first))]
+        quant = info.quant
+        base = {"role": role, "tensor": info.name, "anchors": anchors, "columns": columns,
+                "scale": quant.scale if quant else None, "zero_point": quant.zero_point if quant else None}
+        out.append({**base, "mode": "tensor", "record_size": columns, "pad_lanes": (), "fields": tuple(names)})
+        padded = padded_columns(columns)
+        if padded != columns:
+            out.append({**base, "mode": "padded", "record_size": padded, "pad_lanes": tuple(range(columns, padded)),
+                        "fields": tuple(names) + ("pad",) * (padded - columns)})
+        raw = (decode_deps.raw_sizes or {}).get(info.name)
+        if raw and raw not in (anchors * columns, anchors * padded) and raw % anchors == 0:
+            size = raw // anchors  # z padded to the lane (convert_scores 91 -> 92 bytes per anchor)
+            out.append({**base, "mode": "raw", "record_size": size, "pad_lanes": tuple(range(columns, size)),
+                        "fields": tuple(names) + ("pad",) * (size - columns)})
+        elif raw and raw not in (anchors * columns, anchors * padded):
+            out.append({**base, "mode": "raw", "record_size": padded, "pad_lanes": tuple(range(columns, padded)),
+                        "fields": tuple(names) + ("pad",) * (padded - columns), "raw_size": raw})
+    raws = {(c["role"], c["record_size"]) for c in out if c["mode"] == "raw"}
+    out = [c for c in out if not (c["mode"] == "padded" and (c["role"], c["record_size"]) in raws)]  # the chip's
+    for c in out:
+        c.setdefault("raw_size", None)
+        c["full_size"] = c["raw_size"] or c["anchors"] * c["record_size"]
+    return out
+
+
+def _pad_lanes_constant(dump, candidate) -> bool | None:
+    """Whether the candidate's pad lanes hold one value in every record of the dump (the chip writes pad
+    lanes alike; box deltas and class scores vary): None when it has no pad lanes or the dump no two records."""
+    lanes = candidate["pad_lanes"]
+    size = candidate["record_size"]
+    records = min(dump.size, candidate["full_size"]) // size
+    if not lanes or records < 2:
+        return None
+    data = dump.read_array(0, records * size).reshape(records, size)
+    pads = data[:, list(lanes)]
+    return bool(np.all(pads == pads[0]))
+
+
+def fit_detection_tensor(dump, decode_deps, flags: dict) -> tuple[TensorFit | None, dict | None]:
+    """Which detection tensor (and layout) the dump holds, by its sidecar's tensor name and record size, the
+    flags' record size, its size, and where sizes coincide (the face model's 2,034 x 4 box deltas and its
+    scores padded to 4-byte lanes are both 8,136 bytes) its content: padded scores have constant pad lanes,
+    box deltas do not. A dump shorter than every layout it could be is the head of one: a head-window fit.
+    (None, None) when nothing fits or the choice stays open."""
+    meta = dump.meta
+    size = dump.size
+    candidates = _candidates(decode_deps)
+    how = "size"
+    said_tensor = getattr(meta, "tensor", None)
+    if said_tensor and any(c["tensor"] == said_tensor for c in candidates):
+        candidates = [c for c in candidates if c["tensor"] == said_tensor]
+        how = "sidecar"
+    record = flags.get("record_size") or getattr(meta, "record_size", None)
+    if record is not None:
+        candidates = [c for c in candidates if c["record_size"] == record] or candidates
+    exact = [c for c in candidates if c["full_size"] == size]
+    pool = exact or [c for c in candidates if c["full_size"] > size]
+    if not pool:
+        return None, None
+    if len(pool) > 1:
+        constant = [(c, _pad_lanes_constant(dump, c)) for c in pool]
+        padded = [c for c, same in constant if same]
+        unpadded = [c for c, same in constant if same is None]
+        varying = [c for c, same in constant if same is False]
+        if padded and len({c["role"] for c in padded}) == 1:
+            pool, how = padded[:1], "content"
+        elif varying and len({c["role"] for c in unpadded}) == 1:
+            pool, how = unpadded, "content"  # pad lanes that vary: the dump is the tensor without pad lanes
+        if not exact and len({c["record_size"] for c in pool}) > 1:
+            # a head too short to tell: the candidates with the record the flags, sidecar or default (4) say
+            pool = [c for c in pool if c["record_size"] == (record or 4)] or pool
+        if len({c["role"] for c in pool}) > 1:
+            if len({(c["record_size"], c["full_size"]) for c in pool}) > 1:
+                return None, None
+            # box deltas and scores of one shape (4 columns each, no pad lanes): the same anchors either way
+            c = pool[0]
+            roles = " or ".join(sorted({p["role"] for p in pool}))
+            return TensorFit(None, roles, c["mode"], c["anchors"], c["record_size"], c["full_size"], size, how), None
+    chosen = pool[0]
+    fit = TensorFit(chosen["tensor"], chosen["role"], chosen["mode"], chosen["anchors"], chosen["record_size"],
+                    chosen["full_size"], size, how)
+    return fit, chosen
+
+
+def _known_where_unsaid(layout: RecordLayout, known: dict, meta, flags: dict) -> RecordLayout:
+    """The layout with what the model knows (record size, lane names, pad lanes, quantization) filled in where
+    neither flags nor the sidecar said it."""
+    def said(attr):
+        return flags.get(attr) is not None or getattr(meta, attr, None) is not None
+
+    if layout.element is not None:
+        return layout
+    changes = {}
+    if not said("record_size") and not said("fields"):
+        changes["record_size"] = known["record_size"]
+    size = changes.get("record_size", layout.record_size)
+    if size == known["record_size"]:
+        if not said("fields"):
+            changes["fields"] = known["fields"]
+        if not said("pad_lanes"):
+            changes["pad_lanes"] = known["pad_lanes"]
+    if not said("scale") and not said("zero_point") and known["scale"] is not None:
+        changes.update(scale=known["scale"], zero_point=known["zero_point"])
+    return dataclasses.replace(layout, **changes) if changes else layout
 
 
 def _said_dtype(dump) -> str | None:
@@ -236,12 +436,12 @@ def annotate_rows(rows: list[dict], geometry) -> list[dict]:
 
 
 def pair_context(dump_a, dump_b, *, model=None, tensor=None, labels=None, deps=None, record_given: bool = False,
-                 **flags) -> tuple[np.dtype, DumpContext]:
-    """The element type and context two dumps are compared with: the context of the one that says what it
-    holds (A's sidecar, else B's), both dumps in the same layout of a model tensor (raw chip layout or the TFLite
-    tensor's: else an InputError saying to relayout one), and the dtype their data lanes are read as."""
-    context = dump_context(dump_a if dump_a.meta is not None or dump_b.meta is None else dump_b, model=model,
-                           tensor=tensor, labels=labels, deps=deps, **flags)
+                 **flags) -> tuple[np.dtype, DumpContext, object]:
+    """The element type and context two dumps are compared with, and the dump the context is of: the one that
+    says what it holds (A's sidecar, else B's); both dumps in the same layout of a model tensor (raw chip layout
+    or the TFLite tensor's: else an InputError saying to relayout one); the dtype their data lanes are read as."""
+    first = dump_a if dump_a.meta is not None or dump_b.meta is None else dump_b
+    context = dump_context(first, model=model, tensor=tensor, labels=labels, deps=deps, **flags)
     if context.view is not None:
         other = tensor_view(dump_b, model, tensor)
         if other.mode != context.view.mode:
@@ -249,7 +449,7 @@ def pair_context(dump_a, dump_b, *, model=None, tensor=None, labels=None, deps=N
                              f"{other.mode} layout ({dump_b.size:,} bytes) of {tensor!r}: relayout one "
                              f"first (forensics relayout ... --layer {tensor})")
     record_given = record_given or bool(getattr(dump_a.meta, "record_size", None))
-    return element_type((dump_a, dump_b), context, record_given=record_given)
+    return (*element_type((dump_a, dump_b), context, record_given=record_given), first)
 
 
 def locator_for(context: DumpContext, dump, element: np.dtype, labels=None):

@@ -20,6 +20,7 @@ from forensics.verdict import Verdict
 
 CHECKS = ("max", "mean", "p99")
 MATCH, WITHIN, DIFFER = Verdict.MATCH, Verdict.WITHIN, Verdict.DIFFER
+TRUNCATED, HEAD_WINDOW = Verdict.TRUNCATED, Verdict.HEAD_WINDOW  # forensics.verdict says what they mean
 VERDICTS = (MATCH, WITHIN, DIFFER)
 
 

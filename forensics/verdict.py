@@ -21,7 +21,8 @@ class Verdict(StrEnum):
     WITHIN = "WITHIN TOLERANCE"
     DIFFER = "DIFFER"
     MISMATCH = "MISMATCH"        # decode --replay: the official kernel's detections are not ours
-    TRUNCATED = "TRUNCATED"      # one side is cut short (a logged line, a head-only paste)
+    TRUNCATED = "TRUNCATED"      # verify: a logged line or byte run cut short (DbgPrint's limit, a paste)
+    HEAD_WINDOW = "HEAD WINDOW"  # a dump shorter than the model tensor it stands for: only its head was judged
     # one buffer (anchors, coverage, crc of one file): fine, shown without judging, or look here
     OK = "OK"
     NONUNIFORM = "NONUNIFORM"    # anchors: records depart from the dominant one (listed, not judged: exit 0)
@@ -63,6 +64,7 @@ class Verdict(StrEnum):
 _EXIT_CODES = {
     Verdict.MATCH: exitcodes.SAME, Verdict.WITHIN: exitcodes.SAME, Verdict.DIFFER: exitcodes.DIFFERENT,
     Verdict.MISMATCH: exitcodes.DIFFERENT, Verdict.TRUNCATED: exitcodes.DIFFERENT,
+    Verdict.HEAD_WINDOW: exitcodes.DIFFERENT,
     Verdict.OK: exitcodes.SAME, Verdict.NONUNIFORM: exitcodes.SAME, Verdict.WARNING: exitcodes.DIFFERENT,
     Verdict.FOUND: exitcodes.SAME, Verdict.NOT_FOUND: exitcodes.DIFFERENT,
     Verdict.IDENTICAL: exitcodes.SAME, Verdict.EXPLAINED: exitcodes.DIFFERENT,

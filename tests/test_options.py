@@ -76,7 +76,7 @@ SAMPLES = {
     "page": "0x1000", "image_size": "640x480", "input_size": "320x320", "names": "libedgetpu,ours",
     "score_threshold": "1/2", "min_scale": "0.2", "max_scale": "19/20", "feature_maps": "20,10,5,3,2,1",
     "aspect_ratios": "1,2,1/2,3,1/3", "interpolated_scale_aspect_ratio": "1", "show": "3", "workers": "1",
-    "mask": "0x48790=0xff", "buffer": "input=dumps/ours/input.bin",
+    "mask": "0x48790=0xff", "buffer": "input=dumps/ours/input.bin", "stall_timeout": "30",
 }
 BY_COMMAND = {("fingerprint", "offset"): "0x0", ("verify", "offset"): "0", ("compare", "tolerance"): "scores=2lsb",
               ("decode", "offset"): "0", ("anchors-gen", "input_size"): "320x320"}

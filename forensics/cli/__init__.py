@@ -16,6 +16,10 @@ from forensics.errors import ForensicsError, InputError
 from forensics.exitcodes import BUG as EXIT_BUG, ERROR as EXIT_ERROR, INTERRUPTED as EXIT_INTERRUPTED, \
     SAME as EXIT_SAME
 
+# A closed stdout (`forensics crc a b | head -1`): the status a shell gives `cat` ended by SIGPIPE (128 + 13).
+# Never 0 or 1, which would state a result the reader did not get; run() ends the process by SIGPIPE itself.
+EXIT_BROKEN_PIPE = 141
+
 # One module per command group; each defines register(subparsers, common_parents).
 COMMAND_MODULES = (  # in the order a bring-up goes: bytes, model, decode, runs, diagnosis, registers
     "forensics.cli.buffers",
@@ -192,10 +196,11 @@ def main(argv=None, stdout=None, stderr=None) -> int:
         out.error("forensics: interrupted")
         return EXIT_INTERRUPTED
     except BrokenPipeError:  # `forensics diff ... | head`: the reader left, nothing more to say
-        try:
-            sys.stdout = None  # keep the interpreter from complaining while flushing at exit
-        finally:
-            return EXIT_SAME
+        return _closed_stdout(stdout)
+    except SystemExit as exc:  # rich ends with SystemExit(1) on a BrokenPipeError (Console.on_broken_pipe)
+        if isinstance(exc.__context__, BrokenPipeError):
+            return _closed_stdout(stdout)
+        raise
     except Exception as exc:  # an internal bug: one line, no stack unless asked for
         if args.traceback:
             import traceback
@@ -206,11 +211,58 @@ def main(argv=None, stdout=None, stderr=None) -> int:
         return EXIT_BUG
 
 
+def _closed_stdout(stream=None) -> int:
+    """The reader of stdout left: point the process's stdout at the null device (the interpreter's last flush
+    would complain again) and say so with EXIT_BROKEN_PIPE. A caller's own stream is left alone."""
+    import os
+
+    if stream is not None and stream is not sys.stdout:
+        return EXIT_BROKEN_PIPE
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError, AttributeError):
+        pass
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # not a file descriptor (a test's stream)
+        pass
+    return EXIT_BROKEN_PIPE
+
+
 def run() -> None:
     """Console-script entry point (and `python -m forensics`): main(), then a quick exit."""
     code = main()
+    try:
+        if sys.stdout is not None:
+            sys.stdout.flush()  # what is still buffered (JSON) meets a closed pipe here
+    except BrokenPipeError:
+        code = _closed_stdout(sys.stdout)
+    except (OSError, ValueError):
+        pass
+    if code == EXIT_BROKEN_PIPE:
+        _end_by_sigpipe()
     _exit_quickly(code)
     sys.exit(code)
+
+
+def _end_by_sigpipe() -> None:
+    """End as `cat` or `cmp` do when their reader leaves: by SIGPIPE (status 141 in a shell), after the exit
+    functions; where there is no SIGPIPE (Windows), with status 141."""
+    import atexit
+    import os
+    import signal
+
+    try:
+        sys.stderr.flush()
+    except (OSError, ValueError, AttributeError):
+        pass
+    atexit._run_exitfuncs()
+    if hasattr(signal, "SIGPIPE"):
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGPIPE)
+    os._exit(EXIT_BROKEN_PIPE)
 
 
 def _exit_quickly(code: int) -> None:

@@ -145,6 +145,6 @@ def register(subparsers, parents) -> None:
     p.add_argument("--at", type=non_negative_int, default=None, metavar="BYTES",
                    help="start at this byte offset (default: the layout offset)")
     p.add_argument("--length", type=positive_int, default=None, metavar="BYTES", help="bytes to show (default 256)")
-    _add_model_flags(p, geometry=False, pictures=False)
+    _add_model_flags(p, pictures=False)  # --deps: lane names and dequantized values, as anchors and diff
     add_slice_flags(p, offset=False, length=False)
     p.set_defaults(handler=cmd_hexdump)

@@ -68,6 +68,9 @@ def register(subparsers, parents) -> None:
                    help="show (and draw) only rows scoring >= S; never changes the kernel's result")
     p.add_argument("--replay", action="store_true",
                    help="also run the official kernel in LiteRT on the same bytes: MATCH / MISMATCH")
+    p.add_argument("--no-order-check", action="store_true",
+                   help="decode BOXES and SCORES as given even when they look swapped (by shape, or the scores' "
+                        "constant pad lanes)")
     add_slice_flags(p)
     p.add_argument("--top-k", type=positive_int, default=None, metavar="K",
                    help="a classifier (--model): BOXES and SCORES are then two dumps of its class scores; show "

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from forensics.cli import UsageError, options, show
 from forensics import options as grammar
-from forensics.cli.args import add_slice_flags, add_tolerance_flags, cli_type, positive_int
+from forensics.cli.args import add_slice_flags, add_tolerance_flags, cli_type, positive_float, positive_int
 
 
 _input_spec = cli_type(grammar.name_is_file)  # the library's grammar: forensics.options
@@ -107,6 +107,12 @@ def register(subparsers, parents) -> None:
     p.add_argument("--limit", type=positive_int, default=8, metavar="N", help="differing records listed per buffer")
     p.add_argument("--batch", metavar="DIR", help="compare every pair folder under DIR (two runs each)")
     p.add_argument("-o", "--output", metavar="SUMMARY.csv", help="--batch: the summary table (CSV + Parquet)")
+    p.add_argument("--stall-timeout", type=positive_float, default=None, metavar="SECONDS",
+                   help="--batch: end the batch (exit 2, finished rows kept in -o) when no pair finishes for this "
+                        "long: the scheduler or all its workers are gone (default 120)")
+    p.add_argument("--verify-files", action="store_true",
+                   help="--batch: read every buffer and take its CRC32 again (default: trust the CRCs the manifests "
+                        "recorded at capture and ingest, where the file sizes agree)")
     p.add_argument("--workers", type=positive_int, default=None, metavar="N",
                    help="--batch: worker processes (default: one per core)")
     p.add_argument("--scheduler", default="local", metavar="local|dask|tcp://HOST:PORT",

@@ -96,4 +96,62 @@ def load_input(path, what: str, anchors: int, columns: int, *, layout: str = "au
     if size == padded_size:
         records = np.frombuffer(data, np.uint8).reshape(anchors, padded_columns(columns))
         return LoadedInput(path, np.ascontiguousarray(records[:, :columns]), "padded records", size)
-    raise InputError(f"{what} is {size} bytes; expected " + " or ".join(accepted), path)
+    expected = f"{what} is {size} bytes; expected " + " or ".join(accepted)
+    # Whole records of a shorter dump: a pasted head, the story's own trap. Name how many anchors it holds in
+    # each layout it fits (padded 4-byte records first: what the chip writes).
+    held = [f"{size // (s // anchors):,}" + (" padded" if s == padded_size != tensor_size else "")
+            for s in dict.fromkeys((padded_size, tensor_size)) if size < s and size % (s // anchors) == 0]
+    if size and held:
+        expected += (f": {' or '.join(held)} of the {anchors:,} anchors the model has, the head-window trap (a "
+                     "pasted or partial read?); dump the whole buffer")
+    raise InputError(expected, path)
+
+
+# --- the order of the two dumps ---------------------------------------------------------------------------
+
+def _fits(dump, anchors: int, columns: int, raw_size: int | None) -> bool:
+    """Whether a dump's size (or .npy shape) is one the decode accepts for a tensor of `columns` columns."""
+    if dump.npy_shape is not None:
+        shape = tuple(dump.npy_shape)
+        return bool(shape) and shape[-1] == columns and int(np.prod(shape)) == anchors * columns
+    return dump.size in {anchors * columns, anchors * padded_columns(columns), raw_size}
+
+
+def _pad_lanes_constant(dump, anchors: int, columns: int) -> bool | None:
+    """Whether the lanes past `columns` of 4-byte-lane padded records hold one value in every record (the chip
+    writes a score record's pad lanes alike; box deltas vary): None when the dump is not that layout."""
+    width = padded_columns(columns)
+    if width == columns or dump.npy_shape is not None or dump.size != anchors * width or anchors < 2:
+        return None
+    records = dump.read_array(0, dump.size).reshape(anchors, width)[:, columns:]
+    return bool(np.all(records == records[0]))
+
+
+def swapped_order(boxes_path, scores_path, anchors: int, box_columns: int, score_columns: int, *,
+                  raw_sizes: dict | None = None, dump_options: dict | None = None) -> str | None:
+    """Why BOXES and SCORES look given in each other's place (one line), or None when they look in order or
+    nothing tells. By shape: each dump fits only the other's sizes (91 classes: 174,447 / 176,368 bytes of
+    scores against 7,668 / 7,672 of box deltas). Where the shapes coincide (2 classes padded to 4-byte lanes
+    and 4 box deltas are both 8 bytes an anchor): by content, the scores' pad lanes are one value in every
+    anchor, box deltas are not."""
+    raw_sizes = raw_sizes or {}
+    boxes = open_dump(boxes_path, use_sidecar=False, **(dump_options or {}))
+    scores = open_dump(scores_path, use_sidecar=False, **(dump_options or {}))
+    raw_b, raw_s = raw_sizes.get("boxes"), raw_sizes.get("scores")
+
+    def fits(dump, role):
+        return _fits(dump, anchors, box_columns, raw_b) if role == "boxes" else \
+            _fits(dump, anchors, score_columns, raw_s)
+
+    # Read the other way round both fit, and as given one cannot: the swap is the one reading that holds.
+    if fits(boxes, "scores") and fits(scores, "boxes") and not (fits(boxes, "boxes") and fits(scores, "scores")):
+        return (f"BOXES {boxes.path} ({boxes.size:,} bytes) has the scores' size and SCORES {scores.path} "
+                f"({scores.size:,} bytes) the box deltas'")
+    pads_in_boxes = _pad_lanes_constant(boxes, anchors, score_columns)
+    pads_in_scores = _pad_lanes_constant(scores, anchors, score_columns)
+    if pads_in_boxes and pads_in_scores is False and fits(boxes, "scores") and fits(scores, "boxes"):
+        width = padded_columns(score_columns)
+        lanes = f"{score_columns}" if width - score_columns == 1 else f"{score_columns}-{width - 1}"
+        return (f"BOXES {boxes.path} has one value in lanes {lanes} of every {width}-byte record, as the scores' "
+                f"pad lanes have, and SCORES {scores.path} varies there, as box deltas do")
+    return None

@@ -196,8 +196,34 @@ def stats_lines(stats, *, where: str = "", unicode: bool | None = None) -> list:
     return out
 
 
-def render_diff(result, geometry=None, *, unicode: bool | None = None, classes: bool = False) -> list:
-    """`classes`: the dumps are a classifier's score vector (one record whose lanes are classes)."""
+def _sizes_note(result, fits=()) -> str | None:
+    """What a size difference means. A `--length` hint only where the shorter side is the whole tensor the
+    model describes: a slice must never drop bytes one side lacks (a truncated B would then MATCH)."""
+    if result.sizes_equal:
+        return None
+    common, extra = min(result.size_a, result.size_b), abs(result.size_a - result.size_b)
+    shorter, longer = ("B", "A") if result.size_b < result.size_a else ("A", "B")
+    prefix_equal = not result.bytes_differing and not result.trailing_differ
+    fit = (fits[0] if shorter == "A" else fits[1]) if fits else None
+    if fit is not None and not fit.head_window and fit.full_size == common:
+        if prefix_equal:
+            return (f"the first {common:,} bytes (the whole {fit.tensor or fit.role} tensor) match; {longer} has "
+                    f"{extra:,} more past the tensor (a page-rounded DMA allocation?): compare the tensor's bytes "
+                    f"only with --length {common}")
+        return f"{longer} has {extra:,} bytes past the whole {fit.tensor or fit.role} tensor ({common:,} bytes)"
+    if fit is not None and fit.head_window:
+        return f"{shorter} is truncated: {common:,} of {longer}'s {max(result.size_a, result.size_b):,} bytes"
+    if not prefix_equal:
+        return None
+    if shorter == "B":
+        return f"B is truncated: it holds the first {common:,} of A's {result.size_a:,} bytes, and they match A's"
+    return (f"A holds the first {common:,} of B's {result.size_b:,} bytes, and they match: A is truncated, or B is "
+            f"a larger allocation holding A at its start (--model or --deps say which: they know the tensor's size)")
+
+
+def render_diff(result, geometry=None, *, unicode: bool | None = None, classes: bool = False, fits=()) -> list:
+    """`classes`: the dumps are a classifier's score vector (one record whose lanes are classes); `fits`: the
+    dumps' TensorFit (A's, B's) when --model / --deps say which tensor they hold."""
     rs = result.layout.record_size
     if result.identical and result.bytes_identical:
         return [verdict(Verdict.MATCH, f"{result.size_a:,} bytes, CRC32 {format_crc(result.crc32_a)}, "
@@ -227,6 +253,9 @@ def render_diff(result, geometry=None, *, unicode: bool | None = None, classes: 
             what.append(f"{result.records_differing:,} of {result.records_compared:,} records differ "
                         f"({rs} bytes per record)")
         if not result.sizes_equal:
+            note = _sizes_note(result, fits)
+            if note is not None and "truncated" in note:
+                what.append(note.split(":")[0])  # `B is truncated`: the verdict; the note below says how much
             what.append(f"sizes differ: {result.size_a:,} vs {result.size_b:,} bytes")
         if result.trailing_differ:
             what.append(f"the {result.trailing_bytes} trailing bytes differ")
@@ -245,11 +274,9 @@ def render_diff(result, geometry=None, *, unicode: bool | None = None, classes: 
     if result.trailing_bytes:
         facts.append(f"{result.trailing_bytes} trailing bytes after the last whole record")
     out.append(Text("   ".join(facts)))
-    if not result.sizes_equal and not result.bytes_differing and not result.trailing_differ:
-        common, extra = min(result.size_a, result.size_b), abs(result.size_a - result.size_b)
-        longer = "B" if result.size_b > result.size_a else "A"
-        out.append(Text(f"the first {common:,} bytes of both match; {longer} has {extra:,} more (a "
-                        f"page-rounded DMA allocation? compare the tensor's bytes only with --length {common})"))
+    note = _sizes_note(result, fits)
+    if note is not None:
+        out.append(Text(note))
     out.extend(stats_lines(result.stats, unicode=unicode))
     if result.records_differing:
         wide = rs > WIDE
@@ -314,7 +341,8 @@ def _render_top_scores(result, geometry) -> list:
     return [head, table]
 
 
-def render_anchors(result, geometry=None) -> list:
+def render_anchors(result, geometry=None, *, head_window: bool = False) -> list:
+    """The anchors table; `head_window`: the dump holds only the head of its tensor, so no OK verdict."""
     layout = result.layout
     dom = result.dominant
     if not result.dominated and result.top_scores and result.nonuniform is None:
@@ -333,6 +361,9 @@ def render_anchors(result, geometry=None) -> list:
                                       f"{', ...' if result.tied_total > 4 else ''}); the first to occur is shown"))
     if result.records == 1:
         out.append(Text("a single record: nothing to compare it with"))
+    elif result.uniform and head_window:
+        out.append(Text(f"uniform: all {result.records:,} records are {_hex(dom.record)}, but they are the head "
+                        f"of the tensor only"))
     elif result.uniform:
         out.append(verdict(Verdict.OK, f"uniform: all {result.records:,} records are {_hex(dom.record)}"))
     else:

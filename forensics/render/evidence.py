@@ -56,19 +56,30 @@ def render_verify(report) -> list:
                                if source.get("slice") else "")))
     table = _table(("line", "right"), "buffer", "what", "expected", "found", "")
     for c in report.checks:
-        table.add_row(str(c.line), c.tag or "-", c.label, c.expected, c.found if not c.match else "(same)",
-                      Text(Verdict.MATCH, style="green") if c.match else Text(Verdict.DIFFER, style="bold red"))
+        status = Text(Verdict.MATCH, style="green") if c.match else \
+            Text(Verdict.TRUNCATED, style="bold yellow") if c.kind == "truncated" else Text(Verdict.DIFFER, style="bold red")
+        table.add_row(str(c.line), c.tag or "-", c.label, c.expected, c.found if not c.match else "(same)", status)
     out.append(table)
-    n, bad = len(report.checks), sum(not c.match for c in report.checks)
+    cut = report.truncated
+    n, bad = len(report.checks) - len(cut), sum(not c.match and c.kind != "truncated" for c in report.checks)
     if report.unassigned:
         out.append(Text(f"not checked (no file for these buffers): {', '.join(report.unassigned)}; "
                         f"give --buffer TAG=FILE"))
     files = len({c.file for c in report.checks})
     where = f"{files} file{'s' if files != 1 else ''}"
+    lines = sorted({c.line for c in cut})
+    cut_note = (f"; line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines[:5]))}"
+                f"{' ...' if len(lines) > 5 else ''} cut short" if cut else "")
     if bad:
-        first = next(c for c in report.checks if not c.match)
+        first = next(c for c in report.checks if not c.match and c.kind != "truncated")
         out.append(verdict(Verdict.DIFFER, f"{bad} of {n} logged values differ from {where}; first: line {first.line} "
-                                     f"{first.tag or ''} {first.label}".replace("  ", " ")))
+                                     f"{first.tag or ''} {first.label}".replace("  ", " ") + cut_note))
+    elif cut:
+        first = cut[0]
+        more = f"; {len(cut) - 1} more cut short" if len(cut) > 1 else ""
+        out.append(verdict(Verdict.TRUNCATED, f"line {first.line} ({first.tag or 'untagged'}): {first.label} "
+                                        f"{first.found}; what it would have logged is not checked ({n} whole "
+                                        f"values match {where}){more}"))
     else:
         out.append(verdict(Verdict.MATCH, f"all {n} logged values match {where}"))
     return out

@@ -128,6 +128,9 @@ def render_compare(result, *, unicode: bool | None = None) -> list:
         within = [r.label for r in result.rows if r.status == Verdict.WITHIN]
         out.append(_verdict(Verdict.WITHIN, f"{len(within)} buffers differ within tolerance ("
                                                 f"{', '.join(within)}); the others match"))
+    if result.not_captured:
+        out.append(Text(f"not captured in both runs: {', '.join(result.not_captured)} (nothing is concluded "
+                        f"about {'it' if len(result.not_captured) == 1 else 'them'})"))
     for row in result.rows:
         if row.findings:
             for f in row.findings:

@@ -72,6 +72,13 @@ class RecordsReport(Report):
     grid: bool = False
     title: str = ""
     plot: dict | None = None              # what diff's plot (the error picture) wrote
+    fits: tuple = ()                      # diff: (A's, B's) forensics.modeldumps.TensorFit, when --model / --deps say
+
+    @property
+    def head_windows(self) -> tuple:
+        """The dumps (as their TensorFit) that hold only the head of the tensor --model / --deps describe."""
+        fits = self.fits or ((self.context.fit,) if self.context is not None else ())
+        return tuple(f for f in fits if f is not None and f.head_window)
 
     def to_dict(self) -> dict:
         from forensics.modeldumps import annotate_rows
@@ -81,6 +88,11 @@ class RecordsReport(Report):
         if listed in doc:
             doc[listed] = annotate_rows(doc[listed], self.context.geometry)
         doc.update(self.context.to_dict())
+        if self.fits:
+            doc["tensor_fit"] = {"a": self.fits[0].to_dict() if self.fits[0] else None,
+                                 "b": self.fits[1].to_dict() if self.fits[1] else None}
+        if self.head_windows:  # the verdict (HEAD WINDOW when nothing else failed) is the report's: _sources
+            doc["head_window"] = self._head_window_text()
         if self.heatmap is not None:
             doc["heatmap"] = dict(self.heatmap)
         if self.plot is not None:
@@ -90,12 +102,17 @@ class RecordsReport(Report):
     def renderables(self) -> list:
         from forensics.render import buffers
 
+        windows = self.head_windows
         if self.command == "diff":
             view = self.context.view
             out = buffers.render_diff(self.result, geometry=self.context.geometry,
-                                      classes=view is not None and view.class_vector)
+                                      classes=view is not None and view.class_vector, fits=self.fits)
         else:
-            out = list(buffers.render_anchors(self.result, geometry=self.context.geometry))
+            out = list(buffers.render_anchors(self.result, geometry=self.context.geometry, head_window=bool(windows)))
+        if windows:
+            from forensics.render.style import verdict
+
+            out.append(verdict(Verdict.HEAD_WINDOW, self._head_window_text()))
         if self.grid and self.heat is not None:
             from forensics.render.grid import grid_for
 
@@ -114,6 +131,28 @@ class RecordsReport(Report):
             out.append(Text(wrote(self.plot["path"])))
         return out
 
+    def _head_window_text(self) -> str:
+        windows = self.head_windows
+        if self.command == "anchors" or len(windows) == 1 and not self.fits:
+            return windows[0].describe()
+        names = [n for n, f in zip("AB", self.fits) if f is not None and f.head_window]
+        if len(names) == 2:
+            a, b = self.fits
+            same = a.held == b.held
+            return (f"both dumps hold only the head of the tensor: " + (f"{a.describe()}" if same else
+                    f"A {a.held:,} and B {b.held:,} of the {a.anchors:,} anchors the model has: the head-window "
+                    f"trap; judge the whole buffers"))
+        return f"{names[0]} is truncated: {windows[0].describe()}"
+
+
+def _fit_other(context, dump, flags: dict):
+    """The TensorFit of a second dump (diff's other side) against the deps the first was fitted with."""
+    if context.deps is None:
+        return None
+    from forensics.modeldumps import fit_detection_tensor
+
+    return fit_detection_tensor(dump, context.deps, flags)[0]
+
 
 @spellings()
 def diff(a, b, *, record=None, offset=None, count=None, fields=None, pad=None, scale=None, zero_point=None,
@@ -123,11 +162,12 @@ def diff(a, b, *, record=None, offset=None, count=None, fields=None, pad=None, s
          length=None, gap_fill=None, no_stats: bool = False,
          progress=None) -> RecordsReport:
     """`forensics diff A B`: record-by-record comparison with error statistics; exit code 0 MATCH or WITHIN
-    TOLERANCE (tolerance K LSB, or atol / rtol / check: forensics.tolerance), 1 DIFFER. `plot` writes the 2x2
-    picture of the error. With `length`, offset/length cut the same slice of both dumps (else offset is the
-    layout offset). `no_stats` leaves the error statistics out (one pass over A fewer once the dumps differ:
-    the fast path for multi-GB dumps); the verdict is then judged on whole LSB, as `tolerance` K does.
-    Every option takes the command line's spelling too (`pad="2,3"`, `scale="1/256"`: forensics.options)."""
+    TOLERANCE (tolerance K LSB, or atol / rtol / check: forensics.tolerance), 1 DIFFER (or HEAD WINDOW: a side
+    holds only the head of the tensor --model / --deps describe). `plot` writes the 2x2 picture of the error.
+    With `length`, offset/length cut the same slice of both dumps (else offset is the layout offset).
+    `no_stats` leaves the error statistics out (one pass over A fewer once the dumps differ: the fast path for
+    multi-GB dumps); the verdict is then judged on whole LSB, as `tolerance` K does. Every option takes the
+    command line's spelling too (`pad="2,3"`, `scale="1/256"`: forensics.options)."""
     from forensics.options import Layout, ModelContext, Slice, Tolerances
 
     where = Slice.parse(offset=offset, length=length, gap_fill=gap_fill)
@@ -142,18 +182,13 @@ def diff(a, b, *, record=None, offset=None, count=None, fields=None, pad=None, s
                          params=True)
     from forensics.diff import diff_dumps
     from forensics.dump import open_dump
-    from forensics.modeldumps import (
-        locator_for,
-        pair_context,
-        records_by_anchor,
-        remap_indices,
-    )
+    from forensics.modeldumps import locator_for, pair_context, records_by_anchor, remap_indices
 
     options, layout_offset = where.split()
     dump_a, dump_b = open_dump(a, **options), open_dump(b, **options)
     flags = {**layout.context_keywords(), "offset": layout_offset}
-    element, context = pair_context(dump_a, dump_b, **known.keywords(), record_given=layout.record is not None,
-                                    **flags)
+    element, context, context_dump = pair_context(dump_a, dump_b, **known.keywords(),
+                                                  record_given=layout.record is not None, **flags)
     _check_pictures(context, heatmap, grid)
     if plot:
         from forensics.outputs import check_writable
@@ -172,8 +207,18 @@ def diff(a, b, *, record=None, offset=None, count=None, fields=None, pad=None, s
                          lane=lane, tolerance=tolerances.tolerance or 0)
     drawn = _draw_heatmap(context, heat, title, heatmap)
     plotted = _draw_error_plot(plot, dump_a, context, result, element, title=f"{a} vs {b}")
-    return RecordsReport("diff", result, rows_key="records", verdict=result.verdict, context=context, heat=heat,
-                         heatmap=drawn, grid=grid, title=title, plot=plotted, dumps=(dump_a, dump_b))
+    fits = ()
+    if context.deps is not None:  # --model / --deps know the tensors: how much of one each side holds
+        other = dump_b if context_dump is dump_a else dump_a
+        fit_other = _fit_other(context, other, {"record_size": layout.record, "fields": layout.fields,
+                                                "pad_lanes": layout.pad})
+        fits = (context.fit, fit_other) if context_dump is dump_a else (fit_other, context.fit)
+    fits = fits if any(f is not None for f in fits) else ()
+    windows = any(f is not None and f.head_window for f in fits)
+    # A side that holds only the tensor's head is named even when the bytes compared pass (the story's trap).
+    judged = Verdict.HEAD_WINDOW if windows and result.passed else result.verdict
+    return RecordsReport("diff", result, rows_key="records", verdict=judged, context=context, heat=heat,
+                         heatmap=drawn, grid=grid, title=title, plot=plotted, dumps=(dump_a, dump_b), fits=fits)
 
 
 def _draw_error_plot(plot, dump_a, context, result, element, *, title: str) -> dict | None:
@@ -209,6 +254,11 @@ def anchors(file, *, record=None, offset=None, count=None, fields=None, pad=None
     result = analyse_anchors(dump, context.layout, nonuniform=nonuniform, top=top, window=window,
                              limit=_limit(limit, all), progress=progress)
     result = remap_indices(result, context, "nonuniform")
+    role = context.fit.role if context.fit is not None else getattr(context.view, "role", None)
+    if role == "boxes" and result.top_scores:  # box deltas have no class scores to rank
+        import dataclasses
+
+        result = dataclasses.replace(result, top_scores=())
     heat = None
     title = "scores per cell"
     if heatmap or grid:
@@ -219,8 +269,9 @@ def anchors(file, *, record=None, offset=None, count=None, fields=None, pad=None
         heat = anchors_heat(records_by_anchor(dump, context), context.layout, lane=lane,
                             dominant=result.dominant.record, marked=marked)
     drawn = _draw_heatmap(context, heat, title, heatmap)
+    window = context.fit is not None and context.fit.head_window  # the story's trap: only the head was read
     return RecordsReport("anchors", result, rows_key="nonuniform" if nonuniform else "top",
-                         verdict=anchors_verdict(result),
+                         verdict=Verdict.HEAD_WINDOW if window else anchors_verdict(result),
                          context=context, heat=heat, heatmap=drawn, grid=grid, title=title, dumps=(dump,))
 
 
@@ -260,8 +311,9 @@ class HexdumpReport(Report):
 @spellings()
 def hexdump(file, file2=None, *, record=None, offset=None, fields=None, pad=None, scale=None, zero_point=None,
             anchor: int | None = None, context: int = 4, at: int | None = None, length: int | None = None,
-            model=None, tensor=None, labels=None, gap_fill: int | None = None) -> HexdumpReport:
-    """`forensics hexdump FILE [FILE2]`: hex + ASCII by record around an anchor, or over at/length bytes."""
+            model=None, tensor=None, labels=None, deps=None, gap_fill: int | None = None) -> HexdumpReport:
+    """`forensics hexdump FILE [FILE2]`: hex + ASCII by record around an anchor, or over at/length bytes; with
+    `model` or `deps`, the records' lane names and dequantized values where they know them."""
     from forensics.dump import open_dump
     from forensics.hexdump import hexdump as hexdump_of
 
@@ -270,8 +322,8 @@ def hexdump(file, file2=None, *, record=None, offset=None, fields=None, pad=None
     dump_b = open_dump(file2, **options) if file2 else None
     if anchor is not None and at is not None:
         raise InputError("give either {anchor} or {at}, not both", params=True)
-    dump_context = _dump_context(dump_a, model=model, tensor=tensor, labels=labels, record=record, offset=offset,
-                                 fields=fields, pad=pad, scale=scale, zero_point=zero_point)
+    dump_context = _dump_context(dump_a, model=model, tensor=tensor, labels=labels, deps=deps, record=record,
+                                 offset=offset, fields=fields, pad=pad, scale=scale, zero_point=zero_point)
     order = dump_context.record_order
     if anchor is not None and order is not None:  # the anchor's record in the chip's order
         anchor = int(order[anchor]) if anchor < len(order) else anchor

@@ -97,10 +97,12 @@ def decode(boxes, scores, *, model=None, deps=None, layout: str = "auto", dequan
            labels=None, image=None, image_size=None, input_size=None, draw=None, overlay=None,
            overlay_boxes=None, overlay_scores=None, names=None, score_threshold: float | None = None,
            replay: bool = False, top_k: int | None = None, offset: int | None = None, length: int | None = None,
-           gap_fill: int | None = None) -> DecodeReport | ClassesReport:
+           gap_fill: int | None = None, no_order_check: bool = False) -> DecodeReport | ClassesReport:
     """`forensics decode BOXES SCORES (--model M | --deps DIR)`: the TFLite_Detection_PostProcess kernel's
     result; exit code 1 when the replay in LiteRT disagrees. With `top_k` (a classifier model), BOXES and
-    SCORES are two dumps of its class scores: both sides' top-k and rank changes; exit 1 when the order differs."""
+    SCORES are two dumps of its class scores: both sides' top-k and rank changes; exit 1 when the order differs.
+    BOXES and SCORES that look given in each other's place (by shape, else the scores' constant pad lanes) are
+    an InputError naming the swap, unless `no_order_check`."""
     if top_k is not None:
         return _classes(boxes, scores, model=model, top_k=top_k, labels=labels,
                         dump_options=_slice(offset, length, gap_fill)[0])
@@ -124,6 +126,9 @@ def decode(boxes, scores, *, model=None, deps=None, layout: str = "auto", dequan
         from forensics.decode.model_deps import deps_from_model
 
         decode_deps, relayouts, tail = deps_from_model(model)
+    if not no_order_check:
+        _check_order(decode_deps, ((boxes, scores), (overlay_boxes, overlay_scores)),
+                     _slice(offset, length, gap_fill)[0])
     result = decode_dumps(decode_deps, boxes, scores, layout=layout, rounding=dequantize, image=image,
                           image_wh=image_size, input_wh=input_size, labels_path=labels, replay=replay,
                           relayouts=relayouts, tail_model=tail, dump_options=_slice(offset, length, gap_fill)[0])
@@ -151,6 +156,22 @@ def decode(boxes, scores, *, model=None, deps=None, layout: str = "auto", dequan
     # Only --replay judges: the official kernel's detections beside ours (MATCH / MISMATCH).
     judged = None if result.replay is None else Verdict.of(result.replay.match, differ=Verdict.MISMATCH)
     return DecodeReport("decode", result, rows_key="detections", verdict=judged, geometry=geometry, drawing=drawn, score_threshold=score_threshold)
+
+
+def _check_order(decode_deps, pairs, dump_options) -> None:
+    """One line naming the swap when a (BOXES, SCORES) pair looks given in each other's place."""
+    from forensics.decode.inputs import swapped_order
+
+    raw = decode_deps.raw_sizes or {}
+    sizes = {"boxes": raw.get(decode_deps.boxes.name), "scores": raw.get(decode_deps.scores.name)}
+    for boxes, scores in pairs:
+        if boxes is None or scores is None:
+            continue
+        why = swapped_order(boxes, scores, decode_deps.num_anchors, decode_deps.box_columns,
+                            decode_deps.score_columns, raw_sizes=sizes, dump_options=dump_options)
+        if why is not None:
+            raise InputError(f"box deltas and scores look swapped: {why}; give BOXES first, then SCORES "
+                             "(or {no_order_check} to decode them as given)", params=True)
 
 
 class TailReport(Report):

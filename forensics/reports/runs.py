@@ -201,12 +201,16 @@ def _policy(tolerance, atol, rtol, check):
 @spellings("tolerance")
 def compare(*runs, html=None, previous=None, model=None, deps=None, limit: int = 8, batch=None, output=None,
             workers: int | None = None, tolerance=None, atol=None, rtol=None, check=None, labels=None,
-            junit=None, progress=None, scheduler: str = "local") -> CompareReport | BatchReport:
+            junit=None, progress=None, scheduler: str = "local", verify_files: bool = False,
+            stall_timeout: float | None = None) -> CompareReport | BatchReport:
     """`forensics compare RUN_A RUN_B` (stage by stage) or `compare --batch DIR -o SUMMARY.csv`. `tolerance`:
     K (LSB for every integer buffer) and/or (TENSOR, SPEC) pairs; with atol / rtol / check they judge
     differing buffers MATCH / WITHIN TOLERANCE / DIFFER (forensics.tolerance). `labels` names detection
     classes; `junit` writes a JUnit XML report (one test case per stage and tensor). With `batch`: `scheduler`
-    local / dask / tcp://HOST:PORT, `html` the one-page summary, `model`/`deps` the anchors."""
+    local / dask / tcp://HOST:PORT, `html` the one-page summary, `model`/`deps` the anchors, `verify_files`
+    every buffer's CRC taken again instead of trusting the manifests (one pair is always verified),
+    `stall_timeout` the seconds without a finished pair after which the batch ends (exit 2), its finished
+    rows written to `output`."""
     policy = _policy(tolerance, atol, rtol, check)
     if batch:
         if runs:
@@ -218,8 +222,10 @@ def compare(*runs, html=None, previous=None, model=None, deps=None, limit: int =
             raise InputError("{batch} needs {output:SUMMARY.csv} (a Parquet file is written beside it)", params=True)
         if model and deps:
             raise InputError("give {model} or {deps}, not both", params=True)
-        from forensics.runs.batch import batch_compare, write_summary
+        from forensics.runs.batch import batch_compare, check_summary_output, write_summary
+        from forensics.runs.engine import Stalled
 
+        check_summary_output(output)  # before the first pair: a batch of hours must not end in 'cannot write'
         if html:
             from forensics.outputs import check_writable
 
@@ -229,8 +235,14 @@ def compare(*runs, html=None, previous=None, model=None, deps=None, limit: int =
             from forensics.geometry import geometry_for
 
             geometry = geometry_for(model=model, deps=deps)
-        result = write_summary(batch_compare(batch, workers=workers, scheduler=scheduler, geometry=geometry,
-                                             policy=policy, progress=progress), output)
+        try:
+            result = batch_compare(batch, workers=workers, scheduler=scheduler, geometry=geometry, policy=policy,
+                                   progress=progress, verify_files=verify_files, stall_timeout=stall_timeout)
+        except Stalled as exc:
+            kept = write_summary(exc.partial, output) if exc.partial.rows else None
+            where = f"the {exc.done:,} finished rows are in {kept.outputs[0]}" if kept else "no row was finished"
+            raise InputError(f"{exc}; {where}", batch) from None
+        result = write_summary(result, output)
         if result.exit_code == exitcodes.ERROR:  # every pair failed: say why on stderr, as for any input error
             first = result.rows[0].get("error") if result.rows else None
             raise InputError(f"no pair could be compared ({len(result.rows)} failed; first: {first}); the "
@@ -239,8 +251,9 @@ def compare(*runs, html=None, previous=None, model=None, deps=None, limit: int =
             _batch_html(html, batch, result, geometry)
         return BatchReport("compare", result, rows_key="rows", verdict=result.verdict,
                            html=os.fspath(html) if html else None)
-    if scheduler != "local":
-        raise InputError("{scheduler} is for {batch:DIR}; one pair is compared here", params=True)
+    if scheduler != "local" or stall_timeout is not None:
+        which = "{scheduler}" if scheduler != "local" else "{stall_timeout}"
+        raise InputError(which + " is for {batch:DIR}; one pair is compared here", params=True)
     if len(runs) != 2:
         raise InputError("compare needs two runs: RUN_A RUN_B (or {batch:DIR} {output:summary.csv})", params=True)
     if output:

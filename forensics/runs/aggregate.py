@@ -7,16 +7,20 @@ Each pair is reduced in its worker to a small `pair_stats` dict; the `Aggregator
 into fixed-size tables (one counter per anchor, one histogram bin per LSB, one row per distinct detection
 score and class), so its memory does not grow with the number of pairs.
 
-The detection evaluation follows COCO's `evaluateImg` / `accumulate` (area "all", maxDets 100): per image and
-class, B's detections in descending score order are matched greedily to the unmatched A detection of highest
-IoU >= t; precision is made monotone from the right and read at the 101 recall points 0, 0.01, ..., 1; a class
-without A detections is left out. Detections of equal score are taken together (one point on the precision /
-recall curve per distinct score): that is what keeps the tables fixed-size; COCO orders ties by image instead,
-so the two agree exactly when scores are distinct and may differ slightly with ties.
+The detection evaluation is COCO's `evaluateImg` / `accumulate` (area "all", maxDets 100), detection for
+detection: per image and class, B's detections in descending score order (a stable sort over B's stored order)
+are matched greedily to the unmatched A detection of highest IoU >= t; over the batch, every class's detections
+are ordered by descending score with ties in image order (pairs are images, in pair-name order, the order the
+batch adds them in) and then in each image's own order, as COCOeval's stable sort over its image-ordered list
+does; precision (tp / (tp + fp + eps)) is made monotone from the right and read at the 101 recall points
+0, 0.01, ..., 1; a class without A detections is left out. Uint8 scores make ties the normal case, so the order
+within a tie matters: the aggregator keeps, per class and distinct score, each detection's match bits (two
+bytes a detection) in arrival order. That is the one table that grows with the batch.
 """
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -48,32 +52,60 @@ def _box_iou(a, b) -> np.ndarray:
         return np.where(union > 0, inter / np.where(union > 0, union, 1), 0.0)
 
 
+_THRESHOLDS = np.minimum(np.array(IOU_THRESHOLDS), 1 - 1e-10)  # COCOeval: iou = min([t, 1 - 1e-10])
+
+
+def _match_masks(ious: np.ndarray) -> list[int]:
+    """COCO's greedy matching at every IoU threshold at once: detection i (rows, in score order) takes the
+    untaken truth of highest IoU >= t, the last such truth on equal IoU (COCOeval's `if ious < iou: continue`
+    walk); bit t of its mask says it was matched at IOU_THRESHOLDS[t]."""
+    n_dt, n_gt = ious.shape
+    masks = [0] * n_dt
+    if not n_gt:
+        return masks
+    taken = np.zeros((len(_THRESHOLDS), n_gt), bool)
+    rows = np.arange(len(_THRESHOLDS))
+    weights = 1 << rows
+    for i in range(n_dt):
+        free = np.where(taken, -1.0, ious[i][None, :])        # [T, G]
+        last = n_gt - 1 - np.argmax(free[:, ::-1], axis=1)     # the last index of each row's maximum
+        hit = free[rows, last] >= _THRESHOLDS
+        if hit.any():
+            taken[rows[hit], last[hit]] = True
+            masks[i] = int(weights[hit].sum())
+    return masks
+
+
 def evaluate_image(truth: list[dict], found: list[dict], *, max_detections: int = MAX_DETECTIONS) -> dict:
     """One image's detections `found` (B) against `truth` (A), per class as COCO's evaluateImg does.
 
-    Returns {class: {"truth": n, "found": [(score, tp_mask), ...]}} where bit i of tp_mask says the detection is
-    a true positive at IOU_THRESHOLDS[i].
+    Returns {class: {"truth": n, "found": [(score, tp_mask), ...]}} in descending score order (stable), where
+    bit i of tp_mask says the detection is a true positive at IOU_THRESHOLDS[i]. Classes are matched in one
+    pass: a truth of another class is never a candidate (its IoU is taken as -1), so each class's matching is
+    COCO's alone.
     """
+    if not truth and not found:
+        return {}
+    t_cls = np.fromiter((d["class"] for d in truth), np.int64, len(truth))
+    f_cls = np.fromiter((d["class"] for d in found), np.int64, len(found))
+    f_score = np.fromiter((d["score"] for d in found), np.float64, len(found))
+    # B's detections by class, each class in descending score order (stable), at most max_detections each
+    order = np.lexsort((-f_score, f_cls))
+    sorted_cls = f_cls[order]
+    rank = np.arange(len(order)) - np.searchsorted(sorted_cls, sorted_cls, side="left")
+    order = order[rank < max_detections]
+    masks = [0] * len(order)
+    if len(order) and len(truth):
+        ious = _box_iou([found[i]["box"] for i in order], [d["box"] for d in truth])
+        ious[f_cls[order][:, None] != t_cls[None, :]] = -1.0
+        masks = _match_masks(ious)
     out = {}
-    for cls in sorted({d["class"] for d in truth} | {d["class"] for d in found}):
-        gt = [d for d in truth if d["class"] == cls]
-        dt = [d for d in found if d["class"] == cls]
-        order = np.argsort([-d["score"] for d in dt], kind="mergesort")[:max_detections]
-        dt = [dt[i] for i in order]
-        ious = _box_iou([d["box"] for d in dt], [d["box"] for d in gt]) if dt and gt else np.zeros((len(dt), 0))
-        masks = [0] * len(dt)
-        for ti, t in enumerate(IOU_THRESHOLDS):
-            taken = [False] * len(gt)
-            for i in range(len(dt)):
-                best, m = min(t, 1 - 1e-10), -1
-                for j in range(len(gt)):
-                    if taken[j] or ious[i, j] < best:
-                        continue
-                    best, m = ious[i, j], j
-                if m >= 0:
-                    taken[m] = True
-                    masks[i] |= 1 << ti
-        out[cls] = {"truth": len(gt), "found": [(float(d["score"]), masks[i]) for i, d in enumerate(dt)]}
+    truths = dict(zip(*np.unique(t_cls, return_counts=True))) if len(truth) else {}
+    for cls in sorted(set(truths) | set(f_cls.tolist())):
+        out[int(cls)] = {"truth": int(truths.get(cls, 0)), "found": []}
+    scores = f_score[order].tolist()
+    for k, i in enumerate(order.tolist()):
+        out[int(f_cls[i])]["found"].append((scores[k], masks[k]))
     return out
 
 
@@ -90,20 +122,24 @@ def _scan(dump_a, dump_b, size: int, record_size: int, lanes: list, *, anchors: 
     step = max(record_size, _SCAN_BLOCK // record_size * record_size)
     differing = [] if anchors else None
     counts = np.zeros(511, np.int64) if deltas else None
+    is_data = np.zeros(record_size, bool)
+    is_data[lanes] = True
     reader_a, reader_b = DumpReader(dump_a, use_map=False), DumpReader(dump_b, use_map=False)
     try:
         for lo in range(0, size, step):
             hi = min(lo + step, size)
             window_a, window_b = reader_a.window(lo, hi), reader_b.window(lo, hi)
             a, b = np.frombuffer(window_a.view, np.uint8), np.frombuffer(window_b.view, np.uint8)
-            if anchors:
-                whole = (min(hi, n * record_size) - lo) // record_size  # whole records in this window
-                ra = a[:whole * record_size].reshape(whole, record_size)[:, lanes]
-                rb = b[:whole * record_size].reshape(whole, record_size)[:, lanes]
-                differing.extend((np.flatnonzero(np.any(ra != rb, axis=1)) + lo // record_size).tolist())
-                del ra, rb
+            differ = np.flatnonzero(a != b)  # sparse in a pair that differs in a few anchors: work on those only
+            if anchors and differ.size:
+                inside = differ[differ < (n * record_size - lo)]
+                on_data = is_data[inside % record_size]
+                differing.extend((np.unique(inside[on_data] // record_size) + lo // record_size).tolist())
             if deltas:
-                counts += np.bincount(b.astype(np.int16) - a.astype(np.int16) + 255, minlength=511)
+                counts[255] += a.size - differ.size
+                if differ.size:
+                    counts += np.bincount(b[differ].astype(np.int16) - a[differ].astype(np.int16) + 255,
+                                          minlength=511)
             del a, b
             window_a.release()
             window_b.release()
@@ -116,7 +152,7 @@ def _scan(dump_a, dump_b, size: int, record_size: int, lanes: list, *, anchors: 
 def pair_stats(result) -> dict:
     """The compact statistics of one compared pair (a forensics.runs.compare.CompareResult) for the Aggregator:
     small and picklable, so a worker can send it back cheaply."""
-    from forensics.runs.compare import buffer_layout
+    from forensics.runs.compare import buffer_layout, record_count
 
     stages, anchors, deltas = [], {}, {}
     run_a, run_b = result.run_a, result.run_b
@@ -131,7 +167,7 @@ def pair_stats(result) -> dict:
         wants_anchors = unit == "anchors" and layout.record_size > 1
         if verdict == Verdict.MATCH:
             if wants_anchors:
-                anchors[row.label] = (row.stage, row.tensor, row.size_a // layout.record_size, ())
+                anchors[row.label] = (row.stage, row.tensor, record_count(entry, row.size_a, layout), ())
             if role in DELTA_ROLES:
                 deltas.setdefault(role, {})
                 deltas[role][0] = deltas[role].get(0, 0) + row.size_a
@@ -146,7 +182,8 @@ def pair_stats(result) -> dict:
         except (OSError, InputError):  # a file that changed or went since its CRC: its statistics are left out
             continue
         if wants_anchors:
-            anchors[row.label] = (row.stage, row.tensor, row.size_a // layout.record_size, tuple(differing))
+            anchors[row.label] = (row.stage, row.tensor, record_count(entry, row.size_a, layout),
+                                 tuple(d for d in differing if d < record_count(entry, row.size_a, layout)))
         if role in DELTA_ROLES:
             hist = deltas.setdefault(role, {})
             for i in np.flatnonzero(counts):
@@ -173,21 +210,22 @@ def _f1(p: float | None, r: float | None) -> float | None:
 
 
 def average_precision(table: dict, truth: int) -> list[float]:
-    """COCO's AP at each IoU threshold from {score: [n, tp@t0, ..., tp@t9]} (ties at one score taken together);
-    -1 for every threshold when there is no ground truth."""
+    """COCO's AP at each IoU threshold from {score: match masks in order} (bit t of a mask: a true positive at
+    IOU_THRESHOLDS[t]), walked as COCOeval's accumulate walks its stably sorted detections; -1 for every
+    threshold when there is no ground truth."""
     if not truth:
         return [-1.0] * len(IOU_THRESHOLDS)
     if not table:
         return [0.0] * len(IOU_THRESHOLDS)
-    scores = sorted(table, reverse=True)
-    counts = np.array([table[s] for s in scores], dtype=np.float64)  # [k, 1 + T]
-    n_cum = np.cumsum(counts[:, 0])
+    masks = np.concatenate([np.frombuffer(table[s], np.uint16) for s in sorted(table, reverse=True)])
+    fp_eps = np.spacing(1)  # COCOeval: pr = tp / (fp + tp + np.spacing(1))
     out = []
     for ti in range(len(IOU_THRESHOLDS)):
-        tp = np.cumsum(counts[:, 1 + ti])
+        hit = (masks >> ti) & 1
+        tp = np.cumsum(hit, dtype=np.float64)
+        fp = np.cumsum(1 - hit, dtype=np.float64)
         recall = tp / truth
-        precision = tp / n_cum
-        precision = np.maximum.accumulate(precision[::-1])[::-1]
+        precision = np.maximum.accumulate((tp / (fp + tp + fp_eps))[::-1])[::-1]
         idx = np.searchsorted(recall, RECALL_POINTS, side="left")
         q = np.where(idx < len(precision), precision[np.minimum(idx, len(precision) - 1)], 0.0)
         out.append(float(q.mean()))
@@ -211,7 +249,9 @@ class BatchAggregates:
 
 
 class Aggregator:
-    """Folds `pair_stats` dicts in (order does not matter); `result()` gives the BatchAggregates."""
+    """Folds `pair_stats` dicts in; `result()` gives the BatchAggregates. The order matters only among
+    detections of equal score, which COCO takes in image order: add the pairs in pair-name order (the batch
+    does, whatever the scheduler)."""
 
     def __init__(self, *, geometry=None, worst: int = WORST_ANCHORS):
         self.geometry = geometry
@@ -221,7 +261,7 @@ class Aggregator:
         self.anchor_counts: dict[str, list] = {}  # label -> [stage, tensor, counts array, pairs compared]
         self.deltas: dict[str, np.ndarray] = {}
         self.truth: dict[int, int] = {}
-        self.found: dict[int, dict[float, np.ndarray]] = {}
+        self.found: dict[int, dict[float, array]] = {}  # class -> score -> masks
         self.with_detections = 0
 
     def add(self, stats: dict | None) -> None:
@@ -255,13 +295,10 @@ class Aggregator:
                 self.truth[cls] = self.truth.get(cls, 0) + got["truth"]
                 table = self.found.setdefault(cls, {})
                 for score, mask in got["found"]:
-                    row = table.get(score)
-                    if row is None:
-                        row = table[score] = np.zeros(1 + len(IOU_THRESHOLDS), np.int64)
-                    row[0] += 1
-                    for ti in range(len(IOU_THRESHOLDS)):
-                        if mask >> ti & 1:
-                            row[1 + ti] += 1
+                    masks = table.get(score)
+                    if masks is None:
+                        masks = table[score] = array("H")
+                    masks.append(mask)
 
     def _stages(self) -> tuple[dict, ...]:
         from forensics.runs.run import STAGES
@@ -315,8 +352,8 @@ class Aggregator:
         per_class, aps, tp_all, fp_all, fn_all = [], [], 0, 0, 0
         for cls in sorted(set(self.truth) | set(self.found)):
             table, truth = self.found.get(cls, {}), self.truth.get(cls, 0)
-            found = int(sum(r[0] for r in table.values()))
-            tp = int(sum(r[1] for r in table.values()))  # IoU 0.5
+            found = sum(len(m) for m in table.values())
+            tp = sum(int(np.count_nonzero(np.frombuffer(m, np.uint16) & 1)) for m in table.values())  # IoU 0.5
             fp, fn = found - tp, truth - tp
             tp_all, fp_all, fn_all = tp_all + tp, fp_all + fp, fn_all + fn
             ap = average_precision(table, truth)

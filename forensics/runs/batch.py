@@ -38,16 +38,17 @@ def find_pairs(directory) -> list[str]:  # local folders; forensics.runs.engine.
 
 def _basename(location: str) -> str:
     """The last name of a path or a URL (a pair's, a run's)."""
-    if "://" in location:
-        return location.rstrip("/").rsplit("/", 1)[-1]
+    if "://" in location:  # a chained URL names its pair in its first link (zip://farm/pair-1::file://x.zip)
+        return location.partition("::")[0].rstrip("/").rsplit("/", 1)[-1]
     return os.path.basename(location.rstrip("/\\"))
 
 
-def compare_pair(pair_dir: str, policy=None, *, stats: bool = False, name: str | None = None):
+def compare_pair(pair_dir: str, policy=None, *, stats: bool = False, name: str | None = None,
+                 verify_files: bool = False):
     """One summary row of the pair at `pair_dir` (a path, or an fsspec URL read in place); never raises for a
     bad pair (the error becomes the row). `policy`: a forensics.tolerance.TolerancePolicy judging the differing
     buffers (default: exact). With `stats`, the pair's compact statistics for forensics.runs.aggregate too:
-    (row, stats or None)."""
+    (row, stats or None). The manifests' CRCs are trusted unless `verify_files` (see compare_runs)."""
     from forensics.runs.compare import compare_runs, find_runs
 
     row = {c: None for c in COLUMNS}
@@ -57,7 +58,8 @@ def compare_pair(pair_dir: str, policy=None, *, stats: bool = False, name: str |
         if len(runs) != 2:
             raise InputError(f"holds {len(runs)} runs, expected 2", name or pair_dir)
         row["run_a"], row["run_b"] = (_basename(r) for r in runs)
-        result = compare_runs(runs[0], runs[1], diagnose=False, limit=1, policy=policy)
+        result = compare_runs(runs[0], runs[1], diagnose=False, limit=1, policy=policy,
+                              verify_files=verify_files)
         pair_stats = None
         if stats:
             from forensics.runs.aggregate import pair_stats as _pair_stats
@@ -128,29 +130,42 @@ class BatchResult:
 
 
 def batch_compare(directory, *, workers: int | None = None, scheduler: str = "local", geometry=None,
-                  policy=None, progress=None, connect_timeout: float = 5.0) -> BatchResult:
+                  policy=None, progress=None, connect_timeout: float = 5.0,
+                  verify_files: bool = False, stall_timeout: float | None = None) -> BatchResult:
     """Compare every pair under `directory` (a path or an fsspec URL) and aggregate them, streamed.
 
     `scheduler`: "local" (a process pool, `workers` processes, default one per core), "dask" (a Dask
     LocalCluster of `workers` worker processes on this machine) or "tcp://HOST:PORT" (an existing Dask cluster).
     `geometry` (forensics.geometry.AnchorGeometry) names the worst anchors' places; `policy`
     (forensics.tolerance.TolerancePolicy; default exact) judges differing buffers; `progress(pairs_done, pairs)`
-    is called as rows come in.
+    is called as rows come in. Each pair's buffers are judged by the CRCs their manifests recorded at capture
+    or ingest (a file whose size disagrees is read); `verify_files` reads every file and takes its CRC again.
+    Paths and URLs are resolved here, before any pair is sent. When no pair finishes for `stall_timeout`
+    seconds (default forensics.runs.engine.STALL_TIMEOUT) the batch ends with engine.Stalled, whose
+    `partial` holds the rows finished so far.
     """
     from forensics.runs import engine
     from forensics.runs.aggregate import Aggregator
 
     kind = engine.scheduler_kind(scheduler)
+    engine.check_reachable(directory, kind)
     pairs = engine.list_pairs(directory)
     aggregator = Aggregator(geometry=geometry)
     rows = []
     run = engine.run_dask if kind != "local" else engine.run_local
-    outcome = run(pairs, workers=workers, scheduler=scheduler, connect_timeout=connect_timeout, policy=policy)
-    for row, stats in outcome:
-        rows.append(row)
-        aggregator.add(stats)
-        if progress is not None:
-            progress(len(rows), len(pairs))
+    outcome = run(pairs, workers=workers, scheduler=scheduler, connect_timeout=connect_timeout, policy=policy,
+                  verify_files=verify_files,
+                  stall_timeout=engine.STALL_TIMEOUT if stall_timeout is None else stall_timeout)
+    try:
+        for row, stats in outcome:
+            rows.append(row)
+            aggregator.add(stats)
+            if progress is not None:
+                progress(len(rows), len(pairs))
+    except engine.Stalled as exc:  # the rows finished so far are kept: the caller writes them, then says so
+        exc.partial = BatchResult(os.fspath(directory), tuple(rows), outcome.workers,
+                                  aggregates=aggregator.result(), scheduler=outcome.name, retried=outcome.retried)
+        raise
     return BatchResult(os.fspath(directory), tuple(rows), outcome.workers, aggregates=aggregator.result(),
                        scheduler=outcome.name, retried=outcome.retried)
 
@@ -195,6 +210,31 @@ def _write_parquet(path: str, parts: list[bytes]) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
+def summary_paths(output) -> tuple[str, str]:
+    """(CSV path, Parquet path) of a summary named `output` (.csv or .parquet); InputError otherwise."""
+    output = os.fspath(output)
+    stem, ext = os.path.splitext(output)
+    if ext.lower() not in (".csv", ".parquet"):
+        raise InputError("the summary must be a .csv or .parquet path (both are written)", output)
+    return stem + ".csv", stem + ".parquet"
+
+
+def check_summary_output(output) -> None:
+    """Everything write_summary needs, checked before a batch runs: a .csv / .parquet name, pandas and
+    pyarrow, and both paths writable (their directory exists). A batch of hours must not end in 'cannot write'."""
+    from forensics.outputs import check_writable
+
+    csv_path, parquet_path = summary_paths(output)
+    try:
+        import pandas  # noqa: F401
+        import pyarrow  # noqa: F401  (pandas' Parquet engine)
+    except ImportError:
+        raise DependencyError("batch summaries need pandas and pyarrow: pip install 'forensics[export]'") from None
+    check_writable(csv_path)
+    if not _partitioned_summary(parquet_path):
+        check_writable(parquet_path)
+
+
 def write_summary(result: BatchResult, output, *, partition_rows: int = PARTITION_ROWS) -> BatchResult:
     """Write `output` (.csv) and the same table as Parquet beside it (or .parquet and a .csv beside it), both or
     neither. More than `partition_rows` rows make the Parquet a directory of part files of that many rows."""
@@ -204,10 +244,7 @@ def write_summary(result: BatchResult, output, *, partition_rows: int = PARTITIO
     from forensics.outputs import atomic_write, check_writable
 
     output = os.fspath(output)
-    stem, ext = os.path.splitext(output)
-    if ext.lower() not in (".csv", ".parquet"):
-        raise InputError("the summary must be a .csv or .parquet path (both are written)", output)
-    csv_path, parquet_path = stem + ".csv", stem + ".parquet"
+    csv_path, parquet_path = summary_paths(output)
     frame = result.frame()
     try:
         import pyarrow  # noqa: F401  (pandas' Parquet engine)

@@ -17,10 +17,10 @@ import numpy as np
 
 from forensics.crc import format_crc
 from forensics.decode.ssd import Detection, iou_matrix
+from forensics.diagnose import diagnose_dumps
 from forensics.diff import DiffResult, diff_dumps
 from forensics.errors import InputError
 from forensics.layout import RecordLayout
-from forensics.diagnose import diagnose_dumps
 from forensics.runs import remote
 from forensics.runs.run import MANIFEST, STAGES, BufferCheck, BufferEntry, Run, load_run, verify_run
 from forensics.stats import locator
@@ -44,6 +44,41 @@ ADVICE = {
     "detections": "every earlier stage matches: the post-processing differs (PostProcess options, anchors, NMS, "
                   "runtime version or delegate)",
 }
+
+# What the advice for a stage takes for granted: the earlier stages it says match. The chip's input and its
+# parameters are independent (an input that differs is a fact whatever the parameters were).
+PREMISES = {stage: STAGES[:i] for i, stage in enumerate(STAGES)}
+PREMISES["input"] = ()
+# Where to look once a stage is known to be the first that differs (ADVICE without its premise).
+SUSPECT = {
+    "raw": "look at the output DMA (buffer size, offset, completion, prefill left unwritten)",
+    "tensor": "the relayout is wrong (tile order, 4-byte lane padding, the signed-type fix)",
+    "dequantized": "check scale and zero_point and the runtime's dequantize rounding",
+    "detections": "the post-processing differs (PostProcess options, anchors, NMS, runtime version or delegate)",
+}
+
+
+def _names(stages) -> str:
+    stages = list(stages)
+    return stages[0] if len(stages) == 1 else ", ".join(stages[:-1]) + " and " + stages[-1]
+
+
+def advice_from_captured(stage: str, not_captured, compared) -> str | None:
+    """The advice for `stage` as first divergent, concluding only from stages both runs captured: when a
+    stage it takes for granted was not captured, say so and that the difference may start there."""
+    unseen = [s for s in PREMISES.get(stage, ()) if s in not_captured]
+    if not unseen:
+        return ADVICE.get(stage)
+    seen = [s for s in PREMISES.get(stage, ()) if s in compared]
+    verb = "was" if len(unseen) == 1 else "were"
+    text = (f"{stage} is the first captured stage that differs, but {_names(unseen)} {verb} not captured in both "
+            f"runs, so nothing says {'it matches' if len(unseen) == 1 else 'they match'}: the difference may start "
+            f"there. Capture {'it' if len(unseen) == 1 else 'them'} to place it")
+    if stage in SUSPECT:
+        text += f"; if {'it matches' if len(unseen) == 1 else 'they match'}, {SUSPECT[stage]}"
+    if seen:
+        text += f" ({_names(seen)} {'matches' if len(seen) == 1 else 'match'})"
+    return text
 
 
 @dataclass(frozen=True)
@@ -221,9 +256,18 @@ class CompareResult:
         return None
 
     @property
+    def not_captured(self) -> tuple[str, ...]:
+        """The stages no buffer of both runs stands for: nothing is concluded about them."""
+        compared = {row.stage for row in self.rows if row.compared and row.status != Verdict.MISSING}
+        return tuple(stage for stage in STAGES if stage not in compared)
+
+    @property
     def advice(self) -> str | None:
         row = self.first_divergent
-        return ADVICE.get(row.stage) if row is not None else None
+        if row is None:
+            return None
+        compared = {r.stage for r in self.rows if r.compared and r.passed}
+        return advice_from_captured(row.stage, self.not_captured, compared)
 
     @property
     def match(self) -> bool:
@@ -258,6 +302,7 @@ class CompareResult:
             "first_divergent_stage": first.stage if first else None,
             "first_divergent_tensor": first.tensor if first else None,
             "advice": self.advice,
+            "not_captured": list(self.not_captured),
             "changed": list(self.changed),
             "warnings": list(self.warnings),
             "detections": self.detections.to_dict() if self.detections else None,
@@ -297,7 +342,10 @@ def buffer_layout(entry: BufferEntry, size: int) -> tuple[RecordLayout, str]:
             record = channels
         if record > channels and not pad:
             pad = tuple(range(channels, record))
-        if len(shape) != 3:
+        if len(shape) == 2 and shape[0] == 1 and record == channels and itemsize > 1:
+            # [1, K] of wider elements (a detection output's classes or scores): K values, not one record
+            record, unit = itemsize, "rows" if entry.stage == "detections" else "elements"
+        elif len(shape) != 3:
             unit = "records"
     elif entry.record_size:
         record = entry.record_size
@@ -312,7 +360,25 @@ def buffer_layout(entry: BufferEntry, size: int) -> tuple[RecordLayout, str]:
                         **(quant if itemsize == 1 else {})), unit
 
 
-def _summary(diff: DiffResult, unit: str) -> str:
+def record_count(entry: BufferEntry, size: int, layout: RecordLayout) -> int:
+    """How many records (anchors) a buffer of `size` bytes holds: its shape's count when the bytes hold that
+    many whole records (the chip's size_bytes may add a few padding bytes: Squeeze1 is 7,672 bytes for 1,917
+    anchors of 4), else the whole records in it."""
+    whole = size // layout.record_size
+    if entry.shape and len(entry.shape) >= 2 and layout.record_size == (entry.shape[-1] or 0) * \
+            _ITEMSIZE.get(entry.dtype or "uint8", 1):
+        n = math.prod(entry.shape[:-1])
+        if 0 < n <= whole and size - n * layout.record_size < layout.record_size:
+            return n
+    return whole
+
+
+def counted(n: int, unit: str) -> str:
+    """'1,917 anchors', '1 anchor'."""
+    return f"{n:,} {unit[:-1] if n == 1 and unit.endswith('s') else unit}"
+
+
+def _summary(diff: DiffResult, unit: str, count: int | None = None) -> str:
     parts = []
     if diff.size_a != diff.size_b:
         parts.append(f"sizes differ: {diff.size_a:,} vs {diff.size_b:,} bytes")
@@ -324,12 +390,14 @@ def _summary(diff: DiffResult, unit: str) -> str:
     elif diff.records_differing:
         first = diff.records[0].index if diff.records else None
         singular = unit[:-1]
-        parts.append(f"{diff.records_differing:,} of {diff.records_compared:,} {unit} differ"
+        of = counted(count if count is not None else diff.records_compared, unit)
+        parts.append(f"{diff.records_differing:,} of {of} differ"
                      + (f" (first: {singular} {first})" if first is not None else ""))
     elif diff.trailing_differ:
         parts.append("only the bytes after the last whole record differ")
     elif not diff.bytes_identical and diff.size_a == diff.size_b:
-        parts.append(f"only pad lanes differ (0 of {diff.records_compared:,} {unit} in data lanes)")
+        of = counted(count if count is not None else diff.records_compared, unit)
+        parts.append(f"only pad lanes differ (0 of {of} in data lanes)")
     return "; ".join(parts) or "identical over the common length"
 
 
@@ -448,10 +516,13 @@ def _heat(geometry, dump_a, dump_b, layout: RecordLayout, unit: str):
 
 
 def compare_runs(run_a, run_b, *, previous=None, geometry=None, diagnose: bool = True,
-                 limit: int = DIFF_LIMIT, policy: TolerancePolicy | None = None, labels=None) -> CompareResult:
+                 limit: int = DIFF_LIMIT, policy: TolerancePolicy | None = None, labels=None,
+                 verify_files: bool = True) -> CompareResult:
     """Compare two runs (paths or loaded Runs). InputError when they share no buffer at all, or when `policy`
     names a tensor neither run has. Differing numeric buffers get error statistics and a verdict judged by
-    the policy's tolerance for them; `labels` (class names by id) name the detections' classes."""
+    the policy's tolerance for them; `labels` (class names by id) name the detections' classes.
+    `verify_files=False` trusts the manifests' CRCs where the files' sizes agree (a batch: matching buffers
+    are then never read)."""
     run_a = run_a if isinstance(run_a, Run) else load_run(run_a)
     run_b = run_b if isinstance(run_b, Run) else load_run(run_b)
     previous = previous if previous is None or isinstance(previous, Run) else load_run(previous)
@@ -470,8 +541,8 @@ def compare_runs(run_a, run_b, *, previous=None, geometry=None, diagnose: bool =
         warnings.append(f"the runs were captured with different models ({run_a.model.get('path')} sha256 "
                         f"{run_a.model_sha256[:12]}..., {run_b.model.get('path')} sha256 {run_b.model_sha256[:12]}"
                         "...): comparing what can be compared")
-    checks_a = {c.entry.key: c for c in verify_run(run_a)}
-    checks_b = {c.entry.key: c for c in verify_run(run_b)}
+    checks_a = {c.entry.key: c for c in verify_run(run_a, verify=verify_files)}
+    checks_b = {c.entry.key: c for c in verify_run(run_b, verify=verify_files)}
     for run, checks in ((run_a, checks_a), (run_b, checks_b)):
         for check in checks.values():
             if not check.ok:
@@ -562,8 +633,7 @@ def _compare_pair(run_a, run_b, ca: BufferCheck, cb: BufferCheck, previous, geom
     size_a, size_b = ca.size, cb.size
     if size_a == size_b and ca.crc32 == cb.crc32:
         layout, unit = buffer_layout(entry, size_a)
-        count = size_a // layout.record_size
-        what = f"{count:,} {unit}" if unit != "bytes" else f"{size_a:,} bytes"
+        what = counted(record_count(entry, size_a, layout), unit) if unit != "bytes" else f"{size_a:,} bytes"
         return StageRow(entry.stage, entry.tensor, Verdict.MATCH, size_a, size_b, ca.crc32, cb.crc32,
                         f"identical ({what})", changed, unit)
     dump_a, dump_b = run_a.open_buffer(entry), run_b.open_buffer(cb.entry)
@@ -590,7 +660,8 @@ def _compare_pair(run_a, run_b, ca: BufferCheck, cb: BufferCheck, previous, geom
     # The CRCs differ: WITHIN TOLERANCE when the values pass; pad lanes alone differing stay DIFFER as ever.
     status = WITHIN if diff.verdict == WITHIN else DIFFER
     return StageRow(entry.stage, entry.tensor, status, size_a, size_b, ca.crc32, cb.crc32,
-                    _summary(diff, unit), changed, unit, diff, findings, heat)
+                    _summary(diff, unit, record_count(entry, min(size_a, size_b), layout)), changed, unit, diff,
+                    findings, heat)
 
 
 def _diagnose(dump_a, dump_b, layout, previous: Run | None, entry: BufferEntry) -> tuple:

@@ -32,13 +32,30 @@ QUIET_CLUSTER = {"distributed.worker.profile.enabled": False, "distributed.admin
 
 # --- where the runs are --------------------------------------------------------------------------------------
 
+def resolve_location(location) -> str:
+    """`location` as every worker can read it, wherever it runs: a local path made absolute, file:// taken off,
+    and in a chained URL (zip://farm::file://x.zip) each local part made absolute. memory:// is kept (the
+    scheduler check refuses it where it cannot be read)."""
+    text = os.fspath(location)
+    if not is_url(text) and "::" not in text:
+        return os.path.abspath(text[len("file://"):] if text.startswith("file://") else text)
+    head, *chain = text.split("::")
+    resolved = []
+    for part in chain:
+        if part.startswith("file://"):
+            part = "file://" + os.path.abspath(part[len("file://"):])
+        elif "://" not in part:
+            part = os.path.abspath(part)
+        resolved.append(part)
+    return "::".join([head, *resolved])
+
+
 def list_pairs(directory) -> list[str]:
-    """The pair folders under `directory` (a path or URL), sorted; InputError when there is none."""
+    """The pair folders under `directory` (a path or URL), sorted, each resolved on this machine (absolute
+    paths, chained URLs with absolute local parts); InputError when there is none."""
     from forensics.runs.batch import find_pairs
 
-    text = os.fspath(directory)
-    if text.startswith("file://"):
-        text = text[len("file://"):]
+    text = resolve_location(directory)
     if not is_url(text):
         return find_pairs(text)
     pairs = list_folders(text)
@@ -47,15 +64,25 @@ def list_pairs(directory) -> list[str]:
     return pairs
 
 
-def compare_location(pair: str, policy=None) -> tuple[dict, dict | None]:
+def check_reachable(directory, kind: str) -> None:
+    """Refuse, before any pair is sent, a farm that the scheduler's workers cannot read: memory:// lives in
+    this process only (the local pool's forked workers inherit it; a Dask worker has its own, empty one)."""
+    text = os.fspath(directory)
+    if kind != "local" and text.startswith("memory://"):
+        raise InputError("a memory:// farm lives in this process only: its pairs can be compared by "
+                         "{scheduler} local, not by Dask workers (copy the farm to a path or an object "
+                         "store they can read)", text, params=True)
+
+
+def compare_location(pair: str, policy=None, verify_files: bool = False) -> tuple[dict, dict | None]:
     """The per-pair function every scheduler runs: (summary row, stats for the aggregates). Never raises."""
     from forensics.runs.batch import compare_pair
 
-    return compare_pair(pair, policy, stats=True)
+    return compare_pair(pair, policy, stats=True, verify_files=verify_files)
 
 
-def compare_chunk(pairs: list[str], policy=None) -> list[tuple[dict, dict | None]]:
-    return [compare_location(p, policy) for p in pairs]
+def compare_chunk(pairs: list[str], policy=None, verify_files: bool = False) -> list[tuple[dict, dict | None]]:
+    return [compare_location(p, policy, verify_files) for p in pairs]
 
 
 # --- schedulers ----------------------------------------------------------------------------------------------
@@ -83,20 +110,108 @@ class Outcome:
         yield from self.items
 
 
-def run_local(pairs, *, workers=None, policy=None, **_) -> Outcome:
+STALL_TIMEOUT = 120.0
+
+
+class Stalled(InputError):
+    """No pair finished for `stall_timeout` seconds: the scheduler or all its workers are gone. `done` is how
+    many pairs were compared (their rows were yielded before this was raised)."""
+
+    def __init__(self, message: str, *, done: int, total: int, scheduler: str):
+        super().__init__(message)
+        self.done, self.total, self.scheduler = done, total, scheduler
+
+
+def _stalled(done: int, total: int, scheduler: str, seconds: float) -> Stalled:
+    return Stalled(f"no pair finished for {seconds:g} s on {scheduler} (its workers are gone or hung): "
+                   f"{total - done:,} of {total:,} pairs not compared", done=done, total=total, scheduler=scheduler)
+
+
+def _die_with_parent() -> None:
+    """A pool worker's initializer: end this process when the process that made the pool ends, however it
+    ends (kill -9 too), instead of waiting for work forever as an orphan."""
+    import multiprocessing
+    import threading
+
+    parent = multiprocessing.parent_process()
+    if parent is None:
+        return
+
+    def watch():
+        from multiprocessing.connection import wait
+
+        wait([parent.sentinel])  # ready when the parent is gone
+        os._exit(3)
+
+    threading.Thread(target=watch, name="forensics-die-with-parent", daemon=True).start()
+
+
+def _in_order(chunks, submit, wait_first, lost_rows, *, in_flight, stall_timeout, scheduler, total):
+    """Yield each chunk's rows in chunk order as results arrive, keeping a few chunks in flight; Stalled when
+    none finishes for `stall_timeout` seconds. `submit(i)` returns a future, `wait_first(futures, timeout)`
+    the finished ones (or none), `lost_rows(i, exc)` the rows of a chunk whose worker failed."""
+    results, futures, emit, done, nxt = {}, {}, 0, 0, 0
+
+    def refill():
+        nonlocal nxt
+        while nxt < len(chunks) and len(futures) < in_flight:
+            futures[submit(nxt)] = nxt
+            nxt += 1
+
+    refill()
+    while futures:
+        finished = wait_first(list(futures), stall_timeout)
+        if not finished:
+            raise _stalled(done, total, scheduler, stall_timeout)
+        for fut in finished:
+            i = futures.pop(fut)
+            try:
+                results[i] = fut.result()
+            except Exception as exc:  # noqa: BLE001 - a lost worker: those pairs become ERROR rows
+                results[i] = lost_rows(i, exc)
+        refill()
+        while emit in results:
+            rows = results.pop(emit)
+            done += len(rows)
+            yield from rows
+            emit += 1
+
+
+def run_local(pairs, *, workers=None, policy=None, verify_files: bool = False,
+              stall_timeout: float = STALL_TIMEOUT, **_) -> Outcome:
     workers = max(1, min(workers or os.cpu_count() or 1, len(pairs)))
 
     def items():
         if workers == 1:
             for p in pairs:
-                yield compare_location(p, policy)
+                yield compare_location(p, policy, verify_files)
             return
-        import functools
-        from concurrent.futures import ProcessPoolExecutor
+        from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+        from concurrent.futures.process import BrokenProcessPool
 
-        chunk = max(1, min(256, len(pairs) // (workers * 8)))
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            yield from pool.map(functools.partial(compare_location, policy=policy), pairs, chunksize=chunk)
+        size = max(1, min(256, len(pairs) // (workers * 8)))
+        chunks = [pairs[i:i + size] for i in range(0, len(pairs), size)]
+        state = {"pool": ProcessPoolExecutor(max_workers=workers, initializer=_die_with_parent)}
+
+        def submit(i):
+            try:
+                return state["pool"].submit(compare_chunk, chunks[i], policy, verify_files)
+            except BrokenProcessPool:  # a worker died: the pool is gone; a new one takes the rest
+                state["pool"].shutdown(wait=False, cancel_futures=True)
+                state["pool"] = ProcessPoolExecutor(max_workers=workers, initializer=_die_with_parent)
+                return state["pool"].submit(compare_chunk, chunks[i], policy, verify_files)
+
+        def first(futures, timeout):
+            return wait(futures, timeout=timeout, return_when=FIRST_COMPLETED).done
+
+        def lost(i, exc):
+            return [_error_row(p, f"the worker comparing it was lost ({type(exc).__name__})") for p in chunks[i]]
+
+        try:
+            yield from _in_order(chunks, submit, first, lost, in_flight=workers * 4, stall_timeout=stall_timeout,
+                                 scheduler="the local pool", total=len(pairs))
+        finally:
+            state["pool"].shutdown(wait=False, cancel_futures=True)
 
     return Outcome(items(), workers, "local")
 
@@ -163,7 +278,8 @@ def connect(scheduler: str, *, workers=None, connect_timeout: float = 5.0):
 
 
 def run_dask(pairs, *, workers=None, scheduler="dask", connect_timeout: float = 5.0, in_flight: int = 4,
-             chunk: int | None = None, task=None, policy=None) -> Outcome:
+             chunk: int | None = None, task=None, policy=None, verify_files: bool = False,
+             stall_timeout: float = STALL_TIMEOUT) -> Outcome:
     """The same per-pair function on Dask, in chunks of pairs (`chunk` pairs per task), at most `in_flight`
     chunks per worker queued. `task` (default compare_chunk) maps a list of pair locations to (row, stats)."""
     task = task or compare_chunk
@@ -182,41 +298,30 @@ def run_dask(pairs, *, workers=None, scheduler="dask", connect_timeout: float = 
     token = uuid.uuid4().hex[:12]
 
     def items():
-        from distributed import as_completed
+        import distributed
+
+        def submit(i):
+            options = {"policy": policy} if policy is not None else {}
+            if verify_files:
+                options["verify_files"] = True
+            return client.submit(task, chunks[i], **options, key=f"{KEY_PREFIX}{token}-{i}", pure=False)
+
+        def first(futures, timeout):
+            try:
+                with client.as_current():  # distributed.wait looks for its client there
+                    return distributed.wait(futures, timeout=timeout, return_when="FIRST_COMPLETED").done
+            except TimeoutError:
+                return set()
+
+        def lost(i, exc):
+            return [_error_row(p, f"the worker comparing it was lost ({type(exc).__name__})") for p in chunks[i]]
 
         try:
-            results: dict[int, list] = {}
-            futures = {}
-            it = iter(enumerate(chunks))
-            ac = as_completed(loop=client.loop)
-
-            def submit_next():
-                nxt = next(it, None)
-                if nxt is not None:
-                    i, part = nxt
-                    fut = client.submit(task, part, **({"policy": policy} if policy is not None else {}),
-                                        key=f"{KEY_PREFIX}{token}-{i}", pure=False)
-                    futures[fut.key] = i
-                    ac.add(fut)
-
-            for _ in range(n * in_flight):
-                submit_next()
-            emit = 0
-            for fut in ac:
-                i = futures.pop(fut.key)
-                try:
-                    results[i] = fut.result()
-                except Exception as exc:  # noqa: BLE001 - e.g. KilledWorker: those pairs become ERROR rows
-                    results[i] = [_error_row(p, f"the worker comparing it was lost ({type(exc).__name__})")
-                                  for p in chunks[i]]
-                fut.release()
-                submit_next()
-                while emit in results:
-                    yield from results.pop(emit)
-                    emit += 1
+            yield from _in_order(chunks, submit, first, lost, in_flight=n * in_flight,
+                                 stall_timeout=stall_timeout, scheduler=outcome.name, total=len(pairs))
             if tracked:
-                lost = client.run_on_scheduler(_lost) or {}
-                outcome.retried = sum(len(chunks[int(k.rsplit("-", 1)[1])]) for k in lost if token in k)
+                lost_keys = client.run_on_scheduler(_lost) or {}
+                outcome.retried = sum(len(chunks[int(k.rsplit("-", 1)[1])]) for k in lost_keys if token in k)
         finally:
             client.close()
             if cluster is not None:
@@ -227,9 +332,9 @@ def run_dask(pairs, *, workers=None, scheduler="dask", connect_timeout: float = 
 
 
 def _error_row(pair: str, reason: str) -> tuple[dict, None]:
-    from forensics.runs.batch import COLUMNS
+    from forensics.runs.batch import COLUMNS, _basename
 
     row = {c: None for c in COLUMNS}
-    row.update(pair=pair.rstrip("/").rsplit("/", 1)[-1].rsplit(os.sep, 1)[-1], verdict=Verdict.ERROR,
+    row.update(pair=_basename(pair), verdict=Verdict.ERROR,
                error=f"{pair}: {reason}")
     return row, None

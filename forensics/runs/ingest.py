@@ -99,12 +99,12 @@ def _array_meta(dump) -> dict:
 
 
 def _sidecar_meta(path: str) -> dict:
-    from forensics.dump import load_sidecar
+    from forensics.dump import load_sidecar, run_dtype
 
     meta = load_sidecar(path)
     if meta is None:
         return {}
-    out = {"dtype": meta.dtype, "shape": meta.shape, "scale": meta.scale, "zero_point": meta.zero_point,
+    out = {"dtype": run_dtype(meta.dtype), "shape": meta.shape, "scale": meta.scale, "zero_point": meta.zero_point,
            "record_size": meta.record_size}
     if meta.pad_lanes:
         out["pad_lanes"] = list(meta.pad_lanes)

@@ -50,7 +50,10 @@ def is_url(location) -> bool:
 
 
 def join(url: str, *parts: str) -> str:
-    return "/".join([url.rstrip("/"), *parts])
+    """`parts` under `url`; in a chained URL (zip://farm::file:///x.zip) under its first link, the path inside
+    the archive."""
+    head, sep, chain = url.partition("::")
+    return "/".join([head.rstrip("/"), *parts]) + sep + chain
 
 
 def open_fs(url: str):

@@ -6,7 +6,15 @@
    fr_check write TARGET N MODE [K] writes N buffers; MODE commit | abort K (fr_run_abort after K buffers)
                                     | kill K (SIGKILL on itself after K buffers, as a crash would)
    fr_check io BASE                 the file system refusing: a missing parent, then a disk that fills up
-                                    (RLIMIT_FSIZE) in the middle of a buffer; prints lines like errors */
+                                    (RLIMIT_FSIZE) in the middle of a buffer; prints lines like errors
+   fr_check errno BASE              a manifest write that fails (RLIMIT_FSIZE): prints "name got WANT want"
+                                    lines for the code and for errno after the cleanup
+   fr_check stream BLOB CHUNKS      for each "tag offset length c1 c2 ..." line: the streamed line (chunks c1,
+                                    c2, ... then the rest) and the one-shot line of that slice of BLOB
+   fr_check dtype BASE NAMES        for each line of NAMES (hex-encoded bytes): "hex code" of fr_run_add
+   fr_check source BASE NAMES       for each line of NAMES (hex-encoded UTF-8): "hex code" of fr_run_begin
+   fr_check link CASES              for each "hexbytes offset_bit value" line: "code hexbytes" after
+                                    fr_link_u32 */
 #define FORENSICS_RUN_IMPLEMENTATION
 #include "forensics_run.h"
 
@@ -15,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 
@@ -156,7 +165,13 @@ static int errors(const char *base)
     CHECK("add_role_unknown", fr_run_add(run, "raw", "t", data, 4, &m), FR_E_META);
     memset(&m, 0, sizeof m);
     m.dtype = "";
-    CHECK("add_dtype_empty", fr_run_add(run, "raw", "t", data, 4, &m), FR_E_META);
+    CHECK("add_dtype_empty", fr_run_add(run, "raw", "t", data, 4, &m), FR_E_DTYPE);
+    m.dtype = "u8";
+    CHECK("add_dtype_shorthand", fr_run_add(run, "raw", "t", data, 4, &m), FR_E_DTYPE);
+    m.dtype = "uint8_t";
+    CHECK("add_dtype_c_spelling", fr_run_add(run, "raw", "t", data, 4, &m), FR_E_DTYPE);
+    m.dtype = "uint8";
+    CHECK("add_dtype_uint8_ok", fr_run_add(run, "raw", "dtype_ok", data, 4, &m), FR_OK);
 
     CHECK("add_ok", fr_run_add(run, "raw", "t", data, 64, NULL), FR_OK);
     CHECK("add_duplicate", fr_run_add(run, "raw", "t", data, 8, NULL), FR_E_DUPLICATE);
@@ -187,6 +202,41 @@ static int errors(const char *base)
     CHECK("fp_one_short", fr_fingerprint_line(line, (size_t)n, "t", data, 64), FR_E_BUFFER);
     CHECK("fp_one_short_empty_string", line[0] == '\0' ? 0 : -99, FR_OK);
     CHECK("fp_zero_size_buffer", fr_fingerprint_line(line, 0, "t", data, 64), FR_E_BUFFER);
+    {
+        /* The tag limit: 238 characters fit a 511-character line whatever the size; 239 are refused. */
+        char tag[FR_TAG_MAX + 2], big[FR_FP_LINE_MAX + 1];
+        fr_fp fp;
+        memset(tag, 'x', sizeof tag);
+        tag[FR_TAG_MAX] = '\0';
+        CHECK("fp_tag_at_limit_fits", fr_fingerprint_line(big, sizeof big, tag, data, 64) > 0 ? 0 : -99, FR_OK);
+        tag[FR_TAG_MAX] = 'x';
+        tag[FR_TAG_MAX + 1] = '\0';
+        CHECK("fp_tag_over_limit", fr_fingerprint_line(big, sizeof big, tag, data, 64), FR_E_TAG);
+        CHECK("fp_line_max_is_511", FR_FP_LINE_MAX, 511);
+        CHECK("fp_size_bound_is_512", (int)FR_FINGERPRINT_SIZE(FR_TAG_MAX), 512);
+        /* The streaming calls: misuse is refused, nothing is taken past total_size. */
+        fr_fp_begin(&fp, 10);
+        CHECK("fp_update_null", fr_fp_update(NULL, data, 4), FR_E_NULL);
+        CHECK("fp_update_null_data", fr_fp_update(&fp, NULL, 4), FR_E_NULL);
+        CHECK("fp_update_ok", fr_fp_update(&fp, data, 4), FR_OK);
+        CHECK("fp_final_early", fr_fp_final(&fp, big, sizeof big, "t"), FR_E_SIZE);
+        CHECK("fp_update_past_total", fr_fp_update(&fp, data, 7), FR_E_SIZE);
+        CHECK("fp_update_rest_ok", fr_fp_update(&fp, data + 4, 6), FR_OK);
+        CHECK("fp_update_past_end", fr_fp_update(&fp, data, 1), FR_E_SIZE);
+        CHECK("fp_final_null_tag", fr_fp_final(&fp, big, sizeof big, NULL), FR_E_NULL);
+        CHECK("fp_final_bad_tag", fr_fp_final(&fp, big, sizeof big, "a b"), FR_E_TAG);
+        CHECK("fp_final_small", fr_fp_final(&fp, big, 8, "t"), FR_E_BUFFER);
+        n = fr_fp_final(&fp, big, sizeof big, "t");
+        CHECK("fp_final_equals_one_shot", n > 0 && fr_fingerprint_line(line, sizeof line, "t", data, 10) == n &&
+              strcmp(line, big) == 0 ? 0 : -99, FR_OK);
+        memset(&fp, 0, sizeof fp);
+        CHECK("fp_update_not_begun", fr_fp_update(&fp, data, 1), FR_E_NULL);
+    }
+    CHECK("link_null", fr_link_u32(NULL, 8, 0, 1u), FR_E_NULL);
+    CHECK("link_short", fr_link_u32(data, 3, 0, 1u), FR_E_RANGE);
+    CHECK("link_last_fit", fr_link_u32(data, 8, 32, 1u), FR_OK);
+    CHECK("link_one_past", fr_link_u32(data, 8, 33, 1u), FR_E_RANGE);
+    CHECK("link_huge_offset", fr_link_u32(data, 8, ~(uint64_t)0 - 7, 1u), FR_E_RANGE);
     return 0;
 }
 
@@ -208,6 +258,165 @@ static int io_errors(const char *base)
     CHECK("add_disk_full", fr_run_add(run, "raw", "scores", data, sizeof data, NULL), FR_E_IO);
     CHECK("add_after_failure", fr_run_add(run, "raw", "boxes", data, 10, NULL), FR_E_FAILED);
     CHECK("commit_after_failure", fr_run_commit(run), FR_E_FAILED);
+    return 0;
+}
+
+/* errno after a failed commit is the failed step's (EFBIG), not the cleanup's (ENOENT, ...). */
+static int errno_kept(const char *base)
+{
+    static unsigned char data[64];
+    char target[4096];
+    fr_run *run = NULL;
+    struct rlimit limit;
+    int rc, i;
+    snprintf(target, sizeof target, "%s/run", base);
+    CHECK("begin_ok", fr_run_begin(&run, target, "ours", NULL), FR_OK);
+    for (i = 0; i < 40; i++) {  /* 40 entries: a manifest of several KiB */
+        char tensor[32];
+        snprintf(tensor, sizeof tensor, "tensor_%d", i);
+        CHECK("add_ok", fr_run_add(run, "raw", tensor, data, sizeof data, NULL), FR_OK);
+    }
+    signal(SIGXFSZ, SIG_IGN);
+    limit.rlim_cur = limit.rlim_max = 1024;  /* every buffer fits, the manifest does not */
+    CHECK("setrlimit", setrlimit(RLIMIT_FSIZE, &limit), 0);
+    errno = 0;
+    rc = fr_run_commit(run);
+    CHECK("commit_manifest_too_big", rc, FR_E_IO);
+    CHECK("errno_after_commit", errno, EFBIG);
+    return 0;
+}
+
+static int hex_value(int c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* One line of hex into bytes (NUL-terminated); the count, or -1. */
+static long unhex(const char *text, unsigned char *out, size_t cap)
+{
+    size_t n = 0;
+    while (text[0] != '\0' && text[0] != '\n' && text[0] != ' ') {
+        int hi = hex_value(text[0]), lo = hex_value(text[1]);
+        if (hi < 0 || lo < 0 || n + 1 >= cap)
+            return -1;
+        out[n++] = (unsigned char)(hi * 16 + lo);
+        text += 2;
+    }
+    out[n] = '\0';
+    return (long)n;
+}
+
+static void print_hex(const unsigned char *p, size_t n)
+{
+    size_t i;
+    for (i = 0; i < n; i++)
+        printf("%02x", p[i]);
+}
+
+static int stream_cases(const char *blob_path, const char *cases_path)
+{
+    size_t blob_size, offset, length;
+    unsigned char *blob = slurp(blob_path, &blob_size);
+    FILE *cases = fopen(cases_path, "r");
+    char tag[256], streamed[FR_FP_LINE_MAX + 1], whole[FR_FP_LINE_MAX + 1];
+    if (cases == NULL)
+        return 3;
+    while (fscanf(cases, "%255s %zu %zu", tag, &offset, &length) == 3) {
+        fr_fp fp;
+        size_t done = 0, chunk;
+        int c, n;
+        if (offset + length > blob_size)
+            return 3;
+        fr_fp_begin(&fp, length);
+        while ((c = fgetc(cases)) == ' ') {
+            if (fscanf(cases, "%zu", &chunk) != 1 || done + chunk > length)
+                return 3;
+            if (fr_fp_update(&fp, blob + offset + done, chunk) != FR_OK)
+                return 4;
+            done += chunk;
+        }
+        if (fr_fp_update(&fp, blob + offset + done, length - done) != FR_OK)
+            return 4;
+        n = fr_fp_final(&fp, streamed, sizeof streamed, tag);
+        if (n < 0 || fr_fingerprint_line(whole, sizeof whole, tag, blob + offset, length) != n)
+            return 5;
+        printf("%s\n%s\n", streamed, whole);
+    }
+    fclose(cases);
+    free(blob);
+    return 0;
+}
+
+static int dtype_cases(const char *base, const char *names_path)
+{
+    FILE *names = fopen(names_path, "r");
+    char text[1024], target[4096], tensor[32];
+    unsigned char name[512];
+    static unsigned char data[4];
+    fr_run *run = NULL;
+    int i = 0;
+    snprintf(target, sizeof target, "%s/run", base);
+    if (names == NULL || fr_run_begin(&run, target, "ours", NULL) != FR_OK)
+        return 3;
+    while (fgets(text, sizeof text, names) != NULL) {
+        fr_meta m;
+        int rc;
+        if (unhex(text, name, sizeof name) < 0)
+            return 3;
+        memset(&m, 0, sizeof m);
+        m.dtype = (const char *)name;
+        snprintf(tensor, sizeof tensor, "t%d", i++);
+        rc = fr_run_add(run, "raw", tensor, data, sizeof data, &m);
+        text[strcspn(text, "\n")] = '\0';
+        printf("%s %d\n", text[0] ? text : "-", rc);
+    }
+    fclose(names);
+    fr_run_abort(run);
+    return 0;
+}
+
+static int source_cases(const char *base, const char *names_path)
+{
+    FILE *names = fopen(names_path, "r");
+    char text[1024], target[4096];
+    unsigned char source[512];
+    int i = 0;
+    if (names == NULL)
+        return 3;
+    while (fgets(text, sizeof text, names) != NULL) {
+        fr_run *run = NULL;
+        int rc;
+        if (unhex(text, source, sizeof source) < 0)
+            return 3;
+        snprintf(target, sizeof target, "%s/run%d", base, i++);
+        rc = fr_run_begin(&run, target, (const char *)source, NULL);
+        fr_run_abort(run);
+        text[strcspn(text, "\n")] = '\0';
+        printf("%s %d\n", text, rc);
+    }
+    fclose(names);
+    return 0;
+}
+
+static int link_cases(const char *cases_path)
+{
+    FILE *cases = fopen(cases_path, "r");
+    char text[4096];
+    unsigned char bits[1024];
+    while (cases != NULL && fgets(text, sizeof text, cases) != NULL) {
+        unsigned long long offset;
+        unsigned long value;
+        long n = unhex(text, bits, sizeof bits);
+        const char *rest = strchr(text, ' ');
+        if (n < 0 || rest == NULL || sscanf(rest, "%llu %lu", &offset, &value) != 2)
+            return 3;
+        printf("%d ", fr_link_u32(bits, (size_t)n, (uint64_t)offset, (uint32_t)value));
+        print_hex(bits, (size_t)n);
+        printf("\n");
+    }
+    if (cases == NULL)
+        return 3;
+    fclose(cases);
     return 0;
 }
 
@@ -267,8 +476,19 @@ int main(int argc, char **argv)
         return errors(argv[2]);
     if (argc == 3 && strcmp(argv[1], "io") == 0)
         return io_errors(argv[2]);
+    if (argc == 3 && strcmp(argv[1], "errno") == 0)
+        return errno_kept(argv[2]);
+    if (argc == 4 && strcmp(argv[1], "stream") == 0)
+        return stream_cases(argv[2], argv[3]);
+    if (argc == 4 && strcmp(argv[1], "dtype") == 0)
+        return dtype_cases(argv[2], argv[3]);
+    if (argc == 4 && strcmp(argv[1], "source") == 0)
+        return source_cases(argv[2], argv[3]);
+    if (argc == 3 && strcmp(argv[1], "link") == 0)
+        return link_cases(argv[2]);
     if (argc >= 5 && strcmp(argv[1], "write") == 0)
         return write_run(argv[2], atoi(argv[3]), argv[4], argc > 5 ? atoi(argv[5]) : 0);
-    fprintf(stderr, "usage: fr_check crc BLOB CASES | errors BASE | io BASE | write TARGET N commit|abort K|kill K\n");
+    fprintf(stderr, "usage: fr_check crc BLOB CASES | errors BASE | io BASE | errno BASE | stream BLOB CHUNKS | "
+                    "dtype BASE NAMES | source BASE NAMES | link CASES | write TARGET N commit|abort K|kill K\n");
     return 2;
 }
