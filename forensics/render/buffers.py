@@ -225,7 +225,7 @@ def render_diff(result, geometry=None, *, unicode: bool | None = None, classes: 
     """`classes`: the dumps are a classifier's score vector (one record whose lanes are classes); `fits`: the
     dumps' TensorFit (A's, B's) when --model / --deps say which tensor they hold."""
     rs = result.layout.record_size
-    if result.identical and result.bytes_identical:
+    if result.verdict is Verdict.MATCH and result.bytes_identical:
         return [verdict(Verdict.MATCH, f"{result.size_a:,} bytes, CRC32 {format_crc(result.crc32_a)}, "
                                  f"{result.records_compared:,} records of {rs} bytes")]
     out = []
