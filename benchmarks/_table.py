@@ -2,7 +2,7 @@
 
 A benchmark script collects its figures with `Table.add` inside `with Table(args.json) as table:`. Its usual
 text goes to stdout; with `--json` that text goes to stderr and stdout carries only the rows, one JSON list,
-which `benchmarks/run_all.py` gathers into one table (and `tools/gen_readme_speed.py` into the README).
+which `benchmarks/run_all.py` gathers into one table (and `tools/gen_readme_speed.py` into docs/speed.md).
 
 A goal is either on the ratio to the baseline (`goal_ratio=1.0`: ours <= 1.0x the baseline) or on the value
 itself (`goal_value=0.2`: ours <= 0.2 s), or a floor on the value (`goal_min=95`: ours >= 95, for shares and
@@ -59,7 +59,7 @@ def fmt_value(value: float | None, unit: str) -> str:
 
 
 def format_rows(rows: list[Row]) -> list[str]:
-    """The rows as a plain-text table (the same columns as the README's generated section)."""
+    """The rows as a plain-text table (the same columns as docs/speed.md's generated section)."""
     head = ("benchmark", "figure", "value", "baseline", "baseline value", "ratio", "goal", "met")
     cells = [head]
     for r in rows:

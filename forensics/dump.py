@@ -3,7 +3,7 @@
 A dump is never copied whole into Python bytes: analyses walk it in fixed-size windows through one reader
 (DumpReader / iter_windows), each window mapped pre-faulted or read into a reused buffer and let go before
 the next, which keeps resident memory flat even for dumps larger than memory (a whole-file mmap's touched
-pages would all count as resident; README, Known pitfalls). Optional metadata comes from a sidecar JSON file
+pages would all count as resident; docs/pitfalls.md). Optional metadata comes from a sidecar JSON file
 next to the dump (`ours.bin.json`, or `ours.json`).
 """
 

@@ -2,7 +2,7 @@
 
 Both are optional (`pip install 'forensics[runtime]'`). The reference interpreter is always created with
 the default delegates OFF (OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES): LiteRT's default XNNPACK
-delegate changes uint8 results (README, Known pitfalls).
+delegate changes uint8 results (docs/pitfalls.md).
 """
 
 from __future__ import annotations

@@ -27,6 +27,7 @@ LAYERS = (
     ("geometry", ("geometry.py",)),
     ("model dumps", ("modeldumps.py",)),
     ("diagnosis", ("simulate.py", "diagnose.py")),
+    ("link", ("link.py", "link_bugs.py")),  # link: issue 23
     ("registers", ("csr/",)),
     ("runs", ("runs/",)),
     ("rendering", ("render/",)),

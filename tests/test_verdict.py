@@ -125,6 +125,10 @@ CASES = {
     "csr-same": (lambda t: ["csr", *(_traces(t)[0],) * 2], 0),
     "csr-differ": (lambda t: ["csr", *_traces(t)], 1),
     "csr-name": (lambda t: ["csr", "--name", "0x48788"], None),
+    "link-linked": (lambda t: ["link", "dumps/link/tiny_edgetpu.tflite", "--check",
+                               "dumps/link/libedgetpu_0_0.bin"], 0),
+    "link-mislinked": (lambda t: ["link", "dumps/link/tiny_edgetpu.tflite", "--check",
+                                  "dumps/link/seed_driver_0_0.bin"], 1),
     "anchors-gen": (lambda t: ["anchors-gen", "--input-size", "320x320", "--check-deps", "dumps/face_ssd"], 0),
 }
 

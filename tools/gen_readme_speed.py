@@ -1,14 +1,15 @@
-"""Regenerate the README's measured-speed section from `benchmarks/run_all.py --out` files.
+"""Regenerate the measured-speed section of docs/speed.md from `benchmarks/run_all.py --out` files.
 
   python benchmarks/run_all.py --out bench-results.json
-  python tools/gen_readme_speed.py bench-results.json [MORE.json ...] [--readme README.md] [--check]
+  python tools/gen_readme_speed.py bench-results.json [MORE.json ...] [--page docs/speed.md] [--check]
 
 Replaces everything between `<!-- speed:begin -->` and `<!-- speed:end -->` with the table of rows (figure,
-value, baseline, ratio, goal, met) and the machine they were measured on, so the README's figures are
+value, baseline, ratio, goal, met) and the machine they were measured on, so the page's figures are
 measured, never typed. Given several runs, each row is the run with the median ratio (the median value for
 rows whose goal is on the value, or without a ratio; of an even count the higher) and the ratio cell shows the range over
 the runs, because on a shared 2-core machine one run can land a borderline figure on either side of its
-goal. `--check` exits 1 when the README differs from what would be written.
+goal. `--check` exits 1 when the page differs from what would be written. (The section lived in the README
+before the README was cut to a quick start; the tool kept its name.)
 """
 
 from __future__ import annotations
@@ -85,7 +86,7 @@ def render(results: dict, more: tuple = ()) -> str:
 
 def replace_section(readme: str, section: str) -> str:
     if BEGIN not in readme or END not in readme:
-        raise SystemExit(f"the README has no {BEGIN} ... {END} section")
+        raise SystemExit(f"the page has no {BEGIN} ... {END} section")
     head, rest = readme.split(BEGIN, 1)
     _, tail = rest.split(END, 1)
     return head + section + tail
@@ -94,23 +95,24 @@ def replace_section(readme: str, section: str) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("results", nargs="+", help="the JSON file(s) benchmarks/run_all.py --out wrote")
-    ap.add_argument("--readme", default=os.path.join(REPO, "README.md"))
-    ap.add_argument("--check", action="store_true", help="only say whether the README is up to date")
+    ap.add_argument("--page", "--readme", dest="page", default=os.path.join(REPO, "docs", "speed.md"),
+                    help="the page with the section (default: docs/speed.md)")
+    ap.add_argument("--check", action="store_true", help="only say whether the page is up to date")
     args = ap.parse_args(argv)
     runs = []
     for path in args.results:
         with open(path, encoding="utf-8") as fh:
             runs.append(json.load(fh))
-    with open(args.readme, encoding="utf-8") as fh:
+    with open(args.page, encoding="utf-8") as fh:
         old = fh.read()
     new = replace_section(old, render(runs[0], tuple(runs[1:])))
     if args.check:
         return 0 if new == old else 1
     if new != old:
-        tmp = args.readme + ".tmp"
+        tmp = args.page + ".tmp"
         with open(tmp, "w", encoding="utf-8") as fh:
             fh.write(new)
-        os.replace(tmp, args.readme)
+        os.replace(tmp, args.page)
     return 0
 
 

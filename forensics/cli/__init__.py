@@ -29,6 +29,7 @@ COMMAND_MODULES = (  # in the order a bring-up goes: bytes, model, decode, runs,
     "forensics.cli.diagnose",
     "forensics.cli.csr",
     "forensics.cli.evidence",
+    "forensics.cli.link",  # link: issue 23
 )
 
 # Which module registers which command, so that running one command imports only its module (every
@@ -45,6 +46,7 @@ COMMAND_HOMES = {
     "csr": "forensics.cli.csr",
     "import": "forensics.cli.evidence", "fingerprint": "forensics.cli.evidence", "verify": "forensics.cli.evidence",
     "demo": "forensics.cli.evidence",
+    "link": "forensics.cli.link",  # link: issue 23
 }
 
 
@@ -111,8 +113,28 @@ def common_parents() -> list[argparse.ArgumentParser]:
     return [common]
 
 
+class _Skipped:
+    """Stands in for the parser of a command that is not being run: every call is accepted and ignored."""
+
+    def __getattr__(self, name):
+        return lambda *args, **kwargs: self
+
+
+class _OnlyCommand:
+    """`subparsers` that builds the parser of one command only: a group module registers all of its commands,
+    and building the others' arguments is start-up time the command does not need (benchmarks/bench_startup.py)."""
+
+    def __init__(self, subparsers, command: str):
+        self._subparsers, self._command = subparsers, command
+
+    def add_parser(self, name, **kwargs):
+        if name == self._command or self._command in kwargs.get("aliases", ()):
+            return self._subparsers.add_parser(name, **kwargs)
+        return _Skipped()
+
+
 def build_parser(command: str | None = None) -> ArgumentParser:
-    """The parser with every command, or (when `command` is a known command) just the module that has it."""
+    """The parser with every command, or (when `command` is a known command) that command's alone."""
     parser = ArgumentParser(
         prog="forensics",
         description="Differential debugging of NPU output buffers (Google Coral Edge TPU).",
@@ -121,9 +143,11 @@ def build_parser(command: str | None = None) -> ArgumentParser:
     parser.add_argument("--version", action="version", version=f"forensics {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=ArgumentParser)
     parents = common_parents()
-    modules = (COMMAND_HOMES[command],) if command in COMMAND_HOMES else COMMAND_MODULES
-    for name in modules:
-        importlib.import_module(name).register(subparsers, parents)
+    if command in COMMAND_HOMES:
+        importlib.import_module(COMMAND_HOMES[command]).register(_OnlyCommand(subparsers, command), parents)
+    else:
+        for name in COMMAND_MODULES:
+            importlib.import_module(name).register(subparsers, parents)
     return parser
 
 

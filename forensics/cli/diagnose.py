@@ -58,6 +58,8 @@ def register(subparsers, parents) -> None:
     p.add_argument("--bug", required=True, metavar="KIND[:PARAMS]", help="e.g. shift:4, stride:91:92:91, list")
     p.add_argument("-o", "--output", metavar="B", default=None, help="where to write the buggy dump")
     p.add_argument("--previous", metavar="FILE", default=None, help="the earlier run's buffer (for stale)")
+    p.add_argument("--model", metavar="MODEL", default=None,  # link: issue 23
+                   help="the Edge TPU model whose linked bitstream A is (for the link bugs)")
     p.set_defaults(handler=cmd_simulate)
 
 

@@ -1,7 +1,7 @@
 """Run the official TFLite_Detection_PostProcess in LiteRT on the same inputs, and compare with ours.
 
 The interpreter is created with default delegates off (the XNNPACK delegate changes uint8 results, see
-the README's Known pitfalls) and one thread (regular NMS merges per-thread class results in thread order otherwise).
+docs/pitfalls.md) and one thread (regular NMS merges per-thread class results in thread order otherwise).
 ai-edge-litert is imported lazily; tflite-runtime is the fallback import; neither installed is a
 DependencyError that says what to install.
 """

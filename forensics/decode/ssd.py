@@ -16,7 +16,7 @@ checked against that interpreter in tests/decode:
 - regular NMS: NMS per class with `min(detections_per_class, max_detections)`, results merged by a stable
   merge (ties -> lower class, then selection order) and cut to max_detections.
 
-uint8 inputs are dequantized as the runtime does (README, Known pitfalls): boxes and anchors fed as uint8 into the
+uint8 inputs are dequantized as the runtime does (docs/pitfalls.md): boxes and anchors fed as uint8 into the
 kernel are `(q - zero_point) * scale` rounded once; the DEQUANTIZE op and the kernel's uint8 scores use
 `optimized_ops::Dequantize`, which LiteRT's x86 build computes as `q*s - zp*s` (two roundings) in blocks of 8
 elements and rounds once in the last n mod 8 elements ("litert"); the reference kernel and tflite-runtime 2.14

@@ -5,7 +5,6 @@ from __future__ import annotations
 from rich import box
 from rich.cells import cell_len
 from rich.segment import Segment
-from rich.table import Table
 from rich.text import Text
 
 from forensics.verdict import Verdict
@@ -21,6 +20,8 @@ VERDICT_STYLES = {**{v: "bold green" if v.passed else "bold red" for v in Verdic
 
 def table(*columns, title=None) -> Table:
     """A borderless table with a rule under the header; a column is a name or (name, justify)."""
+    from rich.table import Table  # here: a one-line verdict (`diff` of equal dumps) needs no table
+
     out = Table(box=box.SIMPLE_HEAD, title=title, title_justify="left", pad_edge=False, show_edge=False)
     for col in columns:
         if isinstance(col, tuple):

@@ -59,6 +59,12 @@ def diagnose(a, b, *, previous=None, model=None, tensor=None, record=None, offse
 
     options, offset = _slice(offset, length, gap_fill, layout=True)
     dump_a, dump_b = open_dump(a, **options), open_dump(b, **options)
+    if model is not None and tensor is None:  # link: a pair of instruction bitstreams gets the link check
+        from forensics.reports.link import diagnose_link
+
+        linked = diagnose_link(model, dump_a, dump_b)
+        if linked is not None:
+            return linked
     earlier = open_dump(previous, **options) if previous else None
     context = _diagnose_context(dump_a, dump_b, model=model, tensor=tensor, record_size=record, offset=offset,
                                 fields=fields, pad_lanes=pad, scale=scale, zero_point=zero_point)
@@ -85,15 +91,19 @@ class SimulateReport(Report):
 
 
 @spellings()
-def simulate(a=None, *, bug: str, output=None, previous=None) -> SimulateReport:
+def simulate(a=None, *, bug: str, output=None, previous=None, model=None) -> SimulateReport:
     """`forensics simulate A --bug KIND[:PARAMS] -o B`: what A becomes under the bug, written atomically;
     `bug="list"` lists the kinds."""
     from forensics.simulate import BUG_HELP
     from forensics.simulate import simulate as run
 
+    from forensics.link_bugs import BUG_HELP as LINK_BUGS, is_link_bug, simulate_link  # link: issue 23
+
     if bug == "list":
         return SimulateReport("simulate", {"bugs": [{"kind": k, "usage": u, "description": d}
-                                                    for k, u, d in BUG_HELP]}, rows_key="bugs")
+                                                    for k, u, d in BUG_HELP + LINK_BUGS]}, rows_key="bugs")
     if a is None or output is None:
         raise InputError("simulate needs A and {output} B (or bug 'list')", params=True)
+    if is_link_bug(bug) or model is not None:  # link: a bug on an instruction bitstream needs its model
+        return SimulateReport("simulate", simulate_link(a, bug, model=model, output=output))
     return SimulateReport("simulate", run(a, bug, previous=previous, output=output))

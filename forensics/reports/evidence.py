@@ -130,7 +130,7 @@ class DemoReport(Report):
 
 @spellings()
 def demo(root=None) -> DemoReport:
-    """`forensics demo`: the README's story on the bundled dumps, step by step; exit code 1 when a step does not
+    """`forensics demo`: the story of the README on the bundled dumps, step by step; exit code 1 when a step does not
     end as the story expects. `root` is the directory holding `dumps/` (default: the repository of this file)."""
     from pathlib import Path
 

@@ -31,6 +31,8 @@ IOU_MATCH = 0.5
 DIFF_LIMIT = 8
 
 ADVICE = {
+    "instructions": "the instruction bitstream is mislinked: fix the driver's link step first (forensics link --check "
+                    "names the bug); every later stage is expected to differ",  # link: issue 23
     "params": "parameters differ: the executable's parameter blob (parameter caching upload) is not the same; fix "
               "that first, every later stage is expected to differ",
     "input": "inputs differ: fix the input path first (resize, padding, colour order, row stride, quantization); "
@@ -40,7 +42,7 @@ ADVICE = {
     "tensor": "the raw output matches but the tensors differ: the relayout is wrong (tile order, 4-byte lane "
               "padding, the signed-type fix); every later stage is expected to differ",
     "dequantized": "the tensors match but the dequantized values differ: check scale and zero_point and the "
-                   "runtime's dequantize rounding (XNNPACK, LiteRT's blocks of 8: README, Known pitfalls)",
+                   "runtime's dequantize rounding (XNNPACK, LiteRT's blocks of 8: docs/pitfalls.md)",
     "detections": "every earlier stage matches: the post-processing differs (PostProcess options, anchors, NMS, "
                   "runtime version or delegate)",
 }
@@ -259,7 +261,9 @@ class CompareResult:
     def not_captured(self) -> tuple[str, ...]:
         """The stages no buffer of both runs stands for: nothing is concluded about them."""
         compared = {row.stage for row in self.rows if row.compared and row.status != Verdict.MISSING}
-        return tuple(stage for stage in STAGES if stage not in compared)
+        seen = {row.stage for row in self.rows}
+        return tuple(stage for stage in STAGES if stage not in compared
+                     and (stage != "instructions" or stage in seen))  # link: only runs with bitstreams have it
 
     @property
     def advice(self) -> str | None:
@@ -636,6 +640,13 @@ def _compare_pair(run_a, run_b, ca: BufferCheck, cb: BufferCheck, previous, geom
         what = counted(record_count(entry, size_a, layout), unit) if unit != "bytes" else f"{size_a:,} bytes"
         return StageRow(entry.stage, entry.tensor, Verdict.MATCH, size_a, size_b, ca.crc32, cb.crc32,
                         f"identical ({what})", changed, unit)
+    if entry.stage == "instructions":  # link: a linked bitstream is answered with the link check (issue 23)
+        from forensics.link_bugs import compare_stage
+
+        linked = compare_stage(run_a, run_b, entry, cb.entry)
+        if linked is not None:
+            return StageRow(entry.stage, entry.tensor, linked[0], size_a, size_b, ca.crc32, cb.crc32, linked[1],
+                            changed, findings=linked[2])
     dump_a, dump_b = run_a.open_buffer(entry), run_b.open_buffer(cb.entry)
     layout, unit = buffer_layout(entry, min(size_a, size_b))
     if min(size_a, size_b) == 0:

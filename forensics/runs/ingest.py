@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass
 
 from forensics.errors import InputError
-from forensics.runs.run import STAGES, Run, load_run, model_record, write_run
+from forensics.runs.run import STAGE_ALIASES, STAGES, Run, load_run, model_record, write_run
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,7 @@ def parse_spec(text: str) -> IngestSpec:
         raise InputError(f"expected STAGE[:TENSOR]=FILE (e.g. input=input.bin, raw:convert_scores=scores.bin), "
                          f"got {text!r}")
     stage, _, tensor = left.partition(":")
+    stage = STAGE_ALIASES.get(stage, stage)  # link: parameters -> params
     if stage not in STAGES:
         raise InputError(f"unknown stage {stage!r} in {text!r} (stages: {', '.join(STAGES)})")
     if ":" in left and not tensor:

@@ -3,7 +3,7 @@ per captured buffer; loading with validation, verifying CRCs, and writing atomic
 
 A run is written under a hidden temporary name and renamed into place only after every buffer and the manifest
 are on disk (forensics.outputs.atomic_directory), so a capture that crashes leaves no half-written directory
-that looks like a run. The format is documented in the README (Runs) for drivers that write runs themselves.
+that looks like a run. The format is documented in docs/runs.md for drivers that write runs themselves.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ FORMAT = "forensics-run"
 VERSION = 1
 MANIFEST = "manifest.json"
 # The story's order: narrow the match down stage by stage and look for the bug in the first that differs.
-STAGES = ("params", "input", "raw", "tensor", "dequantized", "detections")
+STAGES = ("params", "instructions", "input", "raw", "tensor", "dequantized", "detections")  # link: instructions
+STAGE_ALIASES = {"parameters": "params"}  # link: issue 23 calls the params stage `parameters`
 ROLES = ("boxes", "scores", "classes", "num_detections")
 _MAX_MANIFEST = 16 << 20
 _COPY_BLOCK = 1 << 20
@@ -222,7 +223,7 @@ def _entry(raw, i: int, path: str) -> BufferEntry:
     where = ("buffers", str(i))
     if not isinstance(raw, dict):
         raise FormatError("each buffer must be a JSON object", where=where, path=path)
-    stage = raw.get("stage")
+    stage = STAGE_ALIASES.get(raw.get("stage"), raw.get("stage"))  # link: parameters -> params
     if stage not in STAGES:
         raise FormatError(f"stage must be one of {', '.join(STAGES)}, got {stage!r}", where=where + ("stage",),
                           path=path)

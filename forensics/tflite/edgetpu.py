@@ -139,6 +139,7 @@ class Executable:
     input_layers: tuple[Layer, ...]
     output_layers: tuple[Layer, ...]
     parameters: memoryview = field(repr=False, compare=False, default=None)
+    bitstreams: tuple[memoryview, ...] = field(repr=False, compare=False, default=())  # views into the model
 
     @property
     def bitstream_size(self) -> int:
@@ -234,6 +235,7 @@ def _executable(buf: Buffer, index: int, base_address: int) -> Executable:
     root = Node(buf, buf.u32(0, where), where + ("Executable",))
     field_offsets = []
     bitstream_sizes = []
+    bitstream_views = []
     bitstreams = root.tables(5, "instruction_bitstreams")
     rows = sum(bs.vector_len(1, "field_offsets") for bs in bitstreams)
     if rows > MAX_PATCH_ROWS:
@@ -241,6 +243,8 @@ def _executable(buf: Buffer, index: int, base_address: int) -> Executable:
                           "an executable is read with", offset=root.pos, where=root.where + ("instruction_bitstreams",))
     for b, bs in enumerate(bitstreams):  # InstructionBitstream: 0 bitstream
         bitstream_sizes.append(bs.vector_len(0, "bitstream"))
+        view = bs.bytes_view(0, "bitstream")
+        bitstream_views.append(view if view is not None else memoryview(b""))
         for fo in bs.tables(1, "field_offsets"):  # FieldOffset: 0 meta, 1 offset_bit
             meta = fo.table(0, "meta")  # Meta: 0 desc, 1 batch, 2 name, 3 position
             desc = int(meta.scalar(0, "int16", 0, "desc")) if meta is not None else 0
@@ -273,6 +277,7 @@ def _executable(buf: Buffer, index: int, base_address: int) -> Executable:
         input_layers=tuple(_layer(n, "input") for n in root.tables(8, "input_layers")),
         output_layers=tuple(_layer(n, "output") for n in root.tables(9, "output_layers")),
         parameters=params,
+        bitstreams=tuple(bitstream_views),
     )
 
 

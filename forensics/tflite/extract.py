@@ -4,7 +4,7 @@ anchors.bin: float32 little-endian [num_anchors, 4] in the kernel's order (ycent
 dequantized when the model stores uint8 anchors. postprocess.json: the kernel options, the quantization of
 the uint8 box/score tensors the decode starts from, the image input size when the graph has an image
 input, and for Edge TPU models each output layer's chip layout. `decode --deps DIR` reads this format, so
-a user without the model can write it by hand (the README documents every key).
+a user without the model can write it by hand (docs/decode.md documents every key).
 """
 
 from __future__ import annotations

@@ -159,8 +159,8 @@ def test_parse_log_names_the_lines():
     assert {item.line for item in found} == {2}
 
 
-def test_readme_fingerprint_example_runs_as_written(cli):
-    readme = Path("README.md").read_text(encoding="utf-8")
+def test_docs_fingerprint_example_runs_as_written(cli):
+    readme = Path("docs/evidence.md").read_text(encoding="utf-8")
     command = "$ forensics fingerprint dumps/ours/input.bin --page 65536 --tag input"
     block = readme.split(command + "\n", 1)[1].split("```", 1)[0]
     result = cli(*command.split()[2:])
