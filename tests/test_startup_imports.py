@@ -10,7 +10,7 @@ import sys
 
 from tests.conftest import REPO
 
-GROUPS = ("base", "buffers", "model", "decode", "runs", "diagnose", "csr", "evidence")
+GROUPS = ("base", "buffers", "model", "decode", "runs", "diagnose", "csr", "evidence", "link")
 
 
 def _python(code: str) -> dict:
