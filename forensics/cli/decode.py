@@ -103,6 +103,7 @@ def register(subparsers, parents) -> None:
     p.add_argument("-o", "--output", metavar="anchors.bin", help="write float32 [N, 4] little-endian")
     p.add_argument("--check-model", metavar="MODEL", help="compare a .tflite's PostProcess anchors")
     p.add_argument("--check-deps", metavar="DIR", help="compare a deps directory's anchors.bin")
-    p.add_argument("--show", type=cli_type(grammar.integer), default=5, metavar="N", help="print the first N anchors (default 5)")
+    p.add_argument("--show", type=cli_type(grammar.integer), default=5, metavar="N",
+                   help="print the first N anchors (default 5)")
     p.add_argument("--anchor", type=non_negative_int, default=None, metavar="I", help="print anchor I")
     p.set_defaults(handler=cmd_anchors_gen)

@@ -57,7 +57,8 @@ def render_verify(report) -> list:
     table = _table(("line", "right"), "buffer", "what", "expected", "found", "")
     for c in report.checks:
         status = Text(Verdict.MATCH, style="green") if c.match else \
-            Text(Verdict.TRUNCATED, style="bold yellow") if c.kind == "truncated" else Text(Verdict.DIFFER, style="bold red")
+            Text(Verdict.TRUNCATED, style="bold yellow") if c.kind == "truncated" else \
+            Text(Verdict.DIFFER, style="bold red")
         table.add_row(str(c.line), c.tag or "-", c.label, c.expected, c.found if not c.match else "(same)", status)
     out.append(table)
     cut = report.truncated

@@ -162,7 +162,8 @@ def render_batch(result, limit: int = 30) -> list:
     within = f"{counts[Verdict.WITHIN]} within tolerance, " if counts.get(Verdict.WITHIN) else ""
     engine = (f"{result.workers} worker processes" if getattr(result, "scheduler", "local") == "local"
               else f"{result.scheduler}, {result.workers} workers")
-    line = (f"{len(result.rows)} pairs: {counts.get(Verdict.MATCH, 0)} match, {within}{counts.get(Verdict.DIFFER, 0)} differ, "
+    line = (f"{len(result.rows)} pairs: {counts.get(Verdict.MATCH, 0)} match, {within}"
+            f"{counts.get(Verdict.DIFFER, 0)} differ, "
             f"{counts.get(Verdict.ERROR, 0)} errors ({engine})")
     if getattr(result, "retried", 0):
         line += f"; {result.retried} pairs run again after a worker was lost"
@@ -430,12 +431,14 @@ def html_batch(result, *, reports: dict | None = None, pictures: dict | None = N
              f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>", f"<h1>{_e(title)}</h1>"]
     bad = counts.get(Verdict.DIFFER, 0) + counts.get(Verdict.ERROR, 0)
     parts.append(f"<div class=\"verdict {'bad' if bad else 'ok'}\" id=\"verdict\"><b>{len(result.rows):,} pairs</b>: "
-                 f"{counts.get(Verdict.MATCH, 0):,} match, {counts.get(Verdict.DIFFER, 0):,} differ, {counts.get(Verdict.ERROR, 0):,} "
+                 f"{counts.get(Verdict.MATCH, 0):,} match, {counts.get(Verdict.DIFFER, 0):,} differ, "
+                 f"{counts.get(Verdict.ERROR, 0):,} "
                  f"errors (scheduler {_e(result.scheduler)}, {result.workers} workers"
                  f"{f', {result.retried} pairs run again' if result.retried else ''})</div>")
     if agg is not None and agg.stages:
         parts.append("<h2>Verdicts per stage</h2>")
-        parts.append(_html_table("stages", ("stage", "tensor", "pairs", Verdict.MATCH, Verdict.WITHIN, Verdict.DIFFER), [
+        columns = ("stage", "tensor", "pairs", Verdict.MATCH, Verdict.WITHIN, Verdict.DIFFER)
+        parts.append(_html_table("stages", columns, [
             (s["stage"], (s["tensor"], "mono"), (f"{s['pairs_compared']:,}", "num"), (_share(s["share_match"]), "num"),
              (_share(s["share_within_tolerance"]), "num"), (_share(s["share_differ"]), "num")) for s in agg.stages]))
     if agg is not None and agg.anchors:

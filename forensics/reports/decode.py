@@ -155,7 +155,8 @@ def decode(boxes, scores, *, model=None, deps=None, layout: str = "auto", dequan
         drawn = draw_detections(image, os.fspath(draw), result, score_threshold=score_threshold)
     # Only --replay judges: the official kernel's detections beside ours (MATCH / MISMATCH).
     judged = None if result.replay is None else Verdict.of(result.replay.match, differ=Verdict.MISMATCH)
-    return DecodeReport("decode", result, rows_key="detections", verdict=judged, geometry=geometry, drawing=drawn, score_threshold=score_threshold)
+    return DecodeReport("decode", result, rows_key="detections", verdict=judged, geometry=geometry, drawing=drawn,
+                        score_threshold=score_threshold)
 
 
 def _check_order(decode_deps, pairs, dump_options) -> None:

@@ -309,7 +309,8 @@ class Aggregator:
             n = c["compared"]
             out.append({"stage": stage, "tensor": tensor, "pairs_compared": n, "not_compared": c["not_compared"],
                         "match": c[Verdict.MATCH], "within_tolerance": c[Verdict.WITHIN], "differ": c[Verdict.DIFFER],
-                        "share_match": _ratio(c[Verdict.MATCH], n), "share_within_tolerance": _ratio(c[Verdict.WITHIN], n),
+                        "share_match": _ratio(c[Verdict.MATCH], n),
+                        "share_within_tolerance": _ratio(c[Verdict.WITHIN], n),
                         "share_differ": _ratio(c[Verdict.DIFFER], n)})
         return tuple(out)
 
