@@ -5,6 +5,7 @@ typed value gives; a bad spelling is one InputError naming the parameter (issue 
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
@@ -65,7 +66,14 @@ BASE = {
     "verify": (lambda t: [_log(t), f"{BROKEN}/input.bin"],
                lambda t, **kw: reports.verify(_log(t), f"{BROKEN}/input.bin", **kw)),
     "compare": (lambda t: [*_runs(t)], lambda t, **kw: reports.compare(*_runs(t), **kw)),
+    # commands that write: the same output path each time, removed before each call (RESET)
+    "ingest": (lambda t: [t / "run", f"raw:convert_scores={SCORES_A}", "--source", "ours"],
+               lambda t, **kw: reports.ingest(t / "run", [f"raw:convert_scores={SCORES_A}"], source="ours", **kw)),
+    "import": (lambda t: ["dumps/evidence/windbg_db.txt", "-o", t / "out.bin"],
+               lambda t, **kw: reports.import_("dumps/evidence/windbg_db.txt", output=t / "out.bin", **kw)),
 }
+RESET = {"ingest": lambda t: shutil.rmtree(t / "run", ignore_errors=True),
+         "import": lambda t: (t / "out.bin").unlink(missing_ok=True)}
 
 # A valid spelling of each typed option (the CLI's), by command where one command needs another.
 SAMPLES = {
@@ -78,8 +86,8 @@ SAMPLES = {
     "aspect_ratios": "1,2,1/2,3,1/3", "interpolated_scale_aspect_ratio": "1", "show": "3", "workers": "1",
     "mask": "0x48790=0xff", "buffer": "input=dumps/ours/input.bin", "stall_timeout": "30",
 }
-BY_COMMAND = {("fingerprint", "offset"): "0x0", ("verify", "offset"): "0", ("compare", "tolerance"): "scores=2lsb",
-              ("decode", "offset"): "0", ("anchors-gen", "input_size"): "320x320"}
+BY_COMMAND = {("fingerprint", "offset"): "0x0", ("verify", "offset"): "0", ("compare", "tolerance"): "convert_scores=2lsb",
+              ("decode", "offset"): "0", ("decode", "length"): "0x1fc8", ("anchors-gen", "input_size"): "320x320"}
 # Bad spellings of each grammar: the CLI exits 2 naming the flag; the library raises one InputError naming it.
 BAD = {options.names: ",,", options.lanes: "x", options.scale: "1/0", options.zero_point: "1.5",
        options.hex_bytes: "zz", options.crc32: "0xfffffffff", options.size: "640by480", options.two_names: "a",
@@ -128,9 +136,11 @@ def _call(make, tmp_path, **kw):
                          ids=[f"{c}-{d}" for c, d, _, _ in TYPED if (c, d) not in NOT_FED])
 def test_the_library_takes_the_cli_spelling(command, dest, flag, kind, tmp_path):
     argv, make = BASE[command]
+    reset = RESET.get(command, lambda t: None)
     sample = BY_COMMAND.get((command, dest), SAMPLES.get(dest))
     cli = run_cli(command, *argv(tmp_path), flag, sample, "--json")
     value = [sample] if dest in ("mask", "buffer") or (command, dest) == ("compare", "tolerance") else sample
+    reset(tmp_path)
     spelled, error = _call(make, tmp_path, **{dest: value})
     if cli.code == 2:  # the combination is refused: the library refuses it too
         assert error is not None and spelled is None, (cli.err, spelled)
@@ -139,6 +149,7 @@ def test_the_library_takes_the_cli_spelling(command, dest, flag, kind, tmp_path)
     assert _doc(spelled) == json.loads(cli.out) and spelled.exit_code == cli.code
     # the typed value (what the CLI's type makes of the text) gives the same report
     typed_value = kind(sample)
+    reset(tmp_path)
     typed, _ = _call(make, tmp_path, **{dest: [typed_value] if isinstance(value, list) else typed_value})
     assert typed is not None and _doc(typed) == _doc(spelled)
 
@@ -151,6 +162,7 @@ def test_a_bad_spelling_is_one_error_naming_the_parameter(command, dest, flag, k
     grammar = options.GRAMMARS[dest]
     bad = BAD.get(getattr(grammar, "item", grammar), "zz")
     cli = run_cli(command, *argv(tmp_path), flag, bad)
+    RESET.get(command, lambda t: None)(tmp_path)
     assert cli.code == 2 and flag in cli.err and len(cli.err.strip().splitlines()) == 1, cli.err
     _, error = _call(make, tmp_path, **{dest: bad})
     assert error is not None and str(error).startswith(f"{dest}: "), error
