@@ -86,8 +86,8 @@ SAMPLES = {
     "aspect_ratios": "1,2,1/2,3,1/3", "interpolated_scale_aspect_ratio": "1", "show": "3", "workers": "1",
     "mask": "0x48790=0xff", "buffer": "input=dumps/ours/input.bin", "stall_timeout": "30",
 }
-BY_COMMAND = {("fingerprint", "offset"): "0x0", ("verify", "offset"): "0", ("compare", "tolerance"): "convert_scores=2lsb",
-              ("decode", "offset"): "0", ("decode", "length"): "0x1fc8", ("anchors-gen", "input_size"): "320x320"}
+BY_COMMAND = {("fingerprint", "offset"): "0x0", ("verify", "offset"): "0",
+              ("compare", "tolerance"): "convert_scores=2lsb", ("decode", "offset"): "0", ("decode", "length"): "0x1fc8", ("anchors-gen", "input_size"): "320x320"}
 # Bad spellings of each grammar: the CLI exits 2 naming the flag; the library raises one InputError naming it.
 BAD = {options.names: ",,", options.lanes: "x", options.scale: "1/0", options.zero_point: "1.5",
        options.hex_bytes: "zz", options.crc32: "0xfffffffff", options.size: "640by480", options.two_names: "a",
