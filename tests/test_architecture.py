@@ -26,7 +26,7 @@ LAYERS = (
     ("decode", ("decode/", "classes.py")),
     ("geometry", ("geometry.py",)),
     ("model dumps", ("modeldumps.py",)),
-    ("diagnosis", ("simulate.py", "diagnose.py")),
+    ("diagnosis", ("diagnose/", "simulate.py")),
     ("link", ("link.py", "link_bugs.py")),  # link: issue 23
     ("registers", ("csr/",)),
     ("runs", ("runs/",)),

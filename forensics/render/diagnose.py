@@ -36,9 +36,12 @@ def _headline(result) -> str:
     kinds = ", ".join(kind if n == 1 else f"{n} {kind}s" for kind, n in counts.items())  # 2 shifts: two blocks
     verb = "explains" if len(named) == 1 else "explain"
     if result.verdict == Verdict.IDENTICAL:
+        if getattr(result, "pad_only_bytes", 0):
+            return "A and B are identical outside the pad lanes (pad lanes ignored, as diff ignores them)"
         return "A and B are byte-identical"
     if result.verdict == Verdict.WITHIN:
-        return f"A and B differ by at most {result.tolerance} LSB per byte"
+        unit = f"{result.dtype} element" if getattr(result, "dtype", None) else "byte"
+        return f"A and B differ by at most {result.tolerance} LSB per {unit}"
     if result.verdict == Verdict.EXPLAINED:
         return f"{kinds} {verb} the differing bytes"
     if result.verdict == Verdict.PARTLY_EXPLAINED:
@@ -63,7 +66,7 @@ def render_diagnose(result) -> list:
     """Renderables for `forensics diagnose`: verdict, pair line, findings table, residual / characterization."""
     out = [verdict(result.verdict, _headline(result))]
     pair = Text()
-    if not result.identical:
+    if not result.identical and not getattr(result, "pad_only_bytes", 0):
         pair.append(_summary(result) + "\n")
     pair.append(f"A {result.path_a}  {result.size_a:,} bytes  CRC32 0x{result.crc32_a:08x}\n")
     pair.append(f"B {result.path_b}  {result.size_b:,} bytes  CRC32 0x{result.crc32_b:08x}")

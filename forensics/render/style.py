@@ -18,17 +18,21 @@ _STYLES = {Verdict.WARNING: "bold yellow", Verdict.MISSING: "bold yellow", Verdi
 VERDICT_STYLES = {**{v: "bold green" if v.passed else "bold red" for v in Verdict}, **_STYLES}
 
 
-def table(*columns, title=None) -> Table:
-    """A borderless table with a rule under the header; a column is a name or (name, justify)."""
+def table(*columns, title=None, overflow=None) -> Table:
+    """A borderless table with a rule under the header; a column is a name or (name, justify). `overflow`
+    ("fold") breaks long cells (model names, addresses) instead of cutting them with an ellipsis."""
     from rich.table import Table  # here: a one-line verdict (`diff` of equal dumps) needs no table
 
     out = Table(box=box.SIMPLE_HEAD, title=title, title_justify="left", pad_edge=False, show_edge=False)
     for col in columns:
-        if isinstance(col, tuple):
-            out.add_column(col[0], justify=col[1])
-        else:
-            out.add_column(col)
+        name, justify = col if isinstance(col, tuple) else (col, "left")
+        out.add_column(name, justify=justify, **({"overflow": overflow} if overflow else {}))
     return out
+
+
+def titled_table(title: str | None, *columns) -> Table:
+    """`table` with a title whose long cells fold (model graphs, link plans, register traces)."""
+    return table(*columns, title=title, overflow="fold")
 
 
 class RowsTable:
