@@ -18,17 +18,12 @@ LIBEDGETPU, OURS, BROKEN = "dumps/libedgetpu", "dumps/ours", "dumps/broken"
 TRACE_A = "W 0x48788 0x7f\nW 0x48790 0x1\nR 0x486f0 0x0\n"
 TRACE_B = "W 0x48788 0x7f\nW 0x48790 0x2\nR 0x486f0 0x0\n"
 
-# The diagnose engine spells its verdict words while it is being made a package (forensics/diagnose/); the
-# report it returns carries the enum. Nothing else may.
-PENDING = ("diagnose.py", "diagnose/")
-
-
 def _verdict_literals(package) -> list:
     words = {v.value for v in Verdict}
     found = []
     for path in sorted(package.rglob("*.py")):
         rel = path.relative_to(package).as_posix()
-        if rel == "verdict.py" or rel.startswith(PENDING):
+        if rel == "verdict.py":
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in words:
