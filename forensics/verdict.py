@@ -16,7 +16,8 @@ from forensics import exitcodes
 class Verdict(StrEnum):
     """What a judging command concluded. Grouped by the commands that say them; the exit code is `exit_code`."""
 
-    # a pair of buffers or runs (diff, compare, crc, verify, decode --replay, csr --name): equal, close, not
+    # a pair of buffers or runs (diff, compare, crc, verify, decode --replay, anchors-gen --check-*): equal,
+    # close, not
     MATCH = "MATCH"
     WITHIN = "WITHIN TOLERANCE"
     DIFFER = "DIFFER"
@@ -27,7 +28,7 @@ class Verdict(StrEnum):
     OK = "OK"
     NONUNIFORM = "NONUNIFORM"    # anchors: records depart from the dominant one (listed, not judged: exit 0)
     WARNING = "WARNING"          # coverage: ranges still hold the sentinel; renderers' note lines ("look here")
-    FOUND = "FOUND"              # csr --name: registers matched the name
+    FOUND = "FOUND"              # csr --name / --find: registers matched
     NOT_FOUND = "NOT FOUND"
     # diagnose
     IDENTICAL = "IDENTICAL"
@@ -40,7 +41,8 @@ class Verdict(StrEnum):
     # a stage of a run or a batch row: a buffer one run lacks, a pair that could not be read
     MISSING = "MISSING"
     ERROR = "ERROR"
-    # link --check: a build's pieces belong together, or not
+    # link --check: a bitstream of this model linked right, linked wrong, or none of its bytes (a parameter
+    # buffer is MATCH / DIFFER)
     LINKED = "LINKED"
     MISLINKED = "MISLINKED"
     FOREIGN = "FOREIGN"
