@@ -23,7 +23,7 @@ import numpy as np
 from forensics.crc import PEEK, crc_dump, format_crc
 from forensics.dump import DEFAULT_CHUNK, Dump
 from forensics.errors import InputError
-from forensics.tolerance import DIFFER, MATCH, TRUNCATED
+from forensics.verdict import Verdict
 
 EDGE = 8  # bytes of a page's first8 / last8
 _TAG = re.compile(r"^[A-Za-z0-9_.:-]+$")
@@ -464,17 +464,17 @@ class VerifyReport:
         return tuple(c for c in self.checks if c.kind == "truncated")
 
     @property
-    def verdict(self) -> str:
+    def verdict(self) -> Verdict:
         """MATCH; DIFFER when a whole logged value differs; else TRUNCATED when a logged line was cut short."""
         if self.match:
-            return MATCH
+            return Verdict.MATCH
         if any(not c.match and c.kind != "truncated" for c in self.checks):
-            return DIFFER
-        return TRUNCATED
+            return Verdict.DIFFER
+        return Verdict.TRUNCATED
 
     @property
     def exit_code(self) -> int:
-        return 0 if self.match else 1
+        return self.verdict.exit_code
 
     def to_dict(self) -> dict:
         return {"log": self.log, "verdict": self.verdict, "checks": [c.to_dict() for c in self.checks],

@@ -16,11 +16,11 @@ import re
 from dataclasses import dataclass
 
 from forensics.errors import InputError
+from forensics.verdict import Verdict
 
 CHECKS = ("max", "mean", "p99")
-MATCH, WITHIN, DIFFER = "MATCH", "WITHIN TOLERANCE", "DIFFER"
-TRUNCATED = "TRUNCATED"  # verify: a logged line or byte run cut short (DbgPrint's limit, a paste)
-HEAD_WINDOW = "HEAD WINDOW"  # a dump shorter than the model tensor it stands for: only its head was judged
+MATCH, WITHIN, DIFFER = Verdict.MATCH, Verdict.WITHIN, Verdict.DIFFER
+TRUNCATED, HEAD_WINDOW = Verdict.TRUNCATED, Verdict.HEAD_WINDOW  # forensics.verdict says what they mean
 VERDICTS = (MATCH, WITHIN, DIFFER)
 
 
@@ -208,7 +208,7 @@ def passes(stats, tol: Tolerance, atol_units: float) -> bool:
 
 
 def judge(*, equal: bool, comparable: bool = True, stats=None, tol: Tolerance | None = None,
-          atol_units: float = 0.0) -> str:
+          atol_units: float = 0.0) -> Verdict:
     """MATCH when equal; WITHIN TOLERANCE when the statistics pass; else DIFFER (also when not comparable)."""
     if equal and comparable:
         return MATCH

@@ -207,8 +207,6 @@ def main(argv=None, stdout=None, stderr=None) -> int:
     from forensics.render.console import Output  # after parsing: `--help` and usage errors need no renderer
 
     out = Output(stdout, stderr, width=args.width, color=args.color)
-    import warnings
-
     try:
         with _notices_to(out):
             return int(args.handler(args, out))

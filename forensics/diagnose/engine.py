@@ -20,6 +20,7 @@ from forensics.diagnose.select import chance, select, unrelated_cut
 from forensics.dump import Dump, open_dump
 from forensics.errors import InputError
 from forensics.layout import RecordLayout, layout_from
+from forensics.verdict import Verdict
 
 DEFAULT_MAX_SHIFT = 64 << 10  # how far (bytes) shift detection searches either way around each window ...
 WHOLE_SHIFT_SEARCH = 1 << 20  # ... unless told: buffers up to this size are searched whole (a block copied
@@ -174,16 +175,16 @@ def diagnose_dumps(dump_a, dump_b, *, layout: RecordLayout | None = None, previo
                 first_differing_offset=scan.first, previous=prev.path if prev is not None else None,
                 tolerance=tolerance, dtype=dtype, inputs=input_crcs)
     if n_a == n_b and scan.bytes_differing == 0:
-        return DiagnoseResult(**base, findings=(), verdict="IDENTICAL", explained_fraction=1.0)
+        return DiagnoseResult(**base, findings=(), verdict=Verdict.IDENTICAL, explained_fraction=1.0)
     pad_bytes = int(scan.lane_diff[list(layout.pad_lanes)].sum()) if layout.pad_lanes else 0
     if n_a == n_b and pad_bytes == scan.bytes_differing:  # diff's rule: pad lanes are not compared
         lanes = ",".join(map(str, layout.pad_lanes))
-        return DiagnoseResult(**base, findings=(), verdict="IDENTICAL", explained_fraction=1.0,
+        return DiagnoseResult(**base, findings=(), verdict=Verdict.IDENTICAL, explained_fraction=1.0,
                               pad_only_bytes=pad_bytes,
                               hint=f"{n(pad_bytes)} bytes differ only in pad lanes {lanes} (ignored)")
     if tolerance is not None and n_a == n_b and scan.max_code is not None and scan.max_code <= tolerance:
         unit = f"{dtype} element" if dtype else "byte"
-        return DiagnoseResult(**base, findings=(), verdict="WITHIN TOLERANCE", explained_fraction=1.0,
+        return DiagnoseResult(**base, findings=(), verdict=Verdict.WITHIN, explained_fraction=1.0,
                               pad_only_bytes=pad_bytes,
                               hint=f"every {unit} is within {tolerance} LSB of A's")
 
@@ -245,11 +246,11 @@ def diagnose_dumps(dump_a, dump_b, *, layout: RecordLayout | None = None, previo
     common_left = float(np.count_nonzero(residual_mask & region.in_a)) * scale if residual_mask.size else 0.0
     common_ok = common_left <= (1 - EXPLAINED_SHARE) * max(1, scan.bytes_differing)
     if named and fraction >= EXPLAINED_SHARE and common_ok:
-        verdict = "EXPLAINED"
+        verdict = Verdict.EXPLAINED
     elif named:
-        verdict = "PARTLY EXPLAINED"
+        verdict = Verdict.PARTLY_EXPLAINED
     else:
-        verdict = "UNEXPLAINED"
+        verdict = Verdict.UNEXPLAINED
     residual = None
     if residual_bytes > 0:
         residual = {"bytes": int(round(residual_bytes)), "fraction": round(residual_bytes / d_total, 6),
@@ -257,7 +258,7 @@ def diagnose_dumps(dump_a, dump_b, *, layout: RecordLayout | None = None, previo
         if missing and not missing_done:
             residual["missing_bytes"] = missing
     characterization, hint = None, ""
-    if verdict != "EXPLAINED":
+    if verdict != Verdict.EXPLAINED:
         characterization = _characterize(scan, layout, region, residual_mask, dump_a, dump_b, fills)
         drift = _drift(scan, region, residual_mask, characterization)
         if drift is not None:

@@ -6,9 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from forensics.crc import format_crc
+from forensics.verdict import Verdict
 
-VERDICTS = ("IDENTICAL", "WITHIN TOLERANCE", "EXPLAINED", "PARTLY EXPLAINED", "UNEXPLAINED")
-EXIT_CODES = {"IDENTICAL": 0, "WITHIN TOLERANCE": 0, "EXPLAINED": 1, "PARTLY EXPLAINED": 1, "UNEXPLAINED": 1}
+VERDICTS = (Verdict.IDENTICAL, Verdict.WITHIN, Verdict.EXPLAINED, Verdict.PARTLY_EXPLAINED, Verdict.UNEXPLAINED)
+EXIT_CODES = {v: v.exit_code for v in VERDICTS}  # forensics.verdict decides them
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,7 @@ class DiagnoseResult:
     first_differing_offset: int | None
     findings: tuple[Finding, ...]
     previous: str | None = None
-    verdict: str = "IDENTICAL"
+    verdict: Verdict = Verdict.IDENTICAL
     explained_fraction: float = 1.0
     residual: dict | None = None
     characterization: dict | None = None

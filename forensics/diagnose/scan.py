@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from forensics.blocks import stream_pair
+from forensics.coverage import MaskRuns
 from forensics.dump import Dump, DumpReader
 from forensics.layout import RecordLayout
 from forensics.stats import element_dtype
@@ -62,56 +63,6 @@ class Readers:
         self.close()
 
 
-class _Runs:
-    """Runs of True in a mask fed chunk by chunk, each with the sum of a weight over it (here: bytes where A
-    differs from B), keeping those of at least `min_len`."""
-
-    def __init__(self, min_len: int):
-        self.min_len = min_len
-        self.open_start: int | None = None
-        self.open_weight = 0
-        self.runs: list[tuple[int, int, int]] = []  # (start, end, weight)
-
-    def _close(self, start: int, end: int, weight: int):
-        if end - start >= self.min_len:
-            self.runs.append((start, end, weight))
-
-    def breaks(self, pos: int):
-        if self.open_start is not None:
-            self._close(self.open_start, pos, self.open_weight)
-            self.open_start = None
-
-    def feed(self, pos: int, mask: np.ndarray, weight: np.ndarray):
-        n = len(mask)
-        if n == 0:
-            return
-        # Run edges from bool temporaries only (a diff over ints would widen to 8 bytes per input byte).
-        starts = np.flatnonzero(mask[1:] & ~mask[:-1]) + 1
-        ends = np.flatnonzero(mask[:-1] & ~mask[1:]) + 1
-        if mask[0]:
-            starts = np.concatenate(([0], starts))
-        if mask[-1]:
-            ends = np.concatenate((ends, [n]))
-        if self.open_start is not None and not (len(starts) and starts[0] == 0):
-            self.breaks(pos)
-        keep = (ends - starts >= self.min_len) | (starts == 0) | (ends == n)
-        if not keep.any():
-            return
-        for s, e in zip(starts[keep].tolist(), ends[keep].tolist()):
-            w = int(np.count_nonzero(weight[s:e]))
-            start = pos + s
-            if s == 0 and self.open_start is not None:
-                start, w = self.open_start, w + self.open_weight
-                self.open_start = None
-            if e == n:
-                self.open_start, self.open_weight = start, w
-            else:
-                self._close(start, pos + e, w)
-
-    def finish(self, end: int):
-        self.breaks(end)
-
-
 def _nonzero_offsets(x: np.ndarray, nd: int) -> np.ndarray:
     """Sorted offsets of the nonzero bytes of `x` (nd of them): found word by word when they are sparse."""
     n = x.size
@@ -151,7 +102,7 @@ class Scan:
     lane_x80: np.ndarray | None = None
     lane_eq: np.ndarray | None = None
     lane_sampled: int = 0
-    runs: dict = field(default_factory=dict)              # sentinel name -> _Runs
+    runs: dict = field(default_factory=dict)              # sentinel name -> forensics.coverage.MaskRuns
     window_equal: bool = False
     max_delta: int = 0                                   # largest |A - B| of one byte (same-size pairs)
     bytes_off_by_one: int = 0
@@ -170,7 +121,7 @@ def scan_pair(dump_a: Dump, dump_b: Dump, layout: RecordLayout, sentinels, min_r
              diff_hist_b=np.zeros(256, np.int64), lane_diff=np.zeros(rs, np.int64), lane_x80=np.zeros(rs, np.int64))
     if rs <= MAX_LANE_RECORD:
         s.lane_eq = np.zeros((rs, rs), np.int64)
-    s.runs = {name: _Runs(min_run) for name, _ in sentinels}
+    s.runs = {name: MaskRuns(min_run) for name, _ in sentinels}
     mask_buf = np.empty(max(chunk, rs), bool)
     words = {name: (pat * (8 // len(pat)) if 8 % len(pat) == 0 else None) for name, pat in sentinels}
     xbuf = np.empty(max(chunk, rs), np.uint8)

@@ -9,6 +9,7 @@ from rich.text import Text
 
 from forensics.csr.compare import MISMATCH_KINDS, register_notes
 from forensics.render.style import titled_table
+from forensics.verdict import Verdict
 
 VERDICT_TEXT = {"match": "match", "value": "VALUE", "width": "WIDTH", "only_a": "ONLY A", "only_b": "ONLY B"}
 COLUMNS = (("#", "right"), ("op", "left"), ("offset", "right"), ("name", "left"), ("group", "left"),
@@ -50,7 +51,7 @@ class FixedWidthTable:
 
 def _verdict_line(passed: bool, message: str) -> Text:
     text = Text()
-    text.append("PASSED" if passed else "FAILED", style="bold green" if passed else "bold red")
+    text.append(Verdict.PASSED if passed else Verdict.FAILED, style="bold green" if passed else "bold red")
     text.append(f" | {message}")
     return text
 

@@ -6,7 +6,8 @@ from rich.text import Text
 
 from forensics.link import finding_text
 from forensics.render.model import short_name
-from forensics.render.style import titled_table, wrote
+from forensics.render.style import VERDICT_STYLES, titled_table, wrote
+from forensics.verdict import Verdict
 
 
 
@@ -86,8 +87,8 @@ def render_written(d: dict) -> list:
 
 def render_check(d: dict) -> list:
     verdict = d["verdict"]
-    style = "bold green" if verdict in ("LINKED", "MATCH") else "bold red"
-    if verdict == "FOREIGN":
+    style = VERDICT_STYLES.get(verdict, "bold")
+    if verdict == Verdict.FOREIGN:
         return [Text.assemble((verdict, style), f": {d['size']:,} bytes that are none of this model's instruction "
                                                 "bitstreams or parameter buffers")]
     exe = d["executable"]

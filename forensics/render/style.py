@@ -7,15 +7,15 @@ from rich.cells import cell_len
 from rich.segment import Segment
 from rich.text import Text
 
+from forensics.verdict import Verdict
+
 # Green for "the same / fine", red for "different / found", yellow for "look here", dim for "not compared".
-VERDICT_STYLES = {
-    "MATCH": "bold green", "IDENTICAL": "bold green", "OK": "bold green", "PASSED": "bold green",
-    "CLEAN": "bold green", "WITHIN TOLERANCE": "bold green",
-    "EXPLAINED": "bold red", "PARTLY EXPLAINED": "bold red", "UNEXPLAINED": "bold red",
-    "DIFFER": "bold red", "FAILED": "bold red", "FOUND": "bold red", "MISMATCH": "bold red",
-    "WARNING": "bold yellow", "CHANGED": "bold yellow", "MISSING": "bold yellow", "ERROR": "bold yellow",
-    "ONLY_A": "dim", "ONLY_B": "dim",
-}
+# A verdict that exits 0 is green and one that exits 1 red, unless it is listed here; a stage's status that is
+# no verdict (CHANGED after capture, a buffer in one run only) is styled by name.
+_STYLES = {Verdict.WARNING: "bold yellow", Verdict.MISSING: "bold yellow", Verdict.ERROR: "bold yellow",
+           Verdict.FOUND: "bold red", Verdict.NOT_FOUND: "bold yellow", Verdict.NONUNIFORM: "bold yellow",
+           "CHANGED": "bold yellow", "ONLY_A": "dim", "ONLY_B": "dim"}
+VERDICT_STYLES = {**{v: "bold green" if v.passed else "bold red" for v in Verdict}, **_STYLES}
 
 
 def table(*columns, title=None, overflow=None) -> Table:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 
 from forensics.errors import InputError
-from forensics.reports.base import Report, _slice
-from forensics.reports.buffers import _hex_bytes
+from forensics.reports.base import Report, _slice, spellings
+from forensics.options import checked, each, hex_bytes
 
 
 class DiagnoseReport(Report):
@@ -47,6 +47,7 @@ def _lsb(tolerance, atol):
     return int(number)
 
 
+@spellings("sentinel")
 def diagnose(a, b, *, previous=None, model=None, tensor=None, record=None, offset=None, fields=None, pad=None,
              scale=None, zero_point=None, sentinel=None, min_run: int = 16, window: int = 256,
              max_shift: int | None = None, length: int | None = None, gap_fill: int | None = None,
@@ -68,7 +69,7 @@ def diagnose(a, b, *, previous=None, model=None, tensor=None, record=None, offse
     earlier = open_dump(previous, **options) if previous else None
     context = _diagnose_context(dump_a, dump_b, model=model, tensor=tensor, record_size=record, offset=offset,
                                 fields=fields, pad_lanes=pad, scale=scale, zero_point=zero_point)
-    patterns = [_hex_bytes(p) if isinstance(p, str) else p for p in (sentinel or ())]
+    patterns = checked("sentinel", each(hex_bytes), sentinel) or []
     sentinels = [(f"0x{p.hex().upper()}", p) for p in patterns]
     if inputs is not None and (isinstance(inputs, (str, bytes, os.PathLike)) or len(inputs) != 2):
         raise InputError("{inputs} takes two paths: the input A was computed from, then B's", params=True)
@@ -77,7 +78,8 @@ def diagnose(a, b, *, previous=None, model=None, tensor=None, record=None, offse
                             model=os.fspath(model) if model is not None else None, sentinels=sentinels,
                             tolerance=_lsb(tolerance, atol), min_run=min_run, max_shift=max_shift, window=window,
                             progress=progress, inputs=given)
-    return DiagnoseReport("diagnose", result, result.exit_code, rows_key="findings", dumps=(dump_a, dump_b, earlier))
+    return DiagnoseReport("diagnose", result, rows_key="findings", dumps=(dump_a, dump_b, earlier),
+                          verdict=result.verdict)
 
 
 class SimulateReport(Report):
@@ -92,6 +94,7 @@ class SimulateReport(Report):
         return render_simulated(self.result)
 
 
+@spellings()
 def simulate(a=None, *, bug: str, output=None, previous=None, model=None) -> SimulateReport:
     """`forensics simulate A --bug KIND[:PARAMS] -o B`: what A becomes under the bug, written atomically;
     `bug="list"` lists the kinds."""
