@@ -12,7 +12,7 @@ import numpy as np
 
 from forensics.diagnose.kinds import bug_help, parse_bug, register  # noqa: F401 (register: the kinds hook)
 from forensics.errors import InputError
-from forensics.diagnose.kinds.base import FILL_BYTE, ArraySource, Bug, Kind, ceil4, compress_lanes, gather  # noqa: F401
+from forensics.diagnose.kinds.base import FILL_BYTE, ArraySource, Bug, Kind, compress_lanes, gather  # noqa: F401
 from forensics.diagnose.kinds.bits import Bits  # noqa: F401
 from forensics.diagnose.kinds.cacheline import CacheLines  # noqa: F401
 from forensics.diagnose.kinds.fill import Fill  # noqa: F401

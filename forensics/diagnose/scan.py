@@ -99,11 +99,9 @@ class Scan:
     diff_hist_b: np.ndarray | None = None                # hold the same bytes iff these are equal
     hist_bytes: int = 0
     lane_diff: np.ndarray | None = None
-    lane_x80: np.ndarray | None = None
     lane_eq: np.ndarray | None = None
     lane_sampled: int = 0
     runs: dict = field(default_factory=dict)              # sentinel name -> forensics.coverage.MaskRuns
-    window_equal: bool = False
     max_delta: int = 0                                   # largest |A - B| of one byte (same-size pairs)
     bytes_off_by_one: int = 0
     max_code: int | None = 0                             # largest |A - B| of one data element in LSB of its
@@ -118,7 +116,7 @@ def scan_pair(dump_a: Dump, dump_b: Dump, layout: RecordLayout, sentinels, min_r
     data = np.ones(rs, dtype=bool)
     data[list(layout.pad_lanes)] = False
     s = Scan(hist_a=np.zeros(256, np.int64), hist_b=np.zeros(256, np.int64), diff_hist_a=np.zeros(256, np.int64),
-             diff_hist_b=np.zeros(256, np.int64), lane_diff=np.zeros(rs, np.int64), lane_x80=np.zeros(rs, np.int64))
+             diff_hist_b=np.zeros(256, np.int64), lane_diff=np.zeros(rs, np.int64))
     if rs <= MAX_LANE_RECORD:
         s.lane_eq = np.zeros((rs, rs), np.int64)
     s.runs = {name: MaskRuns(min_run) for name, _ in sentinels}
@@ -209,7 +207,6 @@ def scan_pair(dump_a: Dump, dump_b: Dump, layout: RecordLayout, sentinels, min_r
                 inside = pos[:int(np.searchsorted(pos, m * rs))]
                 lane = inside % rs  # chunks from `off` start on a record, slices hold whole records
                 s.lane_diff += np.bincount(lane, minlength=rs)
-                s.lane_x80 += np.bincount(lane[x[inside] == 0x80], minlength=rs)
                 if data.any():
                     rec = inside[data[lane]] // rs
                     s.records_differing += int(np.count_nonzero(np.diff(rec))) + 1 if rec.size else 0

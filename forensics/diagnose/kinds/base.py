@@ -21,10 +21,6 @@ FILL_BYTE = 0x00  # what `simulate` writes into bytes a bug leaves undefined
 BUS_WORDS = (2, 4, 8)  # bytes of the 16-, 32- and 64-bit words a bus or a copy moves: periods tried whatever the record
 
 
-def ceil4(n: int) -> int:
-    return -(-n // 4) * 4
-
-
 class ArraySource:
     """A read-only byte source over an in-memory array (simulate; tests)."""
 
