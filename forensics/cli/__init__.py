@@ -13,8 +13,7 @@ import sys
 
 from forensics import __version__
 from forensics.errors import ForensicsError, InputError
-from forensics.exitcodes import BUG as EXIT_BUG, ERROR as EXIT_ERROR, INTERRUPTED as EXIT_INTERRUPTED, \
-    SAME as EXIT_SAME
+from forensics.exitcodes import BUG as EXIT_BUG, ERROR as EXIT_ERROR, INTERRUPTED as EXIT_INTERRUPTED
 
 # A closed stdout (`forensics crc a b | head -1`): the status a shell gives `cat` ended by SIGPIPE (128 + 13).
 # Never 0 or 1, which would state a result the reader did not get; run() ends the process by SIGPIPE itself.

@@ -139,7 +139,7 @@ class RecordsReport(Report):
         if len(names) == 2:
             a, b = self.fits
             same = a.held == b.held
-            return (f"both dumps hold only the head of the tensor: " + (f"{a.describe()}" if same else
+            return ("both dumps hold only the head of the tensor: " + (f"{a.describe()}" if same else
                     f"A {a.held:,} and B {b.held:,} of the {a.anchors:,} anchors the model has: the head-window "
                     f"trap; judge the whole buffers"))
         return f"{names[0]} is truncated: {windows[0].describe()}"
