@@ -31,11 +31,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _table import Table, add_json_flag  # noqa: E402
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FORENSICS = [sys.executable, "-m", "forensics"]
-ENV = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
-ENV.pop("PYTHONDONTWRITEBYTECODE", None)
-ENV["PYTHONPYCACHEPREFIX"] = os.path.join(tempfile.gettempdir(), "forensics-bench-pycache")
+from bench_core import ENV, FORENSICS, REPO  # noqa: E402  (forensics run as installed: bytecode cached)
 
 A = os.path.join(REPO, "dumps", "libedgetpu", "convert_scores.bin")
 SAME = os.path.join(REPO, "dumps", "ours", "convert_scores.bin")

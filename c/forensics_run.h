@@ -79,7 +79,7 @@ extern "C" {
 #define FR_OK            0
 #define FR_E_NULL       -1  /* a required pointer argument is NULL (or data is NULL with size > 0) */
 #define FR_E_ARG        -2  /* dir empty, source blank, or a string that is not valid UTF-8 */
-#define FR_E_STAGE      -3  /* stage is not params, input, raw, tensor, dequantized or detections */
+#define FR_E_STAGE      -3  /* stage is not params, instructions, input, raw, tensor, dequantized or detections */
 #define FR_E_TENSOR     -4  /* tensor empty, not UTF-8, or holding '/', '\\', "..", or control characters */
 #define FR_E_DUPLICATE  -5  /* this (stage, tensor) was already added to the run */
 #define FR_E_EXISTS     -6  /* the target directory (or a file of that name) already exists */
@@ -161,7 +161,7 @@ typedef struct {
 /* Start a run that will appear at dir (which must not exist yet; its parent must). tool may be NULL.
    source must hold something other than whitespace (the reader strips Unicode whitespace, U+3000 too). */
 int  fr_run_begin(fr_run **run, const char *dir, const char *source, const char *tool);
-/* Write one buffer; stage is one of the six stages, tensor its name. Refused input writes nothing. */
+/* Write one buffer; stage is one of the seven stages (FR_E_STAGE lists them), tensor its name. Refused input writes nothing. */
 int  fr_run_add(fr_run *run, const char *stage, const char *tensor, const void *data, size_t size,
                 const fr_meta *meta);
 /* Write manifest.json and rename the run into place. Frees run, whatever the result; on failure the
@@ -946,7 +946,10 @@ int fr_link_u32(fr_u8 *bitstream, fr_size size, fr_u64 offset_bit, fr_u32 value)
 extern "C" {
 #endif
 
-static const char *const fr__stages[6] = {"params", "input", "raw", "tensor", "dequantized", "detections"};
+/* The run reader's stage names, in its order (forensics/runs/run.py STAGES); a test compares the two. */
+#define FR__NSTAGES 7
+static const char *const fr__stages[FR__NSTAGES] = {"params", "instructions", "input", "raw", "tensor",
+                                                    "dequantized", "detections"};
 static const char *const fr__roles[4] = {"boxes", "scores", "classes", "num_detections"};
 static const char *const fr__dtypes[] = {FR_DTYPES};
 
@@ -973,7 +976,7 @@ struct fr_run {
     char *tool;         /* NULL: JSON null */
     fr__entry *entries;
     int count, capacity;
-    int stage_dir[6];   /* 1 once <tmp>/<stage> was created */
+    int stage_dir[FR__NSTAGES];   /* 1 once <tmp>/<stage> was created */
     int failed;         /* a write failed: commit refuses */
 };
 
@@ -1506,7 +1509,7 @@ static void fr__remove_tmp(fr_run *r)
     if (path != NULL)
         fr__unlink(path);
     free(path);
-    for (i = 0; i < 6; i++) {
+    for (i = 0; i < FR__NSTAGES; i++) {
         if (!r->stage_dir[i])
             continue;
         path = fr__join(r->tmp, fr__stages[i], NULL);
@@ -1735,7 +1738,7 @@ int fr_run_add(fr_run *run, const char *stage, const char *tensor, const void *d
         return FR_E_NULL;
     if (run->failed)
         return FR_E_FAILED;
-    for (i = 0; i < 6; i++)
+    for (i = 0; i < FR__NSTAGES; i++)
         if (strcmp(stage, fr__stages[i]) == 0)
             st = i;
     if (st < 0)
@@ -1822,7 +1825,7 @@ static void fr__manifest(const fr_run *r, fr__sb *b)
     fr__sb_str(b, ",\n  \"tool\": ");
     fr__sb_json_or_null(b, r->tool);
     fr__sb_str(b, ",\n  \"model\": null,\n  \"input_image\": null,\n  \"buffers\": [");
-    for (st = 0; st < 6; st++) {  /* in stage order, as forensics writes them; added order within a stage */
+    for (st = 0; st < FR__NSTAGES; st++) {  /* in stage order, as forensics writes them; added order within a stage */
         for (i = 0; i < r->count; i++) {
             const fr__entry *e = &r->entries[i];
             char crc[11];

@@ -107,9 +107,10 @@ def build() -> dict[str, bytes | dict]:
     return files
 
 
-def write(directory: str) -> list[str]:
+def write(directory: str, files: dict | None = None) -> list[str]:
+    """Write `files` (default: this script's build()) under `directory`, each by a rename; JSON values as JSON."""
     written = []
-    for rel, content in build().items():
+    for rel, content in (build() if files is None else files).items():
         path = os.path.join(directory, rel)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         data = content if isinstance(content, bytes) else (json.dumps(content, indent=2) + "\n").encode()
@@ -121,12 +122,13 @@ def write(directory: str) -> list[str]:
     return written
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv=None, build_files=None, description: str | None = None) -> int:
+    """The generator's command line: `-o DIR` (default: this dumps/ folder); `build_files()` the files."""
+    parser = argparse.ArgumentParser(description=description or __doc__.splitlines()[0])
     parser.add_argument("-o", "--out", default=os.path.dirname(os.path.abspath(__file__)),
                         help="directory to write into (default: this dumps/ folder)")
     args = parser.parse_args(argv)
-    for rel in write(args.out):
+    for rel in write(args.out, build_files() if build_files else None):
         print(os.path.join(args.out, rel))
     return 0
 

@@ -19,7 +19,6 @@ checks its readers against an independent writer:
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import zlib
@@ -184,27 +183,8 @@ def build() -> dict[str, bytes]:
     return out
 
 
-def write(directory: str) -> list[str]:
-    written = []
-    for rel, data in build().items():
-        path = os.path.join(directory, rel)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = path + ".tmp"
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-        written.append(rel)
-    return written
-
-
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("-o", "--out", default=os.path.dirname(os.path.abspath(__file__)),
-                        help="directory to write into (default: this dumps/ folder)")
-    args = parser.parse_args(argv)
-    for rel in write(args.out):
-        print(os.path.join(args.out, rel))
-    return 0
+    return make_dumps.main(argv, build, __doc__.splitlines()[0])
 
 
 if __name__ == "__main__":

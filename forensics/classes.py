@@ -13,8 +13,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from forensics.errors import InputError
+from forensics.layout import dequantize
 from forensics.stats import element_dtype
 from forensics.tflite.tensors import is_class_vector_shape
+from forensics.verdict import Verdict
 
 MAX_PADDING = 63
 
@@ -54,7 +56,7 @@ def read_scores(data, vector: ClassVector, path: str | None = None) -> np.ndarra
                          f"bytes (up to {MAX_PADDING} more for the accelerator's lane padding)", path)
     values = raw[:need].view(dtype).astype(np.float64)
     if vector.scale is not None and dtype.kind in "iu":
-        values = (values - vector.zero_point) * vector.scale
+        values = dequantize(values, vector.scale, vector.zero_point)
     return values
 
 
@@ -99,8 +101,8 @@ class TopKComparison:
         return [c.class_id for c in self.top_a] == [c.class_id for c in self.top_b]
 
     @property
-    def verdict(self) -> str:
-        return "MATCH" if self.same_order else "DIFFER"
+    def verdict(self) -> Verdict:
+        return Verdict.of(self.same_order)
 
     @property
     def message(self) -> str:

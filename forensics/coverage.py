@@ -19,6 +19,73 @@ MAX_RANGES = 10_000
 _CHUNK = 8 << 20
 
 
+class MaskRuns:
+    """Runs of True in a mask fed chunk by chunk in order, of at least `min_len`: the one finder of "never
+    written" stretches (coverage's sentinel runs; diagnose's fills). Each run carries how many elements of an
+    optional `weight` mask are set in it (diagnose: bytes where A differs from B). All runs are counted
+    (`total`, `total_length`); the first `keep` (all when None) are kept in `runs` as (start, end, weight)."""
+
+    def __init__(self, min_len: int, *, keep: int | None = None):
+        self.min_len, self.keep = min_len, keep
+        self.open_start: int | None = None  # a run still open at the previous chunk's end
+        self.open_weight = 0
+        self.runs: list[tuple[int, int, int]] = []
+        self.total = 0
+        self.total_length = 0
+
+    def _close(self, start: int, end: int, weight: int) -> None:
+        if end - start >= self.min_len:
+            self.total += 1
+            self.total_length += end - start
+            if self.keep is None or len(self.runs) < self.keep:
+                self.runs.append((start, end, weight))
+
+    def breaks(self, pos: int) -> None:
+        """The run open at `pos` (if any) ends there."""
+        if self.open_start is not None:
+            self._close(self.open_start, pos, self.open_weight)
+            self.open_start = None
+
+    def feed(self, pos: int, mask: np.ndarray, weight: np.ndarray | None = None) -> None:
+        """The chunk of the mask that starts at `pos` (right after the previous one)."""
+        n = len(mask)
+        if n == 0:
+            return
+        same = int(np.count_nonzero(mask))
+        if same == n:  # all set (a never-written stretch, a sparse file's hole): the run goes on
+            if self.open_start is None:
+                self.open_start, self.open_weight = pos, 0
+            self.open_weight += int(np.count_nonzero(weight)) if weight is not None else 0
+            return
+        if same == 0:
+            self.breaks(pos)
+            return
+        # Run edges from bool temporaries only (a diff over ints would widen to 8 bytes per input byte).
+        starts = np.flatnonzero(mask[1:] & ~mask[:-1]) + 1
+        ends = np.flatnonzero(mask[:-1] & ~mask[1:]) + 1
+        if mask[0]:
+            starts = np.concatenate(([0], starts))
+        if mask[-1]:
+            ends = np.concatenate((ends, [n]))
+        if self.open_start is not None and not (len(starts) and starts[0] == 0):
+            self.breaks(pos)
+        keep = (ends - starts >= self.min_len) | (starts == 0) | (ends == n)
+        for s, e in zip(starts[keep].tolist(), ends[keep].tolist()):
+            w = int(np.count_nonzero(weight[s:e])) if weight is not None else 0
+            start = pos + s
+            if s == 0 and self.open_start is not None:
+                start, w = self.open_start, w + self.open_weight
+                self.open_start = None
+            if e == n:
+                self.open_start, self.open_weight = start, w
+            else:
+                self._close(start, pos + e, w)
+
+    def finish(self, end: int) -> None:
+        """The mask ends at `end`: a run still open ends there."""
+        self.breaks(end)
+
+
 @dataclass(frozen=True)
 class CoverageResult:
     path: str
@@ -72,39 +139,11 @@ def analyse_coverage(dump: Dump, sentinel: bytes, *, min_run: int = DEFAULT_MIN_
     # The expected byte at absolute offset o is sentinel[o % period]; one tiled copy serves every chunk.
     pattern = np.frombuffer(sentinel * (chunk // period + 2), dtype=np.uint8)
 
-    ranges: list[tuple[int, int]] = []
-    total = {"bytes": 0, "ranges": 0}
-    open_start = None  # start of a run of sentinel bytes still open at the previous chunk's end
-
-    def close(run_start: int, run_end: int) -> None:
-        if run_end - run_start >= min_run:
-            total["bytes"] += run_end - run_start
-            total["ranges"] += 1
-            if len(ranges) < MAX_RANGES:
-                ranges.append((run_start, run_end))
-
+    runs = MaskRuns(min_run, keep=MAX_RANGES)
     for pos, view in dump.iter_chunks(offset, stop, chunk):
         data = np.frombuffer(view, dtype=np.uint8)
         phase = pos % period
-        equal = data == pattern[phase:phase + len(data)]
-        edges = np.diff(np.concatenate(([0], equal.view(np.int8), [0])))
-        starts = np.flatnonzero(edges == 1)
-        ends = np.flatnonzero(edges == -1)
-        for k, (s, e) in enumerate(zip(starts, ends)):
-            s, e = pos + int(s), pos + int(e)
-            if k == 0 and open_start is not None and s == pos:
-                s = open_start
-            elif k == 0 and open_start is not None:
-                close(open_start, pos)
-            open_start = None
-            if e == pos + len(data):
-                open_start = s  # may continue into the next chunk
-            else:
-                close(s, e)
-        if not len(starts) and open_start is not None:
-            close(open_start, pos)
-            open_start = None
-    if open_start is not None:
-        close(open_start, stop)
-    return CoverageResult(dump.path, dump.size, offset, stop - offset, sentinel, min_run, total["bytes"],
-                          tuple(ranges), total["ranges"])
+        runs.feed(pos, data == pattern[phase:phase + len(data)])
+    runs.finish(stop)
+    return CoverageResult(dump.path, dump.size, offset, stop - offset, sentinel, min_run, runs.total_length,
+                          tuple((start, end) for start, end, _ in runs.runs), runs.total)

@@ -17,6 +17,7 @@ from forensics.layout import RecordLayout
 from forensics.parallel import two_cores
 from forensics.stats import ErrorAccumulator, ErrorStats, bit_view, element_dtype, feed_in_halves, locator
 from forensics.tolerance import DIFFER, MATCH, WITHIN, Tolerance, judge
+from forensics.verdict import Verdict
 
 DEFAULT_LIMIT = 20
 
@@ -65,7 +66,7 @@ class DiffResult:
     tolerance: int = 0
     stats: ErrorStats | None = None    # over the data lanes of the whole records, as `dtype` elements
     policy: Tolerance | None = None    # the tolerance the verdict was judged by
-    verdict: str = ""                  # MATCH / WITHIN TOLERANCE / DIFFER
+    verdict: Verdict = DIFFER          # MATCH / WITHIN TOLERANCE / DIFFER: judged once, by diff_dumps
     dtype: str = "uint8"
 
     @property
@@ -83,11 +84,11 @@ class DiffResult:
     @property
     def passed(self) -> bool:
         """MATCH or WITHIN TOLERANCE: what the exit code follows."""
-        return self.verdict != DIFFER if self.verdict else self.identical
+        return self.verdict.passed
 
     def to_dict(self) -> dict:
         out = {
-            "verdict": self.verdict or (MATCH if self.identical else DIFFER),
+            "verdict": self.verdict,
             "identical": self.identical,
             "bytes_identical": self.bytes_identical,
             "path_a": self.path_a,
@@ -202,14 +203,15 @@ def _merge_parts(parts: list[dict], limit: int | None) -> dict:
 def diff_dumps(dump_a: Dump, dump_b: Dump, layout: RecordLayout, *, tolerance: int = 0,
                limit: int | None = DEFAULT_LIMIT, policy: Tolerance | None = None, dtype: str = "uint8",
                scale: float | None = None, zero_point: int | None = None, stats: bool = True,
-               locate=None, progress=None) -> DiffResult:
+               locate=None, progress=None, sample: bool | int = False) -> DiffResult:
     """Compare two dumps record by record over the layout's region of their common length.
 
     `tolerance` (LSB) filters which records count as differing, as it always has; `policy` (default: atol of
     `tolerance` LSB) judges the verdict from error statistics of the data lanes read as `dtype` elements
     (quantization from `scale`/`zero_point`, else the layout's), computed in the same pass. `locate` maps a
     flat element index to where it is (default: anchor and lane). `progress(done, total)` is called as blocks
-    stream by.
+    stream by. `sample`: the statistics also collect what a picture of the error needs (stats.sample), its
+    map by record (True) or by `sample` elements (a tensor's last dimension: one cell per (y, x)).
     """
     if tolerance < 0:
         from forensics.errors import InputError
@@ -236,7 +238,8 @@ def diff_dumps(dump_a: Dump, dump_b: Dump, layout: RecordLayout, *, tolerance: i
         q_zp = zero_point if zero_point is not None else (layout.zero_point if q_scale is not None else 0)
         acc = ErrorAccumulator(integer=integer, scale=q_scale if integer else None, zero_point=q_zp or 0,
                                atol=policy.atol_units(integer=integer, scale=q_scale), rtol=policy.rtol,
-                               check=policy.check, lanes=per, itemsize=k)
+                               check=policy.check, lanes=per, itemsize=k,
+                               sample=_sample_shape(sample, region.records, per, data_el.size))
         is_data = np.zeros(per, dtype=bool)
         is_data[data_el] = True
 
@@ -290,7 +293,11 @@ def diff_dumps(dump_a: Dump, dump_b: Dump, layout: RecordLayout, *, tolerance: i
                     return base + (row if candidates is None else int(candidates[row])) * per + lane
 
                 lanes = flat & (per - 1) if per & (per - 1) == 0 else flat % per
-                part_acc.add_differing(a_el[flat], b_el[flat], index_of, lane=lanes)
+                positions = None
+                if part_acc.sample is not None:  # where each pair is, for the error picture's map
+                    rows = flat // per
+                    positions = base + (rows if candidates is None else candidates[rows]) * per + lanes
+                part_acc.add_differing(a_el[flat], b_el[flat], index_of, lane=lanes, positions=positions)
 
         def consume(lo: int, va: memoryview, vb: memoryview, positions) -> None:
             hi = lo + len(va)
@@ -401,7 +408,15 @@ def diff_dumps(dump_a: Dump, dump_b: Dump, layout: RecordLayout, *, tolerance: i
     )
 
 
-def _verdict(sizes_equal: bool, state: dict, stats, policy: Tolerance, acc) -> str:
+def _sample_shape(sample, records: int, per: int, data: int):
+    """ErrorAccumulator's `sample`: (map records, elements per map record, data elements), or None."""
+    if not sample:
+        return None
+    map_per = per if sample is True or (records * per) % int(sample) else int(sample)
+    return records * per // map_per, map_per, records * data
+
+
+def _verdict(sizes_equal: bool, state: dict, stats, policy: Tolerance, acc) -> Verdict:
     if not sizes_equal or state["trailing_differ"]:
         return DIFFER
     if stats is None:  # judged on whole LSB: equal, or every difference within the tolerance

@@ -9,6 +9,8 @@ next to the dump (`ours.bin.json`, or `ours.json`).
 
 from __future__ import annotations
 
+import errno
+import functools
 import mmap
 import os
 import queue
@@ -170,6 +172,46 @@ def check_readable_file(path: str) -> int:
     return st.st_size
 
 
+MAX_UNSIZED = 64 << 20  # bytes read from a file that reports no size (procfs, sysfs): they are held in memory
+
+
+@functools.lru_cache(maxsize=1)
+def _pseudo_devices() -> frozenset:
+    """st_dev of /proc and /sys, whose files report a size of 0 or one page whatever they hold."""
+    devices = set()
+    for root in ("/proc", "/sys"):
+        try:
+            devices.add(os.stat(root).st_dev)
+        except OSError:
+            pass
+    return frozenset(devices)
+
+
+def size_is_trustworthy(path: str, size: int) -> bool:
+    """Whether a regular file's st_size is how many bytes it holds. Not on procfs / sysfs (cpuinfo says 0,
+    sysfs attributes 4096), nor for any file that says 0 bytes yet reads some (another pseudo file system)."""
+    try:
+        if os.stat(path).st_dev in _pseudo_devices():
+            return False
+        if size == 0:
+            with open(path, "rb") as fh:
+                return fh.read(1) == b""
+    except OSError:
+        return True  # the ordinary reading reports it
+    return True
+
+
+def unsized_bytes(path: str, limit: int | None = None) -> bytes:
+    """All the bytes of a file whose size cannot be trusted, read until EOF, at most `limit` (MAX_UNSIZED)."""
+    limit = MAX_UNSIZED if limit is None else limit
+    with reading(path, "a dump file", "dump file"), open(path, "rb") as fh:
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise InputError(f"reports no size (a procfs / sysfs file) and holds more than the {limit >> 20} MiB "
+                         f"read from such a file (MAX_UNSIZED); copy it to a regular file", path)
+    return data
+
+
 def read_small_file(path, limit: int, what: str = "file") -> bytes:
     """The whole of a small regular file (a JSON description, a label list), refusing FIFOs, devices and
     anything over `limit` bytes: one InputError naming the file."""
@@ -288,6 +330,107 @@ class _NpzMember:
         self.close()
 
 
+class _NpzSource:
+    """The opener of one .npz member, shared by its readers. The member is decompressed front to back once:
+    readers that go forward take the bytes as they come (ingest copies a 1 GiB member in one pass); the first
+    read behind what was decompressed starts over once, now keeping every byte in an anonymous temporary file
+    that later reads in any order use (crc's two halves, HEAD / MID / TAIL, a fingerprint's pages). Seeking
+    inside a deflate stream restarts it from the start: reading a 64 MiB member that way never ended."""
+
+    _STEP = 8 << 20
+
+    def __init__(self, path: str, filename: str):
+        self.path, self.filename = path, filename
+        self._lock = threading.Lock()
+        self._src = self._spill = None
+        self._done, self._eof, self._handles = 0, False, 0
+
+    def __call__(self) -> "_NpzHandle":
+        with self._lock:
+            self._handles += 1
+        return _NpzHandle(self)
+
+    def _restart(self) -> None:
+        if self._src is not None:
+            self._src.close()
+        self._src = _NpzMember(self.path, self.filename)
+        self._done, self._eof = 0, False
+
+    def _pull(self, n: int) -> int:
+        data = self._src.read(n)
+        if not data:
+            self._eof = True
+        elif self._spill is not None:
+            self._spill.seek(self._done)
+            self._spill.write(data)
+        self._done += len(data)
+        return len(data)
+
+    def read_at(self, pos: int, view: memoryview) -> int:
+        with self._lock:
+            if self._src is None:
+                self._restart()
+            if self._spill is None and pos < self._done:  # behind the stream: once more from the start, kept
+                import tempfile
+
+                self._spill = tempfile.TemporaryFile()
+                self._restart()
+            while self._done < pos and not self._eof:  # ahead: decompress up to it (kept only when spilling)
+                self._pull(min(pos - self._done, self._STEP))
+            if self._spill is None:
+                n = self._src.readinto(view) if self._done == pos else 0
+                self._done += n
+                return n
+            want = pos + len(view)
+            while self._done < want and not self._eof:
+                self._pull(min(max(want - self._done, 1 << 20), self._STEP))
+            n = max(0, min(len(view), self._done - pos))
+            if n:
+                self._spill.seek(pos)
+                n = self._spill.readinto(view[:n])
+            return n
+
+    def release(self) -> None:
+        """A handle closed: with none left, a stream that keeps nothing lets its archive go."""
+        with self._lock:
+            self._handles -= 1
+            if self._handles <= 0 and self._spill is None and self._src is not None:
+                self._src.close()
+                self._src, self._done, self._eof = None, 0, False
+
+
+class _NpzHandle:
+    """One reader's position in an .npz member (seek / readinto / read, as a DumpReader and _npy_header use)."""
+
+    def __init__(self, source: _NpzSource):
+        self._source, self._pos, self._closed = source, 0, False
+
+    def seek(self, offset: int) -> int:
+        self._pos = offset
+        return offset
+
+    def readinto(self, view) -> int:
+        n = self._source.read_at(self._pos, memoryview(view).cast("B"))
+        self._pos += n
+        return n
+
+    def read(self, n: int) -> bytes:
+        buf = bytearray(n)
+        got = self.readinto(buf)
+        return bytes(buf[:got])
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._source.release()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
 def npz_path(path: str) -> tuple[str, str | None]:
     """(archive, array name) of `ARCHIVE.npz:NAME`, else (path, None). The name may hold colons itself
     (`forensics export` names arrays `raw:convert_scores`); a Windows drive colon is no name."""
@@ -302,20 +445,41 @@ def npz_path(path: str) -> tuple[str, str | None]:
     return path, None
 
 
-def _npz_array(path: str, name: str | None):
-    """(opener, member name, .npy header of that member) of the array `name` of an .npz archive (its only array
-    when `name` is None)."""
-    import functools
+MAX_NPZ_MEMBERS = 10_000  # arrays an .npz archive may hold (a run has a few hundred buffers at most)
+
+
+def _npz_members(path: str) -> dict:
+    """{array name: ZipInfo} of an .npz archive's .npy members, at most MAX_NPZ_MEMBERS of them."""
     import zipfile
 
     try:
         with zipfile.ZipFile(path) as archive:
-            members = {info.filename[:-4]: info for info in archive.infolist() if info.filename.endswith(".npy")}
+            infos = archive.infolist()
     except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
         raise InputError(f"not a readable .npz archive ({exc})", path) from None
-    listed = ", ".join(sorted(members)[:8]) + (", ..." if len(members) > 8 else "")
+    if len(infos) > MAX_NPZ_MEMBERS:
+        raise InputError(f"the .npz archive holds {len(infos):,} members, more than the {MAX_NPZ_MEMBERS:,} read "
+                         f"from one archive (MAX_NPZ_MEMBERS)", path)
+    members = {info.filename[:-4]: info for info in infos if info.filename.endswith(".npy")}
     if not members:
         raise InputError("the .npz archive holds no arrays", path)
+    return members
+
+
+def _npz_member(path: str, name: str, info):
+    """(opener, .npy header) of one member: the header checked against the member's real size (a header
+    claiming 2^40 bytes in a 200-byte member is refused here, before anything is allocated)."""
+    opener = _NpzSource(path, info.filename)
+    with reading(path, "an .npz archive", "dump file"):
+        header = _npy_header(f"{path}:{name}", info.file_size, opener())
+    return opener, header
+
+
+def _npz_array(path: str, name: str | None):
+    """(opener, member name, .npy header of that member) of the array `name` of an .npz archive (its only array
+    when `name` is None)."""
+    members = _npz_members(path)
+    listed = ", ".join(sorted(members)[:8]) + (", ..." if len(members) > 8 else "")
     if name is None:
         if len(members) > 1:
             raise InputError(f"the .npz archive holds {len(members)} arrays ({listed}): name one as "
@@ -323,11 +487,27 @@ def _npz_array(path: str, name: str | None):
         name = next(iter(members))
     elif name not in members:
         raise InputError(f"the .npz archive has no array {name!r} (it holds {listed})", path)
-    info = members[name]
-    opener = functools.partial(_NpzMember, path, info.filename)
-    with reading(path, "an .npz archive", "dump file"):
-        header = _npy_header(f"{path}:{name}", info.file_size, opener())
+    opener, header = _npz_member(path, name, members[name])
     return opener, name, header
+
+
+def npz_arrays(path) -> dict:
+    """{name: Dump} of every array of an .npz archive, each header checked (numeric dtype, a size the member
+    holds) before any data is read; the data is streamed from the archive when a Dump is read (`ingest --from
+    npz` copies 2 x 1 GiB deflated arrays in windows, not as arrays in memory)."""
+    import numpy as np
+
+    path = os.fspath(path)
+    check_readable_file(path)
+    out = {}
+    for name, info in _npz_members(path).items():
+        opener, (data_offset, dtype, shape) = _npz_member(path, name, info)
+        if not is_numeric_dtype(dtype):
+            raise InputError(f"array {name!r} is not a numeric array (dtype {dtype})", path)
+        size = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        out[name] = Dump(path=f"{path}:{name}", size=size, data_offset=data_offset, npy_dtype=dtype,
+                         npy_shape=shape, source_format=f"npz ({name})", opener=opener)
+    return out
 
 
 @dataclass(frozen=True)
@@ -347,6 +527,9 @@ class Dump:
     # A dump that is no local file (a run's buffer on an fsspec filesystem, forensics.runs.remote): a callable
     # giving each reader its own object with seek / readinto / close, read in windows like any other dump.
     opener: object | None = field(default=None, repr=False, compare=False)
+    # The bytes of a file whose size the file system does not tell (procfs, sysfs: st_size 0 or one page),
+    # read to its end when it was opened (unsized_bytes).
+    data: bytes | None = field(default=None, repr=False, compare=False)
 
     @property
     def slice(self) -> dict | None:
@@ -400,6 +583,8 @@ class Dump:
 _MAP_FLAGS = getattr(mmap, "MAP_SHARED", 0) | getattr(mmap, "MAP_POPULATE", 0)
 CAN_MAP = hasattr(mmap, "MAP_POPULATE")
 _GRANULE = mmap.ALLOCATIONGRANULARITY
+_CAN_SEEK_HOLES = hasattr(os, "SEEK_DATA") and hasattr(os, "SEEK_HOLE")
+_MAX_EXTENTS = 64  # data extents of one window read around its holes; more, and the window is read whole
 
 
 class Window:
@@ -438,9 +623,11 @@ class DumpReader:
     def __init__(self, dump: "Dump", *, use_map: bool = True):
         self.dump = dump
         self._pool: list[bytearray] = []
+        self._zeros = b""
         self._memory = None
-        if dump.text is not None:  # a text dump, decoded in memory: windows are views of its bytes
-            self._memory = memoryview(dump.text.data)
+        self._fd = None
+        if dump.text is not None or dump.data is not None:  # decoded or read in memory: windows are views
+            self._memory = memoryview(dump.data if dump.text is None else dump.text.data)
             self._fh, self._use_map, self._lock = None, False, None
             return
         if dump.opener is not None:  # another filesystem's file: seek + readinto, never mapped
@@ -491,6 +678,53 @@ class DumpReader:
                              f"ended at {offset + got})", self.dump.path)
         return view
 
+    def _extents(self, start: int, end: int) -> list[tuple[int, int]] | None:
+        """The data extents of file bytes [start, end) (SEEK_DATA / SEEK_HOLE), or None when it is all data
+        (or the file system cannot tell). Holes read as zeros (POSIX), so they need not be read at all."""
+        extents, pos = [], start
+        try:
+            while pos < end:
+                try:
+                    data = os.lseek(self._fd, pos, os.SEEK_DATA)
+                except OSError as exc:
+                    if exc.errno == errno.ENXIO:  # no data after pos: the rest is a hole
+                        break
+                    raise
+                if data >= end:
+                    break
+                hole = min(os.lseek(self._fd, data, os.SEEK_HOLE), end)
+                if data == start and hole >= end:
+                    return None  # all data: the ordinary path
+                extents.append((data, hole))
+                if len(extents) > _MAX_EXTENTS:  # finely fragmented: one mapping beats many small reads
+                    return None
+                pos = hole
+        except OSError:  # e.g. EINVAL where the file system has no idea of holes
+            return None
+        return extents
+
+    def _hole_window(self, lo: int, hi: int) -> Window | None:
+        """A window over a sparse file's holes without touching them: a shared zero page run when the window
+        is all hole, a buffer filled only where there is data when it is part hole; None when it is all data."""
+        start, n = self.dump.data_offset + lo, hi - lo
+        if os.fstat(self._fd).st_size < start + n:  # past the end is no hole: the file shrank, said below
+            return None
+        extents = self._extents(start, start + n)
+        if extents is None:
+            return None
+        if not extents:
+            if len(self._zeros) < n:
+                self._zeros = bytes(n)  # calloc'd: its pages are the kernel's one zero page until written
+            return Window(lo, memoryview(self._zeros)[:n])
+        buf = self._pool.pop() if self._pool else bytearray(n)
+        if len(buf) < n:
+            buf = bytearray(n)
+        view = memoryview(buf)[:n]
+        view[:] = bytes(n) if len(self._zeros) < n else memoryview(self._zeros)[:n]
+        for a, b in extents:
+            self.read_exact(a - self.dump.data_offset, view[a - start:b - start])
+        return Window(lo, view, buf=buf, pool=self._pool)
+
     def window(self, lo: int, hi: int, *, populate: bool = True) -> Window:
         """Data bytes [lo, hi) (within the dump's size) as a Window; release it when done. Without `populate`
         a mapped window's pages are brought in only where they are touched (for sparse reads)."""
@@ -501,6 +735,10 @@ class DumpReader:
                 raise InputError(f"has only {len(self._memory) - self.dump.data_offset} data bytes, "
                                  f"expected {hi}", self.dump.path)
             return Window(lo, self._memory[start:start + n])
+        if n > 0 and self._fd is not None and _CAN_SEEK_HOLES:
+            holes = self._hole_window(lo, hi)
+            if holes is not None:
+                return holes
         if self._use_map and n > 0:
             start = self.dump.data_offset + lo
             base = start - start % _GRANULE
@@ -620,9 +858,13 @@ def open_dump(path, *, allow_empty: bool = False, use_sidecar: bool = True, offs
     path, member = npz_path(os.fspath(path))
     file_size = check_readable_file(path)
     data_offset, npy_dtype, npy_shape = 0, None, None
-    text = opener = None
+    text = opener = data = None
     source_format = "binary"
-    if path.lower().endswith(".npz") or member is not None:
+    if member is None and not size_is_trustworthy(path, file_size):
+        data = unsized_bytes(path)
+        size = len(data)
+        source_format = "binary (read to its end: the file system reports no size)"
+    elif path.lower().endswith(".npz") or member is not None:
         opener, member, (data_offset, npy_dtype, npy_shape) = _npz_array(path, member)
         import numpy as np
 
@@ -674,4 +916,4 @@ def open_dump(path, *, allow_empty: bool = False, use_sidecar: bool = True, offs
     meta = load_sidecar(path) if use_sidecar else None
     return Dump(path=path if member is None else f"{path}:{member}", size=size, data_offset=data_offset,
                 npy_dtype=npy_dtype, npy_shape=npy_shape, meta=meta, source_format=source_format, text=text,
-                slice_offset=offset, slice_length=length, opener=opener)
+                slice_offset=offset, slice_length=length, opener=opener, data=data)

@@ -12,16 +12,18 @@ The `[FP]` line (one per buffer; anything may precede it, e.g. DbgView columns):
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
 from forensics.crc import PEEK, crc_dump, format_crc
-from forensics.dump import Dump
+from forensics.dump import DEFAULT_CHUNK, Dump
 from forensics.errors import InputError
-from forensics.tolerance import DIFFER, MATCH, TRUNCATED
+from forensics.verdict import Verdict
 
 EDGE = 8  # bytes of a page's first8 / last8
 _TAG = re.compile(r"^[A-Za-z0-9_.:-]+$")
@@ -29,19 +31,43 @@ _TAG = re.compile(r"^[A-Za-z0-9_.:-]+$")
 
 def xor_fold64(dump: Dump, *, progress=None) -> int:
     """XOR of all little-endian 64-bit words of the dump, the trailing partial word zero-extended."""
+    return _stream(dump, 0, progress=progress)[0]
+
+
+def _stream(dump: Dump, page_size: int, *, progress=None) -> tuple[int, list[bytes], list[bytes]]:
+    """One pass over the dump: its xor-fold, and (page_size > 0) the first and last EDGE bytes of every page
+    (fewer in a page shorter than EDGE), taken from each window with numpy (a 4 GiB dump has a million pages:
+    one read each cost minutes)."""
     acc = np.uint64(0)
     carry = b""
-    for pos, view in dump.iter_chunks():
+    firsts: list[bytes] = []
+    lasts: list[bytes] = []
+    chunk = DEFAULT_CHUNK if page_size <= 0 else max(page_size, DEFAULT_CHUNK // page_size * page_size)
+    for pos, view in dump.iter_chunks(chunk_size=chunk):
         block = carry + bytes(view) if carry else view
         whole = len(block) // 8 * 8
         if whole:
             acc ^= np.bitwise_xor.reduce(np.frombuffer(block[:whole], dtype="<u8"))
         carry = bytes(block[whole:])
+        if page_size > 0:  # windows start on page boundaries (chunk is a multiple of page_size)
+            data = np.frombuffer(view, dtype=np.uint8)
+            full = len(data) // page_size
+            if full and page_size >= EDGE:
+                pages = data[:full * page_size].reshape(full, page_size)
+                head, tail = pages[:, :EDGE].tobytes(), pages[:, -EDGE:].tobytes()
+                firsts.extend(head[i:i + EDGE] for i in range(0, full * EDGE, EDGE))
+                lasts.extend(tail[i:i + EDGE] for i in range(0, full * EDGE, EDGE))
+            else:
+                full = 0
+            for start in range(full * page_size, len(data), page_size):  # a short last page, or small pages
+                page = bytes(data[start:start + page_size])
+                firsts.append(page[:EDGE])
+                lasts.append(page[max(0, len(page) - EDGE):])
         if progress is not None:
             progress(pos + len(view), dump.size)
     if carry:
         acc ^= np.uint64(int.from_bytes(carry.ljust(8, b"\0"), "little"))
-    return int(acc)
+    return int(acc), firsts, lasts
 
 
 def peek_offsets(size: int) -> dict[str, int]:
@@ -55,8 +81,9 @@ def default_tag(path: str) -> str:
     return tag or "buffer"
 
 
-@dataclass(frozen=True)
-class PageEdges:
+class PageEdges(NamedTuple):
+    """A page's first and last EDGE bytes (a tuple: a 4 GiB buffer has a million of them)."""
+
     index: int
     first8: bytes
     last8_offset: int
@@ -100,16 +127,35 @@ class Fingerprint:
         }
 
 
-def page_edges(dump: Dump, page_size: int) -> tuple[PageEdges, ...]:
+MAX_PAGES = 1 << 20  # pages listed by a fingerprint (a 4 GiB buffer in 4 KiB pages); beyond, a larger page
+
+
+def _check_pages(dump: Dump, page_size: int) -> int:
     if page_size <= 0:
         raise InputError(f"page size must be positive, got {page_size}")
-    out = []
-    for index in range((dump.size + page_size - 1) // page_size):
+    count = (dump.size + page_size - 1) // page_size
+    if count > MAX_PAGES:
+        raise InputError(f"{dump.size:,} bytes are {count:,} pages of {page_size:,} bytes, more than the "
+                         f"{MAX_PAGES:,} a fingerprint lists (MAX_PAGES): give a larger {{page}}", dump.path,
+                         params=True)
+    return count
+
+
+def _page_edges(dump: Dump, page_size: int, firsts: list[bytes], lasts: list[bytes]) -> tuple[PageEdges, ...]:
+    full = dump.size // page_size if page_size >= EDGE else 0  # whole pages: their last EDGE bytes end them
+    out = list(map(PageEdges, range(full), firsts[:full], range(page_size - EDGE, full * page_size, page_size),
+                   lasts[:full]))
+    for index in range(full, len(firsts)):
         start = index * page_size
         end = min(start + page_size, dump.size)
-        last = max(start, end - EDGE)
-        out.append(PageEdges(index, dump.read(start, min(EDGE, end - start)), last, dump.read(last, end - last)))
+        out.append(PageEdges(index, firsts[index], max(start, end - EDGE), lasts[index]))
     return tuple(out)
+
+
+def page_edges(dump: Dump, page_size: int) -> tuple[PageEdges, ...]:
+    """The first and last EDGE bytes of every page of the dump (one streaming pass)."""
+    _check_pages(dump, page_size)
+    return _page_edges(dump, page_size, *_stream(dump, page_size)[1:])
 
 
 def fingerprint_dump(dump: Dump, *, page_size: int = 4096, tag: str | None = None, progress=None) -> Fingerprint:
@@ -117,12 +163,14 @@ def fingerprint_dump(dump: Dump, *, page_size: int = 4096, tag: str | None = Non
     tag = tag or default_tag(dump.path)
     if not _TAG.match(tag):
         raise InputError(f"tag {tag!r} must be letters, digits and _ . : - only")
+    _check_pages(dump, page_size)
     crc = crc_dump(dump)
     offsets = peek_offsets(dump.size)
+    xor64, firsts, lasts = _stream(dump, page_size, progress=progress)
     return Fingerprint(
-        tag=tag, path=dump.path, size=dump.size, crc32=crc.crc32, xor64=xor_fold64(dump, progress=progress),
+        tag=tag, path=dump.path, size=dump.size, crc32=crc.crc32, xor64=xor64,
         head=crc.head, mid_offset=offsets["mid"], mid=crc.mid, tail_offset=offsets["tail"], tail=crc.tail,
-        page_size=page_size, pages=page_edges(dump, page_size),
+        page_size=page_size, pages=_page_edges(dump, page_size, firsts, lasts),
         source={k: v for k, v in dump.source().items() if k != "path" and v != "binary"},
     )
 
@@ -147,6 +195,15 @@ _PEEK = re.compile(r"\b(head|mid|tail)\b\s*(?:@\s*" + _NUM + r")?\s*[=:]\s*" + _
 _CRC_TABLE_PEEK = re.compile(r"^\s*(HEAD|MID|TAIL)?\s+0x([0-9a-f]+)\s+" + _BYTES + r"(?:\s{2,}\S.*)?$")
 _CRC_TABLE_FILE = re.compile(r"^\s*(\S+)\s+([\d,]+)\s+0x([0-9a-f]{8})(?:\s+(?:-|MATCH|DIFFER)\s*)?$")
 PATTERN_GROUPS = ("offset", "page", "bytes", "crc32", "xor64", "size")
+
+
+def _may_hold_values(line: str) -> bool:
+    """False for a line _parse_line finds nothing in without --pattern: every value it reads needs one of these
+    words ([FP], page[, last8, xor, crc, size, head / mid / tail; its searches are case-blind but [FP]'s).
+    Substring tests of the lowered line: a case-blind alternation search cost 5 us a line."""
+    low = line.lower()
+    return ("[fp]" in low or "page[" in low or "last8" in low or "xor" in low or "crc" in low or "size" in low
+            or "head" in low or "mid" in low or "tail" in low)
 
 
 @dataclass(frozen=True)
@@ -331,8 +388,9 @@ def _parse_crc_table(lines: list[str]) -> list[Logged]:
     return out
 
 
-def parse_log(text: str, *, path: str = "<log>", page_size: int = 4096, pattern: str | None = None) -> list[Logged]:
-    """Every fingerprint value in a driver log. A log without any is an InputError naming it."""
+def parse_log(text, *, path: str = "<log>", page_size: int = 4096, pattern: str | None = None) -> list[Logged]:
+    """Every fingerprint value in a driver log (its text, or an iterable of its lines, read once). A log
+    without any is an InputError naming it."""
     compiled = None
     if pattern is not None:
         try:
@@ -343,13 +401,21 @@ def parse_log(text: str, *, path: str = "<log>", page_size: int = 4096, pattern:
         if not set(compiled.groupindex) & set(PATTERN_GROUPS):
             raise InputError(f"pattern needs a named group among {', '.join(PATTERN_GROUPS)}, e.g. "
                              r"(?P<crc32>[0-9a-f]{8})")
-    lines = text.splitlines()
-    if compiled is None and any(l.lstrip().startswith(("HEAD ", "MID ", "TAIL ")) for l in lines[:2000]) \
-            and any("CRC32" in l for l in lines[:50]):
+    from forensics.textdump import iter_lines
+
+    lines = iter_lines(text) if isinstance(text, str) else iter(text)
+    head = list(itertools.islice(lines, 2000))  # what tells a pasted `forensics crc` table
+    lines = itertools.chain(head, lines)
+    if compiled is None and any(l.lstrip().startswith(("HEAD ", "MID ", "TAIL ")) for l in head) \
+            and any("CRC32" in l for l in head[:50]):
         found = _parse_crc_table(lines)
     else:
         found = []
+        # a driver log is mostly other messages: one search for any word a fingerprint value needs skips them
+        maybe = _may_hold_values if compiled is None else (lambda line: True)
         for lineno, line in enumerate(lines, start=1):
+            if not maybe(line):
+                continue
             try:
                 found.extend(_parse_line(line, lineno, page_size, compiled, None))
             except ValueError as exc:
@@ -398,17 +464,17 @@ class VerifyReport:
         return tuple(c for c in self.checks if c.kind == "truncated")
 
     @property
-    def verdict(self) -> str:
+    def verdict(self) -> Verdict:
         """MATCH; DIFFER when a whole logged value differs; else TRUNCATED when a logged line was cut short."""
         if self.match:
-            return MATCH
+            return Verdict.MATCH
         if any(not c.match and c.kind != "truncated" for c in self.checks):
-            return DIFFER
-        return TRUNCATED
+            return Verdict.DIFFER
+        return Verdict.TRUNCATED
 
     @property
     def exit_code(self) -> int:
-        return 0 if self.match else 1
+        return self.verdict.exit_code
 
     def to_dict(self) -> dict:
         return {"log": self.log, "verdict": self.verdict, "checks": [c.to_dict() for c in self.checks],
@@ -438,11 +504,11 @@ def verify_log(log_path: str, files=(), *, buffers: dict[str, str] | None = None
                pattern: str | None = None, progress=None, **dump_options) -> VerifyReport:
     """Check every fingerprint value of a driver log against the files (dump_options go to open_dump)."""
     from forensics.dump import open_dump
-    from forensics.textdump import read_text_file
+    from forensics.textdump import text_lines
 
     buffers = dict(buffers or {})
-    text, _ = read_text_file(log_path, "a driver log")
-    logged = parse_log(text, path=log_path, page_size=page_size, pattern=pattern)
+    open_lines, _ = text_lines(log_path, "a driver log")  # read line by line: memory follows the values found
+    logged = parse_log(open_lines(), path=log_path, page_size=page_size, pattern=pattern)
     if not files and not buffers:
         raise InputError("give the files to check: FILE... or {buffer:TAG=FILE}", params=True)
     tags = list(dict.fromkeys(item.tag for item in logged))
@@ -450,6 +516,7 @@ def verify_log(log_path: str, files=(), *, buffers: dict[str, str] | None = None
     dumps: dict[str, Dump] = {}
     cache: dict[tuple, object] = {}
     checks = []
+    readers: dict[str, object] = {}  # one open reader per file for the byte runs (a page log has thousands)
     for item in logged:
         path = where.get(item.tag)
         if path is None:
@@ -480,7 +547,7 @@ def verify_log(log_path: str, files=(), *, buffers: dict[str, str] | None = None
         else:
             if offset is None:  # MID / TAIL named without an offset: where `forensics crc` takes them
                 offset = peek_offsets(dump.size)[item.label]
-            got = dump.read(offset, len(item.expected))
+            got = _read(readers, dump, offset, len(item.expected))
             expected, found = item.expected.hex(" "), got.hex(" ") if got else "(past the end)"
             match = got == item.expected
             announced = None if item.width is None else min(item.width, max(0, dump.size - offset))
@@ -490,9 +557,24 @@ def verify_log(log_path: str, files=(), *, buffers: dict[str, str] | None = None
                                     f"{announced} bytes", f"{len(item.expected)} logged (cut short)", False))
                 continue
         checks.append(Check(item.tag, path, item.kind, item.label, item.line, offset, expected, found, match))
+    for reader in readers.values():  # (on an error they close as the dict goes)
+        reader.close()
     unassigned = tuple(sorted({str(t) if t is not None else "(untagged)" for t in tags if t not in where}))
     if not checks:
         names = ", ".join(unassigned)
         raise InputError(f"no file given for the buffers the log names ({names}): use {{buffer:TAG=FILE}}", log_path,
                          params=True)
     return VerifyReport(log_path, tuple(checks), unassigned, tuple(d.source() for d in dumps.values()))
+
+
+def _read(readers: dict, dump: Dump, offset: int, length: int) -> bytes:
+    """Up to `length` bytes of the dump at `offset` (short at the end, empty past it), through its one reader."""
+    from forensics.dump import DumpReader
+
+    if offset >= dump.size or length <= 0:
+        return b""
+    if dump.path not in readers:
+        readers[dump.path] = DumpReader(dump)
+    buf = bytearray(min(length, dump.size - offset))
+    readers[dump.path].read_exact(offset, memoryview(buf))
+    return bytes(buf)

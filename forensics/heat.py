@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from forensics.errors import InputError
+from forensics.layout import dequantize
 
 
 def anchor_values(records, lanes=None, *, scale: float | None = None, zero_point: int = 0) -> np.ndarray:
@@ -32,7 +33,7 @@ def anchor_values(records, lanes=None, *, scale: float | None = None, zero_point
         raise InputError(f"lane {bad[0]} is outside a {records.shape[1]}-lane record (lanes 0..{records.shape[1] - 1})")
     values = records[:, list(lanes)].astype(np.float64)
     if scale is not None:
-        values = (values - zero_point) * scale
+        values = dequantize(values, scale, zero_point)
     return values.max(axis=1)
 
 

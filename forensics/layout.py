@@ -13,6 +13,42 @@ from forensics.errors import InputError
 
 DEFAULT_RECORD_SIZE = 4
 MAX_RECORD_SIZE = 1 << 24  # 16 MiB per record: bounds what a hostile --record or sidecar can make us allocate
+# Anchors an anchors.bin or a generator configuration may hold: far beyond any SSD (1,917 / 2,034 / 51,150
+# anchors), and 64 MiB as float32 [N, 4], which bounds memory.
+MAX_ANCHORS = 1 << 22
+DEQUANTIZE_ROUNDINGS = ("exact", "reference", "litert", "block")
+
+
+def dequantize(q, scale: float, zero_point: int = 0, rounding: str = "exact"):
+    """TFLite's affine dequantization `real = (q - zero_point) * scale` of a code or an array of codes: the one
+    place it is written. `rounding` says in which arithmetic:
+      exact      float64: the values forensics shows and compares (statistics, heatmaps, record values);
+      reference  float32, one rounding fl((q - zp) * s): the kernel's Dequantizer, the reference kernels;
+      litert     ai-edge-litert 2.3 on x86-64: fl(fl(q * s) - fl(zp * s)) in full blocks of 8 of the flat tensor
+                 and one rounding for the last n mod 8 (known pitfalls);
+      block      every element as in a full block of `litert`.
+    The float32 forms hold `scale` as float32, as a model does."""
+    import numpy as np
+
+    zp = zero_point or 0
+    if rounding == "exact":
+        if isinstance(q, (int, float)):
+            return (q - zp) * scale
+        return (np.asarray(q).astype(np.float64) - zp) * scale
+    q = np.asarray(q)
+    s = np.float32(scale)
+    if rounding == "reference":
+        return (q.astype(np.float32) - np.float32(zp)) * s
+    if rounding == "block":
+        return q.astype(np.float32) * s - np.float32(np.float32(zp) * s)
+    if rounding == "litert":
+        flat = q.reshape(-1).astype(np.float32)
+        out = np.empty(flat.shape, np.float32)
+        full = (flat.size // 8) * 8
+        out[:full] = flat[:full] * s - np.float32(np.float32(zp) * s)
+        out[full:] = (flat[full:] - np.float32(zp)) * s
+        return out.reshape(q.shape)
+    raise InputError(f"unknown dequantize rounding {rounding!r} (choose {', '.join(DEQUANTIZE_ROUNDINGS)})")
 
 
 @dataclass(frozen=True)
@@ -105,7 +141,7 @@ class RecordLayout:
 
     def dequantize(self, q: int) -> float:
         """`(q - zero_point) * scale`, the TFLite affine dequantization of one uint8 value."""
-        return (q - (self.zero_point or 0)) * self.scale
+        return dequantize(q, self.scale, self.zero_point)
 
     def values(self, record: bytes) -> list:
         """One number per lane: dequantized where quantization is known, raw for pad lanes; one per element
@@ -116,7 +152,7 @@ class RecordLayout:
             elements = np.frombuffer(record[:len(record) - len(record) % self.element_dtype.itemsize],
                                      self.element_dtype)
             if self.quantized:
-                return ((elements.astype(np.float64) - (self.zero_point or 0)) * self.scale).tolist()
+                return dequantize(elements, self.scale, self.zero_point).tolist()
             return elements.tolist()
         if not self.quantized:
             return list(record)

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from forensics import exitcodes
 from forensics.crc import crc32, format_crc
 from forensics.errors import FormatError, InputError
+from forensics.verdict import Verdict
 
 KINDS = ("input", "output", "parameter", "scratch")
 DESC_KINDS = {"BASE_ADDRESS_INPUT_ACTIVATION": "input", "BASE_ADDRESS_OUTPUT_ACTIVATION": "output",
@@ -28,7 +28,8 @@ U64 = (1 << 64) - 1
 # A dump is this executable's bitstream when this share of the bytes outside every field is the model's:
 # byte-aligned writes touch one byte per field, while two real models' bitstreams agree on at most ~77%.
 IDENTIFY = 0.95
-LINKED, MISLINKED, FOREIGN, MATCH, DIFFER = "LINKED", "MISLINKED", "FOREIGN", "MATCH", "DIFFER"
+LINKED, MISLINKED, FOREIGN, MATCH, DIFFER = (Verdict.LINKED, Verdict.MISLINKED, Verdict.FOREIGN, Verdict.MATCH,
+                                             Verdict.DIFFER)  # a parameter buffer: MATCH / DIFFER
 
 
 # --- the bit-level write and read (CopyUint32) --------------------------------------------------------------
@@ -370,7 +371,7 @@ def _better(best, cand, size: int):
 
 @dataclass(frozen=True)
 class LinkCheck:
-    verdict: str
+    verdict: Verdict
     executable: dict | None
     bitstream: int | None
     size: int
@@ -383,7 +384,7 @@ class LinkCheck:
 
     @property
     def exit_code(self) -> int:
-        return exitcodes.SAME if self.verdict in (LINKED, MATCH) else exitcodes.DIFFERENT
+        return Verdict(self.verdict).exit_code
 
     @property
     def kind(self) -> str:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from forensics.errors import InputError
 from forensics.link import DESC_KINDS, FOREIGN, U32, check, fields_of, read_u32, write_u32
+from forensics.verdict import Verdict
 
 BUGS = ("byte_aligned", "aliased", "unlinked", "halves_swapped")
 BUG_HELP = (
@@ -232,7 +233,7 @@ def check_stage(run, entry, *, model=None):
 
             from forensics.link import MISLINKED
 
-            verdict = MISLINKED if result.verdict == "LINKED" else result.verdict
+            verdict = MISLINKED if result.verdict == Verdict.LINKED else result.verdict
             result = dataclasses.replace(result, verdict=verdict, findings=result.findings + tuple(extra))
     return result
 
@@ -254,8 +255,8 @@ def compare_stage(run_a, run_b, entry_a, entry_b):
     result = check_stage(run_b, entry_b)
     if result is None:
         return None
-    ok = result.verdict == "LINKED"
+    ok = result.verdict == Verdict.LINKED
     kinds = sorted({f["kind"] for f in result.findings})
     summary = f"link check of B: {result.verdict}" + (f" ({', '.join(kinds)})" if kinds else
                                                        " (the bytes differ only in the addresses linked)")
-    return ("MATCH" if ok else "DIFFER"), summary, stage_findings(result)
+    return (Verdict.MATCH if ok else Verdict.DIFFER), summary, stage_findings(result)

@@ -433,3 +433,34 @@ def annotate_rows(rows: list[dict], geometry) -> list[dict]:
     from forensics.geometry import annotate
 
     return [annotate(geometry, row, row["index"]) if row.get("index", -1) >= 0 else row for row in rows]
+
+
+def pair_context(dump_a, dump_b, *, model=None, tensor=None, labels=None, deps=None, record_given: bool = False,
+                 **flags) -> tuple[np.dtype, DumpContext, object]:
+    """The element type and context two dumps are compared with, and the dump the context is of: the one that
+    says what it holds (A's sidecar, else B's); both dumps in the same layout of a model tensor (raw chip layout
+    or the TFLite tensor's: else an InputError saying to relayout one); the dtype their data lanes are read as."""
+    first = dump_a if dump_a.meta is not None or dump_b.meta is None else dump_b
+    context = dump_context(first, model=model, tensor=tensor, labels=labels, deps=deps, **flags)
+    if context.view is not None:
+        other = tensor_view(dump_b, model, tensor)
+        if other.mode != context.view.mode:
+            raise InputError(f"A is the {context.view.mode} layout ({dump_a.size:,} bytes) and B the "
+                             f"{other.mode} layout ({dump_b.size:,} bytes) of {tensor!r}: relayout one "
+                             f"first (forensics relayout ... --layer {tensor})")
+    record_given = record_given or bool(getattr(dump_a.meta, "record_size", None))
+    return (*element_type((dump_a, dump_b), context, record_given=record_given), first)
+
+
+def locator_for(context: DumpContext, dump, element: np.dtype, labels=None):
+    """How statistics name the worst element of `dump` read as `element`s: by anchor (raw chip layout), by class
+    (a classifier's score vector), by (y, x, z) of a .npy array; None: the default (record and lane)."""
+    if context.record_order is not None:
+        return anchor_locator(context)
+    if context.view is not None and context.view.class_vector:
+        from forensics.labels import read_labels
+
+        return class_locator(context.layout, element.itemsize, read_labels(labels) if labels else None)
+    if dump.npy_shape is not None and context.view is None and context.layout.offset == 0:
+        return array_locator(dump.npy_shape, element.itemsize)
+    return None

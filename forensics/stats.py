@@ -39,6 +39,8 @@ PARALLEL_MIN = 1 << 22  # elements: below this a second thread costs more than i
 BYTE_CHUNK = 1 << 20     # 8-bit codes converted to float32 at a time for the reference sums (4 MiB)
 CODE_PAIRS_MIN = 1 << 13  # differing 8-bit pairs from which counting byte pairs beats per-element sums
 HIST_BINS = 64           # bins of the coarse histogram kept for pictures
+SCATTER_POINTS = 20000   # pairs kept for a scatter picture: the first differing ones, then an even sample of A
+MAP_CELLS = 1 << 18      # per-record maxima kept for an error map (more records are folded, by max)
 _HIST_SHIFT = 45         # float64 bits >> 45: the 11 exponent bits and the top 7 mantissa bits
 
 
@@ -169,6 +171,77 @@ class _FloatTail:
         return float(self._upper([b])[0])
 
 
+@dataclass(frozen=True)
+class ErrorSample:
+    """What a picture of the error needs, collected by the statistics pass (ErrorAccumulator(sample=...)):
+    in units (dequantized when known), data elements only. `scatter_a`/`scatter_b`: the first differing pairs
+    (up to half of SCATTER_POINTS), then an even sample of A's values, which lie on the identity line (equal
+    elements, and the differing ones' A side seen as equal: the differing pairs are all among the first when
+    there are few). `record_max`: max |b - a| per record, `fold` records to a cell."""
+
+    scatter_a: np.ndarray
+    scatter_b: np.ndarray
+    record_max: np.ndarray
+    fold: int
+    records: int
+
+
+class _Sample:
+    """Collects an ErrorSample chunk by chunk: `records` records of `per` elements (a differing element's flat
+    position // per is its record), `elements` data elements in all (A's sample is spread over them)."""
+
+    def __init__(self, records: int, per: int, elements: int):
+        self.records, self.per, self.elements = records, max(1, per), elements
+        self.fold = max(1, -(-self.records // MAP_CELLS))
+        self.cells = np.zeros(-(-self.records // self.fold), dtype=np.float64)
+        self.pairs_a: list = []
+        self.pairs_b: list = []
+        self.kept = 0
+        self.reference: list = []
+        self.referenced = 0
+        self.stride = max(1, elements // (SCATTER_POINTS // 2))
+
+    def fresh(self) -> "_Sample":
+        return _Sample(self.records, self.per, self.elements)
+
+    def add_pairs(self, fa, fb, err, positions) -> None:
+        """Differing pairs (centred codes or raw values), their |b - a| and flat element positions."""
+        if positions is None or not len(err):
+            return
+        cells = np.asarray(positions) // self.per // self.fold
+        np.maximum.at(self.cells, np.minimum(cells, len(self.cells) - 1), err)
+        room = SCATTER_POINTS // 2 - self.kept
+        if room > 0:
+            self.pairs_a.append(np.array(fa[:room], np.float64))
+            self.pairs_b.append(np.array(fb[:room], np.float64))
+            self.kept += min(room, len(fa))
+
+    def add_reference(self, values) -> None:
+        """A chunk of A's data elements (raw), sampled every `stride`-th."""
+        if self.referenced >= SCATTER_POINTS // 2:
+            return
+        taken = np.asarray(values).reshape(-1)[:: self.stride][: SCATTER_POINTS // 2 - self.referenced]
+        self.reference.append(taken.astype(np.float64))
+        self.referenced += taken.size
+
+    def merge(self, other: "_Sample") -> None:
+        np.maximum(self.cells, other.cells, out=self.cells)
+        for mine, theirs in ((self.pairs_a, other.pairs_a), (self.pairs_b, other.pairs_b)):
+            mine.extend(theirs)
+        self.kept += other.kept
+        self.reference.extend(other.reference)
+        self.referenced += other.referenced
+
+    def finish(self, unit: float, zero_point: int) -> ErrorSample:
+        half = SCATTER_POINTS // 2
+        pa = np.concatenate(self.pairs_a)[:half] if self.pairs_a else np.zeros(0)
+        pb = np.concatenate(self.pairs_b)[:half] if self.pairs_b else np.zeros(0)
+        ref = (np.concatenate(self.reference)[:half] - zero_point) if self.reference else np.zeros(0)
+        ref = ref[np.isfinite(ref)]
+        return ErrorSample(np.concatenate((pa, ref)) * unit, np.concatenate((pb, ref)) * unit, self.cells * unit,
+                           self.fold, self.records)
+
+
 def _dot(x: np.ndarray, y: np.ndarray) -> float:
     """sum(x * y) in float64 without BLAS: BLAS dot starts threads for every call, which on a busy machine
     costs more than the arithmetic on a cache-sized chunk."""
@@ -226,6 +299,7 @@ class ErrorStats:
     units: str = "raw"                # "dequantized" or "raw"
     per_lane_max: tuple = field(default=(), repr=False)  # per lane (record buffers): max |b - a|
     histogram: tuple = field(default=(), repr=False, compare=False)  # (edges, counts) of the non-zero |b - a|
+    sample: ErrorSample | None = field(default=None, repr=False, compare=False)  # for pictures, when asked
 
     def to_dict(self) -> dict:
         out = {"max_abs": self.max_abs, "mean_abs": self.mean_abs, "median_abs": self.median_abs,
@@ -248,7 +322,8 @@ class ErrorAccumulator:
     whose violations are counted and whose min_atol is reported."""
 
     def __init__(self, *, integer: bool, scale: float | None = None, zero_point: int = 0,
-                 atol: float = 0.0, rtol: float = 0.0, check: str = "max", lanes: int = 0, itemsize: int = 1):
+                 atol: float = 0.0, rtol: float = 0.0, check: str = "max", lanes: int = 0, itemsize: int = 1,
+                 sample: tuple[int, int, int] | None = None):
         self.integer = integer
         self.itemsize = itemsize
         self.scale = scale
@@ -281,12 +356,17 @@ class ErrorAccumulator:
         self.code_pairs: np.ndarray | None = None
         self._code_dtype = None  # int8 or uint8: how the counted bytes read as codes
         self._scratch: np.ndarray | None = None  # _add_reference_bytes' conversion buffer
+        # (records, elements per record, data elements): also collect an ErrorSample for pictures
+        # (add_differing then takes the pairs' flat positions)
+        self.sample = _Sample(*sample) if sample is not None else None
 
     def fresh(self) -> "ErrorAccumulator":
         """An empty accumulator with the same settings (for another thread's share of the work)."""
-        return ErrorAccumulator(integer=self.integer, scale=self.scale, zero_point=self.zero_point, atol=self.atol,
-                                rtol=self.rtol, check=self.check, itemsize=self.itemsize,
-                                lanes=0 if self.lane_max is None else self.lane_max.size)
+        out = ErrorAccumulator(integer=self.integer, scale=self.scale, zero_point=self.zero_point, atol=self.atol,
+                               rtol=self.rtol, check=self.check, itemsize=self.itemsize,
+                               lanes=0 if self.lane_max is None else self.lane_max.size)
+        out.sample = self.sample.fresh() if self.sample is not None else None
+        return out
 
     def merge(self, other: "ErrorAccumulator") -> None:
         """Fold in `other`, fed with elements that all come after this one's (ties for the worst element go to
@@ -307,6 +387,8 @@ class ErrorAccumulator:
             self.excess_tail.merge(other.excess_tail)
         if self.lane_max is not None and other.lane_max is not None:
             np.maximum(self.lane_max, other.lane_max, out=self.lane_max)
+        if self.sample is not None and other.sample is not None:
+            self.sample.merge(other.sample)
         if other.code_pairs is not None:
             self._code_dtype = other._code_dtype
             if self.code_pairs is None:
@@ -317,6 +399,8 @@ class ErrorAccumulator:
     # The reference once: signal sums and non-finite counts. `values` any numeric array (flattened).
     def add_reference(self, values) -> None:
         flat = np.asarray(values).reshape(-1)
+        if self.sample is not None:
+            self.sample.add_reference(flat)
         if flat.dtype.itemsize == 1 and flat.dtype.kind in "iu" and self.integer:
             self._add_reference_bytes(flat)
             return
@@ -365,11 +449,20 @@ class ErrorAccumulator:
 
     # The pairs whose bits differ (any order, any chunking). `index_of(i)` maps a position in these arrays to
     # the element's flat index in the buffer; `lane` (optional, same length) names each element's lane.
-    def add_differing(self, a, b, index_of, lane=None) -> None:
+    def add_differing(self, a, b, index_of, lane=None, positions=None) -> None:
         a = np.asarray(a).reshape(-1)
         b = np.asarray(b).reshape(-1)
         if not a.size:
             return
+        if self.sample is not None:  # the pairs for pictures: centred codes or raw values, and where they are
+            zp = self.zero_point if self.integer else 0
+            fa, fb = a.astype(np.float64) - zp, b.astype(np.float64) - zp
+            err = np.abs(fb - fa)
+            finite = np.isfinite(err)
+            if not finite.all():
+                fa, fb, err = fa[finite], fb[finite], err[finite]
+                positions = np.asarray(positions)[finite] if positions is not None else None
+            self.sample.add_pairs(fa, fb, err, positions)
         if self.integer and a.dtype.itemsize == 1 and a.size >= CODE_PAIRS_MIN and self.excess_tail is None:
             self._add_code_pairs(a, b, index_of, lane)
             return
@@ -604,6 +697,8 @@ class ErrorAccumulator:
         counts = np.histogram(np.minimum(values * unit, edges[-1]), bins=edges, weights=weights)[0] \
             if values.size else np.zeros(HIST_BINS)
         out["histogram"] = (edges, counts.astype(np.int64))
+        if self.sample is not None:
+            out["sample"] = self.sample.finish(unit, self.zero_point if self.integer else 0)
         if self.integer:
             min_lsb = None
             if min_atol is not None:

@@ -39,18 +39,25 @@ against their real output):
 - plain hex: lines of hex digits, spaced or not, no addresses (`xxd -p`, `od -A n -t x1`, `0x4d, 0x5a,`).
 
 Any of these may sit behind DbgView prefixes (`00000012<TAB>0.00123400<TAB>`, `[1234] `) and the file may be
-UTF-16 with a byte-order mark. Decoding is in memory: a text dump is refused above MAX_TEXT_BYTES.
+UTF-16 (with a byte-order mark, or without one when every other byte of its ASCII text is NUL). The text is read
+line by line (memory bounded by the decoded bytes, at most MAX_TEXT_BYTES); `*` repeats are expanded by
+multiplying the repeated line, full WinDbg `db` lines (the common DbgView log) a block at a time.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 
 from forensics.errors import InputError
 
-MAX_TEXT_BYTES = 256 << 20  # a text dump is ~4x its bytes; beyond this, convert it in pieces
+MAX_TEXT_BYTES = 256 << 20  # bytes a text dump may decode to (with `*` repeats and gap fills); held in memory
+MAX_TEXT_FILE = 1 << 30  # a text file (dump or driver log) is read line by line; beyond this, split it
+MAX_NUMBER_DIGITS = 20  # digits of a decimal number in a text dump (xxd -i's NAME_len): 2^64 has 20
 SNIFF_BYTES = 64 << 10
+_BLOCK = 4096  # lines decoded together where they are all of the common form (one regular expression per block)
+_TEXT_CHUNK = 1 << 20  # characters of a text file read at a time (text_lines)
 
 FORMATS = ("windbg", "xxd", "hexdump", "od", "format-hex", "certutil", "c-array", "plain")
 FORMAT_NAMES = {
@@ -106,6 +113,13 @@ class _Patterns:
         PAIR=f"[{_HEX}]{{2}}",
         HEXRUN=f"[{_HEX}]+",
         PLAIN=rf"^(?:0x)?[{_HEX}]{{2}}(?:[ ,]*(?:0x)?[{_HEX}]{{2}})*[ ,]*$",
+        BAD_0X=rf"0x(?![{_HEX}]{{2}})",
+        BLANK="[ ,]",  # a 0x that no pair follows: no plain hex (see _is_plain)
+        # a full WinDbg db line, behind DbgView's columns or not, one per line of a block (_fast_db): DBGVIEW,
+        # WINDBG_ADDR and DB_FULL with blanks that never cross a line
+        FAST_DB=r"(?m)^[ \t]*(?:\d+\t(?:[0-9.:]+(?:[ \t]*[AP]M)?\t)?)?(?:\[[0-9a-fA-Fx:]+\][ \t]?)?"
+                rf"([{_HEX}]{{8}}(?:`[{_HEX}]{{8}})?)  ((?:[{_HEX}]{{2}} ){{7}}[{_HEX}]{{2}}[- ](?:[{_HEX}]{{2}} ){{7}}"
+                rf"[{_HEX}]{{2}})(?:  [^\n]*)?$",
     )
 
     def __getattr__(self, name: str):
@@ -151,9 +165,10 @@ def decode_text(head: bytes) -> tuple[str, str] | None:
 
     Text is UTF-16 with a BOM, or UTF-8 / ASCII without control characters other than tab, CR, LF, FF.
     `head` may be cut mid-character at the end (a sniffed prefix)."""
-    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
-        encoding = "utf-16-le" if head.startswith(b"\xff\xfe") else "utf-16-be"
-        body = head[2:]
+    bomless = _utf16_without_bom(head)
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")) or bomless:
+        encoding = bomless or ("utf-16-le" if head.startswith(b"\xff\xfe") else "utf-16-be")
+        body = head if bomless else head[2:]
         body = body[: len(body) // 2 * 2]
         try:
             text = body.decode(encoding)
@@ -173,6 +188,20 @@ def decode_text(head: bytes) -> tuple[str, str] | None:
     return text, encoding
 
 
+def _utf16_without_bom(head: bytes) -> str | None:
+    """"utf-16-le" / "utf-16-be" when `head` is ASCII text saved as UTF-16 without a byte-order mark (Windows
+    tools, PowerShell redirections): every odd (LE) or even (BE) byte NUL and the others printable or line
+    breaks. A binary buffer with NULs at one parity and printable bytes at the other is vanishingly rare."""
+    sample = head[:4096]
+    if len(sample) < 8:
+        return None
+    sample = sample[: len(sample) // 2 * 2]
+    for encoding, zeros, chars in (("utf-16-le", sample[1::2], sample[0::2]), ("utf-16-be", sample[0::2], sample[1::2])):
+        if not zeros.strip(b"\0") and len(chars.translate(None, _NOT_PRINTABLE)) == len(chars):
+            return encoding
+    return None
+
+
 _NOT_PRINTABLE = bytes(b for b in range(256) if not (32 <= b < 127 or b in (9, 10, 13)))
 
 
@@ -184,12 +213,98 @@ def ascii_share(head: bytes) -> float:
     return len(bytes(head).translate(None, _NOT_PRINTABLE)) / len(head)
 
 
+def iter_lines(text: str):
+    """The lines of `text` one at a time, as str.splitlines() would give them all at once."""
+    if len(text) <= _LONG_LINE:
+        yield from text.splitlines()
+        return
+    at = 0
+    while at < len(text):  # pieces up to each \n (a \r\n stays whole), split as splitlines() would
+        nl = text.find("\n", at)
+        end = len(text) if nl < 0 else nl + 1
+        yield from text[at:end].splitlines()
+        at = end
+
+
+def _blocks(lines):
+    """(first line number, up to _BLOCK lines) from an iterator of lines."""
+    first = 1
+    while True:
+        block = list(itertools.islice(lines, _BLOCK))
+        if not block:
+            return
+        yield first, block
+        first += len(block)
+
+
+def _fast_db(block: list[str]) -> tuple[int, bytes, bytes] | None:
+    """(address, bytes, last line's bytes) of a block of lines that are all full WinDbg `db` lines (behind DbgView
+    columns or not) at contiguous addresses; None otherwise (the lines are then decoded one by one). The
+    pattern matches a subset of what the line-by-line decoding reads, with the same bytes (tested)."""
+    found = _rx.FAST_DB.findall("\n".join(block))
+    if len(found) != len(block):
+        return None
+    addresses = [int(a.replace("`", ""), 16) for a, _ in found]
+    start = addresses[0]
+    if addresses != list(range(start, start + 16 * len(addresses), 16)):
+        return None
+    data = bytes.fromhex(" ".join(body for _, body in found).replace("-", " "))
+    return start, data, data[-16:]
+
+
 def _strip(line: str, keep_blanks: bool = False) -> str:
     """A line without DbgView's columns and trailing blanks (`keep_blanks`: xxd's ASCII column may end in spaces)."""
     if "\t" in line[:17] and _rx.CERTUTIL_RAW.match(line):
         return line.rstrip()
     line = _rx.DBGVIEW.sub("", line, count=1)
     return line if keep_blanks and line.strip() else line.rstrip()
+
+
+_HEX_BYTES = frozenset(b"0123456789abcdefABCDEF")
+_IS_HEX = None
+
+
+def _hex_runs(text: str):
+    """Lengths of the runs of hex digits in ASCII `text`, in order (numpy: a 12 MB line is one array pass)."""
+    import numpy as np
+
+    global _IS_HEX
+    if _IS_HEX is None:
+        _IS_HEX = np.zeros(256, dtype=bool)
+        _IS_HEX[list(_HEX_BYTES)] = True
+    hexes = _IS_HEX[np.frombuffer(text.encode("ascii", "replace"), dtype=np.uint8)]
+    edges = np.flatnonzero(np.diff(np.concatenate(([False], hexes, [False])).view(np.int8)))
+    return edges[1::2] - edges[::2]
+
+
+_PLAIN_CHARS = frozenset("0123456789abcdefABCDEFx ,")
+_LONG_LINE = 4096
+
+
+def _is_plain(line: str) -> bool:
+    """Whether a line is plain hex (_rx.PLAIN): pairs of hex digits, each maybe behind 0x, separated by blanks
+    or commas or nothing. A long line (one 12 MB line of `xxd -p -c 0`) is checked without the regular
+    expression, whose repeated group keeps a backtracking record per pair (1.9 GiB for 12 MB): hex runs of
+    even length once each `0x` (followed by a pair) is blanked, and no other `x` (equal on short lines: tested)."""
+    if len(line) <= _LONG_LINE:
+        return bool(_rx.PLAIN.match(line))
+    if line[0] in " ," or not _PLAIN_CHARS.issuperset(line) or _rx.BAD_0X.search(line):
+        return False
+    blanked = line.replace("0x", "  ")  # PLAIN takes a lowercase 0x only
+    if "x" in blanked:
+        return False
+    at, step = 0, 1 << 20
+    while at < len(blanked):  # in slices cut at a blank or comma: memory follows the slice, not the line
+        end = len(blanked) if at + step >= len(blanked) else max(blanked.rfind(" ", at, at + step),
+                                                                   blanked.rfind(",", at, at + step))
+        if end <= at:  # no blank in the slice: up to the next one
+            m = _rx.BLANK.search(blanked, at + step)
+            end = m.start() if m else len(blanked)
+        runs = _hex_runs(blanked[at:end])
+        if (runs % 2).any():
+            return False
+        at = end
+    return True
 
 
 def _classify(line: str) -> str | None:
@@ -206,7 +321,7 @@ def _classify(line: str) -> str | None:
         return "windbg"
     if _words(line) is not None:
         return "od"
-    if _rx.PLAIN.match(line):
+    if _is_plain(line):
         return "plain"
     if _rx.C_HEAD.match(line):
         return "c-array"
@@ -215,7 +330,7 @@ def _classify(line: str) -> str | None:
 
 def _dump_lines(text: str, limit: int = 400):
     """The first prefix-stripped lines that may hold dump content (no blanks, prompts or headers)."""
-    for raw in text.splitlines()[:limit]:
+    for raw in itertools.islice(iter_lines(text), limit):
         line = _strip(raw)
         if line and not _rx.PROMPT.match(line) and not _rx.PS_HEADER.match(line):
             yield raw, line
@@ -307,9 +422,8 @@ class _Builder:
             self.repeat_pending = False
             if address < want or not self.last_line:
                 self.fail(lineno, f"address 0x{address:x} after '*' is before 0x{want:x}")
-            while len(self.out) + self.start < address:
-                take = min(len(self.last_line), address - (self.start + len(self.out)))
-                self.out += self.last_line[:take]
+            need = address - want  # whole copies of the line, then the part the address cuts (checked above)
+            self.out += self.last_line * (need // len(self.last_line)) + self.last_line[:need % len(self.last_line)]
             return
         if address == want:
             return
@@ -340,6 +454,16 @@ class _Builder:
         self.lines += 1
         if len(self.out) > MAX_TEXT_BYTES:
             self.fail(lineno, f"decodes to more than {MAX_TEXT_BYTES >> 20} MiB")
+
+
+    def add_block(self, address: int, data: bytes, lines: int, last_line: bytes, lineno: int) -> None:
+        """`lines` contiguous lines' bytes from `address` at once (the caller checked they are contiguous)."""
+        self.advance_to(address, lineno)
+        self.out += data
+        self.last_line = last_line
+        self.lines += lines
+        if len(self.out) > MAX_TEXT_BYTES:
+            self.fail(lineno + lines - 1, f"decodes to more than {MAX_TEXT_BYTES >> 20} MiB")
 
 
 def _hexbytes(tokens, lineno: int, builder: _Builder) -> bytes:
@@ -696,7 +820,7 @@ def _prepass(fmt: str, lines: list[str], path: str) -> tuple[int, bool | None, s
     return radix.resolve(path, "od / hexdump"), None, first_addr
 
 
-def _decode_c_array(lines: list[str], path: str, encoding: str) -> TextDump:
+def _decode_c_array(lines, path: str, encoding: str) -> TextDump:
     """`xxd -i`: the bytes between `unsigned char NAME[] = {` and `};`, checked against `NAME_len = N;`."""
     b = _Builder(path, None)
     state = "before"
@@ -719,6 +843,9 @@ def _decode_c_array(lines: list[str], path: str, encoding: str) -> TextDump:
             b.add(None, bytes(int(t, 16) for t in re.findall(r"0[xX]([0-9a-fA-F]{2})", line)), lineno)
             continue
         m = _rx.C_LEN.match(line)
+        if m and len(m.group(2)) > MAX_NUMBER_DIGITS:
+            b.fail(lineno, f"{m.group(1)} has {len(m.group(2)):,} digits, more than the {MAX_NUMBER_DIGITS} of a "
+                           f"size (MAX_NUMBER_DIGITS)")
         if m and m.group(1) == f"{name}_len" and int(m.group(2)) != len(b.out):
             b.fail(lineno, f"{name}_len says {int(m.group(2)):,} bytes, the array holds {len(b.out):,}")
     if state == "before":
@@ -733,21 +860,27 @@ def decode_text_dump(text: str, *, path: str = "<text>", fmt: str = "auto", gap_
                      encoding: str = "utf-8") -> TextDump:
     """Decode a text hex dump to its bytes. `fmt` is "auto" or one of FORMATS; `gap_fill` (0-255) fills
     holes between addresses and WinDbg's `??`, else either is an InputError naming the line."""
+    return _decode(lambda: iter_lines(text), path=path, fmt=fmt, gap_fill=gap_fill, encoding=encoding)
+
+
+def _decode(open_lines, *, path: str, fmt: str, gap_fill: int | None, encoding: str) -> TextDump:
+    """decode_text_dump over lines: `open_lines()` gives a fresh iterator of them each time (the format is judged
+    on the first lines, od's radix and xxd's byte order in a first pass that usually stops early)."""
     if fmt not in ("auto",) + FORMATS:
         raise InputError(f"unknown text dump format {fmt!r} (expected auto, {', '.join(FORMATS)})", path)
     if gap_fill is not None and not 0 <= gap_fill <= 255:
         raise InputError(f"gap_fill must be a byte value 0-255, got {gap_fill}", path)
     if fmt == "auto":
-        found = detect_format(text)
+        head = "\n".join(itertools.islice(open_lines(), 400))  # what detect_format and _refusal look at
+        found = detect_format(head)
         if found is None:
-            raise InputError(_refusal(text) or f"not a text hex dump this tool knows ({KNOWN_TEXT})", path)
+            raise InputError(_refusal(head) or f"not a text hex dump this tool knows ({KNOWN_TEXT})", path)
         fmt = found
-    lines = text.splitlines()
     if fmt == "c-array":
-        return _decode_c_array(lines, path, encoding)
+        return _decode_c_array(open_lines(), path, encoding)
     radix, little_endian, first_addr = (16, None, "")
     if fmt in ("xxd", "od", "hexdump"):
-        radix, little_endian, first_addr = _prepass(fmt, lines, path)
+        radix, little_endian, first_addr = _prepass(fmt, open_lines(), path)
     b = _Builder(path, gap_fill)
     variant = {"xxd": "xxd -e" if little_endian else "xxd", "plain": "plain", "certutil": "certutil -encodehex",
                "format-hex": "Format-Hex"}.get(fmt, "")
@@ -759,97 +892,107 @@ def decode_text_dump(text: str, *, path: str = "<text>", fmt: str = "auto", gap_
     pending_error: tuple[int, str] | None = None
     what = FORMAT_NAMES[fmt]
     keep_blanks = fmt == "xxd"  # its ASCII column may end in spaces
-    for lineno, raw in enumerate(lines, start=1):
-        line = _strip(raw, keep_blanks)
-        if not line or _rx.PROMPT.match(line) or (fmt == "format-hex" and _rx.PS_HEADER.match(line)):
-            continue
-        if line == "*":
-            if fmt in ("hexdump", "od", "xxd"):
-                if not started:
-                    b.fail(lineno, "'*' before any dump line")
-                b.repeat_pending = True
+    total = 0
+    for first, block in _blocks(open_lines()):
+        total = first + len(block) - 1
+        if fmt == "windbg" and pending_error is None and not b.repeat_pending:
+            fast = _fast_db(block)
+            if fast is not None:  # every line a full `db` line, contiguous: decoded at once
+                b.add_block(fast[0], fast[1], len(block), fast[2], first)
+                started, variant = True, "db"
                 continue
-            b.fail(lineno, "'*' (repeated lines) without addresses: how many lines it stands for is unknown; "
-                           "dump again with -v")
-        size_only = _rx.SIZE_ONLY.match(line) if fmt in ("hexdump", "od") else None
-        if size_only:  # the final line: the total size (also closes a '*' run)
-            try:
-                end = int(size_only.group(1), radix)
-            except ValueError:
-                b.fail(lineno, f"address {size_only.group(1)!r} is not base {radix} like the lines before")
-            if pending_error is not None:
+        for lineno, raw in enumerate(block, start=first):
+            line = _strip(raw, keep_blanks)
+            if not line or _rx.PROMPT.match(line) or (fmt == "format-hex" and _rx.PS_HEADER.match(line)):
+                continue
+            if line == "*":
+                if fmt in ("hexdump", "od", "xxd"):
+                    if not started:
+                        b.fail(lineno, "'*' before any dump line")
+                    b.repeat_pending = True
+                    continue
+                b.fail(lineno, "'*' (repeated lines) without addresses: how many lines it stands for is unknown; "
+                               "dump again with -v")
+            size_only = _rx.SIZE_ONLY.match(line) if fmt in ("hexdump", "od") else None
+            if size_only:  # the final line: the total size (also closes a '*' run)
+                try:
+                    end = int(size_only.group(1), radix)
+                except ValueError:
+                    b.fail(lineno, f"address {size_only.group(1)!r} is not base {radix} like the lines before")
+                if pending_error is not None:
+                    b.fail(pending_error[0], f"not a line of {what}: {pending_error[1][:60]!r}")
+                b.end_at(end, lineno, slack)
+                closed = True
+                continue
+            parsed = None
+            if fmt == "windbg":
+                m = _rx.WINDBG_ADDR.match(line) or _rx.WINDBG_PHYS.match(line)
+                if m:
+                    address, data, variant = _windbg_line(line, m, lineno, b)
+                    parsed = (address, data)
+            elif fmt == "xxd":
+                split = _xxd_split(line)
+                if split is not None:
+                    token, hexarea, text_col, bits = split
+                    if bits and variant == "xxd":
+                        variant = "xxd -b"
+                    if not text_col:
+                        b.fail(lineno, f"malformed xxd line (no ASCII column of as many characters as bytes): "
+                                       f"{line[:60]!r}")
+                    try:
+                        data = _xxd_bytes(hexarea, bool(little_endian), bits)
+                    except ValueError:
+                        b.fail(lineno, "malformed hex bytes")
+                    parsed = (int(token, radix), data)
+            elif fmt == "hexdump" and (m := _rx.HEXDUMP.match(line)):
+                parsed = (int(m.group(1), 16), _hexbytes(m.group(2).split(), lineno, b))
+                variant = "hexdump -C"
+            elif fmt in ("od", "hexdump"):
+                words = _words(line)
+                if words is not None:
+                    token, tokens, z = words
+                    try:
+                        address = int(token, radix)
+                    except ValueError:
+                        b.fail(lineno, f"address {token!r} is not base {radix} like the lines before")
+                    data, slack = _word_bytes(tokens)
+                    parsed = (address, data)
+                    if not variant:
+                        variant = _words_variant(radix, first_addr, raw, len(tokens[0]), z)
+            elif fmt == "format-hex":
+                m = _rx.PS7.match(line) or _rx.PS5.match(line)
+                if m:
+                    parsed = (int(m.group(1), 16), _columns(line[m.end():], lineno, b, "Format-Hex"))
+                    variant = "Format-Hex (PowerShell 7)" if len(m.group(1)) == 16 else "Format-Hex (PowerShell 5.1)"
+            elif fmt == "certutil":
+                m = _rx.CERTUTIL.match(line)
+                if m:
+                    parsed = (int(m.group(1), 16), _columns(line[m.end():], lineno, b, "certutil", gap_after_8=True))
+            elif fmt == "plain":
+                if _is_plain(line):
+                    cleaned = line.replace(",", " ").replace("0x", " ").replace("0X", " ")
+                    if not started and raw[:1].isspace():
+                        runs = _hex_runs(cleaned[:_LONG_LINE].rsplit(None, 1)[0] if len(cleaned) > _LONG_LINE
+                                         else cleaned)  # the first words tell
+                        if runs[0] in (4, 8, 16) and (runs == runs[0]).all():
+                            raise InputError("words without addresses (`od -A n -t x2`?): their byte order is "
+                                             "unknown; dump with `od -A x -t x1` instead", path)
+                    parsed = (None, _hexbytes((cleaned,), lineno, b))  # runs of pairs: fromhex skips the blanks
+            if parsed is None:
+                if not started or fmt == "plain":
+                    if fmt == "plain":
+                        b.fail(lineno, f"not a line of {what}: {line[:60]!r}")
+                    continue  # text before the dump (a header, a log message) is skipped
+                pending_error = pending_error or (lineno, line)
+                continue
+            if pending_error is not None:  # a stray line between dump lines: the dump is damaged
                 b.fail(pending_error[0], f"not a line of {what}: {pending_error[1][:60]!r}")
-            b.end_at(end, lineno, slack)
-            closed = True
-            continue
-        parsed = None
-        if fmt == "windbg":
-            m = _rx.WINDBG_ADDR.match(line) or _rx.WINDBG_PHYS.match(line)
-            if m:
-                address, data, variant = _windbg_line(line, m, lineno, b)
-                parsed = (address, data)
-        elif fmt == "xxd":
-            split = _xxd_split(line)
-            if split is not None:
-                token, hexarea, text_col, bits = split
-                if bits and variant == "xxd":
-                    variant = "xxd -b"
-                if not text_col:
-                    b.fail(lineno, f"malformed xxd line (no ASCII column of as many characters as bytes): "
-                                   f"{line[:60]!r}")
-                try:
-                    data = _xxd_bytes(hexarea, bool(little_endian), bits)
-                except ValueError:
-                    b.fail(lineno, "malformed hex bytes")
-                parsed = (int(token, radix), data)
-        elif fmt == "hexdump" and (m := _rx.HEXDUMP.match(line)):
-            parsed = (int(m.group(1), 16), _hexbytes(m.group(2).split(), lineno, b))
-            variant = "hexdump -C"
-        elif fmt in ("od", "hexdump"):
-            words = _words(line)
-            if words is not None:
-                token, tokens, z = words
-                try:
-                    address = int(token, radix)
-                except ValueError:
-                    b.fail(lineno, f"address {token!r} is not base {radix} like the lines before")
-                data, slack = _word_bytes(tokens)
-                parsed = (address, data)
-                if not variant:
-                    variant = _words_variant(radix, first_addr, raw, len(tokens[0]), z)
-        elif fmt == "format-hex":
-            m = _rx.PS7.match(line) or _rx.PS5.match(line)
-            if m:
-                parsed = (int(m.group(1), 16), _columns(line[m.end():], lineno, b, "Format-Hex"))
-                variant = "Format-Hex (PowerShell 7)" if len(m.group(1)) == 16 else "Format-Hex (PowerShell 5.1)"
-        elif fmt == "certutil":
-            m = _rx.CERTUTIL.match(line)
-            if m:
-                parsed = (int(m.group(1), 16), _columns(line[m.end():], lineno, b, "certutil", gap_after_8=True))
-        elif fmt == "plain":
-            if _rx.PLAIN.match(line):
-                cleaned = line.replace(",", " ").replace("0x", " ").replace("0X", " ")
-                tokens = cleaned.split()
-                if not started and raw[:1].isspace() and len(tokens[0]) in (4, 8, 16) \
-                        and all(len(t) == len(tokens[0]) for t in tokens):
-                    raise InputError("words without addresses (`od -A n -t x2`?): their byte order is unknown; "
-                                     "dump with `od -A x -t x1` instead", path)
-                parsed = (None, _hexbytes(tokens, lineno, b))
-        if parsed is None:
-            if not started or fmt == "plain":
-                if fmt == "plain":
-                    b.fail(lineno, f"not a line of {what}: {line[:60]!r}")
-                continue  # text before the dump (a header, a log message) is skipped
-            pending_error = pending_error or (lineno, line)
-            continue
-        if pending_error is not None:  # a stray line between dump lines: the dump is damaged
-            b.fail(pending_error[0], f"not a line of {what}: {pending_error[1][:60]!r}")
-        if closed:
-            b.fail(lineno, f"a dump line after the closing size line: {line[:60]!r}")
-        started = True
-        b.add(parsed[0], parsed[1], lineno)
+            if closed:
+                b.fail(lineno, f"a dump line after the closing size line: {line[:60]!r}")
+            started = True
+            b.add(parsed[0], parsed[1], lineno)
     if b.repeat_pending and b.last_line:
-        b.fail(len(lines), "'*' at the end without a closing address")
+        b.fail(total, "'*' at the end without a closing address")
     if not started and not closed:
         raise InputError(f"no lines of {what} found", path)
     if fmt in ("od", "hexdump") and variant.startswith("hexdump") and variant != "hexdump -C":
@@ -868,28 +1011,78 @@ def _words_variant(radix: int, first_addr: str, raw: str, width: int, z: bool) -
 
 
 def read_text_dump(path: str, *, fmt: str = "auto", gap_fill: int | None = None) -> TextDump:
-    """Read and decode a text dump file (refused above MAX_TEXT_BYTES)."""
-    text, encoding = read_text_file(path, "a text hex dump")
-    return decode_text_dump(text, path=path, fmt=fmt, gap_fill=gap_fill, encoding=encoding)
+    """Read and decode a text dump file, line by line (refused above MAX_TEXT_FILE; its bytes above
+    MAX_TEXT_BYTES)."""
+    if fmt not in ("auto",) + FORMATS:
+        raise InputError(f"unknown text dump format {fmt!r} (expected auto, {', '.join(FORMATS)})", path)
+    open_lines, encoding = text_lines(path, "a text hex dump")
+    return _decode(open_lines, path=path, fmt=fmt, gap_fill=gap_fill, encoding=encoding)
 
 
 def read_text_file(path: str, what: str) -> tuple[str, str]:
-    """(text, encoding) of a text file (UTF-8, or UTF-16 with a BOM) of at most MAX_TEXT_BYTES; `what` names
-    it in the errors ("a text hex dump", "a driver log")."""
+    """(text, encoding) of a whole text file (UTF-8, or UTF-16); `what` names it in the errors ("a driver log").
+    Prefer text_lines, which holds one line at a time."""
+    open_lines, encoding = text_lines(path, what)
+    return "\n".join(open_lines()), encoding
+
+
+def text_lines(path: str, what: str):
+    """(open_lines, encoding) of a text file of at most MAX_TEXT_FILE bytes: `open_lines()` reads it afresh,
+    one line at a time (as str.splitlines() splits), so memory does not grow with the file. Text is UTF-8
+    (a BOM or none) or UTF-16 (a BOM, or NUL-interleaved ASCII without one); a byte that is no text is an
+    InputError naming the line, `what` naming the file ("a text hex dump", "a driver log")."""
+    import io
+
     from forensics.dump import check_readable_file
     from forensics.errors import reading
 
     size = check_readable_file(path)
-    if size > MAX_TEXT_BYTES:
-        raise InputError(f"{size:,} bytes is larger than the {MAX_TEXT_BYTES >> 20} MiB limit for {what}; "
-                         f"split it", path)
-    with reading(path):
-        with open(path, "rb") as fh:
-            raw = fh.read()
-    decoded = decode_text(raw)
+    if size > MAX_TEXT_FILE:
+        raise InputError(f"{size:,} bytes is larger than the {MAX_TEXT_FILE >> 20} MiB limit for {what} "
+                         f"(MAX_TEXT_FILE); split it", path)
+    with reading(path), open(path, "rb") as fh:
+        head = fh.read(SNIFF_BYTES)
+    decoded = decode_text(head)
     if decoded is None:
         raise InputError(f"not text (binary bytes or an unknown encoding): not {what}", path)
-    return decoded
+    encoding = decoded[1]
+    skip = 0
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")) and encoding.startswith("utf-16"):
+        skip = 2
+    elif head.startswith(b"\xef\xbb\xbf"):
+        skip = 3
+
+    def open_lines():
+        lineno = 0
+        pending: list[str] = []  # the start of a line that goes on past the chunks read so far
+        with reading(path), open(path, "rb") as raw:
+            raw.seek(skip)
+            stream = io.TextIOWrapper(raw, encoding=encoding, errors="strict", newline="")
+            while True:  # 1 MiB of text at a time: checked and split at C speed
+                try:
+                    chunk = stream.read(_TEXT_CHUNK)
+                except UnicodeDecodeError:
+                    raise InputError(f"after line {lineno}: bytes that are not {encoding} text: not {what}",
+                                     path) from None
+                bad = _rx.CONTROL.search(chunk)
+                if bad:
+                    at = lineno + "".join(pending).count("\n") + chunk.count("\n", 0, bad.start()) + 1
+                    raise InputError(f"line {at}: a control character: not text, not {what}", path)
+                if not chunk:  # the end: what is pending is the last line
+                    yield from "".join(pending).splitlines()
+                    return
+                # the last line break of the chunk, but a final \r (its \n may come next)
+                cut = max(chunk.rfind("\n"), chunk.rfind("\r", 0, len(chunk) - 1), chunk.rfind("\x0c"),
+                          chunk.rfind("\x85"), chunk.rfind("\u2028"), chunk.rfind("\u2029"))
+                if cut < 0:
+                    pending.append(chunk)
+                    continue
+                lines = ("".join(pending) + chunk[:cut + 1]).splitlines()
+                pending = [chunk[cut + 1:]]
+                lineno += len(lines)
+                yield from lines
+
+    return open_lines, encoding
 
 
 def sniff_file(path: str, file_size: int) -> tuple[str, float] | None:
@@ -912,7 +1105,10 @@ def sniff_file(path: str, file_size: int) -> tuple[str, float] | None:
         return ("binary", share)
     text = decoded[0]
     if file_size > len(head):  # the last line of the sniff window may be cut
-        text = text[: text.rfind("\n") + 1] or text
+        cut = text[: text.rfind("\n") + 1]
+        # one long line (`xxd -p -c 0`, spaced hex): cut at its last blank or comma, not inside a pair
+        blank = max(text.rfind(" "), text.rfind(","))
+        text = cut or (text[:blank].rstrip(" ,") if blank > 0 else text)
     # a dump in a form that is refused (od's octal words...) still goes to decoding, which says why
     return ("text-dump" if detect_format(text) or _refusal(text) else "text", share)
 

@@ -16,11 +16,11 @@ import re
 from dataclasses import dataclass
 
 from forensics.errors import InputError
+from forensics.verdict import Verdict
 
 CHECKS = ("max", "mean", "p99")
-MATCH, WITHIN, DIFFER = "MATCH", "WITHIN TOLERANCE", "DIFFER"
-TRUNCATED = "TRUNCATED"  # verify: a logged line or byte run cut short (DbgPrint's limit, a paste)
-HEAD_WINDOW = "HEAD WINDOW"  # a dump shorter than the model tensor it stands for: only its head was judged
+MATCH, WITHIN, DIFFER = Verdict.MATCH, Verdict.WITHIN, Verdict.DIFFER
+TRUNCATED, HEAD_WINDOW = Verdict.TRUNCATED, Verdict.HEAD_WINDOW  # forensics.verdict says what they mean
 VERDICTS = (MATCH, WITHIN, DIFFER)
 
 
@@ -176,6 +176,25 @@ def make_policy(*, tolerance: int | None = None, atol: str | None = None, rtol: 
     return TolerancePolicy(default, tuple(items))
 
 
+def lsb_delta(a, b, dtype, keep=None) -> int:
+    """The largest |b - a| of integer elements given as their raw bytes (uint8 arrays of whole elements, in
+    `dtype`'s byte order), in LSB of the quantized code: int8 0x00 -> 0xff is 1 LSB, not 255. `keep` (one bool per
+    element) leaves elements out (pad lanes). The one LSB rule of every command: an LSB tolerance applies to
+    integer elements only (floats are compared exactly, see Tolerance.atol_units)."""
+    import numpy as np
+
+    dtype = np.dtype(dtype)
+    if dtype.kind not in "iu":
+        raise ValueError(f"an LSB delta needs integer elements, not {dtype}")
+    x, y = np.asarray(a).view(dtype), np.asarray(b).view(dtype)
+    if keep is not None:
+        x, y = x[keep], y[keep]
+    if not x.size:
+        return 0
+    wide = np.int64 if dtype.itemsize < 8 or dtype.kind == "i" else np.float64
+    return int(np.abs(x.astype(wide) - y.astype(wide)).max())
+
+
 def passes(stats, tol: Tolerance, atol_units: float) -> bool:
     """Whether statistics computed with this tolerance pass its check."""
     if stats.nonfinite_mismatch:
@@ -189,7 +208,7 @@ def passes(stats, tol: Tolerance, atol_units: float) -> bool:
 
 
 def judge(*, equal: bool, comparable: bool = True, stats=None, tol: Tolerance | None = None,
-          atol_units: float = 0.0) -> str:
+          atol_units: float = 0.0) -> Verdict:
     """MATCH when equal; WITHIN TOLERANCE when the statistics pass; else DIFFER (also when not comparable)."""
     if equal and comparable:
         return MATCH

@@ -3,7 +3,11 @@ the library never imports the CLI or rich, optional dependencies are imported la
 so the core works with numpy + rich + flatbuffers, and CONTRIBUTING's map lists every module in layer order."""
 
 import ast
+import pathlib
 import re
+import shutil
+
+import pytest
 
 from tests.conftest import REPO
 
@@ -13,16 +17,16 @@ PACKAGE = REPO / "forensics"
 # own layer and of the layers below, never above. Entries are paths under forensics/; "pkg/" is a whole
 # package. CONTRIBUTING.md's map is checked against this list.
 LAYERS = (
-    ("core", ("__init__.py", "exitcodes.py", "errors.py", "parallel.py")),
+    ("core", ("__init__.py", "exitcodes.py", "verdict.py", "errors.py", "parallel.py")),
     ("foundation", ("jsonio.py", "dump.py", "textdump.py", "layout.py", "outputs.py", "labels.py", "runtime.py",
-                    "stats.py", "tolerance.py")),
+                    "stats.py", "tolerance.py", "options.py")),
     ("streaming", ("crc.py", "blocks.py")),
     ("analyses", ("diff.py", "anchors.py", "coverage.py", "hexdump.py", "heat.py", "fingerprint.py")),
     ("model", ("tflite/",)),
     ("decode", ("decode/", "classes.py")),
     ("geometry", ("geometry.py",)),
     ("model dumps", ("modeldumps.py",)),
-    ("diagnosis", ("simulate.py", "diagnose.py")),
+    ("diagnosis", ("diagnose/", "simulate.py")),
     ("link", ("link.py", "link_bugs.py")),  # link: issue 23
     ("registers", ("csr/",)),
     ("runs", ("runs/",)),
@@ -34,37 +38,60 @@ OPTIONAL = {"ai_edge_litert", "tflite_runtime", "PIL", "matplotlib", "pandas", "
             "dask", "distributed", "fsspec", "faster_coco_eval"}
 
 
-def _imports(tree, top_level_only):
+def _absolute(rel, node) -> str:
+    """The module an ImportFrom names, with a relative import (`from .render import style`, level > 0) resolved
+    against the package of the file at `rel` (a path under forensics/), as Python resolves it."""
+    if node.level == 0:
+        return node.module or ""
+    package = ["forensics", *rel.parts[:-1]]  # a package's __init__.py: its own package
+    base = package[:len(package) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def _imports(tree, top_level_only, rel=None):
+    """Every module name an import statement names (relative ones resolved when `rel` is given), and for
+    `from X import y` also X.y, which may be a module."""
     nodes = tree.body if top_level_only else list(ast.walk(tree))
     for node in nodes:
         if isinstance(node, ast.Import):
             for alias in node.names:
                 yield alias.name
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            yield node.module
+        elif isinstance(node, ast.ImportFrom):
+            if node.level > 0 and rel is None:
+                raise AssertionError("a relative import needs the importing file's path")
+            module = _absolute(rel, node)
+            if module:
+                yield module
+            if node.level > 0:
+                for alias in node.names:
+                    yield f"{module}.{alias.name}" if module else alias.name
 
 
-def _modules():
-    for path in sorted(PACKAGE.rglob("*.py")):
-        yield path.relative_to(PACKAGE), ast.parse(path.read_text(encoding="utf-8"))
+def _modules(package=PACKAGE):
+    for path in sorted(package.rglob("*.py")):
+        yield path.relative_to(package), ast.parse(path.read_text(encoding="utf-8"))
+
+
+def _library_imports_of_cli_or_rendering(package=PACKAGE) -> list:
+    # forensics.reports composes the library and the renderers (its reports render themselves): above render.
+    offenders = []
+    for rel, tree in _modules(package):
+        if rel.parts[0] in ("cli", "render", "reports") or rel.name == "__main__.py":
+            continue
+        for name in _imports(tree, top_level_only=False, rel=rel):
+            if name.split(".")[0] == "rich" or name.startswith(("forensics.cli", "forensics.render")):
+                offenders.append(f"{rel}: {name}")
+    return sorted(set(offenders))
 
 
 def test_library_never_imports_cli_or_rendering():
-    # forensics.reports composes the library and the renderers (its reports render themselves): above render.
-    offenders = []
-    for rel, tree in _modules():
-        if rel.parts[0] in ("cli", "render", "reports") or rel.name == "__main__.py":
-            continue
-        for name in _imports(tree, top_level_only=False):
-            if name.split(".")[0] == "rich" or name.startswith(("forensics.cli", "forensics.render")):
-                offenders.append(f"{rel}: {name}")
-    assert offenders == []
+    assert _library_imports_of_cli_or_rendering() == []
 
 
 def test_optional_dependencies_are_imported_lazily():
     offenders = []
     for rel, tree in _modules():
-        for name in _imports(tree, top_level_only=True):
+        for name in _imports(tree, top_level_only=True, rel=rel):
             if name.split(".")[0] in OPTIONAL:
                 offenders.append(f"{rel}: {name}")
     assert offenders == []
@@ -76,7 +103,7 @@ def test_cli_modules_keep_heavy_imports_inside_handlers():
     for rel, tree in _modules():
         if rel.parts[0] != "cli":
             continue
-        for name in _imports(tree, top_level_only=True):
+        for name in _imports(tree, top_level_only=True, rel=rel):
             if name.split(".")[0] in {"numpy", "rich"} | OPTIONAL:
                 offenders.append(f"{rel}: {name}")
     assert offenders == []
@@ -121,41 +148,69 @@ def _layer_of(rel) -> int:
                          "and to CONTRIBUTING.md's map")
 
 
-def _module_file(name: str):
+def _module_file(name: str, package=PACKAGE):
     """forensics.a.b -> a/b.py or a/b/__init__.py (relative to forensics/), None when it is not a module."""
     parts = name.split(".")[1:]
-    for candidate in (PACKAGE.joinpath(*parts).with_suffix(".py") if parts else None,
-                      PACKAGE.joinpath(*parts, "__init__.py")):
+    for candidate in (package.joinpath(*parts).with_suffix(".py") if parts else None,
+                      package.joinpath(*parts, "__init__.py")):
         if candidate is not None and candidate.is_file():
-            return candidate.relative_to(PACKAGE)
+            return candidate.relative_to(package)
     return None
 
 
-def _forensics_imports(tree):
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            # `from forensics.x import y`: y may be a module (forensics.x.y) or a name in forensics.x
-            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
-        else:
-            continue
-        for name in names:
-            if name == "forensics" or name.startswith("forensics."):
-                target = _module_file(name)
-                if target is not None:
-                    yield target
+def _forensics_imports(tree, rel, package=PACKAGE):
+    # `from forensics.x import y` (or `from .x import y`): y may be a module (forensics.x.y) or a name in x
+    for name in set(_imports(tree, top_level_only=False, rel=rel)):
+        if name == "forensics" or name.startswith("forensics."):
+            target = _module_file(name, package)
+            if target is not None:
+                yield target
 
 
-def test_every_import_goes_down_the_layers():
+def _upward_imports(package=PACKAGE) -> list:
     offenders = []
-    for rel, tree in _modules():
+    for rel, tree in _modules(package):
         own = _layer_of(rel)
-        for target in set(_forensics_imports(tree)):
+        for target in set(_forensics_imports(tree, rel, package)):
             if _layer_of(target) > own:
                 offenders.append(f"forensics/{rel.as_posix()} ({LAYERS[own][0]}) imports "
                                  f"forensics/{target.as_posix()} ({LAYERS[_layer_of(target)][0]})")
-    assert sorted(offenders) == []
+    return sorted(offenders)
+
+
+def test_every_import_goes_down_the_layers():
+    assert _upward_imports() == []
+
+
+@pytest.mark.parametrize("planted", [
+    "from .render.style import wrote",             # the issue's case: one level up from a top-level module
+    "from . import reports",                       # a package reached through `from . import`
+    "from forensics.render.style import wrote",    # the absolute spelling
+    "import forensics.cli.args",
+])
+def test_layer_checks_catch_a_planted_upward_import(tmp_path, planted):
+    # Planted into a copy of the tree (never the real one): a library module importing the CLI, the renderers
+    # or the reports must fail the layer test, however the import is spelled; the untouched copy passes.
+    copy = tmp_path / "forensics"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    assert _upward_imports(copy) == []
+    target = copy / "stats.py"
+    target.write_text(target.read_text(encoding="utf-8") + f"\n\ndef _planted():\n    {planted}\n",
+                      encoding="utf-8")
+    offenders = _upward_imports(copy)
+    assert len(offenders) == 1 and offenders[0].startswith("forensics/stats.py (foundation) imports"), offenders
+    if "reports" not in planted:  # the CLI and the renderers are also named by the library rule
+        library = _library_imports_of_cli_or_rendering(copy)
+        assert library and all(line.startswith("stats.py: forensics.") for line in library), library
+
+
+def test_relative_imports_inside_a_subpackage_resolve_to_its_siblings(tmp_path):
+    # `from ..render import style` in forensics/runs/compare.py is forensics.render.style, and `from .run
+    # import x` in forensics/runs/batch.py is forensics.runs.run (a sibling: not an offence).
+    rel = pathlib.PurePosixPath("runs/compare.py")
+    names = set(_imports(ast.parse("from ..render import style\nfrom .run import Run\nfrom . import batch"),
+                         top_level_only=False, rel=rel))
+    assert {"forensics.render", "forensics.render.style", "forensics.runs.run", "forensics.runs.batch"} <= names
 
 
 def _contributing_map() -> list:

@@ -13,8 +13,7 @@ import sys
 
 from forensics import __version__
 from forensics.errors import ForensicsError, InputError
-from forensics.exitcodes import BUG as EXIT_BUG, ERROR as EXIT_ERROR, INTERRUPTED as EXIT_INTERRUPTED, \
-    SAME as EXIT_SAME
+from forensics.exitcodes import BUG as EXIT_BUG, ERROR as EXIT_ERROR, INTERRUPTED as EXIT_INTERRUPTED
 
 # A closed stdout (`forensics crc a b | head -1`): the status a shell gives `cat` ended by SIGPIPE (128 + 13).
 # Never 0 or 1, which would state a result the reader did not get; run() ends the process by SIGPIPE itself.
@@ -245,7 +244,9 @@ def main(argv=None, stdout=None, stderr=None) -> int:
     try:
         args = parser.parse_args(argv)
     except UsageError as exc:
-        stderr.write(f"{exc}\n")
+        from forensics.render.console import safe_line  # a flag's value is input: escaped, bounded
+
+        stderr.write(safe_line(str(exc)) + "\n")
         return EXIT_ERROR
     except SystemExit as exc:  # --help / --version
         return int(exc.code or 0)
@@ -255,8 +256,6 @@ def main(argv=None, stdout=None, stderr=None) -> int:
     from forensics.render.console import Output  # after parsing: `--help` and usage errors need no renderer
 
     out = Output(stdout, stderr, width=args.width, color=args.color)
-    import warnings
-
     try:
         with _notices_to(out):
             check_outputs(_command_parser(parser, args.command), args)

@@ -3,104 +3,68 @@
 from __future__ import annotations
 
 import argparse
-import math
-import re
 
-MAX_RECORD = 1 << 24  # bytes per record: a record is one anchor's lanes; 16 MiB is far beyond any real one
-_DECIMAL = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", re.ASCII)
+from forensics import options
+from forensics.options import MAX_NUMBER_CHARS  # noqa: F401  (the grammar's bound, named in its errors)
+
+
+def _grammar(grammar, text: str):
+    """The value `text` spells in the one grammar the library shares (forensics.options), else argparse's error."""
+    try:
+        return grammar(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def cli_type(grammar):
+    """An argparse type that reads a flag's text in `grammar`, the spelling the library takes too."""
+    def parse(text: str):
+        return _grammar(grammar, text)
+
+    parse.__name__ = parse.__qualname__ = grammar.__name__
+    parse.__doc__ = grammar.__doc__
+    return parse
 
 
 def parse_int(text: str) -> int:
     """Decimal, 0x-hex, 0o/0b, and underscores: `4096`, `0x1000`, `8_136`."""
-    try:
-        return int(text.replace("_", ""), 0)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    return _grammar(options.integer, text)
 
 
 def non_negative_int(text: str) -> int:
-    value = parse_int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative, got {value}")
-    return value
+    return _grammar(options.non_negative, text)
 
 
 def positive_int(text: str) -> int:
-    value = parse_int(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
-    return value
-
-
-def _decimal(text: str) -> float:
-    """An ASCII decimal number (float() also takes `1_000`, `١٢` and `inf`, which a flag should not)."""
-    text = text.strip()
-    if not _DECIMAL.fullmatch(text):
-        raise ValueError(text)
-    return float(text)
+    return _grammar(options.positive, text)
 
 
 def positive_float(text: str) -> float:
     """A scale: `0.10822763`, `1/256` (fractions are how users write uint8 scales)."""
-    try:
-        if "/" in text:
-            num, den = text.split("/", 1)
-            value = _decimal(num) / _decimal(den)
-        else:
-            value = _decimal(text)
-    except (ValueError, ZeroDivisionError, OverflowError):
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive finite number, got {text}")
-    return value
+    return _grammar(options.scale, text)
 
 
 def record_size(text: str) -> int:
-    value = positive_int(text)
-    if value > MAX_RECORD:
-        raise argparse.ArgumentTypeError(f"must be at most {MAX_RECORD} bytes per record, got {value}")
-    return value
+    return _grammar(options.record_size, text)
 
 
 def zero_point(text: str) -> int:
     """A uint8 (0..255) or int8 (-128..127) zero point; the dtype, when known, narrows it further."""
-    try:
-        value = int(text.strip(), 10) if re.fullmatch(r"\s*[+-]?\d+\s*", text, re.ASCII) else None
-    except ValueError:
-        value = None
-    if value is None:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}")
-    if not -128 <= value <= 255:
-        raise argparse.ArgumentTypeError(f"must be a uint8 (0..255) or int8 (-128..127) zero point, got {value}")
-    return value
+    return _grammar(options.zero_point, text)
 
 
 def lane_list(text: str) -> tuple[int, ...]:
     """`2,3` -> (2, 3)."""
-    try:
-        lanes = tuple(int(part) for part in text.split(",") if part.strip() != "")
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated lane numbers like 2,3, got {text!r}") from None
-    if not lanes or any(lane < 0 for lane in lanes):
-        raise argparse.ArgumentTypeError(f"expected comma-separated lane numbers like 2,3, got {text!r}")
-    return lanes
+    return _grammar(options.lanes, text)
 
 
 def name_list(text: str) -> tuple[str, ...]:
-    names = tuple(part.strip() for part in text.split(","))
-    if not all(names):
-        raise argparse.ArgumentTypeError(f"expected comma-separated names like bg,face,pad,pad, got {text!r}")
-    return names
+    return _grammar(options.names, text)
 
 
 def hex_pattern(text: str) -> bytes:
     """A sentinel: `cc`, `0xCC`, `deadbeef`, `de ad be ef`."""
-    cleaned = text.strip().lower().replace(" ", "").replace("_", "")
-    if cleaned.startswith("0x"):
-        cleaned = cleaned[2:]
-    if not cleaned or len(cleaned) % 2 or any(c not in "0123456789abcdef" for c in cleaned):
-        raise argparse.ArgumentTypeError(f"expected hex bytes like cc or deadbeef, got {text!r}")
-    return bytes.fromhex(cleaned)
+    return _grammar(options.hex_bytes, text)
 
 
 def add_layout_flags(parser: argparse.ArgumentParser, *, count: bool = True) -> None:
@@ -124,10 +88,7 @@ def add_layout_flags(parser: argparse.ArgumentParser, *, count: bool = True) -> 
 
 
 def gap_fill_byte(text: str) -> int:
-    value = non_negative_int(text)
-    if value > 255:
-        raise argparse.ArgumentTypeError(f"must be a byte value 0-255, got {value}")
-    return value
+    return _grammar(options.byte_value, text)
 
 
 def add_slice_flags(parser: argparse.ArgumentParser, *, offset: bool = True, length: bool = True) -> None:
@@ -148,11 +109,9 @@ def add_slice_flags(parser: argparse.ArgumentParser, *, offset: bool = True, len
 
 def crc_value(text: str) -> int:
     """A CRC32 as logged: `0x1234abcd`, `1234ABCD`."""
-    cleaned = text.strip().lower()
-    cleaned = cleaned[2:] if cleaned.startswith("0x") else cleaned
-    if not 1 <= len(cleaned) <= 8 or any(c not in "0123456789abcdef" for c in cleaned):
-        raise argparse.ArgumentTypeError(f"expected a CRC32 like 0x1234abcd, got {text!r}")
-    return int(cleaned, 16)
+    return _grammar(options.crc32, text)
+
+
 def add_tolerance_flags(parser: argparse.ArgumentParser) -> None:
     """--atol/--rtol/--check: how far B may be from A and still pass (forensics.tolerance)."""
     group = parser.add_argument_group("tolerance (verdict WITHIN TOLERANCE, exit 0, when the check passes)")

@@ -2,29 +2,11 @@
 
 from __future__ import annotations
 
-import argparse
-
+from forensics import options as grammar
 from forensics.cli import UsageError, options, show
-from forensics.cli.args import non_negative_int
+from forensics.cli.args import cli_type, non_negative_int
 
-ALL_BITS = (1 << 64) - 1
-
-
-def mask_spec(text: str) -> tuple[str, int]:
-    """`OFFSET=MASK` (bits that may differ) or `OFFSET` alone (the whole value may differ)."""
-    key, sep, mask = text.partition("=")
-    key = key.strip()
-    if not key:
-        raise argparse.ArgumentTypeError(f"expected OFFSET=MASK like 0x48590=0xffffffffffffffff, got {text!r}")
-    if not sep:
-        return key, ALL_BITS
-    try:
-        value = int(mask.strip().replace("_", ""), 0)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"mask is not an integer in {text!r}") from None
-    if not 0 <= value <= ALL_BITS:
-        raise argparse.ArgumentTypeError(f"mask must fit in 64 bits, got {text!r}")
-    return key, value
+mask_spec = cli_type(grammar.register_mask)  # the library's grammar: forensics.options
 
 
 def cmd_csr(args, out) -> int:

@@ -2,59 +2,18 @@
 
 from __future__ import annotations
 
-import argparse
 
+from forensics import options as grammar
 from forensics.cli import options, show
-from forensics.cli.args import add_slice_flags, positive_float, positive_int
+from forensics.cli.args import add_slice_flags, cli_type, non_negative_int, positive_float, positive_int
 
 
-def size_wh(text: str) -> tuple[int, int]:
-    """`640x480` -> (640, 480)."""
-    parts = text.lower().replace("*", "x").split("x")
-    try:
-        w, h = (int(p) for p in parts)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected WIDTHxHEIGHT like 640x480, got {text!r}") from None
-    if w <= 0 or h <= 0:
-        raise argparse.ArgumentTypeError(f"width and height must be positive, got {text!r}")
-    return w, h
-
-
-def float_list(text: str) -> tuple[float, ...]:
-    try:
-        values = tuple(float(eval_fraction(p)) for p in text.split(",") if p.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
-    if not values:
-        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}")
-    return values
-
-
-def eval_fraction(text: str) -> float:
-    if "/" in text:
-        num, den = text.split("/", 1)
-        return float(num) / float(den)
-    return float(text)
-
-
-def int_list(text: str) -> tuple[int, ...]:
-    try:
-        values = tuple(int(p) for p in text.split(",") if p.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected comma-separated integers like 19,10,5,3,2,1, got {text!r}") from None
-    if not values or any(v <= 0 for v in values):
-        raise argparse.ArgumentTypeError(f"expected positive integers like 19,10,5,3,2,1, got {text!r}")
-    return values
-
-
-def two_names(text: str) -> tuple[str, str]:
-    """`libedgetpu,ours` -> ("libedgetpu", "ours"): the --overlay decode's name, then this decode's."""
-    names = tuple(p.strip() for p in text.split(","))
-    if len(names) != 2 or not all(names):
-        raise argparse.ArgumentTypeError(f"expected two names like libedgetpu,ours (the --overlay decode, then "
-                                         f"this one), got {text!r}")
-    return names
+# The library's grammar (forensics.options), so that a flag and a report keyword take the same text.
+size_wh = cli_type(grammar.size)
+float_list = cli_type(grammar.numbers)
+int_list = cli_type(grammar.positive_ints)
+two_names = cli_type(grammar.two_names)
+finite_float = cli_type(grammar.number)
 
 
 def cmd_decode(args, out) -> int:
@@ -105,7 +64,7 @@ def register(subparsers, parents) -> None:
     ov.add_argument("--overlay-scores", metavar="SCORES2", help="... and its scores")
     ov.add_argument("--names", type=two_names, default=None, metavar="OTHER,THIS",
                     help="legend names, the overlay's first (default other,this), e.g. libedgetpu,ours")
-    p.add_argument("--score-threshold", type=float, default=None, metavar="S",
+    p.add_argument("--score-threshold", type=finite_float, default=None, metavar="S",
                    help="show (and draw) only rows scoring >= S; never changes the kernel's result")
     p.add_argument("--replay", action="store_true",
                    help="also run the official kernel in LiteRT on the same bytes: MATCH / MISMATCH")
@@ -139,11 +98,12 @@ def register(subparsers, parents) -> None:
     p.add_argument("--max-scale", type=positive_float, default=0.95)
     p.add_argument("--aspect-ratios", type=float_list, default=(1.0, 2.0, 0.5, 3.0, 0.3333), metavar="LIST",
                    help="default 1.0,2.0,0.5,3.0,0.3333 (as the sample pipeline configs)")
-    p.add_argument("--interpolated-scale-aspect-ratio", type=float, default=1.0, metavar="AR")
+    p.add_argument("--interpolated-scale-aspect-ratio", type=finite_float, default=1.0, metavar="AR")
     p.add_argument("--no-reduce-lowest", action="store_true", help="reduce_boxes_in_lowest_layer: false")
     p.add_argument("-o", "--output", metavar="anchors.bin", help="write float32 [N, 4] little-endian")
     p.add_argument("--check-model", metavar="MODEL", help="compare a .tflite's PostProcess anchors")
     p.add_argument("--check-deps", metavar="DIR", help="compare a deps directory's anchors.bin")
-    p.add_argument("--show", type=int, default=5, metavar="N", help="print the first N anchors (default 5)")
-    p.add_argument("--anchor", type=int, default=None, metavar="I", help="print anchor I")
+    p.add_argument("--show", type=cli_type(grammar.integer), default=5, metavar="N",
+                   help="print the first N anchors (default 5)")
+    p.add_argument("--anchor", type=non_negative_int, default=None, metavar="I", help="print anchor I")
     p.set_defaults(handler=cmd_anchors_gen)

@@ -22,20 +22,26 @@ def register(subparsers, parents) -> None:
         description="Compare A (reference) with B (under test) and name the usual bugs with their evidence: "
                     "shift, fill (never written), stride (raw vs tensor layout, channels padded), relayout, "
                     "signedness, lane_swap (endianness), truncation, oversize, pitch, page (a DMA page list out of "
-                    "order: pages swapped, repeated or dropped), cacheline (stale or filled 64-byte lines), bits "
+                    "order: pages swapped, repeated or dropped), rotation (a ring buffer read from another start), "
+                    "cacheline (stale or filled 64-byte lines), bits "
                     "(stuck or flipped bits), saturation, requantize, stale (with --previous), head_window. "
                     "Verdicts: "
                     "IDENTICAL and WITHIN TOLERANCE exit 0; EXPLAINED, PARTLY EXPLAINED and UNEXPLAINED exit 1 "
-                    "(a differing pair never exits 0 without a tolerance); 2 on bad input.")
+                    "(a differing pair never exits 0 without a tolerance; differences only in pad lanes are "
+                    "ignored, as diff ignores them, and said); 2 on bad input.")
     p.add_argument("a", metavar="A", help="reference dump (e.g. libedgetpu's)")
     p.add_argument("b", metavar="B", help="dump under test (e.g. your driver's)")
     p.add_argument("--previous", metavar="FILE", default=None,
                    help="the same buffer from an earlier run: is B stale (not rewritten this run)?")
+    p.add_argument("--inputs", nargs=2, metavar=("INPUT_A", "INPUT_B"), default=None,
+                   help="the inputs A and B were computed from: their CRCs are compared when B is unexplained "
+                        "(another input, or another model?)")
     p.add_argument("--model", metavar="MODEL", default=None, help="the .tflite the dumps come from (with --tensor)")
     p.add_argument("--tensor", metavar="NAME", default=None,
                    help="tensor the dumps hold (input or output): raw (chip layout) or tensor sizes are recognised")
     p.add_argument("--tolerance", type=non_negative_int, default=None, metavar="K",
-                   help="same-size pairs whose bytes differ by at most K LSB are WITHIN TOLERANCE (exit 0)")
+                   help="same-size pairs whose elements differ by at most K LSB in their dtype (int8: 0 -> -1 is "
+                        "1 LSB; from the .npy header, sidecar or model) are WITHIN TOLERANCE (exit 0), as compare")
     p.add_argument("--atol", default=None, metavar="KLSB", help="the same as --tolerance K, written Klsb (1lsb)")
     add_layout_flags(p, count=False)
     p.add_argument("--sentinel", type=hex_pattern, action="append", metavar="HEX",

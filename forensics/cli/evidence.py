@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 from forensics.cli import options, show
-from forensics.cli.args import LazyChoices, add_slice_flags, gap_fill_byte, positive_int
+from forensics import options as grammar
+from forensics.cli.args import LazyChoices, add_slice_flags, cli_type, gap_fill_byte, positive_int
 
 
 def cmd_import(args, out) -> int:
@@ -22,17 +23,11 @@ def cmd_fingerprint(args, out) -> int:
     if args.json:
         out.json(report.to_dict())
     else:  # plain lines, never wrapped: they are compared with a driver's log line by line
-        out.stdout.write("".join(line + "\n" for line in report.lines()))
+        out.lines(report.lines())
     return report.exit_code
 
 
-def _buffer_spec(text: str) -> tuple[str, str]:
-    import argparse
-
-    tag, sep, path = text.partition("=")
-    if not sep or not tag or not path:
-        raise argparse.ArgumentTypeError(f"expected TAG=FILE, got {text!r}")
-    return tag, path
+_buffer_spec = cli_type(grammar.tag_is_file)  # the library's grammar: forensics.options
 
 
 def cmd_verify(args, out) -> int:

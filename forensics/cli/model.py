@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from forensics.cli import options, show
-from forensics.cli.args import add_slice_flags, parse_int
+from forensics import options as grammar
+from forensics.cli.args import add_slice_flags, cli_type
 
 
 def cmd_graph(args, out) -> int:
@@ -24,13 +25,7 @@ def cmd_relayout(args, out) -> int:
     return show(reports.relayout(args.input, **options(args, "input")), args, out)
 
 
-def _byte(text: str) -> int:
-    import argparse
-
-    value = parse_int(text)
-    if not 0 <= value <= 255:
-        raise argparse.ArgumentTypeError(f"must be a byte 0..255 (e.g. 0x80), got {text}")
-    return value
+_byte = cli_type(grammar.byte_value)  # the library's grammar: forensics.options
 
 
 def register(subparsers, parents) -> None:

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import argparse
 
 from forensics.cli import UsageError, options, show
-from forensics.cli.args import add_slice_flags, add_tolerance_flags, non_negative_int, positive_float, positive_int
+from forensics import options as grammar
+from forensics.cli.args import add_slice_flags, add_tolerance_flags, cli_type, positive_float, positive_int
 
 
-def _input_spec(text: str) -> tuple[str, str]:
-    name, sep, path = text.partition("=")
-    if not sep or not name or not path:
-        raise argparse.ArgumentTypeError(f"expected NAME=FILE, got {text!r}")
-    return name, path
+_input_spec = cli_type(grammar.name_is_file)  # the library's grammar: forensics.options
 
 
 def cmd_capture(args, out) -> int:
@@ -48,14 +44,7 @@ def cmd_export(args, out) -> int:
     return show(reports.export(args.run, **options(args, "run")), args, out)
 
 
-def _tolerance_arg(text: str):
-    """`--tolerance K` (K LSB for every buffer) or `--tolerance TENSOR=SPEC` (one tensor's tolerance)."""
-    name, sep, spec = text.partition("=")
-    if sep:
-        if not name or not spec:
-            raise argparse.ArgumentTypeError(f"expected K or TENSOR=SPEC, got {text!r}")
-        return (name, spec)
-    return non_negative_int(text)
+_tolerance_arg = cli_type(grammar.tolerance_item)  # the library's grammar: forensics.options
 
 
 RESAMPLING = ("lanczos", "bilinear", "bicubic", "nearest", "box", "hamming")  # forensics.runs.capture.RESAMPLING

@@ -15,7 +15,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Sequence
 from itertools import compress, count, repeat
-from operator import contains, eq, ne
+from operator import contains, ne
 
 MYERS_MAX_D = 300
 GREEDY_WINDOW = 16   # how far the fallback looks for a local repair

@@ -10,7 +10,6 @@ The alignment itself (Myers' diff over integer keys, with its fallbacks) is fore
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, partial
 from itertools import compress, count, repeat
@@ -20,6 +19,7 @@ from typing import NamedTuple
 from forensics.csr.align import align_parts
 from forensics.csr.parse import Access, GuessedWidth, Trace, format_value, gc_paused, read_trace
 from forensics.csr.registers import UNKNOWN, RegisterTable, beagle_table, in_pcie_window
+from forensics.verdict import Verdict
 
 KINDS = ("match", "value", "width", "only_a", "only_b")
 MISMATCH_KINDS = KINDS[1:]
@@ -148,12 +148,17 @@ class CsrComparison:
     def register(self, offset: int) -> dict:
         return self.registers[offset]
 
-    def verdict(self) -> str:
+    @property
+    def verdict(self) -> Verdict:
+        return Verdict.PASSED if self.passed else Verdict.FAILED
+
+    def summary(self) -> str:
+        """`PASSED | all 120 accesses match`: the verdict and what it rests on, in one line."""
         if self.passed:
             extra = f" ({self.masked} only in masked bits)" if self.masked else ""
-            return f"PASSED | all {self.matched} accesses match{extra}"
+            return f"{self.verdict} | all {self.matched} accesses match{extra}"
         parts = [f"{self.counts[k]} {k}" for k in MISMATCH_KINDS if self.counts.get(k)]
-        return f"FAILED | {self.matched} match, " + ", ".join(parts)
+        return f"{self.verdict} | {self.matched} match, " + ", ".join(parts)
 
     def _row_dict(self, row: CsrRow) -> dict:
         reg = self.registers[row.offset]
@@ -181,8 +186,8 @@ class CsrComparison:
         outside = sorted(o for o, r in self.registers.items() if not r["pcie_window"])
         return {
             "mode": self.mode,
-            "verdict": "PASSED" if self.passed else "FAILED",
-            "summary": self.verdict(),
+            "verdict": self.verdict,
+            "summary": self.summary(),
             "a": self.trace_a,
             "b": self.trace_b,
             "reads_included": self.include_reads,

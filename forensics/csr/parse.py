@@ -34,6 +34,7 @@ from operator import add, contains, eq, getitem, gt, itemgetter, not_, or_, sub
 from typing import NamedTuple
 
 from forensics.errors import FormatError, InputError
+from forensics.options import integer
 
 MAX_VALUE = (1 << 64) - 1
 
@@ -129,10 +130,7 @@ class _TooBig(ValueError):
 
 
 def _number(text: str, what: str) -> int:
-    try:
-        value = int(text, 0)
-    except ValueError:  # decimal with leading zeros ("007"): int(text, 0) refuses, base 10 does not
-        value = int(text, 10)
+    value = integer(text)  # the project's one number grammar (the regexes above let only digits through)
     if value > MAX_VALUE:
         raise _TooBig(f"{what} {text} does not fit in 64 bits")
     return value

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from forensics.errors import InputError
+from forensics.layout import dequantize as dequantize_as
 
 ROUNDINGS = ("reference", "litert")
 
@@ -147,21 +148,13 @@ class Quantization:
 
 def dequantize_single(q, quant: Quantization) -> np.ndarray:
     """fl((q - zero_point) * scale): one rounding (the kernel's Dequantizer, the reference kernels)."""
-    q = np.asarray(q)
-    return (q.astype(np.float32) - np.float32(quant.zero_point)) * np.float32(quant.scale)
+    return dequantize_as(q, quant.scale, quant.zero_point, "reference")
 
 
 def dequantize_litert(q, quant: Quantization) -> np.ndarray:
     """LiteRT x86 optimized Dequantize: fl(fl(q*s) - fl(zp*s)) in full blocks of 8 of the flat tensor, then
     fl(s*(q-zp)) for the last n mod 8 elements (measured on ai-edge-litert 2.3, x86-64)."""
-    q = np.asarray(q)
-    flat = q.reshape(-1).astype(np.float32)
-    s = np.float32(quant.scale)
-    out = np.empty(flat.shape, np.float32)
-    full = (flat.size // 8) * 8
-    out[:full] = flat[:full] * s - np.float32(np.float32(quant.zero_point) * s)
-    out[full:] = (flat[full:] - np.float32(quant.zero_point)) * s
-    return out.reshape(q.shape)
+    return dequantize_as(q, quant.scale, quant.zero_point, "litert")
 
 
 def dequantize(q, quant: Quantization, rounding: str = "reference") -> np.ndarray:
@@ -182,8 +175,7 @@ def _score_tables(scale: float, zero_point: int, rounding: str) -> tuple[np.ndar
     tail = dequantize_single(codes, quant)
     block = tail
     if rounding == "litert":
-        s = np.float32(scale)
-        block = codes.astype(np.float32) * s - np.float32(np.float32(zero_point) * s)
+        block = dequantize_as(codes, scale, zero_point, "block")
         if np.array_equal(block.view(np.uint32), tail.view(np.uint32)):
             block = tail  # e.g. zero_point 0: both roundings agree on every byte
     tail.setflags(write=False)
@@ -286,8 +278,7 @@ def _code_factors(scale: float, zero_point: int, two_roundings: bool, scales: tu
     tail = dequantize_single(codes, Quantization(scale, zero_point))
     block = tail
     if two_roundings:
-        s = np.float32(scale)
-        block = codes.astype(np.float32) * s - np.float32(np.float32(zero_point) * s)
+        block = dequantize_as(codes, scale, zero_point, "block")
     sy, sx, sh, sw = scales
     out = np.empty((2, 4, 256), np.float64)
     with np.errstate(all="ignore"):

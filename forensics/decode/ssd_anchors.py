@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from forensics.errors import InputError
+from forensics.layout import MAX_ANCHORS
 from forensics.outputs import write_bytes_atomic
 
-MAX_ANCHORS = 1 << 22  # 4,194,304 anchors (64 MiB as float32 [N, 4]); real SSDs have 1,917 to ~50,000
 _F32_MAX = float(np.finfo(np.float32).max)
 
 

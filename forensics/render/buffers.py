@@ -8,6 +8,7 @@ from forensics.crc import format_crc
 from forensics.render.style import RowsTable
 from forensics.render.style import table as _table
 from forensics.render.style import verdict
+from forensics.verdict import Verdict
 
 
 def _num(value: float) -> str:
@@ -82,7 +83,7 @@ def render_crc(report) -> list:
     for i, f in enumerate(report.files):
         row = [f.path, f"{f.size:,}", format_crc(f.crc32)]
         if report.compared:
-            row.append("-" if i == 0 else ("MATCH" if report.matches[i - 1] else "DIFFER"))
+            row.append("-" if i == 0 else Verdict.of(report.matches[i - 1]))
         table.add_row(*row)
     out.append(table)
     # HEAD / MID / TAIL of every file stacked, so the same region of two files lines up for the eye.
@@ -106,20 +107,20 @@ def render_crc(report) -> list:
     if report.expect is not None:
         wrong = [f for f, ok in zip(report.files, report.expect_matches) if not ok]
         if wrong:
-            out.append(verdict("DIFFER", "; ".join(f"{f.path}: CRC32 {format_crc(f.crc32)}, expected "
+            out.append(verdict(Verdict.DIFFER, "; ".join(f"{f.path}: CRC32 {format_crc(f.crc32)}, expected "
                                                    f"{format_crc(report.expect)}" for f in wrong)))
         else:
-            out.append(verdict("MATCH", f"CRC32 {format_crc(report.expect)} as expected"
+            out.append(verdict(Verdict.MATCH, f"CRC32 {format_crc(report.expect)} as expected"
                                         + (f" ({report.files[0].path})" if len(report.files) == 1 else
                                            f" in all {len(report.files)} files")))
     if report.compared:
         n = len(report.files)
         if all(report.matches):
             first = report.files[0]
-            out.append(verdict("MATCH", f"{n} files, {first.size:,} bytes each, CRC32 {format_crc(first.crc32)}"))
+            out.append(verdict(Verdict.MATCH, f"{n} files, {first.size:,} bytes each, CRC32 {format_crc(first.crc32)}"))
         else:
             differing = [f.path for f, same in zip(report.files[1:], report.matches) if not same]
-            out.append(verdict("DIFFER", f"{len(differing)} of {n - 1} files differ from {report.files[0].path}: "
+            out.append(verdict(Verdict.DIFFER, f"{len(differing)} of {n - 1} files differ from {report.files[0].path}: "
                                          + ", ".join(differing)))
     return out
 
@@ -224,18 +225,18 @@ def render_diff(result, geometry=None, *, unicode: bool | None = None, classes: 
     """`classes`: the dumps are a classifier's score vector (one record whose lanes are classes); `fits`: the
     dumps' TensorFit (A's, B's) when --model / --deps say which tensor they hold."""
     rs = result.layout.record_size
-    if result.identical and result.bytes_identical:
-        return [verdict("MATCH", f"{result.size_a:,} bytes, CRC32 {format_crc(result.crc32_a)}, "
+    if result.verdict is Verdict.MATCH and result.bytes_identical:
+        return [verdict(Verdict.MATCH, f"{result.size_a:,} bytes, CRC32 {format_crc(result.crc32_a)}, "
                                  f"{result.records_compared:,} records of {rs} bytes")]
     out = []
-    if result.verdict == "WITHIN TOLERANCE":
+    if result.verdict is Verdict.WITHIN:
         stats = result.stats
         what = (f"{stats.differing:,} of {stats.count:,} values differ" if stats is not None else
                 "data bytes differ")
-        out.append(verdict("WITHIN TOLERANCE", f"{what}, within {result.policy.describe()}"
+        out.append(verdict(Verdict.WITHIN, f"{what}, within {result.policy.describe()}"
                                                + ("" if stats is not None else " (statistics left out)")))
-    elif result.identical or result.verdict == "MATCH":
-        out.append(verdict("MATCH", f"as configured ({_configured(result) or 'data lanes'}): "
+    elif result.verdict is Verdict.MATCH:
+        out.append(verdict(Verdict.MATCH, f"as configured ({_configured(result) or 'data lanes'}): "
                                     f"{result.records_compared:,} records of {rs} bytes match; the bytes themselves "
                                     "differ"))
     else:
@@ -258,7 +259,7 @@ def render_diff(result, geometry=None, *, unicode: bool | None = None, classes: 
             what.append(f"sizes differ: {result.size_a:,} vs {result.size_b:,} bytes")
         if result.trailing_differ:
             what.append(f"the {result.trailing_bytes} trailing bytes differ")
-        out.append(verdict("DIFFER", "; ".join(what) or "files differ"))
+        out.append(verdict(Verdict.DIFFER, "; ".join(what) or "files differ"))
     files = _table("", "file", ("size", "right"), "CRC32")
     files.add_row("A", result.path_a, f"{result.size_a:,}", format_crc(result.crc32_a))
     files.add_row("B", result.path_b, f"{result.size_b:,}", format_crc(result.crc32_b))
@@ -355,7 +356,7 @@ def render_anchors(result, geometry=None, *, head_window: bool = False) -> list:
         head.append(f"  values: {_values(layout, dom.record)}")
     out = [head]
     if result.tied:
-        out.append(verdict("WARNING", f"the mode is tied: {result.tied_total:,} other record(s) also occur "
+        out.append(verdict(Verdict.WARNING, f"the mode is tied: {result.tied_total:,} other record(s) also occur "
                                       f"{dom.count:,} times ({', '.join(_hex(t.record) for t in result.tied[:4])}"
                                       f"{', ...' if result.tied_total > 4 else ''}); the first to occur is shown"))
     if result.records == 1:
@@ -364,7 +365,7 @@ def render_anchors(result, geometry=None, *, head_window: bool = False) -> list:
         out.append(Text(f"uniform: all {result.records:,} records are {_hex(dom.record)}, but they are the head "
                         f"of the tensor only"))
     elif result.uniform:
-        out.append(verdict("OK", f"uniform: all {result.records:,} records are {_hex(dom.record)}"))
+        out.append(verdict(Verdict.OK, f"uniform: all {result.records:,} records are {_hex(dom.record)}"))
     else:
         first_index = (result.first_nonuniform_offset - result.region.start) // layout.record_size
         n = result.nonuniform_total
@@ -372,7 +373,7 @@ def render_anchors(result, geometry=None, *, head_window: bool = False) -> list:
                         f"(byte {result.first_nonuniform_offset:#x})"))
     if result.head_window_trap:
         window_bytes = result.window_records * layout.record_size
-        out.append(verdict("WARNING", f"the first {window_bytes} bytes ({result.window_records} records) are all "
+        out.append(verdict(Verdict.WARNING, f"the first {window_bytes} bytes ({result.window_records} records) are all "
                                       f"{_hex(dom.record)}, but {result.nonuniform_total:,} later records are "
                                       f"not: do not judge this buffer by its head"))
     if result.region.trailing:
@@ -443,7 +444,7 @@ def render_coverage(result, limit: int = 20) -> list:
     pct = 100.0 * result.written_fraction
     summary = (f"{pct:.2f}% of {result.length:,} bytes written; {result.untouched_bytes:,} bytes untouched in "
                f"{result.ranges_total:,} range(s) (sentinel {result.sentinel.hex()}, runs of >= {result.min_run} bytes)")
-    out = [verdict("OK" if result.fully_written else "WARNING", summary)]
+    out = [verdict(Verdict.OK if result.fully_written else Verdict.WARNING, summary)]
     if result.untouched_ranges:
         out.append(Text("untouched ranges [start, end):"))
         table = _table(("start", "right"), ("end", "right"), ("bytes", "right"))

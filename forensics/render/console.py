@@ -4,7 +4,35 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sys
+
+# Characters a terminal acts on rather than shows: C0 controls but tab and line feed, DEL, the C1 controls (0x9b is
+# a one-byte CSI on some terminals), and the Unicode line separators and bidirectional overrides (which reorder
+# what follows). Text from input (file names, manifest strings, tensor names, labels, log lines) may hold them.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+MAX_LINE = 1000  # an error line longer than this (a 5,000-digit flag echoed) keeps its start and its end
+
+
+def _escaped(match) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def escape_controls(text: str) -> str:
+    """`text` with every control character spelled as `\\xNN` / `\\uNNNN`: nothing from input acts on the
+    terminal. Idempotent (the spelling is printable), and free for text without controls."""
+    return _CONTROL.sub(_escaped, text) if _CONTROL.search(text) else text
+
+
+def safe_line(text: str) -> str:
+    """One line for stderr: line breaks become spaces, control characters are escaped, and a line longer than
+    MAX_LINE keeps its first and last characters around a note of how many were cut."""
+    text = escape_controls(text.rstrip("\n").replace("\r\n", " ").replace("\n", " "))
+    if len(text) > MAX_LINE:
+        head, tail = MAX_LINE * 2 // 3, MAX_LINE // 3
+        text = f"{text[:head]} ...[{len(text) - head - tail:,} characters cut]... {text[-tail:]}"
+    return text
 
 
 def _json_default(obj):
@@ -102,7 +130,11 @@ def safe_console_options(stream) -> dict:
 
 
 class Output:
-    """Destinations for one command: `print()` renderables to stdout, `error()` one line to stderr."""
+    """Destinations for one command: `print()` renderables to stdout, `error()` one line to stderr.
+
+    Everything printed passes through one escape of control characters (escape_controls): tables and text
+    through the console (_console_class), plain lines through `lines()`, error lines through `error()`.
+    """
 
     def __init__(self, stdout=None, stderr=None, *, width: int | None = None, color: bool | None = None):
         self.stdout = safe_stream(stdout if stdout is not None else sys.stdout)
@@ -114,8 +146,7 @@ class Output:
     @property
     def console(self):
         if self._console is None:
-            from rich.console import Console
-
+            Console = _console_class()
             is_tty = hasattr(self.stdout, "isatty") and self.stdout.isatty()
             color = is_tty if self.color is None else self.color
             self._console = Console(
@@ -133,13 +164,43 @@ class Output:
         for renderable in renderables:
             self.console.print(renderable)
 
+    def lines(self, lines) -> None:
+        """Plain lines to stdout, never wrapped (they are compared with a driver's log line by line)."""
+        self.stdout.write("".join(escape_controls(line) + "\n" for line in lines))
+
     def json(self, data) -> None:
         """Indented for a person at a terminal; one compact line for a pipe or a file (scripts)."""
         is_tty = hasattr(self.stdout, "isatty") and self.stdout.isatty()
         self.stdout.write(to_json(data, pretty=is_tty))
 
     def error(self, line: str) -> None:
-        self.stderr.write(line.rstrip("\n").replace("\n", " ") + "\n")
+        self.stderr.write(safe_line(line) + "\n")
 
     def warn(self, line: str) -> None:
         self.error(f"forensics: warning: {line}")
+
+
+_CONSOLE = None
+
+
+def _console_class():
+    """rich's Console, with every string it is given (render_str: table cells, measured after the escape) and
+    every segment it renders (Text objects built elsewhere) escaped; control segments, rich's own styling, pass."""
+    global _CONSOLE
+    if _CONSOLE is None:
+        from rich.console import Console
+        from rich.segment import Segment
+
+        class EscapingConsole(Console):
+            def render_str(self, text, **kwargs):
+                return super().render_str(escape_controls(text), **kwargs)
+
+            def render(self, renderable, options=None):
+                for segment in super().render(renderable, options):
+                    text = segment.text
+                    if not segment.control and _CONTROL.search(text):
+                        segment = Segment(escape_controls(text), segment.style, segment.control)
+                    yield segment
+
+        _CONSOLE = EscapingConsole
+    return _CONSOLE

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from rich import box
 from rich.segment import Segment
 from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
 from forensics.csr.compare import MISMATCH_KINDS, register_notes
+from forensics.render.style import titled_table
+from forensics.verdict import Verdict
 
 VERDICT_TEXT = {"match": "match", "value": "VALUE", "width": "WIDTH", "only_a": "ONLY A", "only_b": "ONLY B"}
 COLUMNS = (("#", "right"), ("op", "left"), ("offset", "right"), ("name", "left"), ("group", "left"),
@@ -47,16 +48,10 @@ class FixedWidthTable:
             yield newline
 
 
-def _table(*columns) -> Table:
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
-    for name, justify in columns:
-        table.add_column(name, justify=justify, overflow="fold")
-    return table
-
 
 def _verdict_line(passed: bool, message: str) -> Text:
     text = Text()
-    text.append("PASSED" if passed else "FAILED", style="bold green" if passed else "bold red")
+    text.append(Verdict.PASSED if passed else Verdict.FAILED, style="bold green" if passed else "bold red")
     text.append(f" | {message}")
     return text
 
@@ -137,7 +132,7 @@ def render_comparison(result, *, limit: int | None = 200, show_all: bool = False
 
 
 def _rich_table(cells: list[tuple[str, ...]], styles: list[str | None]) -> Table:
-    table = _table(*COLUMNS)
+    table = titled_table(None, *COLUMNS)
     for col in (1, 2, 5, 6, 7):
         table.columns[col].no_wrap = True
     table.columns[3].min_width = 20
@@ -151,7 +146,7 @@ def _rich_table(cells: list[tuple[str, ...]], styles: list[str | None]) -> Table
 def render_lookup(result) -> list:
     out = []
     if result.registers:
-        table = _table(("offset", "right"), ("name", "left"), ("group", "left"), ("width", "right"),
+        table = titled_table(None, ("offset", "right"), ("name", "left"), ("group", "left"), ("width", "right"),
                        ("notes", "left"))
         for reg in result.registers:
             notes = register_notes({"known": True, "usb_only": reg.usb_only,

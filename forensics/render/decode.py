@@ -6,6 +6,7 @@ from rich.table import Table  # noqa: F401  (type of the tables returned)
 from rich.text import Text
 
 from forensics.render.style import table as styled_table, verdict, wrote
+from forensics.verdict import Verdict
 
 
 def _f(v: float, digits: int = 3) -> str:
@@ -126,9 +127,9 @@ def render_overlay(report, other_rows, *, names=("other", "this"), image=None, i
 def render_replay(replay) -> Text:
     if replay.match:
         how = "bit for bit" if replay.exact_boxes else f"boxes within 1e-6 (max {replay.max_box_diff:.2g})"
-        return verdict("MATCH", f"{replay.runtime} {replay.source}: {replay.num_detections} detection(s), "
+        return verdict(Verdict.MATCH, f"{replay.runtime} {replay.source}: {replay.num_detections} detection(s), "
                                 f"classes, scores and order equal, {how}")
-    return verdict("MISMATCH", f"{replay.runtime} {replay.source}: " + "; ".join(replay.mismatches[:3]))
+    return verdict(Verdict.MISMATCH, f"{replay.runtime} {replay.source}: " + "; ".join(replay.mismatches[:3]))
 
 
 def render_tail(result) -> list:
@@ -156,14 +157,14 @@ def render_anchors_gen(result, show: int = 5) -> list:
     check, source = result.check, result.check_source
     if check is not None:
         if check.matches:
-            out.append(verdict("MATCH", f"{source}: all {check.num_anchors} anchors equal the "
+            out.append(verdict(Verdict.MATCH, f"{source}: all {check.num_anchors} anchors equal the "
                                         f"generated ones within {check.tolerance:.2g} (max diff "
                                         f"{check.max_abs_diff:.2g})"))
         elif check.max_abs_diff is None:
-            out.append(verdict("DIFFER", f"{source}: {check.num_anchors} anchors, the config makes "
+            out.append(verdict(Verdict.DIFFER, f"{source}: {check.num_anchors} anchors, the config makes "
                                          f"{check.expected_anchors}"))
         else:
-            out.append(verdict("DIFFER", f"{source}: {check.mismatched} anchor(s) differ by more "
+            out.append(verdict(Verdict.DIFFER, f"{source}: {check.mismatched} anchor(s) differ by more "
                                          f"than {check.tolerance:.2g}; worst anchor {check.worst_anchor} by "
                                          f"{check.max_abs_diff:.3g}"))
     return out

@@ -8,6 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from forensics.render.style import verdict
+from forensics.verdict import Verdict
 
 
 def _summary(result) -> str:
@@ -34,13 +35,16 @@ def _headline(result) -> str:
         counts[f.kind] = counts.get(f.kind, 0) + 1
     kinds = ", ".join(kind if n == 1 else f"{n} {kind}s" for kind, n in counts.items())  # 2 shifts: two blocks
     verb = "explains" if len(named) == 1 else "explain"
-    if result.verdict == "IDENTICAL":
+    if result.verdict == Verdict.IDENTICAL:
+        if getattr(result, "pad_only_bytes", 0):
+            return "A and B are identical outside the pad lanes (pad lanes ignored, as diff ignores them)"
         return "A and B are byte-identical"
-    if result.verdict == "WITHIN TOLERANCE":
-        return f"A and B differ by at most {result.tolerance} LSB per byte"
-    if result.verdict == "EXPLAINED":
+    if result.verdict == Verdict.WITHIN:
+        unit = f"{result.dtype} element" if getattr(result, "dtype", None) else "byte"
+        return f"A and B differ by at most {result.tolerance} LSB per {unit}"
+    if result.verdict == Verdict.EXPLAINED:
         return f"{kinds} {verb} the differing bytes"
-    if result.verdict == "PARTLY EXPLAINED":
+    if result.verdict == Verdict.PARTLY_EXPLAINED:
         return f"{kinds} {verb} {_pct(result.explained_fraction)} of the differing bytes"
     return f"no known bug pattern explains these {result.bytes_differing + abs(result.size_a - result.size_b):,} differing bytes"
 
@@ -62,7 +66,7 @@ def render_diagnose(result) -> list:
     """Renderables for `forensics diagnose`: verdict, pair line, findings table, residual / characterization."""
     out = [verdict(result.verdict, _headline(result))]
     pair = Text()
-    if not result.identical:
+    if not result.identical and not getattr(result, "pad_only_bytes", 0):
         pair.append(_summary(result) + "\n")
     pair.append(f"A {result.path_a}  {result.size_a:,} bytes  CRC32 0x{result.crc32_a:08x}\n")
     pair.append(f"B {result.path_b}  {result.size_b:,} bytes  CRC32 0x{result.crc32_b:08x}")
@@ -84,7 +88,7 @@ def render_diagnose(result) -> list:
         lines.append(f"residual: {r['bytes']:,} differing bytes ({_pct(r['fraction'])}) that no finding explains, "
                      f"{_where_text(r)}".rstrip(", ") + "\n")
     c = result.characterization
-    if c and result.verdict == "UNEXPLAINED":
+    if c and result.verdict == Verdict.UNEXPLAINED:
         if c.get("max_delta") is not None:
             lines.append(f"magnitude: at most {c['max_delta']} LSB; {c['bytes_off_by_one']:,} bytes differ by 1\n")
         lines.append(f"byte-value histogram distance {c['histogram_distance']:.3f}"

@@ -7,8 +7,9 @@ Panels (each PANEL_W x PANEL_H pixels, so the picture is at least 800x600):
   map        max |B - A| over the tensor's (y, x) (max over z), over the anchors' feature-map cells (SSD
              outputs, one block per layer), else per record in a near-square grid
   lanes      max |B - A| per lane / channel
-The data are read in chunks (memory bounded): the scatter keeps at most SCATTER_POINTS points (the first
-differing values and an even sample of the rest), the map at most MAP_CELLS cells (records folded by max).
+The data come from the statistics pass that compared the pair (forensics.stats.ErrorSample): the scatter holds
+at most stats.SCATTER_POINTS points (the first differing values and an even sample of the rest), the map at most
+stats.MAP_CELLS cells (records folded by max). Nothing is read or dequantized again here.
 """
 
 from __future__ import annotations
@@ -19,14 +20,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from forensics.render.pictures import BACKGROUND, TEXT, Picture, _font, _pil, ramp_colours
-from forensics.stats import element_dtype
 
 PANEL_W, PANEL_H = 480, 360
 TITLE_H = 28
 PAD = 36
-SCATTER_POINTS = 20000
-MAP_CELLS = 1 << 18
-HIST_BINS = 64
 POINT = (31, 119, 180)
 LINE = (150, 150, 150)
 BAR = (214, 39, 40)
@@ -59,42 +56,15 @@ class ErrorPlotData:
     lane_names: tuple[str, ...]
 
 
-def plot_data(chunks, *, max_abs: float, lanes: int, lane_names=None, records: int, shape=None,
-              geometry=None) -> ErrorPlotData:
-    """Fold `(first_record, a, b)` chunks ([records, lanes] float64 arrays in units, data lanes only) into the
-    panels' data. `records` is the total record count; `shape` (…, H, W, C) or `geometry` choose the map."""
-    top = max_abs if max_abs and math.isfinite(max_abs) else 1.0
-    edges = np.linspace(0.0, top, HIST_BINS + 1)
-    counts = np.zeros(HIST_BINS, dtype=np.int64)
-    fold = max(1, -(-records // MAP_CELLS))
-    per_record = np.zeros(-(-records // fold), dtype=np.float64)
-    lane_max = np.zeros(lanes, dtype=np.float64)
-    diff_a, diff_b, rest_a, rest_b = [], [], [], []
-    kept_diff = 0
-    stride = max(1, records * lanes // (SCATTER_POINTS // 2))
-    for first, a, b in chunks:
-        err = np.abs(b - a)
-        err = np.where(np.isnan(err), np.inf, err)
-        finite = np.isfinite(err)
-        nz = (err > 0) & finite
-        if nz.any():
-            counts += np.histogram(np.minimum(err[nz], top), bins=edges)[0]
-        with np.errstate(invalid="ignore"):
-            lane_max = np.maximum(lane_max, np.where(finite, err, 0).max(axis=0) if len(err) else 0)
-        rec_err = np.where(finite, err, top).max(axis=1) if err.size else np.zeros(0)
-        idx = (first + np.arange(len(rec_err))) // fold
-        np.maximum.at(per_record, idx, rec_err)
-        flat_a, flat_b = a.reshape(-1), b.reshape(-1)
-        if kept_diff < SCATTER_POINTS // 2:
-            where = np.flatnonzero(nz.reshape(-1))[: SCATTER_POINTS // 2 - kept_diff]
-            diff_a.append(flat_a[where])
-            diff_b.append(flat_b[where])
-            kept_diff += where.size
-        start = (-(first * lanes)) % stride
-        rest_a.append(flat_a[start::stride])
-        rest_b.append(flat_b[start::stride])
-    sa = np.concatenate(diff_a + rest_a) if diff_a or rest_a else np.zeros(0)
-    sb = np.concatenate(diff_b + rest_b) if diff_b or rest_b else np.zeros(0)
+def plot_data(stats, *, lanes, lane_names=None, shape=None, geometry=None) -> ErrorPlotData:
+    """The panels' data, from the statistics pass (stats.ErrorStats with a `sample`: the histogram, per-lane
+    maxima, scatter pairs and per-record maxima it collected): nothing is read again here. `lanes` are the
+    element lanes shown (the data lanes); `shape` (…, H, W, C) or `geometry` choose the map."""
+    sample = stats.sample
+    if sample is None:
+        raise ValueError("these statistics collected no sample for a picture: diff_dumps(..., sample=True)")
+    edges, counts = stats.histogram if stats.histogram else (np.linspace(0.0, 1.0, 2), np.zeros(1, np.int64))
+    records, fold, per_record = sample.records, sample.fold, sample.record_max
     if geometry is not None and getattr(geometry, "is_grid", False) and fold == 1 and \
             records == geometry.num_anchors:
         from forensics.geometry import cell_values
@@ -109,50 +79,22 @@ def plot_data(chunks, *, max_abs: float, lanes: int, lane_names=None, records: i
         grid[: len(per_record)] = per_record
         what = "record" if fold == 1 else f"{fold} records"
         maps, label = (grid.reshape(side, side),), f"max |B-A| per {what}, row by row"
-    names = tuple(lane_names) if lane_names is not None and len(lane_names) == lanes else \
-        tuple(str(i) for i in range(lanes))
-    return ErrorPlotData(edges, counts, sa, sb, tuple(maps), label, lane_max, names)
+    per_lane = stats.per_lane_max
+    lane_max = np.array([per_lane[e] if e < len(per_lane) else 0.0 for e in lanes], dtype=np.float64)
+    names = tuple(lane_names) if lane_names is not None and len(lane_names) == len(lanes) else \
+        tuple(str(e) for e in lanes)
+    return ErrorPlotData(np.asarray(edges), np.asarray(counts), sample.scatter_a, sample.scatter_b, tuple(maps),
+                         label, lane_max, names)
 
 
-def _record_chunks(dump_a, dump_b, layout, dtype, scale, zero_point, records):
-    rs = layout.record_size
-    np_dtype = element_dtype(dtype)
-    k = np_dtype.itemsize
-    per = rs // k
-    keep = [e for e in range(per) if (e * k) not in layout.pad_lanes]
-    step = max(1, (4 << 20) // rs) * rs
-    start = layout.offset
-    stop = start + records * rs
-    chunks_b = dump_b.iter_chunks(start, stop, chunk_size=step)
-    for pos, va in dump_a.iter_chunks(start, stop, chunk_size=step):
-        _, vb = next(chunks_b)
-        n = min(len(va), len(vb)) // rs
-        a = np.frombuffer(va[: n * rs], np_dtype).reshape(n, per)[:, keep].astype(np.float64)
-        b = np.frombuffer(vb[: n * rs], np_dtype).reshape(n, per)[:, keep].astype(np.float64)
-        if scale is not None:
-            a = (a - zero_point) * scale
-            b = (b - zero_point) * scale
-        yield (pos - start) // rs, a, b
-
-
-def error_plot_for_dumps(dump_a, dump_b, layout, stats, *, dtype: str = "uint8", scale=None, zero_point=None,
-                         geometry=None, shape=None, title: str = "B vs A") -> Picture:
-    """The 2x2 picture of the error between two dumps (records of `layout`, values of `dtype`)."""
-    if scale is None and np.dtype(dtype).itemsize == 1 and layout.quantized:
-        scale, zero_point = layout.scale, layout.zero_point or 0
+def error_plot(stats, layout, *, dtype: str = "uint8", geometry=None, shape=None, title: str = "B vs A") -> Picture:
+    """The 2x2 picture of the error between two dumps compared as records of `layout` holding `dtype` values,
+    drawn from the statistics of that comparison (forensics.diff.diff_dumps(..., sample=True))."""
     k = np.dtype(dtype).itemsize
-    per = layout.record_size // k
-    keep = [e for e in range(per) if (e * k) not in layout.pad_lanes]
-    common = min(dump_a.size, dump_b.size)
-    records = max(0, (common - layout.offset)) // layout.record_size
-    if layout.count is not None:
-        records = min(records, layout.count)
+    keep = [e for e in range(layout.record_size // k) if (e * k) not in layout.pad_lanes]
     names = [layout.field_names[e * k] for e in keep] if k == 1 else [str(e) for e in keep]
-    max_abs = stats.max_abs if stats is not None else 0.0
-    data = plot_data(_record_chunks(dump_a, dump_b, layout, dtype, scale, zero_point or 0, records),
-                     max_abs=max_abs, lanes=len(keep), lane_names=names, records=records, shape=shape,
-                     geometry=geometry)
-    return draw_error_plot(data, title=title)
+    return draw_error_plot(plot_data(stats, lanes=keep, lane_names=names, shape=shape, geometry=geometry),
+                           title=title)
 
 
 # --- drawing ----------------------------------------------------------------------------------------------
@@ -315,22 +257,13 @@ def unicode_ok(stream) -> bool:
 
 
 def error_plot_for_row(result, row) -> Picture:
-    """The error picture of one differing (stage, tensor) of a forensics.runs.compare.CompareResult."""
+    """The error picture of one differing (stage, tensor) of a forensics.runs.compare.CompareResult, from the
+    statistics its comparison collected."""
     from forensics.runs.compare import element_type
 
-    entry_a = result.run_a.buffer(row.stage, row.tensor)
-    entry_b = result.run_b.buffer(row.stage, row.tensor)
-    dump_a, dump_b = result.run_a.open_buffer(entry_a), result.run_b.open_buffer(entry_b)
     layout = row.diff.layout
-    dtype, scale, zero_point = element_type(entry_a, layout)
+    dtype, _, _ = element_type(result.run_a.buffer(row.stage, row.tensor), layout)
     geometry = result.geometry if row.unit == "anchors" else None
-    shape = entry_a.shape
-    itemsize = np.dtype(dtype or "uint8").itemsize
-    if geometry is None and shape and len(shape) >= 3 and not layout.pad_lanes and \
-            int(np.prod(shape)) * itemsize == min(dump_a.size, dump_b.size):
-        from forensics.layout import RecordLayout
-
-        layout = RecordLayout(record_size=shape[-1] * itemsize)  # one record per (y, x): z is the lane
-    return error_plot_for_dumps(dump_a, dump_b, layout, row.stats, dtype=dtype or "uint8", scale=scale,
-                                zero_point=zero_point, geometry=geometry, shape=shape,
-                                title=f"{row.label}: {result.run_b.source} vs {result.run_a.source}")
+    return error_plot(row.stats, layout, dtype=dtype or "uint8", geometry=geometry,
+                      shape=result.run_a.buffer(row.stage, row.tensor).shape,
+                      title=f"{row.label}: {result.run_b.source} vs {result.run_a.source}")

@@ -6,6 +6,7 @@ from rich.text import Text
 
 from forensics.render.style import table as _table
 from forensics.render.style import verdict
+from forensics.verdict import Verdict
 
 
 def render_import(result) -> list:
@@ -55,8 +56,9 @@ def render_verify(report) -> list:
                                if source.get("slice") else "")))
     table = _table(("line", "right"), "buffer", "what", "expected", "found", "")
     for c in report.checks:
-        status = Text("MATCH", style="green") if c.match else \
-            Text("TRUNCATED", style="bold yellow") if c.kind == "truncated" else Text("DIFFER", style="bold red")
+        status = Text(Verdict.MATCH, style="green") if c.match else \
+            Text(Verdict.TRUNCATED, style="bold yellow") if c.kind == "truncated" else \
+            Text(Verdict.DIFFER, style="bold red")
         table.add_row(str(c.line), c.tag or "-", c.label, c.expected, c.found if not c.match else "(same)", status)
     out.append(table)
     cut = report.truncated
@@ -71,14 +73,14 @@ def render_verify(report) -> list:
                 f"{' ...' if len(lines) > 5 else ''} cut short" if cut else "")
     if bad:
         first = next(c for c in report.checks if not c.match and c.kind != "truncated")
-        out.append(verdict("DIFFER", f"{bad} of {n} logged values differ from {where}; first: line {first.line} "
+        out.append(verdict(Verdict.DIFFER, f"{bad} of {n} logged values differ from {where}; first: line {first.line} "
                                      f"{first.tag or ''} {first.label}".replace("  ", " ") + cut_note))
     elif cut:
         first = cut[0]
         more = f"; {len(cut) - 1} more cut short" if len(cut) > 1 else ""
-        out.append(verdict("TRUNCATED", f"line {first.line} ({first.tag or 'untagged'}): {first.label} "
+        out.append(verdict(Verdict.TRUNCATED, f"line {first.line} ({first.tag or 'untagged'}): {first.label} "
                                         f"{first.found}; what it would have logged is not checked ({n} whole "
                                         f"values match {where}){more}"))
     else:
-        out.append(verdict("MATCH", f"all {n} logged values match {where}"))
+        out.append(verdict(Verdict.MATCH, f"all {n} logged values match {where}"))
     return out

@@ -2,29 +2,18 @@
 
 from __future__ import annotations
 
-from rich import box
-from rich.table import Table
 from rich.text import Text
 
 from forensics.link import finding_text
 from forensics.render.model import short_name
-from forensics.render.style import wrote
+from forensics.render.style import VERDICT_STYLES, titled_table, wrote
+from forensics.verdict import Verdict
 
 
-def _table(title: str | None, *columns) -> Table:
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
-    for name, justify in columns:
-        table.add_column(name, justify=justify, overflow="fold")
-    return table
-
-
-def _safe(text) -> str:
-    """A name from the model or the command line, without control characters (they would drive the terminal)."""
-    return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in str(text))
 
 
 def _name(name) -> str:
-    return short_name(_safe(name)) if name else "-"
+    return short_name(str(name)) if name else "-"
 
 
 def _desc(desc: str) -> str:
@@ -46,8 +35,8 @@ def render_link(d: dict) -> list:
 
 
 def render_plan(d: dict) -> list:
-    out = [Text(f"{_safe(d['model'])}: {len(d['executables'])} executable(s)")]
-    order = _table("The order libedgetpu runs them", ("step", "right"), ("executable", "right"), ("type", "left"),
+    out = [Text(f"{d['model']}: {len(d['executables'])} executable(s)")]
+    order = titled_table("The order libedgetpu runs them", ("step", "right"), ("executable", "right"), ("type", "left"),
                    ("when", "left"))
     for i, step in enumerate(d["order"], 1):
         order.add_row(str(i), str(step["executable"]), step["type"], step["when"])
@@ -57,7 +46,7 @@ def render_plan(d: dict) -> list:
                  f"{exe['batch_size']}, bitstream "
                  + ", ".join(f"{b['index']} {b['size']:,} B" for b in exe["bitstreams"]))
         out.append(Text(title))
-        buffers = _table(None, ("buffer", "left"), ("name", "left"), ("bytes", "right"), ("padded", "right"),
+        buffers = titled_table(None, ("buffer", "left"), ("name", "left"), ("bytes", "right"), ("padded", "right"),
                          ("crc32", "left"))
         for kind in ("input", "output"):
             for layer in exe["buffers"][kind]:
@@ -70,7 +59,7 @@ def render_plan(d: dict) -> list:
             buffers.add_row("scratch", "-", f"{exe['buffers']['scratch']['size_bytes']:,}", "", "")
         out.append(buffers)
         for b in exe["bitstreams"]:
-            fields = _table(f"Bitstream {b['index']}: the fields a driver links", ("offset_bit", "right"),
+            fields = titled_table(f"Bitstream {b['index']}: the fields a driver links", ("offset_bit", "right"),
                             ("field", "left"), ("name", "left"), ("batch", "right"), ("takes", "left"))
             for f in b["fields"]:
                 takes = f["buffer"] + ("" if f["linked"] else " (not mapped)")
@@ -84,7 +73,7 @@ def render_written(d: dict) -> list:
     if d["what"] == "parameters":
         return [Text(f"parameters of executable {exe['index']} {exe['type']}: {d['size']:,} bytes, crc32 "
                      f"{d['crc32']}"), Text(wrote(d["written"]))]
-    table = _table(f"Linked executable {exe['index']} {exe['type']} bitstream {d['bitstream']}: {d['size']:,} bytes, "
+    table = titled_table(f"Linked executable {exe['index']} {exe['type']} bitstream {d['bitstream']}: {d['size']:,} bytes, "
                    f"crc32 {d['crc32']}", ("offset_bit", "right"), ("buffer", "left"), ("name", "left"),
                    ("batch", "right"), ("position", "left"), ("value", "left"))
     for f in d["fields"]:
@@ -98,8 +87,8 @@ def render_written(d: dict) -> list:
 
 def render_check(d: dict) -> list:
     verdict = d["verdict"]
-    style = "bold green" if verdict in ("LINKED", "MATCH") else "bold red"
-    if verdict == "FOREIGN":
+    style = VERDICT_STYLES.get(verdict, "bold")
+    if verdict == Verdict.FOREIGN:
         return [Text.assemble((verdict, style), f": {d['size']:,} bytes that are none of this model's instruction "
                                                 "bitstreams or parameter buffers")]
     exe = d["executable"]
@@ -107,7 +96,7 @@ def render_check(d: dict) -> list:
             else f"executable {exe['index']} {exe['type']} bitstream {d['bitstream']}")
     out = [Text.assemble((verdict, style), f": {what} ({d['size']:,} bytes)")]
     if d.get("addresses"):
-        table = _table("Addresses", ("buffer", "left"), ("name", "left"), ("address", "left"))
+        table = titled_table("Addresses", ("buffer", "left"), ("name", "left"), ("address", "left"))
         a = d["addresses"]
         for kind in ("input", "output"):
             for name, per_batch in a[kind].items():
@@ -123,6 +112,6 @@ def render_check(d: dict) -> list:
     diag = d.get("diagnosis")
     if diag:
         out.append(Text(f"  diagnosis (model parameters A, dump B): {diag.get('verdict')}"
-                        + "".join(f"; {_safe(x.get('evidence') or x.get('kind', ''))}"
+                        + "".join(f"; {x.get('evidence') or x.get('kind', '')}"
                                   for x in diag.get("findings", [])[:3])))
     return out

@@ -2,18 +2,10 @@
 
 from __future__ import annotations
 
-from rich import box
-from rich.table import Table
 from rich.text import Text
 
-from forensics.render.style import wrote
+from forensics.render.style import titled_table, wrote
 
-
-def _table(title: str | None, *columns) -> Table:
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
-    for name, justify in columns:
-        table.add_column(name, justify=justify, overflow="fold")
-    return table
 
 
 def _num(v) -> str:
@@ -53,26 +45,26 @@ def _tensor(t: dict | None) -> str:
 def render_graph(d: dict) -> list:
     out = [Text(f"{d['model']}: {d['size']:,} bytes, schema v{d['version']}, {d['subgraphs']} subgraph(s)"
                 + (f", {d['description']!r}" if d.get("description") else ""))]
-    io = _table("Graph inputs and outputs", ("", "left"), ("tensor", "left"))
+    io = titled_table("Graph inputs and outputs", ("", "left"), ("tensor", "left"))
     for t in d["inputs"]:
         io.add_row("in", _tensor(t))
     for t in d["outputs"]:
         io.add_row("out", _tensor(t))
     out.append(io)
-    ops = _table("Operators", ("#", "right"), ("op", "left"), ("inputs", "left"), ("outputs", "left"))
+    ops = titled_table("Operators", ("#", "right"), ("op", "left"), ("inputs", "left"), ("outputs", "left"))
     for op in d["operators"]:
         ops.add_row(str(op["index"]), op["op"], "\n".join(_tensor(t) for t in op["inputs"]),
                     "\n".join(_tensor(t) for t in op["outputs"]))
     out.append(ops)
     if d["constants"]:
-        consts = _table("Constant tensors", ("#", "right"), ("name", "left"), ("shape", "left"), ("dtype", "left"),
+        consts = titled_table("Constant tensors", ("#", "right"), ("name", "left"), ("shape", "left"), ("dtype", "left"),
                         ("bytes", "right"), ("crc32", "left"))
         for t in d["constants"]:
             consts.add_row(str(t["index"]), t["name"], "x".join(map(str, t["shape"])) or "scalar", t["dtype"],
                            f"{t['constant']['size']:,}", t["constant"]["crc32"])
         out.append(consts)
     for b in d["boundary"]:
-        tail = _table(f"Accelerator boundary: op {b['operator']} {b['op']} -> CPU tail", ("tensor", "left"),
+        tail = titled_table(f"Accelerator boundary: op {b['operator']} {b['op']} -> CPU tail", ("tensor", "left"),
                       ("read by", "left"))
         for p in b["produces"]:
             tail.add_row(f"#{p['index']} {p['tensor']}",
@@ -80,7 +72,7 @@ def render_graph(d: dict) -> list:
         out.append(tail)
         out.append(Text("CPU tail: " + (" -> ".join(f"{t['index']} {t['op']}" for t in b["tail"]) or "(none)")))
     if d.get("postprocess_options"):
-        pp = _table("TFLite_Detection_PostProcess options", ("key", "left"), ("value", "left"))
+        pp = titled_table("TFLite_Detection_PostProcess options", ("key", "left"), ("value", "left"))
         for k, v in d["postprocess_options"].items():
             pp.add_row(k, _num(v))
         out.append(pp)
@@ -98,7 +90,7 @@ def render_edgetpu(e: dict) -> list:
         out.append(Text(f"Edge TPU package (op {pkg['operator']}): {pkg['size']:,} bytes at offset "
                         f"{_num(pkg['offset'])}, min runtime {pkg['min_runtime_version']}, compiler "
                         f"{pkg['compiler_version'] or '-'}, signature {'present' if pkg['signature_present'] else 'absent'}"))
-        exes = _table("Executables", ("#", "right"), ("type", "left"), ("name", "left"), ("chip", "left"),
+        exes = titled_table("Executables", ("#", "right"), ("type", "left"), ("name", "left"), ("chip", "left"),
                       ("batch", "right"), ("bitstream", "right"), ("parameters", "right"), ("params crc32", "left"),
                       ("caching token", "left"), ("patches", "right"))
         for x in pkg["executables"]:
@@ -109,7 +101,7 @@ def render_edgetpu(e: dict) -> list:
         for x in pkg["executables"]:
             layers = x["input_layers"] + x["output_layers"]
             if layers:
-                t = _table(f"Executable {x['index']} layers", ("", "left"), ("name", "left"), ("y", "right"),
+                t = titled_table(f"Executable {x['index']} layers", ("", "left"), ("name", "left"), ("y", "right"),
                            ("x", "right"), ("z", "right"), ("type", "left"), ("size_bytes", "right"),
                            ("unpadded", "right"), ("zero_point", "right"), ("scale", "right"), ("layout", "left"))
                 for kind, group in (("in", x["input_layers"]), ("out", x["output_layers"])):
@@ -120,7 +112,7 @@ def render_edgetpu(e: dict) -> list:
                                   _num(layer["dequantization_factor"]), "yes" if layer["has_layout"] else "no")
                 out.append(t)
             if x["field_offsets"]:
-                t = _table(f"Executable {x['index']} patch table (field_offsets)", ("bitstream", "right"),
+                t = titled_table(f"Executable {x['index']} patch table (field_offsets)", ("bitstream", "right"),
                            ("desc", "left"), ("position", "left"), ("name", "left"), ("offset_bit", "right"))
                 for f in x["field_offsets"][:PATCH_ROWS_SHOWN]:
                     t.add_row(str(f["bitstream"]), f["desc"], f["position"], f["name"] or "-", str(f["offset_bit"]))
@@ -132,7 +124,7 @@ def render_edgetpu(e: dict) -> list:
 
 
 def render_params(written: list[dict]) -> list:
-    t = _table("Parameter blobs written", ("exe", "right"), ("type", "left"), ("bytes", "right"), ("crc32", "left"),
+    t = titled_table("Parameter blobs written", ("exe", "right"), ("type", "left"), ("bytes", "right"), ("crc32", "left"),
                ("path", "left"))
     for w in written:
         t.add_row(str(w["executable"]), w["type"], f"{w['size']:,}", w["crc32"], w["path"])
@@ -140,7 +132,7 @@ def render_params(written: list[dict]) -> list:
 
 
 def render_extract(d: dict, files: list[str]) -> list:
-    t = _table("Post-processing parameters", ("key", "left"), ("value", "left"))
+    t = titled_table("Post-processing parameters", ("key", "left"), ("value", "left"))
     t.add_row("anchors", f"{d['num_anchors']} x 4 float32 ({d['anchors']['tensor']}, stored "
                          f"{d['anchors']['stored_dtype']}), crc32 {d['anchors']['crc32']}")
     t.add_row("num_classes", _num(d["num_classes"]) + " (without background)")

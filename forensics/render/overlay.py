@@ -7,6 +7,7 @@ identical boxes show both colours (A just outside B) and a moved box shows two s
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 
@@ -18,6 +19,7 @@ COLOUR_B = (230, 20, 20)    # e.g. ours: red
 WIDTH_A = 4                 # drawn from 2 px outside the box inward: 2 px stay visible outside set B's line
 WIDTH_B = 2
 CANVAS = (235, 235, 235)    # background when there is no image to draw on
+MAX_CANVAS_PIXELS = 1 << 26  # a blank canvas (--image-size) of at most 64 Mi pixels (8192 x 8192), 192 MiB of RGB
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,9 @@ def _load_image(image):
         width, height = (int(v) for v in image)
         if width <= 0 or height <= 0:
             raise InputError(f"image size must be positive, got {width}x{height}")
+        if width * height > MAX_CANVAS_PIXELS:  # checked before Pillow allocates it (100000x100000: 28 GiB)
+            raise InputError(f"an image size of {width}x{height} is {width * height:,} pixels, more than the "
+                             f"{MAX_CANVAS_PIXELS:,} a drawing canvas may have (MAX_CANVAS_PIXELS)")
         return Image.new("RGB", (width, height), CANVAS)
     if hasattr(image, "mode") and hasattr(image, "size"):
         return image.convert("RGB")
@@ -85,8 +90,23 @@ def _load_image(image):
             return opened.convert("RGB")
     except FileNotFoundError:
         raise InputError("no such file", image) from None
-    except (OSError, ValueError) as exc:  # PIL.UnidentifiedImageError is an OSError
+    except (OSError, ValueError, Image.DecompressionBombError) as exc:  # UnidentifiedImageError is an OSError
         raise InputError(f"cannot read the image: {exc}", image) from None
+
+
+def _drawable(boxes, width: int, height: int) -> list:
+    """The boxes with finite coordinates, clamped to the canvas and a margin of 16 pixels."""
+    import math
+
+    out = []
+    for box in boxes:
+        xs, ys = (box.xmin, box.xmax), (box.ymin, box.ymax)
+        if not all(math.isfinite(v) for v in xs + ys):
+            continue
+        cx = [min(max(v, -16.0), width + 16.0) for v in xs]
+        cy = [min(max(v, -16.0), height + 16.0) for v in ys]
+        out.append(OverlayBox(cx[0], cy[0], cx[1], cy[1], box.label))
+    return out
 
 
 def overlay(image, boxes_a, boxes_b, *, names=("libedgetpu", "ours"), colours=(COLOUR_A, COLOUR_B),
@@ -99,6 +119,9 @@ def overlay(image, boxes_a, boxes_b, *, names=("libedgetpu", "ours"), colours=(C
     draw = ImageDraw.Draw(canvas)
     font = _font(ImageFont, 12)
     w, h = canvas.size
+    # coordinates from input (another decode's JSON, a hostile dump's boxes) may be NaN or far off the canvas:
+    # those boxes are left out, the others kept to the canvas and a margin (a 1e300 would overflow Pillow)
+    boxes_a, boxes_b = _drawable(boxes_a, w, h), _drawable(boxes_b, w, h)
     for boxes, colour, width, outset in ((boxes_a, colours[0], WIDTH_A, 2), (boxes_b, colours[1], WIDTH_B, 0)):
         for box in boxes:
             x0, y0 = round(min(box.xmin, box.xmax)), round(min(box.ymin, box.ymax))
@@ -160,6 +183,10 @@ def load_detections(path) -> list[dict]:
                 and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in row["box"])))
         if not ok or not isinstance(row.get("score", 0.0), (int, float)):
             raise InputError(f"detection {i} has no usable box ([ymin, xmin, ymax, xmax] or image_box)", path)
+        values = list(row["image_box"].values()) if isinstance(row.get("image_box"), dict) else row["box"]
+        if not all(math.isfinite(v) for v in values if isinstance(v, (int, float))):
+            raise InputError(f"detection {i} has a box coordinate that is not a finite number (NaN or infinity)",
+                             path)
     return rows
 
 

@@ -13,6 +13,7 @@ from forensics.render.style import VERDICT_STYLES as STATUS_STYLE
 from forensics.render.style import table as _table
 from forensics.render.style import verdict as _verdict
 from forensics.render.style import wrote
+from forensics.verdict import Verdict
 
 
 def _crc(value) -> str:
@@ -119,13 +120,13 @@ def render_compare(result, *, unicode: bool | None = None) -> list:
                       _crc(row.crc32_b), row.summary)
     out.append(table)
     if first is not None:
-        out.append(_verdict("DIFFER", f"first divergent stage: {first.label}: {result.advice}"))
+        out.append(_verdict(Verdict.DIFFER, f"first divergent stage: {first.label}: {result.advice}"))
     elif result.match:
         compared = sum(1 for r in result.rows if r.compared)
-        out.append(_verdict("MATCH", f"all {compared} common buffers match"))
+        out.append(_verdict(Verdict.MATCH, f"all {compared} common buffers match"))
     else:
-        within = [r.label for r in result.rows if r.status == "WITHIN TOLERANCE"]
-        out.append(_verdict("WITHIN TOLERANCE", f"{len(within)} buffers differ within tolerance ("
+        within = [r.label for r in result.rows if r.status == Verdict.WITHIN]
+        out.append(_verdict(Verdict.WITHIN, f"{len(within)} buffers differ within tolerance ("
                                                 f"{', '.join(within)}); the others match"))
     if result.not_captured:
         out.append(Text(f"not captured in both runs: {', '.join(result.not_captured)} (nothing is concluded "
@@ -153,22 +154,23 @@ def render_compare(result, *, unicode: bool | None = None) -> list:
 
 def render_batch(result, limit: int = 30) -> list:
     table = _table("pair", "verdict", "first divergent", ("differing", "right"), "summary")
-    shown = [r for r in result.rows if r["verdict"] not in ("MATCH", "WITHIN TOLERANCE")][:limit]
+    shown = [r for r in result.rows if r["verdict"] not in (Verdict.MATCH, Verdict.WITHIN)][:limit]
     for r in shown:
         table.add_row(r["pair"], r["verdict"], r.get("first_divergent_stage") or "-", str(r.get("stages_differing", "")),
                       r.get("summary") or r.get("error") or "")
     counts = result.counts
-    within = f"{counts['WITHIN TOLERANCE']} within tolerance, " if counts.get("WITHIN TOLERANCE") else ""
+    within = f"{counts[Verdict.WITHIN]} within tolerance, " if counts.get(Verdict.WITHIN) else ""
     engine = (f"{result.workers} worker processes" if getattr(result, "scheduler", "local") == "local"
               else f"{result.scheduler}, {result.workers} workers")
-    line = (f"{len(result.rows)} pairs: {counts.get('MATCH', 0)} match, {within}{counts.get('DIFFER', 0)} differ, "
-            f"{counts.get('ERROR', 0)} errors ({engine})")
+    line = (f"{len(result.rows)} pairs: {counts.get(Verdict.MATCH, 0)} match, {within}"
+            f"{counts.get(Verdict.DIFFER, 0)} differ, "
+            f"{counts.get(Verdict.ERROR, 0)} errors ({engine})")
     if getattr(result, "retried", 0):
         line += f"; {result.retried} pairs run again after a worker was lost"
     out = [Text(line)]
     if shown:
         out.append(table)
-        hidden = sum(1 for r in result.rows if r["verdict"] not in ("MATCH", "WITHIN TOLERANCE")) - len(shown)
+        hidden = sum(1 for r in result.rows if r["verdict"] not in (Verdict.MATCH, Verdict.WITHIN)) - len(shown)
         if hidden > 0:
             out.append(Text(f"... {hidden} more differing pairs in the summary files"))
     if getattr(result, "aggregates", None) is not None:
@@ -274,7 +276,7 @@ def html_report(result, *, pictures: dict | None = None, title: str | None = Non
     parts.append("<h2>Stages</h2><table id=\"stages\"><tr><th>stage</th><th>tensor</th><th>status</th>"
                  "<th>size A</th><th>size B</th><th>CRC32 A</th><th>CRC32 B</th><th>summary</th></tr>")
     for row in result.rows:
-        cls = "CHANGED" if row.changed else ("WITHIN" if row.status == "WITHIN TOLERANCE" else row.status)
+        cls = "CHANGED" if row.changed else ("WITHIN" if row.status == Verdict.WITHIN else row.status)
         first_cls = ' class="first"' if row is first else ""
         parts.append(f"<tr{first_cls}><td>{_e(row.stage)}</td>"
                      f"<td class=\"mono\">{_e(row.tensor if row.tensor != row.stage else '')}</td>"
@@ -427,14 +429,16 @@ def html_batch(result, *, reports: dict | None = None, pictures: dict | None = N
     title = f"forensics compare --batch: {result.directory}"
     parts = ["<!DOCTYPE html>", "<html lang=\"en\"><head><meta charset=\"utf-8\">",
              f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>", f"<h1>{_e(title)}</h1>"]
-    bad = counts.get("DIFFER", 0) + counts.get("ERROR", 0)
+    bad = counts.get(Verdict.DIFFER, 0) + counts.get(Verdict.ERROR, 0)
     parts.append(f"<div class=\"verdict {'bad' if bad else 'ok'}\" id=\"verdict\"><b>{len(result.rows):,} pairs</b>: "
-                 f"{counts.get('MATCH', 0):,} match, {counts.get('DIFFER', 0):,} differ, {counts.get('ERROR', 0):,} "
+                 f"{counts.get(Verdict.MATCH, 0):,} match, {counts.get(Verdict.DIFFER, 0):,} differ, "
+                 f"{counts.get(Verdict.ERROR, 0):,} "
                  f"errors (scheduler {_e(result.scheduler)}, {result.workers} workers"
                  f"{f', {result.retried} pairs run again' if result.retried else ''})</div>")
     if agg is not None and agg.stages:
         parts.append("<h2>Verdicts per stage</h2>")
-        parts.append(_html_table("stages", ("stage", "tensor", "pairs", "MATCH", "WITHIN TOLERANCE", "DIFFER"), [
+        columns = ("stage", "tensor", "pairs", Verdict.MATCH, Verdict.WITHIN, Verdict.DIFFER)
+        parts.append(_html_table("stages", columns, [
             (s["stage"], (s["tensor"], "mono"), (f"{s['pairs_compared']:,}", "num"), (_share(s["share_match"]), "num"),
              (_share(s["share_within_tolerance"]), "num"), (_share(s["share_differ"]), "num")) for s in agg.stages]))
     if agg is not None and agg.anchors:
@@ -461,7 +465,7 @@ def html_batch(result, *, reports: dict | None = None, pictures: dict | None = N
             tuple((v, "num") for v in (c["class"], f"{c['truth']:,}", f"{c['found']:,}", f"{c['tp']:,}", f"{c['fp']:,}",
                                       f"{c['fn']:,}", _num(c["precision"]), _num(c["recall"]), _num(c["f1"]),
                                       _num(c["ap"]))) for c in det["per_class"]]))
-    listed = [r for r in result.rows if r["verdict"] != "MATCH"][:limit]
+    listed = [r for r in result.rows if r["verdict"] != Verdict.MATCH][:limit]
     parts.append("<h2>Pairs that do not match</h2><table id=\"pairs\"><tr><th>pair</th><th>verdict</th>"
                  "<th>first divergent</th><th>summary</th></tr>")
     for r in listed:
@@ -472,7 +476,7 @@ def html_batch(result, *, reports: dict | None = None, pictures: dict | None = N
                      f"<td>{_e(r.get('first_divergent_stage') or '-')}</td>"
                      f"<td>{_e(r.get('summary') or r.get('error') or '')}</td></tr>")
     parts.append("</table>")
-    hidden = sum(1 for r in result.rows if r["verdict"] != "MATCH") - len(listed)
+    hidden = sum(1 for r in result.rows if r["verdict"] != Verdict.MATCH) - len(listed)
     if hidden > 0:
         parts.append(f"<p>… {hidden:,} more in the summary files</p>")
     parts.append("</body></html>\n")

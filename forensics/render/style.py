@@ -7,28 +7,32 @@ from rich.cells import cell_len
 from rich.segment import Segment
 from rich.text import Text
 
+from forensics.verdict import Verdict
+
 # Green for "the same / fine", red for "different / found", yellow for "look here", dim for "not compared".
-VERDICT_STYLES = {
-    "MATCH": "bold green", "IDENTICAL": "bold green", "OK": "bold green", "PASSED": "bold green",
-    "CLEAN": "bold green", "WITHIN TOLERANCE": "bold green",
-    "EXPLAINED": "bold red", "PARTLY EXPLAINED": "bold red", "UNEXPLAINED": "bold red",
-    "DIFFER": "bold red", "FAILED": "bold red", "FOUND": "bold red", "MISMATCH": "bold red",
-    "WARNING": "bold yellow", "CHANGED": "bold yellow", "MISSING": "bold yellow", "ERROR": "bold yellow",
-    "ONLY_A": "dim", "ONLY_B": "dim",
-}
+# A verdict that exits 0 is green and one that exits 1 red, unless it is listed here; a stage's status that is
+# no verdict (CHANGED after capture, a buffer in one run only) is styled by name.
+_STYLES = {Verdict.WARNING: "bold yellow", Verdict.MISSING: "bold yellow", Verdict.ERROR: "bold yellow",
+           Verdict.FOUND: "bold red", Verdict.NOT_FOUND: "bold yellow", Verdict.NONUNIFORM: "bold yellow",
+           "CHANGED": "bold yellow", "ONLY_A": "dim", "ONLY_B": "dim"}
+VERDICT_STYLES = {**{v: "bold green" if v.passed else "bold red" for v in Verdict}, **_STYLES}
 
 
-def table(*columns, title=None) -> Table:
-    """A borderless table with a rule under the header; a column is a name or (name, justify)."""
+def table(*columns, title=None, overflow=None) -> Table:
+    """A borderless table with a rule under the header; a column is a name or (name, justify). `overflow`
+    ("fold") breaks long cells (model names, addresses) instead of cutting them with an ellipsis."""
     from rich.table import Table  # here: a one-line verdict (`diff` of equal dumps) needs no table
 
     out = Table(box=box.SIMPLE_HEAD, title=title, title_justify="left", pad_edge=False, show_edge=False)
     for col in columns:
-        if isinstance(col, tuple):
-            out.add_column(col[0], justify=col[1])
-        else:
-            out.add_column(col)
+        name, justify = col if isinstance(col, tuple) else (col, "left")
+        out.add_column(name, justify=justify, **({"overflow": overflow} if overflow else {}))
     return out
+
+
+def titled_table(title: str | None, *columns) -> Table:
+    """`table` with a title whose long cells fold (model graphs, link plans, register traces)."""
+    return table(*columns, title=title, overflow="fold")
 
 
 class RowsTable:

@@ -5,11 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from forensics import exitcodes
+from forensics.verdict import Verdict
 
 
 @dataclass(frozen=True, repr=False)
 class Report:
-    """What one command found: its `--json` document, exit code, warnings and tables."""
+    """What one command found: its `--json` document, exit code, warnings and tables.
+
+    A judging command gives its `verdict` (forensics.verdict.Verdict): the exit code then follows from it (the
+    one place: Verdict.exit_code) and the document carries both `verdict` and `exit_code`."""
 
     command: str
     result: object                       # the library's result object (or document) the report is built on
@@ -17,15 +21,26 @@ class Report:
     warnings: tuple[str, ...] = ()
     rows_key: str | None = field(default=None, repr=False)  # the document's list of rows, for to_frame()
     dumps: tuple = field(default=(), repr=False)  # the dumps read: a text dump or a slice is named in `sources`
+    verdict: Verdict | None = field(default=None, kw_only=True)
+
+    def __post_init__(self):
+        if self.verdict is not None:
+            object.__setattr__(self, "verdict", Verdict(self.verdict))
+            object.__setattr__(self, "exit_code", self.verdict.exit_code)
 
     def to_dict(self) -> dict:
         """The `--json` document (a fresh dict each call)."""
         return self._sources(self.result.to_dict())
 
     def _sources(self, doc: dict) -> dict:
+        """The document with the dumps it read named, and the verdict and exit code of a judging command."""
         from forensics.dump import with_sources
 
-        return with_sources(doc, *self.dumps)
+        doc = with_sources(doc, *self.dumps)
+        if self.verdict is not None:
+            doc["verdict"] = self.verdict
+            doc["exit_code"] = self.exit_code
+        return doc
 
     def renderables(self) -> list:
         """The rich renderables the command prints (without --json)."""
@@ -72,16 +87,30 @@ def _limit(limit, show_all: bool):
 
 
 def _slice(offset=None, length=None, gap_fill=None, *, layout: bool = False) -> tuple[dict, int | None]:
-    """(open_dump keywords, layout offset). offset/length cut a slice of every dump (e.g. the tensor in a
-    page-rounded DMA allocation); gap_fill fills holes in text dumps. For the record commands (`layout`),
-    offset alone stays the layout offset (where records start); with length it cuts the slice."""
-    options: dict = {}
-    if gap_fill is not None:
-        options["gap_fill"] = gap_fill
-    if layout and length is None:
-        return options, offset
-    if offset:
-        options["offset"] = offset
-    if length is not None:
-        options["length"] = length
-    return options, None
+    """(open_dump keywords, layout offset): forensics.options.Slice. offset/length cut a slice of every dump
+    (e.g. the tensor in a page-rounded DMA allocation); gap_fill fills holes in text dumps. For the record
+    commands (`layout`), offset alone stays the layout offset (where records start); with length it cuts the
+    slice."""
+    from forensics.options import Slice
+
+    where = Slice.parse(offset=offset, length=length, gap_fill=gap_fill)
+    return where.split() if layout else (where.dump_options(), None)
+
+
+def spellings(*own: str):
+    """A report function whose keywords also take the command line's spellings (`pad="2,3"`, `limit="0x10"`):
+    each keyword forensics.options.GRAMMARS knows is parsed (or refused with one InputError naming it) before
+    the function runs; `own` names keywords the function parses itself (compare's per-tensor tolerance)."""
+    import functools
+
+    def wrap(function):
+        @functools.wraps(function)
+        def report(*args, **kwargs):
+            from forensics.options import parsed
+
+            mine = {k: kwargs.pop(k) for k in own if k in kwargs}
+            return function(*args, **parsed(**kwargs), **mine)
+
+        return report
+
+    return wrap

@@ -5,10 +5,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from forensics import exitcodes
 from forensics.errors import InputError
-from forensics.reports.base import Report, _limit, _slice
-from forensics.tolerance import HEAD_WINDOW
+from forensics.reports.base import Report, _limit, _slice, spellings
+from forensics.verdict import Verdict
 
 
 class CrcReport(Report):
@@ -18,6 +17,7 @@ class CrcReport(Report):
         return render_crc(self.result)
 
 
+@spellings()
 def crc(*files, chunk: int | None = None, expect: int | None = None, offset: int | None = None,
         length: int | None = None, gap_fill: int | None = None, progress=None) -> CrcReport:
     """`forensics crc FILE... [--chunk N] [--expect CRC]`: size, CRC32 and head/mid/tail bytes; each file
@@ -27,17 +27,18 @@ def crc(*files, chunk: int | None = None, expect: int | None = None, offset: int
     options, _ = _slice(offset, length, gap_fill)
     result = crc_files([os.fspath(f) for f in files], chunk_size=chunk, expect=expect, progress=progress,
                        **options)
-    return CrcReport("crc", result, exitcodes.DIFFERENT if result.match is False else exitcodes.SAME,
-                     rows_key="files")
+    # One file and no expected CRC: nothing is compared (OK); else MATCH / DIFFER.
+    return CrcReport("crc", result, rows_key="files",
+                     verdict=Verdict.OK if result.match is None else Verdict.of(result.match))
 
 
-def _dump_context(dump, *, model=None, tensor=None, labels=None, deps=None, record=None, offset=None, count=None,
-                  fields=None, pad=None, scale=None, zero_point=None):
+def _dump_context(dump, *, model=None, tensor=None, labels=None, deps=None, **layout):
+    """forensics.modeldumps.dump_context from the report's ModelContext and Layout keywords (any spelling)."""
     from forensics.modeldumps import dump_context
+    from forensics.options import Layout, ModelContext
 
-    return dump_context(dump, model=model, tensor=tensor, labels=labels, deps=deps, record_size=record,
-                        offset=offset, count=count, fields=fields, pad_lanes=pad, scale=scale,
-                        zero_point=zero_point)
+    known = ModelContext.parse(model=model, tensor=tensor, labels=labels, deps=deps)
+    return dump_context(dump, **known.keywords(), **Layout.parse(**layout).context_keywords())
 
 
 def _check_pictures(context, heatmap, grid) -> None:
@@ -90,8 +91,7 @@ class RecordsReport(Report):
         if self.fits:
             doc["tensor_fit"] = {"a": self.fits[0].to_dict() if self.fits[0] else None,
                                  "b": self.fits[1].to_dict() if self.fits[1] else None}
-        if self.head_windows:
-            doc["verdict"] = HEAD_WINDOW if self.command == "anchors" or self.result.passed else doc.get("verdict")
+        if self.head_windows:  # the verdict (HEAD WINDOW when nothing else failed) is the report's: _sources
             doc["head_window"] = self._head_window_text()
         if self.heatmap is not None:
             doc["heatmap"] = dict(self.heatmap)
@@ -112,7 +112,7 @@ class RecordsReport(Report):
         if windows:
             from forensics.render.style import verdict
 
-            out.append(verdict(HEAD_WINDOW, self._head_window_text()))
+            out.append(verdict(Verdict.HEAD_WINDOW, self._head_window_text()))
         if self.grid and self.heat is not None:
             from forensics.render.grid import grid_for
 
@@ -139,7 +139,7 @@ class RecordsReport(Report):
         if len(names) == 2:
             a, b = self.fits
             same = a.held == b.held
-            return (f"both dumps hold only the head of the tensor: " + (f"{a.describe()}" if same else
+            return ("both dumps hold only the head of the tensor: " + (f"{a.describe()}" if same else
                     f"A {a.held:,} and B {b.held:,} of the {a.anchors:,} anchors the model has: the head-window "
                     f"trap; judge the whole buffers"))
         return f"{names[0]} is truncated: {windows[0].describe()}"
@@ -154,68 +154,49 @@ def _fit_other(context, dump, flags: dict):
     return fit_detection_tensor(dump, context.deps, flags)[0]
 
 
+@spellings()
 def diff(a, b, *, record=None, offset=None, count=None, fields=None, pad=None, scale=None, zero_point=None,
-         tolerance: int | None = None, atol=None, rtol=None, check=None, limit: int = 20,
+         tolerance=None, atol=None, rtol=None, check=None, limit=20,
          all: bool = False, model=None, tensor=None, labels=None,  # noqa: A002
-         deps=None, heatmap=None, grid: bool = False, lane: int | None = None, plot=None,
-         length: int | None = None, gap_fill: int | None = None, no_stats: bool = False,
+         deps=None, heatmap=None, grid: bool = False, lane=None, plot=None,
+         length=None, gap_fill=None, no_stats: bool = False,
          progress=None) -> RecordsReport:
     """`forensics diff A B`: record-by-record comparison with error statistics; exit code 0 MATCH or WITHIN
-    TOLERANCE (tolerance K LSB, or atol / rtol / check: forensics.tolerance), 1 DIFFER. `plot` writes the 2x2
-    picture of the error. With `length`, offset/length cut the same slice of both dumps (else offset is the
-    layout offset). `no_stats` leaves the error statistics out (one pass over A fewer once the dumps differ:
-    the fast path for multi-GB dumps); the verdict is then judged on whole LSB, as `tolerance` K does."""
-    from forensics.tolerance import make_policy
+    TOLERANCE (tolerance K LSB, or atol / rtol / check: forensics.tolerance), 1 DIFFER (or HEAD WINDOW: a side
+    holds only the head of the tensor --model / --deps describe). `plot` writes the 2x2 picture of the error.
+    With `length`, offset/length cut the same slice of both dumps (else offset is the layout offset).
+    `no_stats` leaves the error statistics out (one pass over A fewer once the dumps differ: the fast path for
+    multi-GB dumps); the verdict is then judged on whole LSB, as `tolerance` K does. Every option takes the
+    command line's spelling too (`pad="2,3"`, `scale="1/256"`: forensics.options)."""
+    from forensics.options import Layout, ModelContext, Slice, Tolerances
 
-    policy = make_policy(tolerance=tolerance, atol=atol, rtol=rtol, check=check).default
+    where = Slice.parse(offset=offset, length=length, gap_fill=gap_fill)
+    layout = Layout.parse(record=record, offset=offset, count=count, fields=fields, pad=pad, scale=scale,
+                          zero_point=zero_point)
+    tolerances = Tolerances.parse(tolerance=tolerance, atol=atol, rtol=rtol, check=check)
+    known = ModelContext.parse(model=model, deps=deps, tensor=tensor, labels=labels)
+    policy = tolerances.policy().default
     if no_stats and (plot or (policy.lsb_threshold() is None)):
         raise InputError("{no_stats} leaves out the error statistics that "
                          + ("{plot} draws" if plot else "a tolerance other than whole LSB is judged on"),
                          params=True)
-    tolerance = tolerance or 0
     from forensics.diff import diff_dumps
     from forensics.dump import open_dump
-    from forensics.modeldumps import (
-        array_locator,
-        class_locator,
-        element_type,
-        records_by_anchor,
-        remap_indices,
-        tensor_view,
-    )
+    from forensics.modeldumps import locator_for, pair_context, records_by_anchor, remap_indices
 
-    options, offset = _slice(offset, length, gap_fill, layout=True)
+    options, layout_offset = where.split()
     dump_a, dump_b = open_dump(a, **options), open_dump(b, **options)
-    context_dump = dump_a if dump_a.meta is not None or dump_b.meta is None else dump_b
-    context = _dump_context(context_dump, model=model,
-                            tensor=tensor, labels=labels, deps=deps, record=record, offset=offset, count=count,
-                            fields=fields, pad=pad, scale=scale, zero_point=zero_point)
-    if context.view is not None:
-        other = tensor_view(dump_b, model, tensor)
-        if other.mode != context.view.mode:
-            raise InputError(f"A is the {context.view.mode} layout ({dump_a.size:,} bytes) and B the "
-                             f"{other.mode} layout ({dump_b.size:,} bytes) of {tensor!r}: relayout one "
-                             f"first (forensics relayout ... --layer {tensor})")
-    element, context = element_type((dump_a, dump_b), context,
-                                    record_given=record is not None or getattr(dump_a.meta, "record_size", None))
+    flags = {**layout.context_keywords(), "offset": layout_offset}
+    element, context, context_dump = pair_context(dump_a, dump_b, **known.keywords(),
+                                                  record_given=layout.record is not None, **flags)
     _check_pictures(context, heatmap, grid)
     if plot:
         from forensics.outputs import check_writable
 
         check_writable(plot)
-    locate = None
-    if context.record_order is not None:  # raw chip layout: name the worst element by its anchor
-        from forensics.modeldumps import anchor_locator
-
-        locate = anchor_locator(context)
-    elif context.view is not None and context.view.class_vector:
-        from forensics.labels import read_labels
-
-        locate = class_locator(context.layout, element.itemsize, read_labels(labels) if labels else None)
-    elif dump_a.npy_shape is not None and context.view is None and context.layout.offset == 0:
-        locate = array_locator(dump_a.npy_shape, element.itemsize)
-    result = diff_dumps(dump_a, dump_b, context.layout, tolerance=tolerance, limit=_limit(limit, all),
-                        policy=policy, locate=locate, progress=progress, stats=not no_stats, dtype=element)
+    result = diff_dumps(dump_a, dump_b, context.layout, tolerance=tolerances.tolerance or 0,
+                        limit=_limit(limit, all), policy=policy, locate=locator_for(context, dump_a, element, labels),
+                        progress=progress, stats=not no_stats, dtype=element, sample=bool(plot))
     result = remap_indices(result, context, "records")
     heat = None
     title = "differences A vs B"
@@ -223,31 +204,38 @@ def diff(a, b, *, record=None, offset=None, count=None, fields=None, pad=None, s
         from forensics.heat import diff_heat
 
         heat = diff_heat(records_by_anchor(dump_a, context), records_by_anchor(dump_b, context), context.layout,
-                         lane=lane, tolerance=tolerance)
+                         lane=lane, tolerance=tolerances.tolerance or 0)
     drawn = _draw_heatmap(context, heat, title, heatmap)
-    plotted = None
-    if plot:
-        from forensics.render.errorplot import error_plot_for_dumps
-
-        geometry = context.geometry if context.record_order is None else None  # the map needs anchor order
-        picture = error_plot_for_dumps(dump_a, dump_b, context.layout, result.stats, geometry=geometry,
-                                       dtype=element, shape=dump_a.npy_shape, title=f"{a} vs {b}")
-        picture.save(plot)
-        plotted = {"path": os.fspath(plot), **picture.to_dict()}
+    plotted = _draw_error_plot(plot, dump_a, context, result, element, title=f"{a} vs {b}")
     fits = ()
     if context.deps is not None:  # --model / --deps know the tensors: how much of one each side holds
-        first = dump_a if context_dump is dump_a else dump_b
-        other = dump_b if first is dump_a else dump_a
-        flags = {"record_size": record, "fields": fields, "pad_lanes": pad}
-        fit_other = _fit_other(context, other, flags)
-        fits = (context.fit, fit_other) if first is dump_a else (fit_other, context.fit)
+        other = dump_b if context_dump is dump_a else dump_a
+        fit_other = _fit_other(context, other, {"record_size": layout.record, "fields": layout.fields,
+                                                "pad_lanes": layout.pad})
+        fits = (context.fit, fit_other) if context_dump is dump_a else (fit_other, context.fit)
     fits = fits if any(f is not None for f in fits) else ()
     windows = any(f is not None and f.head_window for f in fits)
-    return RecordsReport("diff", result, exitcodes.SAME if result.passed and not windows else exitcodes.DIFFERENT,
-                         rows_key="records", context=context, heat=heat, heatmap=drawn, grid=grid, title=title,
-                         plot=plotted, dumps=(dump_a, dump_b), fits=fits)
+    # A side that holds only the tensor's head is named even when the bytes compared pass (the story's trap).
+    judged = Verdict.HEAD_WINDOW if windows and result.passed else result.verdict
+    return RecordsReport("diff", result, rows_key="records", verdict=judged, context=context, heat=heat,
+                         heatmap=drawn, grid=grid, title=title, plot=plotted, dumps=(dump_a, dump_b), fits=fits)
 
 
+def _draw_error_plot(plot, dump_a, context, result, element, *, title: str) -> dict | None:
+    """Write diff's error picture (when a path is given) from what its statistics pass collected, and say what
+    was drawn, for the `plot` JSON key."""
+    if not plot:
+        return None
+    from forensics.render.errorplot import error_plot
+
+    geometry = context.geometry if context.record_order is None else None  # the map needs anchor order
+    picture = error_plot(result.stats, context.layout, geometry=geometry, dtype=element, shape=dump_a.npy_shape,
+                         title=title)
+    picture.save(plot)
+    return {"path": os.fspath(plot), **picture.to_dict()}
+
+
+@spellings()
 def anchors(file, *, record=None, offset=None, count=None, fields=None, pad=None, scale=None, zero_point=None,
             nonuniform: bool = False, top: int = 10, window: int = 256, limit: int = 1000,
             all: bool = False, model=None, tensor=None, labels=None, deps=None, heatmap=None,  # noqa: A002
@@ -282,9 +270,15 @@ def anchors(file, *, record=None, offset=None, count=None, fields=None, pad=None
                             dominant=result.dominant.record, marked=marked)
     drawn = _draw_heatmap(context, heat, title, heatmap)
     window = context.fit is not None and context.fit.head_window  # the story's trap: only the head was read
-    return RecordsReport("anchors", result, exitcodes.DIFFERENT if window else exitcodes.SAME,
-                         rows_key="nonuniform" if nonuniform else "top",
+    return RecordsReport("anchors", result, rows_key="nonuniform" if nonuniform else "top",
+                         verdict=Verdict.HEAD_WINDOW if window else anchors_verdict(result),
                          context=context, heat=heat, heatmap=drawn, grid=grid, title=title, dumps=(dump,))
+
+
+def anchors_verdict(result) -> Verdict:
+    """OK when every record is the dominant one (or there is a single record); NONUNIFORM (exit 0: listed, not
+    judged) when records depart from it."""
+    return Verdict.OK if result.records <= 1 or result.uniform else Verdict.NONUNIFORM
 
 
 class CoverageReport(Report):
@@ -294,30 +288,17 @@ class CoverageReport(Report):
         return render_coverage(self.result)
 
 
+@spellings()
 def coverage(file, *, sentinel, min_run: int = 8, offset: int | None = None,
              length: int | None = None, gap_fill: int | None = None) -> CoverageReport:
     """`forensics coverage FILE --sentinel HEX`: exit code 0 fully written, 1 untouched ranges remain."""
     from forensics.coverage import analyse_coverage
     from forensics.dump import open_dump
 
-    if isinstance(sentinel, str):
-        sentinel = _hex_bytes(sentinel)
     dump = open_dump(file, **_slice(gap_fill=gap_fill)[0])  # offset/length: the region coverage looks at
     result = analyse_coverage(dump, sentinel, min_run=min_run, offset=offset or 0, length=length)
-    return CoverageReport("coverage", result, exitcodes.SAME if result.fully_written else exitcodes.DIFFERENT,
-                          rows_key="untouched_ranges", dumps=(dump,))
-
-
-def _hex_bytes(text: str) -> bytes:
-    """`cc`, `0xCC`, `de ad be ef` -> bytes (sentinels given as text in a notebook)."""
-    cleaned = text.strip().lower().replace(" ", "").replace("_", "").removeprefix("0x")
-    try:
-        value = bytes.fromhex(cleaned)
-    except ValueError:
-        value = b""
-    if not value:
-        raise InputError(f"{{sentinel}}: expected hex bytes like cc or deadbeef, got {text!r}", params=True)
-    return value
+    return CoverageReport("coverage", result, rows_key="untouched_ranges", dumps=(dump,),
+                          verdict=Verdict.OK if result.fully_written else Verdict.WARNING)
 
 
 class HexdumpReport(Report):
@@ -327,6 +308,7 @@ class HexdumpReport(Report):
         return render_hexdump(self.result)
 
 
+@spellings()
 def hexdump(file, file2=None, *, record=None, offset=None, fields=None, pad=None, scale=None, zero_point=None,
             anchor: int | None = None, context: int = 4, at: int | None = None, length: int | None = None,
             model=None, tensor=None, labels=None, deps=None, gap_fill: int | None = None) -> HexdumpReport:

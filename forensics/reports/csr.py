@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from forensics import exitcodes
 from forensics.errors import InputError
-from forensics.reports.base import Report
+from forensics.reports.base import Report, spellings
+from forensics.verdict import Verdict
 
 
 @dataclass(frozen=True, repr=False)
@@ -27,6 +27,7 @@ class RegisterReport(Report):
         return render_lookup(self.result)
 
 
+@spellings()
 def csr(a=None, b=None, *, reads: bool = False, mask=None, snapshot: bool = False, limit: int = 200,
         all: bool = False, name=None, find=None,  # noqa: A002
         line_pattern: str | None = None) -> CsrReport | RegisterReport:
@@ -42,8 +43,8 @@ def csr(a=None, b=None, *, reads: bool = False, mask=None, snapshot: bool = Fals
         from forensics.csr.registers import lookup_register
 
         result = lookup_register(find if find is not None else name, find=find is not None)
-        return RegisterReport("csr", result, exitcodes.SAME if result.found else exitcodes.DIFFERENT,
-                              rows_key="registers")
+        return RegisterReport("csr", result, rows_key="registers",
+                              verdict=Verdict.FOUND if result.found else Verdict.NOT_FOUND)
     if a is None or b is None:
         raise InputError("expected two traces A B, or {name:OFFSET}, or {find:TEXT}", params=True)
     from forensics.csr.compare import compare_files
@@ -56,5 +57,5 @@ def csr(a=None, b=None, *, reads: bool = False, mask=None, snapshot: bool = Fals
         masks[offset] = masks.get(offset, 0) | bits
     result = compare_files(a, b, include_reads=reads, masks=masks, snapshot=snapshot, table=table,
                            line_pattern=line_pattern)
-    return CsrReport("csr", result, exitcodes.SAME if result.passed else exitcodes.DIFFERENT, rows_key="rows",
+    return CsrReport("csr", result, verdict=result.verdict, rows_key="rows",
                      limit=None if limit == 0 else limit, show_all=all)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from forensics import exitcodes
 from forensics.errors import InputError
-from forensics.reports.base import Report, _slice
+from forensics.reports.base import Report, _slice, spellings
+from forensics.verdict import Verdict
 
 
 @dataclass(frozen=True, repr=False)
@@ -17,7 +17,7 @@ class DecodeReport(Report):
     score_threshold: float | None = None
 
     def to_dict(self) -> dict:
-        doc = self.result.to_dict()
+        doc = self._sources(self.result.to_dict())
         geometry = self.geometry
         if geometry is not None:
             from forensics.geometry import annotate
@@ -89,10 +89,10 @@ def _classes(a, b, *, model, top_k: int, labels, dump_options=None) -> ClassesRe
         raise InputError("{top_k} needs {model:MODEL} (the classifier: its output's size and quantization)",
                          params=True)
     result = classify_dumps(a, b, model=model, k=top_k, labels_path=labels, dump_options=dump_options)
-    return ClassesReport("decode", result, exitcodes.SAME if result.same_order else exitcodes.DIFFERENT,
-                         names=(os.fspath(a), os.fspath(b)))
+    return ClassesReport("decode", result, names=(os.fspath(a), os.fspath(b)), verdict=result.verdict)
 
 
+@spellings()
 def decode(boxes, scores, *, model=None, deps=None, layout: str = "auto", dequantize: str = "reference",
            labels=None, image=None, image_size=None, input_size=None, draw=None, overlay=None,
            overlay_boxes=None, overlay_scores=None, names=None, score_threshold: float | None = None,
@@ -153,9 +153,10 @@ def decode(boxes, scores, *, model=None, deps=None, layout: str = "auto", dequan
         from forensics.decode.draw import draw_detections
 
         drawn = draw_detections(image, os.fspath(draw), result, score_threshold=score_threshold)
-    mismatch = result.replay is not None and not result.replay.match
-    return DecodeReport("decode", result, exitcodes.DIFFERENT if mismatch else exitcodes.SAME,
-                        rows_key="detections", geometry=geometry, drawing=drawn, score_threshold=score_threshold)
+    # Only --replay judges: the official kernel's detections beside ours (MATCH / MISMATCH).
+    judged = None if result.replay is None else Verdict.of(result.replay.match, differ=Verdict.MISMATCH)
+    return DecodeReport("decode", result, rows_key="detections", verdict=judged, geometry=geometry, drawing=drawn,
+                        score_threshold=score_threshold)
 
 
 def _check_order(decode_deps, pairs, dump_options) -> None:
@@ -181,6 +182,7 @@ class TailReport(Report):
         return render_tail(self.result)
 
 
+@spellings()
 def tail(model, *, output) -> TailReport:
     """`forensics tail MODEL -o TAIL.tflite`: the model without its edgetpu-custom-op, for LiteRT."""
     from forensics.tflite.tail import write_tail
@@ -195,6 +197,7 @@ class AnchorsGenReport(Report):
         return render_anchors_gen(self.result, show=len(self.result.anchors))
 
 
+@spellings()
 def anchors_gen(*, input_size=None, feature_maps=None, min_scale: float = 0.2, max_scale: float = 0.95,
                 aspect_ratios=(1.0, 2.0, 0.5, 3.0, 0.3333), interpolated_scale_aspect_ratio: float = 1.0,
                 no_reduce_lowest: bool = False, output=None, check_model=None, check_deps=None, show: int = 5,
@@ -206,6 +209,5 @@ def anchors_gen(*, input_size=None, feature_maps=None, min_scale: float = 0.2, m
                       aspect_ratios=aspect_ratios, interpolated_scale_aspect_ratio=interpolated_scale_aspect_ratio,
                       reduce_boxes_in_lowest_layer=not no_reduce_lowest, output=output, check_model=check_model,
                       check_deps=check_deps, show=show, anchor=anchor)
-    differ = result.check is not None and not result.check.matches
-    return AnchorsGenReport("anchors-gen", result, exitcodes.DIFFERENT if differ else exitcodes.SAME,
-                            rows_key="anchors")
+    judged = None if result.check is None else Verdict.of(result.check.matches)
+    return AnchorsGenReport("anchors-gen", result, rows_key="anchors", verdict=judged)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 
 from forensics.errors import InputError
-from forensics.reports.base import Report, _slice
-from forensics.reports.buffers import _hex_bytes
+from forensics.reports.base import Report, _slice, spellings
+from forensics.options import checked, each, hex_bytes
 
 
 class DiagnoseReport(Report):
@@ -35,24 +35,26 @@ def _diagnose_context(dump_a, dump_b, *, model, tensor, **layout):
 
 
 def _lsb(tolerance, atol):
-    """`tolerance` K or `atol` 'Klsb' (whole LSB of the bytes); None without either."""
+    """`tolerance` K or `atol` 'Klsb' (whole LSB of the elements' codes); None without either."""
     if atol is None:
         return tolerance
     text = str(atol).strip().lower()
     number = text[:-3] if text.endswith("lsb") else text
     if not number.isdigit():
-        raise InputError(f"{{atol}} {atol!r}: diagnose compares bytes, give whole LSB (e.g. 1lsb)", params=True)
+        raise InputError(f"{{atol}} {atol!r}: diagnose takes whole LSB of the quantized elements (e.g. 1lsb)", params=True)
     if tolerance is not None and tolerance != int(number):
         raise InputError("give {tolerance} or {atol}, not both", params=True)
     return int(number)
 
 
+@spellings("sentinel")
 def diagnose(a, b, *, previous=None, model=None, tensor=None, record=None, offset=None, fields=None, pad=None,
              scale=None, zero_point=None, sentinel=None, min_run: int = 16, window: int = 256,
              max_shift: int | None = None, length: int | None = None, gap_fill: int | None = None,
-             progress=None, tolerance: int | None = None, atol=None) -> DiagnoseReport:
+             progress=None, tolerance: int | None = None, atol=None, inputs=None) -> DiagnoseReport:
     """`forensics diagnose A B`: the verdict (IDENTICAL / WITHIN TOLERANCE exit 0; EXPLAINED / PARTLY
-    EXPLAINED / UNEXPLAINED exit 1) and the named bugs behind a differing pair."""
+    EXPLAINED / UNEXPLAINED exit 1) and the named bugs behind a differing pair. `inputs`: the two inputs A and B
+    were computed from (paths), compared by CRC when B is unexplained."""
     from forensics.diagnose import diagnose_dumps
     from forensics.dump import open_dump
 
@@ -67,13 +69,17 @@ def diagnose(a, b, *, previous=None, model=None, tensor=None, record=None, offse
     earlier = open_dump(previous, **options) if previous else None
     context = _diagnose_context(dump_a, dump_b, model=model, tensor=tensor, record_size=record, offset=offset,
                                 fields=fields, pad_lanes=pad, scale=scale, zero_point=zero_point)
-    patterns = [_hex_bytes(p) if isinstance(p, str) else p for p in (sentinel or ())]
+    patterns = checked("sentinel", each(hex_bytes), sentinel) or []
     sentinels = [(f"0x{p.hex().upper()}", p) for p in patterns]
+    if inputs is not None and (isinstance(inputs, (str, bytes, os.PathLike)) or len(inputs) != 2):
+        raise InputError("{inputs} takes two paths: the input A was computed from, then B's", params=True)
+    given = tuple(open_dump(p) for p in inputs) if inputs is not None else None
     result = diagnose_dumps(dump_a, dump_b, layout=context.layout, previous=earlier, model_view=context.view,
                             model=os.fspath(model) if model is not None else None, sentinels=sentinels,
                             tolerance=_lsb(tolerance, atol), min_run=min_run, max_shift=max_shift, window=window,
-                            progress=progress)
-    return DiagnoseReport("diagnose", result, result.exit_code, rows_key="findings", dumps=(dump_a, dump_b, earlier))
+                            progress=progress, inputs=given)
+    return DiagnoseReport("diagnose", result, rows_key="findings", dumps=(dump_a, dump_b, earlier),
+                          verdict=result.verdict)
 
 
 class SimulateReport(Report):
@@ -88,6 +94,7 @@ class SimulateReport(Report):
         return render_simulated(self.result)
 
 
+@spellings()
 def simulate(a=None, *, bug: str, output=None, previous=None, model=None) -> SimulateReport:
     """`forensics simulate A --bug KIND[:PARAMS] -o B`: what A becomes under the bug, written atomically;
     `bug="list"` lists the kinds."""

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from forensics import exitcodes
 from forensics.errors import InputError
-from forensics.reports.base import Report, _slice
+from forensics.reports.base import Report, _slice, spellings
 
 
 class ImportReport(Report):
@@ -17,6 +17,7 @@ class ImportReport(Report):
         return render_import(self.result)
 
 
+@spellings()
 def import_(text, *, output, format: str = "auto", gap_fill: int | None = None) -> ImportReport:  # noqa: A002
     """`forensics import TEXT -o OUT.bin`: a text hex dump (WinDbg d*, xxd, hexdump -C, od, plain hex) to bytes."""
     from forensics.textdump import import_text_dump
@@ -38,6 +39,7 @@ class FingerprintReport(Report):
         return [Text(line, no_wrap=True, overflow="ignore") for line in self.lines()]
 
 
+@spellings()
 def fingerprint(file, *, page: int = 4096, tag: str | None = None, offset: int | None = None,
                 length: int | None = None, gap_fill: int | None = None, progress=None) -> FingerprintReport:
     """`forensics fingerprint FILE`: what a driver can log for a buffer (pages' first8/last8, xor-fold, size,
@@ -57,6 +59,7 @@ class VerifyReport(Report):
         return render_verify(self.result)
 
 
+@spellings()
 def verify(log, *files, buffer=None, pattern: str | None = None, page: int = 4096, offset: int | None = None,
            length: int | None = None, gap_fill: int | None = None) -> VerifyReport:
     """`forensics verify LOG FILE...`: every fingerprint a driver logged, checked against the files; exit code
@@ -65,7 +68,7 @@ def verify(log, *files, buffer=None, pattern: str | None = None, page: int = 409
 
     result = verify_log(os.fspath(log), [os.fspath(f) for f in files], buffers=dict(buffer or ()), page_size=page,
                         pattern=pattern, **_slice(offset, length, gap_fill)[0])
-    return VerifyReport("verify", result, result.exit_code, rows_key="checks")
+    return VerifyReport("verify", result, rows_key="checks", verdict=result.verdict)
 
 
 # (question, expected exit code, command, positional arguments, options), in the README story's order.
@@ -125,6 +128,7 @@ class DemoReport(Report):
         return out
 
 
+@spellings()
 def demo(root=None) -> DemoReport:
     """`forensics demo`: the story of the README on the bundled dumps, step by step; exit code 1 when a step does not
     end as the story expects. `root` is the directory holding `dumps/` (default: the repository of this file)."""

@@ -172,7 +172,8 @@ def _link(lk, path, mode, *, check, executable, bitstream, input, output, parame
     if result.expected_size is not None and dump.size > result.expected_size:
         warnings.append(f"{dump.path}: {dump.size:,} bytes, {dump.size - result.expected_size:,} more than the "
                         f"{result.expected_size:,} of the {result.kind} (the rest is not compared)")
-    return LinkReport("link", result, result.exit_code, tuple(warnings), rows_key="fields", dumps=(dump,))
+    return LinkReport("link", result, warnings=tuple(warnings), rows_key="fields", dumps=(dump,),
+                      verdict=result.verdict)
 
 
 def diagnose_link(model, dump_a, dump_b):
@@ -206,4 +207,4 @@ def diagnose_link(model, dump_a, dump_b):
                 if ref.addresses[kind]:
                     expect.append(lk.Expectation(kind, None, int(ref.addresses[kind], 16)))
     result = lk.check(packages, data_b, executable=plain.executable["index"], expect=expect)
-    return LinkReport("diagnose", result, result.exit_code, rows_key="fields", dumps=(dump_a, dump_b))
+    return LinkReport("diagnose", result, rows_key="fields", dumps=(dump_a, dump_b), verdict=result.verdict)

@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass
 
 from forensics.errors import InputError
-from forensics.reports.base import Report, _slice
+from forensics.reports.base import Report, _slice, spellings
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,7 @@ class GraphReport(Report):
         return out
 
 
+@spellings()
 def graph(model, *, params_out=None) -> GraphReport:
     """`forensics graph MODEL`: op chain, constants, CPU tail, Edge TPU package; params_out writes the blobs."""
     from forensics.tflite.graph import graph_summary
@@ -69,6 +70,7 @@ class ExtractReport(Report):
         return render_extract(self.result.to_dict(), list(self.files))
 
 
+@spellings()
 def extract(model, *, output, force: bool = False) -> ExtractReport:
     """`forensics extract MODEL -o DIR`: anchors.bin and postprocess.json for a standalone decoder."""
     from forensics.outputs import check_not_input
@@ -89,6 +91,7 @@ class RelayoutReport(Report):
         return render_relayout(self.to_dict())
 
 
+@spellings()
 def relayout(input, *, model, layer: str, output, inverse: bool = False,  # noqa: A002
              pad_byte: int = 0x80, offset: int | None = None, length: int | None = None,
              gap_fill: int | None = None) -> RelayoutReport:

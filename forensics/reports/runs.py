@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 from forensics import exitcodes
 from forensics.errors import InputError
-from forensics.reports.base import Report, _slice
+from forensics.reports.base import Report, _slice, spellings
+from forensics.verdict import Verdict
 
 
 class CaptureReport(Report):
@@ -24,6 +25,7 @@ class CaptureManyReport(Report):
         return render_capture_many(self.result)
 
 
+@spellings()
 def capture(*, model, output, source: str = "litert", image=None, input=None,  # noqa: A002
             resampling: str = "lanczos", tail_only: bool = False, delegate=None,
             replace: bool = False, images=None, progress=None) -> CaptureReport | CaptureManyReport:
@@ -67,6 +69,7 @@ class ArraysIngestReport(Report):
                 render_buffers(self.result.run)]
 
 
+@spellings()
 def ingest(run, buffers, *, source: str | None = None, model=None, from_format: str | None = None,
            offset: int | None = None, length: int | None = None,
            gap_fill: int | None = None) -> IngestReport | ArraysIngestReport:
@@ -100,6 +103,7 @@ class ExportReport(Report):
         return [Text(f"wrote {r.output} ({r.format}: {len(r.arrays)} arrays: {', '.join(n for n, _, _ in r.arrays)})")]
 
 
+@spellings()
 def export(run, *, format: str, output) -> ExportReport:  # noqa: A002
     """`forensics export RUN --format npz|polygraphy -o FILE`: the run's buffers as typed arrays."""
     from forensics.runs.interop import export_run
@@ -112,7 +116,7 @@ class CompareReport(Report):
     html: str | None = None                # the --html page written
 
     def to_dict(self) -> dict:
-        doc = self.result.to_dict()
+        doc = self._sources(self.result.to_dict())
         if self.html:
             doc["html"] = self.html
         return doc
@@ -168,7 +172,7 @@ def _batch_html(html, batch, result, geometry, limit: int = 100) -> None:
     reports = {}
     batch = os.fspath(batch).removeprefix("file://")
     folder = os.path.splitext(html)[0] + "_pairs"
-    for row in [r for r in result.rows if r["verdict"] == "DIFFER"][:limit]:
+    for row in [r for r in result.rows if r["verdict"] == Verdict.DIFFER][:limit]:
         try:  # the pair is read again where it is (a URL's runs in place, through its filesystem)
             runs = find_runs(join(batch, row["pair"]) if is_url(batch) else os.path.join(batch, row["pair"]))
             pair = compare_runs(runs[0], runs[1], geometry=geometry)
@@ -183,23 +187,18 @@ def _batch_html(html, batch, result, geometry, limit: int = 100) -> None:
 
 def _policy(tolerance, atol, rtol, check):
     """The tolerance policy from compare's parameters: `tolerance` K, or (TENSOR, SPEC) pairs, or a list of both."""
+    from forensics.options import checked, each, tolerance_item
     from forensics.tolerance import make_policy
 
-    if tolerance is None or isinstance(tolerance, (int, str, tuple)):
-        tolerance = [] if tolerance is None else [tolerance]
-    ks, per_tensor = [], []
-    for item in tolerance:
-        if isinstance(item, tuple):
-            per_tensor.append(item)
-        elif isinstance(item, str) and "=" in item:
-            per_tensor.append(tuple(item.split("=", 1)))
-        else:
-            ks.append(int(item))
+    items = checked("tolerance", each(tolerance_item), [tolerance] if isinstance(tolerance, int) else tolerance)
+    ks = [item for item in items or () if isinstance(item, int)]
+    per_tensor = [item for item in items or () if isinstance(item, tuple)]
     if len(ks) > 1:
         raise InputError("{tolerance} K is given more than once", params=True)
     return make_policy(tolerance=ks[0] if ks else None, atol=atol, rtol=rtol, check=check, per_tensor=per_tensor)
 
 
+@spellings("tolerance")
 def compare(*runs, html=None, previous=None, model=None, deps=None, limit: int = 8, batch=None, output=None,
             workers: int | None = None, tolerance=None, atol=None, rtol=None, check=None, labels=None,
             junit=None, progress=None, scheduler: str = "local", verify_files: bool = False,
@@ -250,7 +249,7 @@ def compare(*runs, html=None, previous=None, model=None, deps=None, limit: int =
                              f"summary is in {output}", batch)
         if html:
             _batch_html(html, batch, result, geometry)
-        return BatchReport("compare", result, result.exit_code, rows_key="rows",
+        return BatchReport("compare", result, rows_key="rows", verdict=result.verdict,
                            html=os.fspath(html) if html else None)
     if scheduler != "local" or stall_timeout is not None:
         which = "{scheduler}" if scheduler != "local" else "{stall_timeout}"
@@ -283,5 +282,5 @@ def compare(*runs, html=None, previous=None, model=None, deps=None, limit: int =
         from forensics.render.junit import junit_xml
 
         write_text_atomic(junit, junit_xml(result))
-    return CompareReport("compare", result, exitcodes.SAME if result.passed else exitcodes.DIFFERENT,
+    return CompareReport("compare", result, verdict=result.verdict,
                          warnings=tuple(result.warnings), rows_key="stages", html=os.fspath(html) if html else None)

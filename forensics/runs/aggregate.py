@@ -26,23 +26,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from forensics.errors import InputError
+from forensics.verdict import STAGE_VERDICTS, Verdict, stage_verdict
 
-VERDICTS = ("MATCH", "WITHIN TOLERANCE", "DIFFER")
 IOU_THRESHOLDS = tuple(round(0.5 + 0.05 * i, 2) for i in range(10))
 RECALL_POINTS = np.linspace(0.0, 1.0, 101)
 MAX_DETECTIONS = 100
 DELTA_ROLES = ("scores", "boxes")
 WORST_ANCHORS = 20
-
-
-def verdict_of(status: str) -> str | None:
-    """The shared vocabulary for one stage row's status: MATCH / WITHIN TOLERANCE / DIFFER (MISSING counts as
-    DIFFER, as in the batch table); None for a buffer present in one run only (not compared)."""
-    if status in ("MATCH", "WITHIN TOLERANCE"):
-        return status
-    if status in ("DIFFER", "MISSING"):
-        return "DIFFER"
-    return None
 
 
 # --- per pair (runs in the worker) ---------------------------------------------------------------------------
@@ -167,7 +157,7 @@ def pair_stats(result) -> dict:
     stages, anchors, deltas = [], {}, {}
     run_a, run_b = result.run_a, result.run_b
     for row in result.rows:
-        verdict = verdict_of(row.status)
+        verdict = stage_verdict(row.status)
         stages.append((row.stage, row.tensor, verdict))
         if verdict is None or row.size_a is None or row.size_a != row.size_b or not row.size_a:
             continue
@@ -175,14 +165,14 @@ def pair_stats(result) -> dict:
         layout, unit = buffer_layout(entry, row.size_a)
         role = entry.role if row.stage == "tensor" and (entry.dtype or "uint8") == "uint8" else None
         wants_anchors = unit == "anchors" and layout.record_size > 1
-        if verdict == "MATCH":
+        if verdict == Verdict.MATCH:
             if wants_anchors:
                 anchors[row.label] = (row.stage, row.tensor, record_count(entry, row.size_a, layout), ())
             if role in DELTA_ROLES:
                 deltas.setdefault(role, {})
                 deltas[role][0] = deltas[role].get(0, 0) + row.size_a
             continue
-        if not (wants_anchors or role in DELTA_ROLES) or row.status == "MISSING":
+        if not (wants_anchors or role in DELTA_ROLES) or row.status == Verdict.MISSING:
             continue
         entry_b = next(b for b in run_b.buffers if b.key == (row.stage, row.tensor))
         try:
@@ -280,7 +270,7 @@ class Aggregator:
         self.pairs += 1
         for stage, tensor, verdict in stats["stages"]:
             counts = self.stage_counts.setdefault((stage, tensor), {"compared": 0, "not_compared": 0,
-                                                                   **{v: 0 for v in VERDICTS}})
+                                                                   **{v: 0 for v in STAGE_VERDICTS}})
             if verdict is None:
                 counts["not_compared"] += 1
             else:
@@ -318,9 +308,10 @@ class Aggregator:
         for (stage, tensor), c in sorted(self.stage_counts.items(), key=lambda kv: order.get(kv[0][0], 99)):
             n = c["compared"]
             out.append({"stage": stage, "tensor": tensor, "pairs_compared": n, "not_compared": c["not_compared"],
-                        "match": c["MATCH"], "within_tolerance": c["WITHIN TOLERANCE"], "differ": c["DIFFER"],
-                        "share_match": _ratio(c["MATCH"], n), "share_within_tolerance": _ratio(c["WITHIN TOLERANCE"], n),
-                        "share_differ": _ratio(c["DIFFER"], n)})
+                        "match": c[Verdict.MATCH], "within_tolerance": c[Verdict.WITHIN], "differ": c[Verdict.DIFFER],
+                        "share_match": _ratio(c[Verdict.MATCH], n),
+                        "share_within_tolerance": _ratio(c[Verdict.WITHIN], n),
+                        "share_differ": _ratio(c[Verdict.DIFFER], n)})
         return tuple(out)
 
     def _anchors(self) -> tuple[dict, ...]:

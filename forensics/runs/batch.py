@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from forensics.errors import DependencyError, ForensicsError, InputError
 from forensics.runs.run import STAGES
+from forensics.verdict import Verdict, combined, overall
 
 COLUMNS = ("pair", "run_a", "run_b", "source_a", "source_b", "verdict", "first_divergent_stage",
            "first_divergent_tensor", "stages_compared", "stages_differing", "changed", "summary", "error") + STAGES
@@ -65,11 +66,11 @@ def compare_pair(pair_dir: str, policy=None, *, stats: bool = False, name: str |
 
             pair_stats = _pair_stats(result)
     except ForensicsError as exc:
-        row["verdict"] = "ERROR"
+        row["verdict"] = Verdict.ERROR
         row["error"] = str(exc)
         return (row, None) if stats else row
     except Exception as exc:  # noqa: BLE001 - a broken pair is an ERROR row and never stops the batch
-        row["verdict"] = "ERROR"
+        row["verdict"] = Verdict.ERROR
         row["error"] = f"{name or pair_dir}: {type(exc).__name__}: {exc}"
         return (row, None) if stats else row
     row["source_a"], row["source_b"] = result.run_a.source, result.run_b.source
@@ -84,10 +85,7 @@ def compare_pair(pair_dir: str, policy=None, *, stats: bool = False, name: str |
     for stage in STAGES:
         statuses = [r.status for r in result.rows if r.stage == stage]
         if statuses:
-            row[stage] = "MATCH" if all(s == "MATCH" for s in statuses) else (
-                "DIFFER" if any(s in ("DIFFER", "MISSING") for s in statuses) else (
-                    "WITHIN TOLERANCE" if all(s in ("MATCH", "WITHIN TOLERANCE") for s in statuses)
-                    else statuses[0]))
+            row[stage] = combined(statuses)
     return (row, pair_stats) if stats else row
 
 
@@ -106,15 +104,14 @@ class BatchResult:
         return Counter(r["verdict"] for r in self.rows)
 
     @property
-    def exit_code(self) -> int:
-        """0 every pair matches (or is within tolerance); 1 some differ (or failed); 2 none could be compared."""
-        from forensics import exitcodes
+    def verdict(self) -> Verdict:
+        """MATCH / WITHIN TOLERANCE when every pair passes; DIFFER when some differ (or failed); ERROR when none
+        could be compared."""
+        return overall(r["verdict"] for r in self.rows)
 
-        counts = self.counts
-        if counts.get("ERROR", 0) == len(self.rows):
-            return exitcodes.ERROR
-        passed = counts.get("MATCH", 0) + counts.get("WITHIN TOLERANCE", 0)
-        return exitcodes.SAME if passed == len(self.rows) else exitcodes.DIFFERENT
+    @property
+    def exit_code(self) -> int:
+        return self.verdict.exit_code
 
     def frame(self):
         try:

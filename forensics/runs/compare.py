@@ -25,6 +25,7 @@ from forensics.runs import remote
 from forensics.runs.run import MANIFEST, STAGES, BufferCheck, BufferEntry, Run, load_run, verify_run
 from forensics.stats import locator
 from forensics.tolerance import DIFFER, MATCH, WITHIN, TolerancePolicy
+from forensics.verdict import Verdict
 
 IOU_MATCH = 0.5
 DIFF_LIMIT = 8
@@ -102,7 +103,7 @@ class StageRow:
 
     @property
     def compared(self) -> bool:
-        return self.status in (MATCH, WITHIN, DIFFER, "MISSING")
+        return self.status in (MATCH, WITHIN, DIFFER, Verdict.MISSING)
 
     @property
     def match(self) -> bool | None:
@@ -259,7 +260,7 @@ class CompareResult:
     @property
     def not_captured(self) -> tuple[str, ...]:
         """The stages no buffer of both runs stands for: nothing is concluded about them."""
-        compared = {row.stage for row in self.rows if row.compared and row.status != "MISSING"}
+        compared = {row.stage for row in self.rows if row.compared and row.status != Verdict.MISSING}
         seen = {row.stage for row in self.rows}
         return tuple(stage for stage in STAGES if stage not in compared
                      and (stage != "instructions" or stage in seen))  # link: only runs with bitstreams have it
@@ -582,7 +583,7 @@ def recorded_labels(run: Run) -> tuple[str, ...] | None:
 
 
 def _with_detections(row: StageRow, det: DetectionsComparison) -> StageRow:
-    if row.tensor and row.status == "DIFFER":
+    if row.tensor and row.status == Verdict.DIFFER:
         from dataclasses import replace
 
         return replace(row, summary=f"{row.summary}; {_detections_summary(det)}")
@@ -615,19 +616,29 @@ def _locate(entry: BufferEntry, layout: RecordLayout, unit: str, itemsize: int):
     return where
 
 
+def _picture_cells(entry: BufferEntry, layout: RecordLayout, unit: str, itemsize: int, size: int):
+    """diff_dumps' `sample` for the error picture of a differing buffer: one map cell per (y, x) of a tensor
+    that fills the buffer (its last dimension's elements), else per record."""
+    shape = entry.shape
+    if unit != "anchors" and shape and len(shape) >= 3 and not layout.pad_lanes and \
+            int(np.prod(shape)) * itemsize == size:
+        return int(shape[-1])
+    return True
+
+
 def _compare_pair(run_a, run_b, ca: BufferCheck, cb: BufferCheck, previous, geometry, diagnose, limit,
                   tol=None) -> StageRow:
     entry = ca.entry
     changed = tuple(name for name, c in (("A", ca), ("B", cb)) if c.status == "changed")
     if ca.status == "missing" or cb.status == "missing":
         which = " and ".join(n for n, c in (("A", ca), ("B", cb)) if c.status == "missing")
-        return StageRow(entry.stage, entry.tensor, "MISSING", ca.size, cb.size, ca.crc32, cb.crc32,
+        return StageRow(entry.stage, entry.tensor, Verdict.MISSING, ca.size, cb.size, ca.crc32, cb.crc32,
                         f"file missing in {which}: not compared", changed)
     size_a, size_b = ca.size, cb.size
     if size_a == size_b and ca.crc32 == cb.crc32:
         layout, unit = buffer_layout(entry, size_a)
         what = counted(record_count(entry, size_a, layout), unit) if unit != "bytes" else f"{size_a:,} bytes"
-        return StageRow(entry.stage, entry.tensor, "MATCH", size_a, size_b, ca.crc32, cb.crc32,
+        return StageRow(entry.stage, entry.tensor, Verdict.MATCH, size_a, size_b, ca.crc32, cb.crc32,
                         f"identical ({what})", changed, unit)
     if entry.stage == "instructions":  # link: a linked bitstream is answered with the link check (issue 23)
         from forensics.link_bugs import compare_stage
@@ -639,7 +650,7 @@ def _compare_pair(run_a, run_b, ca: BufferCheck, cb: BufferCheck, previous, geom
     dump_a, dump_b = run_a.open_buffer(entry), run_b.open_buffer(cb.entry)
     layout, unit = buffer_layout(entry, min(size_a, size_b))
     if min(size_a, size_b) == 0:
-        return StageRow(entry.stage, entry.tensor, "DIFFER", size_a, size_b, ca.crc32, cb.crc32,
+        return StageRow(entry.stage, entry.tensor, Verdict.DIFFER, size_a, size_b, ca.crc32, cb.crc32,
                         f"sizes differ: {size_a:,} vs {size_b:,} bytes (one is empty)", changed, unit)
     dtype, scale, zero_point = element_type(entry, layout)
     if dtype is None:
@@ -647,7 +658,8 @@ def _compare_pair(run_a, run_b, ca: BufferCheck, cb: BufferCheck, previous, geom
     else:
         itemsize = np.dtype(dtype).itemsize
         diff = diff_dumps(dump_a, dump_b, layout, limit=limit, policy=tol, dtype=dtype, scale=scale,
-                          zero_point=zero_point, locate=_locate(entry, layout, unit, itemsize))
+                          zero_point=zero_point, locate=_locate(entry, layout, unit, itemsize),
+                          sample=_picture_cells(entry, layout, unit, itemsize, min(size_a, size_b)))
     findings = ()
     if diagnose:
         findings = _diagnose(dump_a, dump_b, layout, previous, entry)

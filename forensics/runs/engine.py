@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from forensics.errors import DependencyError, InputError
 from forensics.runs.remote import is_url, list_folders
+from forensics.verdict import Verdict
 
 PLUGIN = "forensics-lost-work"
 KEY_PREFIX = "forensics-pairs-"
@@ -334,6 +335,6 @@ def _error_row(pair: str, reason: str) -> tuple[dict, None]:
     from forensics.runs.batch import COLUMNS, _basename
 
     row = {c: None for c in COLUMNS}
-    row.update(pair=_basename(pair), verdict="ERROR",
+    row.update(pair=_basename(pair), verdict=Verdict.ERROR,
                error=f"{pair}: {reason}")
     return row, None

@@ -160,17 +160,11 @@ def read_npz(path) -> dict[str, np.ndarray]:
 def read_polygraphy(path) -> tuple[str, dict[str, np.ndarray]]:
     """(runner name, outputs) of the first runner's first iteration of a RunResults JSON file."""
     path = os.fspath(path)
-    from forensics.dump import check_readable_file
+    from forensics.dump import read_small_file
+    from forensics.jsonio import loads
 
-    if check_readable_file(path) > MAX_JSON:
-        raise InputError("is larger than 1 GiB", path)
-    try:
-        with open(path, encoding="utf-8") as fh:
-            doc = json.load(fh)
-    except UnicodeDecodeError:
-        raise InputError("is not UTF-8 text", path) from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"malformed JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", path) from None
+    # the one way a whole file is opened and sized, and the one safe JSON reader (depth, number lengths)
+    doc = loads(read_small_file(path, MAX_JSON, "Polygraphy RunResults JSON"), path)
     if not isinstance(doc, dict) or doc.get(_CLASS) != "RunResults" or not isinstance(doc.get("lst"), list):
         raise InputError("not a Polygraphy RunResults file (expected {\"lst\": [...], \"polygraphy_class\": "
                          "\"RunResults\"})", path)
@@ -214,12 +208,21 @@ def _stage_and_tensor(name: str) -> tuple[str, str]:
     return "tensor", name
 
 
+def _little_endian_chunks(dump):
+    """A dump's data bytes in windows, a big-endian array's values byte-swapped to the run's little-endian."""
+    dtype = np.dtype(dump.npy_dtype)
+    for _, view in dump.iter_chunks(chunk_size=(8 << 20) // dtype.itemsize * dtype.itemsize):
+        yield view if dtype.byteorder != ">" else np.frombuffer(view, dtype).byteswap().view(np.uint8)
+
+
 def ingest_arrays(run_path, fmt: str, path, *, source: str | None = None) -> ArraysIngest:
     """Add the arrays of an npz / Polygraphy file to the run at `run_path` (created when missing)."""
     if fmt not in FORMATS:
         raise InputError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     if fmt == "npz":
-        arrays = read_npz(path)
+        from forensics.dump import npz_arrays
+
+        arrays = npz_arrays(path)  # {name: Dump}: headers checked now, data streamed into the run below
         runner = None
     else:
         runner, arrays = read_polygraphy(path)
@@ -234,6 +237,11 @@ def ingest_arrays(run_path, fmt: str, path, *, source: str | None = None) -> Arr
             if (stage, tensor) in seen:
                 raise InputError(f"two arrays name the buffer {stage}:{tensor}", path)
             seen.add((stage, tensor))
+            if not isinstance(array, np.ndarray):  # an .npz member: copied in windows, never whole in memory
+                builder.add_chunks(stage, tensor, _little_endian_chunks(array), shape=array.npy_shape,
+                                   dtype=np.dtype(array.npy_dtype).newbyteorder("<").name)
+                added.append(f"{stage}:{tensor}" if tensor != stage else stage)
+                continue
             array = np.ascontiguousarray(array)
             if array.dtype.byteorder == ">":
                 array = array.astype(array.dtype.newbyteorder("<"))

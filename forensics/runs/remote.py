@@ -56,13 +56,36 @@ def join(url: str, *parts: str) -> str:
     return "/".join([head.rstrip("/"), *parts]) + sep + chain
 
 
+# reference:// maps name byte ranges of arbitrary other files (local devices among them): not read as runs
+REFUSED_PROTOCOLS = frozenset({"reference"})
+
+
+def _check_chain(url: str) -> None:
+    """Refuse what an fsspec URL would read without bound: a refused protocol anywhere in a chain, and a local
+    file at its end (`zip://farm::file://farm.zip`) that is no regular file (zip://::file:///dev/zero read
+    /dev/zero without end)."""
+    from forensics.dump import check_readable_file
+
+    parts = url.split("::")
+    for part in parts:
+        protocol = part.split("://", 1)[0].lower() if "://" in part else ""
+        if protocol in REFUSED_PROTOCOLS:
+            raise InputError(f"{protocol}:// URLs are not read as runs (they map byte ranges of other files: "
+                             f"REFUSED_PROTOCOLS)", url)
+    last = parts[-1]
+    if len(parts) > 1 and ("://" not in last or last.lower().startswith(("file://", "local://"))):
+        local = last.split("://", 1)[1] if "://" in last else last
+        check_readable_file(local)  # a device, a FIFO or a directory: one line naming it
+
+
 def open_fs(url: str):
     """(filesystem, path) of an fsspec URL; one-line errors for unknown protocols and missing packages."""
+    protocol = url.split("://", 1)[0]
+    _check_chain(url)
     try:
         import fsspec
     except ImportError:
         raise DependencyError(f"{url}: reading runs from URLs needs fsspec: pip install 'forensics[scale]'") from None
-    protocol = url.split("://", 1)[0]
     try:
         fs, path = fsspec.core.url_to_fs(url)
     except ValueError as exc:
@@ -72,6 +95,8 @@ def open_fs(url: str):
     except ImportError as exc:
         reason = str(exc).splitlines()[0] if str(exc) else f"the package for {protocol}:// is not installed"
         raise DependencyError(f"{url}: the {protocol}:// protocol is not installed ({reason})") from None
+    except Exception as exc:  # noqa: BLE001 - a filesystem's own errors at connect (ftp: no such host): one line
+        raise InputError(f"cannot open: {_reason(exc).removeprefix('cannot read: ')}", url) from None
     return fs, path
 
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from forensics.crc import crc32, format_crc
 from forensics.errors import FormatError, InputError
+from forensics.layout import MAX_ANCHORS, dequantize
 from forensics.tflite.edgetpu import Package
 from forensics.tflite.graph import postprocess_info
 from forensics.tflite.model import Model, Tensor
@@ -78,7 +79,7 @@ def extract(model: Model, packages: list[Package] | None = None) -> Extracted:
             raise FormatError(f"{a.dtype} anchors {a.name!r} have scale {a.scale}, not a positive finite float32",
                               where=where + ("quantization",), path=model.path)
         # TFLite dequantization: real = scale * (q - zero_point), computed in float32 like the kernel.
-        anchors = ((values.astype(np.int32) - a.zero_point).astype(np.float32) * np.float32(a.scale)).astype("<f4")
+        anchors = dequantize(values.astype(np.int32), a.scale, a.zero_point, "reference").astype("<f4")
     else:
         raise FormatError(f"anchors tensor {a.name!r} is {a.dtype}; expected float32 or uint8", where=where,
                           path=model.path)
@@ -128,9 +129,6 @@ def write_deps_directory(directory, anchors, postprocess: dict, replace: bool = 
 def write_extract(result: Extracted, directory, replace: bool = False) -> list[str]:
     """Write anchors.bin and postprocess.json of an extracted model into `directory`."""
     return write_deps_directory(directory, result.anchors, result.postprocess, replace=replace)
-
-
-MAX_ANCHORS = 1 << 22  # 4,194,304: far beyond any SSD (1,917 / 2,034 / 51,150 anchors), bounds memory
 
 
 def read_anchors_file(path, expected: int | None = None) -> np.ndarray:

@@ -342,6 +342,18 @@ def test_header_dtype_list_is_the_readers():
     assert all(np.dtype(name).name == name and is_numeric_dtype(name) for name in RUN_DTYPES)
 
 
+def test_header_stage_list_is_the_readers():
+    # A stage Python accepts and C refuses (or the other way round) splits the run format in two: the link
+    # work added `instructions`, and C must write it in the reader's place.
+    from forensics.runs.run import STAGES
+
+    text = HEADER.read_text(encoding="utf-8")
+    m = re.search(r"fr__stages\[FR__NSTAGES\] = \{([^}]*)\}", text)
+    assert m, "fr__stages is not defined in the header"
+    assert tuple(re.findall(r'"([^"]*)"', m.group(1))) == STAGES
+    assert re.search(r"#define FR__NSTAGES (\d+)", text).group(1) == str(len(STAGES))
+
+
 def _reader_accepts_dtype(tmp_path: Path, name: str) -> bool:
     run = tmp_path / "probe_run"
     run.mkdir(exist_ok=True)

@@ -47,6 +47,8 @@ def put(tmp_path):
     ("requantize:2:-100:3:0,2", bytes(min(255, max(0, 2 * x - 100)) if i % 3 != 1 else x for i, x in enumerate(A))),
     ("page:0=2,2=0@4000", A[8000:] + A[4000:8000] + A[:4000]),
     ("page:missing:1@4000", A[:4000] + A[8000:]),
+    ("rotation:5000", A[5000:] + A[:5000]),
+    ("lane_swap:halves64", np.frombuffer(A, np.uint8).reshape(-1, 8)[:, [4, 5, 6, 7, 0, 1, 2, 3]].tobytes()),
 ])
 def test_generators_equal_independent_constructions(spec, expected):
     assert apply_bug(parse_bug(spec, len(A)), A) == expected
@@ -55,7 +57,8 @@ def test_generators_equal_independent_constructions(spec, expected):
 @pytest.mark.parametrize("spec", ["shift:7", "fill:100-200:cc", "truncation:5000", "oversize:96:32", "lane_swap:32",
                                   "signedness", "pitch:1000:1024", "stride:3:4:3", "lane_swap:16", "bits:flip:08",
                                   "bits:set:40:4:1", "saturation:20-230", "requantize:1.5:-10", "cacheline:12:cc",
-                                  "bits:set:01", "bits:flip:01:4:3", "saturation:30-220:4:2", "requantize:0.5:40:2:1"])
+                                  "bits:set:01", "bits:flip:01:4:3", "saturation:30-220:4:2", "requantize:0.5:40:2:1",
+                                  "rotation:3000", "bits:set:10:8:5"])
 def test_every_generated_kind_is_named_and_exits_1(put, spec):
     b = apply_bug(parse_bug(spec, len(A)), A)
     result = diagnose_dumps(put(A), put(b))
@@ -110,7 +113,7 @@ def test_tolerance_applies_only_to_same_size_pairs(put):
                                            ("pitch:100:50", "PITCH"), ("relayout:99999", "2 records"),
                                            ("bits:stuck:80", "set|clear|flip"), ("saturation:200-10", "LO < HI"),
                                            ("requantize:x", "number"), ("page:1-2", "I=J"),
-                                           ("page:missing:9", "K <"), ("cacheline:0", "between"),
+                                           ("page:missing:9", "K <"), ("cacheline:0", "between"), ("rotation:0", "R must"),
                                            ("saturation:20-200:4:4", "LANES"), ("bits:set:01:0", "PERIOD"),
                                            ("requantize:2:0:2:1-2", "LANES")])
 def test_bad_bug_specs(spec, fragment):

@@ -6,7 +6,7 @@ import pytest
 from forensics.diff import diff_dumps
 from forensics.dump import open_dump
 from forensics.layout import RecordLayout
-from forensics.render.errorplot import PANEL_NAMES, error_plot_for_dumps, terminal_histogram
+from forensics.render.errorplot import PANEL_NAMES, error_plot, terminal_histogram
 
 PIL = pytest.importorskip("PIL.Image")
 
@@ -17,8 +17,8 @@ def _picture(tmp_path, a, b, name):
     pb.write_bytes(b.tobytes())
     da, db = open_dump(pa), open_dump(pb)
     layout = RecordLayout(record_size=4, scale=1 / 256, zero_point=128)
-    stats = diff_dumps(da, db, layout).stats
-    return error_plot_for_dumps(da, db, layout, stats, title=name)
+    stats = diff_dumps(da, db, layout, sample=True).stats
+    return error_plot(stats, layout, title=name)
 
 
 def _pixels(picture, name):
@@ -96,3 +96,33 @@ def test_terminal_histogram_on_a_legacy_encoding(encoding):
     assert r.returncode == 1, r.stderr
     line = next(x for x in r.stdout.splitlines() if x.startswith("|B-A| histogram"))
     assert "@" in line and line.isascii()
+
+
+@pytest.mark.parametrize("changed", [500, 12288])  # few differing values, and enough for the byte-pair path
+def test_the_picture_data_is_the_comparisons_own(tmp_path, changed):
+    # The panels' data come from the statistics pass; checked against plain numpy on the same bytes.
+    from forensics.render.errorplot import plot_data
+
+    rng = np.random.default_rng(1)
+    a = rng.integers(0, 256, 4096 * 4, dtype=np.uint8)
+    b = a.copy()
+    where = rng.choice(a.size, changed, replace=False)
+    b[where] = rng.integers(0, 256, changed, dtype=np.uint8)
+    pa, pb = tmp_path / "a.bin", tmp_path / "b.bin"
+    pa.write_bytes(a.tobytes())
+    pb.write_bytes(b.tobytes())
+    layout = RecordLayout(record_size=4, pad_lanes=(3,), scale=0.5, zero_point=10)
+    stats = diff_dumps(open_dump(pa), open_dump(pb), layout, sample=True).stats
+    va = (a.reshape(-1, 4)[:, :3].astype(np.float64) - 10) * 0.5   # the data lanes, dequantized by hand
+    vb = (b.reshape(-1, 4)[:, :3].astype(np.float64) - 10) * 0.5
+    err = np.abs(vb - va)
+    assert np.array_equal(stats.sample.record_max, err.max(axis=1))
+    data = plot_data(stats, lanes=[0, 1, 2])
+    assert np.array_equal(data.lane_max, err.max(axis=0))
+    differing = err.reshape(-1) > 0
+    n = min(int(differing.sum()), 10000)
+    assert np.array_equal(data.scatter_a[:n], va.reshape(-1)[differing][:n])
+    assert np.array_equal(data.scatter_b[:n], vb.reshape(-1)[differing][:n])
+    rest_a, rest_b = data.scatter_a[n:], data.scatter_b[n:]
+    assert np.array_equal(rest_a, rest_b) and np.isin(rest_a, va).all()  # A's values, on the identity line
+    assert data.hist_counts.sum() == differing.sum()

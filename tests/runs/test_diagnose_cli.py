@@ -28,10 +28,10 @@ truncation        100%   B's last 2,136 bytes (from 0x1770,    the copy stopped 
                          where A has data: the device          dumps/broken/convert_scores.bin
                          stopped writing at record 1500        against the output's size_bytes
                                                                (8,136)
-head_window          -   the first 256 bytes are identical     look at every record (forensics diff
-                         in A and B and all `ff 00 80 80`,     / forensics anchors --nonuniform),
-                         yet 534 of 1,970 later records        not the first bytes
-                         differ (first at 0x1770, record
+head_window          -   the first 256 bytes are identical     look at every record, not the first
+                         in A and B and all `ff 00 80 80`,     bytes: forensics anchors
+                         yet 534 of 1,970 later records        dumps/broken/convert_scores.bin
+                         differ (first at 0x1770, record       --nonuniform
                          1500): the head alone would call
                          these buffers equal
 """
