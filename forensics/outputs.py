@@ -119,6 +119,13 @@ def _wholes_of(item: str, item_real: str, out_real: str):
                 yield directory, what
 
 
+def _written_through(path: str) -> bool:
+    try:
+        return output_target(path)[1]
+    except InputError:  # a directory where a file is expected: its writer says so
+        return False
+
+
 def check_outputs(outputs, inputs) -> None:
     """The one rule every command's outputs pass, before anything is read or written: refuse an output that
 
@@ -150,7 +157,7 @@ def check_outputs(outputs, inputs) -> None:
             raise InputError("is the current directory (or contains it); refusing to replace it", output)
         # a device, FIFO or stream is written through, not replaced: `import /dev/stdin -o /dev/stdout` on a
         # terminal names one device twice and destroys nothing
-        exists = os.path.exists(output) and not (kind == "file" and output_target(output)[1])
+        exists = os.path.exists(output) and not (kind == "file" and _written_through(output))
         for item in inputs:
             if exists and _same_file(output, item):
                 raise InputError(f"is also an input ({item}): {named}would overwrite it; choose another path",

@@ -42,6 +42,8 @@ _SNAPSHOT = re.compile(r"^\s*(?P<key>" + _HEX + r"|[A-Za-z_]\w*)\s*[=:,]\s*(?P<v
 
 
 def _int(text, lineno, what, path):
+    if not text.isascii():  # the project's number grammar reads ASCII digits only (`٣` is no 3)
+        raise FormatError("unparseable number", where=[f"line {lineno}"], path=path)
     try:
         value = int(text, 0)
     except ValueError:

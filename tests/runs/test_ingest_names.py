@@ -17,8 +17,9 @@ from forensics.runs.interop import export_run, ingest_arrays, member_name
 from tests.conftest import assert_one_line_error
 from tests.runs.runs_support import edit_manifest
 
-HOSTILE = ["../../escape_b", "..", "a/../../b", "/etc/passwd", "C:evil", "a\\b", "x\0y", "\x1b]0;title\x07",
-           "./x", "a/./b"]
+HOSTILE = ["../../escape_b", "..", "a/../../b", "/etc/passwd", "C:evil", "a\\b", "x\0y", "./x", "a/./b"]
+# what another tool may have written into a manifest: control characters are no path, yet no member holds one
+EXPORTED = HOSTILE + ["\x1b]0;title\x07", "tab\there"]
 
 
 @pytest.mark.parametrize("name", HOSTILE)
@@ -53,15 +54,16 @@ def hostile_run(tmp_path):
     """A run whose manifest (written by something else than forensics) names its tensors as paths."""
     (tmp_path / "a.bin").write_bytes(b"abcd")
     run = tmp_path / "R"
-    names = [f"t{i}" for i in range(len(HOSTILE))]
+    names = [f"t{i}" for i in range(len(EXPORTED))]
     ingest(run, "ours", [f"tensor:{n}={tmp_path / 'a.bin'}" for n in names])
 
     def rename(doc):
-        for buf, name in zip(doc["buffers"], HOSTILE):
+        for buf, name in zip(doc["buffers"], EXPORTED):
             buf["tensor"] = name
 
     edit_manifest(run, rename)
     return run
+
 
 
 def _safe(member: str) -> bool:
@@ -76,11 +78,11 @@ def test_export_npz_member_names_are_safe_whatever_the_run_holds(hostile_run, tm
     result = export_run(hostile_run, "npz", out)
     with zipfile.ZipFile(out) as zf:
         members = zf.namelist()
-    assert len(members) == len(HOSTILE) and all(_safe(m) for m in members), members
+    assert len(members) == len(EXPORTED) and all(_safe(m) for m in members), members
     assert sorted(members) == sorted(n + ".npy" for n, _, _ in result.arrays)
-    assert len(set(member_name(f"tensor:{n}") for n in HOSTILE)) == len(HOSTILE)  # no two collide
+    assert len(set(member_name(f"tensor:{n}") for n in EXPORTED)) == len(EXPORTED)  # no two collide
     with np.load(out) as z:  # every buffer is there, under its member name
-        assert sorted(z.files) == sorted(member_name(f"tensor:{n}") for n in HOSTILE)
+        assert sorted(z.files) == sorted(member_name(f"tensor:{n}") for n in EXPORTED)
 
 
 @pytest.mark.skipif(shutil.which("unzip") is None, reason="no unzip here")
