@@ -386,7 +386,7 @@ GRAMMARS = {
     "min_scale": scale, "max_scale": scale, "image_size": size, "input_size": size, "feature_maps": positive_ints,
     "aspect_ratios": numbers, "names": two_names, "score_threshold": number, "interpolated_scale_aspect_ratio": number,
     "show": integer, "pad_byte": byte_value, "mask": each(register_mask), "buffer": each(tag_is_file),
-    "input": each(name_is_file), "stall_timeout": scale,
+    "input": each(name_is_file), "stall_timeout": scale, "executable": non_negative, "bitstream": non_negative,
 }
 
 

@@ -611,20 +611,12 @@ def _snapshot_lines(items: list, line_nos: list, snapshot: dict, path, table) ->
 
 def read_trace(path, table=None, *, line_pattern: str | None = None) -> Trace:
     """Open a trace or snapshot file read-only and parse it; one InputError/FormatError when unusable."""
-    from forensics.dump import check_readable_file
+    from forensics.dump import read_small_file
 
     path = str(path)
-    size = check_readable_file(path)
-    if size == 0:
+    data = read_small_file(path, MAX_TRACE_BYTES, "a register trace (cut the log to the inferences you compare)")
+    if not data:
         raise InputError("empty file: no register accesses", path)
-    if size > MAX_TRACE_BYTES:
-        raise InputError(f"is {size} bytes; forensics csr reads traces of at most {MAX_TRACE_BYTES} bytes (cut "
-                         "the log to the inferences you compare)", path)
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror or exc}", path) from None
     # Logs from Windows tools are often UTF-16 or carry a BOM; garbage bytes elsewhere are replaced,
     # they can only be in lines we ignore.
     if data[:2] in (b"\xff\xfe", b"\xfe\xff"):

@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass
 
 from forensics.errors import FormatError, InputError
-from forensics.reports.base import Report
+from forensics.reports.base import Report, spellings
 
 
 @dataclass(frozen=True)
@@ -71,6 +71,9 @@ def _read_dump(path, limit: int) -> tuple[bytes, object]:
     return bytes(buf), dump
 
 
+# link's input / output / expect are NAME=ADDR and KIND:NAME=ADDR (forensics.link parses them), not the
+# NAME=FILE and CRC32 other commands' keywords of those names take.
+@spellings("input", "output", "expect")
 def link(model, *, plan: bool = False, check=None, parameters: bool = False, executable: int | None = None,
          bitstream: int | None = None, input=None, output=None, parameter=None,  # noqa: A002
          scratch=None, allow_unlinked: bool = False, expect=None, out=None, force: bool = False) -> LinkReport:

@@ -133,17 +133,13 @@ class TailResult:
 
 def write_tail(model_path, output) -> TailResult:
     """Write `model_path`'s CPU tail (the edgetpu-custom-op removed) to `output`, atomically."""
-    from forensics.dump import check_readable_file
     from forensics.outputs import write_bytes_atomic
+    from forensics.tflite.model import open_model
 
     model_path = os.fspath(model_path)
-    size = check_readable_file(model_path)
-    if size == 0:
-        raise InputError("empty file", model_path)
     if os.path.abspath(os.fspath(output)) == os.path.abspath(model_path):
         raise InputError("refusing to overwrite the input model", output)
-    with open(model_path, "rb") as fh:
-        data = fh.read()
+    data = bytes(open_model(model_path).data)  # the one way a model file is opened and checked
     try:
         tail = remove_custom_op(data)
     except InputError as exc:

@@ -325,3 +325,16 @@ def test_a_huge_dump_is_read_only_as_far_as_the_largest_bitstream(small, tmp_pat
     assert r.code == 1, r.err
     d = json.loads(r.out)
     assert d["verdict"] == "FOREIGN" and d["size"] == 2 << 30
+
+
+def test_the_library_takes_the_command_lines_spellings():
+    # reports.link(executable="0") is `--executable 0`; a bad spelling is one InputError naming the keyword.
+    from forensics import reports
+    from forensics.errors import InputError
+
+    model, dump = "dumps/link/tiny_edgetpu.tflite", "dumps/link/seed_driver_0_0.bin"
+    typed = reports.link(model, check=dump, executable=0).to_dict()
+    spelled = reports.link(model, check=dump, executable="0x0").to_dict()
+    assert typed == spelled and typed["verdict"] == "MISLINKED"
+    with pytest.raises(InputError, match="executable: not an integer"):
+        reports.link(model, check=dump, executable="first")
