@@ -141,9 +141,9 @@ def measure(n: int, table: Table) -> None:
         t_rfull, rresult = best_of(lambda: compare_files(ra, rb, include_reads=True))
         print(f"  parse both (baseline)                  {t_parse:7.3f} s   {t_parse / mb * 1e3:.1f} ms/MB")
         print(f"  parse + align + judge                  {t_full:7.3f} s   ratio vs parse {t_full / t_parse:5.2f}x; "
-              f"{result.verdict()}; alignment {'+'.join(result.alignment)}")
+              f"{result.summary()}; alignment {'+'.join(result.alignment)}")
         print(f"  same with reads (--reads)              {t_rfull:7.3f} s   {rresult.accesses_a:,} vs "
-              f"{rresult.accesses_b:,} accesses after polls collapsed; {rresult.verdict()}")
+              f"{rresult.accesses_b:,} accesses after polls collapsed; {rresult.summary()}")
         keys_a = [(x.offset << 1) | (x.op != 'W') for x in ta.accesses]
         keys_b = [(x.offset << 1) | (x.op != 'W') for x in tb.accesses]
         t_align, _ = best_of(lambda: align(keys_a, keys_b))
