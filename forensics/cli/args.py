@@ -4,67 +4,77 @@ from __future__ import annotations
 
 import argparse
 
-from forensics import options
-from forensics.options import MAX_NUMBER_CHARS  # noqa: F401  (the grammar's bound, named in its errors)
 
 
-def _grammar(grammar, text: str):
-    """The value `text` spells in the one grammar the library shares (forensics.options), else argparse's error."""
+def __getattr__(name: str):
+    if name == "MAX_NUMBER_CHARS":  # the grammar's bound, named in its errors
+        from forensics.options import MAX_NUMBER_CHARS
+
+        return MAX_NUMBER_CHARS
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _grammar(grammar: str, text: str):
+    """The value `text` spells in the one grammar the library shares (forensics.options: the function named
+    `grammar`, imported when a flag is read, so that `--help` and parsing the command line do not), else
+    argparse's error."""
+    from forensics import options
+
     try:
-        return grammar(text)
+        return getattr(options, grammar)(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def cli_type(grammar):
-    """An argparse type that reads a flag's text in `grammar`, the spelling the library takes too."""
+def cli_type(grammar: str):
+    """An argparse type that reads a flag's text in forensics.options' `grammar` (a name: `"size"`), the
+    spelling the library takes too."""
     def parse(text: str):
         return _grammar(grammar, text)
 
-    parse.__name__ = parse.__qualname__ = grammar.__name__
-    parse.__doc__ = grammar.__doc__
+    parse.__name__ = parse.__qualname__ = grammar
     return parse
 
 
 def parse_int(text: str) -> int:
     """Decimal, 0x-hex, 0o/0b, and underscores: `4096`, `0x1000`, `8_136`."""
-    return _grammar(options.integer, text)
+    return _grammar("integer", text)
 
 
 def non_negative_int(text: str) -> int:
-    return _grammar(options.non_negative, text)
+    return _grammar("non_negative", text)
 
 
 def positive_int(text: str) -> int:
-    return _grammar(options.positive, text)
+    return _grammar("positive", text)
 
 
 def positive_float(text: str) -> float:
     """A scale: `0.10822763`, `1/256` (fractions are how users write uint8 scales)."""
-    return _grammar(options.scale, text)
+    return _grammar("scale", text)
 
 
 def record_size(text: str) -> int:
-    return _grammar(options.record_size, text)
+    return _grammar("record_size", text)
 
 
 def zero_point(text: str) -> int:
     """A uint8 (0..255) or int8 (-128..127) zero point; the dtype, when known, narrows it further."""
-    return _grammar(options.zero_point, text)
+    return _grammar("zero_point", text)
 
 
 def lane_list(text: str) -> tuple[int, ...]:
     """`2,3` -> (2, 3)."""
-    return _grammar(options.lanes, text)
+    return _grammar("lanes", text)
 
 
 def name_list(text: str) -> tuple[str, ...]:
-    return _grammar(options.names, text)
+    return _grammar("names", text)
 
 
 def hex_pattern(text: str) -> bytes:
     """A sentinel: `cc`, `0xCC`, `deadbeef`, `de ad be ef`."""
-    return _grammar(options.hex_bytes, text)
+    return _grammar("hex_bytes", text)
 
 
 def add_layout_flags(parser: argparse.ArgumentParser, *, count: bool = True) -> None:
@@ -88,7 +98,7 @@ def add_layout_flags(parser: argparse.ArgumentParser, *, count: bool = True) -> 
 
 
 def gap_fill_byte(text: str) -> int:
-    return _grammar(options.byte_value, text)
+    return _grammar("byte_value", text)
 
 
 def add_slice_flags(parser: argparse.ArgumentParser, *, offset: bool = True, length: bool = True) -> None:
@@ -109,7 +119,7 @@ def add_slice_flags(parser: argparse.ArgumentParser, *, offset: bool = True, len
 
 def crc_value(text: str) -> int:
     """A CRC32 as logged: `0x1234abcd`, `1234ABCD`."""
-    return _grammar(options.crc32, text)
+    return _grammar("crc32", text)
 
 
 def add_tolerance_flags(parser: argparse.ArgumentParser) -> None:

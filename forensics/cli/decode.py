@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 
-from forensics import options as grammar
 from forensics.cli import options, show
 from forensics.cli.args import add_slice_flags, cli_type, non_negative_int, positive_float, positive_int
 
 
 # The library's grammar (forensics.options), so that a flag and a report keyword take the same text.
-size_wh = cli_type(grammar.size)
-float_list = cli_type(grammar.numbers)
-int_list = cli_type(grammar.positive_ints)
-two_names = cli_type(grammar.two_names)
-finite_float = cli_type(grammar.number)
+size_wh = cli_type("size")
+float_list = cli_type("numbers")
+int_list = cli_type("positive_ints")
+two_names = cli_type("two_names")
+finite_float = cli_type("number")
 
 
 def cmd_decode(args, out) -> int:
@@ -103,7 +102,7 @@ def register(subparsers, parents) -> None:
     p.add_argument("-o", "--output", metavar="anchors.bin", help="write float32 [N, 4] little-endian")
     p.add_argument("--check-model", metavar="MODEL", help="compare a .tflite's PostProcess anchors")
     p.add_argument("--check-deps", metavar="DIR", help="compare a deps directory's anchors.bin")
-    p.add_argument("--show", type=cli_type(grammar.integer), default=5, metavar="N",
+    p.add_argument("--show", type=cli_type("integer"), default=5, metavar="N",
                    help="print the first N anchors (default 5)")
     p.add_argument("--anchor", type=non_negative_int, default=None, metavar="I", help="print anchor I")
     p.set_defaults(handler=cmd_anchors_gen)

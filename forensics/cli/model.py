@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from forensics.cli import options, show
-from forensics import options as grammar
 from forensics.cli.args import add_slice_flags, cli_type
 
 
@@ -25,7 +24,7 @@ def cmd_relayout(args, out) -> int:
     return show(reports.relayout(args.input, **options(args, "input")), args, out)
 
 
-_byte = cli_type(grammar.byte_value)  # the library's grammar: forensics.options
+_byte = cli_type("byte_value")  # the library's grammar: forensics.options
 
 
 def register(subparsers, parents) -> None:
