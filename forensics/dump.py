@@ -295,6 +295,11 @@ class _NpzMember:
 
         def open_member():
             with zipfile.ZipFile(path) as archive:  # the member keeps the file open after the archive closes
+                info = archive.getinfo(name)
+                if info.compress_type == zipfile.ZIP_DEFLATED and not info.flag_bits & 1:
+                    inflated = _InflatedMember.open(path, info)
+                    if inflated is not None:
+                        return inflated
                 return archive.open(name)
 
         self._fh = self._guard(open_member)
@@ -328,6 +333,83 @@ class _NpzMember:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+class _InflatedMember:
+    """A deflated zip member, decompressed front to back by ISA-L's inflate (about 2.6x zlib's speed: most of
+    what `ingest --from npz` of a large array costs), its CRC-32 checked at the end as zipfile checks it. The
+    member's place and sizes come from the central directory (APPNOTE 4.3.7: the local header's name and extra
+    lengths say where its data starts). None from open() where ISA-L is not installed: zipfile reads it then."""
+
+    _IN = 1 << 20
+
+    @classmethod
+    def open(cls, path: str, info):
+        try:
+            from isal import isal_zlib
+        except ImportError:
+            return None
+        return cls(path, info, isal_zlib)
+
+    def __init__(self, path: str, info, isal_zlib):
+        import struct
+        import zipfile
+
+        self._fh = open(path, "rb")
+        try:
+            self._fh.seek(info.header_offset)
+            head = self._fh.read(30)
+            if len(head) < 30 or head[:4] != b"PK\x03\x04":
+                raise zipfile.BadZipFile(f"bad local file header for {info.filename!r}")
+            name_len, extra_len = struct.unpack("<HH", head[26:30])
+            self._fh.seek(info.header_offset + 30 + name_len + extra_len)
+        except BaseException:
+            self._fh.close()
+            raise
+        self._crc32 = isal_zlib.crc32
+        self._inflate = isal_zlib.decompressobj(-15)  # raw deflate: a zip member has no zlib header
+        self._left, self._size, self._expected = info.compress_size, info.file_size, info.CRC
+        self._crc, self._out, self._eof = 0, 0, False
+
+    def read(self, n: int = -1) -> bytes:
+        import zlib
+
+        want = self._size - self._out if n is None or n < 0 else n
+        parts, got = [], 0
+        while got < want and not self._eof:
+            data = self._inflate.unconsumed_tail
+            if not data and self._left:
+                data = self._fh.read(min(self._IN, self._left))
+                if not data:
+                    raise EOFError("the archive ends inside the member's compressed data")
+                self._left -= len(data)
+            # With no input left this drains what the inflater holds (ISA-L keeps output back where zlib keeps
+            # input back in unconsumed_tail).
+            out = self._inflate.decompress(data, want - got)
+            if out:
+                parts.append(out)
+                got += len(out)
+                self._crc = self._crc32(out, self._crc)
+            elif not data or self._inflate.eof:  # nothing more in, nothing more out: the stream must be whole
+                self._eof = True
+        self._out += got
+        if self._out > self._size:
+            raise zlib.error("the member inflates past its recorded size")
+        if self._eof and (self._out != self._size or self._crc != self._expected or not self._inflate.eof):
+            raise zlib.error("Bad CRC-32 for the member" if self._out == self._size else
+                             f"the member inflates to {self._out} bytes, its header says {self._size}")
+        return b"".join(parts)
+
+    def readinto(self, view) -> int:
+        data = self.read(len(view))
+        view[:len(data)] = data
+        return len(data)
+
+    def seek(self, offset: int) -> int:  # _NpzSource reads members front to back and restarts instead
+        raise OSError("a deflated member is read front to back")
+
+    def close(self) -> None:
+        self._fh.close()
 
 
 class _NpzSource:
