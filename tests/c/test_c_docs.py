@@ -94,10 +94,19 @@ def _defined_codes() -> dict[str, int]:
     return {name: int(value) for name, value in re.findall(r"^#define (FR_E_\w+)\s+(-\d+)", header, re.M)}
 
 
-@pytest.mark.parametrize("doc", [d for d in DOCS if d.is_file()], ids=lambda d: str(d.relative_to(REPO)))
+def _documented_codes(doc) -> dict[str, str]:
+    return dict(re.findall(r"^\| `(FR_E_\w+)` \| (-\d+) \|", doc.read_text(encoding="utf-8"), re.M))
+
+
+# Only the pages that have a table of codes (a skipped case per page without one would say nothing).
+TABLES = [d for d in DOCS if d.is_file() and _documented_codes(d)]
+
+
+def test_some_page_has_the_table_of_codes():
+    assert TABLES, "no page documents the header's error codes"
+
+
+@pytest.mark.parametrize("doc", TABLES, ids=lambda d: str(d.relative_to(REPO)))
 def test_error_tables_are_the_headers(doc):
     """A page with a table of codes lists every code the header defines, with its value."""
-    documented = dict(re.findall(r"^\| `(FR_E_\w+)` \| (-\d+) \|", doc.read_text(encoding="utf-8"), re.M))
-    if not documented:
-        pytest.skip(f"{doc.name} has no table of error codes")
-    assert {k: int(v) for k, v in documented.items()} == _defined_codes()
+    assert {k: int(v) for k, v in _documented_codes(doc).items()} == _defined_codes()
