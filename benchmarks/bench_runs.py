@@ -99,7 +99,7 @@ def measure(args, table: Table) -> int:
         single = batch_compare(root, workers=1)
         t_single = time.perf_counter() - t0
         assert pooled.rows == single.rows
-        counts = dict(pooled.counts)
+        counts = {str(k): v for k, v in pooled.counts.items()}  # verdict words, not enum reprs
         print(f"compare --batch, {pooled.workers} worker processes: {t_pool:.2f} s ({args.pairs / t_pool:.0f} pairs/s) "
               f"{counts}; with the CSV + Parquet summary: {t_total:.2f} s")
         print(f"baseline: one process, same pairs:                      {t_single:.2f} s")

@@ -196,7 +196,7 @@ def measure(args, table: Table) -> None:
         mb = 1 << 20
         local, timing = timed("local", root, workers=args.workers)
         t_local, rss_local = timing.seconds, timing.peak_rss
-        counts = dict(local.counts)
+        counts = {str(k): v for k, v in local.counts.items()}  # verdict words, not enum reprs
         print(f"local, {local.workers} processes:  {t_local:7.1f} s  {args.pairs / t_local:7.0f} pairs/s  "
               f"peak RSS {rss_local / mb:6.0f} MB  cpu share {timing.share(local.workers):.2f}  {counts}", flush=True)
         extrapolated = t_local * 100_000 / args.pairs
