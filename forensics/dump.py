@@ -366,7 +366,9 @@ class _InflatedMember:
         except BaseException:
             self._fh.close()
             raise
-        self._crc32 = isal_zlib.crc32
+        from forensics.crc import crc32
+
+        self._crc32, self._corrupt = crc32, isal_zlib.error
         self._inflate = isal_zlib.decompressobj(-15)  # raw deflate: a zip member has no zlib header
         self._left, self._size, self._expected = info.compress_size, info.file_size, info.CRC
         self._crc, self._out, self._eof = 0, 0, False
@@ -385,7 +387,10 @@ class _InflatedMember:
                 self._left -= len(data)
             # With no input left this drains what the inflater holds (ISA-L keeps output back where zlib keeps
             # input back in unconsumed_tail).
-            out = self._inflate.decompress(data, want - got)
+            try:
+                out = self._inflate.decompress(data, want - got)
+            except self._corrupt as exc:  # ISA-L's own error type: the reader knows zlib's
+                raise zlib.error(str(exc)) from None
             if out:
                 parts.append(out)
                 got += len(out)

@@ -8,7 +8,19 @@ forensics.exitcodes).
 
 from __future__ import annotations
 
-from enum import StrEnum
+try:
+    from enum import StrEnum
+except ImportError:  # Python 3.10: enum.StrEnum came in 3.11
+    from enum import Enum
+
+    class StrEnum(str, Enum):
+        """A str whose str() and format() are its value, as Python 3.11's enum.StrEnum."""
+
+        def __str__(self) -> str:
+            return str(self.value)
+
+        def __format__(self, spec: str) -> str:
+            return str(self.value).__format__(spec)
 
 from forensics import exitcodes
 

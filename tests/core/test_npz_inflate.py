@@ -84,3 +84,16 @@ def test_the_crc_of_a_member_is_zlibs(tmp_path, cli):
     import json
 
     assert json.loads(result.out)["files"][0]["crc32"] == f"0x{zlib.crc32(arrays['sparse'].tobytes()):08x}"
+
+
+def test_a_member_whose_deflate_stream_is_broken_is_one_line(tmp_path, cli):
+    # Bytes that are no deflate stream at all (an invalid lookback distance, ISA-L's own error type).
+    rng = np.random.default_rng(11)
+    path = tmp_path / "b.npz"
+    np.savez_compressed(path, a=rng.integers(0, 4, 1 << 20, dtype=np.uint8))
+
+    def scramble(data, start, size):
+        data[start + 64:start + size - 64] = rng.integers(0, 256, size - 128, dtype=np.uint8).tobytes()
+
+    _corrupt(path, "a.npy", scramble)
+    assert_one_line_error(cli("crc", f"{path}:a"), "corrupt .npz member")
