@@ -1,6 +1,6 @@
 """CRC32 of dumps: size, zlib/IEEE CRC32, head/mid/tail bytes, optional per-chunk CRCs, match verdict.
 
-The CRC is zlib's (IEEE 802.3, the value `zlib.crc32` gives), computed by `crc32` below: Intel ISA-L's
+The CRC is zlib's (IEEE 802.3), computed by `crc32` (forensics.checksum, re-exported here): Intel ISA-L's
 vectorised CRC through python-isal (3.5-4x zlib 1.2's speed) when it is installed, else zlib itself. Every CRC
 forensics takes goes through that one function. Large files are split in two halves that two threads checksum
 at once (both implementations release the GIL), joined with `crc32_combine`.
@@ -8,23 +8,12 @@ at once (both implementations release the GIL), joined with `crc32_combine`.
 
 from __future__ import annotations
 
-import zlib
 from dataclasses import dataclass
 
+from forensics.checksum import CRC32_BACKEND, crc32  # noqa: F401  (re-exported: forensics.crc.crc32)
 from forensics.dump import Dump, iter_windows, open_dump
 from forensics.parallel import both, two_cores
 
-def _load_crc32():
-    """The fastest available implementation of zlib's CRC32: ISA-L's through python-isal, else zlib's."""
-    try:
-        from isal.isal_zlib import crc32 as fast
-    except ImportError:
-        return zlib.crc32
-    return fast
-
-
-crc32 = _load_crc32()
-CRC32_BACKEND = "zlib" if crc32 is zlib.crc32 else "isal"
 
 PEEK = 16  # bytes shown for HEAD / MID / TAIL
 BLOCK = 4 << 20

@@ -366,7 +366,7 @@ class _InflatedMember:
         except BaseException:
             self._fh.close()
             raise
-        from forensics.crc import crc32
+        from forensics.checksum import crc32
 
         self._crc32, self._corrupt = crc32, isal_zlib.error
         self._inflate = isal_zlib.decompressobj(-15)  # raw deflate: a zip member has no zlib header

@@ -17,7 +17,7 @@ PACKAGE = REPO / "forensics"
 # own layer and of the layers below, never above. Entries are paths under forensics/; "pkg/" is a whole
 # package. CONTRIBUTING.md's map is checked against this list.
 LAYERS = (
-    ("core", ("__init__.py", "exitcodes.py", "verdict.py", "errors.py", "parallel.py")),
+    ("core", ("__init__.py", "exitcodes.py", "verdict.py", "errors.py", "parallel.py", "checksum.py")),
     ("foundation", ("jsonio.py", "dump.py", "textdump.py", "layout.py", "outputs.py", "labels.py", "runtime.py",
                     "stats.py", "tolerance.py", "options.py")),
     ("streaming", ("crc.py", "blocks.py")),

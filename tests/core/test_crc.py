@@ -95,10 +95,12 @@ def test_both_crc32_implementations_equal_zlib(monkeypatch):
     """The ISA-L path (when python-isal is installed) and the forced zlib fallback give zlib's values."""
     import sys
 
-    fast = crc_mod._load_crc32()
+    from forensics import checksum
+
+    fast = checksum._load_crc32()
     monkeypatch.setitem(sys.modules, "isal", None)  # `import isal...` now raises ImportError
     monkeypatch.setitem(sys.modules, "isal.isal_zlib", None)
-    fallback = crc_mod._load_crc32()
+    fallback = checksum._load_crc32()
     assert fallback is zlib.crc32
     rng = __import__("random").Random(16)
     for size in (0, 1, 7, 64, 4095, 1 << 16, (1 << 20) + 3):
@@ -115,9 +117,10 @@ def test_isal_is_used_when_installed():
 
 
 def test_one_crc32_function_everywhere():
-    """Every CRC forensics takes goes through forensics.crc.crc32 (the fast path): no zlib.crc32 elsewhere."""
+    """Every CRC forensics takes goes through forensics.checksum.crc32 (the fast path, re-exported by
+    forensics.crc): no zlib.crc32 elsewhere."""
     from tests.conftest import REPO
 
     offenders = [str(p.relative_to(REPO)) for p in sorted((REPO / "forensics").rglob("*.py"))
-                 if p.name != "crc.py" and "zlib.crc32" in p.read_text(encoding="utf-8")]
+                 if p.name != "checksum.py" and "zlib.crc32" in p.read_text(encoding="utf-8")]
     assert offenders == []
