@@ -182,8 +182,8 @@ def pair_stats(result) -> dict:
         except (OSError, InputError):  # a file that changed or went since its CRC: its statistics are left out
             continue
         if wants_anchors:
-            anchors[row.label] = (row.stage, row.tensor, record_count(entry, row.size_a, layout),
-                                 tuple(d for d in differing if d < record_count(entry, row.size_a, layout)))
+            n = record_count(entry, row.size_a, layout)
+            anchors[row.label] = (row.stage, row.tensor, n, tuple(d for d in differing if d < n))
         if role in DELTA_ROLES:
             hist = deltas.setdefault(role, {})
             for i in np.flatnonzero(counts):

@@ -146,11 +146,12 @@ def _die_with_parent() -> None:
     threading.Thread(target=watch, name="forensics-die-with-parent", daemon=True).start()
 
 
-def _in_order(chunks, submit, wait_first, lost_rows, *, in_flight, stall_timeout, scheduler, total):
+def _in_order(chunks, submit, wait_first, *, in_flight, stall_timeout, scheduler):
     """Yield each chunk's rows in chunk order as results arrive, keeping a few chunks in flight; Stalled when
     none finishes for `stall_timeout` seconds. `submit(i)` returns a future, `wait_first(futures, timeout)`
-    the finished ones (or none), `lost_rows(i, exc)` the rows of a chunk whose worker failed."""
+    the finished ones (or none); a chunk whose worker failed becomes ERROR rows."""
     results, futures, emit, done, nxt = {}, {}, 0, 0, 0
+    total = sum(len(chunk) for chunk in chunks)
 
     def refill():
         nonlocal nxt
@@ -168,7 +169,8 @@ def _in_order(chunks, submit, wait_first, lost_rows, *, in_flight, stall_timeout
             try:
                 results[i] = fut.result()
             except Exception as exc:  # noqa: BLE001 - a lost worker: those pairs become ERROR rows
-                results[i] = lost_rows(i, exc)
+                results[i] = [_error_row(p, f"the worker comparing it was lost ({type(exc).__name__})")
+                              for p in chunks[i]]
         refill()
         while emit in results:
             rows = results.pop(emit)
@@ -204,12 +206,9 @@ def run_local(pairs, *, workers=None, policy=None, verify_files: bool = False,
         def first(futures, timeout):
             return wait(futures, timeout=timeout, return_when=FIRST_COMPLETED).done
 
-        def lost(i, exc):
-            return [_error_row(p, f"the worker comparing it was lost ({type(exc).__name__})") for p in chunks[i]]
-
         try:
-            yield from _in_order(chunks, submit, first, lost, in_flight=workers * 4, stall_timeout=stall_timeout,
-                                 scheduler="the local pool", total=len(pairs))
+            yield from _in_order(chunks, submit, first, in_flight=workers * 4, stall_timeout=stall_timeout,
+                                 scheduler="the local pool")
         finally:
             state["pool"].shutdown(wait=False, cancel_futures=True)
 
@@ -313,12 +312,9 @@ def run_dask(pairs, *, workers=None, scheduler="dask", connect_timeout: float = 
             except TimeoutError:
                 return set()
 
-        def lost(i, exc):
-            return [_error_row(p, f"the worker comparing it was lost ({type(exc).__name__})") for p in chunks[i]]
-
         try:
-            yield from _in_order(chunks, submit, first, lost, in_flight=n * in_flight,
-                                 stall_timeout=stall_timeout, scheduler=outcome.name, total=len(pairs))
+            yield from _in_order(chunks, submit, first, in_flight=n * in_flight, stall_timeout=stall_timeout,
+                                 scheduler=outcome.name)
             if tracked:
                 lost_keys = client.run_on_scheduler(_lost) or {}
                 outcome.retried = sum(len(chunks[int(k.rsplit("-", 1)[1])]) for k in lost_keys if token in k)
