@@ -74,8 +74,7 @@ def parse_address(text) -> int:
 
 
 def _quote(text) -> str:
-    s = str(text)
-    s = "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in s[:80])
+    s = _printable(str(text)[:80])
     return repr(s) if len(str(text)) <= 80 else repr(s) + "..."
 
 
