@@ -13,11 +13,11 @@ import sys
 
 from forensics import __version__
 from forensics.errors import ForensicsError, InputError
-from forensics.exitcodes import BUG as EXIT_BUG, ERROR as EXIT_ERROR, INTERRUPTED as EXIT_INTERRUPTED
+from forensics.exitcodes import BROKEN_PIPE as EXIT_BROKEN_PIPE, BUG as EXIT_BUG, ERROR as EXIT_ERROR, \
+    INTERRUPTED as EXIT_INTERRUPTED
 
-# A closed stdout (`forensics crc a b | head -1`): the status a shell gives `cat` ended by SIGPIPE (128 + 13).
-# Never 0 or 1, which would state a result the reader did not get; run() ends the process by SIGPIPE itself.
-EXIT_BROKEN_PIPE = 141
+# A closed stdout exits EXIT_BROKEN_PIPE (128 + SIGPIPE), never 0 or 1, which would state a result the reader did
+# not get; run() ends the process by SIGPIPE itself.
 
 # One module per command group; each defines register(subparsers, common_parents).
 COMMAND_MODULES = (  # in the order a bring-up goes: bytes, model, decode, runs, diagnosis, registers
