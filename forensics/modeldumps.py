@@ -142,23 +142,13 @@ def detection_deps(*, model=None, deps=None):
         from forensics.decode.deps import read_deps
 
         return read_deps(deps)
-    # Not decode's deps_from_model: its relayout maps and CPU tail cost ~100 ms this needs none of.
-    from forensics.decode.deps import deps_from_document
-    from forensics.tflite.edgetpu import read_packages
-    from forensics.tflite.extract import extract
+    # Not all of decode's deps_from_model: its relayout maps and CPU tail cost ~100 ms this needs none of.
+    from forensics.decode.model_deps import document_deps, output_layers
     from forensics.tflite.model import open_model
 
     with open_model(model) as opened:
-        extracted = extract(opened)  # InputError when there is no TFLite_Detection_PostProcess
-        anchors = np.asarray(extracted.anchors, dtype=np.float32).reshape(-1, 4)
-        found = deps_from_document(extracted.postprocess, anchors, json_path=f"{opened.path} (postprocess)",
-                                   anchors_path=f"{opened.path} (anchors)", source=opened.path)
-        raw_sizes = {}
-        for package in read_packages(opened):
-            for info in (found.boxes, found.scores):
-                layer = package.output_layer(info.name) if info.name else None
-                if layer is not None:
-                    raw_sizes[info.name] = layer.size_bytes
+        found, _ = document_deps(opened, opened.path)
+        raw_sizes = {name: layer.size_bytes for name, layer in output_layers(opened, found).items()}
     return dataclasses.replace(found, raw_sizes=raw_sizes)
 
 

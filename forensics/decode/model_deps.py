@@ -35,18 +35,41 @@ def _anchor_codes(anchors: np.ndarray, stored: dict, path: str) -> tuple[np.ndar
     return codes, quant
 
 
+def document_deps(model, path: str):
+    """(deps, extracted): the decode's deps as the model's PostProcess options and anchors give them, validated
+    as the --deps files are (forensics.tflite.extract's document), and that document. InputError when the model
+    has no TFLite_Detection_PostProcess."""
+    from forensics.tflite.extract import extract
+
+    extracted = extract(model)
+    anchors = np.asarray(extracted.anchors, dtype=np.float32).reshape(-1, 4)
+    deps = deps_from_document(extracted.postprocess, anchors, json_path=f"{path} ({POSTPROCESS_FILE} view)",
+                              anchors_path=f"{path} (anchors)", source=path)
+    return deps, extracted
+
+
+def output_layers(model, deps: DecodeDeps) -> dict:
+    """{tensor name: Edge TPU output layer} of the decode's two inputs, from every package of the model."""
+    from forensics.tflite.edgetpu import read_packages
+
+    layers = {}
+    for package in read_packages(model):
+        for tensor in (deps.boxes, deps.scores):
+            layer = package.output_layer(tensor.name) if tensor.name else None
+            if layer is not None:
+                layers[tensor.name] = layer
+    return layers
+
+
 def deps_from_model(path) -> tuple[DecodeDeps, dict, bytes | None]:
     """(deps, {tensor name: relayout function}, tail model bytes or None)."""
-    from forensics.tflite.extract import extract
     from forensics.tflite.graph import postprocess_info
     from forensics.tflite.model import open_model
 
     path = os.fspath(path)
     model = open_model(path)
-    extracted = extract(model)  # InputError when there is no TFLite_Detection_PostProcess
-    anchors = np.asarray(extracted.anchors, dtype=np.float32).reshape(-1, 4)
-    deps = deps_from_document(extracted.postprocess, anchors, json_path=f"{path} ({POSTPROCESS_FILE} view)",
-                              anchors_path=f"{path} (anchors)", source=path)
+    deps, extracted = document_deps(model, path)
+    anchors = deps.anchors
     info = postprocess_info(model)
     stored = extracted.postprocess.get("anchors") or {}
     anchors_codes = anchors_quant = None
@@ -56,20 +79,17 @@ def deps_from_model(path) -> tuple[DecodeDeps, dict, bytes | None]:
         raise InputError(f"anchors of type {stored['stored_dtype']} are not supported by the kernel", path)
     raw_sizes, relayouts, tail = {}, {}, None
     if any(op.custom_code == "edgetpu-custom-op" for op in model.custom_ops):
-        from forensics.tflite.edgetpu import read_packages
         from forensics.tflite.relayout import layer_map, relayout
         from forensics.tflite.tail import remove_custom_op
 
-        for package in read_packages(model):
-            for tensor in (deps.boxes, deps.scores):
-                layer = package.output_layer(tensor.name)
-                if layer is not None and layer.layout is not None:
-                    try:
-                        m = layer_map(layer, tensor_bytes=model.tensor(tensor.name).size_bytes)
-                    except FormatError as exc:
-                        raise exc.with_path(path) from None
-                    raw_sizes[tensor.name] = layer.size_bytes
-                    relayouts[tensor.name] = (lambda raw, m=m: relayout(np.frombuffer(raw, np.uint8), m))
+        for name, layer in output_layers(model, deps).items():
+            if layer.layout is not None:
+                try:
+                    m = layer_map(layer, tensor_bytes=model.tensor(name).size_bytes)
+                except FormatError as exc:
+                    raise exc.with_path(path) from None
+                raw_sizes[name] = layer.size_bytes
+                relayouts[name] = (lambda raw, m=m: relayout(np.frombuffer(raw, np.uint8), m))
         tail = remove_custom_op(bytes(model.data))
     elif info.boxes.index in model.main.inputs and info.scores.index in model.main.inputs:
         tail = bytes(model.data)
