@@ -9,6 +9,7 @@ tiles put records out of anchor order are analysed in file order and their indic
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -435,9 +436,14 @@ def pair_context(dump_a, dump_b, *, model=None, tensor=None, labels=None, deps=N
     if context.view is not None:
         other = tensor_view(dump_b, model, tensor)
         if other.mode != context.view.mode:
+            import shlex
+
+            raw = dump_a if context.view.mode == "raw" else dump_b
+            command = shlex.join(["forensics", "relayout", str(raw.path), "--model", str(model), "--layer", tensor,
+                                  "-o", f"{os.path.splitext(str(raw.path))[0]}.tensor.bin"])
             raise InputError(f"A is the {context.view.mode} layout ({dump_a.size:,} bytes) and B the "
-                             f"{other.mode} layout ({dump_b.size:,} bytes) of {tensor!r}: relayout one "
-                             f"first (forensics relayout ... --layer {tensor})")
+                             f"{other.mode} layout ({dump_b.size:,} bytes) of {tensor!r}: relayout the raw one "
+                             f"first ({command})")
     record_given = record_given or bool(getattr(dump_a.meta, "record_size", None))
     return (*element_type((dump_a, dump_b), context, record_given=record_given), first)
 

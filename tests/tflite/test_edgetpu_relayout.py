@@ -158,3 +158,23 @@ def test_custom_op_without_options_is_a_format_error():
                                  inputs=[0], outputs=[0]))
     with pytest.raises(FormatError):
         read_packages(read_model(data))
+
+
+def test_a_raw_and_a_tensor_dump_are_refused_with_a_relayout_that_runs_as_printed(tmp_path, cli, shared_data,
+                                                                                 monkeypatch):
+    # A is the TFLite tensor, B the chip's raw layer of the same scores: diff says to relayout B, and the
+    # command it prints, run as printed, makes a B that matches A.
+    import shlex
+
+    model = str(shared_data / "ssd_mobilenet_v2_coco_quant_postprocess_segment_1_of_2_edgetpu.tflite")
+    monkeypatch.chdir(tmp_path)
+    rng = np.random.default_rng(4)
+    tensor = rng.integers(0, 256, (1917, 91), dtype=np.uint8)
+    (tmp_path / "a.bin").write_bytes(tensor.tobytes())
+    assert cli("relayout", "a.bin", "--model", model, "--layer", "convert_scores", "--inverse",
+               "-o", "b.bin").code == 0  # B: the same scores in the chip's raw layout
+    result = cli("diff", "a.bin", "b.bin", "--model", model, "--tensor", "convert_scores")
+    assert result.code == 2 and "relayout the raw one first (forensics relayout b.bin" in result.err
+    command = result.err.rsplit("(", 1)[1].rstrip(")\n")
+    assert cli(*shlex.split(command)[1:]).code == 0
+    assert cli("diff", "a.bin", "b.tensor.bin", "--model", model, "--tensor", "convert_scores").code == 0
