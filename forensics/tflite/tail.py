@@ -133,12 +133,11 @@ class TailResult:
 
 def write_tail(model_path, output) -> TailResult:
     """Write `model_path`'s CPU tail (the edgetpu-custom-op removed) to `output`, atomically."""
-    from forensics.outputs import write_bytes_atomic
+    from forensics.outputs import check_outputs, write_bytes_atomic
     from forensics.tflite.model import open_model
 
     model_path = os.fspath(model_path)
-    if os.path.abspath(os.fspath(output)) == os.path.abspath(model_path):
-        raise InputError("refusing to overwrite the input model", output)
+    check_outputs([(output, "file", "output")], [model_path])  # the one rule: also through links
     data = bytes(open_model(model_path).data)  # the one way a model file is opened and checked
     try:
         tail = remove_custom_op(data)

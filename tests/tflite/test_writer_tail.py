@@ -130,3 +130,22 @@ def test_tail_without_the_op_is_an_input_error():
     data = build_detection_model(np.full((4, 4), 0.5))
     with pytest.raises(InputError, match="edgetpu-custom-op"):
         remove_custom_op(data)
+
+
+def test_the_library_refuses_a_tail_over_its_own_model_through_a_link(tmp_path):
+    # write_tail passes the outputs' one rule (forensics.outputs.check_outputs) itself, so a library caller is
+    # protected as the CLI is: the same path, and a hard link to the model, are refused before anything is written.
+    import os
+    import shutil
+
+    from forensics.errors import InputError
+    from forensics.tflite.tail import write_tail
+
+    model = tmp_path / "model.tflite"
+    shutil.copy("dumps/face_ssd/face_ssd_tail.tflite", model)
+    before = model.read_bytes()
+    os.link(model, tmp_path / "alias.tflite")
+    for output in (model, tmp_path / "alias.tflite"):
+        with pytest.raises(InputError, match="is also an input"):
+            write_tail(model, output)
+    assert model.read_bytes() == before
