@@ -4,7 +4,7 @@
 
 Both run in this process, in this thread, on the same uint8 inputs; times are this thread's CPU time. The
 baseline is LiteRT (default delegates off, one thread) invoking a DEQUANTIZE x2 -> TFLite_Detection_PostProcess
-model built with forensics.tflite.writer, so its time includes dequantizing the 174,447 scores, which is part
+model built with forensics.model.tflite.writer, so its time includes dequantizing the 174,447 scores, which is part
 of the kernel's work too. Like the interpreter, which is built and prepared once per model (anchors, options
 and quantization baked in), ours is one forensics.decode.ssd.PostProcessor per model, called per frame: the
 model's constants are checked and tabulated once on both sides. Scores:
@@ -31,7 +31,7 @@ from _table import Table, add_json_flag  # noqa: E402
 
 from forensics.decode.ssd import PostProcessOptions, PostProcessor, Quantization  # noqa: E402
 from forensics.decode.ssd_anchors import generate_anchors, standard_config  # noqa: E402
-from forensics.tflite.writer import build_detection_model  # noqa: E402
+from forensics.model.tflite.writer import build_detection_model  # noqa: E402
 
 
 def median_times(fns, repeat: int, clock=time.thread_time) -> list[float]:

@@ -5,7 +5,7 @@
 Part 1 builds references with the real SSD MobileNet v2 segment's layouts (raw convert_scores: 1,917 anchors
 of z=91 at a 92-byte stride, 176,368 bytes; its tensor, 174,447; Squeeze1 raw 7,672 / tensor 7,668; the
 19x19x576 feature-map input, 207,936 bytes; a 128x128x3 image input) with random contents, applies a random
-bug with random parameters, B built with plain numpy from the bug's description (not forensics.simulate, the
+bug with random parameters, B built with plain numpy from the bug's description (not forensics.diagnose.simulate, the
 inverse of what is graded), and runs diagnose_dumps without and with the model's layout. Every generated case
 is counted: the ones whose bug changed no byte are dropped and listed. Prints the share of diagnoses whose
 primary finding is a kind the bug's description allows (goal >= 95%), the differing pairs given exit 0 (goal 0;
@@ -37,7 +37,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _table import Table, add_json_flag  # noqa: E402
 
 from forensics.diagnose import diagnose_dumps  # noqa: E402
-from forensics.layout import RecordLayout  # noqa: E402
+from forensics.core.layout import RecordLayout  # noqa: E402
 
 ANCHORS, Z, ZP = 1917, 91, 92
 
@@ -98,7 +98,7 @@ def _pattern(pat: bytes, lo: int, hi: int) -> np.ndarray:
 
 def random_bug(rng, name, data, rs, row, z, previous):
     """(description, B, previous passed to diagnose or None, the kinds a right answer may name) for one random
-    bug, B built here with plain numpy from its description (never with forensics.simulate, the inverse of what
+    bug, B built here with plain numpy from its description (never with forensics.diagnose.simulate, the inverse of what
     is graded). A kind set holds more than one name only where the description itself allows both (a flipped
     bit 7 is a sign flip; a requantization clamps at 0 and 255); None in it: a change of at most 1 LSB, which no
     one can tell from rounding."""

@@ -50,11 +50,11 @@ def measure(args, table: Table) -> int:
         return 2
     import numpy as np
 
-    from forensics.tflite.edgetpu import read_packages
-    from forensics.tflite.extract import extract
-    from forensics.tflite.graph import graph_summary
-    from forensics.tflite.model import open_model
-    from forensics.tflite.relayout import layer_map, relayout
+    from forensics.model.tflite.edgetpu import read_packages
+    from forensics.model.tflite.extract import extract
+    from forensics.model.tflite.graph import graph_summary
+    from forensics.model.tflite.model import open_model
+    from forensics.model.tflite.relayout import layer_map, relayout
 
     size = os.path.getsize(args.model)
     read_file = median_time(lambda: Path(args.model).read_bytes(), args.runs)

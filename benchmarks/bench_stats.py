@@ -2,9 +2,9 @@
 
   python benchmarks/bench_stats.py [--dir DIR] [--float-mib 256] [--dump-mib 1024] [--repeat 5] [--json]
 
-  stats     forensics.stats.error_stats on two float32 arrays (every value differs a little)
+  stats     forensics.compare.stats.error_stats on two float32 arrays (every value differs a little)
             vs numpy.allclose on the same arrays                                          goal <= 1.5x
-  diff      forensics.diff.diff_dumps with statistics on two uint8 dumps differing in 1 % of their bytes
+  diff      forensics.compare.diff.diff_dumps with statistics on two uint8 dumps differing in 1 % of their bytes
             vs the same diff without statistics (stats=False)                             goal <= 1.2x
             (and, for information, the same with a few scattered differences)
 The dumps are written once into DIR and read through the page cache (warmed before timing).
@@ -78,10 +78,10 @@ def main() -> int:
 
 def measure(args, table: Table) -> None:
 
-    from forensics.diff import diff_dumps
-    from forensics.dump import open_dump
-    from forensics.layout import RecordLayout
-    from forensics.stats import error_stats
+    from forensics.compare.diff import diff_dumps
+    from forensics.io.dump import open_dump
+    from forensics.core.layout import RecordLayout
+    from forensics.compare.stats import error_stats
 
     n = (args.float_mib << 20) // 4
     rng = np.random.default_rng(1)
@@ -116,8 +116,8 @@ def measure(args, table: Table) -> None:
     # and the cosine), which alone is a sizeable part of a diff that only looks closely at the differing records.
     import numpy as _np
 
-    from forensics.diff import _sum_reference
-    from forensics.stats import ErrorAccumulator
+    from forensics.compare.diff import _sum_reference
+    from forensics.compare.stats import ErrorAccumulator
 
     def reference_pass():
         acc = ErrorAccumulator(integer=True, scale=1 / 256, zero_point=0, lanes=4, itemsize=1)

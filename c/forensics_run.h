@@ -153,7 +153,7 @@ typedef struct {
 } fr_meta;
 
 /* The dtypes fr_meta.dtype accepts, exactly the names the run reader accepts (numpy's canonical names;
-   forensics/dump.py RUN_DTYPES, compared by tests/c). "uint8_t", "UINT8", "u8" (numpy's uint64!),
+   forensics/io/dump.py RUN_DTYPES, compared by tests/c). "uint8_t", "UINT8", "u8" (numpy's uint64!),
    "<f4", "bfloat16", "object" are refused with FR_E_DTYPE. */
 #define FR_DTYPES "bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", \
                   "float16", "float32", "float64"

@@ -10,7 +10,7 @@ It also writes `face_ssd_tail.tflite`: the detector's CPU tail as a small TFLite
 TFLite_Detection_PostProcess with the same anchors and options; inputs `Squeeze1` and `convert_scores`), so
 that `forensics graph`, `extract` and `decode --model` have a model to read. It is not the face model (that
 is an Edge TPU model, not bundled); it is the part of it that runs on the CPU, built with
-forensics.tflite.writer.
+forensics.model.tflite.writer.
 
 Run: python3 dumps/make_deps.py [OUT_DIR]   (default: dumps/face_ssd next to this script)
 """
@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from forensics.decode.deps import TensorInfo, write_deps  # noqa: E402
 from forensics.decode.ssd import PostProcessOptions, Quantization  # noqa: E402
 from forensics.decode.ssd_anchors import generate_anchors, standard_config  # noqa: E402
-from forensics.tflite import writer  # noqa: E402
+from forensics.model.tflite import writer  # noqa: E402
 
 DEQUANTIZE = 6  # schema.fbs BuiltinOperator
 

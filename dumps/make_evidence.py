@@ -6,7 +6,7 @@ formats are written here from their published shapes, not by forensics, so readi
 checks its readers against an independent writer:
 - windbg_db.txt        WinDbg `db` of our driver's convert_scores (8,136 bytes), pasted with its prompt line
 - dbgview.log          DbgView's saved log: the broken driver DbgPrint-ing its convert_scores as `db` lines
-- driver.log           our driver's log of one inference with an `[FP]` line per buffer (forensics/fingerprint.py's
+- driver.log           our driver's log of one inference with an `[FP]` line per buffer (forensics/buffer/fingerprint.py's
                        one-line form: size, zlib CRC32, xor-fold of little-endian 64-bit words, HEAD/MID/TAIL)
 - vendor.log           a driver log in its own words (`crc XXXXXXXX len N`), for `verify --pattern`
 - windbg_unreadable.txt  a `db` paste where WinDbg could not read one line (`??`)
@@ -47,7 +47,7 @@ def windbg_db(data: bytes, base: int) -> list[str]:
 
 
 def fp_line(tag: str, data: bytes) -> str:
-    """The one-line `[FP]` form of forensics/fingerprint.py, written from its specification."""
+    """The one-line `[FP]` form of forensics/buffer/fingerprint.py, written from its specification."""
     padded = data + bytes(-len(data) % 8)
     fold = 0
     for at in range(0, len(padded), 8):

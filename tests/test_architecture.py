@@ -14,23 +14,21 @@ from tests.conftest import REPO
 PACKAGE = REPO / "forensics"
 
 # The package's layers, bottom first: a module may import (at the top or inside a function) modules of its
-# own layer and of the layers below, never above. Entries are paths under forensics/; "pkg/" is a whole
-# package. CONTRIBUTING.md's map is checked against this list.
+# own package and of the packages below, never above. Each entry is a package under forensics/ (the tree is the
+# layer map); the top holds only `__init__.py` (the version: core) and `__main__.py` (the CLI's). CONTRIBUTING.md's
+# map has one line per package in this order.
 LAYERS = (
-    ("core", ("__init__.py", "exitcodes.py", "verdict.py", "errors.py", "parallel.py", "checksum.py")),
-    ("foundation", ("jsonio.py", "dump.py", "textdump.py", "layout.py", "outputs.py", "labels.py", "runtime.py",
-                    "stats.py", "tolerance.py", "options.py")),
-    ("streaming", ("crc.py", "blocks.py")),
-    ("analyses", ("diff.py", "anchors.py", "coverage.py", "hexdump.py", "heat.py", "fingerprint.py")),
-    ("model", ("tflite/",)),
-    ("decode", ("decode/", "classes.py")),
-    ("geometry", ("geometry.py",)),
-    ("model dumps", ("modeldumps.py",)),
-    ("diagnosis", ("diagnose/", "simulate.py")),
-    ("link", ("link.py", "link_bugs.py")),  # link: issue 23
-    ("registers", ("csr/",)),
+    ("core", ("__init__.py", "core/")),
+    ("io", ("io/",)),
+    ("compare", ("compare/",)),
+    ("buffer", ("buffer/",)),
+    ("model", ("model/",)),
+    ("decode", ("decode/",)),
+    ("diagnose", ("diagnose/",)),
+    ("link", ("link/",)),
+    ("csr", ("csr/",)),
     ("runs", ("runs/",)),
-    ("rendering", ("render/",)),
+    ("render", ("render/",)),
     ("reports", ("reports/",)),
     ("cli", ("cli/", "__main__.py")),
 )
@@ -183,8 +181,8 @@ def test_every_import_goes_down_the_layers():
 
 
 @pytest.mark.parametrize("planted", [
-    "from .render.style import wrote",             # the issue's case: one level up from a top-level module
-    "from . import reports",                       # a package reached through `from . import`
+    "from ..render.style import wrote",            # a relative import one package up
+    "from .. import reports",                      # a package reached through `from .. import`
     "from forensics.render.style import wrote",    # the absolute spelling
     "import forensics.cli.args",
 ])
@@ -194,14 +192,14 @@ def test_layer_checks_catch_a_planted_upward_import(tmp_path, planted):
     copy = tmp_path / "forensics"
     shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     assert _upward_imports(copy) == []
-    target = copy / "stats.py"
+    target = copy / "compare" / "stats.py"
     target.write_text(target.read_text(encoding="utf-8") + f"\n\ndef _planted():\n    {planted}\n",
                       encoding="utf-8")
     offenders = _upward_imports(copy)
-    assert len(offenders) == 1 and offenders[0].startswith("forensics/stats.py (foundation) imports"), offenders
+    assert len(offenders) == 1 and offenders[0].startswith("forensics/compare/stats.py (compare) imports"), offenders
     if "reports" not in planted:  # the CLI and the renderers are also named by the library rule
         library = _library_imports_of_cli_or_rendering(copy)
-        assert library and all(line.startswith("stats.py: forensics.") for line in library), library
+        assert library and all(line.startswith("compare/stats.py: forensics.") for line in library), library
 
 
 def test_relative_imports_inside_a_subpackage_resolve_to_its_siblings(tmp_path):
@@ -214,35 +212,29 @@ def test_relative_imports_inside_a_subpackage_resolve_to_its_siblings(tmp_path):
 
 
 def _contributing_map() -> list:
-    """The modules CONTRIBUTING.md's map lists, in order, as paths under forensics/.
-
-    Each line starts with file names (`crc.py`) or a package (`tflite/`) followed by its files, then the
-    description; a more deeply indented line continues the package of the line before it."""
+    """The packages CONTRIBUTING.md's map lists, in order: each line of the map's block that starts with a
+    package (`core/`) or a top-level module (`__main__.py`), then its description."""
     text = (REPO / "CONTRIBUTING.md").read_text(encoding="utf-8")
     block = text.split("## Map", 1)[1].split("```", 2)[1]
-    listed, package = [], ""
+    listed = []
     for line in block.splitlines()[2:]:  # the first line is the fence's language tag, then `forensics/`
-        if len(line) - len(line.lstrip()) <= 2:
-            package = ""
-        for word in line.split():
-            if word.endswith("/"):
-                package = word
-            elif word.endswith(".py"):
-                listed.append(package + word)
-            else:
-                break
+        words = line.split()
+        if words and len(line) - len(line.lstrip()) == 2 and (words[0].endswith("/") or words[0].endswith(".py")):
+            listed.append(words[0])
     return listed
 
 
-def test_contributing_map_lists_every_module_in_layer_order():
+def test_contributing_map_lists_every_package_in_layer_order():
     listed = _contributing_map()
-    # A package's line stands for its __init__.py unless the map names it (cli/__init__.py holds main()).
-    on_disk = sorted(path for path in (rel.as_posix() for rel, _ in _modules())
-                     if path.count("/") == 0 or not path.endswith("/__init__.py") or path in listed)
-    assert sorted(set(listed)) == on_disk, "CONTRIBUTING.md's map and the files under forensics/ differ"
-    assert len(listed) == len(set(listed)), "a module is listed twice in CONTRIBUTING.md's map"
-    layers = [_layer_of(PACKAGE.joinpath(path).relative_to(PACKAGE)) for path in listed]
+    on_disk = sorted({rel.parts[0] + "/" if len(rel.parts) > 1 else rel.name for rel, _ in _modules()})
+    assert sorted(listed) == on_disk, "CONTRIBUTING.md's map and the packages under forensics/ differ"
+    assert len(listed) == len(set(listed)), "a package is listed twice in CONTRIBUTING.md's map"
+    layers = [_layer_of(pathlib.PurePosixPath(path + ("x.py" if path.endswith("/") else ""))) for path in listed]
     assert layers == sorted(layers), "CONTRIBUTING.md's map is not in the layer order of LAYERS"
+
+
+def test_the_top_of_the_package_holds_only_the_version_and_the_entry_point():
+    assert sorted(p.name for p in PACKAGE.glob("*.py")) == ["__init__.py", "__main__.py"]
 
 
 def test_install_hints_name_extras_that_exist():

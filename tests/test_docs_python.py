@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from forensics.errors import DependencyError
+from forensics.core.errors import DependencyError
 from tests.conftest import REPO
 from tests.test_readme import PAGES
 

@@ -71,7 +71,7 @@ def _npy_header(text: str) -> bytes:
 
 def _plain_model(shape=(1, 4)) -> bytes:
     """A one-operator model (RELU) without detection anchors; with an image-shaped input for `capture --image`."""
-    from forensics.tflite import writer
+    from forensics.model.tflite import writer
 
     spec = writer.ModelSpec(tensors=[writer.TensorSpec("a", list(shape), "uint8"),
                                      writer.TensorSpec("b", list(shape), "uint8")],
@@ -81,7 +81,7 @@ def _plain_model(shape=(1, 4)) -> bytes:
 
 
 def _small_model() -> bytes:
-    from forensics.tflite import writer
+    from forensics.model.tflite import writer
 
     return writer.build_detection_model(np.full((4, 4), 0.5, np.float32), num_classes=1)
 

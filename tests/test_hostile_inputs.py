@@ -17,7 +17,7 @@ import flatbuffers
 import numpy as np
 import pytest
 
-from forensics.errors import FormatError, InputError
+from forensics.core.errors import FormatError, InputError
 from tests.conftest import REPO, CliResult, assert_one_line_error
 
 MEMORY = 1536 << 20  # far above what these commands need on good input, far below what the old code took
@@ -56,7 +56,7 @@ def flexbuffer_bomb(levels: int = 30) -> bytes:
 
 
 def model_with_options(options: bytes, custom_code: str = "TFLite_Detection_PostProcess") -> bytes:
-    from forensics.tflite import writer
+    from forensics.model.tflite import writer
 
     anchors = np.full((4, 4), 0.5, np.float32)
     spec_bytes = writer.build_detection_model(anchors, num_classes=1)
@@ -139,7 +139,7 @@ SC = REPO / "dumps/ours/convert_scores.bin"
 # --- hangs and memory -------------------------------------------------------------------------------------
 
 def test_flexbuffer_bomb_is_refused_by_the_reader():
-    from forensics.tflite.options import loads
+    from forensics.model.tflite.options import loads
 
     bomb = flexbuffer_bomb()
     assert len(bomb) < 200
@@ -173,9 +173,9 @@ def test_shared_tables_bound_the_work_per_model(tmp_path):
 def test_layer_sizes_are_checked_before_allocation(shared_data):
     import dataclasses
 
-    from forensics.tflite.edgetpu import read_packages
-    from forensics.tflite.model import open_model
-    from forensics.tflite.relayout import layer_map
+    from forensics.model.tflite.edgetpu import read_packages
+    from forensics.model.tflite.model import open_model
+    from forensics.model.tflite.relayout import layer_map
 
     model = open_model(shared_data / "ssd_mobilenet_v2_coco_quant_postprocess_segment_1_of_2_edgetpu.tflite")
     layer = read_packages(model)[0].output_layer("convert_scores")
@@ -289,7 +289,7 @@ def test_missing_required_options(tmp_path, cli, change):
 def test_missing_max_detections_in_a_model(tmp_path, cli):
     from flatbuffers import flexbuffers
 
-    from forensics.tflite.writer import POSTPROCESS_DEFAULTS
+    from forensics.model.tflite.writer import POSTPROCESS_DEFAULTS
 
     opts = {k: v for k, v in POSTPROCESS_DEFAULTS.items() if k != "max_detections"}
     opts["num_classes"] = 1
@@ -302,7 +302,7 @@ def test_missing_max_detections_in_a_model(tmp_path, cli):
 
 
 def test_uint8_anchors_with_a_huge_zero_point(tmp_path, cli):
-    from forensics.tflite import writer
+    from forensics.model.tflite import writer
 
     anchors = np.full((4, 4), 10, np.uint8)
     model = tmp_path / "zp.tflite"
@@ -457,7 +457,7 @@ def test_extract_never_replaces_the_current_directory_or_an_input(tmp_path, shar
 
 
 def test_replacing_a_symlink_or_file_output_leaves_no_tmp_old(tmp_path):
-    from forensics.outputs import atomic_directory
+    from forensics.io.outputs import atomic_directory
 
     (tmp_path / "real").mkdir()
     (tmp_path / "real" / "manifest.json").write_text("{}")
@@ -629,7 +629,7 @@ def test_numpy_runtime_warnings_never_reach_stderr(monkeypatch, cli, capsys, rec
     def noisy(args, out):
         np.float32(3e38) * np.float32(10)  # overflow: numpy warns
         np.array([0.0]) / np.array([0.0])  # invalid value
-        from forensics.errors import InputError
+        from forensics.core.errors import InputError
         raise InputError("the one line", "x.bin")
 
     monkeypatch.setattr(buffers, "cmd_crc", noisy)

@@ -102,7 +102,7 @@ def test_crc_of_procfs_files_reads_them_to_the_end(cli):
 
 
 def test_a_pseudo_file_that_says_zero_bytes_is_read(monkeypatch, tmp_path):
-    from forensics import dump as dump_module
+    from forensics.io import dump as dump_module
 
     path = tmp_path / "pseudo.bin"
     path.write_bytes(b"abc" * 100)
@@ -127,7 +127,7 @@ def _sparse(path, size, pieces):
 
 def test_sparse_files_read_as_zeros_where_they_have_holes(tmp_path):
     """Windows that are all hole, part hole and all data give the file's bytes (differential: a plain read)."""
-    from forensics.dump import DumpReader, open_dump
+    from forensics.io.dump import DumpReader, open_dump
 
     rng = np.random.default_rng(28)
     pieces = [(0, rng.bytes(100)), (5 << 20, rng.bytes(3 << 20)), ((20 << 20) - 7, rng.bytes(7))]
@@ -143,9 +143,9 @@ def test_sparse_files_read_as_zeros_where_they_have_holes(tmp_path):
 
 
 def test_fingerprint_and_coverage_of_a_sparse_file_equal_plain_numpy(tmp_path):
-    from forensics.coverage import analyse_coverage
-    from forensics.dump import open_dump
-    from forensics.fingerprint import fingerprint_dump
+    from forensics.buffer.coverage import analyse_coverage
+    from forensics.io.dump import open_dump
+    from forensics.buffer.fingerprint import fingerprint_dump
 
     rng = np.random.default_rng(5)
     size = (24 << 20) + 1000
@@ -173,8 +173,8 @@ def test_fingerprint_and_coverage_of_a_sparse_file_equal_plain_numpy(tmp_path):
 
 def test_coverage_runs_across_chunk_edges_equal_a_plain_scan(monkeypatch, tmp_path):
     """Small chunks: runs that start, end, span or fill whole chunks (the fast paths) against a plain scan."""
-    from forensics import coverage
-    from forensics.dump import open_dump
+    from forensics.buffer import coverage
+    from forensics.io.dump import open_dump
 
     monkeypatch.setattr(coverage, "_CHUNK", 64)
     rng = np.random.default_rng(7)
@@ -236,7 +236,7 @@ def test_a_5000_digit_length_in_a_c_array_is_one_line(tmp_path, cli):
 
 
 def test_utf16_without_a_bom_is_decoded(tmp_path, cli):
-    from forensics.dump import open_dump
+    from forensics.io.dump import open_dump
 
     text = ("00000000: 4d5a 9000 0300 0000 0400 0000 ffff 0000  MZ..............\n"
             "00000010: b800 0000 0000 0000 4000 0000 0000 0000  ........@.......\n")
@@ -267,8 +267,8 @@ def _db_log(data: bytes, base: int = 0xFFFFB20C4A3B2000, dbgview: bool = True) -
 def test_block_decoding_of_db_lines_equals_line_by_line(monkeypatch, case):
     """The block fast path (_fast_db) against the line-by-line decoding it stands in for, on logs that use it
     wholly, partly or not at all."""
-    from forensics import textdump
-    from forensics.errors import InputError
+    from forensics.io import textdump
+    from forensics.core.errors import InputError
 
     monkeypatch.setattr(textdump, "_BLOCK", 7)  # many blocks, and blocks that mix forms
     data = np.random.default_rng(3).bytes(16 * 40 + (5 if case == "partial-last" else 0))
@@ -304,7 +304,7 @@ def test_a_text_dump_is_read_line_by_line(tmp_path):
     bytes and their copy)."""
     import tracemalloc
 
-    from forensics.textdump import read_text_dump
+    from forensics.io.textdump import read_text_dump
 
     data = np.random.default_rng(4).bytes(16 * 250_000)
     path = tmp_path / "dbg.log"
@@ -324,7 +324,7 @@ def test_a_text_dump_is_read_line_by_line(tmp_path):
 def test_skipping_lines_without_a_value_word_finds_the_same_values(monkeypatch):
     """The prefilter of parse_log (_may_hold_values) against no prefilter, on every line form it reads, in
     mixed case, among driver chatter."""
-    from forensics import fingerprint
+    from forensics.buffer import fingerprint
 
     lines = [
         "00000012\t0.00123400\t[4] [FP] input size=16 crc32=0x0BC3F483 xor64=0x00000000000000ff "
@@ -346,7 +346,7 @@ def test_verify_reads_a_log_line_by_line(tmp_path):
     """A long driver log: the values found are checked, memory follows them, not the log's length."""
     import tracemalloc
 
-    from forensics.fingerprint import verify_log
+    from forensics.buffer.fingerprint import verify_log
 
     data = np.random.default_rng(9).bytes(64 << 10)
     (tmp_path / "buf.bin").write_bytes(data)
@@ -383,8 +383,8 @@ def json_nested(levels: int):
 
 
 def test_json_depth_counts_brackets_outside_strings_only():
-    from forensics.errors import InputError
-    from forensics.jsonio import MAX_DEPTH, loads
+    from forensics.core.errors import InputError
+    from forensics.io.jsonio import MAX_DEPTH, loads
 
     assert loads('{"a": "' + "[{" * 5000 + '\\"]", "b": [1]}') == {"a": "[{" * 5000 + '"]', "b": [1]}
     deepest = "[" * (MAX_DEPTH - 1) + "]" * (MAX_DEPTH - 1)
@@ -474,8 +474,8 @@ def test_the_flag_number_grammar():
 
 
 def test_label_ids_are_ascii_and_bounded(tmp_path):
-    from forensics.errors import InputError
-    from forensics.labels import MAX_LABEL_ID, read_labels
+    from forensics.core.errors import InputError
+    from forensics.io.labels import MAX_LABEL_ID, read_labels
 
     (tmp_path / "ok.txt").write_text(f"0 background\n3 cat\n{MAX_LABEL_ID} last\n")
     labels = read_labels(tmp_path / "ok.txt")
@@ -536,7 +536,7 @@ def test_an_npz_header_larger_than_its_member_is_one_line(tmp_path, cli):
 
 
 def test_an_npz_of_too_many_members_is_one_line(tmp_path, monkeypatch, cli):
-    from forensics import dump
+    from forensics.io import dump
 
     monkeypatch.setattr(dump, "MAX_NPZ_MEMBERS", 50)
     path = tmp_path / "many.npz"
@@ -553,8 +553,8 @@ def test_a_deflated_member_is_decompressed_at_most_twice(tmp_path, monkeypatch):
     plain numpy on the array."""
     import zlib
 
-    from forensics import dump
-    from forensics.fingerprint import fingerprint_dump
+    from forensics.io import dump
+    from forensics.buffer.fingerprint import fingerprint_dump
 
     arr = np.random.default_rng(2).integers(0, 4, 24 << 20, dtype=np.uint8)
     np.savez_compressed(tmp_path / "m.npz", a=arr)
@@ -571,8 +571,8 @@ def test_a_deflated_member_is_decompressed_at_most_twice(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("page_size", [1, 7, 8, 9, 15, 16, 100, 4096])
 def test_page_edges_equal_plain_slices(tmp_path, page_size):
-    from forensics.dump import open_dump
-    from forensics.fingerprint import EDGE, page_edges
+    from forensics.io.dump import open_dump
+    from forensics.buffer.fingerprint import EDGE, page_edges
 
     data = np.random.default_rng(page_size).bytes(5003)
     (tmp_path / "p.bin").write_bytes(data)

@@ -9,9 +9,11 @@ import shutil
 
 import pytest
 
-from forensics import options, reports
+from forensics import reports
+
+from forensics.core import options
 from forensics.cli import build_parser
-from forensics.errors import InputError
+from forensics.core.errors import InputError
 from forensics.render.console import to_json
 from tests.conftest import run_cli
 

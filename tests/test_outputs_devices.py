@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from forensics.outputs import atomic_directory, output_target, write_bytes_atomic
+from forensics.io.outputs import atomic_directory, output_target, write_bytes_atomic
 from tests.conftest import REPO, assert_one_line_error
 
 posix = pytest.mark.skipif(sys.platform == "win32", reason="POSIX devices, FIFOs and links")
@@ -102,7 +102,7 @@ def test_the_streams_and_devices_are_written_directly():
 
 @posix
 def test_a_block_device_is_refused(tmp_path):
-    from forensics.errors import InputError
+    from forensics.core.errors import InputError
 
     devices = [os.path.join("/dev", n) for n in sorted(os.listdir("/dev"))
                if stat.S_ISBLK(os.stat(os.path.join("/dev", n)).st_mode)] if os.path.isdir("/dev") else []

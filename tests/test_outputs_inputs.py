@@ -122,7 +122,7 @@ def test_an_output_inside_a_deps_directory_is_refused(cli, tmp_path):
 
 
 def test_outputs_beside_inputs_and_new_files_in_plain_directories_are_fine(tmp_path):
-    from forensics.outputs import check_outputs
+    from forensics.io.outputs import check_outputs
 
     (tmp_path / "a.bin").write_bytes(b"a")
     (tmp_path / "manifest.json").write_text('{"name": "a web app, not a run"}')

@@ -189,7 +189,7 @@ def test_model_commands(tmp_path, shared_data):
 
 def test_capture(tmp_path):
     pytest.importorskip("ai_edge_litert.interpreter")
-    from forensics.tflite.writer import build_detection_model
+    from forensics.model.tflite.writer import build_detection_model
 
     # 12 anchors on a grid, far apart, every score high: the kernel fills all of its output rows (LiteRT leaves
     # rows past num_detections unwritten, so their bytes would differ between two runs).
@@ -238,7 +238,7 @@ def test_reports_are_frozen():
 
 
 def test_library_errors_name_parameters_and_the_cli_words_flags():
-    from forensics.errors import InputError
+    from forensics.core.errors import InputError
 
     with pytest.raises(InputError) as caught:
         reports.anchors_gen(input_size=(300, 300), feature_maps=(19, 10))

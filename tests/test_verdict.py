@@ -1,5 +1,5 @@
 """One Verdict: every judging command's --json carries `verdict` and `exit_code`, the exit code is the process's
-exit status and follows from the verdict, and no module but forensics/verdict.py spells a verdict word."""
+exit status and follows from the verdict, and no module but forensics/core/verdict.py spells a verdict word."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from forensics import exitcodes
-from forensics.verdict import STAGE_VERDICTS, Verdict, combined, overall, stage_verdict
+from forensics.core import exitcodes
+from forensics.core.verdict import STAGE_VERDICTS, Verdict, combined, overall, stage_verdict
 from tests.conftest import REPO, run_cli
 
 LIBEDGETPU, OURS, BROKEN = "dumps/libedgetpu", "dumps/ours", "dumps/broken"
@@ -23,7 +23,7 @@ def _verdict_literals(package) -> list:
     found = []
     for path in sorted(package.rglob("*.py")):
         rel = path.relative_to(package).as_posix()
-        if rel == "verdict.py":
+        if rel == "core/verdict.py":
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in words:
@@ -39,7 +39,8 @@ def test_the_literal_check_would_see_one(tmp_path):
     # The check is not vacuous: a module spelling "DIFFER" is found.
     package = tmp_path / "forensics"
     package.mkdir()
-    (package / "verdict.py").write_text('X = "DIFFER"\n')
+    (package / "core").mkdir()
+    (package / "core" / "verdict.py").write_text('X = "DIFFER"\n')
     (package / "late.py").write_text('def f(ok):\n    return "MATCH" if ok else "WITHIN TOLERANCE"\n')
     assert _verdict_literals(package) == ["forensics/late.py:2: 'MATCH'", "forensics/late.py:2: 'WITHIN TOLERANCE'"]
 

@@ -7,7 +7,7 @@ under --save (the model bytes and a line saying how to run it) so that they beco
 
     python tools/fuzz_models.py --mutations 10000 [--models DIR] [--seed N]    # `make fuzz`
 
-Seed models: one the project builds itself (an SSD CPU tail: forensics.tflite.writer.build_detection_model)
+Seed models: one the project builds itself (an SSD CPU tail: forensics.model.tflite.writer.build_detection_model)
 and every .tflite under --models (real Edge TPU models reach the package and relayout code). Mutations, in the
 first 64 KiB where the tables are, or at the end: bytes, special 32-bit words (sizes, offsets, -1, 2^31),
 truncation, a copied or dropped chunk. A mutation is reproduced from (--seed, its number) alone.
@@ -65,7 +65,7 @@ def mutate(data: bytes, rng: random.Random) -> bytes:
 def built_model() -> bytes:
     import numpy as np
 
-    from forensics.tflite.writer import build_detection_model
+    from forensics.model.tflite.writer import build_detection_model
 
     rng = np.random.default_rng(7)
     anchors = np.concatenate([rng.uniform(0.1, 0.9, (96, 2)), rng.uniform(0.05, 0.5, (96, 2))], axis=1)
@@ -75,11 +75,11 @@ def built_model() -> bytes:
 def _plan(name: str, data: bytes, work: str) -> dict:
     """What each command is given for the unmutated model `name`: dumps of its decode inputs' sizes and a raw
     dump of one Edge TPU output layer (when it has a package), so that mutations reach past the first checks."""
-    from forensics.errors import ForensicsError
-    from forensics.tflite.edgetpu import read_packages
-    from forensics.tflite.graph import postprocess_info
-    from forensics.tflite.model import read_model
-    from forensics.tflite.relayout import layer_map
+    from forensics.core.errors import ForensicsError
+    from forensics.model.tflite.edgetpu import read_packages
+    from forensics.model.tflite.graph import postprocess_info
+    from forensics.model.tflite.model import read_model
+    from forensics.model.tflite.relayout import layer_map
 
     plan = {"boxes": 64, "scores": 64, "layer": "convert_scores", "raw": 64}
     try:

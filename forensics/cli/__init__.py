@@ -12,8 +12,8 @@ import importlib
 import sys
 
 from forensics import __version__
-from forensics.errors import ForensicsError, InputError
-from forensics.exitcodes import BROKEN_PIPE as EXIT_BROKEN_PIPE, BUG as EXIT_BUG, ERROR as EXIT_ERROR, \
+from forensics.core.errors import ForensicsError, InputError
+from forensics.core.exitcodes import BROKEN_PIPE as EXIT_BROKEN_PIPE, BUG as EXIT_BUG, ERROR as EXIT_ERROR, \
     INTERRUPTED as EXIT_INTERRUPTED
 
 # A closed stdout exits EXIT_BROKEN_PIPE (128 + SIGPIPE), never 0 or 1, which would state a result the reader did
@@ -49,7 +49,7 @@ COMMAND_HOMES = {
 }
 
 
-# Every output of every command: (dest, kind) as forensics.outputs.check_outputs takes them ("file", "dir"
+# Every output of every command: (dest, kind) as forensics.io.outputs.check_outputs takes them ("file", "dir"
 # replaced whole, "into" a directory written into, "run" added to in place). main() passes them, with every
 # other path on the command line as the inputs, through that one rule before the command runs; a test keeps
 # this table equal to the parsers' output flags.
@@ -77,7 +77,7 @@ def _also_written(command: str, dest: str, path: str) -> list[tuple[str, str]]:
 
 def check_outputs(parser, args) -> None:
     """Refuse, before the command runs, an output that would overwrite or change one of its inputs."""
-    from forensics.outputs import check_outputs as check
+    from forensics.io.outputs import check_outputs as check
 
     spell = flag_speller(parser)
     outputs, dests = [], set()
@@ -210,7 +210,7 @@ class _notices_to:  # noqa: N801 - a context manager
     def __enter__(self):
         import warnings
 
-        from forensics.dump import DumpNotice, DumpWarning
+        from forensics.io.dump import DumpNotice, DumpWarning
 
         self._catch = warnings.catch_warnings()
         self._catch.__enter__()

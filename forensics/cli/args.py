@@ -8,17 +8,17 @@ import argparse
 
 def __getattr__(name: str):
     if name == "MAX_NUMBER_CHARS":  # the grammar's bound, named in its errors
-        from forensics.options import MAX_NUMBER_CHARS
+        from forensics.core.options import MAX_NUMBER_CHARS
 
         return MAX_NUMBER_CHARS
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _grammar(grammar: str, text: str):
-    """The value `text` spells in the one grammar the library shares (forensics.options: the function named
+    """The value `text` spells in the one grammar the library shares (forensics.core.options: the function named
     `grammar`, imported when a flag is read, so that `--help` and parsing the command line do not), else
     argparse's error."""
-    from forensics import options
+    from forensics.core import options
 
     try:
         return getattr(options, grammar)(text)
@@ -27,7 +27,7 @@ def _grammar(grammar: str, text: str):
 
 
 def cli_type(grammar: str):
-    """An argparse type that reads a flag's text in forensics.options' `grammar` (a name: `"size"`), the
+    """An argparse type that reads a flag's text in forensics.core.options' `grammar` (a name: `"size"`), the
     spelling the library takes too."""
     def parse(text: str):
         return _grammar(grammar, text)
@@ -123,7 +123,7 @@ def crc_value(text: str) -> int:
 
 
 def add_tolerance_flags(parser: argparse.ArgumentParser) -> None:
-    """--atol/--rtol/--check: how far B may be from A and still pass (forensics.tolerance)."""
+    """--atol/--rtol/--check: how far B may be from A and still pass (forensics.core.tolerance)."""
     group = parser.add_argument_group("tolerance (verdict WITHIN TOLERANCE, exit 0, when the check passes)")
     group.add_argument("--atol", default=None, metavar="1lsb|0.01",
                        help="absolute tolerance in LSB (integer buffers, e.g. 1lsb) or in dequantized units")

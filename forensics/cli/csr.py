@@ -5,7 +5,7 @@ from __future__ import annotations
 from forensics.cli import UsageError, options, show
 from forensics.cli.args import cli_type, non_negative_int
 
-mask_spec = cli_type("register_mask")  # the library's grammar: forensics.options
+mask_spec = cli_type("register_mask")  # the library's grammar: forensics.core.options
 
 
 def cmd_csr(args, out) -> int:

@@ -7,7 +7,7 @@ from forensics.cli import options, show
 from forensics.cli.args import add_slice_flags, cli_type, non_negative_int, positive_float, positive_int
 
 
-# The library's grammar (forensics.options), so that a flag and a report keyword take the same text.
+# The library's grammar (forensics.core.options), so that a flag and a report keyword take the same text.
 size_wh = cli_type("size")
 float_list = cli_type("numbers")
 int_list = cli_type("positive_ints")

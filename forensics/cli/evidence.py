@@ -26,7 +26,7 @@ def cmd_fingerprint(args, out) -> int:
     return report.exit_code
 
 
-_buffer_spec = cli_type("tag_is_file")  # the library's grammar: forensics.options
+_buffer_spec = cli_type("tag_is_file")  # the library's grammar: forensics.core.options
 
 
 def cmd_verify(args, out) -> int:
@@ -42,7 +42,7 @@ def cmd_demo(args, out) -> int:
 
 
 def _text_formats() -> tuple:
-    from forensics.textdump import FORMATS
+    from forensics.io.textdump import FORMATS
 
     return ("auto",) + FORMATS
 

@@ -24,7 +24,7 @@ def cmd_relayout(args, out) -> int:
     return show(reports.relayout(args.input, **options(args, "input")), args, out)
 
 
-_byte = cli_type("byte_value")  # the library's grammar: forensics.options
+_byte = cli_type("byte_value")  # the library's grammar: forensics.core.options
 
 
 def register(subparsers, parents) -> None:

@@ -7,7 +7,7 @@ from forensics.cli import UsageError, options, show
 from forensics.cli.args import add_slice_flags, add_tolerance_flags, cli_type, positive_float, positive_int
 
 
-_input_spec = cli_type("name_is_file")  # the library's grammar: forensics.options
+_input_spec = cli_type("name_is_file")  # the library's grammar: forensics.core.options
 
 
 def cmd_capture(args, out) -> int:
@@ -43,7 +43,7 @@ def cmd_export(args, out) -> int:
     return show(reports.export(args.run, **options(args, "run")), args, out)
 
 
-_tolerance_arg = cli_type("tolerance_item")  # the library's grammar: forensics.options
+_tolerance_arg = cli_type("tolerance_item")  # the library's grammar: forensics.core.options
 
 
 RESAMPLING = ("lanczos", "bilinear", "bicubic", "nearest", "box", "hamming")  # forensics.runs.capture.RESAMPLING

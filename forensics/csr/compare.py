@@ -19,7 +19,7 @@ from typing import NamedTuple
 from forensics.csr.align import align_parts
 from forensics.csr.parse import Access, GuessedWidth, Trace, format_value, gc_paused, read_trace
 from forensics.csr.registers import UNKNOWN, RegisterTable, beagle_table, in_pcie_window
-from forensics.verdict import Verdict
+from forensics.core.verdict import Verdict
 
 KINDS = ("match", "value", "width", "only_a", "only_b")
 MISMATCH_KINDS = KINDS[1:]

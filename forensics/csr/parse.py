@@ -33,8 +33,8 @@ from itertools import compress, count, islice, repeat
 from operator import add, contains, eq, getitem, gt, itemgetter, not_, or_, sub
 from typing import NamedTuple
 
-from forensics.errors import FormatError, InputError
-from forensics.options import integer
+from forensics.core.errors import FormatError, InputError
+from forensics.core.options import integer
 
 MAX_VALUE = (1 << 64) - 1
 
@@ -387,7 +387,7 @@ def _resolve_key(key: str, lineno, path, table) -> int | None:
 
 
 def _snapshot_from_json(text: str, path, table) -> Trace:
-    from forensics.jsonio import loads
+    from forensics.io.jsonio import loads
 
     data = loads(text, path, "JSON snapshot")
     if isinstance(data, dict) and isinstance(data.get("registers"), dict):
@@ -611,7 +611,7 @@ def _snapshot_lines(items: list, line_nos: list, snapshot: dict, path, table) ->
 
 def read_trace(path, table=None, *, line_pattern: str | None = None) -> Trace:
     """Open a trace or snapshot file read-only and parse it; one InputError/FormatError when unusable."""
-    from forensics.dump import read_small_file
+    from forensics.io.dump import read_small_file
 
     path = str(path)
     data = read_small_file(path, MAX_TRACE_BYTES, "a register trace (cut the log to the inferences you compare)")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
-from forensics.errors import InputError
+from forensics.core.errors import InputError
 
 PCIE_WINDOWS = (0x40000, 0x44000, 0x48000)
 PCIE_WINDOW_SIZE = 0x1000

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from forensics.decode.ssd import PostProcessOptions, Quantization
-from forensics.dump import read_small_file
-from forensics.errors import InputError
-from forensics.tflite.extract import (
+from forensics.io.dump import read_small_file
+from forensics.core.errors import InputError
+from forensics.model.tflite.extract import (
     ANCHORS_FILE,
     POSTPROCESS_FILE,
     read_anchors_file,
@@ -121,7 +121,7 @@ def _tensor_info(raw, key: str, path: str) -> TensorInfo:
 
 
 def parse_postprocess(text: str, path: str) -> dict:
-    from forensics.jsonio import loads
+    from forensics.io.jsonio import loads
 
     raw = loads(text, path, "JSON")
     if not isinstance(raw, dict):
@@ -160,7 +160,7 @@ def deps_from_document(raw: dict, anchors: np.ndarray, *, json_path: str, anchor
                        source: str) -> DecodeDeps:
     """DecodeDeps from a postprocess.json document and its float32 [N, 4] anchors, validated.
 
-    The one path for both sources: `--deps DIR` (the files) and `--model MODEL` (forensics.tflite.extract's
+    The one path for both sources: `--deps DIR` (the files) and `--model MODEL` (forensics.model.tflite.extract's
     document and anchors, the same data before it is written). Problems name `json_path` / `anchors_path`.
     """
     options_raw = raw.get("options")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from forensics.errors import DependencyError, InputError
+from forensics.core.errors import DependencyError, InputError
 
 _COLOURS = [(255, 64, 64), (64, 200, 64), (64, 128, 255), (255, 200, 0), (200, 64, 255), (0, 200, 200)]
 
@@ -15,12 +15,12 @@ def draw_detections(image_path, output, report, *, score_threshold: float | None
         from PIL import Image, ImageDraw, UnidentifiedImageError
     except ImportError:
         raise DependencyError("{draw} needs Pillow: pip install 'forensics[images]'", params=True) from None
-    from forensics.outputs import atomic_write
+    from forensics.io.outputs import atomic_write
 
     if report.letterbox is None:
         raise InputError("{draw} needs the image size and the model input size", params=True)
     image_path = os.fspath(image_path)
-    from forensics.dump import check_readable_file
+    from forensics.io.dump import check_readable_file
 
     check_readable_file(image_path)
     try:

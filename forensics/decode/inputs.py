@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from forensics.dump import open_dump
-from forensics.errors import InputError
+from forensics.io.dump import open_dump
+from forensics.core.errors import InputError
 
 LANE = 4
 LAYOUTS = ("auto", "tensor", "raw")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from forensics.errors import InputError
+from forensics.core.errors import InputError
 
 
 @dataclass(frozen=True)

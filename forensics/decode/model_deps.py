@@ -1,6 +1,6 @@
 """`decode --model`: the decode's deps from a .tflite, through the same path as `--deps DIR`.
 
-forensics.tflite.extract produces the postprocess.json document and float32 anchors that `forensics extract`
+forensics.model.tflite.extract produces the postprocess.json document and float32 anchors that `forensics extract`
 writes; deps.deps_from_document validates them exactly as it validates the files. What only a model can add
 is kept here: the anchors' uint8 codes when the kernel reads uint8 anchors (the kernel dequantizes them
 itself), whether the box encodings enter the kernel as uint8, each Edge TPU output layer's raw size with its
@@ -16,7 +16,7 @@ import numpy as np
 
 from forensics.decode.deps import POSTPROCESS_FILE, DecodeDeps, deps_from_document
 from forensics.decode.ssd import Quantization, dequantize_single
-from forensics.errors import FormatError, InputError
+from forensics.core.errors import FormatError, InputError
 
 
 def _anchor_codes(anchors: np.ndarray, stored: dict, path: str) -> tuple[np.ndarray, Quantization]:
@@ -37,9 +37,9 @@ def _anchor_codes(anchors: np.ndarray, stored: dict, path: str) -> tuple[np.ndar
 
 def document_deps(model, path: str):
     """(deps, extracted): the decode's deps as the model's PostProcess options and anchors give them, validated
-    as the --deps files are (forensics.tflite.extract's document), and that document. InputError when the model
+    as the --deps files are (forensics.model.tflite.extract's document), and that document. InputError when the model
     has no TFLite_Detection_PostProcess."""
-    from forensics.tflite.extract import extract
+    from forensics.model.tflite.extract import extract
 
     extracted = extract(model)
     anchors = np.asarray(extracted.anchors, dtype=np.float32).reshape(-1, 4)
@@ -50,7 +50,7 @@ def document_deps(model, path: str):
 
 def output_layers(model, deps: DecodeDeps) -> dict:
     """{tensor name: Edge TPU output layer} of the decode's two inputs, from every package of the model."""
-    from forensics.tflite.edgetpu import read_packages
+    from forensics.model.tflite.edgetpu import read_packages
 
     layers = {}
     for package in read_packages(model):
@@ -63,8 +63,8 @@ def output_layers(model, deps: DecodeDeps) -> dict:
 
 def deps_from_model(path) -> tuple[DecodeDeps, dict, bytes | None]:
     """(deps, {tensor name: relayout function}, tail model bytes or None)."""
-    from forensics.tflite.graph import postprocess_info
-    from forensics.tflite.model import open_model
+    from forensics.model.tflite.graph import postprocess_info
+    from forensics.model.tflite.model import open_model
 
     path = os.fspath(path)
     model = open_model(path)
@@ -79,8 +79,8 @@ def deps_from_model(path) -> tuple[DecodeDeps, dict, bytes | None]:
         raise InputError(f"anchors of type {stored['stored_dtype']} are not supported by the kernel", path)
     raw_sizes, relayouts, tail = {}, {}, None
     if any(op.custom_code == "edgetpu-custom-op" for op in model.custom_ops):
-        from forensics.tflite.relayout import layer_map, relayout
-        from forensics.tflite.tail import remove_custom_op
+        from forensics.model.tflite.relayout import layer_map, relayout
+        from forensics.model.tflite.tail import remove_custom_op
 
         for name, layer in output_layers(model, deps).items():
             if layer.layout is not None:

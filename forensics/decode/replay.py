@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from forensics.errors import InputError
-from forensics.runtime import load_runtime as _load_runtime
+from forensics.core.errors import InputError
+from forensics.model.runtime import load_runtime as _load_runtime
 
 BOX_TOLERANCE = 1e-6
 
@@ -48,7 +48,7 @@ def postprocess_model(anchors, options, *, score_columns: int, boxes_quant=None,
                       anchors_quant=None, boxes_into_kernel: bool = False) -> bytes:
     """A model that is just the official kernel on our inputs: uint8 -> DEQUANTIZE -> PostProcess, float32
     straight into PostProcess, or uint8 with uint8 anchors straight into PostProcess."""
-    from forensics.tflite import writer as w
+    from forensics.model.tflite import writer as w
 
     anchors = np.asarray(anchors)
     n = int(anchors.shape[0])

@@ -9,9 +9,9 @@ from forensics.decode.deps import POSTPROCESS_FILE, DecodeDeps
 from forensics.decode.inputs import LoadedInput, load_input
 from forensics.decode.letterbox import Letterbox
 from forensics.decode.ssd import DecodeResult, postprocess
-from forensics.dump import check_readable_file
-from forensics.errors import DependencyError, InputError
-from forensics.labels import read_labels
+from forensics.io.dump import check_readable_file
+from forensics.core.errors import DependencyError, InputError
+from forensics.io.labels import read_labels
 
 
 def image_size(path) -> tuple[int, int]:

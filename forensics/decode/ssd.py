@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from forensics.errors import InputError
-from forensics.layout import dequantize as dequantize_as
+from forensics.core.errors import InputError
+from forensics.core.layout import dequantize as dequantize_as
 
 ROUNDINGS = ("reference", "litert")
 

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from forensics.errors import InputError
-from forensics.layout import MAX_ANCHORS
-from forensics.outputs import write_bytes_atomic
+from forensics.core.errors import InputError
+from forensics.core.layout import MAX_ANCHORS
+from forensics.io.outputs import write_bytes_atomic
 
 _F32_MAX = float(np.finfo(np.float32).max)
 

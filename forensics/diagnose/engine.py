@@ -17,10 +17,10 @@ from forensics.diagnose.result import DiagnoseResult, Finding
 from forensics.diagnose.scan import DEFAULT_CHUNK, DEFAULT_MIN_RUN, SENTINELS, files_equal, fills_of, scan_pair
 from forensics.diagnose.scoring import prefer_exact, score, shortlist
 from forensics.diagnose.select import chance, select, unrelated_cut
-from forensics.dump import Dump, open_dump
-from forensics.errors import InputError
-from forensics.layout import RecordLayout, layout_from
-from forensics.verdict import Verdict
+from forensics.io.dump import Dump, open_dump
+from forensics.core.errors import InputError
+from forensics.core.layout import RecordLayout, layout_from
+from forensics.core.verdict import Verdict
 
 DEFAULT_MAX_SHIFT = 64 << 10  # how far (bytes) shift detection searches either way around each window ...
 WHOLE_SHIFT_SEARCH = 1 << 20  # ... unless told: buffers up to this size are searched whole (a block copied
@@ -126,7 +126,7 @@ def _input_crcs(inputs) -> dict | None:
         if isinstance(value, int) and not isinstance(value, bool):
             crcs.append(value)
         else:
-            from forensics.crc import crc_dump
+            from forensics.compare.crc import crc_dump
 
             crcs.append(crc_dump(_as_dump(value, "inputs")).crc32)
     return {"crc32_a": f"0x{crcs[0]:08x}", "crc32_b": f"0x{crcs[1]:08x}", "equal": crcs[0] == crcs[1]}
@@ -140,7 +140,7 @@ def diagnose_dumps(dump_a, dump_b, *, layout: RecordLayout | None = None, previo
 
     `layout` (record size, offset, pad lanes) defaults to the model view's, else A's or B's sidecar, else
     4-byte records; it places records and lanes in the text but never changes which bug is named.
-    `model_view` (forensics.modeldumps.tensor_view) adds the model's tensor shape and Edge TPU layer map;
+    `model_view` (forensics.decode.modeldumps.tensor_view) adds the model's tensor shape and Edge TPU layer map;
     `model` is the model's path for hints. `previous` is an earlier run's buffer (path or Dump) for stale.
     `tolerance` K: same-size pairs whose data elements differ by at most K LSB in their dtype (header, sidecar,
     model; else uint8 bytes; never floats) are WITHIN TOLERANCE (exit 0), as `compare --tolerance K` judges.

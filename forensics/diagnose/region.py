@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from forensics.diagnose.kinds.base import compress_lanes
-from forensics.dump import Dump, DumpReader
+from forensics.io.dump import Dump, DumpReader
 
 EXACT_LIMIT = 2 << 20         # pairs up to this size are scored on every byte
 SAMPLE_BLOCKS = 24            # larger pairs: this many blocks ...

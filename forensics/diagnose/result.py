@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from forensics.crc import format_crc
-from forensics.verdict import Verdict
+from forensics.compare.crc import format_crc
+from forensics.core.verdict import Verdict
 
 VERDICTS = (Verdict.IDENTICAL, Verdict.WITHIN, Verdict.EXPLAINED, Verdict.PARTLY_EXPLAINED, Verdict.UNEXPLAINED)
-EXIT_CODES = {v: v.exit_code for v in VERDICTS}  # forensics.verdict decides them
+EXIT_CODES = {v: v.exit_code for v in VERDICTS}  # forensics.core.verdict decides them
 
 
 @dataclass(frozen=True)

@@ -8,12 +8,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from forensics.blocks import stream_pair
-from forensics.coverage import MaskRuns
-from forensics.dump import Dump, DumpReader
-from forensics.layout import RecordLayout
-from forensics.stats import element_dtype
-from forensics.tolerance import lsb_delta
+from forensics.compare.blocks import stream_pair
+from forensics.buffer.coverage import MaskRuns
+from forensics.io.dump import Dump, DumpReader
+from forensics.core.layout import RecordLayout
+from forensics.compare.stats import element_dtype
+from forensics.core.tolerance import lsb_delta
 
 DEFAULT_CHUNK = 2 << 20       # bytes per paired read; three reused buffers of this size per scan
 DEFAULT_MIN_RUN = 16          # a sentinel run shorter than this is taken as data that happens to match
@@ -101,7 +101,7 @@ class Scan:
     lane_diff: np.ndarray | None = None
     lane_eq: np.ndarray | None = None
     lane_sampled: int = 0
-    runs: dict = field(default_factory=dict)              # sentinel name -> forensics.coverage.MaskRuns
+    runs: dict = field(default_factory=dict)              # sentinel name -> forensics.buffer.coverage.MaskRuns
     max_delta: int = 0                                   # largest |A - B| of one byte (same-size pairs)
     bytes_off_by_one: int = 0
     max_code: int | None = 0                             # largest |A - B| of one data element in LSB of its

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from forensics.crc import format_crc
+from forensics.compare.crc import format_crc
 from forensics.render.style import RowsTable
 from forensics.render.style import table as _table
 from forensics.render.style import verdict
-from forensics.verdict import Verdict
+from forensics.core.verdict import Verdict
 
 
 def _num(value: float) -> str:
@@ -140,7 +140,7 @@ def _configured(result) -> str:
 
 
 def _where(geometry, index: int) -> list[str]:
-    from forensics.geometry import where_and_prior
+    from forensics.decode.geometry import where_and_prior
 
     return list(where_and_prior(geometry, index)) if index >= 0 else ["pad record", ""]
 

@@ -9,7 +9,7 @@ from rich.text import Text
 
 from forensics.csr.compare import MISMATCH_KINDS, register_notes
 from forensics.render.style import titled_table
-from forensics.verdict import Verdict
+from forensics.core.verdict import Verdict
 
 VERDICT_TEXT = {"match": "match", "value": "VALUE", "width": "WIDTH", "only_a": "ONLY A", "only_b": "ONLY B"}
 COLUMNS = (("#", "right"), ("op", "left"), ("offset", "right"), ("name", "left"), ("group", "left"),

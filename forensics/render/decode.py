@@ -6,7 +6,7 @@ from rich.table import Table  # noqa: F401  (type of the tables returned)
 from rich.text import Text
 
 from forensics.render.style import table as styled_table, verdict, wrote
-from forensics.verdict import Verdict
+from forensics.core.verdict import Verdict
 
 
 def _f(v: float, digits: int = 3) -> str:
@@ -133,7 +133,7 @@ def render_replay(replay) -> Text:
 
 
 def render_tail(result) -> list:
-    """`tail`: what was written (a forensics.tflite.tail.TailResult)."""
+    """`tail`: what was written (a forensics.model.tflite.tail.TailResult)."""
     return [Text(f"{result.operators} operator(s) after removing {result.removed!r}; inputs now "
                  f"{', '.join(result.inputs)}"), Text(wrote(result.output))]
 

@@ -8,7 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from forensics.render.style import verdict
-from forensics.verdict import Verdict
+from forensics.core.verdict import Verdict
 
 
 def _summary(result) -> str:

@@ -7,7 +7,7 @@ Panels (each PANEL_W x PANEL_H pixels, so the picture is at least 800x600):
   map        max |B - A| over the tensor's (y, x) (max over z), over the anchors' feature-map cells (SSD
              outputs, one block per layer), else per record in a near-square grid
   lanes      max |B - A| per lane / channel
-The data come from the statistics pass that compared the pair (forensics.stats.ErrorSample): the scatter holds
+The data come from the statistics pass that compared the pair (forensics.compare.stats.ErrorSample): the scatter holds
 at most stats.SCATTER_POINTS points (the first differing values and an even sample of the rest), the map at most
 stats.MAP_CELLS cells (records folded by max). Nothing is read or dequantized again here.
 """
@@ -67,7 +67,7 @@ def plot_data(stats, *, lanes, lane_names=None, shape=None, geometry=None) -> Er
     records, fold, per_record = sample.records, sample.fold, sample.record_max
     if geometry is not None and getattr(geometry, "is_grid", False) and fold == 1 and \
             records == geometry.num_anchors:
-        from forensics.geometry import cell_values
+        from forensics.decode.geometry import cell_values
 
         maps, label = cell_values(geometry, per_record), "max |B-A| per anchor cell, one block per layer"
     elif shape is not None and len(shape) >= 3 and fold == 1 and int(np.prod(shape[:-1])) == records and \
@@ -89,7 +89,7 @@ def plot_data(stats, *, lanes, lane_names=None, shape=None, geometry=None) -> Er
 
 def error_plot(stats, layout, *, dtype: str = "uint8", geometry=None, shape=None, title: str = "B vs A") -> Picture:
     """The 2x2 picture of the error between two dumps compared as records of `layout` holding `dtype` values,
-    drawn from the statistics of that comparison (forensics.diff.diff_dumps(..., sample=True))."""
+    drawn from the statistics of that comparison (forensics.compare.diff.diff_dumps(..., sample=True))."""
     k = np.dtype(dtype).itemsize
     keep = [e for e in range(layout.record_size // k) if (e * k) not in layout.pad_lanes]
     names = [layout.field_names[e * k] for e in keep] if k == 1 else [str(e) for e in keep]

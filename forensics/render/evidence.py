@@ -6,7 +6,7 @@ from rich.text import Text
 
 from forensics.render.style import table as _table
 from forensics.render.style import verdict
-from forensics.verdict import Verdict
+from forensics.core.verdict import Verdict
 
 
 def render_import(result) -> list:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from forensics.geometry import AnchorGeometry, cell_marks, cell_values
+from forensics.decode.geometry import AnchorGeometry, cell_marks, cell_values
 
 # Level 0 is the bottom of the scale (e.g. score 0, no difference); 1..4 split the rest in equal quarters,
 # so any value above the minimum is visible.
@@ -114,6 +114,6 @@ def grid_map(geometry: AnchorGeometry, values, *, marked=(), title: str | None =
 
 
 def grid_for(geometry: AnchorGeometry, heat, *, title: str | None = None):
-    """The `--grid` map of an `AnchorHeat` (forensics.heat.anchors_heat / diff_heat)."""
+    """The `--grid` map of an `AnchorHeat` (forensics.buffer.heat.anchors_heat / diff_heat)."""
     return grid_map(geometry, heat.values, marked=heat.marked, title=title, vmin=heat.vmin, vmax=heat.vmax,
                     value_label=heat.label)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from forensics.link import finding_text
+from forensics.link.bitstream import finding_text
 from forensics.render.model import short_name
 from forensics.render.style import VERDICT_STYLES, titled_table, wrote
-from forensics.verdict import Verdict
+from forensics.core.verdict import Verdict
 
 
 

@@ -11,7 +11,7 @@ import math
 import os
 from dataclasses import dataclass
 
-from forensics.errors import InputError
+from forensics.core.errors import InputError
 from forensics.render.pictures import Picture, _font, _pil, png_bytes
 
 COLOUR_A = (0, 170, 0)      # e.g. libedgetpu: green
@@ -82,7 +82,7 @@ def _load_image(image):
         return Image.new("RGB", (width, height), CANVAS)
     if hasattr(image, "mode") and hasattr(image, "size"):
         return image.convert("RGB")
-    from forensics.dump import check_readable_file
+    from forensics.io.dump import check_readable_file
 
     check_readable_file(os.fspath(image))  # a FIFO or a device would block Image.open
     try:
@@ -162,11 +162,11 @@ def load_detections(path) -> list[dict]:
     Accepts that document ({"detections": [...]}) or a bare list of rows; each row needs `box`
     ([ymin, xmin, ymax, xmax], normalised) or `image_box`. Anything else: one InputError naming the file.
     """
-    from forensics.dump import read_small_file
+    from forensics.io.dump import read_small_file
 
     path = os.fspath(path)
     text = read_small_file(path, 64 * 1024 * 1024, "a decode --json output")
-    from forensics.jsonio import loads
+    from forensics.io.jsonio import loads
 
     try:
         doc = loads(text, path, "JSON")

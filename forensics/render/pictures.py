@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from forensics.errors import DependencyError
-from forensics.geometry import AnchorGeometry, cell_marks, cell_values
+from forensics.core.errors import DependencyError
+from forensics.decode.geometry import AnchorGeometry, cell_marks, cell_values
 
 PANEL = 228          # the longer side of every panel in pixels: 12 px cells for 19x19, one 228 px square for 1x1
 GAP = 1              # background between neighbouring cells, so single cells stay visible
@@ -103,7 +103,7 @@ class Picture:
     vmax: float | None = None
 
     def save(self, path) -> str:
-        from forensics.outputs import write_bytes_atomic
+        from forensics.io.outputs import write_bytes_atomic
 
         write_bytes_atomic(path, self.png)
         return str(path)
@@ -205,6 +205,6 @@ def heatmap(geometry: AnchorGeometry, values, *, marked=(), title: str | None = 
 
 
 def heatmap_for(geometry: AnchorGeometry, heat, *, title: str | None = None) -> Picture:
-    """The `--heatmap OUT.png` picture of an `AnchorHeat` (forensics.heat.anchors_heat / diff_heat)."""
+    """The `--heatmap OUT.png` picture of an `AnchorHeat` (forensics.buffer.heat.anchors_heat / diff_heat)."""
     return heatmap(geometry, heat.values, marked=heat.marked, title=title, vmin=heat.vmin, vmax=heat.vmax,
                    value_label=heat.label)

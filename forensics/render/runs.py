@@ -8,12 +8,12 @@ import html
 from rich.table import Table
 from rich.text import Text
 
-from forensics.crc import format_crc
+from forensics.compare.crc import format_crc
 from forensics.render.style import VERDICT_STYLES as STATUS_STYLE
 from forensics.render.style import table as _table
 from forensics.render.style import verdict as _verdict
 from forensics.render.style import wrote
-from forensics.verdict import Verdict
+from forensics.core.verdict import Verdict
 
 
 def _crc(value) -> str:
@@ -371,7 +371,7 @@ def _box(box) -> str:
 
 def error_pictures_for(result) -> dict:
     """The 2x2 error picture of every differing numeric stage, keyed ("error", label); empty without Pillow."""
-    from forensics.errors import DependencyError, InputError
+    from forensics.core.errors import DependencyError, InputError
     from forensics.render.errorplot import error_plot_for_row
 
     out = {}
@@ -390,7 +390,7 @@ def error_pictures_for(result) -> dict:
 def pictures_for(result) -> dict:
     """Heatmap pictures of the rows that carry per-anchor heat, and every differing stage's error picture
     (needs Pillow; an empty dict without it)."""
-    from forensics.errors import DependencyError, InputError
+    from forensics.core.errors import DependencyError, InputError
 
     out = error_pictures_for(result)
     if result.geometry is None:
@@ -487,7 +487,7 @@ def batch_pictures(aggregates, geometry) -> dict:
     """Heatmaps over the feature-map grid of how many pairs differ at each anchor (needs Pillow and a grid)."""
     if geometry is None or aggregates is None or not getattr(geometry, "is_grid", False):
         return {}
-    from forensics.errors import DependencyError, InputError
+    from forensics.core.errors import DependencyError, InputError
 
     out = {}
     for label, (_stage, _tensor, counts) in aggregates.anchor_counts.items():

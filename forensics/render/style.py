@@ -7,7 +7,7 @@ from rich.cells import cell_len
 from rich.segment import Segment
 from rich.text import Text
 
-from forensics.verdict import Verdict
+from forensics.core.verdict import Verdict
 
 # Green for "the same / fine", red for "different / found", yellow for "look here", dim for "not compared".
 # A verdict that exits 0 is green and one that exits 1 red, unless it is listed here; a stage's status that is

@@ -5,9 +5,9 @@ per command group, as in forensics/cli/ (buffers, model, link, decode, runs, dia
 positional arguments in the command line's order, the options as keywords named after the long flags
 (`--max-shift` -> `max_shift`, `--at` -> `at`). Every report has
 - `to_dict()`: exactly the `--json` document,
-- `verdict`: what a judging command concluded (forensics.verdict.Verdict: MATCH, DIFFER, ...; None for a
+- `verdict`: what a judging command concluded (forensics.core.verdict.Verdict: MATCH, DIFFER, ...; None for a
   command that judges nothing), also in the document with `exit_code`,
-- `exit_code`: the command's exit code (forensics.exitcodes: 0 same/ok, 1 differences or findings), which
+- `exit_code`: the command's exit code (forensics.core.exitcodes: 0 same/ok, 1 differences or findings), which
   follows from the verdict,
 - `warnings`: the lines the command prints on stderr as warnings,
 - `renderables()` / `__rich__` / `_repr_html_`: the command's tables (forensics/render), in a terminal or a

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from forensics import exitcodes
-from forensics.verdict import Verdict
+from forensics.core import exitcodes
+from forensics.core.verdict import Verdict
 
 
 @dataclass(frozen=True, repr=False)
 class Report:
     """What one command found: its `--json` document, exit code, warnings and tables.
 
-    A judging command gives its `verdict` (forensics.verdict.Verdict): the exit code then follows from it (the
+    A judging command gives its `verdict` (forensics.core.verdict.Verdict): the exit code then follows from it (the
     one place: Verdict.exit_code) and the document carries both `verdict` and `exit_code`."""
 
     command: str
@@ -34,7 +34,7 @@ class Report:
 
     def _sources(self, doc: dict) -> dict:
         """The document with the dumps it read named, and the verdict and exit code of a judging command."""
-        from forensics.dump import with_sources
+        from forensics.io.dump import with_sources
 
         doc = with_sources(doc, *self.dumps)
         if self.verdict is not None:
@@ -68,7 +68,7 @@ class Report:
         try:
             import pandas as pd
         except ImportError:
-            from forensics.errors import DependencyError
+            from forensics.core.errors import DependencyError
 
             raise DependencyError("to_frame() needs pandas: pip install 'forensics[export]'") from None
         rows = self.to_dict().get(self.rows_key) or []
@@ -87,11 +87,11 @@ def _limit(limit, show_all: bool):
 
 
 def _slice(offset=None, length=None, gap_fill=None, *, layout: bool = False) -> tuple[dict, int | None]:
-    """(open_dump keywords, layout offset): forensics.options.Slice. offset/length cut a slice of every dump
+    """(open_dump keywords, layout offset): forensics.core.options.Slice. offset/length cut a slice of every dump
     (e.g. the tensor in a page-rounded DMA allocation); gap_fill fills holes in text dumps. For the record
     commands (`layout`), offset alone stays the layout offset (where records start); with length it cuts the
     slice."""
-    from forensics.options import Slice
+    from forensics.core.options import Slice
 
     where = Slice.parse(offset=offset, length=length, gap_fill=gap_fill)
     return where.split() if layout else (where.dump_options(), None)
@@ -99,14 +99,14 @@ def _slice(offset=None, length=None, gap_fill=None, *, layout: bool = False) -> 
 
 def spellings(*own: str):
     """A report function whose keywords also take the command line's spellings (`pad="2,3"`, `limit="0x10"`):
-    each keyword forensics.options.GRAMMARS knows is parsed (or refused with one InputError naming it) before
+    each keyword forensics.core.options.GRAMMARS knows is parsed (or refused with one InputError naming it) before
     the function runs; `own` names keywords the function parses itself (compare's per-tensor tolerance)."""
     import functools
 
     def wrap(function):
         @functools.wraps(function)
         def report(*args, **kwargs):
-            from forensics.options import parsed
+            from forensics.core.options import parsed
 
             mine = {k: kwargs.pop(k) for k in own if k in kwargs}
             return function(*args, **parsed(**kwargs), **mine)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from forensics.errors import InputError
+from forensics.core.errors import InputError
 from forensics.reports.base import Report, _limit, _slice, spellings
-from forensics.verdict import Verdict
+from forensics.core.verdict import Verdict
 
 
 class CrcReport(Report):
@@ -22,7 +22,7 @@ def crc(*files, chunk: int | None = None, expect: int | None = None, offset: int
         length: int | None = None, gap_fill: int | None = None, progress=None) -> CrcReport:
     """`forensics crc FILE... [--chunk N] [--expect CRC]`: size, CRC32 and head/mid/tail bytes; each file
     against the first, and against `expect` (a CRC32 a driver logged) when given."""
-    from forensics.crc import crc_files
+    from forensics.compare.crc import crc_files
 
     options, _ = _slice(offset, length, gap_fill)
     result = crc_files([os.fspath(f) for f in files], chunk_size=chunk, expect=expect, progress=progress,
@@ -33,9 +33,9 @@ def crc(*files, chunk: int | None = None, expect: int | None = None, offset: int
 
 
 def _dump_context(dump, *, model=None, tensor=None, labels=None, deps=None, **layout):
-    """forensics.modeldumps.dump_context from the report's ModelContext and Layout keywords (any spelling)."""
-    from forensics.modeldumps import dump_context
-    from forensics.options import Layout, ModelContext
+    """forensics.decode.modeldumps.dump_context from the report's ModelContext and Layout keywords (any spelling)."""
+    from forensics.decode.modeldumps import dump_context
+    from forensics.core.options import Layout, ModelContext
 
     known = ModelContext.parse(model=model, tensor=tensor, labels=labels, deps=deps)
     return dump_context(dump, **known.keywords(), **Layout.parse(**layout).context_keywords())
@@ -46,7 +46,7 @@ def _check_pictures(context, heatmap, grid) -> None:
         raise InputError("{heatmap} and {grid} need the anchors' geometry: give {model:MODEL} or {deps:DIR}",
                          params=True)
     if heatmap:
-        from forensics.outputs import check_writable
+        from forensics.io.outputs import check_writable
 
         check_writable(heatmap)
 
@@ -66,13 +66,13 @@ def _draw_heatmap(context, heat, title: str, heatmap) -> dict | None:
 class RecordsReport(Report):
     """diff and anchors: a result whose listed records carry anchor geometry, plus the pictures drawn."""
 
-    context: object = None                # forensics.modeldumps.DumpContext
-    heat: object = None                   # forensics.heat.AnchorHeat for --grid / --heatmap
+    context: object = None                # forensics.decode.modeldumps.DumpContext
+    heat: object = None                   # forensics.buffer.heat.AnchorHeat for --grid / --heatmap
     heatmap: dict | None = None           # what --heatmap wrote
     grid: bool = False
     title: str = ""
     plot: dict | None = None              # what diff's plot (the error picture) wrote
-    fits: tuple = ()                      # diff: (A's, B's) forensics.modeldumps.TensorFit, when --model / --deps say
+    fits: tuple = ()                      # diff: (A's, B's) forensics.decode.modeldumps.TensorFit, when --model / --deps say
 
     @property
     def head_windows(self) -> tuple:
@@ -81,7 +81,7 @@ class RecordsReport(Report):
         return tuple(f for f in fits if f is not None and f.head_window)
 
     def to_dict(self) -> dict:
-        from forensics.modeldumps import annotate_rows
+        from forensics.decode.modeldumps import annotate_rows
 
         doc = self._sources(self.result.to_dict())
         listed = "records" if self.command == "diff" else "nonuniform"  # the rows that are anchors
@@ -149,7 +149,7 @@ def _fit_other(context, dump, flags: dict):
     """The TensorFit of a second dump (diff's other side) against the deps the first was fitted with."""
     if context.deps is None:
         return None
-    from forensics.modeldumps import fit_detection_tensor
+    from forensics.decode.modeldumps import fit_detection_tensor
 
     return fit_detection_tensor(dump, context.deps, flags)[0]
 
@@ -162,13 +162,13 @@ def diff(a, b, *, record=None, offset=None, count=None, fields=None, pad=None, s
          length=None, gap_fill=None, no_stats: bool = False,
          progress=None) -> RecordsReport:
     """`forensics diff A B`: record-by-record comparison with error statistics; exit code 0 MATCH or WITHIN
-    TOLERANCE (tolerance K LSB, or atol / rtol / check: forensics.tolerance), 1 DIFFER (or HEAD WINDOW: a side
+    TOLERANCE (tolerance K LSB, or atol / rtol / check: forensics.core.tolerance), 1 DIFFER (or HEAD WINDOW: a side
     holds only the head of the tensor --model / --deps describe). `plot` writes the 2x2 picture of the error.
     With `length`, offset/length cut the same slice of both dumps (else offset is the layout offset).
     `no_stats` leaves the error statistics out (one pass over A fewer once the dumps differ: the fast path for
     multi-GB dumps); the verdict is then judged on whole LSB, as `tolerance` K does. Every option takes the
-    command line's spelling too (`pad="2,3"`, `scale="1/256"`: forensics.options)."""
-    from forensics.options import Layout, ModelContext, Slice, Tolerances
+    command line's spelling too (`pad="2,3"`, `scale="1/256"`: forensics.core.options)."""
+    from forensics.core.options import Layout, ModelContext, Slice, Tolerances
 
     where = Slice.parse(offset=offset, length=length, gap_fill=gap_fill)
     layout = Layout.parse(record=record, offset=offset, count=count, fields=fields, pad=pad, scale=scale,
@@ -180,9 +180,9 @@ def diff(a, b, *, record=None, offset=None, count=None, fields=None, pad=None, s
         raise InputError("{no_stats} leaves out the error statistics that "
                          + ("{plot} draws" if plot else "a tolerance other than whole LSB is judged on"),
                          params=True)
-    from forensics.diff import diff_dumps
-    from forensics.dump import open_dump
-    from forensics.modeldumps import locator_for, pair_context, records_by_anchor, remap_indices
+    from forensics.compare.diff import diff_dumps
+    from forensics.io.dump import open_dump
+    from forensics.decode.modeldumps import locator_for, pair_context, records_by_anchor, remap_indices
 
     options, layout_offset = where.split()
     dump_a, dump_b = open_dump(a, **options), open_dump(b, **options)
@@ -191,7 +191,7 @@ def diff(a, b, *, record=None, offset=None, count=None, fields=None, pad=None, s
                                                   record_given=layout.record is not None, **flags)
     _check_pictures(context, heatmap, grid)
     if plot:
-        from forensics.outputs import check_writable
+        from forensics.io.outputs import check_writable
 
         check_writable(plot)
     result = diff_dumps(dump_a, dump_b, context.layout, tolerance=tolerances.tolerance or 0,
@@ -201,7 +201,7 @@ def diff(a, b, *, record=None, offset=None, count=None, fields=None, pad=None, s
     heat = None
     title = "differences A vs B"
     if heatmap or grid:
-        from forensics.heat import diff_heat
+        from forensics.buffer.heat import diff_heat
 
         heat = diff_heat(records_by_anchor(dump_a, context), records_by_anchor(dump_b, context), context.layout,
                          lane=lane, tolerance=tolerances.tolerance or 0)
@@ -242,9 +242,9 @@ def anchors(file, *, record=None, offset=None, count=None, fields=None, pad=None
             grid: bool = False, lane: int | None = None, length: int | None = None, gap_fill: int | None = None,
             progress=None) -> RecordsReport:
     """`forensics anchors FILE`: the dominant record and (with nonuniform) the anchors that depart from it."""
-    from forensics.anchors import analyse_anchors
-    from forensics.dump import open_dump
-    from forensics.modeldumps import records_by_anchor, remap_indices
+    from forensics.buffer.anchors import analyse_anchors
+    from forensics.io.dump import open_dump
+    from forensics.decode.modeldumps import records_by_anchor, remap_indices
 
     options, offset = _slice(offset, length, gap_fill, layout=True)
     dump = open_dump(file, **options)
@@ -262,7 +262,7 @@ def anchors(file, *, record=None, offset=None, count=None, fields=None, pad=None
     heat = None
     title = "scores per cell"
     if heatmap or grid:
-        from forensics.heat import anchors_heat
+        from forensics.buffer.heat import anchors_heat
 
         # Without a dominant record every anchor "departs": mark the highest-scoring ones instead.
         marked = None if result.dominated else tuple(t.index for t in result.top_scores)
@@ -292,8 +292,8 @@ class CoverageReport(Report):
 def coverage(file, *, sentinel, min_run: int = 8, offset: int | None = None,
              length: int | None = None, gap_fill: int | None = None) -> CoverageReport:
     """`forensics coverage FILE --sentinel HEX`: exit code 0 fully written, 1 untouched ranges remain."""
-    from forensics.coverage import analyse_coverage
-    from forensics.dump import open_dump
+    from forensics.buffer.coverage import analyse_coverage
+    from forensics.io.dump import open_dump
 
     dump = open_dump(file, **_slice(gap_fill=gap_fill)[0])  # offset/length: the region coverage looks at
     result = analyse_coverage(dump, sentinel, min_run=min_run, offset=offset or 0, length=length)
@@ -314,8 +314,8 @@ def hexdump(file, file2=None, *, record=None, offset=None, fields=None, pad=None
             model=None, tensor=None, labels=None, deps=None, gap_fill: int | None = None) -> HexdumpReport:
     """`forensics hexdump FILE [FILE2]`: hex + ASCII by record around an anchor, or over at/length bytes; with
     `model` or `deps`, the records' lane names and dequantized values where they know them."""
-    from forensics.dump import open_dump
-    from forensics.hexdump import hexdump as hexdump_of
+    from forensics.io.dump import open_dump
+    from forensics.buffer.hexdump import hexdump as hexdump_of
 
     options = _slice(gap_fill=gap_fill)[0]  # at/length: the bytes hexdump shows
     dump_a = open_dump(file, **options)

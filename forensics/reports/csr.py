@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from forensics.errors import InputError
+from forensics.core.errors import InputError
 from forensics.reports.base import Report, spellings
-from forensics.verdict import Verdict
+from forensics.core.verdict import Verdict
 
 
 @dataclass(frozen=True, repr=False)

@@ -5,14 +5,14 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from forensics.errors import InputError
+from forensics.core.errors import InputError
 from forensics.reports.base import Report, _slice, spellings
-from forensics.verdict import Verdict
+from forensics.core.verdict import Verdict
 
 
 @dataclass(frozen=True, repr=False)
 class DecodeReport(Report):
-    geometry: object = None                # forensics.geometry.AnchorGeometry of the anchors
+    geometry: object = None                # forensics.decode.geometry.AnchorGeometry of the anchors
     drawing: dict | None = None            # what --draw wrote
     score_threshold: float | None = None
 
@@ -20,7 +20,7 @@ class DecodeReport(Report):
         doc = self._sources(self.result.to_dict())
         geometry = self.geometry
         if geometry is not None:
-            from forensics.geometry import annotate
+            from forensics.decode.geometry import annotate
 
             doc["detections"] = [annotate(geometry, row, row["anchor"]) for row in doc["detections"]]
             doc["anchor_geometry"] = {"grid": geometry.is_grid, "reason": geometry.reason,
@@ -83,7 +83,7 @@ class ClassesReport(Report):
 
 
 def _classes(a, b, *, model, top_k: int, labels, dump_options=None) -> ClassesReport:
-    from forensics.classes import classify_dumps
+    from forensics.model.classes import classify_dumps
 
     if model is None:
         raise InputError("{top_k} needs {model:MODEL} (the classifier: its output's size and quantization)",
@@ -107,13 +107,13 @@ def decode(boxes, scores, *, model=None, deps=None, layout: str = "auto", dequan
         return _classes(boxes, scores, model=model, top_k=top_k, labels=labels,
                         dump_options=_slice(offset, length, gap_fill)[0])
     from forensics.decode.report import decode_dumps
-    from forensics.geometry import infer_geometry
+    from forensics.decode.geometry import infer_geometry
 
     overlaying = _check_decode_options(model=model, deps=deps, image=image, image_size=image_size, overlay=overlay,
                                        overlay_boxes=overlay_boxes, overlay_scores=overlay_scores, names=names,
                                        draw=draw)
     if draw:
-        from forensics.outputs import check_not_input, check_writable
+        from forensics.io.outputs import check_not_input, check_writable
 
         check_not_input(draw, image, overlay, overlay_boxes, overlay_scores, model, boxes, scores)
         check_writable(draw)
@@ -185,7 +185,7 @@ class TailReport(Report):
 @spellings()
 def tail(model, *, output) -> TailReport:
     """`forensics tail MODEL -o TAIL.tflite`: the model without its edgetpu-custom-op, for LiteRT."""
-    from forensics.tflite.tail import write_tail
+    from forensics.model.tflite.tail import write_tail
 
     return TailReport("tail", write_tail(model, output))
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import os
 
-from forensics.errors import InputError
+from forensics.core.errors import InputError
 from forensics.reports.base import Report, _slice, spellings
-from forensics.options import checked, each, hex_bytes
+from forensics.core.options import checked, each, hex_bytes
 
 
 class DiagnoseReport(Report):
@@ -19,7 +19,7 @@ class DiagnoseReport(Report):
 def _diagnose_context(dump_a, dump_b, *, model, tensor, **layout):
     """The layout from model/tensor (fitted to A's size, else B's: one side may be raw, the other the
     tensor), else the sidecars; the layout options override either."""
-    from forensics.modeldumps import dump_context
+    from forensics.decode.modeldumps import dump_context
 
     if model is not None and tensor is None:
         raise InputError("{model} needs {tensor} (the output tensor the dumps hold)", params=True)
@@ -56,7 +56,7 @@ def diagnose(a, b, *, previous=None, model=None, tensor=None, record=None, offse
     EXPLAINED / UNEXPLAINED exit 1) and the named bugs behind a differing pair. `inputs`: the two inputs A and B
     were computed from (paths), compared by CRC when B is unexplained."""
     from forensics.diagnose import diagnose_dumps
-    from forensics.dump import open_dump
+    from forensics.io.dump import open_dump
 
     options, offset = _slice(offset, length, gap_fill, layout=True)
     dump_a, dump_b = open_dump(a, **options), open_dump(b, **options)
@@ -98,10 +98,10 @@ class SimulateReport(Report):
 def simulate(a=None, *, bug: str, output=None, previous=None, model=None) -> SimulateReport:
     """`forensics simulate A --bug KIND[:PARAMS] -o B`: what A becomes under the bug, written atomically;
     `bug="list"` lists the kinds."""
-    from forensics.simulate import BUG_HELP
-    from forensics.simulate import simulate as run
+    from forensics.diagnose.simulate import BUG_HELP
+    from forensics.diagnose.simulate import simulate as run
 
-    from forensics.link_bugs import BUG_HELP as LINK_BUGS, is_link_bug, simulate_link  # link: issue 23
+    from forensics.link.bugs import BUG_HELP as LINK_BUGS, is_link_bug, simulate_link  # link: issue 23
 
     if bug == "list":
         return SimulateReport("simulate", {"bugs": [{"kind": k, "usage": u, "description": d}

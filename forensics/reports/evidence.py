@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from forensics import exitcodes
-from forensics.errors import InputError
+from forensics.core import exitcodes
+from forensics.core.errors import InputError
 from forensics.reports.base import Report, _slice, spellings
 
 
@@ -20,7 +20,7 @@ class ImportReport(Report):
 @spellings()
 def import_(text, *, output, format: str = "auto", gap_fill: int | None = None) -> ImportReport:  # noqa: A002
     """`forensics import TEXT -o OUT.bin`: a text hex dump (WinDbg d*, xxd, hexdump -C, od, plain hex) to bytes."""
-    from forensics.textdump import import_text_dump
+    from forensics.io.textdump import import_text_dump
 
     return ImportReport("import", import_text_dump(os.fspath(text), os.fspath(output), fmt=format,
                                                    gap_fill=gap_fill))
@@ -44,8 +44,8 @@ def fingerprint(file, *, page: int = 4096, tag: str | None = None, offset: int |
                 length: int | None = None, gap_fill: int | None = None, progress=None) -> FingerprintReport:
     """`forensics fingerprint FILE`: what a driver can log for a buffer (pages' first8/last8, xor-fold, size,
     CRC32, HEAD/MID/TAIL, the [FP] line)."""
-    from forensics.dump import open_dump
-    from forensics.fingerprint import fingerprint_dump
+    from forensics.io.dump import open_dump
+    from forensics.buffer.fingerprint import fingerprint_dump
 
     dump = open_dump(file, allow_empty=True, use_sidecar=False, **_slice(offset, length, gap_fill)[0])
     return FingerprintReport("fingerprint", fingerprint_dump(dump, page_size=page, tag=tag, progress=progress),
@@ -64,7 +64,7 @@ def verify(log, *files, buffer=None, pattern: str | None = None, page: int = 409
            length: int | None = None, gap_fill: int | None = None) -> VerifyReport:
     """`forensics verify LOG FILE...`: every fingerprint a driver logged, checked against the files; exit code
     1 when one differs. `buffer` is a list of (tag, file) pairs."""
-    from forensics.fingerprint import verify_log
+    from forensics.buffer.fingerprint import verify_log
 
     result = verify_log(os.fspath(log), [os.fspath(f) for f in files], buffers=dict(buffer or ()), page_size=page,
                         pattern=pattern, **_slice(offset, length, gap_fill)[0])

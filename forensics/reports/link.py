@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from forensics.errors import FormatError, InputError
+from forensics.core.errors import FormatError, InputError
 from forensics.reports.base import Report, spellings
 
 
@@ -39,7 +39,7 @@ def _open(model):
 
 
 def _named(items, kind: str) -> dict:
-    from forensics.link import parse_named
+    from forensics.link.bitstream import parse_named
 
     out: dict = {}
     for item in items or ():
@@ -53,7 +53,7 @@ def _named(items, kind: str) -> dict:
 def _bytes_dump(data, name: str):
     import io
 
-    from forensics.dump import Dump
+    from forensics.io.dump import Dump
 
     blob = bytes(data)
     return Dump(path=name, size=len(blob), opener=lambda: io.BytesIO(blob))
@@ -61,7 +61,7 @@ def _bytes_dump(data, name: str):
 
 def _read_dump(path, limit: int) -> tuple[bytes, object]:
     """The first `limit` data bytes of a dump (binary or any text dump forensics reads)."""
-    from forensics.dump import Dump, DumpReader, open_dump
+    from forensics.io.dump import Dump, DumpReader, open_dump
 
     dump = path if isinstance(path, Dump) else open_dump(path)
     want = min(dump.size, limit)
@@ -71,7 +71,7 @@ def _read_dump(path, limit: int) -> tuple[bytes, object]:
     return bytes(buf), dump
 
 
-# link's input / output / expect are NAME=ADDR and KIND:NAME=ADDR (forensics.link parses them), not the
+# link's input / output / expect are NAME=ADDR and KIND:NAME=ADDR (forensics.link.bitstream parses them), not the
 # NAME=FILE and CRC32 other commands' keywords of those names take.
 @spellings("input", "output", "expect")
 def link(model, *, plan: bool = False, check=None, parameters: bool = False, executable: int | None = None,
@@ -81,7 +81,7 @@ def link(model, *, plan: bool = False, check=None, parameters: bool = False, exe
 
     `input` / `output`: NAME=ADDR[,ADDR...] strings (or (name, [addresses]) pairs), one address per batch;
     `parameter` / `scratch`: an address; `expect`: KIND:NAME=ADDR strings for check."""
-    from forensics import link as lk
+    from forensics.link import bitstream as lk
 
     modes = [m for m, on in (("plan", plan), ("check", check is not None), ("parameters", parameters),
                              ("link", executable is not None and check is None and not parameters)) if on]
@@ -104,7 +104,7 @@ def link(model, *, plan: bool = False, check=None, parameters: bool = False, exe
         raise InputError("{bitstream:K} is for linking with {executable:E}", params=True)
     path = os.fspath(model)
     if out is not None:
-        from forensics.outputs import check_not_input, check_writable
+        from forensics.io.outputs import check_not_input, check_writable
 
         check_not_input(out, model, check)
         if os.path.lexists(os.fspath(out)) and not force:
@@ -129,8 +129,8 @@ def _link(lk, path, mode, *, check, executable, bitstream, input, output, parame
     if mode == "plan":
         return LinkReport("link", lk.plan(packages, path), rows_key="executables")
     if mode == "parameters":
-        from forensics.crc import crc32, format_crc
-        from forensics.outputs import write_bytes_atomic
+        from forensics.compare.crc import crc32, format_crc
+        from forensics.io.outputs import write_bytes_atomic
 
         if executable is not None:
             _, exe = lk.find_executable(packages, executable)
@@ -147,7 +147,7 @@ def _link(lk, path, mode, *, check, executable, bitstream, input, output, parame
                "crc32": format_crc(crc32(data))}
         return LinkReport("link", Written(doc, os.fspath(out), "parameters"))
     if mode == "link":
-        from forensics.outputs import write_bytes_atomic
+        from forensics.io.outputs import write_bytes_atomic
 
         _, exe = lk.find_executable(packages, executable)
         result = lk.link(exe, bitstream or 0, inputs=inputs, outputs=outputs, parameter=parameter,
@@ -183,8 +183,8 @@ def diagnose_link(model, dump_a, dump_b):
     """`diagnose A B --model M` when B is one of M's instruction bitstreams: the link check of B, with A's
     addresses as the expected ones when A is the same bitstream linked correctly; None otherwise (the pair is
     diagnosed as any other, and a bad model is reported there)."""
-    from forensics import link as lk
-    from forensics.errors import ForensicsError
+    from forensics.link import bitstream as lk
+    from forensics.core.errors import ForensicsError
 
     try:
         _, packages = _open(model)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from forensics.errors import InputError
+from forensics.core.errors import InputError
 from forensics.reports.base import Report, _slice, spellings
 
 
@@ -22,8 +22,8 @@ class Document:
 
 
 def _open_model(path):
-    from forensics.tflite.edgetpu import read_packages
-    from forensics.tflite.model import open_model
+    from forensics.model.tflite.edgetpu import read_packages
+    from forensics.model.tflite.model import open_model
 
     model = open_model(path)
     return model, read_packages(model)
@@ -43,12 +43,12 @@ class GraphReport(Report):
 @spellings()
 def graph(model, *, params_out=None) -> GraphReport:
     """`forensics graph MODEL`: op chain, constants, CPU tail, Edge TPU package; params_out writes the blobs."""
-    from forensics.tflite.graph import graph_summary
+    from forensics.model.tflite.graph import graph_summary
 
     opened, packages = _open_model(model)
     summary = graph_summary(opened, packages).to_dict()
     if params_out:
-        from forensics.tflite.edgetpu import write_parameters
+        from forensics.model.tflite.edgetpu import write_parameters
 
         if not packages:
             raise InputError("has no edgetpu-custom-op, so no parameter blobs to write ({params_out})", model,
@@ -73,9 +73,9 @@ class ExtractReport(Report):
 @spellings()
 def extract(model, *, output, force: bool = False) -> ExtractReport:
     """`forensics extract MODEL -o DIR`: anchors.bin and postprocess.json for a standalone decoder."""
-    from forensics.outputs import check_not_input
-    from forensics.tflite.extract import extract as extract_deps
-    from forensics.tflite.extract import write_extract
+    from forensics.io.outputs import check_not_input
+    from forensics.model.tflite.extract import extract as extract_deps
+    from forensics.model.tflite.extract import write_extract
 
     check_not_input(output, model)
     opened, packages = _open_model(model)
@@ -96,10 +96,10 @@ def relayout(input, *, model, layer: str, output, inverse: bool = False,  # noqa
              pad_byte: int = 0x80, offset: int | None = None, length: int | None = None,
              gap_fill: int | None = None) -> RelayoutReport:
     """`forensics relayout RAW --model M --layer NAME -o OUT`: chip layout <-> TFLite tensor layout."""
-    from forensics.dump import open_dump
-    from forensics.outputs import write_bytes_atomic
-    from forensics.tflite.relayout import inverse_relayout, layer_map
-    from forensics.tflite.relayout import relayout as relayout_array
+    from forensics.io.dump import open_dump
+    from forensics.io.outputs import write_bytes_atomic
+    from forensics.model.tflite.relayout import inverse_relayout, layer_map
+    from forensics.model.tflite.relayout import relayout as relayout_array
 
     _, packages = _open_model(model)
     found = next((p.output_layer(layer) for p in packages if p.output_layer(layer) is not None), None)
@@ -107,8 +107,8 @@ def relayout(input, *, model, layer: str, output, inverse: bool = False,  # noqa
         names = sorted({lay.name for p in packages for e in p.executables for lay in e.output_layers})
         raise InputError(f"no Edge TPU output layer named {layer!r} (output layers: "
                          f"{', '.join(names) or 'none: not an Edge TPU model'})", model)
-    from forensics.errors import FormatError
-    from forensics.outputs import check_not_input
+    from forensics.core.errors import FormatError
+    from forensics.io.outputs import check_not_input
 
     check_not_input(output, input, model)
     dump = open_dump(input, use_sidecar=False, **_slice(offset, length, gap_fill)[0])

@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from forensics import exitcodes
-from forensics.errors import InputError
+from forensics.core import exitcodes
+from forensics.core.errors import InputError
 from forensics.reports.base import Report, _slice, spellings
-from forensics.verdict import Verdict
+from forensics.core.verdict import Verdict
 
 
 class CaptureReport(Report):
@@ -147,7 +147,7 @@ class BatchReport(CompareReport):
 
 
 def _run_geometry(model, deps, run_a):
-    from forensics.geometry import geometry_for
+    from forensics.decode.geometry import geometry_for
 
     if model or deps:
         return geometry_for(model=model, deps=deps)
@@ -162,8 +162,8 @@ def _run_geometry(model, deps, run_a):
 
 def _batch_html(html, batch, result, geometry, limit: int = 100) -> None:
     """The one-page batch summary, and beside it (OUT_pairs/) the reports of the first `limit` differing pairs."""
-    from forensics.errors import ForensicsError
-    from forensics.outputs import write_text_atomic
+    from forensics.core.errors import ForensicsError
+    from forensics.io.outputs import write_text_atomic
     from forensics.render.runs import batch_pictures, html_batch, html_report
     from forensics.runs.compare import compare_runs, find_runs
     from forensics.runs.remote import is_url, join
@@ -187,8 +187,8 @@ def _batch_html(html, batch, result, geometry, limit: int = 100) -> None:
 
 def _policy(tolerance, atol, rtol, check):
     """The tolerance policy from compare's parameters: `tolerance` K, or (TENSOR, SPEC) pairs, or a list of both."""
-    from forensics.options import checked, each, tolerance_item
-    from forensics.tolerance import make_policy
+    from forensics.core.options import checked, each, tolerance_item
+    from forensics.core.tolerance import make_policy
 
     items = checked("tolerance", each(tolerance_item), [tolerance] if isinstance(tolerance, int) else tolerance)
     ks = [item for item in items or () if isinstance(item, int)]
@@ -205,7 +205,7 @@ def compare(*runs, html=None, previous=None, model=None, deps=None, limit: int =
             stall_timeout: float | None = None) -> CompareReport | BatchReport:
     """`forensics compare RUN_A RUN_B` (stage by stage) or `compare --batch DIR -o SUMMARY.csv`. `tolerance`:
     K (LSB for every integer buffer) and/or (TENSOR, SPEC) pairs; with atol / rtol / check they judge
-    differing buffers MATCH / WITHIN TOLERANCE / DIFFER (forensics.tolerance). `labels` names detection
+    differing buffers MATCH / WITHIN TOLERANCE / DIFFER (forensics.core.tolerance). `labels` names detection
     classes; `junit` writes a JUnit XML report (one test case per stage and tensor). With `batch`: `scheduler`
     local / dask / tcp://HOST:PORT, `html` the one-page summary, `model`/`deps` the anchors, `verify_files`
     every buffer's CRC taken again instead of trusting the manifests (one pair is always verified),
@@ -227,12 +227,12 @@ def compare(*runs, html=None, previous=None, model=None, deps=None, limit: int =
 
         check_summary_output(output)  # before the first pair: a batch of hours must not end in 'cannot write'
         if html:
-            from forensics.outputs import check_writable
+            from forensics.io.outputs import check_writable
 
             check_writable(html)
         geometry = None
         if model or deps:
-            from forensics.geometry import geometry_for
+            from forensics.decode.geometry import geometry_for
 
             geometry = geometry_for(model=model, deps=deps)
         try:
@@ -267,18 +267,18 @@ def compare(*runs, html=None, previous=None, model=None, deps=None, limit: int =
     earlier = load_run(previous) if previous else None
     names = None
     if labels:
-        from forensics.labels import read_labels
+        from forensics.io.labels import read_labels
 
         names = read_labels(labels)
     result = compare_runs(run_a, run_b, previous=earlier, geometry=_run_geometry(model, deps, run_a), limit=limit,
                           policy=policy, labels=names)
     if html:
-        from forensics.outputs import write_text_atomic
+        from forensics.io.outputs import write_text_atomic
         from forensics.render.runs import html_report, pictures_for
 
         write_text_atomic(html, html_report(result, pictures=pictures_for(result)))
     if junit:
-        from forensics.outputs import write_text_atomic
+        from forensics.io.outputs import write_text_atomic
         from forensics.render.junit import junit_xml
 
         write_text_atomic(junit, junit_xml(result))

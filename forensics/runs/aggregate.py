@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from forensics.errors import InputError
-from forensics.verdict import STAGE_VERDICTS, Verdict, stage_verdict
+from forensics.core.errors import InputError
+from forensics.core.verdict import STAGE_VERDICTS, Verdict, stage_verdict
 
 IOU_THRESHOLDS = tuple(round(0.5 + 0.05 * i, 2) for i in range(10))
 RECALL_POINTS = np.linspace(0.0, 1.0, 101)
@@ -116,7 +116,7 @@ def _scan(dump_a, dump_b, size: int, record_size: int, lanes: list, *, anchors: 
     """(indices of the records that differ in a data lane or None, counts of B - A + 255 or None) over the
     first `size` bytes of two dumps, read in record-aligned windows: memory stays bounded whatever their size.
     InputError when a file is shorter than `size` (it changed since its CRC was taken)."""
-    from forensics.dump import DumpReader
+    from forensics.io.dump import DumpReader
 
     n = size // record_size
     step = max(record_size, _SCAN_BLOCK // record_size * record_size)

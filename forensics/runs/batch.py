@@ -13,9 +13,9 @@ import os
 from collections import Counter
 from dataclasses import dataclass, field
 
-from forensics.errors import DependencyError, ForensicsError, InputError
+from forensics.core.errors import DependencyError, ForensicsError, InputError
 from forensics.runs.run import STAGES
-from forensics.verdict import Verdict, combined, overall
+from forensics.core.verdict import Verdict, combined, overall
 
 COLUMNS = ("pair", "run_a", "run_b", "source_a", "source_b", "verdict", "first_divergent_stage",
            "first_divergent_tensor", "stages_compared", "stages_differing", "changed", "summary", "error") + STAGES
@@ -46,7 +46,7 @@ def _basename(location: str) -> str:
 def compare_pair(pair_dir: str, policy=None, *, stats: bool = False, name: str | None = None,
                  verify_files: bool = False):
     """One summary row of the pair at `pair_dir` (a path, or an fsspec URL read in place); never raises for a
-    bad pair (the error becomes the row). `policy`: a forensics.tolerance.TolerancePolicy judging the differing
+    bad pair (the error becomes the row). `policy`: a forensics.core.tolerance.TolerancePolicy judging the differing
     buffers (default: exact). With `stats`, the pair's compact statistics for forensics.runs.aggregate too:
     (row, stats or None). The manifests' CRCs are trusted unless `verify_files` (see compare_runs)."""
     from forensics.runs.compare import compare_runs, find_runs
@@ -136,8 +136,8 @@ def batch_compare(directory, *, workers: int | None = None, scheduler: str = "lo
 
     `scheduler`: "local" (a process pool, `workers` processes, default one per core), "dask" (a Dask
     LocalCluster of `workers` worker processes on this machine) or "tcp://HOST:PORT" (an existing Dask cluster).
-    `geometry` (forensics.geometry.AnchorGeometry) names the worst anchors' places; `policy`
-    (forensics.tolerance.TolerancePolicy; default exact) judges differing buffers; `progress(pairs_done, pairs)`
+    `geometry` (forensics.decode.geometry.AnchorGeometry) names the worst anchors' places; `policy`
+    (forensics.core.tolerance.TolerancePolicy; default exact) judges differing buffers; `progress(pairs_done, pairs)`
     is called as rows come in. Each pair's buffers are judged by the CRCs their manifests recorded at capture
     or ingest (a file whose size disagrees is read); `verify_files` reads every file and takes its CRC again.
     Paths and URLs are resolved here, before any pair is sent. When no pair finishes for `stall_timeout`
@@ -190,7 +190,7 @@ def _write_parquet(path: str, parts: list[bytes]) -> None:
     import shutil
     import tempfile
 
-    from forensics.outputs import atomic_directory, atomic_write
+    from forensics.io.outputs import atomic_directory, atomic_write
 
     if len(parts) > 1:
         if os.path.isfile(path):
@@ -222,7 +222,7 @@ def summary_paths(output) -> tuple[str, str]:
 def check_summary_output(output) -> None:
     """Everything write_summary needs, checked before a batch runs: a .csv / .parquet name, pandas and
     pyarrow, and both paths writable (their directory exists). A batch of hours must not end in 'cannot write'."""
-    from forensics.outputs import check_writable
+    from forensics.io.outputs import check_writable
 
     csv_path, parquet_path = summary_paths(output)
     try:
@@ -241,7 +241,7 @@ def write_summary(result: BatchResult, output, *, partition_rows: int = PARTITIO
     import io
     from dataclasses import replace
 
-    from forensics.outputs import atomic_write, check_writable
+    from forensics.io.outputs import atomic_write, check_writable
 
     output = os.fspath(output)
     csv_path, parquet_path = summary_paths(output)

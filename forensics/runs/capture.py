@@ -2,7 +2,7 @@
 tensors and the detections, written as a run directory (forensics.runs.run).
 
 - Edge TPU models run with the Edge TPU delegate (libedgetpu) when it loads; otherwise a DependencyError says so.
-  `tail_only` runs just the CPU tail (the model without edgetpu-custom-op, forensics.tflite.tail) on given
+  `tail_only` runs just the CPU tail (the model without edgetpu-custom-op, forensics.model.tflite.tail) on given
   accelerator outputs; raw chip-layout dumps are relayouted into tensors with the model's layout tables.
 - CPU models run in LiteRT with default delegates off (XNNPACK changes uint8 results); there is no
   `raw` stage, and the decode's inputs are recorded as `tensor`.
@@ -23,9 +23,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from forensics.errors import DependencyError, InputError
+from forensics.core.errors import DependencyError, InputError
 from forensics.runs.run import Run, load_run, model_record, write_run
-from forensics.runtime import load_runtime
+from forensics.model.runtime import load_runtime
 
 RESAMPLING = ("lanczos", "bilinear", "bicubic", "nearest", "box", "hamming")
 EDGETPU_LIBRARIES = {"Linux": "libedgetpu.so.1", "Darwin": "libedgetpu.1.dylib", "Windows": "edgetpu.dll"}
@@ -59,7 +59,7 @@ def prepare_image(image_path, input_shape, dtype: str = "uint8", resampling: str
     if dtype != "uint8":
         raise InputError(f"{{image}} prepares uint8 inputs as pycoral does; this input is {dtype} "
                          "(give the input bytes with {input:NAME=FILE})", params=True)
-    from forensics.dump import check_readable_file
+    from forensics.io.dump import check_readable_file
 
     image_path = os.fspath(image_path)
     check_readable_file(image_path)
@@ -91,7 +91,7 @@ def prepare_image(image_path, input_shape, dtype: str = "uint8", resampling: str
 
 def read_input_file(path, name: str, shape, dtype: str) -> np.ndarray:
     """A graph input's bytes from a file: exactly the tensor's size (raw bytes or a .npy of that size)."""
-    from forensics.dump import open_dump
+    from forensics.io.dump import open_dump
 
     dump = open_dump(path, use_sidecar=False)
     itemsize = np.dtype(_np_dtype(dtype)).itemsize
@@ -102,7 +102,7 @@ def read_input_file(path, name: str, shape, dtype: str) -> np.ndarray:
 
 
 def _np_dtype(dtype: str) -> str:
-    from forensics.tflite.model import NUMPY_DTYPES
+    from forensics.model.tflite.model import NUMPY_DTYPES
 
     if dtype not in NUMPY_DTYPES:
         raise InputError(f"tensors of type {dtype} cannot be captured")
@@ -212,7 +212,7 @@ def _parse_feeds(inputs) -> dict:
 
 
 def _edgetpu_ops(model):
-    from forensics.tflite.tail import EDGETPU_CUSTOM_CODE
+    from forensics.model.tflite.tail import EDGETPU_CUSTOM_CODE
 
     return [op for op in model.main.operators if op.is_custom and op.custom_code == EDGETPU_CUSTOM_CODE]
 
@@ -220,7 +220,7 @@ def _edgetpu_ops(model):
 def _record_tail(builder, model, it, offset_tensors=None) -> None:
     """dequantized: DEQUANTIZE outputs; detections: the PostProcess outputs; without a PostProcess the graph
     outputs go under tensor (a classifier's scores are not detections)."""
-    from forensics.tflite.graph import postprocess_info
+    from forensics.model.tflite.graph import postprocess_info
 
     index_of = {d["name"]: d["index"] for d in it.get_tensor_details()}
     sg = model.main
@@ -251,7 +251,7 @@ def _record_tail(builder, model, it, offset_tensors=None) -> None:
 
 
 def _tensor_role(model, name: str) -> str | None:
-    from forensics.tflite.graph import postprocess_info
+    from forensics.model.tflite.graph import postprocess_info
 
     pp = postprocess_info(model)
     if pp is None:
@@ -265,7 +265,7 @@ def capture(model_path, output, *, source: str = "litert", image=None, inputs=No
     """Run `model_path` once and write everything it produced as the run `output`. `progress(step, steps)`
     is called as the steps (interpreter ready, model run, run written) finish. `input_image` names the image
     in the manifest when the inputs are given as files (default: `image`)."""
-    from forensics.tflite.model import open_model
+    from forensics.model.tflite.model import open_model
 
     model_path = os.fspath(model_path)
     feeds = _parse_feeds(inputs)
@@ -349,7 +349,7 @@ def _capture_full(model, model_bytes, record, output, source, image, feeds, resa
         builder.input_image = os.fspath(image) if image is not None else None
         builder.capture = {k: v for k, v in capture_info.items() if v is not None}
         if edgetpu:
-            from forensics.tflite.edgetpu import read_packages
+            from forensics.model.tflite.edgetpu import read_packages
 
             for package in read_packages(model):
                 for exe in package.executables:
@@ -365,7 +365,7 @@ def _capture_full(model, model_bytes, record, output, source, image, feeds, resa
         for op in _edgetpu_ops(model):
             produced += [sg.tensors[i] for i in op.outputs]
         if not produced:  # a CPU model: the decode's inputs
-            from forensics.tflite.graph import postprocess_info
+            from forensics.model.tflite.graph import postprocess_info
 
             pp = postprocess_info(model)
             if pp is not None:
@@ -379,10 +379,10 @@ def _capture_full(model, model_bytes, record, output, source, image, feeds, resa
 
 
 def _capture_tail(model, model_bytes, record, output, source, feeds, replace, input_image=None) -> CaptureResult:
-    from forensics.dump import open_dump
-    from forensics.tflite.edgetpu import read_packages
-    from forensics.tflite.relayout import layer_map, relayout
-    from forensics.tflite.tail import remove_custom_op
+    from forensics.io.dump import open_dump
+    from forensics.model.tflite.edgetpu import read_packages
+    from forensics.model.tflite.relayout import layer_map, relayout
+    from forensics.model.tflite.tail import remove_custom_op
 
     tail = remove_custom_op(model_bytes)
     it, runtime = make_interpreter(tail)
@@ -422,7 +422,7 @@ def _capture_tail(model, model_bytes, record, output, source, feeds, replace, in
         it.invoke()
     except (RuntimeError, ValueError) as exc:
         raise InputError(f"the TFLite runtime failed to run the tail: {str(exc).splitlines()[0]}") from None
-    from forensics.tflite.model import read_model
+    from forensics.model.tflite.model import read_model
 
     tail_model = read_model(tail)
     with write_run(output, source, replace=replace) as builder:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from forensics.errors import ForensicsError, InputError
+from forensics.core.errors import ForensicsError, InputError
 from forensics.runs.run import MANIFEST, load_run, safe_name
 
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp", ".tif", ".tiff", ".ppm", ".pgm")
@@ -74,7 +74,7 @@ class CaptureManyResult:
 
     @property
     def exit_code(self) -> int:
-        from forensics import exitcodes
+        from forensics.core import exitcodes
 
         return exitcodes.ERROR if self.failed else exitcodes.SAME
 
@@ -109,7 +109,7 @@ def _tail_feeds(folder: str, names) -> list[tuple[str, str]]:
 
 def _tail_inputs(model_path) -> list[str]:
     from forensics.runs.capture import _edgetpu_ops
-    from forensics.tflite.model import open_model
+    from forensics.model.tflite.model import open_model
 
     model = open_model(model_path)
     try:

@@ -15,17 +15,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from forensics.crc import format_crc
+from forensics.compare.crc import format_crc
 from forensics.decode.ssd import Detection, iou_matrix
 from forensics.diagnose import diagnose_dumps
-from forensics.diff import DiffResult, diff_dumps
-from forensics.errors import InputError
-from forensics.layout import RecordLayout
+from forensics.compare.diff import DiffResult, diff_dumps
+from forensics.core.errors import InputError
+from forensics.core.layout import RecordLayout
 from forensics.runs import remote
 from forensics.runs.run import MANIFEST, STAGES, BufferCheck, BufferEntry, Run, load_run, verify_run
-from forensics.stats import locator
-from forensics.tolerance import DIFFER, MATCH, WITHIN, TolerancePolicy
-from forensics.verdict import Verdict
+from forensics.compare.stats import locator
+from forensics.core.tolerance import DIFFER, MATCH, WITHIN, TolerancePolicy
+from forensics.core.verdict import Verdict
 
 IOU_MATCH = 0.5
 DIFF_LIMIT = 8
@@ -99,7 +99,7 @@ class StageRow:
     unit: str = "bytes"
     diff: DiffResult | None = field(default=None, repr=False)
     findings: tuple = ()
-    heat: object | None = field(default=None, repr=False)  # forensics.heat.AnchorHeat for pictures
+    heat: object | None = field(default=None, repr=False)  # forensics.buffer.heat.AnchorHeat for pictures
 
     @property
     def compared(self) -> bool:
@@ -512,7 +512,7 @@ def _heat(geometry, dump_a, dump_b, layout: RecordLayout, unit: str):
         return None
     if dump_a.size != dump_b.size or dump_a.size != geometry.num_anchors * layout.record_size:
         return None
-    from forensics.heat import diff_heat
+    from forensics.buffer.heat import diff_heat
 
     a = dump_a.read_array().reshape(geometry.num_anchors, layout.record_size)
     b = dump_b.read_array().reshape(geometry.num_anchors, layout.record_size)
@@ -641,7 +641,7 @@ def _compare_pair(run_a, run_b, ca: BufferCheck, cb: BufferCheck, previous, geom
         return StageRow(entry.stage, entry.tensor, Verdict.MATCH, size_a, size_b, ca.crc32, cb.crc32,
                         f"identical ({what})", changed, unit)
     if entry.stage == "instructions":  # link: a linked bitstream is answered with the link check (issue 23)
-        from forensics.link_bugs import compare_stage
+        from forensics.link.bugs import compare_stage
 
         linked = compare_stage(run_a, run_b, entry, cb.entry)
         if linked is not None:

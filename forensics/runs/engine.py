@@ -14,9 +14,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from forensics.errors import DependencyError, InputError
+from forensics.core.errors import DependencyError, InputError
 from forensics.runs.remote import is_url, list_folders
-from forensics.verdict import Verdict
+from forensics.core.verdict import Verdict
 
 PLUGIN = "forensics-lost-work"
 KEY_PREFIX = "forensics-pairs-"

@@ -2,8 +2,8 @@
 
 Without `:TENSOR` a buffer is named after its stage, so `input=FILE` in two runs compares. With a model, the
 manifest records its path and sha256, tensors get their dtype/shape/quantization, and a `raw` buffer of an Edge
-TPU output layer is relayouted into the `tensor` stage (libedgetpu's relayout, forensics.tflite.relayout) unless
-that tensor was given too. A dump's sidecar JSON (forensics.dump) fills in what the model does not say.
+TPU output layer is relayouted into the `tensor` stage (libedgetpu's relayout, forensics.model.tflite.relayout) unless
+that tensor was given too. A dump's sidecar JSON (forensics.io.dump) fills in what the model does not say.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from forensics.errors import InputError
+from forensics.core.errors import InputError
 from forensics.runs.run import STAGE_ALIASES, STAGES, Run, check_tensor_name, model_record, write_run
 
 
@@ -68,7 +68,7 @@ def _tensor_meta(model, name: str) -> dict:
     if t.scale is not None:
         meta["scale"] = float(t.scale)
         meta["zero_point"] = int(t.zero_point or 0)
-    from forensics.tflite.graph import postprocess_info
+    from forensics.model.tflite.graph import postprocess_info
 
     pp = postprocess_info(model)
     if pp is not None:
@@ -81,7 +81,7 @@ def _tensor_meta(model, name: str) -> dict:
 def _check_size(spec: IngestSpec, meta: dict, dump) -> None:
     """A tensor's dump (its data bytes: a slice, a text dump's, an array's) must hold exactly shape x dtype
     bytes when the model or the sidecar says both."""
-    from forensics.tflite.model import NUMPY_DTYPES
+    from forensics.model.tflite.model import NUMPY_DTYPES
 
     shape, dtype = meta.get("shape"), meta.get("dtype")
     if shape is None or dtype not in NUMPY_DTYPES:
@@ -101,7 +101,7 @@ def _array_meta(dump, spec: IngestSpec) -> dict:
         return {}
     import numpy as np
 
-    from forensics.dump import RUN_DTYPES, is_numeric_dtype, run_dtype
+    from forensics.io.dump import RUN_DTYPES, is_numeric_dtype, run_dtype
 
     dtype = np.dtype(dump.npy_dtype)
     name = run_dtype(dtype.str)
@@ -113,7 +113,7 @@ def _array_meta(dump, spec: IngestSpec) -> dict:
 
 
 def _sidecar_meta(path: str) -> dict:
-    from forensics.dump import load_sidecar, run_dtype
+    from forensics.io.dump import load_sidecar, run_dtype
 
     meta = load_sidecar(path)
     if meta is None:
@@ -142,7 +142,7 @@ def ingest(run_path, source: str, specs, *, model=None, dump_options: dict | Non
         if (s.stage, s.tensor) in seen:
             raise InputError(f"{s.label} is given twice")
         seen.add((s.stage, s.tensor))
-    from forensics.dump import check_readable_file, npz_path, open_dump
+    from forensics.io.dump import check_readable_file, npz_path, open_dump
 
     for s in specs:
         if check_readable_file(npz_path(s.path)[0]) == 0:
@@ -150,7 +150,7 @@ def ingest(run_path, source: str, specs, *, model=None, dump_options: dict | Non
     record = model_record(model) if model is not None else None
     opened = None
     if model is not None:
-        from forensics.tflite.model import open_model
+        from forensics.model.tflite.model import open_model
 
         opened = open_model(model)
     added, relayouted = [], []
@@ -205,7 +205,7 @@ def ingest(run_path, source: str, specs, *, model=None, dump_options: dict | Non
 def _add_dump(builder, spec: IngestSpec, meta: dict, dump) -> None:
     """Copy a binary dump as it is; store a text dump's decoded bytes or a slice's bytes, saying so."""
     if dump.size == 0:
-        from forensics.dump import npz_path
+        from forensics.io.dump import npz_path
 
         raise InputError("empty dump (0 data bytes)", npz_path(spec.path)[0])
     if dump.source_format == "binary" and dump.slice is None:
@@ -223,8 +223,8 @@ def _relayout_into(builder, model, spec: IngestSpec, dump) -> bool:
     """Add `tensor:NAME` from a raw dump of the Edge TPU output layer NAME; False when the model has no such layer."""
     import numpy as np
 
-    from forensics.tflite.edgetpu import read_packages
-    from forensics.tflite.relayout import layer_map, relayout
+    from forensics.model.tflite.edgetpu import read_packages
+    from forensics.model.tflite.relayout import layer_map, relayout
 
     layer = None
     for package in read_packages(model):
@@ -233,7 +233,7 @@ def _relayout_into(builder, model, spec: IngestSpec, dump) -> bool:
             break
     if layer is None:
         return False
-    from forensics.errors import FormatError
+    from forensics.core.errors import FormatError
 
     try:
         m = layer_map(layer, tensor_bytes=model.tensor(spec.tensor).size_bytes)

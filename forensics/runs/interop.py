@@ -24,9 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from forensics.errors import InputError
+from forensics.core.errors import InputError
 from forensics.runs.run import STAGES, Run, load_run, write_run
-from forensics.stats import element_dtype
+from forensics.compare.stats import element_dtype
 
 FORMATS = ("npz", "polygraphy")
 MAX_JSON = 1 << 30
@@ -99,7 +99,7 @@ def member_name(label: str) -> str:
 
 def export_run(run, fmt: str, output) -> ExportResult:
     """Write the run's buffers as `fmt` (npz or polygraphy) to `output`, atomically."""
-    from forensics.outputs import atomic_write
+    from forensics.io.outputs import atomic_write
 
     if fmt not in FORMATS:
         raise InputError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
@@ -135,7 +135,7 @@ def _load_npy(data: bytes, name: str, path: str) -> np.ndarray:
 
 def read_npz(path) -> dict[str, np.ndarray]:
     path = os.fspath(path)
-    from forensics.dump import check_readable_file
+    from forensics.io.dump import check_readable_file
 
     check_readable_file(path)
     try:
@@ -160,8 +160,8 @@ def read_npz(path) -> dict[str, np.ndarray]:
 def read_polygraphy(path) -> tuple[str, dict[str, np.ndarray]]:
     """(runner name, outputs) of the first runner's first iteration of a RunResults JSON file."""
     path = os.fspath(path)
-    from forensics.dump import read_small_file
-    from forensics.jsonio import loads
+    from forensics.io.dump import read_small_file
+    from forensics.io.jsonio import loads
 
     # the one way a whole file is opened and sized, and the one safe JSON reader (depth, number lengths)
     doc = loads(read_small_file(path, MAX_JSON, "Polygraphy RunResults JSON"), path)
@@ -220,7 +220,7 @@ def ingest_arrays(run_path, fmt: str, path, *, source: str | None = None) -> Arr
     if fmt not in FORMATS:
         raise InputError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     if fmt == "npz":
-        from forensics.dump import npz_arrays
+        from forensics.io.dump import npz_arrays
 
         arrays = npz_arrays(path)  # {name: Dump}: headers checked now, data streamed into the run below
         runner = None

@@ -16,7 +16,7 @@ import functools
 import os
 from dataclasses import dataclass
 
-from forensics.errors import DependencyError, InputError
+from forensics.core.errors import DependencyError, InputError
 
 _CRC_BLOCK = 1 << 20
 
@@ -64,7 +64,7 @@ def _check_chain(url: str) -> None:
     """Refuse what an fsspec URL would read without bound: a refused protocol anywhere in a chain, and a local
     file at its end (`zip://farm::file://farm.zip`) that is no regular file (zip://::file:///dev/zero read
     /dev/zero without end)."""
-    from forensics.dump import check_readable_file
+    from forensics.io.dump import check_readable_file
 
     parts = url.split("::")
     for part in parts:
@@ -147,8 +147,8 @@ class RemoteFiles:
         return data
 
     def dump(self, rel: str, size: int | None = None):
-        """A buffer file as a forensics.dump.Dump read through the filesystem (streamed in windows)."""
-        from forensics.dump import Dump
+        """A buffer file as a forensics.io.dump.Dump read through the filesystem (streamed in windows)."""
+        from forensics.io.dump import Dump
 
         size = self.size(rel) if size is None else size
         if size is None:
@@ -158,7 +158,7 @@ class RemoteFiles:
 
     def checksum(self, rel: str) -> tuple[int, int] | None:
         """(size, CRC32) of a buffer file, streamed; None when it is missing."""
-        from forensics.crc import crc32_range
+        from forensics.compare.crc import crc32_range
 
         size = self.size(rel)
         if size is None:

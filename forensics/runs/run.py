@@ -2,7 +2,7 @@
 per captured buffer; loading with validation, verifying CRCs, and writing atomically.
 
 A new run is written under a hidden temporary name and renamed into place only after every buffer and the
-manifest are on disk (forensics.outputs.atomic_directory), so a capture that crashes leaves no half-written
+manifest are on disk (forensics.io.outputs.atomic_directory), so a capture that crashes leaves no half-written
 directory that looks like a run. A run that exists is added to in place (new buffer files under new names,
 then the manifest in one rename), so it is whole at its name at every instant; writers take turns on a lock
 (docs/reliability.md). The format is documented in docs/runs.md for drivers that write runs themselves.
@@ -20,10 +20,10 @@ import stat
 from dataclasses import dataclass, field
 
 from forensics import __version__
-from forensics.crc import crc32, format_crc
-from forensics.dump import RUN_DTYPES
-from forensics.errors import ForensicsError, FormatError, InputError
-from forensics.outputs import atomic_directory, exclusive, make_parents, recover, write_text_atomic
+from forensics.compare.crc import crc32, format_crc
+from forensics.io.dump import RUN_DTYPES
+from forensics.core.errors import ForensicsError, FormatError, InputError
+from forensics.io.outputs import atomic_directory, exclusive, make_parents, recover, write_text_atomic
 
 FORMAT = "forensics-run"
 VERSION = 1
@@ -134,10 +134,10 @@ class Run:
         return path
 
     def open_buffer(self, entry: BufferEntry):
-        """`entry`'s bytes as a forensics.dump.Dump (not read yet), wherever the run is."""
+        """`entry`'s bytes as a forensics.io.dump.Dump (not read yet), wherever the run is."""
         if self.files is not None:
             return self.files.dump(entry.file)
-        from forensics.dump import open_dump
+        from forensics.io.dump import open_dump
 
         # A run's buffers are the bytes ingest or capture wrote, typed by the manifest: never a text dump.
         return open_dump(self.file_path(entry), allow_empty=True, use_sidecar=False, text_format="binary")
@@ -154,7 +154,7 @@ class Run:
         if self.files is not None:
             dump = self.files.dump(entry.file)
             return dump.read(0, dump.size if count is None else count)
-        from forensics.dump import check_readable_file
+        from forensics.io.dump import check_readable_file
 
         path = self.file_path(entry)
         check_readable_file(path)  # a FIFO where a buffer should be would block the read
@@ -286,7 +286,7 @@ def parse_manifest(text: str, run_path: str, files=None) -> Run:
     """Validate a manifest's JSON text; every problem is an error naming the manifest and where in it.
     `files`: where the run's buffers are read from when it is not a local directory (Run.files)."""
     path = location(run_path, MANIFEST)
-    from forensics.jsonio import loads
+    from forensics.io.jsonio import loads
 
     raw = loads(text, path, "manifest JSON")
     if not isinstance(raw, dict):
@@ -351,7 +351,7 @@ def load_run(path) -> Run:
     manifest = os.path.join(path, MANIFEST)
     if not os.path.lexists(manifest):
         raise InputError("no manifest.json: not a run (or a capture that did not finish)", path)
-    from forensics.dump import read_small_file
+    from forensics.io.dump import read_small_file
 
     if os.path.islink(manifest):
         raise InputError("is a symbolic link; a run's files are read only from inside the run", manifest)
@@ -476,7 +476,7 @@ def sha256_file(path) -> str:
 
 def model_record(path) -> dict:
     """The manifest's `model`: the path as given and the file's sha256 (runs of different models say so)."""
-    from forensics.dump import check_readable_file
+    from forensics.io.dump import check_readable_file
 
     path = os.fspath(path)
     try:
@@ -683,7 +683,7 @@ class RunBuilder:
     def add_file(self, stage: str, tensor: str | None, src, **meta) -> BufferEntry:
         """Copy a file into the run (streamed), with its size and CRC32."""
         src = os.fspath(src)
-        from forensics.dump import check_readable_file
+        from forensics.io.dump import check_readable_file
 
         check_readable_file(src)
         try:
@@ -781,7 +781,7 @@ def write_run(path, source: str, *, add: bool = False, replace: bool = False):
     Either way the new manifest is checked (the reader's limits) before anything is replaced, and the run at
     `path` is at every instant whole: a new run appears in one rename of its temporary directory, a run that
     exists gets its new buffers under new names and then its manifest in one rename (RunBuilder). Writers of
-    one run take turns (forensics.outputs.exclusive), each starting from the manifest the last one wrote, and
+    one run take turns (forensics.io.outputs.exclusive), each starting from the manifest the last one wrote, and
     whatever a killed writer left is cleaned up (or the run it moved aside put back) by the next one.
     `builder.run` is then the run as written.
     """

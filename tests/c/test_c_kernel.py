@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from forensics.dump import RUN_DTYPES, is_numeric_dtype
-from forensics.errors import FormatError
+from forensics.io.dump import RUN_DTYPES, is_numeric_dtype
+from forensics.core.errors import FormatError
 from forensics.runs.run import load_run
 from tests.c.test_c_header import (CC, HEADER_DIR, STRICT, _check_fingerprint, _compile, _program, _run,
                                    builds)  # noqa: F401  (builds: the session fixture the tests use)

@@ -7,10 +7,10 @@ from collections import Counter
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from forensics import anchors as anchors_mod
-from forensics.anchors import analyse_anchors
-from forensics.dump import open_dump
-from forensics.layout import RecordLayout
+from forensics.buffer import anchors as anchors_mod
+from forensics.buffer.anchors import analyse_anchors
+from forensics.io.dump import open_dump
+from forensics.core.layout import RecordLayout
 from tests.conftest import assert_one_line_error
 
 
@@ -211,8 +211,8 @@ def test_pictures_of_float_scores_use_their_values(tmp_path, cli):
     (element 1), not a byte of it, and its scale runs over the scores' values."""
     import numpy as np
 
-    from forensics.heat import anchors_heat, diff_heat
-    from forensics.layout import RecordLayout
+    from forensics.buffer.heat import anchors_heat, diff_heat
+    from forensics.core.layout import RecordLayout
 
     scores = np.zeros((2034, 2), np.float32)
     scores[:, 0] = 0.99

@@ -5,9 +5,9 @@ import json
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from forensics import coverage as coverage_mod
-from forensics.coverage import analyse_coverage
-from forensics.dump import open_dump
+from forensics.buffer import coverage as coverage_mod
+from forensics.buffer.coverage import analyse_coverage
+from forensics.io.dump import open_dump
 from tests.conftest import assert_one_line_error
 
 

@@ -7,8 +7,8 @@ import zlib
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from forensics import crc as crc_mod
-from forensics.crc import crc32_combine, crc_files
+from forensics.compare import crc as crc_mod
+from forensics.compare.crc import crc32_combine, crc_files
 from tests.conftest import assert_one_line_error
 
 
@@ -95,7 +95,7 @@ def test_both_crc32_implementations_equal_zlib(monkeypatch):
     """The ISA-L path (when python-isal is installed) and the forced zlib fallback give zlib's values."""
     import sys
 
-    from forensics import checksum
+    from forensics.core import checksum
 
     fast = checksum._load_crc32()
     monkeypatch.setitem(sys.modules, "isal", None)  # `import isal...` now raises ImportError
@@ -117,8 +117,8 @@ def test_isal_is_used_when_installed():
 
 
 def test_one_crc32_function_everywhere():
-    """Every CRC forensics takes goes through forensics.checksum.crc32 (the fast path, re-exported by
-    forensics.crc): no zlib.crc32 elsewhere."""
+    """Every CRC forensics takes goes through forensics.core.checksum.crc32 (the fast path, re-exported by
+    forensics.compare.crc): no zlib.crc32 elsewhere."""
     from tests.conftest import REPO
 
     offenders = [str(p.relative_to(REPO)) for p in sorted((REPO / "forensics").rglob("*.py"))

@@ -1,11 +1,11 @@
-"""The one dequantize (forensics.layout.dequantize) against float64 arithmetic done by hand: a product of two
+"""The one dequantize (forensics.core.layout.dequantize) against float64 arithmetic done by hand: a product of two
 float32 values is exact in float64, so each float32 rounding can be written as one np.float32() of it."""
 
 import numpy as np
 import pytest
 
-from forensics.errors import InputError
-from forensics.layout import RecordLayout, dequantize
+from forensics.core.errors import InputError
+from forensics.core.layout import RecordLayout, dequantize
 
 CODES = np.arange(256, dtype=np.uint8)
 

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from forensics import blocks
-from forensics.diff import diff_dumps
-from forensics.dump import open_dump
-from forensics.layout import RecordLayout
+from forensics.compare import blocks
+from forensics.compare.diff import diff_dumps
+from forensics.io.dump import open_dump
+from forensics.core.layout import RecordLayout
 from tests.conftest import assert_one_line_error
 
 
@@ -244,9 +244,9 @@ def test_diff_stats_equal_whole_array_stats(tmp_path, monkeypatch, dense, pad, l
     """The streamed statistics (sparse and dense blocks; the first difference early, or late so that the equal
     records before it are summed when it is found, or, in two halves, after the pass for a half without any
     difference; differing bytes summed one by one or counted as byte pairs) equal those of the arrays."""
-    from forensics import diff as diff_mod
-    from forensics import stats as stats_mod
-    from forensics.stats import error_stats
+    from forensics.compare import diff as diff_mod
+    from forensics.compare import stats as stats_mod
+    from forensics.compare.stats import error_stats
 
     monkeypatch.setattr(blocks, "BLOCK", 4096)
     if pairs:
@@ -280,7 +280,7 @@ def test_diff_stats_equal_whole_array_stats(tmp_path, monkeypatch, dense, pad, l
 
 
 def test_diff_float32_elements(tmp_path):
-    from forensics.stats import error_stats
+    from forensics.compare.stats import error_stats
 
     rng = np.random.default_rng(2)
     a = rng.normal(size=1000).astype("<f4")
@@ -296,7 +296,7 @@ def test_diff_float32_elements(tmp_path):
 
 
 def test_diff_verdicts(tmp_path):
-    from forensics.tolerance import Tolerance
+    from forensics.core.tolerance import Tolerance
 
     a = np.array([10, 20, 30, 40] * 100, dtype=np.uint8)
     b = a.copy()
@@ -399,7 +399,7 @@ def _npy(tmp_path, name, array):
 
 
 def test_float_npy_dumps_get_float_statistics_located_by_their_shape(tmp_path, cli):
-    from forensics.stats import error_stats
+    from forensics.compare.stats import error_stats
 
     rng = np.random.default_rng(4)
     a = rng.normal(size=(1, 300, 4)).astype(np.float32)

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from forensics.dump import open_dump
-from forensics.fingerprint import FP_LINE, fingerprint_dump, parse_log, xor_fold64
+from forensics.io.dump import open_dump
+from forensics.buffer.fingerprint import FP_LINE, fingerprint_dump, parse_log, xor_fold64
 
 from tests.conftest import assert_one_line_error
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from forensics.dump import open_dump
-from forensics.errors import InputError
+from forensics.io.dump import open_dump
+from forensics.core.errors import InputError
 from tests.conftest import REPO, assert_one_line_error
 
 BUFFER_COMMANDS = [
@@ -158,7 +158,7 @@ def test_inputs_are_never_modified(tmp_path, cli):
 
 
 def test_layout_validation_errors_are_input_errors():
-    from forensics.layout import RecordLayout
+    from forensics.core.layout import RecordLayout
 
     for kwargs in ({"record_size": 0}, {"offset": -1}, {"pad_lanes": (4,)}, {"fields": ("a",)}, {"scale": 0.0}):
         with pytest.raises(InputError):
@@ -181,7 +181,7 @@ def test_unknown_command_is_one_line(cli):
 @pytest.mark.skipif(os.name != "posix", reason="POSIX permission bits")
 def test_atomic_outputs_get_the_usual_permissions(tmp_path):
     # mkstemp/mkdtemp create 0600/0700; outputs must look as if open()/mkdir() had made them.
-    from forensics.outputs import atomic_directory, write_bytes_atomic
+    from forensics.io.outputs import atomic_directory, write_bytes_atomic
 
     umask = os.umask(0o022)
     try:

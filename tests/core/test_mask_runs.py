@@ -1,10 +1,10 @@
-"""The one run finder of never-written stretches (forensics.coverage.MaskRuns) against a plain Python scan of the
+"""The one run finder of never-written stretches (forensics.buffer.coverage.MaskRuns) against a plain Python scan of the
 whole mask, over random masks cut into random chunks."""
 
 import numpy as np
 import pytest
 
-from forensics.coverage import MaskRuns
+from forensics.buffer.coverage import MaskRuns
 
 
 def _reference(mask, weight, min_len):

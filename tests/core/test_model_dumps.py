@@ -73,9 +73,9 @@ def test_picture_flags_bad_input(cli, tmp_path):
 
 @pytest.fixture
 def raw_and_tensor(shared_data, tmp_path):
-    from forensics.tflite.model import open_model
-    from forensics.tflite.relayout import inverse_relayout, layer_map
-    from forensics.tflite.tensors import tensor_record_layout
+    from forensics.model.tflite.model import open_model
+    from forensics.model.tflite.relayout import inverse_relayout, layer_map
+    from forensics.model.tflite.tensors import tensor_record_layout
 
     model = shared_data / SEGMENT
     tensor = np.zeros((1917, 91), np.uint8)
@@ -128,9 +128,9 @@ def test_hexdump_anchor_of_a_raw_dump(cli, raw_and_tensor):
 def test_raw_records_out_of_anchor_order_are_mapped_back(cli, shared_data, tmp_path):
     # split_concat's outputs/rnn2 is z=2 padded to 4-byte lanes, written in 2x2 tiles: raw record order is
     # not anchor order, so indices must be translated back (the story's convert_scores case, reordered).
-    from forensics.tflite.model import open_model
-    from forensics.tflite.relayout import inverse_relayout, layer_map
-    from forensics.tflite.tensors import tensor_record_layout
+    from forensics.model.tflite.model import open_model
+    from forensics.model.tflite.relayout import inverse_relayout, layer_map
+    from forensics.model.tflite.tensors import tensor_record_layout
 
     model = shared_data / "split_concat_edgetpu.tflite"
     tensor = np.full(128, 7, np.uint8)
@@ -151,9 +151,9 @@ def test_raw_records_out_of_anchor_order_are_mapped_back(cli, shared_data, tmp_p
 
 def test_diff_worst_element_of_a_raw_dump_is_named_by_its_anchor(cli, shared_data, tmp_path):
     # Records out of anchor order (2x2 tiles): the worst element's anchor is the tensor's, not the record's.
-    from forensics.tflite.model import open_model
-    from forensics.tflite.relayout import inverse_relayout, layer_map
-    from forensics.tflite.tensors import tensor_record_layout
+    from forensics.model.tflite.model import open_model
+    from forensics.model.tflite.relayout import inverse_relayout, layer_map
+    from forensics.model.tflite.tensors import tensor_record_layout
 
     model = shared_data / "split_concat_edgetpu.tflite"
     a = np.full(128, 7, np.uint8)
@@ -180,8 +180,8 @@ def test_diff_worst_element_of_a_raw_dump_is_named_by_its_anchor(cli, shared_dat
 def test_class_and_array_locators_count_elements_not_bytes():
     """A float32 score vector's element 653 is class 653 at byte 2,612; a label names it by class id. An array's
     element is (y, x, z) of a 4-D shape, (record, lane) of (1, N, C), else only its byte offset."""
-    from forensics.layout import RecordLayout
-    from forensics.modeldumps import array_locator, class_locator
+    from forensics.core.layout import RecordLayout
+    from forensics.decode.modeldumps import array_locator, class_locator
 
     layout = RecordLayout(record_size=1001 * 4, count=1)
     labels = tuple(f"name{c}" for c in range(1001))

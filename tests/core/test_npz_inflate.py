@@ -1,4 +1,4 @@
-"""Deflated .npz members are inflated by ISA-L (forensics.dump._InflatedMember): the same bytes numpy reads, at
+"""Deflated .npz members are inflated by ISA-L (forensics.io.dump._InflatedMember): the same bytes numpy reads, at
 any size and compressibility, and a member whose bytes or CRC are corrupt is one line, exit 2."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import zlib
 import numpy as np
 import pytest
 
-from forensics.dump import DumpReader, open_dump
+from forensics.io.dump import DumpReader, open_dump
 from tests.conftest import assert_one_line_error
 
 pytest.importorskip("isal")

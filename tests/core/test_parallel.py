@@ -1,10 +1,10 @@
-"""forensics.parallel.both: two halves, results in order, either half's exception raised on the caller's thread."""
+"""forensics.core.parallel.both: two halves, results in order, either half's exception raised on the caller's thread."""
 
 import threading
 
 import pytest
 
-from forensics.parallel import both
+from forensics.core.parallel import both
 
 
 def test_results_in_order_and_the_second_on_another_thread():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 from types import SimpleNamespace
 
-from forensics.dump import open_dump
+from forensics.io.dump import open_dump
 from forensics.render import progress as progress_module
 from forensics.render.console import Output
 
@@ -41,8 +41,8 @@ def test_small_work_gets_no_bar():
 
 
 def test_library_streaming_reports_progress():
-    from forensics.diff import diff_dumps
-    from forensics.layout import RecordLayout
+    from forensics.compare.diff import diff_dumps
+    from forensics.core.layout import RecordLayout
 
     a, b = open_dump("dumps/libedgetpu/input.bin"), open_dump("dumps/broken/input.bin")
     seen = []

@@ -1,4 +1,4 @@
-"""The one reader of dump data (forensics.dump.DumpReader / iter_windows): every path gives the file's bytes,
+"""The one reader of dump data (forensics.io.dump.DumpReader / iter_windows): every path gives the file's bytes,
 a file that shrinks under it is one InputError naming the file, and abandoning a stream stops its thread."""
 
 import random
@@ -6,9 +6,9 @@ import threading
 
 import pytest
 
-from forensics import dump as dump_mod
-from forensics.dump import DumpReader, iter_windows, open_dump
-from forensics.errors import InputError
+from forensics.io import dump as dump_mod
+from forensics.io.dump import DumpReader, iter_windows, open_dump
+from forensics.core.errors import InputError
 
 
 @pytest.fixture(params=["map", "pread"])

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from forensics.dump import open_dump
-from forensics.errors import InputError
-from forensics.textdump import FORMATS, decode_text_dump, detect_format
+from forensics.io.dump import open_dump
+from forensics.core.errors import InputError
+from forensics.io.textdump import FORMATS, decode_text_dump, detect_format
 
 from tests.conftest import assert_one_line_error
 

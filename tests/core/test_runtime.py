@@ -6,8 +6,8 @@ import types
 import numpy as np
 import pytest
 
-from forensics.errors import DependencyError
-from forensics.runtime import load_runtime
+from forensics.core.errors import DependencyError
+from forensics.model.runtime import load_runtime
 
 
 def _hide(monkeypatch, *names):

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from forensics.dump import open_dump
-from forensics.errors import InputError
+from forensics.io.dump import open_dump
+from forensics.core.errors import InputError
 
 from tests.conftest import assert_one_line_error
 

@@ -5,8 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from forensics import stats as stats_mod
-from forensics.stats import error_stats, locator
+from forensics.compare import stats as stats_mod
+from forensics.compare.stats import error_stats, locator
 
 
 def nearest_rank(x, q):

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from forensics.dump import open_dump
-from forensics.errors import InputError
-from forensics.textdump import decode_text, decode_text_dump, detect_format, sniff_file
+from forensics.io.dump import open_dump
+from forensics.core.errors import InputError
+from forensics.io.textdump import decode_text, decode_text_dump, detect_format, sniff_file
 
 from tests.conftest import assert_one_line_error
 
@@ -262,15 +262,15 @@ def test_a_far_address_is_refused_not_filled():
 
 
 def test_the_cli_help_lists_every_text_format_without_importing_textdump_to_start():
-    """`forensics --help` builds every parser without importing forensics.textdump (its dataclasses pull in
+    """`forensics --help` builds every parser without importing forensics.io.textdump (its dataclasses pull in
     inspect, ast, dis: start-up every command paid); `import --help` still lists the formats from FORMATS."""
     import subprocess
     import sys
 
-    from forensics.textdump import FORMATS
+    from forensics.io.textdump import FORMATS
 
     code = ("import sys; sys.argv = ['forensics', '--help']\nfrom forensics.cli import main\n"
-            "try:\n    main()\nexcept SystemExit:\n    pass\nprint('textdump' , 'forensics.textdump' in sys.modules)")
+            "try:\n    main()\nexcept SystemExit:\n    pass\nprint('textdump' , 'forensics.io.textdump' in sys.modules)")
     got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert got.stdout.strip().splitlines()[-1] == "textdump False"
     text = subprocess.run([sys.executable, "-m", "forensics", "import", "--help"], capture_output=True, text=True,

@@ -217,8 +217,8 @@ SEGMENT = "ssd_mobilenet_v1_coco_quant_postprocess_segment_1_of_2_edgetpu.tflite
 
 
 def _raw_sizes(model):
-    from forensics.tflite.edgetpu import read_packages
-    from forensics.tflite.model import open_model
+    from forensics.model.tflite.edgetpu import read_packages
+    from forensics.model.tflite.model import open_model
 
     with open_model(model) as opened:
         return {t: layer.size_bytes for package in read_packages(opened)

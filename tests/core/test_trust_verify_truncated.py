@@ -1,6 +1,6 @@
 """verify: a driver log line cut short (DbgPrint's 512-byte limit, a paste) is TRUNCATED (exit 1), never
 MATCH. The [FP] line is built here from its description (zlib's CRC32, the xor of little-endian 64-bit
-words, 16 bytes at head / mid / tail), not by forensics.fingerprint."""
+words, 16 bytes at head / mid / tail), not by forensics.buffer.fingerprint."""
 
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ from forensics.csr.parse import (
     Access,
     Trace,
 )
-from forensics.errors import FormatError, InputError
+from forensics.core.errors import FormatError, InputError
 
 _HEX = r"0x[0-9a-fA-F]+"
 _NUM = r"(?:0x[0-9a-fA-F]+|\d+)"

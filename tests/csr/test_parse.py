@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from forensics.csr.parse import collapse_polls, parse_text, read_trace
 from forensics.csr.registers import beagle_table
-from forensics.errors import FormatError, InputError
+from forensics.core.errors import FormatError, InputError
 from tests.conftest import assert_one_line_error
 from tests.csr.traces import libedgetpu_open_trace, vlog_line
 

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 import forensics.csr.parse as parse_module
 from forensics.csr.parse import collapse_polls, parse_text
 from forensics.csr.registers import beagle_table
-from forensics.errors import FormatError, InputError
+from forensics.core.errors import FormatError, InputError
 from tests.csr import reference_parse
 from tests.csr.traces import driver_open_trace, libedgetpu_open_trace
 

@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from forensics.classes import ClassVector, compare_top_k, ranking, read_scores
+from forensics.model.classes import ClassVector, compare_top_k, ranking, read_scores
 from tests.conftest import assert_one_line_error
 
 MODEL = "mobilenet_v1_0.25_128_quant_edgetpu.tflite"

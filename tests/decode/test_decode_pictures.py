@@ -22,7 +22,7 @@ def pair(name):
 
 def test_json_detections_carry_geometry_and_prior(cli):
     from forensics.decode.ssd_anchors import generate_anchors, standard_config
-    from forensics.geometry import infer_geometry
+    from forensics.decode.geometry import infer_geometry
 
     r = cli("decode", "--deps", DEPS, *pair("ours"), "--json")
     assert r.code == 0, r.err

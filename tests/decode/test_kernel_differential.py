@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from forensics.decode.ssd import PostProcessOptions, Quantization, dequantize_litert, postprocess
-from forensics.tflite import writer
+from forensics.model.tflite import writer
 
 from decode_kernel import assert_same, run
 
@@ -154,7 +154,7 @@ def test_regular_nms_tie_order_across_classes():
 
 
 def test_nan_and_bad_shapes_are_input_errors():
-    from forensics.errors import InputError
+    from forensics.core.errors import InputError
 
     opts = PostProcessOptions(num_classes=1)
     anchors = np.full((3, 4), 0.5, np.float32)

@@ -17,7 +17,7 @@ SSD_MODELS = ["ssd_mobilenet_v2_coco_quant_postprocess_segment_1_of_2_edgetpu.tf
 
 
 def tensor_by_name(path, name):
-    """A second reader: the model's tensors through the LiteRT interpreter (not forensics.tflite)."""
+    """A second reader: the model's tensors through the LiteRT interpreter (not forensics.model.tflite)."""
     from ai_edge_litert.interpreter import Interpreter
 
     it = Interpreter(model_path=str(path), experimental_preserve_all_tensors=True)
@@ -53,8 +53,8 @@ def test_model_deps_against_litert_tensor_details(shared_data, name):
         assert info.quant.scale == np.float32(scale) and info.quant.zero_point == zero_point
         assert tuple(d["shape"]) == info.shape
     if deps.anchors_codes is not None:  # head layers model: uint8 anchors, recovered codes = the stored bytes
-        from forensics.tflite.graph import postprocess_info
-        from forensics.tflite.model import open_model
+        from forensics.model.tflite.graph import postprocess_info
+        from forensics.model.tflite.model import open_model
 
         model = open_model(path)
         stored = np.asarray(model.tensor_data(postprocess_info(model).anchors), np.uint8).reshape(-1, 4)

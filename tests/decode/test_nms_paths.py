@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from forensics.decode.ssd import PostProcessOptions, Quantization, greedy_nms, iou_one_to_many, postprocess
 from forensics.decode.ssd_anchors import generate_anchors, standard_config
-from forensics.tflite import writer
+from forensics.model.tflite import writer
 
 from decode_kernel import assert_same, run
 
@@ -284,7 +284,7 @@ def test_one_postprocessor_over_frames_matches_litert_frame_by_frame(regular):
 
 def test_postprocessor_rejects_negative_anchor_sizes_per_frame():
     from forensics.decode.ssd import PostProcessor
-    from forensics.errors import InputError
+    from forensics.core.errors import InputError
 
     anchors = np.array([[0.5, 0.5, 0.2, 0.2], [0.5, 0.5, -0.2, 0.2]], np.float32)
     pp = PostProcessor(anchors, PostProcessOptions(num_classes=1))

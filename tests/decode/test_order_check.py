@@ -96,7 +96,7 @@ def test_ambiguous_pairs_are_decoded(tmp_path):
 
 def test_library_keyword(tmp_path):
     from forensics import reports
-    from forensics.errors import InputError
+    from forensics.core.errors import InputError
 
     with pytest.raises(InputError, match="no_order_check"):
         reports.decode("dumps/ours/convert_scores.bin", "dumps/ours/Squeeze1.bin", deps="dumps/face_ssd")
@@ -109,8 +109,8 @@ def test_library_keyword(tmp_path):
                                   "ssd_mobilenet_v2_coco_quant_postprocess_segment_1_of_2_edgetpu.tflite"])
 def test_real_segments_91_classes(tmp_path, shared_data, name):
     """The Edge TPU segments: raw scores (z=91 at a 92-byte stride) and raw box deltas, swapped."""
-    from forensics.tflite.edgetpu import read_packages
-    from forensics.tflite.model import open_model
+    from forensics.model.tflite.edgetpu import read_packages
+    from forensics.model.tflite.model import open_model
 
     model = shared_data / name
     with open_model(model) as opened:

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from forensics.diagnose import EXIT_CODES, diagnose_dumps
-from forensics.errors import InputError
-from forensics.simulate import apply_bug, parse_bug
+from forensics.core.errors import InputError
+from forensics.diagnose.simulate import apply_bug, parse_bug
 
 RNG = np.random.default_rng(42)
 A = RNG.integers(0, 256, 12_000, dtype=np.uint8).tobytes()

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from forensics.diagnose import diagnose_dumps
-from forensics.layout import RecordLayout
+from forensics.core.layout import RecordLayout
 
 PAGE = 4096
 

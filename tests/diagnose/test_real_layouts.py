@@ -1,5 +1,5 @@
 """diagnose on references with the real SSD MobileNet v2 segment's layouts: every bug kind, made by independent
-numpy code here AND by forensics.simulate, is named the same without the model, with --model/--tensor and inside
+numpy code here AND by forensics.diagnose.simulate, is named the same without the model, with --model/--tensor and inside
 `compare`; controls (a detection moved by one anchor, 1-LSB rounding, a different input) get no bug name and
 never exit 0 without a tolerance."""
 
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from forensics.diagnose import diagnose_dumps
-from forensics.simulate import simulate
+from forensics.diagnose.simulate import simulate
 from tests.conftest import SHARED_CORAL
 
 MODEL = SHARED_CORAL / "ssd_mobilenet_v2_coco_quant_postprocess_segment_1_of_2_edgetpu.tflite"
@@ -26,9 +26,9 @@ def real():
     """Layer maps and shapes read from the real model; references laid out with libedgetpu's inverse map."""
     if not MODEL.is_file():
         pytest.skip("../shared/data/coral is absent (a fresh clone): real-model tests skipped")
-    from forensics.tflite.model import open_model
-    from forensics.tflite.relayout import inverse_relayout, layer_map, relayout
-    from forensics.tflite.tensors import tensor_record_layout
+    from forensics.model.tflite.model import open_model
+    from forensics.model.tflite.relayout import inverse_relayout, layer_map, relayout
+    from forensics.model.tflite.tensors import tensor_record_layout
 
     with open_model(MODEL) as model:
         scores_view = tensor_record_layout(model, "convert_scores", 176368)
@@ -147,7 +147,7 @@ def test_independent_bugs_are_named_with_and_without_the_model(real, tmp_path, c
 
 
 def _layout(record):
-    from forensics.layout import RecordLayout
+    from forensics.core.layout import RecordLayout
 
     return RecordLayout(record_size=record)
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from forensics.diagnose import diagnose_dumps
-from forensics.layout import RecordLayout
+from forensics.core.layout import RecordLayout
 from tests.conftest import SHARED_CORAL
 
 PAGE, LINE = 4096, 64
@@ -360,9 +360,9 @@ def test_page_list_out_of_order_on_a_buffer_not_starting_on_a_page(tmp_path):
 def raw():
     if not MODEL.is_file():
         pytest.skip("../shared/data/coral is absent (a fresh clone): real-model tests skipped")
-    from forensics.tflite.model import open_model
-    from forensics.tflite.relayout import inverse_relayout, layer_map
-    from forensics.tflite.tensors import tensor_record_layout
+    from forensics.model.tflite.model import open_model
+    from forensics.model.tflite.relayout import inverse_relayout, layer_map
+    from forensics.model.tflite.tensors import tensor_record_layout
 
     with open_model(MODEL) as model:
         smap = layer_map(tensor_record_layout(model, "convert_scores", 176368).layer)

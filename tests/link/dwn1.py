@@ -116,7 +116,7 @@ def model(executables: list) -> bytes:
     """A .tflite whose one operator is edgetpu-custom-op holding the package under flexbuffer key "4"."""
     from flatbuffers import flexbuffers
 
-    from forensics.tflite import writer
+    from forensics.model.tflite import writer
 
     options = bytes(flexbuffers.Dumps({"4": package(executables)}))
     spec = writer.ModelSpec(tensors=[writer.TensorSpec("a", [1, 4], "uint8"), writer.TensorSpec("b", [1, 4], "uint8")],

@@ -1,6 +1,6 @@
 """Linking against an independent implementation: libedgetpu's CopyUint32 rule as a plain loop over numpy bits.
 
-The reference here never calls forensics.link: it unpacks the bitstream to bits (LSB first in each byte),
+The reference here never calls forensics.link.bitstream: it unpacks the bitstream to bits (LSB first in each byte),
 sets bit offset_bit + k to bit k of the value, and packs it back; the order of the buffers is
 instruction_buffers.cc's (scratch, parameter, inputs, outputs).
 """
@@ -12,10 +12,10 @@ import random
 import numpy as np
 import pytest
 
-from forensics import link as lk
-from forensics.errors import FormatError, InputError
-from forensics.tflite.edgetpu import read_packages
-from forensics.tflite.model import open_model
+from forensics.link import bitstream as lk
+from forensics.core.errors import FormatError, InputError
+from forensics.model.tflite.edgetpu import read_packages
+from forensics.model.tflite.model import open_model
 from tests.link import dwn1
 
 REAL = ["mobilenet_v1_0.25_128_quant_edgetpu.tflite", "split_concat_edgetpu.tflite",

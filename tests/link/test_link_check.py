@@ -11,9 +11,9 @@ import struct
 import numpy as np
 import pytest
 
-from forensics import link as lk
-from forensics.tflite.edgetpu import read_packages
-from forensics.tflite.model import open_model
+from forensics.link import bitstream as lk
+from forensics.model.tflite.edgetpu import read_packages
+from forensics.model.tflite.model import open_model
 from tests.link import dwn1
 from tests.link.test_link_bits import KIND, REAL, reference_link
 
@@ -141,7 +141,7 @@ def test_the_seed_drivers_link_is_named(shared_data, name):
 def test_the_seed_drivers_missing_caching_run_is_named(tmp_path, shared_data):
     """The seed submits only executable 0: a run whose instructions hold no PARAMETER_CACHING bitstream."""
     from forensics import reports
-    from forensics.link_bugs import check_stage
+    from forensics.link.bugs import check_stage
     from forensics.runs.run import load_run
 
     model = shared_data / SSD[0]

@@ -9,8 +9,8 @@ import random
 import pytest
 
 from forensics import reports
-from forensics.tflite.edgetpu import read_packages
-from forensics.tflite.model import open_model
+from forensics.model.tflite.edgetpu import read_packages
+from forensics.model.tflite.model import open_model
 from tests.conftest import assert_one_line_error
 from tests.link import dwn1
 from tests.link.test_link_bits import reference_link
@@ -330,7 +330,7 @@ def test_a_huge_dump_is_read_only_as_far_as_the_largest_bitstream(small, tmp_pat
 def test_the_library_takes_the_command_lines_spellings():
     # reports.link(executable="0") is `--executable 0`; a bad spelling is one InputError naming the keyword.
     from forensics import reports
-    from forensics.errors import InputError
+    from forensics.core.errors import InputError
 
     model, dump = "dumps/link/tiny_edgetpu.tflite", "dumps/link/seed_driver_0_0.bin"
     typed = reports.link(model, check=dump, executable=0).to_dict()

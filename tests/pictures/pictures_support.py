@@ -51,7 +51,7 @@ SSD_300_MAPS = ((19, 19), (10, 10), (5, 5), (3, 3), (2, 2), (1, 1))
 def read_model_anchors(path) -> np.ndarray:
     """The `anchors` tensor of a .tflite, dequantized to float32 [N, 4], through LiteRT's shipped schema module.
 
-    A second reader independent of forensics/tflite (the project's own reader is written elsewhere).
+    A second reader independent of forensics/model/tflite (the project's own reader is written elsewhere).
     """
     schema = pytest.importorskip("ai_edge_litert.schema_py_generated")
     model = schema.ModelT.InitFromPackedBuf(bytearray(path.read_bytes()), 0)

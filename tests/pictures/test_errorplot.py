@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from forensics.diff import diff_dumps
-from forensics.dump import open_dump
-from forensics.layout import RecordLayout
+from forensics.compare.diff import diff_dumps
+from forensics.io.dump import open_dump
+from forensics.core.layout import RecordLayout
 from forensics.render.errorplot import PANEL_NAMES, error_plot, terminal_histogram
 
 PIL = pytest.importorskip("PIL.Image")

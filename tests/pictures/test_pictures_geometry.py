@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pictures_support import REAL_SSD_MODELS, SSD_300_MAPS, SSD_320_MAPS, multiple_grid_anchors, read_model_anchors
-from forensics.errors import InputError
-from forensics.geometry import (
+from forensics.core.errors import InputError
+from forensics.decode.geometry import (
     AnchorPlace,
     cell_marks,
     cell_values,
@@ -17,7 +17,7 @@ from forensics.geometry import (
     geometry_from_anchors_file,
     infer_geometry,
 )
-from forensics.heat import anchor_differences, anchor_values
+from forensics.buffer.heat import anchor_differences, anchor_values
 
 REAL_LAYERS = [(19, 19, 3), (10, 10, 6), (5, 5, 6), (3, 3, 6), (2, 2, 6), (1, 1, 6)]
 

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from pictures_support import REPO, read_model_anchors
 
-from forensics.dump import open_dump
-from forensics.errors import InputError
-from forensics.geometry import (
+from forensics.io.dump import open_dump
+from forensics.core.errors import InputError
+from forensics.decode.geometry import (
     annotate,
     check_standard,
     geometry_for,
@@ -18,9 +18,9 @@ from forensics.geometry import (
     infer_geometry,
     where_and_prior,
 )
-from forensics.heat import anchors_heat, diff_heat
-from forensics.layout import layout_from
-from forensics.modeldumps import DumpContext, records_by_anchor
+from forensics.buffer.heat import anchors_heat, diff_heat
+from forensics.core.layout import layout_from
+from forensics.decode.modeldumps import DumpContext, records_by_anchor
 
 DUMPS = REPO / "dumps"
 STORY_NONUNIFORM = (143, 146, 200, 203, 206, 263, 266, 1278, 1284)

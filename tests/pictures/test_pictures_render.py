@@ -9,8 +9,8 @@ import pytest
 from rich.console import Console
 
 from pictures_support import multiple_grid_anchors
-from forensics.errors import InputError
-from forensics.geometry import infer_geometry
+from forensics.core.errors import InputError
+from forensics.decode.geometry import infer_geometry
 from forensics.render import pictures
 from forensics.render.grid import grid_map, levels
 from forensics.render.overlay import COLOUR_A, COLOUR_B, OverlayBox, boxes_from_detections, overlay

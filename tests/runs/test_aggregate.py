@@ -217,7 +217,7 @@ def test_aggregator_memory_does_not_grow_with_pairs(farm):
 
 def test_worst_anchors_have_their_place_and_a_heatmap(farm, tmp_path, cli):
     pytest.importorskip("PIL")
-    from forensics.geometry import geometry_for
+    from forensics.decode.geometry import geometry_for
 
     geometry = geometry_for(deps="dumps/face_ssd")
     html = tmp_path / "summary.html"

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from forensics.runs.run import load_run, verify_run
-from forensics.tflite import writer as w
+from forensics.model.tflite import writer as w
 from tests.conftest import assert_one_line_error
 from tests.runs.runs_support import skip_with_libedgetpu
 
@@ -40,7 +40,7 @@ def _assert_same_as_our_decode(run, model_path, boxes_file, scores_file, relayou
 
 
 def test_cpu_model_capture_records_inputs_decode_inputs_and_detections(tmp_path, cli, shared_data):
-    from forensics.tflite.model import open_model
+    from forensics.model.tflite.model import open_model
 
     model_path = shared_data / HEAD
     rng = np.random.default_rng(11)
@@ -139,9 +139,9 @@ def test_edgetpu_model_without_libedgetpu_is_a_clear_error(tmp_path, cli, shared
 
 def _ssd_v2_dumps(tmp_path, shared_data, seed=1):
     """Bundled-style dumps for the real SSD v2 segment: the chip's raw layout (lane-padded, tiled)."""
-    from forensics.tflite.edgetpu import read_packages
-    from forensics.tflite.model import open_model
-    from forensics.tflite.relayout import inverse_relayout, layer_map
+    from forensics.model.tflite.edgetpu import read_packages
+    from forensics.model.tflite.model import open_model
+    from forensics.model.tflite.relayout import inverse_relayout, layer_map
 
     rng = np.random.default_rng(seed)
     tensors, files = {}, {}

@@ -181,9 +181,9 @@ def test_clean_pairs_have_no_findings(tmp_path):
 
 
 def test_ingest_with_model_relayouts_raw_layers(tmp_path, cli, shared_data):
-    from forensics.tflite.edgetpu import read_packages
-    from forensics.tflite.model import open_model
-    from forensics.tflite.relayout import inverse_relayout, layer_map
+    from forensics.model.tflite.edgetpu import read_packages
+    from forensics.model.tflite.model import open_model
+    from forensics.model.tflite.relayout import inverse_relayout, layer_map
 
     model_path = shared_data / "ssd_mobilenet_v2_coco_quant_postprocess_segment_1_of_2_edgetpu.tflite"
     with open_model(model_path) as model:

@@ -11,8 +11,8 @@ import pytest
 from forensics.runs.batch import batch_compare
 from forensics.runs.ingest import ingest
 from forensics.runs.run import write_run
-from forensics.stats import error_stats
-from forensics.tolerance import make_policy
+from forensics.compare.stats import error_stats
+from forensics.core.tolerance import make_policy
 from tests.conftest import assert_one_line_error
 from tests.runs.runs_support import detections_run, story_run
 

@@ -11,10 +11,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from forensics.coverage import analyse_coverage
-from forensics.dump import open_dump
-from forensics.errors import InputError
-from forensics.layout import RecordLayout
+from forensics.buffer.coverage import analyse_coverage
+from forensics.io.dump import open_dump
+from forensics.core.errors import InputError
+from forensics.core.layout import RecordLayout
 from forensics.diagnose import KINDS, Finding, diagnose_dumps
 
 SCORES = "dumps/libedgetpu/convert_scores.bin"
@@ -160,9 +160,9 @@ def test_stride_raw_versus_tensor_without_a_model(put):
 
 
 def test_stride_with_the_real_model_layer_map(shared_data, put):
-    from forensics.tflite.model import open_model
-    from forensics.tflite.relayout import inverse_relayout, layer_map
-    from forensics.tflite.tensors import tensor_record_layout
+    from forensics.model.tflite.model import open_model
+    from forensics.model.tflite.relayout import inverse_relayout, layer_map
+    from forensics.model.tflite.tensors import tensor_record_layout
 
     path = shared_data / "ssd_mobilenet_v2_coco_quant_postprocess_segment_1_of_2_edgetpu.tflite"
     tensor = _random(174447, 3)

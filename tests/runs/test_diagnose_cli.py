@@ -88,9 +88,9 @@ def test_layout_flags_reach_the_heuristics(cli, tmp_path):
 
 
 def test_model_tensor_stride(cli, shared_data, tmp_path):
-    from forensics.tflite.model import open_model
-    from forensics.tflite.relayout import inverse_relayout, layer_map
-    from forensics.tflite.tensors import tensor_record_layout
+    from forensics.model.tflite.model import open_model
+    from forensics.model.tflite.relayout import inverse_relayout, layer_map
+    from forensics.model.tflite.tensors import tensor_record_layout
 
     model = shared_data / "ssd_mobilenet_v2_coco_quant_postprocess_segment_1_of_2_edgetpu.tflite"
     tensor = np.random.default_rng(4).integers(0, 256, 174447, dtype=np.uint8)

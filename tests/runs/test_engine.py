@@ -157,7 +157,7 @@ def test_a_remote_buffer_is_read_in_bounded_ranges_and_a_huge_manifest_refused(t
     fsspec = pytest.importorskip("fsspec")
     from fsspec.implementations.memory import MemoryFileSystem
 
-    from forensics.dump import DEFAULT_CHUNK
+    from forensics.io.dump import DEFAULT_CHUNK
     from forensics.runs import run as run_format
     from forensics.runs.run import write_run
 

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from forensics.outputs import exclusive, lock_path
+from forensics.io.outputs import exclusive, lock_path
 from forensics.runs.ingest import ingest
 from forensics.runs.run import load_run, verify_run
 
@@ -84,7 +84,7 @@ def _hold(path: str, conn, release) -> None:
 
 
 def test_a_second_writer_waits_and_gives_up_naming_the_holder(tmp_path):
-    from forensics.errors import InputError
+    from forensics.core.errors import InputError
 
     ctx = multiprocessing.get_context("fork" if sys.platform != "win32" else "spawn")
     here, there = ctx.Pipe()

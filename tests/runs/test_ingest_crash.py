@@ -179,8 +179,8 @@ def test_an_interrupted_add_removes_what_it_wrote(tmp_path, dumps):
 
 
 def test_a_failed_rename_of_a_replaced_directory_puts_the_old_one_back(tmp_path, monkeypatch):
-    from forensics.errors import InputError
-    from forensics.outputs import atomic_directory
+    from forensics.core.errors import InputError
+    from forensics.io.outputs import atomic_directory
 
     out = tmp_path / "deps"
     out.mkdir()

@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 
-from forensics.errors import ForensicsError
+from forensics.core.errors import ForensicsError
 from forensics.runs import run as run_module
 from forensics.runs.ingest import ingest
 from forensics.runs.run import load_run

@@ -11,7 +11,7 @@ import zipfile
 import numpy as np
 import pytest
 
-from forensics.errors import InputError
+from forensics.core.errors import InputError
 from forensics.runs.ingest import ingest, parse_spec
 from forensics.runs.interop import export_run, ingest_arrays, member_name
 from tests.conftest import assert_one_line_error

@@ -9,7 +9,7 @@ import zlib
 
 import pytest
 
-from forensics.errors import ForensicsError, FormatError, InputError
+from forensics.core.errors import ForensicsError, FormatError, InputError
 from forensics.runs.run import MANIFEST, STAGES, load_run, verify_run, write_run
 from tests.conftest import assert_one_line_error
 from tests.runs.runs_support import edit_manifest, story_run

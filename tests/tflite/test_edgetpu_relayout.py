@@ -7,10 +7,10 @@ import zlib
 import numpy as np
 import pytest
 
-from forensics.errors import FormatError, InputError
-from forensics.tflite.edgetpu import read_packages
-from forensics.tflite.model import open_model
-from forensics.tflite.relayout import inverse_relayout, layer_map, relayout
+from forensics.core.errors import FormatError, InputError
+from forensics.model.tflite.edgetpu import read_packages
+from forensics.model.tflite.model import open_model
+from forensics.model.tflite.relayout import inverse_relayout, layer_map, relayout
 
 SEGMENTS = ["ssd_mobilenet_v2_coco_quant_postprocess_segment_1_of_2_edgetpu.tflite",
             "ssd_mobilenet_v1_coco_quant_postprocess_segment_1_of_2_edgetpu.tflite"]
@@ -146,8 +146,8 @@ def test_layout_pointing_past_size_bytes_is_a_format_error(shared_data):
 
 
 def test_custom_op_without_options_is_a_format_error():
-    from forensics.tflite.model import read_model
-    from forensics.tflite.writer import ModelSpec, OpCodeSpec, OperatorSpec, TensorSpec, build_model
+    from forensics.model.tflite.model import read_model
+    from forensics.model.tflite.writer import ModelSpec, OpCodeSpec, OperatorSpec, TensorSpec, build_model
 
     data = build_model(ModelSpec(tensors=[TensorSpec("a", [4], "uint8")], opcodes=[OpCodeSpec(custom_code="edgetpu-custom-op")],
                                  operators=[OperatorSpec(0, [0], [0])], inputs=[0], outputs=[0]))

@@ -9,13 +9,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from forensics.errors import ForensicsError, InputError
-from forensics.tflite.edgetpu import read_packages
-from forensics.tflite.extract import extract
-from forensics.tflite.graph import graph_summary
-from forensics.tflite.model import open_model, read_model
-from forensics.tflite.options import loads
-from forensics.tflite.tensors import tensor_record_layout
+from forensics.core.errors import ForensicsError, InputError
+from forensics.model.tflite.edgetpu import read_packages
+from forensics.model.tflite.extract import extract
+from forensics.model.tflite.graph import graph_summary
+from forensics.model.tflite.model import open_model, read_model
+from forensics.model.tflite.options import loads
+from forensics.model.tflite.tensors import tensor_record_layout
 from tests.conftest import SHARED_CORAL, assert_one_line_error
 
 SEGMENT = "ssd_mobilenet_v2_coco_quant_postprocess_segment_1_of_2_edgetpu.tflite"
@@ -107,7 +107,7 @@ def test_model_aware_layouts(shared_data):
     z2 = tensor_record_layout(split, "outputs/rnn2", 256)
     assert (z2.layout.record_size, z2.layout.pad_lanes) == (4, (2, 3))
     # records are written by tiles of 2x2: reading raw record order[i] gives anchor i
-    from forensics.tflite.relayout import inverse_relayout, layer_map
+    from forensics.model.tflite.relayout import inverse_relayout, layer_map
 
     m = layer_map(z2.layer)
     raw_bytes = inverse_relayout(np.arange(128, dtype=np.uint8), m).reshape(-1, 4)

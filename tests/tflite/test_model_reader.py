@@ -7,9 +7,9 @@ import zlib
 
 import pytest
 
-from forensics.errors import FormatError, InputError
-from forensics.tflite.model import open_model, read_model
-from forensics.tflite.writer import ModelSpec, OpCodeSpec, OperatorSpec, TensorSpec, build_model
+from forensics.core.errors import FormatError, InputError
+from forensics.model.tflite.model import open_model, read_model
+from forensics.model.tflite.writer import ModelSpec, OpCodeSpec, OperatorSpec, TensorSpec, build_model
 
 MODELS = ["ssd_mobilenet_v2_coco_quant_postprocess_segment_1_of_2_edgetpu.tflite",
           "ssd_mobilenet_v1_coco_quant_postprocess_segment_1_of_2_edgetpu.tflite",

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from forensics.tflite.model import read_model
-from forensics.tflite.tail import remove_custom_op
-from forensics.tflite.writer import (DEQUANTIZE, RESHAPE, ModelSpec, OpCodeSpec, OperatorSpec, TensorSpec,
+from forensics.model.tflite.model import read_model
+from forensics.model.tflite.tail import remove_custom_op
+from forensics.model.tflite.writer import (DEQUANTIZE, RESHAPE, ModelSpec, OpCodeSpec, OperatorSpec, TensorSpec,
                                      build_detection_model, build_model, postprocess_options, reshape_options)
 
 SEGMENT = "ssd_mobilenet_v2_coco_quant_postprocess_segment_1_of_2_edgetpu.tflite"
@@ -99,8 +99,8 @@ def test_postprocess_options_round_trip_through_flexbuffers():
 
 def test_tail_of_real_segment_equals_rebuilt_detection_model(shared_data):
     """Differential: LiteRT on the real model minus edgetpu-custom-op == LiteRT on our writer's model."""
-    from forensics.tflite.extract import extract
-    from forensics.tflite.model import open_model
+    from forensics.model.tflite.extract import extract
+    from forensics.model.tflite.model import open_model
 
     data = (shared_data / SEGMENT).read_bytes()
     tail = remove_custom_op(data)
@@ -125,7 +125,7 @@ def test_tail_of_real_segment_equals_rebuilt_detection_model(shared_data):
 
 
 def test_tail_without_the_op_is_an_input_error():
-    from forensics.errors import InputError
+    from forensics.core.errors import InputError
 
     data = build_detection_model(np.full((4, 4), 0.5))
     with pytest.raises(InputError, match="edgetpu-custom-op"):
@@ -133,13 +133,13 @@ def test_tail_without_the_op_is_an_input_error():
 
 
 def test_the_library_refuses_a_tail_over_its_own_model_through_a_link(tmp_path):
-    # write_tail passes the outputs' one rule (forensics.outputs.check_outputs) itself, so a library caller is
+    # write_tail passes the outputs' one rule (forensics.io.outputs.check_outputs) itself, so a library caller is
     # protected as the CLI is: the same path, and a hard link to the model, are refused before anything is written.
     import os
     import shutil
 
-    from forensics.errors import InputError
-    from forensics.tflite.tail import write_tail
+    from forensics.core.errors import InputError
+    from forensics.model.tflite.tail import write_tail
 
     model = tmp_path / "model.tflite"
     shutil.copy("dumps/face_ssd/face_ssd_tail.tflite", model)

@@ -8,7 +8,7 @@ import importlib
 import pkgutil
 
 from forensics.diagnose.kinds.base import Bug, Kind
-from forensics.errors import InputError
+from forensics.core.errors import InputError
 
 _REGISTRY: dict[str, Kind] = {}
 _HELPERS = {"base", "fit"}  # modules here that declare no kind

@@ -15,7 +15,7 @@ from typing import Callable
 
 import numpy as np
 
-from forensics.errors import InputError
+from forensics.core.errors import InputError
 
 FILL_BYTE = 0x00  # what `simulate` writes into bytes a bug leaves undefined
 BUS_WORDS = (2, 4, 8)  # bytes of the 16-, 32- and 64-bit words a bus or a copy moves: periods tried whatever the record

@@ -10,7 +10,7 @@ import numpy as np
 from forensics.diagnose.kinds.base import BUS_WORDS, Bug, Kind, compress_lanes, parse_int, period_and_lanes
 from forensics.diagnose.kinds.fit import fit_sample
 from forensics.diagnose.result import Finding
-from forensics.errors import InputError
+from forensics.core.errors import InputError
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ import numpy as np
 from forensics.diagnose.kinds.base import Bug, Kind, parse_hex, parse_int, pattern_at, pattern_name
 from forensics.diagnose.region import LINE, scattered_lines
 from forensics.diagnose.result import Finding
-from forensics.errors import InputError
+from forensics.core.errors import InputError
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import numpy as np
 from forensics.diagnose.kinds.base import Bug, Kind, compress_lanes, parse_int, parse_ranges
 from forensics.diagnose.kinds.stride import MAX_STRIDE_Z, pad_periods
 from forensics.diagnose.result import Finding
-from forensics.errors import InputError
+from forensics.core.errors import InputError
 
 MAX_LANE_RECORD = 8  # lane permutations are searched exhaustively up to this record size
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from forensics.diagnose.kinds.base import Bug, Kind, n, parse_int
 from forensics.diagnose.result import Finding
-from forensics.errors import InputError
+from forensics.core.errors import InputError
 
 PROBE = 64  # bytes of A looked for in B's head to find where A starts
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from forensics.diagnose.kinds.base import Bug, Kind, n, parse_int
 from forensics.diagnose.result import Finding
-from forensics.errors import InputError
+from forensics.core.errors import InputError
 
 PAGE = 4096  # the x86 / x64 page size: the unit of an MDL / scatter-gather list
 PAGE_INDEX_CHUNK = 2 << 20  # bytes of A read at a time while indexing its pages

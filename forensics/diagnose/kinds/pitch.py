@@ -11,7 +11,7 @@ from forensics.diagnose.kinds import shift
 from forensics.diagnose.kinds.base import Kind, n, parse_int
 from forensics.diagnose.kinds.stride import Strided
 from forensics.diagnose.result import Finding
-from forensics.errors import InputError
+from forensics.core.errors import InputError
 
 MAX_SAME_SIZE = 8  # same-size pitch candidates (one per row size that fits, longest first)
 

@@ -10,7 +10,7 @@ import numpy as np
 from forensics.diagnose.kinds.base import Bug, Kind, hex_ranges, parse_int
 from forensics.diagnose.region import where
 from forensics.diagnose.result import Finding
-from forensics.errors import InputError
+from forensics.core.errors import InputError
 
 RECORD_SET_LIMIT = 16 << 20   # compare the record multisets too when a dump is at most this big
 

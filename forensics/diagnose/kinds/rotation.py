@@ -11,7 +11,7 @@ from forensics.diagnose.kinds import shift
 from forensics.diagnose.kinds.base import Bug, Kind, n, parse_int
 from forensics.diagnose.region import PAGE
 from forensics.diagnose.result import Finding
-from forensics.errors import InputError
+from forensics.core.errors import InputError
 
 PROBE = 64                    # bytes of A's head looked for in B
 MIN_PART = 16                 # the shorter part of a rotation holds at least this many bytes

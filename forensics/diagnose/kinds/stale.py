@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from forensics.diagnose.kinds.base import Bug, Kind, hex_ranges, parse_ranges
 from forensics.diagnose.region import where
 from forensics.diagnose.result import Finding
-from forensics.errors import InputError
+from forensics.core.errors import InputError
 
 
 @dataclass(frozen=True)

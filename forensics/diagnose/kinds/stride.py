@@ -10,7 +10,7 @@ import numpy as np
 
 from forensics.diagnose.kinds.base import Bug, Kind, compress_lanes, n, parse_hex, parse_int
 from forensics.diagnose.result import Finding
-from forensics.errors import InputError
+from forensics.core.errors import InputError
 
 LANE_ALIGN = (4, 8, 16)  # channel counts are padded to a multiple of 4 lanes (the Edge TPU), 8 or 16 (wider SIMD)
 MAX_STRIDE_Z = 4096
@@ -115,7 +115,7 @@ def layer_map(view):
     layer = getattr(view, "layer", None)
     if layer is None:
         return None
-    from forensics.tflite.relayout import layer_map as make
+    from forensics.model.tflite.relayout import layer_map as make
 
     try:
         return make(layer)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from forensics.diagnose.kinds.base import Bug, Kind, n, parse_hex, parse_int, pattern_at, pattern_name
 from forensics.diagnose.kinds.fill import fill_finding
 from forensics.diagnose.result import Finding
-from forensics.errors import InputError
+from forensics.core.errors import InputError
 
 
 @dataclass(frozen=True)

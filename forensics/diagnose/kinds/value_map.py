@@ -11,8 +11,8 @@ from forensics.diagnose.kinds.base import (BUS_WORDS, Bug, Kind, at_lanes, compr
                                            period_and_lanes)
 from forensics.diagnose.kinds.fit import MIN_FIT, fit_sample
 from forensics.diagnose.result import Finding
-from forensics.errors import InputError
-from forensics.stats import element_dtype
+from forensics.core.errors import InputError
+from forensics.compare.stats import element_dtype
 
 
 @dataclass(frozen=True)

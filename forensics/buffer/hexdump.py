@@ -1,0 +1,95 @@
+"""A hex + ASCII view of one or two dumps, by record, with the bytes that differ marked."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from forensics.io.dump import Dump
+from forensics.core.errors import InputError
+from forensics.core.layout import RecordLayout
+
+DEFAULT_CONTEXT = 4
+DEFAULT_LENGTH = 256  # the story's first 256 bytes, the view that hides the answer
+MAX_BYTES = 1 << 20
+
+
+@dataclass(frozen=True)
+class HexRow:
+    index: int            # record index, counted from the layout's offset
+    offset: int           # absolute data offset
+    a: bytes
+    b: bytes | None = None
+
+    @property
+    def differing(self) -> tuple[int, ...]:
+        if self.b is None:
+            return ()
+        width = max(len(self.a), len(self.b))
+        return tuple(i for i in range(width)
+                     if i >= len(self.a) or i >= len(self.b) or self.a[i] != self.b[i])
+
+
+@dataclass(frozen=True)
+class HexdumpResult:
+    path_a: str
+    path_b: str | None
+    layout: RecordLayout
+    rows: tuple[HexRow, ...]
+    focus: int | None       # the record asked for with --anchor
+
+    @property
+    def differing_rows(self) -> int:
+        return sum(1 for r in self.rows if r.differing)
+
+    def to_dict(self) -> dict:
+        rows = []
+        for r in self.rows:
+            row = {"index": r.index, "offset": r.offset, "a": r.a.hex(" ")}
+            if self.layout.has_values and len(r.a) == self.layout.record_size:
+                row["values_a"] = self.layout.values(r.a)
+            if r.b is not None:
+                row["b"] = r.b.hex(" ")
+                if self.layout.has_values and len(r.b) == self.layout.record_size:
+                    row["values_b"] = self.layout.values(r.b)
+                row["differing_lanes"] = list(r.differing)
+            rows.append(row)
+        return {"path_a": self.path_a, "path_b": self.path_b, "record_size": self.layout.record_size,
+                "focus": self.focus, "rows": rows}
+
+
+def hexdump(dump_a: Dump, dump_b: Dump | None, layout: RecordLayout, *, anchor: int | None = None,
+            context: int = DEFAULT_CONTEXT, offset: int | None = None, length: int | None = None) -> HexdumpResult:
+    """Rows of records around `anchor` (± context), or the records covering [offset, offset + length)."""
+    rs = layout.record_size
+    base = layout.offset
+    size = dump_a.size if dump_b is None else max(dump_a.size, dump_b.size)
+    if anchor is not None:
+        if anchor < 0:
+            raise InputError(f"anchor must not be negative, got {anchor}")
+        first = max(0, anchor - context)
+        last = anchor + context + 1
+        lo, hi = base + first * rs, base + last * rs
+        if base + anchor * rs >= size:
+            raise InputError(f"anchor {anchor} starts at byte {base + anchor * rs}, past the end ({size} bytes)",
+                             dump_a.path)
+    else:
+        lo = base if offset is None else offset
+        hi = lo + (DEFAULT_LENGTH if length is None else length)
+        if lo >= size:
+            raise InputError(f"offset {lo} is past the end of the data ({size} bytes)", dump_a.path)
+        # Align to the records the range touches, so a row is always one record.
+        lo = base + (lo - base) // rs * rs if lo >= base else lo
+    hi = min(hi, size)
+    if hi - lo > MAX_BYTES:
+        raise InputError(f"refusing to hexdump {hi - lo} bytes; ask for at most {MAX_BYTES} ({{length}})", params=True)
+    data_a = dump_a.read(lo, hi - lo)
+    data_b = dump_b.read(lo, hi - lo) if dump_b is not None else None
+    rows = []
+    for pos in range(lo, hi, rs):
+        rel = pos - lo
+        a = data_a[rel:rel + rs]
+        b = data_b[rel:rel + rs] if data_b is not None else None
+        if not a and not b:
+            break
+        rows.append(HexRow((pos - base) // rs, pos, a, b))
+    return HexdumpResult(dump_a.path, dump_b.path if dump_b else None, layout, tuple(rows), anchor)
