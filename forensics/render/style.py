@@ -91,6 +91,11 @@ def verdict(kind: str, message: str) -> Text:
     return text
 
 
+def judgement_line(judgement) -> Text:
+    """A result's one judgement as its verdict line (forensics.core.judgement.Judgement): printed, never re-derived."""
+    return verdict(judgement.verdict, judgement.message)
+
+
 def wrote(path) -> str:
     """`wrote PATH (N bytes)`: what every command that writes a file says (a directory: its files' total)."""
     import os

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from forensics.core import exitcodes
+from forensics.core.judgement import Judgement
 from forensics.core.verdict import Verdict
 
 
@@ -22,8 +23,14 @@ class Report:
     rows_key: str | None = field(default=None, repr=False)  # the document's list of rows, for to_frame()
     dumps: tuple = field(default=(), repr=False)  # the dumps read: a text dump or a slice is named in `sources`
     verdict: Verdict | None = field(default=None, kw_only=True)
+    judgement: Judgement | None = field(default=None, kw_only=True)  # the result's one judgement, when it has one
 
     def __post_init__(self):
+        if self.judgement is not None:  # the verdict is the judgement's: never a second one beside it
+            if self.verdict is not None and Verdict(self.verdict) is not self.judgement.verdict:
+                raise ValueError(f"a {self.command} report given verdict {self.verdict} and a judgement of "
+                                 f"{self.judgement.verdict}")
+            object.__setattr__(self, "verdict", self.judgement.verdict)
         if self.verdict is not None:
             object.__setattr__(self, "verdict", Verdict(self.verdict))
             object.__setattr__(self, "exit_code", self.verdict.exit_code)
@@ -40,6 +47,9 @@ class Report:
         if self.verdict is not None:
             doc["verdict"] = self.verdict
             doc["exit_code"] = self.exit_code
+        if self.judgement is not None:
+            doc["message"] = self.judgement.message
+            doc["reasons"] = [reason.to_dict() for reason in self.judgement.reasons]
         return doc
 
     def renderables(self) -> list:
