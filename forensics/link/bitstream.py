@@ -509,7 +509,7 @@ def _ident(packages, cand) -> dict:
 def check(packages, data, *, executable: int | None = None, expect=(), parameters_diagnosis=None) -> LinkCheck:
     """Audit `data` (a driver's dumped bitstream or parameter buffer) against the model's executables.
 
-    `expect`: Expectation objects (or KIND:NAME=ADDR strings; NAME as link_layer takes it), one per buffer.
+    `expect`: Expectation objects (or KIND:NAME=ADDR strings; NAME as resolve_layer takes it), one per buffer.
     `parameters_diagnosis(model_bytes, dump_bytes)` explains a differing parameter buffer (the caller supplies
     it: diagnose reads dumps, not this module)."""
     if not packages:

@@ -49,6 +49,16 @@ def _reads(dump: bytes, fields, name, kind) -> int:
     return out
 
 
+def _driver_check(model, addresses_of):
+    """Executable 0 of `model` linked by the driver's arithmetic with a console's addresses, and its check."""
+    packages = _packages(model)
+    exe = packages[0].executables[0]
+    fields = _fields(exe)
+    addresses = addresses_of(exe, _has_caching(packages))
+    dump = driver.driver_link(exe, fields, addresses)
+    return exe, fields, addresses, dump, lk.check(packages, dump)
+
+
 # --- the fixture's own facts, checked against the driver's arithmetic -----------------------------------------
 
 def test_the_drivers_addresses_are_ones_it_maps():
@@ -85,12 +95,7 @@ def test_the_real_models_fields_start_at_bit_6_over_zero_bits(shared_data, name)
 def test_the_consoles_extended_link_is_byte_aligned_and_illegal(shared_data, name):
     """npu_test_console: extended addresses written as 4 whole bytes. The chip reads them 6 bits off, with bit 57
     set (0x0200000000022000 for the input at 0x8000000000880000): named without --expect."""
-    packages = _packages(shared_data / name)
-    exe = packages[0].executables[0]
-    fields = _fields(exe)
-    addresses = driver.console_addresses(exe, _has_caching(packages))
-    dump = driver.driver_link(exe, fields, addresses)
-    result = lk.check(packages, dump)
+    exe, fields, addresses, dump, result = _driver_check(shared_data / name, driver.console_addresses)
     assert result.verdict == lk.MISLINKED and result.executable["index"] == 0
     aligned = {(f["buffer"], f["name"]): f for f in result.findings if f["kind"] == "byte_aligned"}
     illegal = {(f["buffer"], f["name"]): f for f in result.findings if f["kind"] == "illegal_address"}
@@ -135,12 +140,8 @@ def test_the_add_model_consoles_simple_link(shared_data, name):
     """add_model_test_console: simple addresses (input 0, outputs from 0x2000). Address 0 reads as unlinked. The
     outputs read 6 bits off are legal too (0x80, ...): where they then overlap (several outputs 64 bytes apart),
     the 4-byte reading, which does not, is named byte_aligned; a lone output is LINKED-looking with a note."""
+    exe, fields, addresses, dump, result = _driver_check(shared_data / name, driver.add_model_addresses)
     packages = _packages(shared_data / name)
-    exe = packages[0].executables[0]
-    fields = _fields(exe)
-    addresses = driver.add_model_addresses(exe, _has_caching(packages))
-    dump = driver.driver_link(exe, fields, addresses)
-    result = lk.check(packages, dump)
     (unlinked,) = [f for f in result.findings if f["kind"] == "unlinked"]
     assert sorted(unlinked["names"]) == sorted(layer.name for layer in exe.input_layers)
     outputs = [layer.name for layer in exe.output_layers]
