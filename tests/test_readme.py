@@ -7,7 +7,7 @@ followed by lines shows its output: the lines up to the next command or the end 
 names a placeholder, a word in CAPITALS such as `FACE_SSD_EDGETPU.tflite` or `runs/OURS_FROM_C` (a file the
 repository cannot ship: a user's own model, image or capture), is skipped; every other command must exit 0 or 1
 (never 2, bad input, or 3, a bug; a command whose optional dependency is not installed is skipped, as its
-one-line message asks for `pip install 'forensics[...]'`). Each page runs in its own copy of the repository's dumps/ (what a fresh clone
+one-line message asks for `pip install 'npu-forensics[...]'`). Each page runs in its own copy of the repository's dumps/ (what a fresh clone
 has), from the top, so a command may use what an earlier command of the same page wrote; `> FILE` sends its
 output to a file as the shell would. Commands run in a subprocess (as a reader types them) with the pages' width
 and no colour; only trailing spaces are normalised (editors strip them).
@@ -202,7 +202,7 @@ def test_example_runs_as_written(example, sandboxes):
     sandbox.done = index + 1
     result = sandbox.run(example.command)
     where = f"{example.page} line {example.line}: `{example.command}`"
-    if result.returncode == 2 and "pip install 'forensics[" in result.stderr:  # a DependencyError
+    if result.returncode == 2 and "pip install 'npu-forensics[" in result.stderr:  # a DependencyError
         pytest.skip(f"{where} needs an optional dependency: {result.stderr.strip()}")
     assert result.returncode in (0, 1), f"{where} exited {result.returncode}:\n{result.stderr}"
     if example.expected is not None:

@@ -133,13 +133,15 @@ def check_outputs(outputs, inputs) -> None:
       on a case-insensitive file system: os.path.samefile compares the files themselves);
     - lies inside a run or a deps directory that is an input, holds an input, or lies within an input
       directory: every file there is an input, and a report written into a run changes it;
-    - is a directory that will be replaced whole (kind "dir") and holds an input.
+    - is a directory that will be replaced whole (kind "dir") and holds an input;
+    - is another output of the same command (check_distinct).
 
     `outputs`: (path, kind, flag) with kind "file" (a file written), "dir" (a directory replaced whole),
     "into" (a directory files are written into) or "run" (a run added to in place, which never removes a file
     before its new manifest is in); `flag` names the output in messages (None: the path alone). `inputs`:
     paths; missing ones and URLs are skipped.
     """
+    check_distinct(outputs)
     inputs = [os.fspath(i) for i in inputs if i is not None]
     inputs = [i for i in inputs if "://" not in i and os.path.lexists(i)]
     if not inputs:
@@ -170,6 +172,34 @@ def check_outputs(outputs, inputs) -> None:
             if kind == "dir" and _within(item_real, real):
                 raise InputError(f"holds the input {item}: {named}would replace this directory with it; choose "
                                  "another directory", output)
+
+
+def check_distinct(outputs) -> None:
+    """Refuse two outputs of one command that are one file: the same path after links and case (`--html X
+    --junit X`, or `-o s.csv --html s.parquet` where the summary writes s.parquet beside s.csv), or one inside a
+    directory another replaces whole. Each would overwrite the other while both said "wrote". Devices, FIFOs
+    and the process's own streams are written through, never replaced: `--html /dev/null --junit /dev/null`
+    is fine. `outputs` as check_outputs takes them."""
+    seen = []
+    for output, kind, flag in outputs:
+        if output is None or "://" in os.fspath(output):
+            continue
+        output = os.fspath(output)
+        if kind == "file" and _written_through(output):
+            continue
+        real = _real(output)
+        for other, other_kind, other_flag, other_real in seen:
+            if real == other_real:
+                clash = f"is the output of both {other_flag or other} and {flag or output}"
+            elif other_kind == "dir" and _within(real, other_real):
+                clash = f"({flag or 'an output'}) is inside {other}, which {other_flag or 'another output'} replaces"
+            elif kind == "dir" and _within(other_real, real):
+                clash = f"({flag or 'an output'}) holds {other}, the output of {other_flag or 'another output'}"
+            else:
+                continue
+            raise InputError(f"{clash}: two outputs of one command are never one file; choose another path for "
+                             "one of them", output)
+        seen.append((output, kind, flag, real))
 
 
 def _check_existing_output(path: str, *, directory: bool) -> None:

@@ -66,7 +66,7 @@ def prepare_image(image_path, input_shape, dtype: str = "uint8", resampling: str
     try:
         from PIL import Image, UnidentifiedImageError
     except ImportError:
-        raise DependencyError("{image} needs Pillow: pip install 'forensics[images]'", params=True) from None
+        raise DependencyError("{image} needs Pillow: pip install 'npu-forensics[images]'", params=True) from None
     methods = {"lanczos": Image.Resampling.LANCZOS, "bilinear": Image.Resampling.BILINEAR,
                "bicubic": Image.Resampling.BICUBIC, "nearest": Image.Resampling.NEAREST,
                "box": Image.Resampling.BOX, "hamming": Image.Resampling.HAMMING}
