@@ -333,7 +333,7 @@ def main(argv=None, stdout=None, stderr=None) -> int:
 
             traceback.print_exc(file=stderr)
         spell = flag_speller(_command_parser(parser, args.command))
-        out.error(f"forensics {args.command}: error: {exc.worded(spell)}")
+        out.error(f"forensics {args.command}: error: {_swapped(args, argv, exc) or exc.worded(spell)}")
         return EXIT_ERROR
     except KeyboardInterrupt:
         out.error("forensics: interrupted")
@@ -352,6 +352,41 @@ def main(argv=None, stdout=None, stderr=None) -> int:
         out.error(f"forensics {args.command}: internal error (a bug, please report it with --traceback): "
                   f"{type(exc).__name__}: {exc}")
         return EXIT_BUG
+
+
+_MODEL_DESTS = ("model", "check_model")  # the arguments that name a .tflite, wherever a command also takes dumps
+
+
+def _is_tflite(path) -> bool:
+    """A TFLite flatbuffer: its file identifier, bytes 4-7, is TFL3 (schema.fbs)."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(8)[4:8] == b"TFL3"
+    except (OSError, TypeError, ValueError):
+        return False
+
+
+def _swapped(args, argv: list[str], exc) -> str | None:
+    """When the error is about the file given as the model, that file is no TFLite model and another file of the
+    command line is one: the two were given in swapped order. Say so, with the command line that has them the
+    other way round (the two words exchanged: it runs as printed), instead of the model reader's complaint about a
+    file identifier."""
+    import os
+    import shlex
+
+    given = {getattr(args, dest, None) for dest in _MODEL_DESTS} - {None}
+    failed = getattr(exc, "path", None)
+    if failed is None or failed not in given or _is_tflite(failed):
+        return None
+    paths = [v for k, v in vars(args).items() if k not in _CLI_ONLY and k not in _MODEL_DESTS
+             for v in (v if isinstance(v, (list, tuple)) else [v]) if isinstance(v, str) and os.path.isfile(v)]
+    models = [path for path in dict.fromkeys(paths) if path != failed and _is_tflite(path)]
+    if len(models) != 1 or argv.count(failed) != 1 or argv.count(models[0]) != 1:
+        return None
+    other = models[0]
+    fixed = [other if word == failed else failed if word == other else word for word in argv]
+    return (f"{failed} is not a TFLite model but {other} is: the model and the dump look swapped, as meant: "
+            f"forensics {shlex.join(fixed)}")
 
 
 def _closed_stdout(stream=None) -> int:

@@ -5,7 +5,8 @@ run (check_outputs, which every command's outputs pass), the current directory (
 non-empty directory that is not an output of the same kind is refused before any work, and a write that fails
 (a full disk, a file size limit) is one InputError naming the output with nothing left behind. Devices, FIFOs
 and the process's own streams are written directly; a symbolic link keeps pointing to the file written.
-Writers of one output take turns (exclusive), and the next writer cleans up after one that was killed.
+Writers of one output take turns (exclusive), and the next writer cleans up after one that was killed: the
+temporary names this module gives (`.NAME.<random>.tmp`), never anything else.
 """
 
 from __future__ import annotations
@@ -283,23 +284,50 @@ def atomic_write(path, mode: str = "wb", *, durable: bool = False):
         return
     check_writable(target)
     directory = os.path.dirname(os.path.abspath(target))
+    with exclusive(target):  # one writer at a time: what is left beside the output is no live writer's
+        for stale in stale_temporaries(target):
+            with contextlib.suppress(OSError):
+                os.unlink(stale)
+        try:
+            fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(target) + ".", suffix=".tmp", dir=directory)
+        except OSError as exc:
+            raise _write_failed(exc, path) from None
+        try:
+            with contextlib.suppress(OSError):
+                os.chmod(tmp, _usual_mode(0o666))
+            with os.fdopen(fd, mode) as fh:
+                yield fh
+                if durable:
+                    fh.flush()
+                    os.fsync(fh.fileno())
+            os.replace(tmp, target)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
+
+# The temporary file atomic_write makes beside an output: `.NAME.` + tempfile's 8 random characters + `.tmp`.
+_TEMPORARY = re.compile(r"[a-z0-9_]{8}\.tmp")
+
+
+def stale_temporaries(path) -> list[str]:
+    """The temporary files a killed writer of the file output `path` left beside it (`.NAME.k3j_x9q2.tmp`: this
+    project's own name for them, and regular files only), which the next write to `path` removes under the
+    writer's lock. Nothing else is ever touched: not another output's, not a user's `.NAME.backup.tmp`."""
+    path = os.path.abspath(os.fspath(path))
+    parent, name = os.path.split(path)
+    prefix = "." + name + "."
     try:
-        fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(target) + ".", suffix=".tmp", dir=directory)
-    except OSError as exc:
-        raise _write_failed(exc, path) from None
-    try:
+        names = [n for n in os.listdir(parent) if n.startswith(prefix) and _TEMPORARY.fullmatch(n[len(prefix):])]
+    except OSError:
+        return []
+    found = []
+    for n in names:
         with contextlib.suppress(OSError):
-            os.chmod(tmp, _usual_mode(0o666))
-        with os.fdopen(fd, mode) as fh:
-            yield fh
-            if durable:
-                fh.flush()
-                os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+            if stat.S_ISREG(os.lstat(os.path.join(parent, n)).st_mode):
+                found.append(os.path.join(parent, n))
+    return sorted(found)
 
 
 def check_writable(path) -> None:
