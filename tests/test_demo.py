@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from forensics.reports._demo import BUNDLED
 from tests.conftest import REPO
 
 
@@ -63,12 +64,13 @@ def test_demo_of_a_folder_without_the_story_is_one_line(cli, tmp_path):
     assert_one_line_error(cli("demo", "--dumps", tmp_path), str(tmp_path), "holds no story")
 
 
-@pytest.mark.parametrize("part", ["libedgetpu", "ours", "broken", "face_ssd", "link"])
+@pytest.mark.parametrize("part", BUNDLED)
 def test_the_package_ships_what_the_generators_make(part):
     # dumps/make_dumps.py, make_deps.py and make_link_dumps.py write both copies; the repository's dumps/ is
     # checked against a fresh run of each (tests/core/test_dumps.py, test_docs_evidence.py, link/test_link_docs.py)
     # and the package's copy against it, file by file
     shipped, made = REPO / "forensics" / "data" / "dumps" / part, REPO / "dumps" / part
+    assert sorted(BUNDLED) == sorted(p.name for p in (REPO / "forensics" / "data" / "dumps").iterdir())
     assert sorted(p.name for p in shipped.iterdir()) == sorted(p.name for p in made.iterdir())
     for path in made.iterdir():
         assert filecmp.cmp(path, shipped / path.name, shallow=False), path.name

@@ -193,7 +193,7 @@ class _Version(argparse.Action):
     def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):  # noqa: A002
         super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
 
-    def __call__(self, parser, namespace, values, option_string=None):
+    def __call__(self, parser, namespace, values, _option_string=None):
         sys.stdout.write(version() + "\n")
         parser.exit()
 
@@ -358,8 +358,13 @@ _MODEL_DESTS = ("model", "check_model")  # the arguments that name a .tflite, wh
 
 
 def _is_tflite(path) -> bool:
-    """A TFLite flatbuffer: its file identifier, bytes 4-7, is TFL3 (schema.fbs)."""
+    """A TFLite flatbuffer: its file identifier, bytes 4-7, is TFL3 (schema.fbs). Only a regular file is opened
+    (a FIFO would wait for a writer)."""
+    import os
+
     try:
+        if not os.path.isfile(path):
+            return False
         with open(path, "rb") as fh:
             return fh.read(8)[4:8] == b"TFL3"
     except (OSError, TypeError, ValueError):

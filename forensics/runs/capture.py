@@ -217,7 +217,7 @@ def _edgetpu_ops(model):
     return [op for op in model.main.operators if op.is_custom and op.custom_code == EDGETPU_CUSTOM_CODE]
 
 
-def _record_tail(builder, model, it, offset_tensors=None) -> None:
+def _record_tail(builder, model, it) -> None:
     """dequantized: DEQUANTIZE outputs; detections: the PostProcess outputs; without a PostProcess the graph
     outputs go under tensor (a classifier's scores are not detections)."""
     from forensics.model.tflite.graph import postprocess_info
