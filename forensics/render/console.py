@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import sys
@@ -72,6 +71,8 @@ def to_json(data, *, pretty: bool = True) -> str:
     """JSON text; `pretty=False` is one compact line, which json's C encoder writes (indent forces the slow
     pure-Python one, seconds for a 10^5-row document). NaN and infinities become null; the document is
     walked for them only when the encoder finds one, so the common case stays in C."""
+    import json  # here: `--help`, which reads this module's PIPED_WIDTH, needs no JSON
+
     options = {"indent": 2} if pretty else {"separators": (",", ":")}
     try:
         text = json.dumps(data, default=_json_default, allow_nan=False, **options)
