@@ -52,7 +52,7 @@ def test_a_model_and_a_dump_in_swapped_order_are_said_to_be_swapped(argv, verdic
     assert "file identifier" not in result.err
     if verdict is None:
         return
-    fixed = shlex.split(result.err.split("as meant: forensics ", 1)[1])
+    fixed = shlex.split(result.err.split("the other way round: forensics ", 1)[1])
     again = run_cli(*fixed)  # the command it prints runs as printed, and says what the story's files say
     assert again.code in (0, 1) and verdict in again.out, again.err
 
@@ -95,3 +95,21 @@ def test_at_80_columns_a_command_is_whole_and_tables_fold():
     shared = result.out.split("$ forensics diagnose", 1)[0]
     assert "…" not in shared
     assert all(len(line) <= 80 for line in shared.splitlines() if not line.startswith("$ "))
+
+
+def test_the_shared_table_folds_and_keeps_whole_columns_whole():
+    import io
+
+    from forensics.render.console import make_console, print_all
+    from forensics.render.style import paste, table
+
+    listing = table("record", "path", whole=("record",))
+    listing.add_row("01 ff 80 80", "dumps/broken/convert_scores.bin " * 3)
+    stream = io.StringIO()
+    print_all(make_console(stream, width=40, color_system=None), [listing, paste("forensics crc " + "x" * 60)])
+    lines = stream.getvalue().splitlines()
+    assert "…" not in stream.getvalue()
+    assert sum("01 ff 80 80" in line for line in lines) == 1  # the record on one line, the path folded
+    assert "".join(line[14:].strip() for line in lines[2:-1]).replace(" ", "") == \
+        ("dumps/broken/convert_scores.bin" * 3)
+    assert lines[-1] == "$ forensics crc " + "x" * 60  # whole, past the 40 columns

@@ -390,7 +390,7 @@ def _swapped(args, argv: list[str], exc) -> str | None:
         return None
     other = models[0]
     fixed = [other if word == failed else failed if word == other else word for word in argv]
-    return (f"{failed} is not a TFLite model but {other} is: the model and the dump look swapped, as meant: "
+    return (f"{failed} is not a TFLite model but {other} is: the model and the dump look swapped; the other way round: "
             f"forensics {shlex.join(fixed)}")
 
 
