@@ -90,9 +90,8 @@ def examples(text: str, page: str = "README.md") -> list[Example]:
     return found
 
 
-_EXIT_NOTE = re.compile(r"#.*\bexit ([0-9])\b")
-# A verdict word at the start of a shown line, as `VERDICT | message` or `VERDICT: ...` (link). WARNING is a note a
-# renderer adds ("look here"), not a command's verdict: it decides nothing here.
+_EXIT_NOTE = re.compile(r"#\s*exit ([0-9])\b")  # a comment that starts with it: `# exit 1: oversize`
+# A verdict word at the start of a shown line, as `VERDICT | message` or `VERDICT: ...` (link).
 _VERDICT_LINE = re.compile(r"^([A-Z][A-Z ]*[A-Z])(?: \||:)")
 
 
@@ -104,7 +103,7 @@ def expected_exit(example: Example) -> int:
     noted = _EXIT_NOTE.search(example.command)
     if noted:
         return int(noted.group(1))
-    words = {v.value: v.exit_code for v in Verdict if v is not Verdict.WARNING}
+    words = {v.value: v.exit_code for v in Verdict}
     codes = {words[m.group(1)] for line in (example.expected or "").splitlines()
              if (m := _VERDICT_LINE.match(line)) and m.group(1) in words}
     assert len(codes) <= 1, f"{example.page} line {example.line}: verdicts of exit codes {sorted(codes)}: add `# exit N`"
@@ -204,9 +203,9 @@ def test_parser_reads_blocks():
 
 
 def test_each_command_says_its_exit_code():
-    shown = examples("```\n$ forensics diff a b\nDIFFER | 3 records\n$ forensics anchors a\nWARNING | head\n"
-                     "forensics csr a b   # exit 1: differences\nforensics crc a\n$ forensics link m --check d\n"
-                     "MISLINKED: executable 0\n```\n")
+    shown = examples("```\n$ forensics diff a b\nDIFFER | 3 records\n$ forensics anchors a   # exit 0: listed\n"
+                     "WARNING | head\nforensics csr a b   # exit 1: differences\nforensics crc a   # not exit 1\n"
+                     "$ forensics link m --check d\nMISLINKED: executable 0\n```\n")
     assert [expected_exit(e) for e in shown] == [1, 0, 1, 0, 1]
 
 
