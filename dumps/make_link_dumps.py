@@ -1,4 +1,4 @@
-"""Regenerate dumps/link: a tiny Edge TPU model and the instruction bitstreams two drivers linked for it.
+"""Regenerate dumps/link (and the package's copy): a tiny Edge TPU model and the instruction bitstreams two drivers linked for it.
 
 The model mirrors the SSD MobileNet v1 segment's patch tables: every field at bit 6 of its byte, over
 instruction bits that are 0 (as in all four real Edge TPU models we have: a byte-aligned write of a 64-byte aligned
@@ -29,6 +29,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 from tests.link import driver, dwn1  # noqa: E402
 
 OUT = os.path.join(HERE, "link")
+PACKAGE_COPY = os.path.join(os.path.dirname(HERE), "forensics", "data", "dumps", "link")  # as make_dumps.py's
 INPUTS = [("FeatureExtractor/MobilenetV1/Conv2d_11_pointwise/Relu6;"
            "FeatureExtractor/MobilenetV1/Conv2d_11_pointwise/BatchNorm_Fold/bias", 184832),
           ("FeatureExtractor/MobilenetV1/Conv2d_13_pointwise/Relu6;"
@@ -113,16 +114,17 @@ def main(argv=None) -> int:
     parser.add_argument("--check", action="store_true", help="compare with the files on disk instead of writing")
     args = parser.parse_args(argv)
     stale = []
-    for name, blob in files().items():
-        path = os.path.join(OUT, name)
-        if args.check:
-            if not os.path.exists(path) or open(path, "rb").read() != blob:
-                stale.append(name)
-            continue
-        os.makedirs(OUT, exist_ok=True)
-        with open(path, "wb") as fh:
-            fh.write(blob)
-        print(f"wrote {os.path.relpath(path)} ({len(blob):,} bytes)")
+    for out in (OUT, PACKAGE_COPY):
+        for name, blob in files().items():
+            path = os.path.join(out, name)
+            if args.check:
+                if not os.path.exists(path) or open(path, "rb").read() != blob:
+                    stale.append(os.path.relpath(path))
+                continue
+            os.makedirs(out, exist_ok=True)
+            with open(path, "wb") as fh:
+                fh.write(blob)
+            print(f"wrote {os.path.relpath(path)} ({len(blob):,} bytes)")
     if stale:
         print(f"stale: {', '.join(stale)} (run python dumps/make_link_dumps.py)")
         return 1

@@ -30,7 +30,7 @@ class LinkReport(Report):
 
 
 def _open(model):
-    from forensics.reports.model import _open_model
+    from forensics.reports._model import _open_model
 
     opened, packages = _open_model(model)
     if not packages:
