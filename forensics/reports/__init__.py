@@ -65,6 +65,7 @@ if TYPE_CHECKING:  # what the names are, for readers and type checkers; at run t
         import_,
         verify,
     )
+    from forensics.reports.impact import ImpactReport, impact
     from forensics.reports.link import LinkReport, link
     from forensics.reports.model import (
         Document,
@@ -147,6 +148,8 @@ _HOMES = {
     "DEMO_STEPS": "evidence",
     "LinkReport": "link",
     "link": "link",
+    "ImpactReport": "impact",
+    "impact": "impact",
 }
 
 __all__ = list(_HOMES)
