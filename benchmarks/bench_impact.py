@@ -19,11 +19,8 @@ benchmarks/_table.py describes).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
-import statistics
 import sys
-import time
 
 import numpy as np
 
@@ -31,6 +28,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from _table import Table, add_json_flag  # noqa: E402
+from bench_decode import median_times  # noqa: E402  (measured in alternation, this thread's CPU time)
 
 from forensics.decode.deps import DecodeDeps, TensorInfo, read_deps  # noqa: E402
 from forensics.decode.impact import SsdArrays, SsdModel, ssd_impact  # noqa: E402
@@ -39,19 +37,6 @@ from forensics.decode.ssd_anchors import generate_anchors, standard_config  # no
 
 GOAL = 100.0
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def median_times(fns, repeat: int, clock=time.thread_time) -> list[float]:
-    """Median seconds of each callable, measured in alternation (load on this shared machine falls on all)."""
-    for fn in fns:
-        fn()
-    times = [[] for _ in fns]
-    for _ in range(repeat):
-        for fn, bucket in zip(fns, times):
-            t0 = clock()
-            fn()
-            bucket.append(clock() - t0)
-    return [statistics.median(bucket) for bucket in times]
 
 
 def coco_case(regular: bool):

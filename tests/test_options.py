@@ -36,26 +36,21 @@ def _traces(tmp_path):
     return a, b
 
 
-def _runs(tmp_path):
+def _runs(tmp_path, first="input", name="run"):
     out = []
     for source in ("libedgetpu", "broken"):
-        path = tmp_path / f"run-{source}"
+        path = tmp_path / f"{name}-{source}"
         if not path.exists():
-            reports.ingest(path, [f"input=dumps/{source}/input.bin",
-                                  f"raw:convert_scores=dumps/{source}/convert_scores.bin"], source=source)
+            buffers = {"input": f"input=dumps/{source}/input.bin",
+                       "boxes": f"tensor:Squeeze1=dumps/{source}/Squeeze1.bin"}
+            reports.ingest(path, [buffers[first], f"raw:convert_scores=dumps/{source}/convert_scores.bin"],
+                           source=source)
         out.append(path)
     return out
 
 
 def _ssd_runs(tmp_path):
-    out = []
-    for source in ("libedgetpu", "broken"):
-        path = tmp_path / f"ssd-{source}"
-        if not path.exists():
-            reports.ingest(path, [f"raw:convert_scores=dumps/{source}/convert_scores.bin",
-                                  f"tensor:Squeeze1=dumps/{source}/Squeeze1.bin"], source=source)
-        out.append(path)
-    return out
+    return _runs(tmp_path, "boxes", "ssd")
 
 
 # command -> (positional argv and fixed flags for the CLI, the report call with the same fixed options)

@@ -27,7 +27,6 @@ causing set it holds, marked not minimal) and cheap where exactness allows:
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -460,20 +459,13 @@ def _inert(floats: dict, offset: int, options, fast_one: bool) -> np.ndarray:
 
 
 def _detection_row(det, model: SsdModel, score_quant) -> dict:
-    row = det.to_dict()
+    from forensics.decode.report import detection_row
+
     labels = model.labels
-    row["label"] = labels[det.class_id] if labels is not None and 0 <= det.class_id < len(labels) and \
+    label = labels[det.class_id] if labels is not None and 0 <= det.class_id < len(labels) and \
         labels[det.class_id] else None
-    if det.score_code is not None and score_quant is not None:
-        row["score_dequantization"] = {"byte": det.score_code, "scale": score_quant.scale,
-                                       "zero_point": score_quant.zero_point}
-    if model.input_size is not None:
-        w, h = model.input_size
-        ymin, xmin, ymax, xmax = det.box
-        row["model_box"] = {"xmin": xmin * w, "ymin": ymin * h, "xmax": xmax * w, "ymax": ymax * h}
-    if model.letterbox is not None:
-        row["image_box"] = model.letterbox.to_image(det.box)
-    return row
+    return detection_row(det, label=label, score_quant=score_quant, input_size=model.input_size,
+                         letterbox=model.letterbox)
 
 
 def _ssd_change(a, b, iou, input_size) -> dict:
@@ -710,6 +702,3 @@ def impact(a, b, model, *, max_decodes: int = MAX_DECODES, inputs: dict | None =
         return classifier_impact(a, b, model, max_decodes=max_decodes, inputs=inputs)
     raise TypeError(f"impact needs an SsdModel or a ClassifierModel, got {type(model).__name__}")
 
-
-def with_letterbox(model: SsdModel, letterbox) -> SsdModel:
-    return dataclasses.replace(model, letterbox=letterbox)

@@ -74,15 +74,10 @@ def impact_context(*, model=None, deps=None, rounding: str = "reference", input_
         from forensics.decode.model_deps import deps_from_model
 
         decode_deps, relayouts, _ = deps_from_model(source)
-    size = tuple(input_size) if input_size is not None else decode_deps.input_size
-    letterbox = None
-    if image_wh is not None:
-        from forensics.decode.letterbox import Letterbox
+    from forensics.decode.report import letterbox_for
 
-        if size is None:
-            raise InputError("an image size needs the model's input size: give {input_size:WxH} (Edge TPU "
-                             "segments take feature maps, so their graphs do not say)", params=True)
-        letterbox = Letterbox(int(image_wh[0]), int(image_wh[1]), int(size[0]), int(size[1]))
+    size = tuple(input_size) if input_size is not None else decode_deps.input_size
+    letterbox = letterbox_for(image_wh, size)
     return ImpactContext(SsdModel(decode_deps, rounding, size, names, letterbox), relayouts, source)
 
 
