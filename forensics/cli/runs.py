@@ -122,6 +122,9 @@ def register(subparsers, parents) -> None:
                         "this tensor's tolerance, e.g. convert_scores=1lsb or Squeeze1=atol=0.01,check=p99")
     p.add_argument("--labels", metavar="FILE", help="class names for the detections (one per line)")
     p.add_argument("--junit", metavar="OUT.xml", help="also write a JUnit XML report: one test case per (stage, tensor)")
+    p.add_argument("--impact", action="store_true",
+                   help="also say which differing anchors change the detections after NMS (forensics impact; with "
+                        "--model/--deps or run A's model)")
     add_tolerance_flags(p)
     p.set_defaults(handler=cmd_compare)
 

@@ -114,11 +114,14 @@ def export(run, *, format: str, output) -> ExportReport:  # noqa: A002
 @dataclass(frozen=True, repr=False)
 class CompareReport(Report):
     html: str | None = None                # the --html page written
+    impact: object = None                  # --impact: forensics.decode.impact.ImpactResult
 
     def to_dict(self) -> dict:
         doc = self._sources(self.result.to_dict())
         if self.html:
             doc["html"] = self.html
+        if self.impact is not None:
+            doc["impact"] = self.impact.to_dict()
         return doc
 
     def tables(self) -> list:
@@ -128,6 +131,10 @@ class CompareReport(Report):
 
     def renderables(self) -> list:
         out = self.tables()
+        if self.impact is not None:
+            from forensics.render.impact import render_impact
+
+            out += render_impact(self.impact)
         if self.html:
             from rich.text import Text
 
@@ -202,7 +209,7 @@ def _policy(tolerance, atol, rtol, check):
 def compare(*runs, html=None, previous=None, model=None, deps=None, limit: int = 8, batch=None, output=None,
             workers: int | None = None, tolerance=None, atol=None, rtol=None, check=None, labels=None,
             junit=None, progress=None, scheduler: str = "local", verify_files: bool = False,
-            stall_timeout: float | None = None) -> CompareReport | BatchReport:
+            stall_timeout: float | None = None, impact: bool = False) -> CompareReport | BatchReport:
     """`forensics compare RUN_A RUN_B` (stage by stage) or `compare --batch DIR -o SUMMARY.csv`. `tolerance`:
     K (LSB for every integer buffer) and/or (TENSOR, SPEC) pairs; with atol / rtol / check they judge
     differing buffers MATCH / WITHIN TOLERANCE / DIFFER (forensics.core.tolerance). `labels` names detection
@@ -210,9 +217,12 @@ def compare(*runs, html=None, previous=None, model=None, deps=None, limit: int =
     local / dask / tcp://HOST:PORT, `html` the one-page summary, `model`/`deps` the anchors, `verify_files`
     every buffer's CRC taken again instead of trusting the manifests (one pair is always verified),
     `stall_timeout` the seconds without a finished pair after which the batch ends (exit 2), its finished
-    rows written to `output`."""
+    rows written to `output`. `impact`: which differing anchors change the detections (forensics impact), with
+    `model`/`deps` or run A's model; it does not change the verdict."""
     policy = _policy(tolerance, atol, rtol, check)
     if batch:
+        if impact:
+            raise InputError("{impact} is for one pair (RUN_A RUN_B)", params=True)
         if runs:
             raise InputError("give RUN_A RUN_B or {batch:DIR}, not both", params=True)
         if previous:
@@ -282,5 +292,10 @@ def compare(*runs, html=None, previous=None, model=None, deps=None, limit: int =
         from forensics.render.junit import junit_xml
 
         write_text_atomic(junit, junit_xml(result))
-    return CompareReport("compare", result, verdict=result.verdict,
+    impacted = None
+    if impact:  # issue 34
+        from forensics.runs.impact import compare_impact
+
+        impacted = compare_impact(run_a, run_b, model=model, deps=deps, labels=labels)
+    return CompareReport("compare", result, verdict=result.verdict, impact=impacted,
                          warnings=tuple(result.warnings), rows_key="stages", html=os.fspath(html) if html else None)
