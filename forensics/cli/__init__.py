@@ -29,6 +29,7 @@ COMMAND_MODULES = (  # in the order a bring-up goes: bytes, model, decode, runs,
     "forensics.cli.csr",
     "forensics.cli.evidence",
     "forensics.cli.link",  # link: issue 23
+    "forensics.cli.repeat",  # repeat, tolerance: issue 34
 )
 
 # Which module registers which command, so that running one command imports only its module (every
@@ -46,6 +47,7 @@ COMMAND_HOMES = {
     "import": "forensics.cli.evidence", "fingerprint": "forensics.cli.evidence", "verify": "forensics.cli.evidence",
     "demo": "forensics.cli.evidence",
     "link": "forensics.cli.link",  # link: issue 23
+    "repeat": "forensics.cli.repeat", "tolerance": "forensics.cli.repeat",  # issue 34
 }
 
 
@@ -60,6 +62,7 @@ OUTPUT_FLAGS = {
     "capture": (("output", "dir"),), "ingest": (("run", "run"),),
     "compare": (("html", "file"), ("output", "file"), ("junit", "file")), "export": (("output", "file"),),
     "simulate": (("output", "file"),), "import": (("output", "file"),), "link": (("out", "file"),),
+    "repeat": (("html", "file"), ("junit", "file")),
 }
 
 

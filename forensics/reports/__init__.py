@@ -1,5 +1,5 @@
 """One function per command: what `forensics CMD ... --json` prints, as a frozen report object; one module
-per command group, as in forensics/cli/ (buffers, model, link, decode, runs, diagnose, csr, evidence).
+per command group, as in forensics/cli/ (buffers, model, link, decode, runs, diagnose, csr, evidence, repeat).
 
 `reports.diff("a.bin", "b.bin", tolerance=1)` does what `forensics diff a.bin b.bin --tolerance 1` does: the
 positional arguments in the command line's order, the options as keywords named after the long flags
@@ -75,6 +75,13 @@ if TYPE_CHECKING:  # what the names are, for readers and type checkers; at run t
         graph,
         relayout,
     )
+    from forensics.reports.repeat import (
+        CaptureRuntimesReport,
+        RepeatReport,
+        ToleranceReport,
+        repeat,
+        tolerance,
+    )
     from forensics.reports.runs import (
         ArraysIngestReport,
         BatchReport,
@@ -147,6 +154,11 @@ _HOMES = {
     "DEMO_STEPS": "evidence",
     "LinkReport": "link",
     "link": "link",
+    "RepeatReport": "repeat",
+    "repeat": "repeat",
+    "ToleranceReport": "repeat",
+    "tolerance": "repeat",
+    "CaptureRuntimesReport": "repeat",
 }
 
 __all__ = list(_HOMES)
