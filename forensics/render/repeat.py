@@ -154,10 +154,10 @@ def render_tolerance(result, judgement) -> list:
                     ("cosine", "right"), "spec", overflow="fold")
     for t in result.tensors:
         spreads.add_row(t.label, _num(t.max_abs), _num(t.max_lsb), _num(t.ulps), _num(t.p99_abs),
-                        "-" if t.cosine is None else f"{t.cosine:.4f}", t.spec)
+                        "-" if t.cosine is None else f"{t.cosine:.4f}", t.spec or "-")
     out.append(spreads)
     for t in result.tensors:
-        out.append(Text(f"{t.label}: {t.spec}: {t.reason}"))
+        out.append(Text(f"{t.label}: {t.spec or 'no tolerance'}: {t.reason}"))
     for label, why in result.skipped:
         out.append(Text(f"{label}: not measured: {why}"))
     if result.tolerance_args:

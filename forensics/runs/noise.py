@@ -34,7 +34,7 @@ from forensics.runs.run import STAGES
 
 COSINE_ONE = 0.99995  # prints as 1.0000
 LARGE_SHARE = 0.01    # a max error of at least 1 % of the largest magnitude is large
-_WINDOW = 1 << 22
+_WINDOW = 1 << 20  # bytes of each run's buffer at a time
 _INPUT_STAGES = ("input", "raw")
 
 
@@ -73,23 +73,34 @@ class TensorSpread:
         return self.differing == 0
 
     @property
-    def spec(self) -> str:
+    def finite(self) -> bool:
+        return math.isfinite(self.max_abs)
+
+    @property
+    def spec(self) -> str | None:
+        """The tolerance compare takes; None when a NaN or an infinity differs (no tolerance passes that)."""
+        if not self.finite:
+            return None
         if self.integer:
             return f"{self.max_lsb}lsb"
         return "0" if self.exact else round_up(self.max_abs)
 
     @property
     def metrics_disagree(self) -> bool:
-        return (self.cosine is not None and self.cosine >= COSINE_ONE and not self.exact
+        return (self.cosine is not None and self.cosine >= COSINE_ONE and not self.exact and self.finite
                 and self.max_abs >= LARGE_SHARE * self.largest)
 
     @property
     def passable(self) -> bool:
         """Whether compare's `--tolerance NAME=SPEC` can name it (its grammar splits at the first '=')."""
-        return "=" not in self.name
+        return "=" not in self.name and self.finite
 
     @property
     def reason(self) -> str:
+        if not self.finite:
+            where = _where_text(self.worst_where, self.worst_index)
+            return (f"{self.differing:,} of {self.elements:,} values differ; at {where} a NaN or an infinity differs "
+                    "between the runs, which no tolerance passes (compare says how NaN and infinity compare)")
         if self.exact:
             what = "value" if self.elements == 1 else f"{self.elements:,} values"
             return f"every run holds the same {what}: the runtimes agree exactly (spread 0)"
@@ -104,7 +115,7 @@ class TensorSpread:
             text += (f"; the cosine is {self.cosine:.4f} but the max error is {self.max_abs / self.largest:.1%} of "
                      "the largest value: cosine hides errors of large-magnitude tensors, the tolerance follows "
                      "the max")
-        if not self.passable:
+        if "=" in self.name:
             text += "; its name holds '=', which --tolerance cannot name: set it with --atol instead"
         return text
 
@@ -156,7 +167,7 @@ def judge_spread(result: SpreadResult) -> Judgement:
         reasons.insert(0, Reason("exact", "the spread is 0: compare needs no tolerance for these runtimes"))
         return Judgement(Verdict.OK, f"the {n} runs agree exactly on all {len(result.tensors)} tensors (spread 0)",
                          tuple(reasons))
-    worst = max(differ, key=lambda t: (t.max_abs / t.largest if t.largest else 0.0))
+    worst = max(differ, key=lambda t: (t.max_abs / t.largest if t.largest and t.finite else 0.0))
     reasons.insert(0, Reason("spread", f"{len(differ)} of {len(result.tensors)} tensors differ between the runs"))
     flags = len(result.tolerance_items)
     return Judgement(Verdict.OK, f"{len(differ)} of {len(result.tensors)} tensors differ between the {n} runs "
@@ -246,12 +257,13 @@ def _measure(runs, key) -> TensorSpread | str:
     scale = first.scale if integer else None
     dumps = [run.open_buffer(e) for run, e in zip(runs, entries)]
     n = first.size // dtype.itemsize
-    spread = np.zeros(n, np.float64)
-    lsb = np.zeros(n, np.int64) if integer else None
-    ulps = np.zeros(n, np.int64) if not integer else None
-    dots = np.zeros(len(runs))
-    norms = np.zeros(len(runs))
-    largest = 0.0
+    # Streamed over windows: the maximum and where it is, the count, and for the p99 (nearest rank) the k largest
+    # spreads seen so far (k = n - ceil(0.99 n) + 1: a hundredth of the elements).
+    keep = n - math.ceil(0.99 * n) + 1 if n else 0
+    top = np.zeros(0, np.float64)
+    max_abs, worst, count, max_lsb, max_ulps = 0.0, None, 0, 0, 0
+    dots, norms, largest = np.zeros(len(runs)), np.zeros(len(runs)), 0.0
+    bits = np.dtype(f"<u{dtype.itemsize}")
     window = max(dtype.itemsize, _WINDOW // dtype.itemsize * dtype.itemsize)
     for lo in range(0, first.size, window):
         raws = [np.frombuffer(d.read(lo, window), dtype) for d in dumps]
@@ -259,35 +271,43 @@ def _measure(runs, key) -> TensorSpread | str:
             raise InputError("a buffer file is shorter than its manifest says (it changed since capture)",
                              runs[0].path)
         at = lo // dtype.itemsize
-        reals = [_real(r, integer, scale, first.zero_point) for r in raws]
-        stack = np.stack(reals)
+        # the same bits in every run is no spread (NaN and NaN of one pattern too); any other difference is one
+        same = np.logical_and.reduce([r.view(bits) == raws[0].view(bits) for r in raws[1:]])
+        stack = np.stack([_real(r, integer, scale, first.zero_point) for r in raws])
         with np.errstate(invalid="ignore"):
-            spread[at:at + stack.shape[1]] = np.nan_to_num(stack.max(0) - stack.min(0), nan=np.inf)
+            spread = np.nan_to_num(stack.max(0) - stack.min(0), nan=np.inf, posinf=np.inf)
+        spread[same] = 0.0
+        count += int(np.count_nonzero(~same))
         if integer:
             codes = np.stack([r.astype(np.int64) for r in raws])
-            lsb[at:at + codes.shape[1]] = codes.max(0) - codes.min(0)
+            max_lsb = max(max_lsb, int((codes.max(0) - codes.min(0)).max(initial=0)))
         else:
             ordered = np.stack([_ordered(r.astype(dtype.newbyteorder("="))) for r in raws])
-            ulps[at:at + ordered.shape[1]] = ordered.max(0) - ordered.min(0)
+            ulp = ordered.max(0) - ordered.min(0)
+            ulp[same] = 0
+            max_ulps = max(max_ulps, int(ulp.max(initial=0)))
+        if spread.size and (worst is None or spread.max() > max_abs):
+            i = int(np.argmax(spread))
+            if spread[i] > 0:
+                max_abs, worst = float(spread[i]), at + i
+        top = np.concatenate([top, spread])
+        if top.size > keep:
+            top = np.partition(top, top.size - keep)[top.size - keep:]
         finite = np.where(np.isfinite(stack), stack, 0.0)
         dots += finite @ finite[0]
         norms += (finite * finite).sum(1)
         largest = max(largest, float(np.abs(finite).max(initial=0.0)))
-    differing = lsb if integer else ulps
-    count = int(np.count_nonzero(differing))
-    worst = int(np.argmax(spread)) if count else None
     cosines = [dots[k] / math.sqrt(norms[0] * norms[k]) if norms[0] and norms[k] else (1.0 if norms[0] == norms[k]
                else 0.0) for k in range(1, len(runs))]
-    where = None
+    where = values = None
     if worst is not None:
         layout, unit = buffer_layout(first, first.size)
         where = _locate(first, layout, unit, dtype.itemsize)(worst) or None
         values = tuple(float(_real(np.frombuffer(d.read(worst * dtype.itemsize, dtype.itemsize), dtype), integer,
                                    scale, first.zero_point)[0]) for d in dumps)
-    p99 = float(np.sort(spread)[max(0, math.ceil(0.99 * n) - 1)]) if n else 0.0
-    return TensorSpread(key[0], key[1], str(dtype.newbyteorder("=")), n, count, float(spread.max(initial=0.0)),
-                        int(lsb.max(initial=0)) if integer else None, int(ulps.max(initial=0)) if not integer else None,
-                        p99, worst, where, values if worst is not None else None,
+    p99 = float(top.min()) if keep and top.size else 0.0
+    return TensorSpread(key[0], key[1], str(dtype.newbyteorder("=")), n, count, max_abs,
+                        max_lsb if integer else None, None if integer else max_ulps, p99, worst, where, values,
                         float(min(cosines)) if cosines else None, largest, integer, scale)
 
 

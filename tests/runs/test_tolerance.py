@@ -331,3 +331,30 @@ def test_the_report_is_what_the_cli_prints(tmp_path):
     report = reports.tolerance(*runs)
     assert json.loads(to_json(report.to_dict())) == _tolerance(*runs)
     assert report.exit_code == 0 and report.judgement.has("spread")
+
+
+def test_a_tensor_over_many_windows_and_nan_of_one_pattern(tmp_path):
+    rng = np.random.default_rng(12)
+    n = 700_000  # 2.8 MB of float32: read in windows
+    a = rng.normal(0, 1, n).astype(np.float32)
+    b = a.copy()
+    hit = rng.choice(n, 20_000, replace=False)
+    b[hit] += rng.normal(0, 1e-4, hit.size).astype(np.float32)
+    a[5] = b[5] = np.float32("nan")  # the same NaN in both: no spread
+    runs = _pair(tmp_path, a, b, shape=(1, n // 4, 4))
+    (t,) = _tolerance(*runs)["tensors"]
+    d = np.abs(b.astype(np.float64) - a.astype(np.float64))
+    d[5] = 0.0
+    assert t["max_abs"] == d.max() and t["worst"]["index"] == int(np.argmax(d))
+    assert t["differing"] == int(np.count_nonzero(a.view(np.uint32) != b.view(np.uint32)))
+    assert t["p99_abs"] == np.sort(d)[math.ceil(0.99 * n) - 1]
+    other = tmp_path / "nan"
+    other.mkdir()
+    c = a.copy()
+    c[5] = 7.0  # NaN against a number is a difference without a finite size
+    (t,) = _tolerance(*_pair(other, a, c, shape=(1, n // 4, 4)))["tensors"]
+    (other / "again").mkdir()
+    assert t["differing"] == 1 and t["max_abs"] is None and t["spec"] is None  # JSON has no infinity
+    assert "no tolerance passes" in t["reason"]
+    table = run_cli("tolerance", *_pair(other / "again", a, c, shape=(1, n // 4, 4)))
+    assert table.code == 0 and "no tolerance passes" in " ".join(table.out.split())
