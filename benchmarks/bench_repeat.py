@@ -23,29 +23,18 @@ import sys
 import tempfile
 import time
 
-import numpy as np
-
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from _table import Table, add_json_flag  # noqa: E402
-from bench_runs import _read, _write_run  # noqa: E402
+from bench_runs import _write_run, detections, dumps_of  # noqa: E402
 
 from forensics.runs.compare import compare_runs  # noqa: E402
 from forensics.runs.repeat import repeat_runs  # noqa: E402
 
 
 def make_loop(root: str, n: int) -> list[str]:
-    good = {k: _read("libedgetpu", f) for k, f in (("input", "input.bin"), ("scores", "convert_scores.bin"),
-                                                    ("boxes", "Squeeze1.bin"))}
-    broken = _read("broken", "convert_scores.bin")
-    boxes = np.zeros((1, 10, 4), np.float32)
-    boxes[0, 0] = (0.2, 0.3, 0.6, 0.7)
-    classes, scores = np.zeros((1, 10), np.float32), np.zeros((1, 10), np.float32)
-    scores[0, 0] = 0.99609375
-    dets = [("TFLite_Detection_PostProcess", boxes, "boxes"), ("TFLite_Detection_PostProcess:1", classes, "classes"),
-            ("TFLite_Detection_PostProcess:2", scores, "scores"),
-            ("TFLite_Detection_PostProcess:3", np.array([1], np.float32), "num_detections")]
+    good, broken, dets = dumps_of("libedgetpu"), dumps_of("broken")["scores"], detections()
     cut = good["scores"][:4000] + broken[4000:]  # a DMA that stopped at byte 4,000
     stale = good["scores"][:6000] + cut[6000:]   # read early: the rest is the previous job's
     paths = []

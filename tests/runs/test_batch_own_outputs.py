@@ -11,7 +11,6 @@ import json
 import os
 import socket
 import threading
-import zipfile
 
 import pytest
 
@@ -20,6 +19,7 @@ from forensics.runs.engine import NotDask, probe_scheduler
 from forensics.runs.remote import join
 from tests.conftest import assert_one_line_error
 from tests.runs.test_batch import _farm
+from tests.runs.test_engine_faults import _zip_farm
 
 
 def _pairs_of(doc):
@@ -57,13 +57,7 @@ def test_a_folder_that_only_looks_like_pages_is_still_a_pair(tmp_path):
 
 def test_a_zip_farm_at_the_archive_root(tmp_path):
     pytest.importorskip("fsspec")
-    farm = _farm(tmp_path)
-    archive = tmp_path / "farm.zip"
-    with zipfile.ZipFile(archive, "w") as z:
-        for root, _, files in os.walk(farm):
-            for name in files:
-                full = os.path.join(root, name)
-                z.write(full, os.path.relpath(full, farm))  # pair-0/... at the root, no farm/ folder
+    farm, archive = _zip_farm(tmp_path, at_root=True)  # pair-0/... at the root, no farm/ folder
     on_disk = batch_compare(farm, workers=1)
     zipped = batch_compare(f"zip://::file://{archive}", workers=1)
     assert [r["pair"] for r in zipped.rows] == [r["pair"] for r in on_disk.rows]
