@@ -71,7 +71,7 @@ def register(subparsers, parents) -> None:
     p.add_argument("--runtime", default=None, metavar="NAME|all",
                    help="the reference to run in: litert (default delegates off, the default), litert-xnnpack "
                         "(its default delegates, XNNPACK), tflite-runtime (where installed; needs numpy < 2), or "
-                        "all: one run per runtime this machine has, as RUN/<runtime> (docs/tolerance.md)")
+                        "all: one run per runtime this machine has, as RUN/<runtime> (docs/repeat.md)")
     p.add_argument("--resampling", choices=RESAMPLING, default="lanczos",
                    help="how --image is resized (default lanczos, as pycoral's examples)")
     p.add_argument("--tail-only", action="store_true",

@@ -14,7 +14,8 @@ the runs around them.
   outlier's differing bytes are the previous run's (that run itself differed there: stale from the previous
   job); `cold` when the first run differs and every other outlier is `previous` (the first run alone, or the
   runs carrying its bytes); and a `period` when the other outliers come every P-th run (P >= 2, at least 3 of
-  them, none missing up to the last run).
+  them, none missing up to the last run). A buffer no run holds the baseline of (every run differs from the
+  reference the same way) is a consistent difference: no run depends on another through it.
 
 The runs' manifests are read by the engine that runs `compare --batch` (forensics.runs.engine: the local pool or
 Dask, each run read where it is, paths or fsspec URLs); the CRC32s they recorded are trusted unless
@@ -368,6 +369,9 @@ def analyse(signatures: list[dict], reference: dict | None = None, *, locations=
             return modal_run
         return next(locations[i] for i in range(n) if contents[i].get(key) == baseline[key])
 
+    # A buffer no run holds the baseline of differs the same way in every run: a consistent difference, which
+    # says nothing about one run depending on another.
+    produced = {key for key in baseline if any(c.get(key) == baseline[key] for c in contents)}
     loaded = _Loaded()  # the runs as given: the client reads them where the user named them
     rows = []
     for i, sig in enumerate(signatures):
@@ -381,7 +385,8 @@ def analyse(signatures: list[dict], reference: dict | None = None, *, locations=
         if diagnose and contents[i].get(first) not in (None, MISSING):
             finding, evidence = _diagnose(loaded, holder(first), location, previous, first)
         depends = None
-        if previous is not None and all(contents[i].get(k) not in (None, MISSING) for k in at_stage):
+        if previous is not None and all(contents[i].get(k) not in (None, MISSING) and k in produced
+                                        for k in at_stage):
             carried = []
             for key in at_stage:
                 if contents[i - 1].get(key) == contents[i][key]:

@@ -1,5 +1,5 @@
 """Capture one model and input in every reference runtime this machine has: one run each, side by side, for
-`forensics tolerance` to measure the reference's own noise (docs/tolerance.md).
+`forensics tolerance` to measure the reference's own noise (docs/repeat.md).
 
 `capture --runtime all -o DIR` writes DIR/<runtime> for each of forensics.model.runtime.REFERENCES that can run
 here (litert: ai-edge-litert with default delegates off, the reference; litert-xnnpack: the same with its

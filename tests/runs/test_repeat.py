@@ -127,6 +127,8 @@ def test_a_reference_run(driver, tmp_path):
     assert doc["reference"] == str(cold) and doc["verdict"] == "DIFFER"
     assert [r["status"] for r in doc["runs"]] == ["outlier"] * 4
     assert all(r["against"] == str(cold) for r in doc["runs"])
+    assert all(r["depends"] is None for r in doc["runs"])  # the same difference in every run: no run depends
+    assert doc["period"] is None
     assert all(b["baseline"] == "reference" for b in doc["buffers"])
     assert _json(runs[0], "--reference", runs[1])["verdict"] == "MATCH"  # one run and a reference
 
@@ -228,3 +230,18 @@ def test_repeat_prints_under_cp1252(driver, tmp_path):
     proc = subprocess.run([sys.executable, "-m", "forensics", "repeat", str(tmp_path / "loop")], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1 and "internal error" not in proc.stderr, proc.stderr
+
+
+def test_runs_at_a_url_are_read_in_place(driver, tmp_path):
+    fsspec = pytest.importorskip("fsspec")
+    runs = _loop(driver, tmp_path / "loop", 8, "stale", k=4)
+    fs = fsspec.filesystem("memory")
+    for run in runs:
+        for path in run.rglob("*"):
+            if path.is_file():
+                fs.pipe(f"/repeat-loop/{run.name}/{path.relative_to(run).as_posix()}", path.read_bytes())
+    on_disk, remote = _json(*runs), _json("memory://repeat-loop")
+    assert [r["run"] for r in remote["runs"]] == [f"memory://repeat-loop/run-{i}" for i in range(1, 9)]
+    for key in ("status", "first_divergent_stage", "finding", "depends"):
+        assert [r[key] for r in remote["runs"]] == [r[key] for r in on_disk["runs"]], key
+    fs.rm("/repeat-loop", recursive=True)

@@ -358,3 +358,16 @@ def test_a_tensor_over_many_windows_and_nan_of_one_pattern(tmp_path):
     assert "no tolerance passes" in t["reason"]
     table = run_cli("tolerance", *_pair(other / "again", a, c, shape=(1, n // 4, 4)))
     assert table.code == 0 and "no tolerance passes" in " ".join(table.out.split())
+
+
+def test_tolerance_prints_under_cp1252(tmp_path):
+    import subprocess
+
+    from tests.conftest import REPO
+
+    a = np.arange(40, dtype=np.float32)
+    runs = _pair(tmp_path, a, a + np.float32(0.25))
+    env = dict(os.environ, PYTHONIOENCODING="cp1252")
+    proc = subprocess.run([sys.executable, "-m", "forensics", "tolerance", *map(str, runs)], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and "internal error" not in proc.stderr, proc.stderr
