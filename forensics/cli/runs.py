@@ -66,7 +66,12 @@ def register(subparsers, parents) -> None:
                           "accelerator's outputs, raw chip layout or tensor)")
     p.add_argument("-o", "--output", required=True, metavar="RUN",
                    help="the run directory to create (with --images: the folder of runs)")
-    p.add_argument("--source", default="litert", metavar="NAME", help="the run's source name (default litert)")
+    p.add_argument("--source", default=None, metavar="NAME",
+                   help="the run's source name (default: the --runtime, litert)")
+    p.add_argument("--runtime", default=None, metavar="NAME|all",
+                   help="the reference to run in: litert (default delegates off, the default), litert-xnnpack "
+                        "(its default delegates, XNNPACK), tflite-runtime (where installed; needs numpy < 2), or "
+                        "all: one run per runtime this machine has, as RUN/<runtime> (docs/repeat.md)")
     p.add_argument("--resampling", choices=RESAMPLING, default="lanczos",
                    help="how --image is resized (default lanczos, as pycoral's examples)")
     p.add_argument("--tail-only", action="store_true",
@@ -120,6 +125,10 @@ def register(subparsers, parents) -> None:
     p.add_argument("--tolerance", type=_tolerance_arg, action="append", default=None, metavar="K|TENSOR=SPEC",
                    help="K: every integer buffer may differ by K LSB (= --atol Klsb); TENSOR=SPEC (repeatable): "
                         "this tensor's tolerance, e.g. convert_scores=1lsb or Squeeze1=atol=0.01,check=p99")
+    p.add_argument("--tolerance-from", nargs="+", default=None, metavar="RUN",
+                   help="reference runs of the same model and input (capture --runtime all), or their folder: "
+                        "each tensor's tolerance is their measured spread (forensics tolerance); put it after "
+                        "RUN_A RUN_B")
     p.add_argument("--labels", metavar="FILE", help="class names for the detections (one per line)")
     p.add_argument("--junit", metavar="OUT.xml", help="also write a JUnit XML report: one test case per (stage, tensor)")
     p.add_argument("--impact", action="store_true",

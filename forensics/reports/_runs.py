@@ -26,11 +26,19 @@ class CaptureManyReport(Report):
 
 
 @spellings()
-def capture(*, model, output, source: str = "litert", image=None, input=None,  # noqa: A002
+def capture(*, model, output, source: str | None = None, image=None, input=None,  # noqa: A002
             resampling: str = "lanczos", tail_only: bool = False, delegate=None,
-            replace: bool = False, images=None, progress=None) -> CaptureReport | CaptureManyReport:
+            replace: bool = False, images=None, progress=None, runtime=None) -> CaptureReport | CaptureManyReport:
     """`forensics capture --model M -o RUN`: run the model in LiteRT and record every stage as a run;
-    with `images` (a folder or a list file), one run per image under `output` (progress(images_done, images))."""
+    with `images` (a folder or a list file), one run per image under `output` (progress(images_done, images));
+    `runtime` one of forensics.model.runtime.REFERENCES, or all: one run per runtime (forensics.reports._repeat)."""
+    if runtime == "all":
+        from forensics.reports._repeat import capture_all_runtimes
+
+        return capture_all_runtimes(model=model, output=output, source=source, image=image, input=input,
+                                    resampling=resampling, tail_only=tail_only, delegate=delegate, replace=replace,
+                                    images=images)
+    source = source or runtime or "litert"
     if images is not None:
         from forensics.runs.capture_many import capture_many
 
@@ -38,14 +46,14 @@ def capture(*, model, output, source: str = "litert", image=None, input=None,  #
             raise InputError("{images} resumes: runs already captured are kept (remove a run to capture it again)",
                              params=True)
         result = capture_many(model, images, output, source=source, resampling=resampling, tail_only=tail_only,
-                              delegate=delegate,
+                              delegate=delegate, runtime=runtime,
                               progress=(lambda done, total, _name: progress(done, total)) if progress else None)
         warnings = tuple(error if image in error else f"{image}: {error}" for image, error in result.failed)
         return CaptureManyReport("capture", result, result.exit_code, warnings=warnings)
     from forensics.runs.capture import capture as capture_run
 
     result = capture_run(model, output, source=source, image=image, inputs=input, resampling=resampling,
-                         tail_only=tail_only, delegate=delegate, replace=replace, progress=progress)
+                         tail_only=tail_only, delegate=delegate, replace=replace, progress=progress, runtime=runtime)
     return CaptureReport("capture", result, rows_key="buffers")
 
 
@@ -209,7 +217,8 @@ def _policy(tolerance, atol, rtol, check):
 def compare(*runs, html=None, previous=None, model=None, deps=None, limit: int = 8, batch=None, output=None,
             workers: int | None = None, tolerance=None, atol=None, rtol=None, check=None, labels=None,
             junit=None, progress=None, scheduler: str = "local", verify_files: bool = False,
-            stall_timeout: float | None = None, impact: bool = False) -> CompareReport | BatchReport:
+            stall_timeout: float | None = None, impact: bool = False,
+            tolerance_from=None) -> CompareReport | BatchReport:
     """`forensics compare RUN_A RUN_B` (stage by stage) or `compare --batch DIR -o SUMMARY.csv`. `tolerance`:
     K (LSB for every integer buffer) and/or (TENSOR, SPEC) pairs; with atol / rtol / check they judge
     differing buffers MATCH / WITHIN TOLERANCE / DIFFER (forensics.core.tolerance). `labels` names detection
@@ -218,7 +227,12 @@ def compare(*runs, html=None, previous=None, model=None, deps=None, limit: int =
     every buffer's CRC taken again instead of trusting the manifests (one pair is always verified),
     `stall_timeout` the seconds without a finished pair after which the batch ends (exit 2), its finished
     rows written to `output`. `impact`: which differing anchors change the detections (forensics impact), with
-    `model`/`deps` or run A's model; it does not change the verdict."""
+    `model`/`deps` or run A's model; it does not change the verdict. `tolerance_from`: reference runs whose
+    measured spread is each tensor's tolerance (forensics.runs.noise; a tensor given its own `tolerance` keeps it)."""
+    if tolerance_from:
+        from forensics.runs.noise import with_measured
+
+        tolerance = with_measured(tolerance, tolerance_from)
     policy = _policy(tolerance, atol, rtol, check)
     if batch:
         if impact:
