@@ -215,8 +215,9 @@ def _little_endian_chunks(dump):
         yield view if dtype.byteorder != ">" else np.frombuffer(view, dtype).byteswap().view(np.uint8)
 
 
-def ingest_arrays(run_path, fmt: str, path, *, source: str | None = None) -> ArraysIngest:
-    """Add the arrays of an npz / Polygraphy file to the run at `run_path` (created when missing)."""
+def ingest_arrays(run_path, fmt: str, path, *, source: str | None = None, replace: bool = False) -> ArraysIngest:
+    """Add the arrays of an npz / Polygraphy file to the run at `run_path` (created when missing); a buffer the
+    run holds is replaced only with `replace`."""
     if fmt not in FORMATS:
         raise InputError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     if fmt == "npz":
@@ -231,7 +232,7 @@ def ingest_arrays(run_path, fmt: str, path, *, source: str | None = None) -> Arr
         raise InputError("a run needs a source name: give {source:NAME}", params=True)
     added = []
     seen = set()
-    with write_run(run_path, source, add=True) as builder:
+    with write_run(run_path, source, add=True, replace_buffers=replace) as builder:
         for name, array in arrays.items():
             stage, tensor = _stage_and_tensor(name)
             if (stage, tensor) in seen:
