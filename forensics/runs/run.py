@@ -789,8 +789,10 @@ def _journal_items(path: str) -> list[tuple[str, str]]:
 
 def _remove_empty_dirs(run_path: str, rels) -> None:
     for rel in sorted(set(rels), key=lambda r: -r.count("/")):
-        with contextlib.suppress(OSError):
-            os.rmdir(os.path.join(run_path, *rel.split("/")))
+        path = _inside(run_path, rel)
+        if path is not None and not os.path.islink(path):
+            with contextlib.suppress(OSError):
+                os.rmdir(path)
 
 
 def _recover_in_place(run_path: str) -> None:
@@ -807,18 +809,46 @@ def _recover_in_place(run_path: str) -> None:
     if not os.path.isfile(journal) or os.path.islink(journal):
         raise InputError(f"{JOURNAL} is not a regular file; remove it to write to this run", run_path)
     try:  # no manifest: the killed writer was writing the first one into an empty directory
-        used = ({e.file for e in load_run(run_path).buffers}
-                if os.path.lexists(os.path.join(run_path, MANIFEST)) else set())
+        if os.path.lexists(os.path.join(run_path, MANIFEST)):
+            run = load_run(run_path)
+            used = {e.file for e in run.buffers + run.logs}
+        else:
+            used = set()
     except ForensicsError as exc:  # a manifest we cannot read: nothing is removed on a guess
         raise InputError(f"the run has a {JOURNAL} from a write that did not finish, and its manifest cannot "
                          f"be read ({exc}): repair the manifest or write a new run", run_path) from None
     items = _journal_items(journal)
     for kind, rel in items:
-        if kind in ("file", "old") and rel not in used:
-            with contextlib.suppress(OSError):
-                os.unlink(os.path.join(run_path, *rel.split("/")))
+        # only what a writer of the project made (its own file names; the old files a manifest listed), and
+        # only inside the run: a journal naming a file through a directory that is a link removes nothing
+        if kind in ("file", "old") and rel not in used and (kind == "old" or _PROJECT_FILE.fullmatch(rel)):
+            _unlink_inside(run_path, rel)
     _remove_empty_dirs(run_path, [rel for kind, rel in items if kind == "dir"])
     os.unlink(journal)
+
+
+# The names RunBuilder gives the files it writes: <stage or logs>[-N]/<safe_name>[-N].bin or .log
+_PROJECT_FILE = re.compile(r"[a-z]+(?:-[0-9]+)?/[A-Za-z0-9._-]+\.(?:bin|log)")
+
+
+def _inside(run_path: str, rel: str) -> str | None:
+    """The path of `rel` in the run when no directory on the way to it is a symbolic link (so that it is
+    inside the run whatever the links point at), else None."""
+    parts = rel.split("/")
+    directory = run_path
+    for part in parts[:-1]:
+        directory = os.path.join(directory, part)
+        if os.path.islink(directory) or not os.path.isdir(directory):
+            return None
+    return os.path.join(directory, parts[-1])
+
+
+def _unlink_inside(run_path: str, rel: str) -> None:
+    """Remove the run's file `rel` (a link itself, never what it points at); nothing outside the run."""
+    path = _inside(run_path, rel)
+    if path is not None:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
 
 
 class RunBuilder:
@@ -902,8 +932,7 @@ class RunBuilder:
     def _remove_new(self, file: str) -> None:
         if file in self._new:  # written by this write: nobody else lists it
             self._new.discard(file)
-            with contextlib.suppress(OSError):
-                os.unlink(os.path.join(self.directory, *file.split("/")))
+            _unlink_inside(self.directory, file)
 
     def _drop(self, stage: str, tensor: str) -> None:
         old = self.entries.pop((stage, tensor), None)
@@ -1037,8 +1066,7 @@ class RunBuilder:
     def _undo(self) -> None:
         """A write that failed before its manifest went in: remove what it created."""
         for rel in self._new:
-            with contextlib.suppress(OSError):
-                os.unlink(os.path.join(self.directory, *rel.split("/")))
+            _unlink_inside(self.directory, rel)
         _remove_empty_dirs(self.directory, self._new_dirs)
 
 
@@ -1190,7 +1218,6 @@ def _commit_in_place(path: str, text: str, builder: RunBuilder, journal: _Journa
             journal.remove()
         raise
     for rel in old:
-        with contextlib.suppress(OSError):
-            os.unlink(os.path.join(path, *rel.split("/")))
+        _unlink_inside(path, rel)
     _remove_empty_dirs(path, dirs)
     journal.remove()
