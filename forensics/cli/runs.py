@@ -136,4 +136,6 @@ def register(subparsers, parents) -> None:
     p.add_argument("run", metavar="RUN")
     p.add_argument("--format", required=True, choices=("npz", "polygraphy"))
     p.add_argument("-o", "--output", required=True, metavar="FILE")
+    p.add_argument("--allow-changed", action="store_true",
+                   help="export buffers whose bytes no longer match the manifest (refused without; each is named)")
     p.set_defaults(handler=cmd_export)

@@ -106,11 +106,13 @@ class ExportReport(Report):
 
 
 @spellings()
-def export(run, *, format: str, output) -> ExportReport:  # noqa: A002
-    """`forensics export RUN --format npz|polygraphy -o FILE`: the run's buffers as typed arrays."""
+def export(run, *, format: str, output, allow_changed: bool = False) -> ExportReport:  # noqa: A002
+    """`forensics export RUN --format npz|polygraphy -o FILE`: the run's buffers as typed arrays; a buffer
+    changed since capture is refused unless `allow_changed` (then a warning names it)."""
     from forensics.runs.interop import export_run
 
-    return ExportReport("export", export_run(run, format, output), rows_key="arrays")
+    result = export_run(run, format, output, allow_changed=allow_changed)
+    return ExportReport("export", result, rows_key="arrays", warnings=result.warnings)
 
 
 @dataclass(frozen=True, repr=False)

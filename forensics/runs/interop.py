@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from forensics.core.errors import InputError
-from forensics.runs.run import STAGES, Run, load_run, write_run
+from forensics.runs.run import STAGES, BufferCheck, Run, load_run, verify_run, write_run
 from forensics.compare.stats import element_dtype
 
 FORMATS = ("npz", "polygraphy")
@@ -65,10 +65,16 @@ class ExportResult:
     format: str
     output: str
     arrays: tuple[tuple[str, str, tuple[int, ...]], ...]  # (name, dtype, shape)
+    changed: tuple[BufferCheck, ...] = ()  # buffers whose bytes no longer match the manifest (allow_changed)
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        return tuple(f"{c.message(self.run)}: exported as it is now" for c in self.changed)
 
     def to_dict(self) -> dict:
         return {"run": self.run, "format": self.format, "output": self.output,
-                "arrays": [{"name": n, "dtype": d, "shape": list(s)} for n, d, s in self.arrays]}
+                "arrays": [{"name": n, "dtype": d, "shape": list(s)} for n, d, s in self.arrays],
+                "changed": [c.to_dict() for c in self.changed]}
 
 
 def _npy_bytes(array: np.ndarray) -> bytes:
@@ -97,13 +103,25 @@ def member_name(label: str) -> str:
     return text
 
 
-def export_run(run, fmt: str, output) -> ExportResult:
-    """Write the run's buffers as `fmt` (npz or polygraphy) to `output`, atomically."""
+def export_run(run, fmt: str, output, *, allow_changed: bool = False) -> ExportResult:
+    """Write the run's buffers as `fmt` (npz or polygraphy) to `output`, atomically. A buffer whose bytes no
+    longer match the manifest (what compare shows CHANGED) is refused, nothing written, unless `allow_changed`
+    (then it is exported as it is now, and the result says which)."""
     from forensics.io.outputs import atomic_write
 
     if fmt not in FORMATS:
         raise InputError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     run = run if isinstance(run, Run) else load_run(run)
+    checks = verify_run(run)
+    missing = [c for c in checks if c.status == "missing"]
+    if missing:
+        raise InputError(missing[0].message(run.path))
+    changed = tuple(c for c in checks if not c.ok)
+    if changed and not allow_changed:
+        more = f" (and {len(changed) - 1} more)" if len(changed) > 1 else ""
+        first = changed[0].message(run.path).replace("{", "{{").replace("}", "}}")  # a template (params=True)
+        raise InputError(f"{first}{more}; nothing was exported (the run is not what was captured): give "
+                         "{allow_changed} to export the bytes as they are now", params=True)
     arrays = run_arrays(run)
     output = os.fspath(output)
     try:
@@ -118,7 +136,7 @@ def export_run(run, fmt: str, output) -> ExportResult:
         raise InputError(f"cannot write: {exc.strerror or exc}", output) from None
     name = member_name if fmt == "npz" else str
     return ExportResult(run.path, fmt, output,
-                        tuple((name(n), a.dtype.name, tuple(a.shape)) for n, a in arrays.items()))
+                        tuple((name(n), a.dtype.name, tuple(a.shape)) for n, a in arrays.items()), changed)
 
 
 # --- reading -----------------------------------------------------------------------------------------------
