@@ -93,7 +93,8 @@ def ingest(run, buffers, *, source: str | None = None, model=None, from_format: 
         raise InputError("ingest needs {source:NAME} (who produced the dumps)", params=True)
     result = ingest_run(run, source, list(buffers), model=model,
                         dump_options=_slice(offset, length, gap_fill)[0], replace=replace)
-    warnings = tuple(f"{run}: replaced the run's {label} buffer" for label in result.replaced)
+    warnings = tuple(f"{run}: replaced the run's {label}{'' if label.startswith('log:') else ' buffer'}"
+                     for label in result.replaced)
     return IngestReport("ingest", result, warnings=warnings, rows_key="buffers")
 
 

@@ -375,6 +375,12 @@ def _capture_full(model, model_bytes, record, output, source, image, feeds, resa
                 for exe in package.executables:
                     builder.add_bytes("params", f"op{package.operator}_exe{exe.index}_{exe.type.lower()}",
                                       bytes(exe.parameters), dtype="uint8")
+        if prepared is not None:  # the picture itself, and how the input was made from it (top-left, pycoral)
+            from forensics.runs.ingest import image_meta
+
+            height, width = (int(v) for v in details[0]["shape"][1:3])
+            builder.add_file("image", "image", image, **image_meta(image), input_size=[width, height],
+                             resized=list(prepared.resized), offset=[0, 0], resampling=resampling)
         single = len(details) == 1
         for d in details:
             t = model.tensor(d["name"])

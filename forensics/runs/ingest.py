@@ -188,7 +188,7 @@ def ingest(run_path, source: str, specs, *, model=None, dump_options: dict | Non
             dumps = []
             for s in specs:  # every dump opened and checked before the first byte is written
                 if s.stage in ("image", LOG):
-                    dumps.append((s, _image_meta(s.path) if s.stage == "image" else {}, None))
+                    dumps.append((s, image_meta(s.path) if s.stage == "image" else {}, None))
                     continue
                 # opened once (a text dump is decoded here) and handed to every step below
                 dump = open_dump(s.path, allow_empty=True, use_sidecar=False, **dump_options)
@@ -223,13 +223,14 @@ def ingest(run_path, source: str, specs, *, model=None, dump_options: dict | Non
     return IngestResult(builder.run, created, tuple(added), tuple(replaced), tuple(relayouted), tuple(derived))
 
 
-def _image_meta(path: str) -> dict:
+def image_meta(path) -> dict:
     """An image's width, height, format and mode from its header (Pillow, when installed). A file Pillow does
     not read as an image is refused: `image=` holds the picture the input was made from."""
     try:
         from PIL import Image, UnidentifiedImageError
     except ImportError:  # the bytes are kept all the same; the geometry is what Pillow would have said
         return {}
+    path = os.fspath(path)
     try:
         with Image.open(path) as img:
             return {"width": int(img.size[0]), "height": int(img.size[1]), "format": img.format, "mode": img.mode}
