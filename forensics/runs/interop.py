@@ -59,6 +59,43 @@ def run_arrays(run) -> dict[str, np.ndarray]:
     return out
 
 
+_KERNEL_OUTPUTS = ("boxes", "classes", "scores", "num_detections")  # TFLite_Detection_PostProcess's output order
+
+
+def tail_arrays(run, deps=None):
+    """A run's CPU tail as forensics.decode.explain.TailArrays: the tensor stage's box encodings and scores
+    (the driver's own: a derived relayout is not read), the dequantized stage's values and the detections, found
+    by `role` (what capture and ingest --model record), else by the model's tensor names (`deps`, DecodeDeps),
+    the shapes ([..., 4] boxes, [..., classes + 1] scores) and the kernel's output order."""
+    from forensics.decode.explain import Detections, TailArrays
+
+    run = run if isinstance(run, Run) else load_run(run)
+
+    def pick(stage, role, name=None, columns=None):
+        entries = [e for e in run.buffers if e.stage == stage and not e.derived]
+        for match in (lambda e: e.role == role, lambda e: name is not None and e.tensor == name,
+                      lambda e: columns is not None and e.role is None and e.shape is not None
+                      and len(e.shape) >= 2 and e.shape[-1] == columns):
+            found = [e for e in entries if match(e)]
+            if len(found) == 1:
+                return _array(run, found[0])
+        return None
+
+    columns = deps.score_columns if deps is not None else None
+    names = (deps.boxes.name, deps.scores.name) if deps is not None else (None, None)
+    detections = None
+    outputs = [e for e in run.buffers if e.stage == "detections"]
+    by_role = {e.role: e for e in outputs if e.role in _KERNEL_OUTPUTS}
+    ordered = [by_role.get(r) for r in _KERNEL_OUTPUTS] if len(by_role) == 4 else (outputs if len(outputs) == 4
+                                                                                       else None)
+    if ordered:
+        detections = Detections.of(*(_array(run, e).view(np.float32) if e.dtype is None else _array(run, e)
+                                     for e in ordered))
+    return TailArrays(boxes=pick("tensor", "boxes", names[0]), scores=pick("tensor", "scores", names[1]),
+                      boxes_dequantized=pick("dequantized", "boxes", columns=4),
+                      scores_dequantized=pick("dequantized", "scores", columns=columns), detections=detections)
+
+
 @dataclass(frozen=True)
 class ExportResult:
     run: str
