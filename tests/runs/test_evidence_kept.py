@@ -81,6 +81,8 @@ def test_raw_with_a_model_never_replaces_the_drivers_own_tensor(chip, tmp_path, 
     assert derived.derived_from == "raw:convert_scores"
     assert _bytes(loaded, "relayouted", "convert_scores") == relayouted
     assert doc["derived"] == ["relayouted:convert_scores"]
+    shown = cli("ingest", run, "--source", "ours", f"log={tmp_path / 'raw.bin'}", width=200)  # which is which
+    assert "convert_scores (derived from raw:convert_scores)" in shown.out and "\nlog " in shown.out
     manifest = json.loads((run / "manifest.json").read_text())
     assert [b.get("derived_from") for b in manifest["buffers"] if b["stage"] == "relayouted"] == ["raw:convert_scores"]
     assert all(c.ok for c in verify_run(loaded))

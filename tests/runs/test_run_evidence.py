@@ -249,3 +249,21 @@ def test_a_hand_written_image_entry_says_its_placement(tmp_path):
     assert manifest([0, 0]).placement == "top-left"
     assert manifest([0, 49]).placement == "offset"
     assert manifest("top").offset is None and manifest("top").placement is None
+
+
+@pytest.mark.parametrize("spec", ["log={}", "log:dbgview={}", "image={}"])
+def test_a_missing_log_or_image_is_one_line(tmp_path, cli, spec):
+    r = cli("ingest", tmp_path / "R", "--source", "ours", spec.format(tmp_path / "missing"))
+    assert_one_line_error(r, "missing")
+    assert not (tmp_path / "R").exists()
+
+
+def test_a_malformed_derived_from_is_one_line(tmp_path, cli):
+    run = tmp_path / "R"
+    (run / "tensor").mkdir(parents=True)
+    (run / "tensor" / "t.bin").write_bytes(b"\0" * 4)
+    (run / "manifest.json").write_text(json.dumps({"format": "forensics-run", "version": 1, "source": "ours",
+                                                   "buffers": [{"stage": "tensor", "tensor": "t",
+                                                                "file": "tensor/t.bin", "size": 4, "crc32": 0,
+                                                                "derived_from": 7}]}))
+    assert_one_line_error(cli("export", run, "--format", "npz", "-o", tmp_path / "o.npz"), "derived_from")
