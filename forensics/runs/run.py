@@ -381,6 +381,17 @@ def _check_relative(file: str, where, path) -> str:
     return file
 
 
+def _file_fields(raw: dict, where: tuple, path: str) -> tuple[str, int, int]:
+    """(file, size, crc32) of a buffer's or a log's manifest entry, validated."""
+    file = _check_relative(raw.get("file"), where, path)
+    size = raw.get("size")
+    if not _is_int(size) or size < 0:
+        raise FormatError(f"size must be a non-negative integer, got {size!r}", where=where + ("size",), path=path)
+    if "crc32" not in raw:
+        raise FormatError("crc32 is missing", where=where, path=path)
+    return file, size, _parse_crc(raw["crc32"], where + ("crc32",), path)
+
+
 def _entry(raw, i: int, path: str) -> BufferEntry:
     where = ("buffers", str(i))
     if not isinstance(raw, dict):
@@ -392,13 +403,7 @@ def _entry(raw, i: int, path: str) -> BufferEntry:
     tensor = raw.get("tensor", stage)
     if not isinstance(tensor, str) or not tensor:
         raise FormatError("tensor must be a non-empty string", where=where + ("tensor",), path=path)
-    file = _check_relative(raw.get("file"), where, path)
-    size = raw.get("size")
-    if not _is_int(size) or size < 0:
-        raise FormatError(f"size must be a non-negative integer, got {size!r}", where=where + ("size",), path=path)
-    if "crc32" not in raw:
-        raise FormatError("crc32 is missing", where=where, path=path)
-    crc = _parse_crc(raw["crc32"], where + ("crc32",), path)
+    file, size, crc = _file_fields(raw, where, path)
     kw = {}
     if raw.get("dtype") is not None:
         if not isinstance(raw["dtype"], str):
@@ -443,6 +448,23 @@ def _entry(raw, i: int, path: str) -> BufferEntry:
     return BufferEntry(stage, tensor, file, size, crc, extra=extra, **kw)
 
 
+def _entries(items, key: str, parse, seen: set, names: set, path: str) -> tuple:
+    """The manifest's list `key` parsed entry by entry; two entries of one (stage, tensor) or one file are refused."""
+    if not isinstance(items, list):
+        raise FormatError(f"{key} must be a list", where=(key,), path=path)
+    out = []
+    for i, item in enumerate(items):
+        entry = parse(item, i, path)
+        if entry.key in seen:
+            raise FormatError(f"two {key} are {entry.label}", where=(key, str(i)), path=path)
+        if entry.file in names:
+            raise FormatError(f"two {key} share the file {entry.file!r}", where=(key, str(i)), path=path)
+        seen.add(entry.key)
+        names.add(entry.file)
+        out.append(entry)
+    return tuple(out)
+
+
 def _log_entry(raw, i: int, path: str) -> LogEntry:
     where = ("logs", str(i))
     if not isinstance(raw, dict):
@@ -450,13 +472,7 @@ def _log_entry(raw, i: int, path: str) -> LogEntry:
     name = raw.get("name")
     if not isinstance(name, str) or not name:
         raise FormatError("name must be a non-empty string", where=where + ("name",), path=path)
-    file = _check_relative(raw.get("file"), where, path)
-    size = raw.get("size")
-    if not _is_int(size) or size < 0:
-        raise FormatError(f"size must be a non-negative integer, got {size!r}", where=where + ("size",), path=path)
-    if "crc32" not in raw:
-        raise FormatError("crc32 is missing", where=where, path=path)
-    crc = _parse_crc(raw["crc32"], where + ("crc32",), path)
+    file, size, crc = _file_fields(raw, where, path)
     tags = raw.get("tags") or {}
     if not isinstance(tags, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in tags.items()):
         raise FormatError("tags must map a logged tag to a buffer label, e.g. {\"INPUT\": \"input\"}",
@@ -508,35 +524,12 @@ def parse_manifest(text: str, run_path: str, files=None) -> Run:
     capture = raw.get("capture")
     if capture is not None and not isinstance(capture, dict):
         raise FormatError("capture must be an object", where=("capture",), path=path)
-    buffers = raw.get("buffers")
-    if not isinstance(buffers, list):
-        raise FormatError("buffers must be a list", where=("buffers",), path=path)
-    entries, seen, names = [], set(), set()
-    for i, item in enumerate(buffers):
-        entry = _entry(item, i, path)
-        if entry.key in seen:
-            raise FormatError(f"two buffers are {entry.label}", where=("buffers", str(i)), path=path)
-        if entry.file in names:
-            raise FormatError(f"two buffers share the file {entry.file!r}", where=("buffers", str(i)), path=path)
-        seen.add(entry.key)
-        names.add(entry.file)
-        entries.append(entry)
-    logs_raw = raw.get("logs", [])
-    if not isinstance(logs_raw, list):
-        raise FormatError("logs must be a list", where=("logs",), path=path)
-    logs = []
-    for i, item in enumerate(logs_raw):
-        log = _log_entry(item, i, path)
-        if log.key in seen:
-            raise FormatError(f"two logs are named {log.name!r}", where=("logs", str(i)), path=path)
-        if log.file in names:
-            raise FormatError(f"two entries share the file {log.file!r}", where=("logs", str(i)), path=path)
-        seen.add(log.key)
-        names.add(log.file)
-        logs.append(log)
-    return Run(path=run_path, source=source.strip(), buffers=tuple(entries), model=model,
+    seen, names = set(), set()  # (stage, tensor) and file of every buffer and log: each once
+    entries = _entries(raw.get("buffers"), "buffers", _entry, seen, names, path)
+    logs = _entries(raw.get("logs", []), "logs", _log_entry, seen, names, path)
+    return Run(path=run_path, source=source.strip(), buffers=entries, model=model,
                input_image=raw.get("input_image"), created=raw.get("created"), tool=raw.get("tool"),
-               version=version, capture=capture, logs=tuple(logs), files=files)
+               version=version, capture=capture, logs=logs, files=files)
 
 
 def load_run(path) -> Run:

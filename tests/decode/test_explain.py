@@ -21,22 +21,15 @@ import pytest
 
 from forensics.decode.explain import (ANCHORS, DEQUANTIZE_PARAMETER, DEQUANTIZE_SWAPPED, FOLLOWS, INCOMPLETE,
                                       OPTION, ROUNDING, SAME, UNEXPLAINED, Detections, TailArrays, explain_tail)
+from tests.decode.decode_kernel import interpreter
 
 V1 = "ssd_mobilenet_v1_coco_quant_postprocess_segment_1_of_2_edgetpu.tflite"
 V2 = "ssd_mobilenet_v2_coco_quant_postprocess_segment_1_of_2_edgetpu.tflite"
 
 
-def _interpreter(model: bytes):
-    litert = pytest.importorskip("ai_edge_litert.interpreter")
-    it = litert.Interpreter(model_content=model, num_threads=1, experimental_preserve_all_tensors=True,
-                            experimental_op_resolver_type=litert.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
-    it.allocate_tensors()
-    return it
-
-
 def _run_tail(model: bytes, feeds: dict, names: tuple[str, str, str, str]) -> TailArrays:
     """The kernel's stages: names of the uint8 boxes / scores inputs and their DEQUANTIZE outputs."""
-    it = _interpreter(model)
+    it = interpreter(model)
     for d in it.get_input_details():
         it.set_tensor(d["index"], np.asarray(feeds[d["name"]]).reshape(d["shape"]).astype(d["dtype"]))
     it.invoke()
