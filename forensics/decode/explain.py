@@ -256,9 +256,10 @@ def describe(e: Explanation) -> str:
                      f"needs anchor {_anchor(n['needed_anchor'])} where the model has {_anchor(n['model_anchor'])}")
         return text
     if e.kind == DEQUANTIZE_SWAPPED:
-        return f"B = PostProcess of B's tensor with each output dequantized with the other's scale and zero point"
+        return "B = PostProcess of B's tensor with each output dequantized with the other's scale and zero point"
     if e.kind == ROUNDING:
-        return f"B = PostProcess({src}) after another runtime's dequantize rounding: harmless"
+        return ("B = PostProcess of B's tensor dequantized in another runtime's rounding (one rounding of "
+                "(q - zero_point) x scale, where LiteRT rounds twice in blocks of 8): harmless")
     text = (f"nothing forensics knows explains B's detections: PostProcess({src}) with this model's options makes "
             f"{n.get('equal_rows', 0)} of {n.get('rows', 0)} of B's rows, and none of {e.replays} single changes "
             "(PostProcess options, anchors) makes them all")
@@ -405,15 +406,15 @@ class _Replayer:
     def exhausted(self) -> bool:
         return self.replays >= self.budget
 
-    def run(self, options: PostProcessOptions, anchors=None):
+    def run(self, options: PostProcessOptions, anchors=None, kernel: dict | None = None):
         """(DecodeResult, equal rows, rows compared, same) or None when the budget is spent or the kernel
-        rejects these options and inputs."""
+        rejects these options and inputs. `kernel`: other dequantize keywords for uint8 inputs."""
         if self.exhausted:
             return None
         self.replays += 1
         try:
             result = postprocess(self.boxes, self.scores, self.deps.anchors if anchors is None else anchors, options,
-                                 **self.kernel)
+                                 **{**self.kernel, **(kernel or {})})
         except InputError:
             return None
         boxes, classes, scores, num, _ = result.output_tensors()
@@ -438,8 +439,8 @@ class _Replayer:
                 c = int(t.classes[det.row])
                 out[det.row] = 0 <= c < scores.shape[1] and _equal(scores[det.anchor, c], np.float32(det.score))
         return out
-    def matches(self, options, anchors=None) -> bool:
-        out = self.run(options, anchors)
+    def matches(self, options, anchors=None, kernel: dict | None = None) -> bool:
+        out = self.run(options, anchors, kernel)
         return out is not None and out[3]
 
 
@@ -605,8 +606,15 @@ def explain_detections(deps: DecodeDeps, a: TailArrays, b: TailArrays, *,
     def explain(option, value_a, value_b, value_range=None, kind=OPTION):
         found.append((kind, option, value_a, value_b, value_range))
 
+    if upstream == "tensor" and not deps.boxes_into_kernel:  # the DEQUANTIZE B's host did before the kernel
+        rep.searched.append("dequantize")
+        if rep.matches(options, kernel={"rounding": "reference"}):
+            explain(None, "litert", "reference", kind=ROUNDING)
+        elif rep.matches(options, kernel={"boxes_quant": deps.scores.quant, "scores_quant": deps.boxes.quant}):
+            explain("scale and zero_point", None, None, kind=DEQUANTIZE_SWAPPED)
+
     # the output's row count says max_detections x max_classes_per_detection
-    if b.detections.rows != options.rows:
+    if not found and b.detections.rows != options.rows:
         rep.searched += ["max_detections", "max_classes_per_detection"]
         pers = [options.max_classes_per_detection] + [p for p in (1, 2, 3, 4) if p != options.max_classes_per_detection]
         for per in pers:
@@ -683,8 +691,8 @@ def explain_detections(deps: DecodeDeps, a: TailArrays, b: TailArrays, *,
     if kind == ANCHORS and value_b is None:
         evidence.update(_needed_anchor(rep, base_result))
     return _done(Explanation(stage, kind, upstream=upstream, option=option, value_a=value_a, value_b=value_b,
-                             value_range=value_range, evidence=evidence, replays=rep.replays,
-                             searched=tuple(dict.fromkeys(rep.searched))))
+                             value_range=value_range, harmless=kind == ROUNDING, evidence=evidence,
+                             replays=rep.replays, searched=tuple(dict.fromkeys(rep.searched))))
 
 
 def scores_of(rep: _Replayer) -> np.ndarray:

@@ -262,8 +262,9 @@ class CompareResult:
         """The stages no buffer of both runs stands for: nothing is concluded about them."""
         compared = {row.stage for row in self.rows if row.compared and row.status != Verdict.MISSING}
         seen = {row.stage for row in self.rows}
-        return tuple(stage for stage in STAGES if stage not in compared  # link: only runs with bitstreams have
-                     and (stage not in ("instructions",) + SIDE_STAGES or stage in seen))  # instructions
+        # link: only runs with bitstreams have instructions; image and relayouted are beside the pipeline
+        return tuple(stage for stage in STAGES if stage not in compared
+                     and (stage not in ("instructions",) + SIDE_STAGES or stage in seen))
 
     @property
     def advice(self) -> str | None:

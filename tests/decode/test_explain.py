@@ -354,3 +354,19 @@ def test_tail_arrays_of_a_capture_and_a_hand_written_driver_run(v2, tmp_path):
     assert e.dequantized.kind == SAME
     assert e.detections.kind == OPTION and e.detections.option == "nms_iou_threshold"
     assert e.detections.value_b == pytest.approx(0.5)
+
+
+def test_without_a_dequantized_stage_the_dequantize_before_the_kernel_is_explained_too(v2):
+    """B recorded only its tensor and detections: its host's DEQUANTIZE is replayed with them."""
+    from forensics.decode.ssd import postprocess
+
+    d = v2.deps
+    out = postprocess(v2.boxes, v2.scores, d.anchors, d.options, boxes_quant=d.boxes.quant,
+                      scores_quant=d.scores.quant, rounding="reference").output_tensors()
+    e = v2.explain(TailArrays(v2.boxes, v2.scores, None, None, Detections.of(*out[:4]))).detections
+    assert e.kind == ROUNDING and e.harmless and e.upstream == "tensor", e.sentence
+    swapped = v2.changed(boxes_quant=(d.scores.quant.scale, d.scores.quant.zero_point),
+                         scores_quant=(d.boxes.quant.scale, d.boxes.quant.zero_point))
+    e = v2.explain(TailArrays(swapped.boxes, swapped.scores, None, None, swapped.detections)).detections
+    assert e.kind == DEQUANTIZE_SWAPPED and not e.harmless
+    assert e.sentence.endswith("each output dequantized with the other's scale and zero point")
