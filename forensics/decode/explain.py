@@ -469,12 +469,15 @@ def _columns(scores) -> np.ndarray:
     return scores.reshape(-1, scores.shape[-1]) if scores.ndim >= 2 else scores.reshape(1, -1)
 
 
+def _digits(value) -> int:
+    """Significant digits of the shortest decimal of a float32 (0.5: 1, 0.45: 2)."""
+    text = np.format_float_positional(np.float32(value), trim="-").lstrip("-0.")
+    return len(text.replace(".", ""))
+
+
 def _simplest(values, reference: float):
     """The value a person would have typed: fewest significant digits, then nearest the model's."""
-    def digits(v):
-        text = np.format_float_positional(np.float32(v), trim="-").lstrip("-0.")
-        return len(text.replace(".", ""))
-    return min(values, key=lambda v: (digits(v), abs(v - reference)))
+    return min(values, key=lambda v: (_digits(v), abs(v - reference)))
 
 
 def _float_option(rep: _Replayer, options, key: str, candidates, *, refine: float | None = None):
@@ -517,17 +520,17 @@ def _float_option(rep: _Replayer, options, key: str, candidates, *, refine: floa
 
 
 def _score_candidates(scores: np.ndarray, target: Detections, options) -> list[float]:
-    """Thresholds worth trying: the 0.05 grid, B's lowest detection score, and the score just above it."""
-    out = list(GRID)
+    """Thresholds worth trying: the 0.05 grid and B's lowest detection score, none above it (the kernel writes
+    no score below its threshold), one per set of scores passed (two thresholds with no score between them
+    pass the same candidates: one replay says it for both; the simplest value stands for them)."""
+    values = np.unique(scores.astype(np.float32))
     n = target.written(options)
-    if n:
-        lowest = float(target.scores[:n].min())
-        out.append(lowest)
-        values = np.unique(scores.astype(np.float32))
-        above = values[values > np.float32(lowest)]
-        if above.size:
-            out.append(float(above[0]))
-    return out
+    lowest = float(target.scores[:n].min()) if n else math.inf
+    out = {}
+    for t in sorted(list(GRID) + ([lowest] if n else []), key=lambda v: _digits(v)):
+        if t <= lowest:
+            out.setdefault(int(np.searchsorted(values, np.float32(t), side="left")), t)
+    return sorted(out.values())
 
 
 def _score_range(scores: np.ndarray, threshold: float) -> tuple[float, float]:
