@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass
 
 from forensics.core.errors import InputError
-from forensics.runs.run import STAGE_ALIASES, STAGES, Run, check_tensor_name, model_record, write_run
+from forensics.runs.run import DERIVED_HOME, STAGE_ALIASES, STAGES, Run, check_tensor_name, model_record, write_run
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,9 @@ def parse_spec(text: str) -> IngestSpec:
     if stage not in STAGES and stage != LOG:
         raise InputError(f"unknown stage {stage!r} in {text!r} (stages: {', '.join(STAGES)}; or log for the "
                          "driver's log)")
+    if stage in DERIVED_HOME.values():
+        raise InputError(f"{stage} holds what forensics derives (ingest --model relayouts raw:LAYER into it): "
+                         f"give the driver's own relayout as tensor:LAYER=FILE ({text!r})")
     if ":" in left and not tensor:
         raise InputError(f"empty tensor name in {text!r}")
     try:

@@ -953,17 +953,25 @@ class RunBuilder:
             return stage
         if derived_from is not None:
             if not old.derived:  # the driver's own stays where it is; the derived one goes beside it
-                if stage not in DERIVED_HOME:
-                    raise InputError(f"the run holds the driver's {old.label}; forensics does not replace it")
-                stage = DERIVED_HOME[stage]
+                stage = DERIVED_HOME.get(stage, stage)
+                beside = self.entries.get((stage, tensor))
+                if beside is not None and not beside.derived or beside is old:
+                    raise InputError(f"the run holds the driver's {old.label}"
+                                     f"{f' and {beside.label}' if beside is not old else ''}: forensics' buffer "
+                                     f"derived from {derived_from} has no place beside them (nothing was written)")
             self._drop(stage, tensor)
             return stage
         if old.derived and stage in DERIVED_HOME:  # the driver's own takes its place; the derived one moves aside
             home = DERIVED_HOME[stage]
-            self._drop(home, tensor)
             del self.entries[(stage, tensor)]
-            moved = dataclasses.replace(old, stage=home)
-            self.entries[moved.key] = moved
+            beside = self.entries.get((home, tensor))
+            if beside is None or beside.derived:
+                self._drop(home, tensor)
+                moved = dataclasses.replace(old, stage=home)
+                self.entries[moved.key] = moved
+            else:  # the home holds a provided buffer too: the derived one goes
+                self.entries[(stage, tensor)] = old
+                self._drop(stage, tensor)
             return stage
         if not old.derived:
             self._refuse_replacing(old, "buffer")

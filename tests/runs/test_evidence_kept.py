@@ -181,3 +181,32 @@ def test_replacing_raw_re_derives_and_never_touches_the_drivers_tensor(chip, tmp
     loaded = load_run(run)
     assert [b.label for b in loaded.buffers] == ["raw:convert_scores", "tensor:convert_scores"]
     assert "relayouted:convert_scores" in result.replaced
+
+
+def test_the_derived_stage_is_not_given_on_the_command_line(tmp_path, cli):
+    (tmp_path / "t.bin").write_bytes(b"\0" * 8)
+    assert_one_line_error(cli("ingest", tmp_path / "r", "--source", "ours", f"relayouted:x={tmp_path / 't.bin'}"),
+                          "tensor:LAYER=FILE")
+
+
+def test_a_derived_buffer_never_drops_a_provided_one_where_it_would_go(tmp_path):
+    """A run written by a driver that holds both tensor:X and relayouted:X: nothing of it is replaced."""
+    from forensics.runs.run import write_run
+
+    with write_run(tmp_path / "r", "ours") as b:
+        b.add_bytes("tensor", "x", b"\1" * 8)
+        b.add_bytes("relayouted", "x", b"\2" * 8)
+    before = (tmp_path / "r" / "manifest.json").read_bytes()
+    with pytest.raises(InputError, match="has no place"):
+        with write_run(tmp_path / "r", "ours", add=True) as b:
+            b.add_bytes("tensor", "x", b"\3" * 8, derived_from="raw:x")
+    assert (tmp_path / "r" / "manifest.json").read_bytes() == before
+    # the driver's tensor arriving where a derived one stands, with the driver's relayouted beside: the derived goes
+    with write_run(tmp_path / "s", "ours") as b:
+        b.add_bytes("tensor", "x", b"\3" * 8, derived_from="raw:x")
+        b.add_bytes("relayouted", "x", b"\2" * 8)
+    with write_run(tmp_path / "s", "ours", add=True) as b:
+        b.add_bytes("tensor", "x", b"\1" * 8)
+    run = load_run(tmp_path / "s")
+    assert [(e.label, e.derived_from) for e in run.buffers] == [("relayouted:x", None), ("tensor:x", None)]
+    assert _bytes(run, "relayouted", "x") == b"\2" * 8 and _bytes(run, "tensor", "x") == b"\1" * 8
