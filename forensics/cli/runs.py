@@ -84,8 +84,10 @@ def register(subparsers, parents) -> None:
     p = subparsers.add_parser(
         "ingest", parents=parents, help="bring a driver's dumps into a run (STAGE[:TENSOR]=FILE)",
         description="Copy dumps into the run RUN (created when missing), each with size and CRC32. Stages: params, "
-                    "input, raw, tensor, dequantized, detections. Without :TENSOR the buffer is named after its "
-                    "stage. With --model, raw Edge TPU output layers are also relayouted into the tensor stage.")
+                    "instructions, image, input, raw, tensor, dequantized, detections; log[:NAME]=FILE is the "
+                    "driver's log. Without :TENSOR the buffer is named after its stage. With --model, raw Edge TPU "
+                    "output layers are also relayouted (into tensor, or beside the driver's own tensor as "
+                    "relayouted). A buffer the run holds is replaced only with --replace.")
     p.add_argument("run", metavar="RUN")
     p.add_argument("buffers", nargs="+", metavar="STAGE[:TENSOR]=FILE", help="the dumps; with --from, the one file")
     p.add_argument("--source", default=None, metavar="NAME",
@@ -94,6 +96,8 @@ def register(subparsers, parents) -> None:
                    help="the one FILE is an .npz archive or a Polygraphy RunResults JSON: bring in every array "
                         "(names STAGE:TENSOR; other names become tensor buffers)")
     p.add_argument("--model", metavar="MODEL", help="the model the dumps belong to (sha256, layouts, relayout)")
+    p.add_argument("--replace", action="store_true",
+                   help="replace a buffer or log the run already holds (refused without: evidence is kept)")
     add_slice_flags(p)
     p.set_defaults(handler=cmd_ingest)
 
@@ -144,4 +148,6 @@ def register(subparsers, parents) -> None:
     p.add_argument("run", metavar="RUN")
     p.add_argument("--format", required=True, choices=("npz", "polygraphy"))
     p.add_argument("-o", "--output", required=True, metavar="FILE")
+    p.add_argument("--allow-changed", action="store_true",
+                   help="export buffers whose bytes no longer match the manifest (refused without; each is named)")
     p.set_defaults(handler=cmd_export)

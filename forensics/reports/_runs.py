@@ -79,10 +79,12 @@ class ArraysIngestReport(Report):
 
 @spellings()
 def ingest(run, buffers, *, source: str | None = None, model=None, from_format: str | None = None,
-           offset: int | None = None, length: int | None = None,
-           gap_fill: int | None = None) -> IngestReport | ArraysIngestReport:
-    """`forensics ingest RUN STAGE[:TENSOR]=FILE... --source NAME`: a driver's dumps into a run; with
-    `from_format` (npz / polygraphy) `buffers` is one file whose arrays are brought in."""
+           offset: int | None = None, length: int | None = None, gap_fill: int | None = None,
+           replace: bool = False) -> IngestReport | ArraysIngestReport:
+    """`forensics ingest RUN STAGE[:TENSOR]=FILE... --source NAME`: a driver's dumps into a run (`image=FILE`
+    the picture the input was made from, `log[:NAME]=FILE` the driver's log); with `from_format` (npz /
+    polygraphy) `buffers` is one file whose arrays are brought in. A buffer the run holds is replaced only with
+    `replace`."""
     from forensics.runs.ingest import ingest as ingest_run
 
     if isinstance(buffers, (str, os.PathLike)):
@@ -93,13 +95,14 @@ def ingest(run, buffers, *, source: str | None = None, model=None, from_format: 
         if len(buffers) != 1 or model:
             raise InputError("{from_format} FILE brings in one file's arrays; give no STAGE=FILE or {model} with it",
                              params=True)
-        result = ingest_arrays(run, from_format, buffers[0], source=source)
+        result = ingest_arrays(run, from_format, buffers[0], source=source, replace=replace)
         return ArraysIngestReport("ingest", result, rows_key="buffers", path=os.fspath(buffers[0]))
     if not source:
         raise InputError("ingest needs {source:NAME} (who produced the dumps)", params=True)
     result = ingest_run(run, source, list(buffers), model=model,
-                        dump_options=_slice(offset, length, gap_fill)[0])
-    warnings = tuple(f"{run}: replaced the run's {label} buffer" for label in result.replaced)
+                        dump_options=_slice(offset, length, gap_fill)[0], replace=replace)
+    warnings = tuple(f"{run}: replaced the run's {label}{'' if label.startswith('log:') else ' buffer'}"
+                     for label in result.replaced)
     return IngestReport("ingest", result, warnings=warnings, rows_key="buffers")
 
 
@@ -112,11 +115,13 @@ class ExportReport(Report):
 
 
 @spellings()
-def export(run, *, format: str, output) -> ExportReport:  # noqa: A002
-    """`forensics export RUN --format npz|polygraphy -o FILE`: the run's buffers as typed arrays."""
+def export(run, *, format: str, output, allow_changed: bool = False) -> ExportReport:  # noqa: A002
+    """`forensics export RUN --format npz|polygraphy -o FILE`: the run's buffers as typed arrays; a buffer
+    changed since capture is refused unless `allow_changed` (then a warning names it)."""
     from forensics.runs.interop import export_run
 
-    return ExportReport("export", export_run(run, format, output), rows_key="arrays")
+    result = export_run(run, format, output, allow_changed=allow_changed)
+    return ExportReport("export", result, rows_key="arrays", warnings=result.warnings)
 
 
 @dataclass(frozen=True, repr=False)

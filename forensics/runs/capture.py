@@ -248,8 +248,8 @@ def _record_tail(builder, model, it) -> None:
                               **_meta_of(t, value))
     if pp is not None:
         outputs = [sg.tensors[i] for i in pp.operator.outputs]
-        for t, role in zip(outputs, KERNEL_ROLES):
-            value = it.get_tensor(index_of[t.name])
+        values = [it.get_tensor(index_of[t.name]) for t in outputs]
+        for t, role, value in zip(outputs, KERNEL_ROLES, _written_rows(values, pp.options)):
             builder.add_bytes("detections", t.name, np.ascontiguousarray(value), role=role, **_meta_of(t, value))
     else:
         # No PostProcess: the outputs are tensors (a classifier's class scores, a feature map), not detections.
@@ -259,6 +259,26 @@ def _record_tail(builder, model, it) -> None:
                 continue  # the accelerator's own output, already recorded
             value = it.get_tensor(d["index"])
             builder.add_bytes("tensor", t.name, np.ascontiguousarray(value), **_meta_of(t, value))
+
+
+def _written_rows(values: list, options) -> list:
+    """The PostProcess outputs with every row past the ones the kernel wrote set to zero: fast NMS leaves them
+    as the interpreter's memory was (two captures of one input differ there), regular NMS writes zeros itself.
+    Written rows: num_detections, times max_classes_per_detection with fast NMS (num_detections counts anchors
+    there, docs/pitfalls.md)."""
+    if len(values) < 4 or np.asarray(values[3]).size != 1:
+        return values
+    num = float(np.asarray(values[3]).reshape(-1)[0])
+    if not (np.isfinite(num) and num >= 0):  # not a count the kernel writes: the rows are kept as they are
+        return values
+    keep = int(num) * (1 if options.use_regular_nms else int(options.max_classes_per_detection or 1))
+    out = []
+    for value in values[:3]:  # boxes [1, rows, 4], classes and scores [1, rows]
+        value = np.array(value)  # a copy: the interpreter's tensor is not ours to change
+        if value.ndim >= 2:
+            value[:, keep:] = 0
+        out.append(value)
+    return out + list(values[3:])
 
 
 def _tensor_role(model, name: str) -> str | None:
@@ -383,6 +403,12 @@ def _capture_full(model, model_bytes, record, output, source, image, feeds, resa
                 for exe in package.executables:
                     builder.add_bytes("params", f"op{package.operator}_exe{exe.index}_{exe.type.lower()}",
                                       bytes(exe.parameters), dtype="uint8")
+        if prepared is not None:  # the picture itself, and how the input was made from it (top-left, pycoral)
+            from forensics.runs.ingest import image_meta
+
+            height, width = (int(v) for v in details[0]["shape"][1:3])
+            builder.add_file("image", "image", image, **image_meta(image), input_size=[width, height],
+                             resized=list(prepared.resized), offset=[0, 0], resampling=resampling)
         single = len(details) == 1
         for d in details:
             t = model.tensor(d["name"])
