@@ -179,9 +179,6 @@ class ImageInfo:
         return out
 
 
-IMAGE_FIELDS = ("width", "height", "format", "mode", "input_size", "resized", "offset", "resampling")
-
-
 def _pair(value) -> tuple[int, int] | None:
     if isinstance(value, list) and len(value) == 2 and all(_is_int(v) and v >= 0 for v in value):
         return int(value[0]), int(value[1])
