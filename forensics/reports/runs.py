@@ -271,7 +271,7 @@ def compare(*runs, html=None, previous=None, model=None, deps=None, limit: int =
 
         names = read_labels(labels)
     result = compare_runs(run_a, run_b, previous=earlier, geometry=_run_geometry(model, deps, run_a), limit=limit,
-                          policy=policy, labels=names)
+                          policy=policy, labels=names, model=model)
     if html:
         from forensics.io.outputs import write_text_atomic
         from forensics.render.runs import html_report, pictures_for
@@ -282,5 +282,5 @@ def compare(*runs, html=None, previous=None, model=None, deps=None, limit: int =
         from forensics.render.junit import junit_xml
 
         write_text_atomic(junit, junit_xml(result))
-    return CompareReport("compare", result, verdict=result.verdict,
+    return CompareReport("compare", result, judgement=result.judgement,
                          warnings=tuple(result.warnings), rows_key="stages", html=os.fspath(html) if html else None)
