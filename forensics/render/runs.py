@@ -143,8 +143,7 @@ def render_compare(result, *, unicode: bool | None = None) -> list:
     for row in result.rows:
         if row.diff is not None and row.diff.records and not numbers_only(row):
             out.append(_diff_records_table(row))
-    if result.detections is not None and (result.detections.pairs or result.detections.only_a
-                                          or result.detections.only_b):
+    if result.detections is not None and not result.detections.same:
         out.append(_detections_table(result.detections))
     return out
 

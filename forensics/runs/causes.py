@@ -120,13 +120,14 @@ def placement(a: np.ndarray, b: np.ndarray) -> dict | None:
             "centred_a": centred(ta, la, ba - ta, ra - la), "top_left_b": tb == 0 and lb == 0}
 
 
-def _moved(n: int, down: str, up: str) -> str:
-    return f"{abs(n):,} {'row' if 'row' in down else 'column'}{'s' if abs(n) != 1 else ''} {down if n > 0 else up}"
+def _moved(n: int, unit: str, more: str, less: str) -> str:
+    """'49 rows lower', '1 column further left'."""
+    return f"{abs(n):,} {unit}{'s' if abs(n) != 1 else ''} {more if n > 0 else less}"
 
 
 def placement_finding(p: dict):
-    moves = [_moved(p["rows"], "rows lower", "rows higher") if p["rows"] else None,
-             _moved(p["columns"], "columns further right", "columns further left") if p["columns"] else None]
+    moves = [_moved(p["rows"], "row", "lower", "higher") if p["rows"] else None,
+             _moved(p["columns"], "column", "further right", "further left") if p["columns"] else None]
     where = " and ".join(m for m in moves if m)
     how = ""
     if p["top_left_a"] and p["centred_b"]:

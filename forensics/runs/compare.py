@@ -370,8 +370,11 @@ def judge_compare(result: CompareResult) -> Judgement:
                    "(every common buffer matches as the files are now)")
     elif within:
         verdict = WITHIN
-        message = (f"{len(within)} buffer{'s' if len(within) != 1 else ''} differ within tolerance "
-                   f"({', '.join(r.label for r in within)}); the others match")
+        named = [r.label + (": another runtime's dequantize rounding" if any(x.code == "dequantize_rounding"
+                                                                              for x in r.reasons) else "")
+                 for r in within]
+        message = (f"{len(within)} buffer{'s differ' if len(within) != 1 else ' differs'} within tolerance "
+                   f"({', '.join(named)}); the others match")
     else:
         verdict = MATCH
         message = f"all {len(compared)} common buffers match"
@@ -578,8 +581,8 @@ def _compare_pair(pair: _Pair, ca: BufferCheck, cb: BufferCheck) -> StageRow:
     from forensics.compare.diff import diff_dumps
 
     length = pair.prefixes.get(entry.key)
+    layout, unit = buffer_layout(entry, min(size_a, size_b), view)
     dump_a, dump_b = _prefix(run_a.open_buffer(entry), length), _prefix(run_b.open_buffer(cb.entry), length)
-    layout, unit = buffer_layout(entry, min(dump_a.size, dump_b.size), view)
     if min(size_a, size_b) == 0:
         return StageRow(entry.stage, entry.tensor, DIFFER, size_a, size_b, ca.crc32, cb.crc32,
                         f"sizes differ: {size_a:,} vs {size_b:,} bytes (one is empty)", changed, unit,
@@ -631,9 +634,9 @@ def _ignored(entry: BufferEntry, layout: RecordLayout, length, view, size: int) 
     if layout.count is not None and size > layout.offset + layout.count * layout.record_size:
         parts.append(f"the {size - layout.offset - layout.count * layout.record_size:,} bytes of tile padding "
                      "after the last record")
-    where = " (the model's output layer layout)" if view is not None and layout is view.layout else ""
-    return Reason("pad_lanes", f"only padding differs ({' and '.join(parts) or 'bytes past the records'}{where}): "
-                               "ignored, as diff and diagnose ignore it")
+    where = ", as the model's output layer lays it out" if view is not None and layout is view.layout else ""
+    return Reason("pad_lanes", f"only padding differs, ignored as diff and diagnose ignore it: "
+                               f"{' and '.join(parts) or 'the bytes past the records'}{where}")
 
 
 def _rounding(pair: _Pair, entry: BufferEntry, dump_a, dump_b) -> Reason | None:
