@@ -440,6 +440,6 @@ def resize_explains(image_path: str, input_entry, data_b: bytes, resampling_a: s
             prepared = prepare_image(image_path, shape, input_entry.dtype or "uint8", method)
         except (DependencyError, InputError):
             return None
-        if prepared.tensor.tobytes() == data_b:
+        if prepared.array.tobytes() == data_b:
             return method
     return None

@@ -319,9 +319,10 @@ class CompareResult:
 
 
 def _cause_text(row: StageRow) -> str | None:
-    """The evidence of the finding that names a row's cause outright, when it has one."""
+    """The evidence of the finding that names a row's cause outright, when it has one (for the CPU tail's
+    stages, the tail's analysis is always that)."""
     for f in row.findings:
-        if _kind(f) in CAUSE_KINDS:
+        if _kind(f) in CAUSE_KINDS or row.stage in causes.CPU_STAGES:
             return f"{_kind(f)}: {_evidence(f)}"
     return None
 
@@ -427,6 +428,7 @@ class _Pair:
     model: str | None                       # run A's model (or the one given): raw layouts, link checks
     prefixes: dict                          # (stage, tensor) -> bytes compared (detection rows below num)
     policy: TolerancePolicy
+    tail: dict = field(default_factory=dict)  # stage -> the CPU tail's analysis, asked once per stage
 
 
 def compare_runs(run_a, run_b, *, previous=None, geometry=None, diagnose: bool = True,
@@ -910,10 +912,13 @@ def _tail(pair: _Pair, row: StageRow):
                 out[b.tensor] = arr.reshape(b.shape) if b.shape and int(np.prod(b.shape)) == arr.size else arr
         return out
 
+    if row.stage in pair.tail:  # one answer per stage: the tail computes the stage's buffers together
+        return None
     before = {"dequantized": "tensor", "detections": "dequantized"}[row.stage]
     upstream_b = arrays(pair.run_b, before) or None
-    return causes.explain_tail(row.stage, arrays(pair.run_a, row.stage), arrays(pair.run_b, row.stage), upstream_b,
-                               pair.model)
+    pair.tail[row.stage] = causes.explain_tail(row.stage, arrays(pair.run_a, row.stage), arrays(pair.run_b, row.stage),
+                                               upstream_b, pair.model)
+    return pair.tail[row.stage]
 
 
 def _images(run_a, run_b) -> dict | None:
