@@ -137,10 +137,13 @@ def render_compare(result, *, unicode: bool | None = None) -> list:
             out.append(Text(f"  {row.label}: {row.hint}"))
     from forensics.render.buffers import stats_lines
 
-    for row in result.rows:
+    # the statistics and records of what differs on its own; a stage that follows from it is one table row
+    # (its figures are in --json and --html)
+    own = [row for row in result.rows if not row.follows]
+    for row in own:
         if row.stats is not None and row.stats.differing:
             out.extend(stats_lines(row.stats, where=f" ({row.label})", unicode=unicode))
-    for row in result.rows:
+    for row in own:
         if row.diff is not None and row.diff.records and not numbers_only(row):
             out.append(_diff_records_table(row))
     if result.detections is not None and not result.detections.same:

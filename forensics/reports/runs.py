@@ -147,12 +147,14 @@ class BatchReport(CompareReport):
 
 
 def _run_geometry(model, deps, run_a):
-    from forensics.decode.geometry import geometry_for
-
     if model or deps:
+        from forensics.decode.geometry import geometry_for
+
         return geometry_for(model=model, deps=deps)
     path = (run_a.model or {}).get("path")
     if path and os.path.isfile(path):
+        from forensics.decode.geometry import geometry_for
+
         try:
             return geometry_for(model=path)
         except InputError:  # a model without PostProcess: no anchors, no pictures

@@ -239,14 +239,16 @@ _CACHING_PARAMS = re.compile(r"exe(\d+)_parameter_caching$")
 
 def executables_of(run) -> set[int]:
     """The executables whose instruction bitstreams the run holds (instructions `E_K`)."""
+    bitstreams = [b for b in run.buffers if b.stage == "instructions"]
+    if not bitstreams:
+        return set()
     from forensics.link.bugs import stage_executable
 
     out = set()
-    for b in run.buffers:
-        if b.stage == "instructions":
-            where = stage_executable(b.tensor)
-            if where is not None:
-                out.add(where[0])
+    for b in bitstreams:
+        where = stage_executable(b.tensor)
+        if where is not None:
+            out.add(where[0])
     return out
 
 

@@ -5,8 +5,8 @@ object store), like a local dump; nothing is copied to local disk. Ranges rather
 objects: those keep a position, and some filesystems (memory://) hand every opener the same object, so two
 readers of one buffer (a diff and the CRC beside it, in two threads) would move each other's position. Members
 of an archive (zip://, tar://) are compressed streams, where a range is reached only by inflating what comes
-before it: their readers share one stream per buffer, inflated front to back once, and an anonymous temporary
-file of its bytes once a reader goes back (as an .npz member's), so time stays linear in the buffer's size.
+before it: every reader of a buffer shares one stream, inflated front to back once into an anonymous temporary
+file that later reads use in any order, so time stays linear in the buffer's size.
 
 A run loaded here is an ordinary forensics.runs.run.Run whose `files` is a RemoteFiles: Run.file_path names a
 buffer by its URL (in messages), Run.open_buffer gives a Dump reading through the filesystem, and
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from forensics.core.errors import DependencyError, InputError
 
@@ -53,10 +53,12 @@ STREAMED_PROTOCOLS = frozenset({"zip", "tar", "libarchive"})
 
 
 def _member_source(fs, path: str):
-    """The opener of one archive member, shared by its readers, as an .npz member's is
-    (forensics.io.dump._NpzSource): inflated front to back once, readers going forward take the bytes as they
-    come, and the first read behind what was inflated starts over once, keeping every byte in an anonymous
-    temporary file that later reads in any order use (the diff's two halves, diagnose's samples)."""
+    """The opener of one archive member, shared by every reader of it through its run (RemoteFiles keeps one
+    per file): inflated front to back once, each byte kept in an anonymous temporary file as it comes, so the
+    verification's pass, the diff's two halves and diagnose's samples read it without inflating it again
+    (forensics.io.dump._NpzSource's stream, spilling from the start)."""
+    import tempfile
+
     from forensics.io.dump import _NpzSource
 
     class MemberSource(_NpzSource):
@@ -65,6 +67,8 @@ def _member_source(fs, path: str):
                 self._src.close()
             self._src = fs.open(path, "rb")
             self._done, self._eof = 0, False
+            if self._spill is None:
+                self._spill = tempfile.TemporaryFile()
 
     return MemberSource(path, path)
 
@@ -145,6 +149,14 @@ class RemoteFiles:
     fs: object
     root: str
     url: str
+    # one shared opener per archive member (STREAMED_PROTOCOLS), for every Dump of it this run makes
+    _sources: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def __getstate__(self) -> dict:  # sent to a worker: the openers (locks, temporary files) stay here
+        return {**self.__dict__, "_sources": {}}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
 
     def url_of(self, rel: str) -> str:
         return join(self.url, rel)
@@ -186,7 +198,9 @@ class RemoteFiles:
             raise InputError("no such dump file", self.url_of(rel))
         where = join(self.root, rel)
         if _protocols(self.fs) & STREAMED_PROTOCOLS:
-            opener = _member_source(self.fs, where)
+            opener = self._sources.get(where)
+            if opener is None:
+                opener = self._sources[where] = _member_source(self.fs, where)
         else:
             opener = functools.partial(RangeFile, self.fs, where)
         return Dump(path=self.url_of(rel), size=size, opener=opener)

@@ -1,5 +1,5 @@
 """compare of runs read in place from a zip archive (zip://RUN::file://ARCHIVE.zip): the same answer as the
-runs unpacked, and every deflated buffer inflated a bounded number of times (a byte range per window inflated
+runs unpacked, and every deflated buffer inflated once (a byte range per window inflated
 everything before it each time: quadratic in the buffer's size)."""
 
 from __future__ import annotations
@@ -54,5 +54,5 @@ def test_runs_in_a_zip_compare_as_unpacked_inflating_each_buffer_a_few_times(tmp
     assert [(s["status"], s["summary"], s["crc32_a"], s["crc32_b"]) for s in a["stages"]] == \
         [(s["status"], s["summary"], s["crc32_a"], s["crc32_b"]) for s in b["stages"]]
     assert a["verdict"] == b["verdict"] and a["message"] == b["message"]
-    # Two buffers of SIZE bytes: verified, diffed and diagnosed, each inflated at most a few times over.
-    assert sum(inflated) <= 8 * 2 * SIZE, sum(inflated) / SIZE
+    # Two buffers of SIZE bytes verified, diffed and diagnosed: each inflated once.
+    assert sum(inflated) <= 1.05 * 2 * SIZE, sum(inflated) / SIZE
