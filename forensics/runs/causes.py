@@ -82,7 +82,7 @@ def crossed_finding(label: str, holds: str, crc: int, everyone: dict):
                    f"B's {label} holds A's {holds} byte for byte (CRC32 {format_crc(crc)}); {others}: the "
                    "buffers are bound in the wrong order",
                    "bind each buffer to its own output (the order the model's output layers list them: forensics "
-                   "link --plan)", holds=holds)
+                   "link MODEL --plan)", holds=holds)
 
 
 # --- an image placed elsewhere in the input -------------------------------------------------------------------
@@ -269,8 +269,8 @@ def not_submitted(run_a, run_b, model: str | None) -> dict:
             f"executable {index} (PARAMETER_CACHING) was never submitted: A's run holds its bitstream "
             f"(instructions:{index}_K), B's none; without the caching run the weights are never loaded into the "
             "chip and every inference computes on whatever the cache held",
-            "run the parameter caching executable once before the first inference (forensics link --model MODEL "
-            "--plan lists the order)", executable=index, type="PARAMETER_CACHING")
+            "run the parameter caching executable once before the first inference (forensics link MODEL --plan "
+            "lists the order)", executable=index, type="PARAMETER_CACHING")
     return out
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+import shlex
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -41,8 +42,8 @@ MATCH, WITHIN, DIFFER = Verdict.MATCH, Verdict.WITHIN, Verdict.DIFFER
 DIFF_LIMIT = 8
 
 ADVICE = {
-    "instructions": "the instruction bitstream is mislinked: fix the driver's link step first (forensics link --check "
-                    "names the bug); every later stage is expected to differ",  # link: issue 23
+    "instructions": "the instruction bitstream is mislinked: fix the driver's link step first (forensics link MODEL "
+                    "--check DUMP names the bug); every later stage is expected to differ",  # link: issue 23
     "params": "parameters differ: the executable's parameter blob (parameter caching upload) is not the same; fix "
               "that first, every later stage is expected to differ",
     "input": "inputs differ: fix the input path first (resize, padding, colour order, row stride, quantization); "
@@ -684,12 +685,7 @@ def _linked(pair: _Pair, entry_a: BufferEntry, entry_b: BufferEntry):
     result = causes.link_check(pair.run_b, entry_b, pair.model)
     if result is None:
         return None
-    kinds = sorted({f["kind"] for f in result.findings})
-    if result.verdict == Verdict.FOREIGN:
-        summary = "link check of B against A's model: FOREIGN (none of its bytes are this model's bitstreams)"
-    else:
-        summary = f"link check of B: {result.verdict}" + (f" ({', '.join(kinds)})" if kinds else
-                                                           " (the bytes differ only in the addresses linked)")
+    summary = f"link check of B: {result.judgement.line}"  # against run A's model, in the link part's words
     return (MATCH if result.verdict == Verdict.LINKED else DIFFER), summary, stage_findings(result)
 
 
@@ -864,8 +860,9 @@ def _foreign(pair: _Pair, row: StageRow):
                                      f"({os.path.basename(pair.model)}): the link check against it says "
                                      f"{result.verdict} (no executable of the model holds these bytes): another "
                                      "model's parameters were uploaded",
-                          f"upload the parameters of the model this run executes (forensics link --model "
-                          f"{pair.model} --check {pair.run_b.file_path(entry_b)})", verdict=result.verdict)
+                          "upload the parameters of the model this run executes (forensics link "
+                          f"{shlex.quote(pair.model)} --check {shlex.quote(pair.run_b.file_path(entry_b))})",
+                          verdict=result.verdict)
 
 
 def _input_cause(pair: _Pair, row: StageRow):

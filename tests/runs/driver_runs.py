@@ -78,7 +78,8 @@ class SsdFacts:
         with open_model(self.path) as model:
             tensors = {t.name: t for t in model.main.tensors}
             self.inputs = [(model.main.tensors[i].name, tuple(model.main.tensors[i].shape)) for i in model.main.inputs]
-            self.quant = {name: (tensors[name].scale, tensors[name].zero_point) for name in ("Squeeze1", "convert_scores")}
+            self.quant = {name: (tensors[name].scale, tensors[name].zero_point)
+                          for name in ("Squeeze1", "convert_scores")}
             packages = read_packages(model)
         exes = packages[0].executables
         self.layers = {l.name: l for e in exes for l in e.output_layers}

@@ -206,6 +206,12 @@ def test_another_models_parameters_are_foreign_against_run_as_model(tmp_path, fa
     params = _row(doc, "params:op0_exe1_parameter_caching")
     assert _kinds(params)[0] == "foreign" and params["findings"][0]["verdict"] == "FOREIGN"
     assert "FOREIGN" in doc["message"] and "another model's parameters" in doc["message"]
+    import shlex  # the command the hint prints runs as printed and says the same
+
+    hint = params["findings"][0]["hint"]
+    command = shlex.split(hint[hint.index("forensics link ") + len("forensics "):].rstrip(")"))
+    checked = cli(*command)
+    assert checked.code == 1 and "FOREIGN" in checked.out, checked.out + checked.err
     for label in ("raw:Squeeze1", "raw:convert_scores", "tensor:convert_scores"):
         row = _row(doc, label)
         assert row["follows"] and not _kinds(row)

@@ -48,7 +48,8 @@ def test_within_rounding_is_the_two_runtimes_difference_and_no_more():
     q = np.arange(256, dtype=np.uint8)
     for scale, zp in ((0.09133967, 179), (0.10822763, 144), (1e-3, 3)):
         once = (np.float32(scale) * (q.astype(np.float32) - np.float32(zp))).astype(np.float32)
-        twice = (q.astype(np.float32) * np.float32(scale)).astype(np.float32) - np.float32(np.float32(zp) * np.float32(scale))
+        s, z = np.float32(scale), np.float32(zp)
+        twice = (q.astype(np.float32) * s).astype(np.float32) - np.float32(z * s)
         delta = causes.within_rounding(once, twice, scale, zp)
         assert delta == pytest.approx(float(np.abs(once.astype(np.float64) - twice).max()))
         worse = twice.copy()

@@ -59,7 +59,8 @@ def _cases(tmp_path):
         return s
 
     out = {"match": (_runs(tmp_path / "m"), ()), "pad lanes": (_runs(tmp_path / "p", pads), ()),
-           "differ": (_runs(tmp_path / "d", differs), ()), "within": (_runs(tmp_path / "w", small), ("--tolerance", "1")),
+           "differ": (_runs(tmp_path / "d", differs), ()),
+           "within": (_runs(tmp_path / "w", small), ("--tolerance", "1")),
            "changed": (_runs(tmp_path / "c"), ())}
     changed = out["changed"][0][1] / "raw" / "convert_scores.bin"
     data = bytearray(changed.read_bytes())
