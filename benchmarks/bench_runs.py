@@ -1,6 +1,18 @@
-"""Benchmark: `forensics compare --batch` over 1,000 face-sized run pairs (goal: under 30 s on this 2-core machine).
+"""Benchmark: `forensics compare --batch` over 1,000 face-sized run pairs (goal: under 30 s on this 2-core machine),
+one interactive `forensics compare RUN_A RUN_B` of two realistic SSD runs (goal: at most 3x `python -c "import
+numpy"` on a differing pair), and compare of two runs inside a zip archive (goal: 128 MiB deflated buffers in
+at most 15 s and 600 MiB).
 
-  python benchmarks/bench_runs.py [--pairs 1000] [--workers 2] [--keep DIR]
+  python benchmarks/bench_runs.py [--pairs 1000] [--workers 2] [--keep DIR] [--model SSD_SEGMENT.tflite]
+                                  [--repeat 11] [--zip-mib 128] [--only batch,interactive,zip]
+
+Interactive: the realistic pairs of benchmarks/realistic_pairs.py (an SSD MobileNet v2 run with every stage,
+13 buffers; its sizes, quantization and anchors from --model, else a stand-in of the same sizes), one pair that
+differs where a driver bug would put it and one identical; CPU time (user + system) of each child process,
+the median of --repeat runs interleaved with the baseline, bytecode cached as for an installed package. Zip:
+two runs of one 4-byte-record raw buffer of --zip-mib MiB (deflatable values; one byte differs) in a
+ZIP_DEFLATED archive, compared through zip://RUN::file://ARCHIVE against the same runs unpacked (the baseline);
+wall time and the child's peak resident memory.
 
 Each run holds what a capture of the story's face model holds: input 320x320x3 (307,200 bytes), raw
 convert_scores (8,136, lane-padded), tensor Squeeze1 (8,136) and convert_scores (4,068), dequantized scores
@@ -15,6 +27,8 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -25,6 +39,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from _table import Table, add_json_flag  # noqa: E402
+from bench_core import ENV, FORENSICS  # noqa: E402  (forensics run as installed: bytecode cached)
 
 from forensics.runs.batch import batch_compare, write_summary  # noqa: E402
 from forensics.runs.run import write_run  # noqa: E402
@@ -83,13 +98,116 @@ def main() -> int:
     parser.add_argument("--pairs", type=int, default=1000)
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--keep", metavar="DIR", help="write the farm here and keep it")
+    parser.add_argument("--model", metavar="SSD_SEGMENT.tflite",
+                        help="the real SSD MobileNet v2 segment, for the interactive pairs' sizes and anchors")
+    parser.add_argument("--repeat", type=int, default=11, help="runs of each interactive command (default 11)")
+    parser.add_argument("--zip-mib", type=int, default=128, help="MiB per buffer in the zip archive (default 128)")
+    parser.add_argument("--only", default="batch,interactive,zip", help="which parts to run (comma-separated)")
     add_json_flag(parser)
     args = parser.parse_args()
+    parts = set(args.only.split(","))
     with Table(args.json, "bench_runs") as table:
-        return measure(args, table)
+        if "batch" in parts:
+            measure(args, table)
+        if "interactive" in parts:
+            measure_interactive(args, table)
+        if "zip" in parts:
+            measure_zip(args, table)
+    return 0
 
 
-def measure(args, table: Table) -> int:
+def _child(argv, env=ENV, accept=(0, 1)) -> tuple[float, float, float]:
+    """(CPU seconds, wall seconds, peak resident MiB) of one child process."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    err = proc.stderr.read().decode(errors="replace")
+    proc.stderr.close()
+    code = os.waitstatus_to_exitcode(status)
+    if code not in accept:
+        raise SystemExit(f"benchmark command failed ({code}): {' '.join(map(str, argv))}\n{err}")
+    return usage.ru_utime + usage.ru_stime, wall, usage.ru_maxrss / 1024
+
+
+def measure_interactive(args, table: Table) -> None:
+    from realistic_pairs import make_farm as realistic_farm
+
+    root = tempfile.mkdtemp(prefix="bench_runs_pairs.")
+    try:
+        farm = realistic_farm(root, 10, model=args.model)  # pair-000009 differs, pair-000000 does not
+        pair = {name: [os.path.join(root, f"pair-{i:06d}", r) for r in ("a_libedgetpu", "b_ours")]
+                for name, i in (("differ", 9), ("same", 0))}
+        commands = {"numpy": [sys.executable, "-c", "import numpy"],
+                    "differ": FORENSICS + ["compare", *pair["differ"]],
+                    "same": FORENSICS + ["compare", *pair["same"]]}
+        for argv in commands.values():  # the bytecode cached once
+            _child(argv)
+        cpu = {name: [] for name in commands}
+        for _ in range(args.repeat):
+            for name, argv in commands.items():
+                cpu[name].append(_child(argv)[0])
+        median = {name: statistics.median(v) for name, v in cpu.items()}
+        baseline = 'python -c "import numpy"'
+        what = "stand-in SSD" if farm.stand_in else "SSD MobileNet v2"
+        print(f"interactive compare of two realistic {what} runs ({farm.buffers_per_run} buffers each), CPU time, "
+              f"median of {args.repeat}: differing {median['differ'] * 1e3:.0f} ms, identical "
+              f"{median['same'] * 1e3:.0f} ms; {baseline} {median['numpy'] * 1e3:.0f} ms: "
+              f"{median['differ'] / median['numpy']:.2f}x and {median['same'] / median['numpy']:.2f}x")
+        table.add(f"compare RUN_A RUN_B, realistic {what} pair that differs (CPU)", median["differ"],
+                  baseline=baseline, baseline_value=median["numpy"], goal_ratio=3.0)
+        table.add(f"compare RUN_A RUN_B, realistic {what} pair, identical (CPU)", median["same"],
+                  baseline=baseline, baseline_value=median["numpy"])
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _zip_runs(root: str, mib: int) -> tuple[str, list[str]]:
+    import zipfile
+
+    size = mib << 20
+    rng = np.random.default_rng(5)
+    a = rng.integers(0, 4, size, dtype=np.uint8)  # deflates to about a quarter, as padded scores do
+    b = a.copy()
+    b[size // 3] ^= 0x10
+    runs = []
+    for name, data in (("ref", a), ("drv", b)):
+        path = os.path.join(root, name)
+        with write_run(path, name) as w:
+            w.add_bytes("raw", "scores", data, dtype="uint8", record_size=4)
+        runs.append(path)
+    del a, b
+    archive = os.path.join(root, "runs.zip")
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as z:
+        for path in runs:
+            for folder, _, files in os.walk(path):
+                for f in files:
+                    full = os.path.join(folder, f)
+                    z.write(full, os.path.relpath(full, root))
+    return archive, runs
+
+
+def measure_zip(args, table: Table) -> None:
+    root = tempfile.mkdtemp(prefix="bench_runs_zip.")
+    try:
+        archive, runs = _zip_runs(root, args.zip_mib)
+        url = "file://" + archive
+        zipped = FORENSICS + ["compare", f"zip://ref::{url}", f"zip://drv::{url}"]
+        local = FORENSICS + ["compare", *runs]
+        _child(local)  # the files in the page cache, the bytecode cached
+        cpu_zip, wall_zip, rss_zip = _child(zipped)
+        _, wall_local, rss_local = _child(local)
+        print(f"compare of two runs in a zip, {args.zip_mib} MiB deflated buffers: {wall_zip:.2f} s, "
+              f"{rss_zip:.0f} MiB; the same runs unpacked: {wall_local:.2f} s, {rss_local:.0f} MiB")
+        table.add(f"compare of two runs inside a zip, {args.zip_mib} MiB deflated buffers", wall_zip,
+                  baseline="the same runs unpacked", baseline_value=wall_local, goal_value=15.0)
+        table.add(f"compare of two runs inside a zip, {args.zip_mib} MiB deflated buffers: peak memory", rss_zip,
+                  unit="MiB", baseline="the same runs unpacked", baseline_value=rss_local, goal_value=600.0)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def measure(args, table: Table) -> None:
     root = args.keep or tempfile.mkdtemp(prefix="bench_runs.")
     os.makedirs(root, exist_ok=True)
     try:
@@ -116,7 +234,6 @@ def measure(args, table: Table) -> int:
     finally:
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
-    return 0
 
 
 if __name__ == "__main__":

@@ -84,7 +84,8 @@ extern "C" {
 #define FR_E_TENSOR     -4  /* tensor empty, not UTF-8, or holding '/', '\\', "..", or control characters */
 #define FR_E_DUPLICATE  -5  /* this (stage, tensor) was already added to the run */
 #define FR_E_EXISTS     -6  /* the target directory (or a file of that name) already exists */
-#define FR_E_META       -7  /* meta: scale not positive and finite, bad shape/rank, record_size < 0, bad role */
+#define FR_E_META       -7  /* meta: scale not positive and finite, bad shape/rank, record_size < 0, bad role,
+                               pad lanes without a record_size or outside it, repeated, or more than 64 */
 #define FR_E_NOMEM      -8  /* out of memory */
 #define FR_E_IO         -9  /* the file system refused (mkdir, write, rename): errno / GetLastError says why */
 #define FR_E_FAILED    -10  /* an earlier fr_run_add failed writing; the run cannot be committed */
@@ -151,6 +152,9 @@ typedef struct {
     int zero_point;
     int record_size;        /* bytes per record, 0 for none */
     const char *role;       /* "boxes", "scores", "classes", "num_detections" or NULL */
+    const int *pad_lanes;   /* the lanes of each record that are padding, not data: the chip pads z to a 4-byte
+                               lane (91 scores in 92-byte records: {91}); compare, diff and diagnose ignore them */
+    int n_pad_lanes;        /* how many (0: none; at most 64, each in 0..record_size-1, none twice) */
 } fr_meta;
 
 /* The dtypes fr_meta.dtype accepts, exactly the names the run reader accepts (numpy's canonical names;
@@ -968,6 +972,8 @@ typedef struct {
     int zero_point;
     int record_size;
     int role;           /* index into fr__roles, -1 for none */
+    int pad_lanes[64];
+    int n_pad_lanes;
 } fr__entry;
 
 struct fr_run {
@@ -992,7 +998,7 @@ const char *fr_strerror(int code)
     case FR_E_TENSOR: return "invalid tensor name (empty, not UTF-8, or with '/', '\\', '..' or control characters)";
     case FR_E_DUPLICATE: return "this (stage, tensor) is already in the run";
     case FR_E_EXISTS: return "the run directory already exists";
-    case FR_E_META: return "invalid metadata (scale, shape, record_size or role)";
+    case FR_E_META: return "invalid metadata (scale, shape, record_size, role or pad lanes)";
     case FR_E_NOMEM: return "out of memory";
     case FR_E_IO: return "the file system refused a write, mkdir or rename";
     case FR_E_FAILED: return "an earlier fr_run_add failed; the run cannot be committed";
@@ -1644,6 +1650,17 @@ static int fr__check_meta(const fr_meta *m, int *role)
         return FR_E_META;
     if (m->record_size < 0)
         return FR_E_META;
+    if (m->n_pad_lanes < 0 || m->n_pad_lanes > 64 || (m->n_pad_lanes > 0 && (m->pad_lanes == NULL ||
+                                                                            m->record_size <= 0)))
+        return FR_E_META;
+    for (i = 0; i < m->n_pad_lanes; i++) {
+        int k;
+        if (m->pad_lanes[i] < 0 || m->pad_lanes[i] >= m->record_size)
+            return FR_E_META;
+        for (k = 0; k < i; k++)
+            if (m->pad_lanes[k] == m->pad_lanes[i])
+                return FR_E_META;
+    }
     if (m->role != NULL) {
         for (i = 0; i < 4; i++)
             if (strcmp(m->role, fr__roles[i]) == 0)
@@ -1775,6 +1792,9 @@ int fr_run_add(fr_run *run, const char *stage, const char *tensor, const void *d
         e.zero_point = meta->zero_point;
         e.record_size = meta->record_size;
         e.rank = meta->rank;
+        e.n_pad_lanes = meta->n_pad_lanes;
+        for (i = 0; i < meta->n_pad_lanes; i++)
+            e.pad_lanes[i] = meta->pad_lanes[i];
         if (meta->dtype != NULL && (e.dtype = fr__strdup(meta->dtype)) == NULL)
             rc = FR_E_NOMEM;
         if (meta->shape != NULL) {
@@ -1879,6 +1899,15 @@ static void fr__manifest(const fr_run *r, fr__sb *b)
             if (e->role >= 0) {
                 fr__sb_str(b, ", \"role\": ");
                 fr__sb_json(b, fr__roles[e->role]);
+            }
+            if (e->n_pad_lanes > 0) {
+                fr__sb_str(b, ", \"pad_lanes\": [");
+                for (d = 0; d < e->n_pad_lanes; d++) {
+                    if (d)
+                        fr__sb_str(b, ", ");
+                    fr__sb_i64(b, e->pad_lanes[d]);
+                }
+                fr__sb_str(b, "]");
             }
             fr__sb_str(b, "}");
         }

@@ -58,12 +58,15 @@ typedef struct {
     double scale;
     int zero_point;
     int record_size;
+    int n_pad_lanes;       /* the chip pads z = 2 scores to a 4-byte lane: lanes 2 and 3 hold no data */
 } buffer_spec;
 
+static const int SCORE_PAD_LANES[2] = {2, 3};
+
 static const buffer_spec BUFFERS[3] = {
-    {"input.bin", "input", "input", {1, 320, 320, 3}, 4, 0, 0.0, 0, 960},
-    {"convert_scores.bin", "raw", "convert_scores", {0, 0, 0, 0}, 0, 1, 0.00390625, 0, 4},
-    {"Squeeze1.bin", "tensor", "Squeeze1", {1, 2034, 4, 0}, 3, 1, 0.10822763, 144, 4},
+    {"input.bin", "input", "input", {1, 320, 320, 3}, 4, 0, 0.0, 0, 960, 0},
+    {"convert_scores.bin", "raw", "convert_scores", {0, 0, 0, 0}, 0, 1, 0.00390625, 0, 4, 2},
+    {"Squeeze1.bin", "tensor", "Squeeze1", {1, 2034, 4, 0}, 3, 1, 0.10822763, 144, 4, 0},
 };
 
 int main(int argc, char **argv)
@@ -97,6 +100,8 @@ int main(int argc, char **argv)
         meta.scale = b->scale;
         meta.zero_point = b->zero_point;
         meta.record_size = b->record_size;
+        meta.pad_lanes = b->n_pad_lanes ? SCORE_PAD_LANES : NULL;
+        meta.n_pad_lanes = b->n_pad_lanes;
         rc = fr_run_add(run, b->stage, b->tensor, data, size, &meta);
         if (rc == FR_OK && fr_fingerprint_line(line, sizeof line, b->tensor, data, size) >= 0)
             printf("%s\n", line);  /* a driver would DbgPrint("%s\n", line) */

@@ -1,22 +1,36 @@
 """compare as JUnit XML for CI dashboards: one test case per (stage, tensor) of the two runs.
 
-A buffer that MATCHes or is WITHIN TOLERANCE passes; DIFFER and MISSING are failures (message: the verdict
-and the summary; text: the error statistics); buffers in one run only are skipped. Times are 0: the
-comparison of one buffer is not timed.
+Each case follows its row's judgement (forensics.runs.compare.judge_row): a buffer that MATCHes or is WITHIN
+TOLERANCE passes; DIFFER and MISSING, and a file changed after capture, are failures (message: the verdict and
+the row's message; text: the error statistics); buffers in one run only are skipped. The suite carries the run
+pair's one verdict line (its `verdict` and `message` properties and its system-out). Times are 0: the comparison
+of one buffer is not timed. Text from the runs (tensor names, sources) may hold characters XML 1.0 cannot hold
+at all, even escaped (control characters, lone surrogates): they are written as \\xNN / \\uNNNN, so the document
+stays well-formed.
 """
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 
+# XML 1.0's Char production: #x9 | #xA | #xD | [#x20-#xD7FF] | [#xE000-#xFFFD] | [#x10000-#x10FFFF]
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
-def _stats_text(row) -> str:
+
+def xml_text(value) -> str:
+    """`value` as text XML 1.0 can hold: every character it cannot is written as its escape (\\x01, \\ud800)."""
+    text = str(value)
+    return _NOT_XML.sub(lambda m: ascii(m.group())[1:-1], text)
+
+
+def _stats_text(row, message: str) -> str:
     stats = row.stats
     if stats is None or not stats.differing:
-        return row.summary
+        return message
     d = stats.to_dict()
     keys = ("max_abs", "mean_abs", "p99_abs", "max_rel", "cosine", "sqnr_db", "min_atol", "max_abs_lsb", "worst")
-    return row.summary + "\n" + "\n".join(f"{k}: {d[k]}" for k in keys if k in d)
+    return message + "\n" + "\n".join(f"{k}: {d[k]}" for k in keys if k in d)
 
 
 def junit_xml(result, *, name: str | None = None) -> str:
@@ -26,28 +40,33 @@ def junit_xml(result, *, name: str | None = None) -> str:
     cases = []
     failures = skipped = 0
     for row in result.rows:
-        case = ET.Element("testcase", {"classname": f"forensics.compare.{row.stage}", "name": row.label,
-                                       "time": "0"})
-        if not row.compared:
+        case = ET.Element("testcase", {"classname": xml_text(f"forensics.compare.{row.stage}"),
+                                       "name": xml_text(row.label), "time": "0"})
+        j = row.judgement
+        if j is None:
             skipped += 1
-            ET.SubElement(case, "skipped", {"message": row.summary})
-        elif not row.passed or row.changed:
+            ET.SubElement(case, "skipped", {"message": xml_text(row.summary)})
+        elif not j.passed:
             failures += 1
-            status = "CHANGED " + row.status if row.changed else row.status
-            failure = ET.SubElement(case, "failure", {"message": f"{status}: {row.summary}", "type": status})
-            failure.text = _stats_text(row)
+            failure = ET.SubElement(case, "failure", {"message": xml_text(f"{j.verdict}: {j.message}"),
+                                                      "type": str(j.verdict)})
+            failure.text = xml_text(_stats_text(row, j.message))
         else:
             out = ET.SubElement(case, "system-out")
-            out.text = f"{row.status}: {row.summary}"
+            out.text = xml_text(f"{j.verdict}: {j.message}")
         cases.append(case)
+    judgement = result.judgement
     root = ET.Element("testsuites", {"name": "forensics", "tests": str(len(cases)), "failures": str(failures),
                                      "skipped": str(skipped), "errors": "0"})
-    suite = ET.SubElement(root, "testsuite", {"name": suite_name, "tests": str(len(cases)),
+    suite = ET.SubElement(root, "testsuite", {"name": xml_text(suite_name), "tests": str(len(cases)),
                                               "failures": str(failures), "skipped": str(skipped), "errors": "0",
                                               "time": "0"})
     props = ET.SubElement(suite, "properties")
-    for key, value in (("run_a", a.path), ("run_b", b.path), ("verdict", result.verdict)):
-        ET.SubElement(props, "property", {"name": key, "value": str(value)})
+    for key, value in (("run_a", a.path), ("run_b", b.path), ("verdict", judgement.verdict),
+                       ("message", judgement.message)):
+        ET.SubElement(props, "property", {"name": key, "value": xml_text(value)})
     suite.extend(cases)
+    out = ET.SubElement(suite, "system-out")
+    out.text = xml_text(judgement.line)
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

@@ -11,8 +11,7 @@ from rich.text import Text
 from forensics.compare.crc import format_crc
 from forensics.render.style import VERDICT_STYLES as STATUS_STYLE
 from forensics.render.style import table as _table
-from forensics.render.style import verdict as _verdict
-from forensics.render.style import wrote
+from forensics.render.style import judgement_line, wrote
 from forensics.core.verdict import Verdict
 
 
@@ -111,6 +110,13 @@ def numbers_only(row) -> bool:
     return row.stage == "detections" or (row.stats is not None and not row.stats.integer)
 
 
+def row_message(row) -> str:
+    """What a row's summary cell says: its judgement's message (the summary, and whether it follows from an
+    earlier stage or changed after capture); the summary alone for a buffer one run lacks."""
+    j = row.judgement
+    return j.message if j is not None else row.summary
+
+
 def render_compare(result, *, unicode: bool | None = None) -> list:
     a, b = result.run_a, result.run_b
     out = [Text(f"A: {a.path} (source {a.source})    B: {b.path} (source {b.source})")]
@@ -120,35 +126,30 @@ def render_compare(result, *, unicode: bool | None = None) -> list:
         status = Text(status_text(row), style=STATUS_STYLE.get("CHANGED" if row.changed else row.status, ""))
         stage = Text(row.stage, style="bold" if row is first else "")
         table.add_row(stage, row.tensor if row.tensor != row.stage else "", status, _crc(row.crc32_a),
-                      _crc(row.crc32_b), row.summary)
+                      _crc(row.crc32_b), row_message(row))
     out.append(table)
-    if first is not None:
-        out.append(_verdict(Verdict.DIFFER, f"first divergent stage: {first.label}: {result.advice}"))
-    elif result.match:
-        compared = sum(1 for r in result.rows if r.compared)
-        out.append(_verdict(Verdict.MATCH, f"all {compared} common buffers match"))
-    else:
-        within = [r.label for r in result.rows if r.status == Verdict.WITHIN]
-        out.append(_verdict(Verdict.WITHIN, f"{len(within)} buffers differ within tolerance ("
-                                                f"{', '.join(within)}); the others match"))
+    out.append(judgement_line(result.judgement))
     if result.not_captured:
         out.append(Text(f"not captured in both runs: {', '.join(result.not_captured)} (nothing is concluded "
                         f"about {'it' if len(result.not_captured) == 1 else 'them'})"))
     for row in result.rows:
-        if row.findings:
-            for f in row.findings:
-                d = f.to_dict() if hasattr(f, "to_dict") else dict(f)
-                out.append(Text(f"  {row.label}: {d.get('kind')}: {d.get('evidence', '')}"))
+        for f in row.findings:
+            d = f.to_dict() if hasattr(f, "to_dict") else dict(f)
+            out.append(Text(f"  {row.label}: {d.get('kind')}: {d.get('evidence', '')}"))
+        if row.hint:
+            out.append(Text(f"  {row.label}: {row.hint}"))
     from forensics.render.buffers import stats_lines
 
-    for row in result.rows:
+    # the statistics and records of what differs on its own; a stage that follows from it is one table row
+    # (its figures are in --json and --html)
+    own = [row for row in result.rows if not row.follows]
+    for row in own:
         if row.stats is not None and row.stats.differing:
             out.extend(stats_lines(row.stats, where=f" ({row.label})", unicode=unicode))
-    for row in result.rows:
+    for row in own:
         if row.diff is not None and row.diff.records and not numbers_only(row):
             out.append(_diff_records_table(row))
-    if result.detections is not None and (result.detections.pairs or result.detections.only_a
-                                          or result.detections.only_b):
+    if result.detections is not None and not result.detections.same:
         out.append(_detections_table(result.detections))
     return out
 
@@ -266,14 +267,9 @@ def html_report(result, *, pictures: dict | None = None, title: str | None = Non
                      f"<td class=\"mono\">{_e(model_text)}</td><td>{_e(run.created or '-')}</td>"
                      f"<td>{_e(run.tool or '-')}</td></tr>")
     parts.append("</table>")
-    if first is not None:
-        parts.append(f"<div class=\"verdict bad\" id=\"verdict\"><b>DIFFER</b> — first divergent stage: "
-                     f"<b>{_e(first.label)}</b> ({_e(first.summary)}). {_e(result.advice)}</div>")
-    elif result.match:
-        parts.append("<div class=\"verdict ok\" id=\"verdict\"><b>MATCH</b> — every common buffer matches.</div>")
-    else:
-        parts.append("<div class=\"verdict ok\" id=\"verdict\"><b>WITHIN TOLERANCE</b> — every common buffer "
-                     "matches or differs within its tolerance.</div>")
+    j = result.judgement
+    parts.append(f"<div class=\"verdict {'ok' if j.passed else 'bad'}\" id=\"verdict\"><b>{_e(j.verdict)}</b> | "
+                 f"{_e(j.message)}</div>")
     for w in result.warnings:
         parts.append(f"<div class=\"warn\">warning: {_e(w)}</div>")
     parts.append("<h2>Stages</h2><table id=\"stages\"><tr><th>stage</th><th>tensor</th><th>status</th>"
@@ -285,9 +281,11 @@ def html_report(result, *, pictures: dict | None = None, title: str | None = Non
                      f"<td class=\"mono\">{_e(row.tensor if row.tensor != row.stage else '')}</td>"
                      f"<td class=\"{cls}\">{_e(status_text(row))}</td><td class=\"num\">{_size(row.size_a)}</td>"
                      f"<td class=\"num\">{_size(row.size_b)}</td><td class=\"mono\">{_crc(row.crc32_a)}</td>"
-                     f"<td class=\"mono\">{_crc(row.crc32_b)}</td><td>{_e(row.summary)}</td></tr>")
+                     f"<td class=\"mono\">{_crc(row.crc32_b)}</td><td>{_e(row_message(row))}</td></tr>")
     parts.append("</table>")
     findings = [(row, f.to_dict() if hasattr(f, "to_dict") else dict(f)) for row in result.rows for f in row.findings]
+    findings += [(row, {"kind": "-", "evidence": "no finding names this difference", "hint": row.hint})
+                 for row in result.rows if row.hint]
     if findings:
         parts.append("<h2>Diagnosis</h2><table><tr><th>buffer</th><th>finding</th><th>evidence</th><th>what to do"
                      "</th></tr>")

@@ -167,12 +167,14 @@ class BatchReport(CompareReport):
 
 
 def _run_geometry(model, deps, run_a):
-    from forensics.decode.geometry import geometry_for
-
     if model or deps:
+        from forensics.decode.geometry import geometry_for
+
         return geometry_for(model=model, deps=deps)
     path = (run_a.model or {}).get("path")
     if path and os.path.isfile(path):
+        from forensics.decode.geometry import geometry_for
+
         try:
             return geometry_for(model=path)
         except InputError:  # a model without PostProcess: no anchors, no pictures
@@ -300,7 +302,7 @@ def compare(*runs, html=None, previous=None, model=None, deps=None, limit: int =
 
         names = read_labels(labels)
     result = compare_runs(run_a, run_b, previous=earlier, geometry=_run_geometry(model, deps, run_a), limit=limit,
-                          policy=policy, labels=names)
+                          policy=policy, labels=names, model=model)
     if html:
         from forensics.io.outputs import write_text_atomic
         from forensics.render.runs import html_report, pictures_for
@@ -316,5 +318,5 @@ def compare(*runs, html=None, previous=None, model=None, deps=None, limit: int =
         from forensics.runs.impact import compare_impact
 
         impacted = compare_impact(run_a, run_b, model=model, deps=deps, labels=labels)
-    return CompareReport("compare", result, verdict=result.verdict, impact=impacted,
+    return CompareReport("compare", result, judgement=result.judgement, impact=impacted,
                          warnings=tuple(result.warnings), rows_key="stages", html=os.fspath(html) if html else None)

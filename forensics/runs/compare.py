@@ -2,37 +2,48 @@
 summary, the first divergent stage with what to do about it, per-tensor diff summaries, and the detections
 side by side (matched by IoU).
 
-The method is the story's: the first stage that differs is where the bug is; every later stage is expected to
-differ because of it. A buffer whose file no longer matches its manifest CRC is flagged CHANGED with a warning
-(the evidence was edited after capture); stages present in one run only are listed, not compared.
+The method is the story's: the first stage that differs is where the bug is; every later stage computed from it
+is expected to differ because of it, and says so ("expected: follows from input") instead of naming faults of
+its own. What a device or DMA wrote (params, instructions, input, raw) is explained with diagnose's names; the
+CPU tail's stages (dequantized, detections) by the tail's own analysis. Differences no one should act on are
+said and not counted: pad lanes and tile padding (from the manifest, else the run's model), detection rows past
+num_detections, another runtime's dequantize rounding. A buffer whose file no longer matches its manifest CRC is
+CHANGED (the evidence was edited after capture); stages present in one run only are listed, not compared.
+
+The run pair's verdict, reasons and one-line message come from one function, `judge_compare`, beside the result
+(and each row's from `judge_row`): every face prints that judgement and none chooses its own.
 """
 
 from __future__ import annotations
 
-import math
+import dataclasses
+import functools
 import os
+import shlex
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from forensics.compare.crc import format_crc
-from forensics.decode.ssd import Detection, iou_matrix
-from forensics.diagnose import diagnose_dumps
-from forensics.compare.diff import DiffResult, diff_dumps
 from forensics.core.errors import InputError
+from forensics.core.judgement import Judgement, Reason
 from forensics.core.layout import RecordLayout
-from forensics.runs import remote
+from forensics.core.tolerance import TolerancePolicy
+from forensics.core.verdict import StrEnum, Verdict
+from forensics.runs import causes, remote
+from forensics.runs.detections import (IOU_MATCH, ROW_VALUES, DetectionPair, DetectionsComparison,  # noqa: F401
+                                       compare_detections, detection_dict, detection_entries, detections_summary,
+                                       match_detections, read_detections)
+from forensics.runs.layouts import (ITEMSIZE as _ITEMSIZE, buffer_layout, counted, element_type,  # noqa: F401
+                                    model_path, raw_view, record_count)
 from forensics.runs.run import MANIFEST, SIDE_STAGES, STAGES, BufferCheck, BufferEntry, Run, load_run, verify_run
-from forensics.compare.stats import locator
-from forensics.core.tolerance import DIFFER, MATCH, WITHIN, TolerancePolicy
-from forensics.core.verdict import Verdict
 
-IOU_MATCH = 0.5
+MATCH, WITHIN, DIFFER = Verdict.MATCH, Verdict.WITHIN, Verdict.DIFFER
 DIFF_LIMIT = 8
 
 ADVICE = {
-    "instructions": "the instruction bitstream is mislinked: fix the driver's link step first (forensics link --check "
-                    "names the bug); every later stage is expected to differ",  # link: issue 23
+    "instructions": "the instruction bitstream is mislinked: fix the driver's link step first (forensics link MODEL "
+                    "--check DUMP names the bug); every later stage is expected to differ",  # link: issue 23
     "params": "parameters differ: the executable's parameter blob (parameter caching upload) is not the same; fix "
               "that first, every later stage is expected to differ",
     "input": "inputs differ: fix the input path first (resize, padding, colour order, row stride, quantization); "
@@ -47,10 +58,9 @@ ADVICE = {
                   "runtime version or delegate)",
 }
 
-# What the advice for a stage takes for granted: the earlier stages it says match. The chip's input and its
-# parameters are independent (an input that differs is a fact whatever the parameters were).
-PREMISES = {stage: tuple(s for s in STAGES[:i] if s not in SIDE_STAGES) for i, stage in enumerate(STAGES)}
-PREMISES["input"] = ()
+# What the advice for a stage takes for granted: the stages its bytes are computed from (the chip's input and
+# its parameters are independent: an input that differs is a fact whatever the parameters were).
+PREMISES = {stage: tuple(s for s in STAGES if s in causes.upstream(stage)) for stage in STAGES}
 # Where to look once a stage is known to be the first that differs (ADVICE without its premise).
 SUSPECT = {
     "raw": "look at the output DMA (buffer size, offset, completion, prefill left unwritten)",
@@ -58,6 +68,8 @@ SUSPECT = {
     "dequantized": "check scale and zero_point and the runtime's dequantize rounding",
     "detections": "the post-processing differs (PostProcess options, anchors, NMS, runtime version or delegate)",
 }
+# Findings that name a stage's cause outright: the verdict line leads with them instead of the stage's advice.
+CAUSE_KINDS = ("logged_fingerprint", "not_submitted", "buffer_order", "foreign", "image", "placement", "resize")
 
 
 def _names(stages) -> str:
@@ -83,13 +95,33 @@ def advice_from_captured(stage: str, not_captured, compared) -> str | None:
     return text
 
 
+class Bookkeeping(StrEnum):
+    """Where a (stage, tensor) stands before its bytes are judged: in both runs as captured, in one run only,
+    its file changed after capture or missing; a stage of neither run (or of one) is not captured."""
+
+    COMPARED = "compared"
+    ONLY_A = "only_a"
+    ONLY_B = "only_b"
+    CHANGED = "changed"
+    MISSING = "missing"
+    NOT_CAPTURED = "not_captured"
+
+
+# The one place bookkeeping becomes a verdict: None is "its comparison says" for COMPARED and "not judged" for
+# a buffer one run lacks; a file changed after capture never passes, a file the manifest lists and the disk
+# lacks is MISSING.
+BOOKKEEPING_VERDICT = {Bookkeeping.COMPARED: None, Bookkeeping.ONLY_A: None, Bookkeeping.ONLY_B: None,
+                       Bookkeeping.NOT_CAPTURED: None, Bookkeeping.CHANGED: DIFFER,
+                       Bookkeeping.MISSING: Verdict.MISSING}
+
+
 @dataclass(frozen=True)
 class StageRow:
     """One (stage, tensor) of the two runs."""
 
     stage: str
     tensor: str
-    status: str  # MATCH / WITHIN TOLERANCE / DIFFER / ONLY_A / ONLY_B / MISSING
+    status: str  # MATCH / WITHIN TOLERANCE / DIFFER / ONLY_A / ONLY_B / MISSING: what the bytes say
     size_a: int | None
     size_b: int | None
     crc32_a: int | None
@@ -97,13 +129,27 @@ class StageRow:
     summary: str
     changed: tuple[str, ...] = ()  # "A" / "B": the file no longer matches its manifest
     unit: str = "bytes"
-    diff: DiffResult | None = field(default=None, repr=False)
+    diff: object | None = field(default=None, repr=False)  # forensics.compare.diff.DiffResult
     findings: tuple = ()
     heat: object | None = field(default=None, repr=False)  # forensics.buffer.heat.AnchorHeat for pictures
+    bookkeeping: Bookkeeping = Bookkeeping.COMPARED
+    follows: str | None = None        # the earlier row this difference is expected from
+    reasons: tuple[Reason, ...] = ()  # differences ignored or tolerated (pad lanes, rows past num_detections, ...)
+    hint: str = ""                    # diagnose's hint, when no finding names the difference
 
     @property
     def compared(self) -> bool:
+        """Judged: both runs' bytes compared, a file missing, or a buffer whose absence is the finding."""
         return self.status in (MATCH, WITHIN, DIFFER, Verdict.MISSING)
+
+    @property
+    def judgement(self) -> Judgement | None:
+        return judge_row(self)
+
+    @property
+    def verdict(self) -> Verdict | None:
+        j = self.judgement
+        return None if j is None else j.verdict
 
     @property
     def match(self) -> bool | None:
@@ -111,12 +157,14 @@ class StageRow:
 
     @property
     def passed(self) -> bool | None:
-        """MATCH or WITHIN TOLERANCE (None when not compared)."""
-        return None if not self.compared else self.status in (MATCH, WITHIN)
+        """MATCH or WITHIN TOLERANCE and its files as captured (None when not compared)."""
+        v = self.verdict
+        return None if v is None else v.passed
 
     @property
-    def verdict(self) -> str | None:
-        return None if not self.compared else (self.status if self.status in (MATCH, WITHIN) else DIFFER)
+    def diverges(self) -> bool:
+        """The bytes say this buffer differs (DIFFER or MISSING), whatever its files' state."""
+        return self.status in (DIFFER, Verdict.MISSING)
 
     @property
     def stats(self):
@@ -126,13 +174,21 @@ class StageRow:
     def label(self) -> str:
         return self.stage if self.tensor == self.stage else f"{self.stage}:{self.tensor}"
 
+    def finding(self, kind: str):
+        return next((f for f in self.findings if _kind(f) == kind), None)
+
     def to_dict(self) -> dict:
-        out = {"stage": self.stage, "tensor": self.tensor, "match": self.match, "verdict": self.verdict,
-               "status": self.status,
-               "changed": list(self.changed), "size_a": self.size_a, "size_b": self.size_b,
+        j = self.judgement
+        out = {"stage": self.stage, "tensor": self.tensor, "match": self.match,
+               "verdict": j.verdict if j is not None else None, "status": self.status,
+               "bookkeeping": self.bookkeeping, "changed": list(self.changed), "size_a": self.size_a,
+               "size_b": self.size_b,
                "crc32_a": format_crc(self.crc32_a) if self.crc32_a is not None else None,
                "crc32_b": format_crc(self.crc32_b) if self.crc32_b is not None else None,
-               "summary": self.summary}
+               "summary": self.summary, "message": j.message if j is not None else self.summary,
+               "follows": self.follows, "reasons": [r.to_dict() for r in self.reasons]}
+        if self.hint:
+            out["hint"] = self.hint
         if self.diff is not None:
             d = self.diff.to_dict()
             out["diff"] = {k: d[k] for k in ("record_size", "records_compared", "records_differing",
@@ -150,92 +206,31 @@ class StageRow:
         return out
 
 
-def _label(labels, class_id: int) -> str | None:
-    return labels[class_id] if labels and 0 <= class_id < len(labels) and labels[class_id] else None
+def _kind(f) -> str | None:
+    return f.kind if hasattr(f, "kind") else (f.get("kind") if isinstance(f, dict) else None)
 
 
-def detection_dict(d: Detection, labels=None) -> dict:
-    """A detection output row as JSON: row, class (and its label), score, box."""
-    out = {"row": d.row, "class": d.class_id, "score": d.score, "box": list(d.box)}
-    if _label(labels, d.class_id):
-        out["label"] = _label(labels, d.class_id)
-    return out
+def _evidence(f) -> str:
+    return f.evidence if hasattr(f, "evidence") else str(f.get("evidence", ""))
 
 
-@dataclass(frozen=True)
-class DetectionPair:
-    """Two detection rows matched by IoU: the same object as A and B saw it."""
-
-    a: Detection
-    b: Detection
-    iou: float
-    labels: tuple[str, ...] | None = field(default=None, repr=False, compare=False)
-
-    row_a = property(lambda self: self.a.row)
-    row_b = property(lambda self: self.b.row)
-    class_a = property(lambda self: self.a.class_id)
-    class_b = property(lambda self: self.b.class_id)
-    score_a = property(lambda self: self.a.score)
-    score_b = property(lambda self: self.b.score)
-    box_a = property(lambda self: self.a.box)
-    box_b = property(lambda self: self.b.box)
-    label_a = property(lambda self: _label(self.labels, self.a.class_id))
-    label_b = property(lambda self: _label(self.labels, self.b.class_id))
-
-    @property
-    def score_delta(self) -> float:
-        return self.score_b - self.score_a
-
-    @property
-    def box_deltas(self) -> tuple[float, ...]:
-        """B - A per coordinate (ymin, xmin, ymax, xmax)."""
-        return tuple(float(y - x) for x, y in zip(self.box_a, self.box_b))
-
-    @property
-    def box_delta(self) -> float:
-        return float(np.max(np.abs(self.box_deltas)))
-
-    @property
-    def same(self) -> bool:
-        return self.class_a == self.class_b and self.score_a == self.score_b and self.box_a == self.box_b
-
-    def to_dict(self) -> dict:
-        out = {"row_a": self.row_a, "row_b": self.row_b, "class_a": self.class_a, "class_b": self.class_b,
-               "score_a": self.score_a, "score_b": self.score_b, "score_delta": self.score_delta, "iou": self.iou,
-               "box_a": list(self.box_a), "box_b": list(self.box_b), "box_delta": self.box_delta,
-               "box_deltas": list(self.box_deltas), "same": self.same}
-        if self.label_a or self.label_b:
-            out["label_a"], out["label_b"] = self.label_a, self.label_b
-        return out
-
-
-@dataclass(frozen=True)
-class DetectionsComparison:
-    pairs: tuple[DetectionPair, ...]
-    only_a: tuple[Detection, ...]
-    only_b: tuple[Detection, ...]
-    num_a: int
-    num_b: int
-    iou_threshold: float = IOU_MATCH
-    labels: tuple[str, ...] | None = field(default=None, repr=False, compare=False)
-    # every row each run wrote, in row order (the batch's detection statistics score them without reading
-    # the four files of each run again)
-    rows_a: tuple[Detection, ...] = field(default=(), repr=False, compare=False)
-    rows_b: tuple[Detection, ...] = field(default=(), repr=False, compare=False)
-
-    def label(self, d: Detection) -> str | None:
-        return _label(self.labels, d.class_id)
-
-    @property
-    def same(self) -> bool:
-        return not self.only_a and not self.only_b and all(p.same for p in self.pairs)
-
-    def to_dict(self) -> dict:
-        return {"num_detections_a": self.num_a, "num_detections_b": self.num_b, "iou_threshold": self.iou_threshold,
-                "pairs": [p.to_dict() for p in self.pairs],
-                "only_a": [detection_dict(d, self.labels) for d in self.only_a],
-                "only_b": [detection_dict(d, self.labels) for d in self.only_b],
-                "same": self.same}
+def judge_row(row: StageRow) -> Judgement | None:
+    """One row's judgement: its bytes' verdict, never passing when a file changed after capture; None for a
+    buffer one run lacks (not compared)."""
+    if not row.compared:
+        return None
+    reasons = list(row.reasons)
+    verdict = BOOKKEEPING_VERDICT.get(row.bookkeeping) or Verdict(row.status)
+    message = row.summary
+    if row.changed:
+        verdict = DIFFER
+        who = " and ".join(row.changed)
+        reasons.insert(0, Reason("changed_after_capture", f"{who}'s file changed after capture"))
+        message = f"{who}'s file changed after capture; {message}"
+    if row.diverges and row.follows:
+        reasons.append(Reason("follows", f"expected: follows from {row.follows}"))
+        message = f"{message}; expected: follows from {row.follows}"
+    return Judgement(verdict, message, tuple(reasons))
 
 
 @dataclass(frozen=True)
@@ -248,14 +243,20 @@ class CompareResult:
     models_differ: bool = False
     geometry: object | None = field(default=None, repr=False)
     policy: TolerancePolicy | None = None
+    images: dict | None = None  # the two runs' `image` stages: {"same", "crc32_a", "crc32_b", "name_a", "name_b"}
 
     @property
     def first_divergent(self) -> StageRow | None:
-        """The first stage that fails (DIFFER or MISSING); a stage WITHIN TOLERANCE passes."""
+        """The first row whose bytes differ (DIFFER or MISSING); a stage WITHIN TOLERANCE passes."""
         for row in self.rows:
-            if row.compared and not row.passed:
+            if row.diverges:
                 return row
         return None
+
+    @property
+    def independent(self) -> tuple[StageRow, ...]:
+        """The rows that differ and follow from no earlier row: each a cause of its own (the first among them)."""
+        return tuple(row for row in self.rows if row.diverges and not row.follows)
 
     @property
     def not_captured(self) -> tuple[str, ...]:
@@ -274,18 +275,22 @@ class CompareResult:
         compared = {r.stage for r in self.rows if r.compared and r.passed}
         return advice_from_captured(row.stage, self.not_captured, compared)
 
+    @functools.cached_property
+    def judgement(self) -> Judgement:
+        return judge_compare(self)
+
+    @property
+    def verdict(self) -> Verdict:
+        return self.judgement.verdict
+
     @property
     def match(self) -> bool:
-        return all(row.match for row in self.rows if row.compared) and not any(row.changed for row in self.rows)
+        return self.judgement.verdict is MATCH
 
     @property
     def passed(self) -> bool:
         """Every common buffer MATCHes or is WITHIN TOLERANCE, and no file changed after capture."""
-        return all(row.passed for row in self.rows if row.compared) and not any(row.changed for row in self.rows)
-
-    @property
-    def verdict(self) -> str:
-        return MATCH if self.match else (WITHIN if self.passed else DIFFER)
+        return self.judgement.passed
 
     def __bool__(self) -> bool:
         return self.passed
@@ -298,11 +303,12 @@ class CompareResult:
         first = self.first_divergent
         return {
             "match": self.match,
-            "verdict": self.verdict,
+            **self.judgement.to_dict(),
             "tolerance": self.policy.to_dict() if self.policy is not None else None,
             "run_a": {"path": self.run_a.path, "source": self.run_a.source, "model": self.run_a.model},
             "run_b": {"path": self.run_b.path, "source": self.run_b.source, "model": self.run_b.model},
             "models_differ": self.models_differ,
+            "images": self.images,
             "stages": [row.to_dict() for row in self.rows],
             "first_divergent_stage": first.stage if first else None,
             "first_divergent_tensor": first.tensor if first else None,
@@ -314,185 +320,72 @@ class CompareResult:
         }
 
 
-# --- record layouts for the per-tensor diff ---------------------------------------------------------------
-
-_ITEMSIZE = {"uint8": 1, "int8": 1, "int16": 2, "uint16": 2, "float16": 2, "int32": 4, "uint32": 4, "float32": 4,
-             "int64": 8, "uint64": 8, "float64": 8, "bool": 1}
-
-
-def buffer_layout(entry: BufferEntry, size: int) -> tuple[RecordLayout, str]:
-    """How to cut a buffer into records for the diff, and what to call a record (anchors, rows, bytes)."""
-    itemsize = _ITEMSIZE.get(entry.dtype or "uint8", 1)
-    shape = entry.shape
-    pad = tuple(entry.extra.get("pad_lanes") or ())
-    quant = {}
-    if itemsize == 1 and entry.scale is not None:
-        quant = {"scale": entry.scale, "zero_point": entry.zero_point or 0}
-    if entry.stage == "params":
-        return RecordLayout(record_size=1), "bytes"
-    if entry.stage == "input" and shape and len(shape) == 4 and shape[2] * shape[3] * itemsize * shape[1] == size:
-        return RecordLayout(record_size=shape[2] * shape[3] * itemsize), "rows"
-    unit = "anchors" if entry.stage in ("raw", "tensor", "dequantized") else "records"
-    record = None
-    if shape and len(shape) >= 2 and shape[-1] > 0:
-        channels = shape[-1] * itemsize
-        n = math.prod(shape[:-1])
-        if n * channels == size:
-            record = channels
-        elif entry.record_size and size % entry.record_size == 0:
-            record = entry.record_size
-        elif n and size % n == 0:
-            record = size // n
-        else:
-            record = channels
-        if record > channels and not pad:
-            pad = tuple(range(channels, record))
-        if len(shape) == 2 and shape[0] == 1 and record == channels and itemsize > 1:
-            # [1, K] of wider elements (a detection output's classes or scores): K values, not one record
-            record, unit = itemsize, "rows" if entry.stage == "detections" else "elements"
-        elif len(shape) != 3:
-            unit = "records"
-    elif entry.record_size:
-        record = entry.record_size
-    elif entry.stage == "raw":
-        record = 4  # the chip's lane width
-    if not record or record == 1:
-        return RecordLayout(record_size=1), "bytes"
-    pad = tuple(p for p in pad if p < record)
-    fields = entry.extra.get("fields")
-    fields = tuple(fields) if isinstance(fields, list) and len(fields) == record else None
-    return RecordLayout(record_size=record, pad_lanes=pad, fields=fields,
-                        **(quant if itemsize == 1 else {})), unit
+def _cause_text(row: StageRow) -> str | None:
+    """The evidence of the finding that names a row's cause outright, when it has one (for the CPU tail's
+    stages, the tail's analysis is always that)."""
+    for f in row.findings:
+        if _kind(f) in CAUSE_KINDS or row.stage in causes.CPU_STAGES:
+            return f"{_kind(f)}: {_evidence(f)}"
+    return None
 
 
-def record_count(entry: BufferEntry, size: int, layout: RecordLayout) -> int:
-    """How many records (anchors) a buffer of `size` bytes holds: its shape's count when the bytes hold that
-    many whole records (the chip's size_bytes may add a few padding bytes: Squeeze1 is 7,672 bytes for 1,917
-    anchors of 4), else the whole records in it."""
-    whole = size // layout.record_size
-    if entry.shape and len(entry.shape) >= 2 and layout.record_size == (entry.shape[-1] or 0) * \
-            _ITEMSIZE.get(entry.dtype or "uint8", 1):
-        n = math.prod(entry.shape[:-1])
-        if 0 < n <= whole and size - n * layout.record_size < layout.record_size:
-            return n
-    return whole
-
-
-def counted(n: int, unit: str) -> str:
-    """'1,917 anchors', '1 anchor'."""
-    return f"{n:,} {unit[:-1] if n == 1 and unit.endswith('s') else unit}"
-
-
-def _summary(diff: DiffResult, unit: str, count: int | None = None) -> str:
-    parts = []
-    if diff.size_a != diff.size_b:
-        parts.append(f"sizes differ: {diff.size_a:,} vs {diff.size_b:,} bytes")
-    if unit == "bytes":
-        if diff.bytes_differing or diff.size_a == diff.size_b:
-            parts.append(f"{diff.bytes_differing:,} of {diff.records_compared:,} bytes differ"
-                         + (f" (first at 0x{diff.first_differing_offset:x})"
-                            if diff.first_differing_offset is not None and diff.bytes_differing else ""))
-    elif diff.records_differing:
-        first = diff.records[0].index if diff.records else None
-        singular = unit[:-1]
-        of = counted(count if count is not None else diff.records_compared, unit)
-        parts.append(f"{diff.records_differing:,} of {of} differ"
-                     + (f" (first: {singular} {first})" if first is not None else ""))
-    elif diff.trailing_differ:
-        parts.append("only the bytes after the last whole record differ")
-    elif not diff.bytes_identical and diff.size_a == diff.size_b:
-        of = counted(count if count is not None else diff.records_compared, unit)
-        parts.append(f"only pad lanes differ (0 of {of} in data lanes)")
-    return "; ".join(parts) or "identical over the common length"
-
-
-# --- detections -------------------------------------------------------------------------------------------
-
-def read_detections(run: Run) -> tuple[list[Detection], int] | None:
-    """The rows the PostProcess kernel wrote (boxes, classes, scores, num_detections), or None without them.
-    The outputs do not say which anchor a row came from: `anchor` is -1."""
-    entries = [b for b in run.buffers if b.stage == "detections"]
-    if not entries:
-        return None
-    by_role = {b.role: b for b in entries if b.role}
-    if not all(r in by_role for r in ("boxes", "classes", "scores", "num_detections")):
-        if len(entries) != 4:
-            return None
-        by_role = dict(zip(("boxes", "classes", "scores", "num_detections"), entries))  # the kernel's order
-    arrays = {}
-    for role, entry in by_role.items():
-        dtype = np.dtype("<f4") if (entry.dtype or "float32") == "float32" else None
-        if dtype is None:
-            return None
-        try:
-            data = run.read_buffer(entry)
-        except (OSError, InputError):
-            return None
-        arrays[role] = np.frombuffer(data, dtype=dtype, count=len(data) // dtype.itemsize)
-    boxes = arrays["boxes"]
-    if boxes.size % 4 or arrays["num_detections"].size < 1:
-        return None
-    boxes = boxes.reshape(-1, 4)
-    classes, scores = arrays["classes"], arrays["scores"]
-    num = float(arrays["num_detections"][0])
-    if not np.isfinite(num):
-        return None
-    rows = max(0, min(int(num), len(boxes), len(classes), len(scores)))
-    out = [Detection(row=i, anchor=-1, class_id=int(classes[i]), score=float(scores[i]),
-                     box=tuple(float(v) for v in boxes[i])) for i in range(rows)]
-    return out, int(num)
-
-
-def _ordered_corners(boxes) -> np.ndarray:
-    """(ymin, xmin, ymax, xmax) with each pair's corners in order (a box may be written either way round)."""
-    b = np.asarray(boxes, dtype=np.float32).reshape(-1, 4)
-    return np.stack([np.minimum(b[:, 0], b[:, 2]), np.minimum(b[:, 1], b[:, 3]),
-                     np.maximum(b[:, 0], b[:, 2]), np.maximum(b[:, 1], b[:, 3])], axis=1)
-
-
-def match_detections(dets_a: list[Detection], dets_b: list[Detection], threshold: float = IOU_MATCH,
-                     labels=None):
-    """Greedy one-to-one matching by IoU (the decode kernel's IoU; highest first, same class preferred on ties);
-    the rest unmatched."""
-    if not dets_a or not dets_b:
-        return (), tuple(dets_a), tuple(dets_b)
-    ious = iou_matrix(_ordered_corners([d.box for d in dets_a]), _ordered_corners([d.box for d in dets_b]))
-    candidates = []
-    for i, j in zip(*np.nonzero(ious >= threshold)):
-        value = float(ious[i, j])
-        candidates.append((-value, dets_a[i].class_id != dets_b[j].class_id, int(i), int(j), value))
-    candidates.sort()
-    used_a, used_b, pairs = set(), set(), []
-    for _, _, i, j, value in candidates:
-        if i in used_a or j in used_b:
-            continue
-        used_a.add(i)
-        used_b.add(j)
-        pairs.append(DetectionPair(dets_a[i], dets_b[j], value, labels))
-    pairs.sort(key=lambda p: p.row_a)
-    only_a = tuple(d for i, d in enumerate(dets_a) if i not in used_a)
-    only_b = tuple(d for j, d in enumerate(dets_b) if j not in used_b)
-    return tuple(pairs), only_a, only_b
-
-
-def compare_detections(run_a: Run, run_b: Run, labels=None) -> DetectionsComparison | None:
-    got_a, got_b = read_detections(run_a), read_detections(run_b)
-    if got_a is None or got_b is None:
-        return None
-    (dets_a, num_a), (dets_b, num_b) = got_a, got_b
-    pairs, only_a, only_b = match_detections(dets_a, dets_b, labels=labels)
-    return DetectionsComparison(pairs, only_a, only_b, num_a, num_b, labels=labels, rows_a=tuple(dets_a),
-                                rows_b=tuple(dets_b))
-
-
-def _detections_summary(det: DetectionsComparison) -> str:
-    changed = sum(1 for p in det.pairs if not p.same)
-    parts = [f"{det.num_a} vs {det.num_b} detections", f"{len(det.pairs)} matched by IoU"]
+def judge_compare(result: CompareResult) -> Judgement:
+    """The run pair's one judgement: DIFFER when a buffer differs (the first divergent stage and what to do:
+    its named cause, else the stage's advice) or a file changed after capture; WITHIN TOLERANCE when every
+    difference is within a tolerance; else MATCH. The reasons carry every clause that decided, and what was
+    ignored (pad lanes, rows past num_detections) or tolerated (another runtime's rounding)."""
+    rows = result.rows
+    reasons = []
+    changed = [row for row in rows if row.changed]
     if changed:
-        parts.append(f"{changed} with other score/box/class")
-    if det.only_a or det.only_b:
-        parts.append(f"{len(det.only_a)} only in A, {len(det.only_b)} only in B")
-    return ", ".join(parts)
+        reasons.append(Reason("changed_after_capture",
+                              f"{_names(result.changed)} changed after capture: not the evidence captured"))
+    first = result.first_divergent
+    if first is not None:
+        reasons.append(Reason("first_divergent", f"{first.label}: {_cause_text(first) or result.advice}"))
+        for row in result.independent:
+            if row is not first:
+                reasons.append(Reason("also_divergent", f"{row.label} differs on its own: "
+                                                        f"{_cause_text(row) or row.summary}"))
+        follow = [row.label for row in rows if row.diverges and row.follows]
+        if follow:
+            reasons.append(Reason("follows", f"{_names(follow)} {'is' if len(follow) == 1 else 'are'} expected to "
+                                             "differ: each follows from an earlier stage"))
+    within = [row for row in rows if row.status == WITHIN]
+    if within:
+        reasons.append(Reason("within_tolerance", f"{_names([r.label for r in within])} differ within tolerance"))
+    harmless = [(row, reason) for row in rows for reason in row.reasons]
+    reasons += [Reason(reason.code, f"{row.label}: {reason.text}") for row, reason in harmless]
+    if result.images is not None and not result.images["same"]:
+        reasons.append(Reason("images_differ", f"the runs' inputs were made from different images "
+                                               f"({result.images['name_a']}, {result.images['name_b']})"))
+    if result.models_differ:
+        reasons.append(Reason("models_differ", "the runs were captured with different models"))
+    if result.not_captured:
+        reasons.append(Reason("not_captured", f"not captured in both runs: {', '.join(result.not_captured)}"))
+    compared = [row for row in rows if row.compared]
+    if first is not None:
+        verdict = DIFFER
+        message = f"first divergent stage: {first.label}: {_cause_text(first) or result.advice}"
+    elif changed:
+        verdict = DIFFER
+        message = (f"{_names(result.changed)} changed after capture: the files are not the evidence captured "
+                   "(every common buffer matches as the files are now)")
+    elif within:
+        verdict = WITHIN
+        named = [r.label + (": another runtime's dequantize rounding" if any(x.code == "dequantize_rounding"
+                                                                              for x in r.reasons) else "")
+                 for r in within]
+        message = (f"{len(within)} buffer{'s differ' if len(within) != 1 else ' differs'} within tolerance "
+                   f"({', '.join(named)}); the others match")
+    else:
+        verdict = MATCH
+        message = f"all {len(compared)} common buffers match"
+        if harmless:
+            message += " (" + "; ".join(f"{row.label}: {reason.text}" for row, reason in harmless) + ")"
+    if first is not None and changed:
+        message = f"{_names(result.changed)} changed after capture; {message}"
+    return Judgement(verdict, message, tuple(reasons))
 
 
 # --- the comparison -------------------------------------------------------------------------------------
@@ -508,26 +401,47 @@ def _ordered_keys(run_a: Run, run_b: Run) -> list[tuple[str, str]]:
 
 
 def _heat(geometry, dump_a, dump_b, layout: RecordLayout, unit: str):
-    """Per-anchor |a - b| for a heatmap, when the buffer holds one record per anchor of the geometry."""
+    """Per-anchor |a - b| for a heatmap, when the buffer holds one record per anchor of the geometry (a raw
+    layer's tile padding after them is no anchor's)."""
     if geometry is None or unit != "anchors" or not getattr(geometry, "is_grid", False):
         return None
-    if dump_a.size != dump_b.size or dump_a.size != geometry.num_anchors * layout.record_size:
+    n = geometry.num_anchors
+    needed = n * layout.record_size
+    if dump_a.size != dump_b.size or layout.count not in (None, n) or \
+            (dump_a.size != needed and layout.count != n):
         return None
     from forensics.buffer.heat import diff_heat
 
-    a = dump_a.read_array().reshape(geometry.num_anchors, layout.record_size)
-    b = dump_b.read_array().reshape(geometry.num_anchors, layout.record_size)
+    a = dump_a.read_array(0, needed).reshape(n, layout.record_size)
+    b = dump_b.read_array(0, needed).reshape(n, layout.record_size)
     return diff_heat(a, b, layout)
+
+
+@dataclass
+class _Pair:
+    """What every buffer pair of one comparison shares."""
+
+    run_a: Run
+    run_b: Run
+    previous: Run | None
+    geometry: object | None
+    diagnose: bool
+    limit: int
+    model: str | None                       # run A's model (or the one given): raw layouts, link checks
+    prefixes: dict                          # (stage, tensor) -> bytes compared (detection rows below num)
+    policy: TolerancePolicy
+    tail: dict = field(default_factory=dict)  # stage -> the CPU tail's analysis, asked once per stage
 
 
 def compare_runs(run_a, run_b, *, previous=None, geometry=None, diagnose: bool = True,
                  limit: int = DIFF_LIMIT, policy: TolerancePolicy | None = None, labels=None,
-                 verify_files: bool = True) -> CompareResult:
+                 verify_files: bool = True, model=None) -> CompareResult:
     """Compare two runs (paths or loaded Runs). InputError when they share no buffer at all, or when `policy`
     names a tensor neither run has. Differing numeric buffers get error statistics and a verdict judged by
-    the policy's tolerance for them; `labels` (class names by id) name the detections' classes.
-    `verify_files=False` trusts the manifests' CRCs where the files' sizes agree (a batch: matching buffers
-    are then never read)."""
+    the policy's tolerance for them; `labels` (class names by id) name the detections' classes. `model` lays
+    out raw buffers whose manifest says nothing of their lanes, and checks links (default: run A's model when
+    its file is there). `diagnose=False` names no bug (a batch). `verify_files=False` trusts the manifests'
+    CRCs where the files' sizes agree (a batch: matching buffers are then never read)."""
     run_a = run_a if isinstance(run_a, Run) else load_run(run_a)
     run_b = run_b if isinstance(run_b, Run) else load_run(run_b)
     previous = previous if previous is None or isinstance(previous, Run) else load_run(previous)
@@ -552,27 +466,34 @@ def compare_runs(run_a, run_b, *, previous=None, geometry=None, diagnose: bool =
         for check in checks.values():
             if not check.ok:
                 warnings.append(check.message(run.path))
+    if labels is None:
+        labels = recorded_labels(run_a) or recorded_labels(run_b)
+    detections = compare_detections(run_a, run_b, labels=labels)
+    pair = _Pair(run_a, run_b, previous, geometry, diagnose, limit, model_path(run_a, model),
+                 _detection_prefixes(run_a, run_b, detections), policy or TolerancePolicy())
     rows = []
     for key in _ordered_keys(run_a, run_b):
         ca, cb = checks_a.get(key), checks_b.get(key)
         if ca is None or cb is None:
-            only = ca or cb
-            status = "ONLY_A" if ca else "ONLY_B"
-            rows.append(StageRow(key[0], key[1], status, only.size if ca else None, only.size if cb else None,
-                                 only.crc32 if ca else None, only.crc32 if cb else None,
-                                 f"only in {'A' if ca else 'B'} ({(run_a if ca else run_b).source}): not compared",
-                                 changed=("A",) if ca and ca.status == "changed" else
-                                 (("B",) if cb and cb.status == "changed" else ())))
+            rows.append(_one_sided(run_a, run_b, ca, cb))
             continue
-        tol = (policy or TolerancePolicy()).for_buffer(*key)
-        rows.append(_compare_pair(run_a, run_b, ca, cb, previous, geometry, diagnose, limit, tol))
-    if labels is None:
-        labels = recorded_labels(run_a) or recorded_labels(run_b)
-    detections = compare_detections(run_a, run_b, labels=labels)
+        rows.append(_compare_pair(pair, ca, cb))
+    rows = _explain(pair, rows)
     if detections is not None:
         rows = [_with_detections(row, detections) if row.stage == "detections" and row.compared else row
                 for row in rows]
-    return CompareResult(run_a, run_b, tuple(rows), tuple(warnings), detections, models_differ, geometry, policy)
+    return CompareResult(run_a, run_b, tuple(rows), tuple(warnings), detections, models_differ, geometry, policy,
+                         _images(run_a, run_b))
+
+
+def _one_sided(run_a, run_b, ca, cb) -> StageRow:
+    only = ca or cb
+    side = "A" if ca else "B"
+    changed = (side,) if only.status == "changed" else ()
+    return StageRow(only.entry.stage, only.entry.tensor, f"ONLY_{side}", only.size if ca else None,
+                    only.size if cb else None, only.crc32 if ca else None, only.crc32 if cb else None,
+                    f"only in {side} ({(run_a if ca else run_b).source}): not compared", changed=changed,
+                    bookkeeping=Bookkeeping.ONLY_A if ca else Bookkeeping.ONLY_B)
 
 
 def recorded_labels(run: Run) -> tuple[str, ...] | None:
@@ -584,29 +505,41 @@ def recorded_labels(run: Run) -> tuple[str, ...] | None:
 
 
 def _with_detections(row: StageRow, det: DetectionsComparison) -> StageRow:
-    if row.tensor and row.status == Verdict.DIFFER:
-        from dataclasses import replace
-
-        return replace(row, summary=f"{row.summary}; {_detections_summary(det)}")
+    if row.tensor and row.status == DIFFER:
+        return dataclasses.replace(row, summary=f"{row.summary}; {detections_summary(det)}")
     return row
 
 
-def element_type(entry: BufferEntry, layout: RecordLayout) -> tuple[str | None, float | None, int | None]:
-    """The dtype to read a buffer's values as (None: bytes, no statistics) and its quantization."""
-    if entry.stage == "params":
-        return None, None, None
-    dtype = entry.dtype or "uint8"
-    try:
-        itemsize = np.dtype(dtype).itemsize
-    except TypeError:
-        return None, None, None
-    if np.dtype(dtype).kind not in "iuf" or layout.record_size % itemsize:
-        return None, None, None
-    scale = entry.scale if np.dtype(dtype).kind in "iu" else None
-    return dtype, scale, (entry.zero_point or 0) if scale is not None else None
+def _detection_prefixes(run_a, run_b, det: DetectionsComparison | None) -> dict:
+    """{(stage, tensor): bytes} of the detection outputs compared only in their rows below num_detections
+    (the larger of the two runs' counts: rows past it are whatever the buffer held, LiteRT leaves them)."""
+    if det is None:
+        return {}
+    entries_a, entries_b = detection_entries(run_a), detection_entries(run_b)
+    if entries_a is None or entries_b is None:
+        return {}
+    rows = max(det.num_a, det.num_b)
+    out = {}
+    for role, values in ROW_VALUES.items():
+        ea, eb = entries_a[role], entries_b[role]
+        if ea.key != eb.key:
+            continue
+        length = rows * values * 4
+        if length < max(ea.size, eb.size):
+            out[ea.key] = length
+    return out
+
+
+def _prefix(dump, length: int | None):
+    """The first `length` bytes of a dump (the dump itself when it is no longer)."""
+    if length is None or length >= dump.size:
+        return dump
+    return dataclasses.replace(dump, size=length, slice_length=length)
 
 
 def _locate(entry: BufferEntry, layout: RecordLayout, unit: str, itemsize: int):
+    from forensics.compare.stats import locator
+
     names = layout.field_names if itemsize == 1 and layout.fields is not None else None
     if unit == "anchors":
         where = locator(record_size=layout.record_size, lane_names=names, itemsize=itemsize)
@@ -627,63 +560,372 @@ def _picture_cells(entry: BufferEntry, layout: RecordLayout, unit: str, itemsize
     return True
 
 
-def _compare_pair(run_a, run_b, ca: BufferCheck, cb: BufferCheck, previous, geometry, diagnose, limit,
-                  tol=None) -> StageRow:
+def _compare_pair(pair: _Pair, ca: BufferCheck, cb: BufferCheck) -> StageRow:
+    run_a, run_b = pair.run_a, pair.run_b
     entry = ca.entry
     changed = tuple(name for name, c in (("A", ca), ("B", cb)) if c.status == "changed")
+    bookkeeping = Bookkeeping.CHANGED if changed else Bookkeeping.COMPARED
     if ca.status == "missing" or cb.status == "missing":
         which = " and ".join(n for n, c in (("A", ca), ("B", cb)) if c.status == "missing")
         return StageRow(entry.stage, entry.tensor, Verdict.MISSING, ca.size, cb.size, ca.crc32, cb.crc32,
-                        f"file missing in {which}: not compared", changed)
+                        f"file missing in {which}: not compared", changed, bookkeeping=Bookkeeping.MISSING)
     size_a, size_b = ca.size, cb.size
+    view = raw_view(pair.model, entry, size_a) if size_a == size_b else None
     if size_a == size_b and ca.crc32 == cb.crc32:
-        layout, unit = buffer_layout(entry, size_a)
+        layout, unit = buffer_layout(entry, size_a, view)
         what = counted(record_count(entry, size_a, layout), unit) if unit != "bytes" else f"{size_a:,} bytes"
-        return StageRow(entry.stage, entry.tensor, Verdict.MATCH, size_a, size_b, ca.crc32, cb.crc32,
-                        f"identical ({what})", changed, unit)
+        return StageRow(entry.stage, entry.tensor, MATCH, size_a, size_b, ca.crc32, cb.crc32,
+                        f"identical ({what})", changed, unit, bookkeeping=bookkeeping)
     if entry.stage == "instructions":  # link: a linked bitstream is answered with the link check (issue 23)
-        from forensics.link.bugs import compare_stage
-
-        linked = compare_stage(run_a, run_b, entry, cb.entry)
+        linked = _linked(pair, entry, cb.entry)
         if linked is not None:
-            return StageRow(entry.stage, entry.tensor, linked[0], size_a, size_b, ca.crc32, cb.crc32, linked[1],
-                            changed, findings=linked[2])
-    dump_a, dump_b = run_a.open_buffer(entry), run_b.open_buffer(cb.entry)
-    layout, unit = buffer_layout(entry, min(size_a, size_b))
+            status, summary, findings = linked
+            return StageRow(entry.stage, entry.tensor, status, size_a, size_b, ca.crc32, cb.crc32, summary,
+                            changed, findings=findings, bookkeeping=bookkeeping)
+    from forensics.compare.diff import diff_dumps
+
+    length = pair.prefixes.get(entry.key)
+    layout, unit = buffer_layout(entry, min(size_a, size_b), view)
+    dump_a, dump_b = _prefix(run_a.open_buffer(entry), length), _prefix(run_b.open_buffer(cb.entry), length)
     if min(size_a, size_b) == 0:
-        return StageRow(entry.stage, entry.tensor, Verdict.DIFFER, size_a, size_b, ca.crc32, cb.crc32,
-                        f"sizes differ: {size_a:,} vs {size_b:,} bytes (one is empty)", changed, unit)
+        return StageRow(entry.stage, entry.tensor, DIFFER, size_a, size_b, ca.crc32, cb.crc32,
+                        f"sizes differ: {size_a:,} vs {size_b:,} bytes (one is empty)", changed, unit,
+                        bookkeeping=bookkeeping)
     dtype, scale, zero_point = element_type(entry, layout)
+    tol = pair.policy.for_buffer(*entry.key)
     if dtype is None:
-        diff = diff_dumps(dump_a, dump_b, layout, limit=limit, stats=False)
+        diff = diff_dumps(dump_a, dump_b, layout, limit=pair.limit, stats=False)
     else:
         itemsize = np.dtype(dtype).itemsize
-        diff = diff_dumps(dump_a, dump_b, layout, limit=limit, policy=tol, dtype=dtype, scale=scale,
+        diff = diff_dumps(dump_a, dump_b, layout, limit=pair.limit, policy=tol, dtype=dtype, scale=scale,
                           zero_point=zero_point, locate=_locate(entry, layout, unit, itemsize),
-                          sample=_picture_cells(entry, layout, unit, itemsize, min(size_a, size_b)))
-    findings = ()
-    if diagnose:
-        findings = _diagnose(dump_a, dump_b, layout, previous, entry)
+                          sample=_picture_cells(entry, layout, unit, itemsize, min(dump_a.size, dump_b.size)))
     heat = None
     try:
-        heat = _heat(geometry, dump_a, dump_b, layout, unit)
+        heat = _heat(pair.geometry, dump_a, dump_b, layout, unit)
     except InputError:
         heat = None
-    # The CRCs differ: WITHIN TOLERANCE when the values pass; pad lanes alone differing stay DIFFER as ever.
-    status = WITHIN if diff.verdict == WITHIN else DIFFER
-    return StageRow(entry.stage, entry.tensor, status, size_a, size_b, ca.crc32, cb.crc32,
-                    _summary(diff, unit, record_count(entry, min(size_a, size_b), layout)), changed, unit, diff,
-                    findings, heat)
+    count = record_count(entry, min(dump_a.size, dump_b.size), layout)
+    reasons = ()
+    if diff.verdict == MATCH:  # the CRCs differ, the compared bytes do not: only bytes no one compares differ
+        reasons = (_ignored(entry, layout, length, view, dump_a.size),)
+        summary = f"{counted(count, unit)} match; {reasons[0].text}"
+        status = MATCH
+    else:
+        status = WITHIN if diff.verdict == WITHIN else DIFFER
+        summary = _summary(diff, unit, count)
+        if status == DIFFER and entry.stage == "dequantized" and dtype == "float32":
+            rounding = _rounding(pair, entry, dump_a, dump_b)
+            if rounding is not None:
+                status, reasons = WITHIN, (rounding,)
+                summary = f"{summary}; {rounding.text}"
+    return StageRow(entry.stage, entry.tensor, status, size_a, size_b, ca.crc32, cb.crc32, summary, changed, unit,
+                    diff, (), heat, bookkeeping=bookkeeping, reasons=reasons)
 
 
-def _diagnose(dump_a, dump_b, layout, previous: Run | None, entry: BufferEntry) -> tuple:
-    """The named bring-up bugs behind one differing buffer (forensics.diagnose), with --previous for stale."""
+def _ignored(entry: BufferEntry, layout: RecordLayout, length, view, size: int) -> Reason:
+    """What differs where a matching buffer's CRCs do not: the rows past num_detections, pad lanes, tile padding."""
+    if length is not None:
+        rows = length // (4 * ROW_VALUES.get(entry.role or "", 1)) if entry.role in ROW_VALUES else None
+        return Reason("past_num_detections",
+                      f"only the rows past num_detections differ ({rows:,} rows compared; the kernel leaves the "
+                      "others uninitialised): ignored" if rows is not None else
+                      "only the rows past num_detections differ: ignored")
+    parts = []
+    if layout.pad_lanes:
+        lanes = ", ".join(map(str, layout.pad_lanes))
+        parts.append(f"pad lane{'s' if len(layout.pad_lanes) > 1 else ''} {lanes} of every record")
+    if layout.count is not None and size > layout.offset + layout.count * layout.record_size:
+        parts.append(f"the {size - layout.offset - layout.count * layout.record_size:,} bytes of tile padding "
+                     "after the last record")
+    where = ", as the model's output layer lays it out" if view is not None and layout is view.layout else ""
+    return Reason("pad_lanes", f"only padding differs, ignored as diff and diagnose ignore it: "
+                               f"{' and '.join(parts) or 'the bytes past the records'}{where}")
+
+
+def _rounding(pair: _Pair, entry: BufferEntry, dump_a, dump_b) -> Reason | None:
+    """WITHIN TOLERANCE's reason for a float32 dequantized buffer that differs only by another runtime's
+    dequantize rounding, when the quantization it was dequantized from is known."""
+    if dump_a.size != dump_b.size or dump_a.size > 64 << 20:
+        return None
+    source = _dequantize_quant(pair, entry)
+    if source is None:
+        return None
+    scale, zero_point, where = source
+    a = np.frombuffer(dump_a.read(0, dump_a.size), "<f4")
+    b = np.frombuffer(dump_b.read(0, dump_b.size), "<f4")
+    delta = causes.within_rounding(a, b, scale, zero_point)
+    if delta is None:
+        return None
+    return Reason("dequantize_rounding", causes.rounding_text(delta, scale, zero_point, where))
+
+
+def _dequantize_quant(pair: _Pair, entry: BufferEntry):
+    """(scale, zero_point, where it was found) of the codes a dequantized buffer was computed from: the buffer's
+    own manifest fields, else the model's DEQUANTIZE op, else the one tensor-stage buffer of run A with as many
+    elements and a scale."""
+    if entry.scale is not None:
+        return entry.scale, entry.zero_point or 0, "the buffer's manifest"
+    found = causes.dequantize_source(pair.model, entry.tensor)
+    if found is not None:
+        return found
+    n = entry.size // 4
+    same = [b for b in pair.run_a.buffers if b.stage == "tensor" and b.scale is not None
+            and b.size == n * _ITEMSIZE.get(b.dtype or "uint8", 1)]
+    if len(same) == 1:
+        return same[0].scale, same[0].zero_point or 0, f"tensor:{same[0].tensor}"
+    return None
+
+
+def _linked(pair: _Pair, entry_a: BufferEntry, entry_b: BufferEntry):
+    """(status, summary, findings) of a differing `instructions` buffer from the link check of B's against run
+    A's model (two links of one bitstream differ in the addresses the drivers chose: B passes when it is
+    LINKED); None without a model to check against."""
+    from forensics.link.bugs import stage_findings
+
+    result = causes.link_check(pair.run_b, entry_b, pair.model)
+    if result is None:
+        return None
+    summary = f"link check of B: {result.judgement.line}"  # against run A's model, in the link part's words
+    return (MATCH if result.verdict == Verdict.LINKED else DIFFER), summary, stage_findings(result)
+
+
+def _summary(diff, unit: str, count: int | None = None) -> str:
+    parts = []
+    if diff.size_a != diff.size_b:
+        parts.append(f"sizes differ: {diff.size_a:,} vs {diff.size_b:,} bytes")
+    if unit == "bytes":
+        if diff.bytes_differing or diff.size_a == diff.size_b:
+            parts.append(f"{diff.bytes_differing:,} of {diff.records_compared:,} bytes differ"
+                         + (f" (first at 0x{diff.first_differing_offset:x})"
+                            if diff.first_differing_offset is not None and diff.bytes_differing else ""))
+    elif diff.records_differing:
+        first = diff.records[0].index if diff.records else None
+        singular = unit[:-1]
+        of = counted(count if count is not None else diff.records_compared, unit)
+        parts.append(f"{diff.records_differing:,} of {of} differ"
+                     + (f" (first: {singular} {first})" if first is not None else ""))
+    elif diff.trailing_differ:
+        parts.append("only the bytes after the last whole record differ")
+    elif not diff.bytes_identical and diff.size_a == diff.size_b:
+        of = counted(count if count is not None else diff.records_compared, unit)
+        parts.append(f"only pad lanes differ (0 of {of} in data lanes)")
+    return "; ".join(parts) or "identical over the common length"
+
+
+# --- what explains the rows: causes across buffers, stages and runs ------------------------------------------
+
+def _explain(pair: _Pair, rows: list[StageRow]) -> list[StageRow]:
+    """The rows with what explains them: the log's fingerprints, executables never submitted, buffers bound in
+    the wrong order; then, in stage order, each differing row follows from an earlier one or gets its own
+    analysis (the image's placement or resize for an input, diagnose for what a device wrote, the CPU tail's
+    replay for dequantized and detections)."""
+    rows = _logged(pair, rows)
+    rows = _unsubmitted(pair, rows)
+    rows = _crossed(rows)
+    out: list[StageRow] = []
+    for row in rows:
+        if row.diverges and not _cause_text(row):
+            earlier = _follows(row, out)
+            if earlier is not None:
+                row = dataclasses.replace(row, follows=earlier)
+            else:
+                row = _analyse(pair, row, out)
+        out.append(row)
+    return out
+
+
+def _follows(row: StageRow, earlier: list[StageRow]) -> str | None:
+    """The earlier differing row this row's bytes are computed from (the same tensor's, else the first)."""
+    before = causes.upstream(row.stage)
+    candidates = [r for r in earlier if r.diverges and r.stage in before]
+    if not candidates:
+        return None
+    same = [r for r in candidates if r.tensor == row.tensor]
+    return (same[-1] if same else candidates[0]).label
+
+
+def _logged(pair: _Pair, rows: list[StageRow]) -> list[StageRow]:
+    """A logged fingerprint that disagrees with its dump makes that buffer differ, the log line its evidence."""
+    items = {}
+    for who, run in (("A", pair.run_a), ("B", pair.run_b)):
+        for item in causes.log_disagreements(run):
+            items.setdefault((item["stage"], item["tensor"]), []).append(dict(item, run=who))
+    if not items:
+        return rows
+    out = []
+    for row in rows:
+        found = items.get((row.stage, row.tensor))
+        if found and row.status not in ("ONLY_A", "ONLY_B"):
+            f = causes.logged_finding(found)
+            summary = row.summary if row.diverges else f"{row.summary}, but {found[0]['run']}'s log disagrees"
+            row = dataclasses.replace(row, status=DIFFER if row.status != Verdict.MISSING else row.status,
+                                      summary=summary, findings=(f,) + tuple(row.findings))
+        out.append(row)
+    return out
+
+
+def _unsubmitted(pair: _Pair, rows: list[StageRow]) -> list[StageRow]:
+    """An instructions buffer of A's PARAMETER_CACHING executable that B has none of: not_submitted."""
+    missing = causes.not_submitted(pair.run_a, pair.run_b, pair.model)
+    if not missing:
+        return rows
+    from forensics.link.bugs import stage_executable
+
+    out, said = [], set()
+    for row in rows:
+        where = stage_executable(row.tensor) if row.stage == "instructions" else None
+        if row.bookkeeping is Bookkeeping.ONLY_A and where and where[0] in missing and where[0] not in said:
+            said.add(where[0])
+            row = dataclasses.replace(row, status=DIFFER, findings=(missing[where[0]],),
+                                      summary=f"only in A: B never submitted executable {where[0]} "
+                                              "(PARAMETER_CACHING)")
+        out.append(row)
+    return out
+
+
+def _crossed(rows: list[StageRow]) -> list[StageRow]:
+    """Buffers of one stage bound in the wrong order: each of B's that differs equals another of A's."""
+    by_stage = {}
+    for row in rows:
+        if row.bookkeeping in (Bookkeeping.COMPARED, Bookkeeping.CHANGED) and row.crc32_a is not None:
+            by_stage.setdefault(row.stage, []).append(row)
+    found = {}
+    for stage_rows in by_stage.values():
+        holds = causes.crossed([(r.label, (r.size_a, r.crc32_a), (r.size_b, r.crc32_b)) for r in stage_rows])
+        for r in stage_rows:
+            if r.label in holds:
+                found[r.label] = causes.crossed_finding(r.label, holds[r.label], r.crc32_b, holds)
+    if not found:
+        return rows
+    return [dataclasses.replace(r, status=DIFFER, findings=(found[r.label],) + tuple(r.findings))
+            if r.label in found else r for r in rows]
+
+
+def _analyse(pair: _Pair, row: StageRow, earlier: list[StageRow]) -> StageRow:
+    """A row that differs on its own: the input's image explanations, diagnose for what a device or DMA wrote
+    (and a tensor standing for an uncaptured raw output), the CPU tail's replay for its stages."""
+    if row.status == Verdict.MISSING or row.size_a is None or row.size_b is None:
+        return row
+    if row.stage == "input":
+        found = _input_cause(pair, row)
+        if found is not None:
+            return dataclasses.replace(row, findings=tuple(row.findings) + (found,))
+    if row.stage == "params":
+        found = _foreign(pair, row)
+        if found is not None:
+            return dataclasses.replace(row, findings=tuple(row.findings) + (found,))
+    if row.stage in causes.CPU_STAGES:
+        found = _tail(pair, row)
+        return dataclasses.replace(row, findings=tuple(row.findings) + ((found,) if found is not None else ()))
+    if not pair.diagnose:
+        return row
+    raw_matched = any(r.stage == "raw" and r.compared and not r.diverges for r in earlier)
+    return _diagnosed(pair, row, dma=row.stage in causes.DMA_STAGES or not raw_matched)
+
+
+def _entries(pair: _Pair, row: StageRow) -> tuple[BufferEntry, BufferEntry]:
+    return pair.run_a.buffer(row.stage, row.tensor), pair.run_b.buffer(row.stage, row.tensor)
+
+
+def _diagnosed(pair: _Pair, row: StageRow, *, dma: bool) -> StageRow:
+    """diagnose's findings for a row (with --previous for stale); without `dma` (a tensor computed from a raw
+    output that matched) the names of what a device or DMA does are left out, and so is the hint that names
+    them. Diagnose's hint is carried when no finding is left."""
+    from forensics.diagnose import diagnose_dumps
+
+    entry_a, entry_b = _entries(pair, row)
+    dump_a, dump_b = pair.run_a.open_buffer(entry_a), pair.run_b.open_buffer(entry_b)
+    layout = row.diff.layout if row.diff is not None else buffer_layout(entry_a, min(dump_a.size, dump_b.size))[0]
     prev_dump = None
-    if previous is not None:
-        match = [b for b in previous.buffers if b.key == entry.key]
-        if match and previous.has_file(match[0]):
-            prev_dump = previous.open_buffer(match[0])
-    return tuple(diagnose_dumps(dump_a, dump_b, layout=layout, previous=prev_dump).findings)
+    if pair.previous is not None:
+        match = [b for b in pair.previous.buffers if b.key == entry_a.key]
+        if match and pair.previous.has_file(match[0]):
+            prev_dump = pair.previous.open_buffer(match[0])
+    try:
+        result = diagnose_dumps(dump_a, dump_b, layout=layout, previous=prev_dump)
+    except InputError:
+        return row
+    findings = tuple(f for f in result.findings if dma or f.kind not in causes.DMA_KINDS)
+    hint = result.hint if not findings and (dma or not result.findings) else ""
+    return dataclasses.replace(row, findings=tuple(row.findings) + findings, hint=hint)
+
+
+def _foreign(pair: _Pair, row: StageRow):
+    """B's parameters checked against run A's model: FOREIGN when no executable of it holds these bytes."""
+    entry_b = pair.run_b.buffer(row.stage, row.tensor)
+    result = causes.link_check(pair.run_b, entry_b, pair.model)
+    if result is None or result.verdict != Verdict.FOREIGN:
+        return None
+    return causes.finding("foreign", f"B's {row.label} is not the parameters of run A's model "
+                                     f"({os.path.basename(pair.model)}): the link check against it says "
+                                     f"{result.verdict} (no executable of the model holds these bytes): another "
+                                     "model's parameters were uploaded",
+                          "upload the parameters of the model this run executes (forensics link "
+                          f"{shlex.quote(pair.model)} --check {shlex.quote(pair.run_b.file_path(entry_b))})",
+                          verdict=result.verdict)
+
+
+def _input_cause(pair: _Pair, row: StageRow):
+    """What explains a differing input by the image: the runs' images differ (then the input follows from
+    them), B holds A's image pixels placed elsewhere, or B's input is the same image resized another way."""
+    entry_a, entry_b = _entries(pair, row)
+    if entry_a.size > 64 << 20 or entry_a.size != entry_b.size:
+        return None
+    data_a, data_b = pair.run_a.read_buffer(entry_a), pair.run_b.read_buffer(entry_b)
+    image_a, image_b = causes.image_entry(pair.run_a), causes.image_entry(pair.run_b)
+    if image_a is not None and image_b is not None and image_a.crc32 != image_b.crc32:
+        return causes.finding("image", f"the runs' inputs were made from different images ({image_a.tensor}, "
+                                       f"CRC32 {format_crc(image_a.crc32)}; {image_b.tensor}, CRC32 "
+                                       f"{format_crc(image_b.crc32)}): the input follows from the image",
+                              "capture both runs from the same image file")
+    a, b = causes.image_array(entry_a, data_a), causes.image_array(entry_b, data_b)
+    if a is not None and b is not None:
+        placed = causes.placement(a, b)
+        if placed is not None:
+            return causes.placement_finding(placed)
+    if image_a is not None and image_b is not None and pair.run_b.files is None:
+        resampling = (pair.run_a.capture or {}).get("resampling")
+        method = causes.resize_explains(pair.run_b.file_path(image_b), entry_b, data_b, resampling)
+        if method is not None:
+            return causes.finding("resize", f"B's input is the same image resized with {method} "
+                                            f"(A's: {resampling or 'not recorded'}), placed as pycoral places it",
+                                  f"resize with the reference's filter ({resampling or 'lanczos'}, pycoral's "
+                                  "examples)", resampling_b=method, resampling_a=resampling)
+    return None
+
+
+def _tail(pair: _Pair, row: StageRow):
+    """The CPU tail's analysis of a dequantized or detections row (forensics.runs.causes.explain_tail)."""
+    def arrays(run, stage):
+        out = {}
+        for b in run.buffers:
+            if b.stage == stage and (b.dtype or "uint8") in _ITEMSIZE and b.size <= 64 << 20:
+                try:
+                    data = run.read_buffer(b)
+                except (OSError, InputError):
+                    continue
+                dtype = np.dtype(b.dtype or "uint8")
+                arr = np.frombuffer(data, dtype.newbyteorder("<"), count=len(data) // dtype.itemsize)
+                out[b.tensor] = arr.reshape(b.shape) if b.shape and int(np.prod(b.shape)) == arr.size else arr
+        return out
+
+    if row.stage in pair.tail:  # one answer per stage: the tail computes the stage's buffers together
+        return None
+    before = {"dequantized": "tensor", "detections": "dequantized"}[row.stage]
+    upstream_b = arrays(pair.run_b, before) or None
+    pair.tail[row.stage] = causes.explain_tail(row.stage, arrays(pair.run_a, row.stage), arrays(pair.run_b, row.stage),
+                                               upstream_b, pair.model)
+    return pair.tail[row.stage]
+
+
+def _images(run_a, run_b) -> dict | None:
+    """The two runs' `image` stages side by side, when both hold one."""
+    a, b = causes.image_entry(run_a), causes.image_entry(run_b)
+    if a is None or b is None:
+        return None
+    return {"same": (a.size, a.crc32) == (b.size, b.crc32), "name_a": a.tensor, "name_b": b.tensor,
+            "crc32_a": format_crc(a.crc32), "crc32_b": format_crc(b.crc32), "size_a": a.size, "size_b": b.size}
 
 
 # --- batch support: one pair directory -> one summary row ----------------------------------------------------

@@ -163,6 +163,28 @@ static int errors(const char *base)
     memset(&m, 0, sizeof m);
     m.role = "logits";
     CHECK("add_role_unknown", fr_run_add(run, "raw", "t", data, 4, &m), FR_E_META);
+    {
+        static const int lanes[3] = {2, 3, 2}, outside[1] = {4}, below[1] = {-1};
+        memset(&m, 0, sizeof m);
+        m.pad_lanes = lanes;
+        m.n_pad_lanes = 2;
+        CHECK("add_pad_lanes_without_record_size", fr_run_add(run, "raw", "t", data, 4, &m), FR_E_META);
+        m.record_size = 4;
+        m.n_pad_lanes = 3;
+        CHECK("add_pad_lanes_repeated", fr_run_add(run, "raw", "t", data, 4, &m), FR_E_META);
+        m.pad_lanes = outside;
+        m.n_pad_lanes = 1;
+        CHECK("add_pad_lane_outside_record", fr_run_add(run, "raw", "t", data, 4, &m), FR_E_META);
+        m.pad_lanes = below;
+        CHECK("add_pad_lane_negative", fr_run_add(run, "raw", "t", data, 4, &m), FR_E_META);
+        m.pad_lanes = NULL;
+        CHECK("add_pad_lanes_null", fr_run_add(run, "raw", "t", data, 4, &m), FR_E_META);
+        m.n_pad_lanes = 65;
+        m.pad_lanes = lanes;
+        CHECK("add_pad_lanes_too_many", fr_run_add(run, "raw", "t", data, 4, &m), FR_E_META);
+        m.n_pad_lanes = -1;
+        CHECK("add_pad_lanes_negative_count", fr_run_add(run, "raw", "t", data, 4, &m), FR_E_META);
+    }
     memset(&m, 0, sizeof m);
     m.dtype = "";
     CHECK("add_dtype_empty", fr_run_add(run, "raw", "t", data, 4, &m), FR_E_DTYPE);
@@ -451,6 +473,11 @@ static int write_run(const char *target, int count, const char *mode, int after)
         m.zero_point = i % 2 ? -128 : 144;
         m.record_size = i % 5;
         m.role = i == 1 ? "scores" : NULL;
+        {
+            static const int lanes[2] = {3, 2};  /* written in the order given */
+            m.pad_lanes = m.record_size == 4 ? lanes : NULL;
+            m.n_pad_lanes = m.record_size == 4 ? 2 : 0;
+        }
         rc = fr_run_add(run, i % 2 ? "raw" : "detections", tensors[i % 6], data, size, &m);
         free(data);
         if (rc != FR_OK)

@@ -195,6 +195,8 @@ def test_every_bad_input_has_its_code_and_writes_nothing(builds, build, tmp_path
     expected = {"FR_E_NULL", "FR_E_ARG", "FR_E_STAGE", "FR_E_TENSOR", "FR_E_DUPLICATE", "FR_E_EXISTS",
                 "FR_E_META", "FR_E_BUFFER", "FR_E_TAG"}
     assert expected <= set(codes)
+    assert {"add_pad_lanes_without_record_size", "add_pad_lanes_repeated", "add_pad_lane_outside_record",
+            "add_pad_lane_negative", "add_pad_lanes_null", "add_pad_lanes_too_many"} <= {r[0] for r in rows}
     error_codes = {name: values.pop() for name, values in codes.items() if name.startswith("FR_E_")}
     assert all(v < 0 for v in error_codes.values())
     assert len(set(error_codes.values())) == len(error_codes), f"two error names share a code: {error_codes}"
@@ -264,6 +266,7 @@ def test_written_run_is_read_back_by_forensics(builds, build, tmp_path):
             assert entry.scale is None and entry.zero_point is None
         assert entry.record_size == (i % 5 or None)
         assert entry.role == ("scores" if i == 1 else None)
+        assert entry.extra.get("pad_lanes") == ([3, 2] if i % 5 == 4 else None)
     files = [b.file for b in run.buffers]
     assert all(re.fullmatch(r"(raw|detections)/[A-Za-z0-9._-]+\.bin", f) for f in files), files
     assert "raw/CON.bin" not in files  # a reserved device name on Windows
@@ -321,6 +324,28 @@ def test_example_run_equals_the_ingested_run(example_run, tmp_path):
         other = theirs.buffer(entry.stage, entry.tensor)
         for field in ("size", "crc32", "dtype", "shape", "scale", "zero_point", "record_size", "role"):
             assert getattr(entry, field) == getattr(other, field), (entry.label, field)
+        assert entry.extra.get("pad_lanes") == other.extra.get("pad_lanes"), entry.label  # [2, 3] for the scores
+
+
+def test_pad_lanes_the_c_writer_records_are_ignored_by_compare(example_run, tmp_path):
+    import shutil
+
+    target, _ = example_run
+    changed = tmp_path / "pads_changed"
+    shutil.copytree(target, changed)
+    scores = changed / "raw" / "convert_scores.bin"
+    data = bytearray(scores.read_bytes())
+    data[2::4] = bytes([0xCC]) * len(data[2::4])  # what another driver left in the pad lanes
+    scores.write_bytes(bytes(data))
+    manifest = json.loads((changed / "manifest.json").read_text(encoding="utf-8"))
+    entry = next(b for b in manifest["buffers"] if b["stage"] == "raw")
+    assert entry["pad_lanes"] == [2, 3]
+    entry["crc32"] = f"0x{zlib.crc32(bytes(data)):08x}"
+    (changed / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    result = run_cli("compare", target, changed, "--json")
+    assert result.code == 0, result.out
+    raw = next(s for s in json.loads(result.out)["stages"] if s["stage"] == "raw")
+    assert raw["status"] == "MATCH" and raw["crc32_a"] != raw["crc32_b"] and raw["reasons"][0]["code"] == "pad_lanes"
 
 
 def test_example_prints_fingerprint_lines_of_its_buffers(example_run):

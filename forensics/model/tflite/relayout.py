@@ -144,7 +144,9 @@ def layer_map(layer: Layer, *, tensor_bytes: int | None = None, dump_size: int |
     if index.size and (index.min() < 0 or index.max() >= raw_size):
         raise FormatError(f"layout of {layer.name!r} addresses byte {int(index.max())} of a {raw_size}-byte "
                           "output", where=where)
-    if np.unique(index).size != index.size:
+    seen = np.zeros(raw_size, dtype=bool)  # every index is inside raw_size (checked above): a mark per raw byte
+    seen[index] = True                     # is linear; np.unique's hash took 140 ms for the SSD scores layer
+    if int(np.count_nonzero(seen)) != index.size:
         raise FormatError(f"layout of {layer.name!r} maps two tensor bytes to the same raw byte", where=where)
     return LayerMap(layer.name, raw_size, tensor_size, index, record_offsets, z_bytes, z_padded, dts, layer.signed)
 

@@ -1,0 +1,447 @@
+"""What explains a stage of two runs beyond its own bytes: how the stages depend on each other (a stage that
+differs because an earlier one does is expected to), which analysis fits which stage (a device or DMA wrote
+params, instructions, input and raw; the CPU tail computed dequantized and detections), and the explanations
+that need more than one buffer or one run: buffers bound in the wrong order, an image placed elsewhere in the
+input, another runtime's dequantize rounding, an executable never submitted, a link check against run A's
+model, the image an input was made from, and the fingerprints the driver's log holds.
+
+Each is a pure function over bytes, arrays and manifest entries returning a forensics.diagnose.Finding (or a
+fact) or None; forensics.runs.compare decides where they apply. The functions another part of forensics
+provides (the CPU tail's replay, the log's fingerprint check) are called through one seam each, below.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+
+import numpy as np
+
+from forensics.core.errors import ForensicsError, InputError
+
+# --- stages: who wrote them, what they follow from ---------------------------------------------------------
+
+# What a device or its DMA wrote: only these get the bus's and the DMA's names (fill, truncation, page, ...).
+DMA_STAGES = ("params", "instructions", "input", "raw")
+# What the CPU tail computed from the tensors: explained by replaying the tail, never by a bus fault.
+CPU_STAGES = ("dequantized", "detections")
+# diagnose's kinds that name something a device or a DMA did to the bytes
+DMA_KINDS = frozenset({"fill", "truncation", "page", "stale", "cacheline", "shift", "bits", "oversize", "rotation",
+                       "pitch"})
+# Each stage and the stages its bytes are computed from (the image the input was made from, the chip's
+# output from its parameters, instructions and input, ...).
+DEPENDS = {"params": (), "instructions": (), "image": (), "input": ("image",),
+           "raw": ("params", "instructions", "input"), "tensor": ("raw",), "dequantized": ("tensor",),
+           "detections": ("dequantized",), "relayouted": ("raw",)}  # relayouted: forensics' own, from raw
+
+
+@functools.lru_cache(maxsize=None)
+def upstream(stage: str) -> frozenset:
+    """Every stage `stage` is computed from, directly or through others."""
+    out = set()
+    for before in DEPENDS.get(stage, ()):
+        out.add(before)
+        out |= upstream(before)
+    return frozenset(out)
+
+
+def finding(kind: str, evidence: str, hint: str = "", explains: float = 1.0, **details):
+    """A forensics.diagnose.Finding (imported here, when there is one to make: diagnose's kinds load with it)."""
+    from forensics.diagnose.result import Finding
+
+    return Finding(kind, evidence, hint, details, explains)
+
+
+# --- buffers bound in the wrong order ------------------------------------------------------------------------
+
+def crossed(pairs) -> dict:
+    """The buffers of one stage bound in the wrong order: `pairs` are (label, (size, crc32) of A's, (size,
+    crc32) of B's) of the stage's buffers both runs hold. When every one of B's buffers that differs from A's
+    of its name equals another of A's (by size and CRC32, that buffer unique in A), {label: label of A's buffer
+    it holds}; else {}."""
+    a_of = {}
+    for label, a, _ in pairs:
+        a_of.setdefault(a, []).append(label)
+    out = {}
+    for label, a, b in pairs:
+        if a == b:
+            continue
+        holders = [other for other in a_of.get(b, ()) if other != label]
+        if len(holders) != 1 or len(a_of[b]) != 1:
+            return {}
+        out[label] = holders[0]
+    return out if len(out) >= 2 else {}
+
+
+def crossed_finding(label: str, holds: str, crc: int, everyone: dict):
+    from forensics.compare.crc import format_crc
+
+    others = ", ".join(f"B's {k} holds A's {v}" for k, v in everyone.items() if k != label)
+    return finding("buffer_order",
+                   f"B's {label} holds A's {holds} byte for byte (CRC32 {format_crc(crc)}); {others}: the "
+                   "buffers are bound in the wrong order",
+                   "bind each buffer to its own output (the order the model's output layers list them: forensics "
+                   "link MODEL --plan)", holds=holds)
+
+
+# --- an image placed elsewhere in the input -------------------------------------------------------------------
+
+def _content_box(image: np.ndarray) -> tuple[int, int, int, int] | None:
+    """(top, left, bottom, right) of the pixels that are not the zero padding, or None when all are zero."""
+    nonzero = np.any(image != 0, axis=2)
+    rows, cols = np.flatnonzero(nonzero.any(axis=1)), np.flatnonzero(nonzero.any(axis=0))
+    if not rows.size:
+        return None
+    return int(rows[0]), int(cols[0]), int(rows[-1]) + 1, int(cols[-1]) + 1
+
+
+def placement(a: np.ndarray, b: np.ndarray) -> dict | None:
+    """How B's image sits in the input relative to A's, when B holds A's very pixels elsewhere in a zero-filled
+    tensor of the same [H, W, C]: {"rows", "columns" (B's offset from A's, positive down / right), "height",
+    "width", "centred_b", "top_left_a"}; None when the pixels differ or sit at the same place."""
+    if a.shape != b.shape or a.ndim != 3:
+        return None
+    box_a, box_b = _content_box(a), _content_box(b)
+    if box_a is None or box_b is None:
+        return None
+    (ta, la, ba, ra), (tb, lb, bb, rb) = box_a, box_b
+    if (ba - ta, ra - la) != (bb - tb, rb - lb) or (ta, la) == (tb, lb):
+        return None
+    if not np.array_equal(a[ta:ba, la:ra], b[tb:bb, lb:rb]):
+        return None
+    height, width = a.shape[0], a.shape[1]
+
+    def centred(top, left, h, w):
+        return abs(2 * top + h - height) <= 1 and abs(2 * left + w - width) <= 1
+
+    return {"rows": tb - ta, "columns": lb - la, "height": ba - ta, "width": ra - la,
+            "top_left_a": ta == 0 and la == 0, "centred_b": centred(tb, lb, bb - tb, rb - lb),
+            "centred_a": centred(ta, la, ba - ta, ra - la), "top_left_b": tb == 0 and lb == 0}
+
+
+def _moved(n: int, unit: str, more: str, less: str) -> str:
+    """'49 rows lower', '1 column further left'."""
+    return f"{abs(n):,} {unit}{'s' if abs(n) != 1 else ''} {more if n > 0 else less}"
+
+
+def placement_finding(p: dict):
+    moves = [_moved(p["rows"], "row", "lower", "higher") if p["rows"] else None,
+             _moved(p["columns"], "column", "further right", "further left") if p["columns"] else None]
+    where = " and ".join(m for m in moves if m)
+    how = ""
+    if p["top_left_a"] and p["centred_b"]:
+        how = ": centred (letterboxed) where pycoral's set_resized_input puts the image at the top-left and pads " \
+              "right and bottom"
+    elif p["centred_a"] and p["top_left_b"]:
+        how = ": at the top-left where A's image is centred"
+    return finding("placement",
+                   f"B's input holds A's {p['width']}x{p['height']} image pixels unchanged, {where} than A's "
+                   f"in the zero-filled input{how}",
+                   "place the resized image where the reference runtime does (pycoral: the top-left corner, zero "
+                   "padding right and bottom) before the input DMA", **{k: v for k, v in p.items()})
+
+
+def image_array(entry, data: bytes) -> np.ndarray | None:
+    """An input buffer as [H, W, C] uint8 when its manifest shape says it is one image ([1, H, W, C])."""
+    shape = entry.shape
+    if not shape or len(shape) != 4 or shape[0] != 1 or (entry.dtype or "uint8") != "uint8":
+        return None
+    if int(np.prod(shape)) != len(data):
+        return None
+    return np.frombuffer(data, np.uint8).reshape(shape[1:])
+
+
+# --- another runtime's dequantize rounding -------------------------------------------------------------------
+
+def within_rounding(a: np.ndarray, b: np.ndarray, scale: float, zero_point: int) -> float | None:
+    """The largest |a - b| when every element of two float32 dequantizations of the same codes is within 1 ulp
+    (float32) of |value| + |zero_point x scale|: what separates fl(fl(q*s) - fl(zp*s)) (ai-edge-litert's blocks
+    of 8) from fl(s*(q - zp)) (tflite-runtime; docs/pitfalls.md). None when some element is further apart or
+    one is NaN / infinite where the other is not."""
+    a = np.asarray(a, np.float32).reshape(-1)
+    b = np.asarray(b, np.float32).reshape(-1)
+    if a.shape != b.shape:
+        return None
+    same = (a == b) | (np.isnan(a) & np.isnan(b))
+    if same.all():
+        return 0.0
+    x, y = a[~same], b[~same]
+    if not (np.isfinite(x).all() and np.isfinite(y).all()):
+        return None
+    offset = np.float32(abs(float(np.float32(zero_point) * np.float32(scale))))
+    bound = np.spacing(np.maximum(np.abs(x), np.abs(y)) + offset).astype(np.float64)
+    delta = np.abs(x.astype(np.float64) - y.astype(np.float64))
+    return float(delta.max()) if np.all(delta <= bound) else None
+
+
+def rounding_text(delta: float, scale: float, zero_point: int, source: str) -> str:
+    return (f"every value is within 1 ulp of |value| + |zero_point x scale| (largest |B - A| {delta:.3g}; scale "
+            f"{scale:.6g}, zero_point {zero_point} from {source}): another runtime's dequantize rounding "
+            "(q*s - zp*s against s*(q - zp): docs/pitfalls.md), tolerated")
+
+
+# --- the model: packages, executables, link checks -----------------------------------------------------------
+
+@functools.lru_cache(maxsize=8)
+def _packages(path: str, _mtime: float):
+    from forensics.model.tflite.edgetpu import read_packages
+    from forensics.model.tflite.model import open_model
+
+    try:
+        return tuple(read_packages(open_model(path)))
+    except ForensicsError:
+        return ()
+
+
+def packages(model: str | None):
+    """The model's Edge TPU packages (empty without a model, or for a CPU model)."""
+    if model is None:
+        return ()
+    try:
+        return _packages(os.path.abspath(model), os.path.getmtime(model))
+    except OSError:
+        return ()
+
+
+def dequantize_source(model: str | None, tensor: str):
+    """(scale, zero_point, where) of the tensor the model's DEQUANTIZE op that produces `tensor` reads, or None."""
+    if model is None:
+        return None
+    try:
+        return _dequantize_sources(os.path.abspath(model), os.path.getmtime(model)).get(tensor)
+    except OSError:
+        return None
+
+
+@functools.lru_cache(maxsize=8)
+def _dequantize_sources(path: str, _mtime: float) -> dict:
+    from forensics.model.tflite.model import open_model
+
+    out = {}
+    try:
+        with open_model(path) as model:
+            tensors = model.main.tensors
+            for op in model.main.operators:
+                if op.op != "DEQUANTIZE" or not op.inputs or not op.outputs:
+                    continue
+                source, target = tensors[op.inputs[0]], tensors[op.outputs[0]]
+                if source.scale is not None:
+                    out[target.name] = (float(source.scale), int(source.zero_point or 0),
+                                        f"the model's DEQUANTIZE of {source.name}")
+    except (ForensicsError, AttributeError, TypeError):
+        return {}
+    return out
+
+
+_CACHING_PARAMS = re.compile(r"exe(\d+)_parameter_caching$")
+
+
+def executables_of(run) -> set[int]:
+    """The executables whose instruction bitstreams the run holds (instructions `E_K`)."""
+    bitstreams = [b for b in run.buffers if b.stage == "instructions"]
+    if not bitstreams:
+        return set()
+    from forensics.link.bugs import stage_executable
+
+    out = set()
+    for b in bitstreams:
+        where = stage_executable(b.tensor)
+        if where is not None:
+            out.add(where[0])
+    return out
+
+
+def not_submitted(run_a, run_b, model: str | None) -> dict:
+    """{executable: finding} for every PARAMETER_CACHING executable whose bitstream A holds and B holds none of
+    (the type from the model, else from A's params named `..._exeE_parameter_caching`)."""
+    missing = executables_of(run_a) - executables_of(run_b)
+    if not missing:
+        return {}
+    caching = {e.index for p in packages(model) for e in p.executables if e.type == "PARAMETER_CACHING"}
+    if not caching:
+        caching = {int(m.group(1)) for b in run_a.buffers if b.stage == "params"
+                   for m in [_CACHING_PARAMS.search(b.tensor)] if m}
+    out = {}
+    for index in sorted(missing & caching):
+        out[index] = finding(
+            "not_submitted",
+            f"executable {index} (PARAMETER_CACHING) was never submitted: A's run holds its bitstream "
+            f"(instructions:{index}_K), B's none; without the caching run the weights are never loaded into the "
+            "chip and every inference computes on whatever the cache held",
+            "run the parameter caching executable once before the first inference (forensics link MODEL --plan "
+            "lists the order)", executable=index, type="PARAMETER_CACHING")
+    return out
+
+
+def link_check(run_b, entry_b, model: str | None):
+    """Seam: the link check of B's `params` or `instructions` buffer against run A's model
+    (forensics.link.bugs.check_stage, the link part's): its LinkCheck, or None without a model to check."""
+    if model is None or not packages(model):
+        return None
+    from forensics.link.bugs import check_stage
+
+    try:
+        return check_stage(run_b, entry_b, model=model)
+    except (ForensicsError, OSError):
+        return None
+
+
+# --- the CPU tail (seam: forensics.decode.explain) -----------------------------------------------------------
+
+def explain_tail(stage: str, arrays_a: dict, arrays_b: dict, upstream_b: dict | None, model: str | None):
+    """Seam to the CPU tail's analysis: which PostProcess option, dequantize parameter or anchor set explains
+    B's `stage` (dequantized or detections) when the tail is replayed from B's own upstream stage.
+
+    `arrays_a` / `arrays_b`: {tensor: numpy array} of the stage in each run; `upstream_b`: {tensor: array} of
+    B's stage before it (tensor for dequantized, dequantized for detections), None when B has none; `model`:
+    run A's model. Returns a forensics.diagnose.Finding or None. NOT WIRED: forensics.decode.explain is the
+    run-evidence part's; until it is merged this returns None (tests/runs/test_compare_causes.py holds the
+    failing test of the wiring)."""
+    return None  # wire: the decode.explain function's answer for (stage, arrays_a, arrays_b, upstream_b, model)
+
+
+# --- the driver's log (seams: the run's log, forensics.buffer.fingerprint) -------------------------------------
+
+def run_logs(run) -> list[str]:
+    """Seam: the paths of the driver logs a run holds. NOT WIRED: the run format's log is the run-evidence
+    part's; until it is merged a run holds a log as a buffer of stage `log` only once run.py's STAGES has one,
+    so this returns the files of such buffers (none today)."""
+    if getattr(run, "files", None) is not None:
+        return []
+    out = []
+    for entry in run.buffers:
+        if entry.stage == "log":
+            try:
+                out.append(run.file_path(entry))
+            except InputError:
+                continue
+    return out
+
+
+_TAG_STAGES = {"input": "input", "inputimage": "input", "input-chk": "input", "param": "params",
+               "params": "params", "parameters": "params", "parambitstream": "params", "infer": "instructions",
+               "inferbitstream": "instructions", "instructions": "instructions", "output": "raw", "raw": "raw"}
+
+
+def tag_buffers(run, tags) -> dict:
+    """{tag: BufferEntry} for the tags a log names: the buffer's label (`raw:convert_scores`), its tensor name,
+    or a stage with one buffer (`input`, the `[INPUT-CHK]` lines' INPUT), compared without case."""
+    by_label = {b.label.lower(): b for b in run.buffers}
+    by_tensor = {}
+    for b in run.buffers:
+        by_tensor.setdefault(b.tensor.lower(), []).append(b)
+    out = {}
+    for tag in tags:
+        if tag is None:
+            continue
+        low = tag.lower()
+        if low in by_label:
+            out[tag] = by_label[low]
+        elif len(by_tensor.get(low, ())) == 1:
+            out[tag] = by_tensor[low][0]
+        else:
+            stage = _TAG_STAGES.get(low)
+            found = [b for b in run.buffers if b.stage == stage]
+            if len(found) == 1:
+                out[tag] = found[0]
+    return out
+
+
+def log_disagreements(run) -> list[dict]:
+    """The logged fingerprint values of a run's log(s) that disagree with the run's buffers: each {"label",
+    "stage", "tensor", "log", "line" (its number), "text" (the line), "what", "expected", "found"}. The
+    check is forensics.buffer.fingerprint's (seam: verify_log today, the evidence part's {tag: file} function
+    once merged)."""
+    out = []
+    for log in run_logs(run):
+        out.extend(_check_log(run, log))
+    return out
+
+
+def _check_log(run, log: str) -> list[dict]:
+    from forensics.buffer.fingerprint import parse_log, verify_log
+    from forensics.io.textdump import text_lines
+
+    try:
+        open_lines, _ = text_lines(log, "a driver log")
+        tags = {item.tag for item in parse_log(open_lines(), path=log)}
+    except InputError:
+        return []
+    where = tag_buffers(run, tags)
+    if not where:
+        return []
+    files = {tag: run.file_path(entry) for tag, entry in where.items()}
+    try:
+        report = verify_log(log, buffers=files)
+    except InputError:
+        return []
+    lines = _lines(log, {c.line for c in report.checks if not c.match})
+    out = []
+    for check in report.checks:
+        if check.match:
+            continue
+        entry = where[check.tag]
+        out.append({"label": entry.label, "stage": entry.stage, "tensor": entry.tensor, "log": log,
+                    "line": check.line, "text": lines.get(check.line, ""), "what": check.label,
+                    "expected": check.expected, "found": check.found})
+    return out
+
+
+def _lines(path: str, wanted: set[int]) -> dict[int, str]:
+    """The text of the lines numbered `wanted` (1-based) of a log, each cut to 300 characters."""
+    out = {}
+    if not wanted:
+        return out
+    last = max(wanted)
+    with open(path, "rb") as fh:
+        for number, raw in enumerate(fh, start=1):
+            if number in wanted:
+                out[number] = raw.decode("utf-8", "replace").rstrip("\r\n")[:300]
+            if number >= last:
+                break
+    return out
+
+
+def logged_finding(items: list[dict]):
+    first = items[0]
+    more = f" (and {len(items) - 1} more logged value{'s' if len(items) > 2 else ''})" if len(items) > 1 else ""
+    return finding("logged_fingerprint",
+                   f"the driver's log line {first['line']} ({os.path.basename(first['log'])}: {first['text']!r}) "
+                   f"says {first['what']} {first['expected']}, the dumped buffer holds {first['found']}{more}: the "
+                   "bytes the device read or wrote are not the bytes dumped",
+                   "the buffer changed between the transfer and the dump: wait for the DMA's completion before the "
+                   "transfer is started / the buffer is read (and dump it at the moment the log line is printed)",
+                   lines=[{k: i[k] for k in ("log", "line", "text", "what", "expected", "found")} for i in items])
+
+
+# --- the image an input was made from ------------------------------------------------------------------------
+
+RESAMPLINGS = ("lanczos", "bilinear", "bicubic", "nearest", "box", "hamming")
+
+
+def image_entry(run):
+    """The run's `image` stage buffer (the image its input was made from), or None."""
+    found = [b for b in run.buffers if b.stage == "image"]
+    return found[0] if len(found) == 1 else None
+
+
+def resize_explains(image_path: str, input_entry, data_b: bytes, resampling_a: str | None) -> str | None:
+    """The resampling (pycoral's set_resized_input with another filter) that turns the image into B's input
+    bytes exactly, when it is not A's; None when none does (or Pillow is not installed)."""
+    from forensics.core.errors import DependencyError
+    from forensics.runs.capture import prepare_image
+
+    shape = input_entry.shape
+    if not shape or len(shape) != 4:
+        return None
+    for method in RESAMPLINGS:
+        if method == resampling_a:
+            continue
+        try:
+            prepared = prepare_image(image_path, shape, input_entry.dtype or "uint8", method)
+        except (DependencyError, InputError):
+            return None
+        if prepared.array.tobytes() == data_b:
+            return method
+    return None
