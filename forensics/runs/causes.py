@@ -7,7 +7,8 @@ model, the image an input was made from, and the fingerprints the driver's log h
 
 Each is a pure function over bytes, arrays and manifest entries returning a forensics.diagnose.Finding (or a
 fact) or None; forensics.runs.compare decides where they apply. The functions another part of forensics
-provides (the CPU tail's replay, the log's fingerprint check) are called through one seam each, below.
+provides (the CPU tail's replay: forensics.decode.explain; the log's fingerprint check: forensics.buffer.fingerprint)
+are called from one function each, below.
 """
 
 from __future__ import annotations
@@ -287,36 +288,60 @@ def link_check(run_b, entry_b, model: str | None):
         return None
 
 
-# --- the CPU tail (seam: forensics.decode.explain) -----------------------------------------------------------
+# --- the CPU tail (forensics.decode.explain) -----------------------------------------------------------------
 
-def explain_tail(stage: str, arrays_a: dict, arrays_b: dict, upstream_b: dict | None, model: str | None):
-    """Seam to the CPU tail's analysis: which PostProcess option, dequantize parameter or anchor set explains
-    B's `stage` (dequantized or detections) when the tail is replayed from B's own upstream stage.
+def explain_tail(run_a, run_b, model: str | None):
+    """The CPU tail's analysis of two runs (forensics.decode.explain.explain_tail): B's dequantized stage
+    replayed from B's own tensor stage and B's detections from B's own dequantized stage (or tensor stage), with
+    the decode constants of `model` (run A's: anchors, PostProcess options, the outputs' quantization). Returns
+    the TailExplanation, or None when there is no model or the runs do not hold the tail's buffers."""
+    if model is None:
+        return None
+    from forensics.decode.explain import explain_tail as replay
+    from forensics.runs.interop import tail_arrays
 
-    `arrays_a` / `arrays_b`: {tensor: numpy array} of the stage in each run; `upstream_b`: {tensor: array} of
-    B's stage before it (tensor for dequantized, dequantized for detections), None when B has none; `model`:
-    run A's model. Returns a forensics.diagnose.Finding or None. NOT WIRED: forensics.decode.explain is the
-    run-evidence part's; until it is merged this returns None (tests/runs/test_compare_causes.py holds the
-    failing test of the wiring)."""
-    return None  # wire: the decode.explain function's answer for (stage, arrays_a, arrays_b, upstream_b, model)
+    try:
+        deps = _model_deps(os.path.realpath(model))
+        return replay(deps, tail_arrays(run_a, deps), tail_arrays(run_b, deps))
+    except (ForensicsError, OSError, ValueError):
+        return None
 
 
-# --- the driver's log (seams: the run's log, forensics.buffer.fingerprint) -------------------------------------
+@functools.lru_cache(maxsize=4)
+def _model_deps(path: str):
+    from forensics.decode.model_deps import deps_from_model
+
+    return deps_from_model(path)[0]
+
+
+# What each explanation of the tail is, as a finding of compare's (kinds that need no finding: the stage is the
+# same, follows from upstream, or the search found nothing it knows).
+TAIL_FINDINGS = {"option": "postprocess_option", "anchors": "anchors", "dequantize_swapped": "dequantize_swapped",
+                 "dequantize_parameter": "dequantize_parameter", "rounding": "runtime_rounding"}
+TAIL_HINTS = {"postprocess_option": "give the PostProcess op the model's options (the driver's host code, or the "
+                                    "tail model it runs)",
+              "anchors": "decode with the model's own anchors (forensics extract MODEL writes them)",
+              "dequantize_swapped": "dequantize each output with its own scale and zero point",
+              "dequantize_parameter": "dequantize with the model's scale and zero point (forensics graph MODEL)",
+              "runtime_rounding": "harmless: another runtime's dequantize rounding (docs/pitfalls.md)"}
+
+
+def tail_finding(explanation):
+    """One stage's explanation of the tail as a finding (None when it needs none)."""
+    kind = TAIL_FINDINGS.get(getattr(explanation, "kind", None))
+    if kind is None:
+        return None
+    return finding(kind, explanation.sentence, TAIL_HINTS[kind], explanation=explanation.to_dict())
+
+
+# --- the driver's log (the run's logs, forensics.buffer.fingerprint) -------------------------------------------
 
 def run_logs(run) -> list[str]:
-    """Seam: the paths of the driver logs a run holds. NOT WIRED: the run format's log is the run-evidence
-    part's; until it is merged a run holds a log as a buffer of stage `log` only once run.py's STAGES has one,
-    so this returns the files of such buffers (none today)."""
+    """The paths of the driver logs a run holds (forensics.runs.run.Run.log_evidence; a remote run's logs are not
+    read)."""
     if getattr(run, "files", None) is not None:
         return []
-    out = []
-    for entry in run.buffers:
-        if entry.stage == "log":
-            try:
-                out.append(run.file_path(entry))
-            except InputError:
-                continue
-    return out
+    return [path for _, path in run.log_evidence().logs]
 
 
 _TAG_STAGES = {"input": "input", "inputimage": "input", "input-chk": "input", "param": "params",
@@ -348,11 +373,21 @@ def tag_buffers(run, tags) -> dict:
     return out
 
 
+def _logged_buffers(run, tags) -> dict:
+    """{tag: BufferEntry}: the run's own mapping of a log's tags (labels, tensor names, a stage's only provided
+    buffer, the tags the log's manifest entry maps: Run.log_evidence), then the driver's tag words
+    (`[INPUT-CHK]` is the input, `PARAMBitstream` the parameters: tag_buffers)."""
+    labels = {tag.lower(): label for tag, label in run.log_evidence().labels.items()}
+    by_label = {b.label: b for b in run.buffers}
+    out = {tag: by_label[labels[tag.lower()]] for tag in tags if tag is not None and tag.lower() in labels}
+    rest = tag_buffers(run, [tag for tag in tags if tag not in out])
+    return {**out, **{tag: entry for tag, entry in rest.items() if not entry.derived}}
+
+
 def log_disagreements(run) -> list[dict]:
     """The logged fingerprint values of a run's log(s) that disagree with the run's buffers: each {"label",
     "stage", "tensor", "log", "line" (its number), "text" (the line), "what", "expected", "found"}. The
-    check is forensics.buffer.fingerprint's (seam: verify_log today, the evidence part's {tag: file} function
-    once merged)."""
+    check is forensics.buffer.fingerprint's."""
     out = []
     for log in run_logs(run):
         out.extend(_check_log(run, log))
@@ -368,7 +403,7 @@ def _check_log(run, log: str) -> list[dict]:
         tags = {item.tag for item in parse_log(open_lines(), path=log)}
     except InputError:
         return []
-    where = tag_buffers(run, tags)
+    where = _logged_buffers(run, tags)
     if not where:
         return []
     files = {tag: run.file_path(entry) for tag, entry in where.items()}

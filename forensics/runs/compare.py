@@ -896,26 +896,14 @@ def _input_cause(pair: _Pair, row: StageRow):
 
 
 def _tail(pair: _Pair, row: StageRow):
-    """The CPU tail's analysis of a dequantized or detections row (forensics.runs.causes.explain_tail)."""
-    def arrays(run, stage):
-        out = {}
-        for b in run.buffers:
-            if b.stage == stage and (b.dtype or "uint8") in _ITEMSIZE and b.size <= 64 << 20:
-                try:
-                    data = run.read_buffer(b)
-                except (OSError, InputError):
-                    continue
-                dtype = np.dtype(b.dtype or "uint8")
-                arr = np.frombuffer(data, dtype.newbyteorder("<"), count=len(data) // dtype.itemsize)
-                out[b.tensor] = arr.reshape(b.shape) if b.shape and int(np.prod(b.shape)) == arr.size else arr
-        return out
-
+    """The CPU tail's analysis of a dequantized or detections row: the tail replayed once per pair from B's own
+    upstream stages (forensics.runs.causes.explain_tail), one finding per stage."""
     if row.stage in pair.tail:  # one answer per stage: the tail computes the stage's buffers together
         return None
-    before = {"dequantized": "tensor", "detections": "dequantized"}[row.stage]
-    upstream_b = arrays(pair.run_b, before) or None
-    pair.tail[row.stage] = causes.explain_tail(row.stage, arrays(pair.run_a, row.stage), arrays(pair.run_b, row.stage),
-                                               upstream_b, pair.model)
+    if "replay" not in pair.tail:
+        pair.tail["replay"] = causes.explain_tail(pair.run_a, pair.run_b, pair.model)
+    replay = pair.tail["replay"]
+    pair.tail[row.stage] = causes.tail_finding(replay.of(row.stage)) if replay is not None else None
     return pair.tail[row.stage]
 
 

@@ -154,7 +154,7 @@ DETECTIONS = [(0, 0.96484375, (0.1, 0.2, 0.5, 0.6)), (17, 0.71484375, (0.3, 0.1,
 
 def ssd_buffers(facts: SsdFacts, *, seed: int = 0, raw_pad: int = 0x00, raw_tail: int = 0x00,
                 dequantize=dequantize_once, boxes=None, scores=None, inputs=None, detections=DETECTIONS,
-                garbage=None, instructions=True, params=True, raw_meta=None):
+                garbage=None, instructions=True, params=True, raw_meta=None, max_rows: int = 20):
     """Every stage of one capture of the SSD segment: params and instruction bitstreams (the model's), the three
     feature-map inputs, raw outputs in the chip's layout, tensors, dequantized and the detections."""
     rng = np.random.default_rng(seed)
@@ -181,7 +181,7 @@ def ssd_buffers(facts: SsdFacts, *, seed: int = 0, raw_pad: int = 0x00, raw_tail
     out.append(("dequantized", "Squeeze2", dequantize(boxes, bs, bz).reshape(1, 1917, 4), f32((1, 1917, 4))))
     out.append(("dequantized", "convert_scores1", dequantize(scores, ss, sz).reshape(1, 1917, 91),
                 f32((1, 1917, 91))))
-    for name, arr, meta in detection_outputs(detections, garbage=garbage):
+    for name, arr, meta in detection_outputs(detections, max_rows=max_rows, garbage=garbage):
         out.append(("detections", name, arr, meta))
     return out
 

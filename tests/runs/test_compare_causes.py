@@ -1,7 +1,6 @@
 """The explanations compare takes from more than one buffer (forensics.runs.causes) on their own, and the whole
-evidence a run holds: the image its input was made from, the driver's log with its fingerprints. The seams to
-the parts other helpers build this round are tested here too: a seam not yet wired is an xfail(strict) test,
-which fails the suite the moment the wiring makes it pass (then drop the mark)."""
+evidence a run holds: the image its input was made from, the driver's log with its fingerprints; and the
+answers compare takes from the CPU tail's replay (forensics.decode.explain) and a run's own logs."""
 
 from __future__ import annotations
 
@@ -71,11 +70,15 @@ def test_stages_follow_from_what_they_are_computed_from():
 # --- the whole evidence of a run: its image and its log -----------------------------------------------------
 
 def _with(run_path, stage: str, name: str, data: bytes, **extra):
-    """A loaded run with one more buffer (a file written into it): the run format's `image` and `log` stages
-    are the run-evidence part's, not yet in run.py's STAGES, so the entry is added to the loaded Run."""
+    """A loaded run with one more buffer of `stage` (`image`), or one more driver log (`log`: the manifest's
+    `logs`), its file written into the run."""
+    from forensics.runs.run import LogEntry
+
     run = load_run(run_path)
     (run_path / stage).mkdir(exist_ok=True)
     (run_path / stage / name).write_bytes(data)
+    if stage == "log":
+        return dataclasses.replace(run, logs=run.logs + (LogEntry(name, f"log/{name}", len(data), zlib.crc32(data)),))
     entry = BufferEntry(stage, name, f"{stage}/{name}", len(data), zlib.crc32(data), extra=extra)
     return dataclasses.replace(run, buffers=run.buffers + (entry,))
 
@@ -189,11 +192,9 @@ def test_a_logged_fingerprint_that_disagrees_with_its_dump_is_the_first_divergen
     assert compare_runs(load_run(a), agreeing).judgement.verdict == "MATCH"
 
 
-# --- seams to wire ------------------------------------------------------------------------------------------
+# --- the other parts' answers, through compare ------------------------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="seam: a run's log in the run format (the run-evidence part: ingest RUN "
-                                       "log=FILE); forensics.runs.causes.run_logs reads it")
-def test_wire_a_log_ingested_into_a_run(tmp_path):
+def test_a_log_ingested_into_a_run_is_checked_by_compare(tmp_path):
     log = tmp_path / "driver.log"
     log.write_text("[FP] input size=4 crc32=0x00000000 xor64=0x0000000000000000 head@0x0=00 mid@0x0=00 "
                    "tail@0x0=00\n", encoding="ascii")
@@ -206,48 +207,78 @@ def test_wire_a_log_ingested_into_a_run(tmp_path):
     assert result.first_divergent.finding("logged_fingerprint") is not None
 
 
+def _kernel_rows(boxes_f, scores_f, deps, **changed):
+    """The PostProcess rows (class, score, box) of the kernel (forensics.decode.ssd, bit-exact with TFLite's) on
+    dequantized boxes and scores, under the model's options with `changed` ones."""
+    import dataclasses
+
+    from forensics.decode.ssd import postprocess
+
+    options = dataclasses.replace(deps.options, **changed)
+    boxes, classes, scores, num, _ = postprocess(boxes_f.reshape(-1, 4), scores_f.reshape(1917, -1), deps.anchors,
+                                                 options).output_tensors()
+    return [(int(classes[i]), float(scores[i]), tuple(map(float, boxes[i]))) for i in range(int(num[0]))], options.rows
+
+
 @pytest.fixture
 def tail_pair(tmp_path, shared_data):
+    from forensics.decode.model_deps import deps_from_model
+    from forensics.decode.ssd import iou_matrix
+
     facts = SsdFacts(shared_data / CORAL_SSD_V2)
-    # B's detections: the same dequantized tensors through PostProcess with nms_iou_threshold 0.5, not 0.6
-    other = [DETECTIONS[0], (17, 0.71484375, (0.3, 0.1, 0.9, 0.4)), (17, 0.6, (0.32, 0.12, 0.9, 0.41))]
-    a = write_driver_run(tmp_path / "a", "libedgetpu", ssd_buffers(facts), model=facts.record)
-    b = write_driver_run(tmp_path / "b", "ours", ssd_buffers(facts, detections=other), model=facts.record)
-    return facts, a, b, tmp_path
+    deps = deps_from_model(facts.path)[0]
+    boxes, scores = ssd_frame()
+    # two anchors whose boxes overlap with IoU in (0.5, 0.6), both class 5 at the box deltas' zero point (a box
+    # is its anchor): NMS at the model's 0.6 keeps both, at 0.5 one
+    corners = np.stack([deps.anchors[:, 0] - deps.anchors[:, 2] / 2, deps.anchors[:, 1] - deps.anchors[:, 3] / 2,
+                        deps.anchors[:, 0] + deps.anchors[:, 2] / 2, deps.anchors[:, 1] + deps.anchors[:, 3] / 2], 1)
+    base = 1500  # the coarse layers' anchors overlap at many IoUs; the first layers' at 0.31 ... 0.69 only
+    iou = iou_matrix(corners[base:], corners[base:])
+    i, j = (int(k) + base for k in np.argwhere(np.triu((iou > 0.52) & (iou < 0.58), 1))[0])
+    (bs, bz), (ss, sz) = facts.quant["Squeeze1"], facts.quant["convert_scores"]
+    boxes[[i, j]] = bz
+    scores[[i, j], 5] = (230, 220)
+    boxes_f, scores_f = dequantize_once(boxes, bs, bz), dequantize_once(scores, ss, sz)
+    rows_a, count = _kernel_rows(boxes_f, scores_f, deps)
+    rows_b, _ = _kernel_rows(boxes_f, scores_f, deps, nms_iou_threshold=np.float32(0.5))
+    assert len(rows_b) == len(rows_a) - 1  # the pair is one the threshold decides
+    build = dict(boxes=boxes, scores=scores, max_rows=count)
+    a = write_driver_run(tmp_path / "a", "libedgetpu", ssd_buffers(facts, detections=rows_a, **build),
+                         model=facts.record)
+    b = write_driver_run(tmp_path / "b", "ours", ssd_buffers(facts, detections=rows_b, **build), model=facts.record)
+    return facts, a, b, tmp_path, dict(build, detections=rows_a)
 
 
-@pytest.mark.xfail(strict=True, reason="seam: forensics.runs.causes.explain_tail -> forensics.decode.explain "
-                                       "(the run-evidence part's CPU-tail replay)")
-def test_wire_the_cpu_tail_names_the_postprocess_option(tail_pair):
-    facts, a, b, _ = tail_pair
+def test_the_cpu_tail_names_the_postprocess_option(tail_pair):
+    facts, a, b, _, _ = tail_pair
     row = compare_runs(a, b).first_divergent
     assert row.stage == "detections" and row.findings and "nms_iou_threshold" in row.findings[0].evidence
 
 
-@pytest.mark.xfail(strict=True, reason="seam: forensics.runs.causes.explain_tail -> forensics.decode.explain "
-                                       "(each output dequantized with the other's scale and zero point)")
-def test_wire_the_cpu_tail_names_swapped_dequantize_parameters(tail_pair):
-    facts, a, _, tmp_path = tail_pair
-    boxes, scores = ssd_frame()
-    wrong = dequantize_once(boxes, *facts.quant["convert_scores"]).reshape(1, 1917, 4)
-    drv = replace_buffer(ssd_buffers(facts), "dequantized", "Squeeze2", wrong)
+def test_the_cpu_tail_names_swapped_dequantize_parameters(tail_pair):
+    facts, a, _, tmp_path, frame = tail_pair
+    wrong = dequantize_once(frame["boxes"], *facts.quant["convert_scores"]).reshape(1, 1917, 4)
+    drv = replace_buffer(ssd_buffers(facts, **frame), "dequantized", "Squeeze2", wrong)
     b = write_driver_run(tmp_path / "b2", "ours", drv, model=facts.record)
     row = compare_runs(a, b).first_divergent
     assert row.label == "dequantized:Squeeze2" and row.findings and "scale" in row.findings[0].evidence
 
 
-def test_the_cpu_tail_seam_is_called_with_the_stage_arrays(tail_pair, monkeypatch):
-    facts, a, b, _ = tail_pair
-    seen = {}
+def test_the_cpu_tail_is_replayed_once_per_pair_and_its_answer_is_the_stages_finding(tail_pair, monkeypatch):
+    from forensics.decode.explain import Explanation, TailExplanation
 
-    def explain(stage, arrays_a, arrays_b, upstream_b, model):
-        seen.update(stage=stage, a=sorted(arrays_a), b=sorted(arrays_b), up=sorted(upstream_b or ()), model=model)
-        return causes.finding("postprocess", "B = PostProcess(B's dequantized) with nms_iou_threshold 0.5")
+    facts, a, b, _, _ = tail_pair
+    calls = []
+
+    def explain(run_a, run_b, model):
+        calls.append(model)
+        return TailExplanation(None, Explanation("detections", "option", option="nms_iou_threshold", value_a=0.6,
+                                                 value_b=0.5, sentence="B = PostProcess(B's dequantized) with "
+                                                                       "nms_iou_threshold 0.5 instead of 0.6"))
 
     monkeypatch.setattr(causes, "explain_tail", explain)
     result = compare_runs(a, b)
-    assert seen["stage"] == "detections" and seen["up"] == ["Squeeze2", "convert_scores1"]
-    assert seen["a"] == seen["b"] and len(seen["a"]) == 4 and seen["model"] == facts.path
-    assert result.first_divergent.findings[0].kind == "postprocess"
+    assert calls == [facts.path]
+    assert result.first_divergent.findings[0].kind == "postprocess_option"
     row = next(r for r in result.to_dict()["stages"] if r["follows"] is None and r["status"] == "DIFFER")
-    assert row["findings"][0]["kind"] == "postprocess" and "postprocess" in result.judgement.message
+    assert row["findings"][0]["kind"] == "postprocess_option" and "postprocess_option" in result.judgement.message
