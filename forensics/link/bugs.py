@@ -248,13 +248,3 @@ def stage_findings(result) -> tuple:
             "bitstream": result.bitstream, "evidence": f"link check: {result.verdict}"}
     return (head,) + tuple(dict(f, evidence=finding_text(f)) for f in result.findings)
 
-
-def compare_stage(run_a, run_b, entry_a, entry_b):
-    """(status, summary, findings) of an `instructions` buffer pair: two links of one bitstream differ in the
-    addresses the drivers chose, so B passes when its link check says LINKED; None without a model to check."""
-    result = check_stage(run_b, entry_b)
-    if result is None:
-        return None
-    judgement = result.judgement
-    ok = judgement.verdict == Verdict.LINKED
-    return (Verdict.MATCH if ok else Verdict.DIFFER), f"link check of B: {judgement.line}", stage_findings(result)
