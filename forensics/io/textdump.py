@@ -46,6 +46,7 @@ multiplying the repeated line, full WinDbg `db` lines (the common DbgView log) a
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import re
 from dataclasses import dataclass
@@ -87,6 +88,10 @@ class _Patterns:
         # a WinDbg command line pasted with its output: `0: kd> `, `lkd> `, `0:000> `, `0:000:x86> `
         PROMPT=r"^\s*(?:(?:\d+: )?[kl]?kd> |\d+:\d+(?::\w+)?> )",
         CONTROL="[\x00-\x08\x0b\x0e-\x1f\x7f]",
+        NON_ASCII="[^\x00-\x7f]+",
+        # bytes: a run of non-ASCII bytes and the byte after it when that may be a double-byte trail
+        HIGH_BYTES=rb"([\x80-\xff]+)([\x40-\x7e]?)",
+        CONTROL_BYTES=rb"[\x00-\x08\x0b\x0e-\x1f\x7f]",
         WINDBG_ADDR=rf"^([{_HEX}]{{8}}(?:`[{_HEX}]{{8}})?)  (?=\S)",
         # !db / !dd ...: `#` then the physical address (right-aligned), one space, the d* body
         WINDBG_PHYS=rf"^#\s*([{_HEX}]{{1,16}}(?:`[{_HEX}]{{8}})?) (?=[{_HEX}?]{{2}})",
@@ -143,6 +148,7 @@ class TextDump:
     start_address: int | None
     lines: int             # dump lines decoded
     encoding: str
+    non_ascii_lines: int = 0  # lines that held other characters (a code page's text, U+FFFD to the decoder)
 
     @property
     def description(self) -> str:
@@ -157,35 +163,77 @@ class TextDump:
 
     def to_dict(self) -> dict:
         return {"format": self.format, "variant": self.variant, "start_address": self.start_address,
-                "lines": self.lines, "encoding": self.encoding, "size": len(self.data)}
+                "lines": self.lines, "encoding": self.encoding, "non_ascii_lines": self.non_ascii_lines,
+                "size": len(self.data)}
 
 
-def decode_text(head: bytes) -> tuple[str, str] | None:
-    """(text, encoding) when these bytes are text, else None: a binary file is never taken for text.
-
-    Text is UTF-16 with a BOM, or UTF-8 / ASCII without control characters other than tab, CR, LF, FF.
-    `head` may be cut mid-character at the end (a sniffed prefix)."""
-    bomless = _utf16_without_bom(head)
-    if head.startswith((b"\xff\xfe", b"\xfe\xff")) or bomless:
-        encoding = bomless or ("utf-16-le" if head.startswith(b"\xff\xfe") else "utf-16-be")
-        body = head if bomless else head[2:]
-        body = body[: len(body) // 2 * 2]
+def decode_text(head: bytes, *, code_page_share: float = 0.5) -> tuple[str, str] | None:
+    """(text as ASCII, encoding) when these sniffed bytes are a text, else None: a binary file is never taken for
+    text. As text_lines reads it (text_encoding, as_ascii), but stricter, since a dump argument may be either:
+    no control character at all but tab, CR, LF, FF, and a text in a code page (not UTF-8) at least
+    `code_page_share` printable ASCII (binary buffers have high bytes too). `head` may be cut mid-character at
+    the end (a sniffed prefix)."""
+    encoding = text_encoding(head)
+    if encoding is None:
+        return None
+    if encoding.startswith("utf-16"):
+        body = head[2:] if head.startswith((b"\xff\xfe", b"\xfe\xff")) and not _utf16_without_bom(head) else head
         try:
-            text = body.decode(encoding)
+            text = body[: len(body) // 2 * 2].decode(encoding)
         except UnicodeDecodeError:
             return None
     else:
-        encoding = "utf-8"
-        body = head[3:] if head.startswith(b"\xef\xbb\xbf") else head
-        try:
-            text = body.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            if exc.start < len(body) - 3:  # not just a character cut by the sniff window
-                return None
-            text = body[: exc.start].decode("utf-8")
+        text = head[3:] if head.startswith(b"\xef\xbb\xbf") else head
+        if _rx.CONTROL_BYTES.search(text) or encoding == "8-bit" and ascii_share(text) < code_page_share:
+            return None
+    text = as_ascii(text)[0]
     if _rx.CONTROL.search(text):
         return None
     return text, encoding
+
+
+_REPLACEMENT = "\ufffd"
+
+
+def _code_page_run(m: re.Match) -> bytes:
+    """One run of non-ASCII bytes (and the byte after it when that may be a double-byte trail) as U+FFFD in
+    UTF-8: one per character when the run is UTF-8, else one for the run. In the double-byte code pages
+    (cp932, cp936, cp949, cp950) a character is a lead byte >= 0x81 and a trail byte that may be ASCII
+    (0x40-0x7e: cp932's em dash is 81 5c, a backslash): a run of odd length ends on a lead byte, and its
+    trail is taken with it, never read as ASCII. (In an 8-bit code page that trail is a letter of the same
+    word: lost, but never a character of a value forensics reads, which are ASCII through and through.)"""
+    run, trail = m.group(1), m.group(2)
+    try:
+        count = len(run.decode("utf-8"))
+    except UnicodeDecodeError:
+        return b"\xef\xbf\xbd" if len(run) % 2 else b"\xef\xbf\xbd" + trail
+    return b"\xef\xbf\xbd" * count + trail
+
+
+def as_ascii(data) -> tuple[str, int]:
+    """(text, lines with non-ASCII) of bytes in any ASCII-compatible encoding, or of a str (decoded UTF-16):
+    ASCII kept as it is, everything else U+FFFD (_code_page_run), so that no reader ever sees a digit, blank or
+    letter that is not ASCII (`\\d` and `\\s` match Arabic-Indic digits and U+2028 in a str) and a code page
+    need not be known. The count is of lines holding a U+FFFD."""
+    if isinstance(data, str):
+        if data.isascii():
+            return data, 0
+        text = _rx.NON_ASCII.sub(_REPLACEMENT, data)
+    else:
+        if data.isascii():
+            return data.decode("ascii"), 0
+        text = _rx.HIGH_BYTES.sub(_code_page_run, data).decode("utf-8")
+    return text, _lines_with(text, _REPLACEMENT)
+
+
+def _lines_with(text: str, char: str) -> int:
+    """How many lines of `text` (split as str.splitlines() splits an ASCII text) hold `char`."""
+    count, at = 0, text.find(char)
+    while at >= 0:
+        count += 1
+        end = min((e for e in (text.find(c, at) for c in "\n\r\x0c") if e >= 0), default=len(text))
+        at = text.find(char, end)
+    return count
 
 
 def _utf16_without_bom(head: bytes) -> str | None:
@@ -860,7 +908,9 @@ def decode_text_dump(text: str, *, path: str = "<text>", fmt: str = "auto", gap_
                      encoding: str = "utf-8") -> TextDump:
     """Decode a text hex dump to its bytes. `fmt` is "auto" or one of FORMATS; `gap_fill` (0-255) fills
     holes between addresses and WinDbg's `??`, else either is an InputError naming the line."""
-    return _decode(lambda: iter_lines(text), path=path, fmt=fmt, gap_fill=gap_fill, encoding=encoding)
+    text, marked = as_ascii(text)
+    return dataclasses.replace(_decode(lambda: iter_lines(text), path=path, fmt=fmt, gap_fill=gap_fill,
+                                       encoding=encoding), non_ascii_lines=marked)
 
 
 def _decode(open_lines, *, path: str, fmt: str, gap_fill: int | None, encoding: str) -> TextDump:
@@ -1016,7 +1066,8 @@ def read_text_dump(path: str, *, fmt: str = "auto", gap_fill: int | None = None)
     if fmt not in ("auto",) + FORMATS:
         raise InputError(f"unknown text dump format {fmt!r} (expected auto, {', '.join(FORMATS)})", path)
     open_lines, encoding = text_lines(path, "a text hex dump")
-    return _decode(open_lines, path=path, fmt=fmt, gap_fill=gap_fill, encoding=encoding)
+    decoded = _decode(open_lines, path=path, fmt=fmt, gap_fill=gap_fill, encoding=encoding)
+    return dataclasses.replace(decoded, non_ascii_lines=open_lines.non_ascii_lines)
 
 
 def read_text_file(path: str, what: str) -> tuple[str, str]:
@@ -1027,12 +1078,13 @@ def read_text_file(path: str, what: str) -> tuple[str, str]:
 
 
 def text_lines(path: str, what: str):
-    """(open_lines, encoding) of a text file of at most MAX_TEXT_FILE bytes: `open_lines()` reads it afresh,
-    one line at a time (as str.splitlines() splits), so memory does not grow with the file. Text is UTF-8
-    (a BOM or none) or UTF-16 (a BOM, or NUL-interleaved ASCII without one); a byte that is no text is an
-    InputError naming the line, `what` naming the file ("a text hex dump", "a driver log")."""
-    import io
-
+    """(open_lines, encoding) of a text file of at most MAX_TEXT_FILE bytes: `open_lines()` (a TextLines) reads
+    it afresh, one ASCII line at a time (as str.splitlines() splits), so memory does not grow with the file.
+    Every command reads its text this way: UTF-16 (a BOM, or NUL-interleaved ASCII without one) decoded, any
+    other file taken as bytes in an ASCII-compatible encoding (UTF-8 or a code page, as_ascii); what is not
+    ASCII is U+FFFD and counted (`open_lines.non_ascii_lines`). A file whose head is binary (NUL bytes, or
+    control bytes beyond a stray one: looks_binary) is an InputError, `what` naming it ("a text hex dump", "a
+    driver log")."""
     from forensics.io.dump import check_readable_file
     from forensics.core.errors import reading
 
@@ -1042,47 +1094,138 @@ def text_lines(path: str, what: str):
                          f"(MAX_TEXT_FILE); split it", path)
     with reading(path), open(path, "rb") as fh:
         head = fh.read(SNIFF_BYTES)
-    decoded = decode_text(head)
-    if decoded is None:
-        raise InputError(f"not text (binary bytes or an unknown encoding): not {what}", path)
-    encoding = decoded[1]
+    encoding = text_encoding(head)
+    if encoding is None:
+        raise InputError(f"not text (binary bytes): not {what}", path)
     skip = 0
     if head.startswith((b"\xff\xfe", b"\xfe\xff")) and encoding.startswith("utf-16"):
         skip = 2
     elif head.startswith(b"\xef\xbb\xbf"):
         skip = 3
+    return TextLines(path, what, encoding, skip), encoding
 
-    def open_lines():
+
+def text_encoding(head: bytes) -> str | None:
+    """How a file a command reads as text is decoded, from its head: "utf-16-le" / "utf-16-be", "utf-8" (its
+    head is UTF-8, or ASCII) or "8-bit" (a code page); None when the head is binary (looks_binary)."""
+    bomless = _utf16_without_bom(head)
+    if bomless:
+        return bomless
+    if head.startswith(b"\xff\xfe"):
+        return "utf-16-le"
+    if head.startswith(b"\xfe\xff"):
+        return "utf-16-be"
+    if looks_binary(head):
+        return None
+    body = head[3:] if head.startswith(b"\xef\xbb\xbf") else head
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(body) - 3:  # not just a character cut by the sniff window
+            return "8-bit"
+    return "utf-8"
+
+
+def looks_binary(head: bytes) -> bool:
+    """Whether a file given as text is binary after all: a NUL byte, or control bytes (other than tab, line
+    breaks and form feed) in more than 1 of 1,000 bytes of its head. One stray control byte in a log is the
+    rest of a text (U+FFFD, counted), not a reason to refuse it."""
+    if b"\0" in head:
+        return True
+    return len(head) - len(head.translate(None, _CONTROL_BYTES)) > len(head) // 1000
+
+
+_CONTROL_BYTES = bytes(b for b in range(32) if b not in (9, 10, 12, 13)) + b"\x7f"
+
+
+class TextLines:
+    """A text file's lines as ASCII (as_ascii), read afresh at each call, one at a time. A call that reads them
+    all sets `non_ascii_lines` (lines that held non-ASCII characters, control characters or bytes no text
+    has: each is U+FFFD in the line) and `first_non_ascii` (its line number)."""
+
+    def __init__(self, path: str, what: str, encoding: str, skip: int):
+        self.path, self.what, self.encoding, self.skip = path, what, encoding, skip
+        self.non_ascii_lines = 0
+        self.first_non_ascii: int | None = None
+
+    def __call__(self):
+        from forensics.core.errors import reading
+
         lineno = 0
-        pending: list[str] = []  # the start of a line that goes on past the chunks read so far
-        with reading(path), open(path, "rb") as raw:
-            raw.seek(skip)
-            stream = io.TextIOWrapper(raw, encoding=encoding, errors="strict", newline="")
-            while True:  # 1 MiB of text at a time: checked and split at C speed
-                try:
-                    chunk = stream.read(_TEXT_CHUNK)
-                except UnicodeDecodeError:
-                    raise InputError(f"after line {lineno}: bytes that are not {encoding} text: not {what}",
-                                     path) from None
-                bad = _rx.CONTROL.search(chunk)
-                if bad:
-                    at = lineno + "".join(pending).count("\n") + chunk.count("\n", 0, bad.start()) + 1
-                    raise InputError(f"line {at}: a control character: not text, not {what}", path)
-                if not chunk:  # the end: what is pending is the last line
-                    yield from "".join(pending).splitlines()
-                    return
-                # the last line break of the chunk, but a final \r (its \n may come next)
-                cut = max(chunk.rfind("\n"), chunk.rfind("\r", 0, len(chunk) - 1), chunk.rfind("\x0c"),
-                          chunk.rfind("\x85"), chunk.rfind("\u2028"), chunk.rfind("\u2029"))
-                if cut < 0:
-                    pending.append(chunk)
-                    continue
-                lines = ("".join(pending) + chunk[:cut + 1]).splitlines()
-                pending = [chunk[cut + 1:]]
+        marked, first = 0, None
+        utf16 = self.encoding.startswith("utf-16")
+        pending = "" if utf16 else b""  # the start of a line that goes on past the chunks read so far
+        with reading(self.path), open(self.path, "rb") as raw:
+            raw.seek(self.skip)
+            if utf16:
+                import io
+
+                read = io.TextIOWrapper(raw, encoding=self.encoding, errors="replace", newline="").read
+                breaks = ("\n", "\r", "\x0c")
+            else:
+                read = raw.read
+                breaks = (b"\n", b"\r", b"\x0c")
+            while True:  # 1 MiB at a time, cut at its last line break (never inside a character), converted,
+                chunk = read(_TEXT_CHUNK)  # checked and split at C speed
+                if chunk:
+                    # the last line break of the chunk, but a final \r (its \n may come next)
+                    cut = max(chunk.rfind(breaks[0]), chunk.rfind(breaks[1], 0, len(chunk) - 1),
+                              chunk.rfind(breaks[2]))
+                    if cut < 0:
+                        pending += chunk
+                        continue
+                    whole, pending = pending + chunk[:cut + 1], chunk[cut + 1:]
+                else:
+                    whole, pending = pending, None
+                text = as_ascii(_marked_controls(whole))[0]
+                del whole
+                lines = text.splitlines()
+                if _REPLACEMENT in text:
+                    marked, first = self._count(lines, lineno, marked, first)
+                del text
                 lineno += len(lines)
+                if pending is None:  # the end: what was pending was the last line
+                    self.non_ascii_lines, self.first_non_ascii = marked, first
+                    yield from lines
+                    return
                 yield from lines
 
-    return open_lines, encoding
+    @staticmethod
+    def _count(lines: list, lineno: int, marked: int, first):
+        """The lines marked (holding U+FFFD) so far, and the first one's number."""
+        for n, line in enumerate(lines, start=lineno + 1):
+            if _REPLACEMENT in line:
+                marked += 1
+                first = first or n
+        return marked, first
+
+
+def _marked_controls(chunk):
+    """Bytes or str with each control character (but tab, line breaks, form feed) as U+FFFD: the rest of a text."""
+    if isinstance(chunk, str):
+        return _rx.CONTROL.sub(_REPLACEMENT, chunk) if _rx.CONTROL.search(chunk) else chunk
+    return _rx.CONTROL_BYTES.sub(b"\xef\xbf\xbd", chunk) if _rx.CONTROL_BYTES.search(chunk) else chunk
+
+
+def read_text(path: str, limit: int, what: str, *, too_large: str | None = None) -> tuple[str, str, int]:
+    """(ASCII text, encoding, lines that held anything else) of a whole text file of at most `limit` bytes,
+    read as text_lines reads it (a register trace: parsed as one string). `what` names it ("a register
+    trace"), `too_large` in the error of a file over the limit (default `what`)."""
+    from forensics.io.dump import read_small_file
+
+    data = read_small_file(path, limit, too_large or what)
+    encoding = text_encoding(data[:SNIFF_BYTES])
+    if encoding is None:
+        raise InputError(f"not text (binary bytes): not {what}", path)
+    if encoding.startswith("utf-16"):
+        body = data[2:] if data.startswith((b"\xff\xfe", b"\xfe\xff")) else data
+        raw = body.decode(encoding, errors="replace")
+        del data, body
+    else:
+        raw = data[3:] if data.startswith(b"\xef\xbb\xbf") else data
+        del data
+    text, marked = as_ascii(_marked_controls(raw))
+    return text, encoding, marked
 
 
 def sniff_file(path: str, file_size: int) -> tuple[str, float] | None:
