@@ -57,18 +57,19 @@ MAX_TEXT_BYTES = 256 << 20  # bytes a text dump may decode to (with `*` repeats 
 MAX_TEXT_FILE = 1 << 30  # a text file (dump or driver log) is read line by line; beyond this, split it
 MAX_NUMBER_DIGITS = 20  # digits of a decimal number in a text dump (xxd -i's NAME_len): 2^64 has 20
 SNIFF_BYTES = 64 << 10
+MAX_DRIVER_LOG = 64 << 20  # a text read to its end to find a driver's hex rows past its head (larger: not)
 _BLOCK = 4096  # lines decoded together where they are all of the common form (one regular expression per block)
 _TEXT_CHUNK = 1 << 20  # characters of a text file read at a time (text_lines)
 
-FORMATS = ("windbg", "xxd", "hexdump", "od", "format-hex", "certutil", "c-array", "plain")
+FORMATS = ("windbg", "xxd", "hexdump", "od", "format-hex", "certutil", "c-array", "plain", "driver")
 FORMAT_NAMES = {
     "windbg": "WinDbg d* output", "xxd": "xxd output", "hexdump": "hexdump output", "od": "od output",
     "format-hex": "PowerShell Format-Hex output", "certutil": "certutil -encodehex output",
-    "c-array": "C array (xxd -i)", "plain": "plain hex",
+    "c-array": "C array (xxd -i)", "plain": "plain hex", "driver": "the driver's hex rows",
 }
 # what a message lists as readable
 KNOWN_TEXT = ("WinDbg d*/!d*, xxd, hexdump, od -t x*, PowerShell Format-Hex, certutil -encodehex, C array (xxd -i), "
-          "plain hex")
+              "plain hex, a driver's [DPC-OUT] [00] / console [0000] rows")
 
 _HEX = "0-9a-fA-F"
 _HEX_TEXT = frozenset("0123456789abcdefABCDEFxX ,\t\r")  # what a one-line plain hex dump is made of
@@ -159,7 +160,8 @@ class TextDump:
             name = "plain hex"
         else:
             name = self.variant
-        return name + (", UTF-16" if self.encoding.startswith("utf-16") else "")
+        return name + (", UTF-16" if self.encoding.startswith("utf-16") else ", a code page" if self.encoding == "8-bit"
+                       else "")
 
     def to_dict(self) -> dict:
         return {"format": self.format, "variant": self.variant, "start_address": self.start_address,
@@ -384,8 +386,23 @@ def _dump_lines(text: str, limit: int = 400):
             yield raw, line
 
 
+def has_driver_rows(lines) -> bool:
+    """Whether any of these lines is a row of the driver's own hex dumps (DriverRows)."""
+    reader = DriverRows()
+    return any(reader.row(line, n) is not None for n, line in enumerate(lines, start=1))
+
+
 def detect_format(text: str) -> str | None:
-    """The format of a text dump, judged on its first dump lines; None when it is not one."""
+    """The format of a text dump, judged on its first dump lines; None when it is not one. A text in none of
+    the dump formats that holds the driver's own hex rows (a DbgView log of npu_driver, the console's output) is
+    "driver"."""
+    found = _detect_dump_format(text)
+    if found is None and ("[" in text or "--- " in text) and has_driver_rows(iter_lines(text)):
+        return "driver"
+    return found
+
+
+def _detect_dump_format(text: str) -> str | None:
     votes: dict[str, int] = {}
     seen = 0
     sizes: list[str] = []
@@ -904,16 +921,168 @@ def _decode_c_array(lines, path: str, encoding: str) -> TextDump:
                     lines=b.lines, encoding=encoding)
 
 
+# --- the real driver's own hex rows (npu_driver Device.c / Queue.c, npu_test_console, add_model_test_console) --
+
+# Which buffer each of the driver's tags prints (DbgPrint's `[TAG]`, `/USER` or `/BOUNCE` after DPC-OUT: which
+# copy of the output it scanned), and the console's output dump. A tag the driver does not use is its own buffer.
+DRIVER_BUFFERS = {
+    "DPC-OUT": "output", "DONE-OUT": "output", "console": "output",
+    "BS-DUMP": "bitstream", "DPC-SCAN-INFERBitstream": "bitstream", "SCAN-INFERBitstream": "bitstream",
+    "INPUT-CHK": "input", "INPUT-VERIFY": "input", "DPC-SCAN-InputImage": "input", "SCAN-InputImage": "input",
+    "DPC-SCAN-PARAMBitstream": "param_bitstream", "SCAN-PARAMBitstream": "param_bitstream",
+    "SCAN-ParamData": "param_data", "DPC-SCAN-DescRing": "desc_ring", "SCAN-DescRing": "desc_ring",
+    "DPC-SCAN-StatusBlock": "status_block", "SCAN-StatusBlock": "status_block", "SCAN-PageTable": "page_table",
+}
+_DRIVER_KEYS = {key.lower(): value for key, value in DRIVER_BUFFERS.items()}
+
+
+def driver_buffer(tag: str) -> str:
+    """The buffer a driver tag's lines describe (`DPC-OUT/USER` -> output); an unknown tag is its own name."""
+    return _DRIVER_KEYS.get(tag.split("/", 1)[0].lower(), tag)
+
+
+_PAIRS16 = r"((?:[0-9A-Fa-f]{2}[ \t]{1,2}){15}[0-9A-Fa-f]{2})"
+# `[DPC-OUT] [00] %02x x8  %02x x8`, `[BS-DUMP] [10] ...`, `[DONE-OUT] [@+0x2000 OUTPUT[1] start] ...`
+DRIVER_ROW = re.compile(r"\[([A-Za-z][\w/.-]*)\][ \t]+\[(?:([0-9A-Fa-f]{2,8})|@\+0x([0-9A-Fa-f]+)[^\n]*?)\][ \t]+"
+                        + _PAIRS16 + r"[ \t]*$")
+# `[DPC-OUT/USER] firstNon0xCC@0x%lx: ...`, `tail64@0x%lx: ...`, `[DPC-SCAN-DescRing] @0x%lx: ...`
+DRIVER_AT = re.compile(r"\[([A-Za-z][\w/.-]*)\][ \t]+(\w*)@0x([0-9A-Fa-f]+):[ \t]+" + _PAIRS16 + r"[ \t]*$")
+# the consoles: `--- Output buffer (%zu bytes, %zu non-zero) ---` / `--- output buffer dump ---`, then
+# (add_model) `  total=%zu  non-zero=%zu`, then `  [%04x] ` and `%02x ` per byte, 16 a row, 64 bytes at most
+CONSOLE_HEAD = re.compile(r"^\s*--- (?:Output buffer \((\d+) bytes, (\d+) non-zero\)|output buffer dump) ---\s*$")
+CONSOLE_TOTAL = re.compile(r"^\s*total=(\d+)\s+non-zero=(\d+)\s*$")
+CONSOLE_ROW = re.compile(r"^\s*\[([0-9a-f]{4,16})\] ((?:[0-9a-f]{2} ?){1,16})\s*$")
+# the size the driver states of a buffer it prints rows of: `[DPC-OUT/%s] kernel VA=%p outVA=0x%llx size=%llu`,
+# `[DONE-OUT] kernel VA=..`, `[BS-DUMP] kernel VA=%p size=%lu`, `Output buffer pre-filled with 0xCC (size=%llu)`
+DRIVER_SIZE = re.compile(r"\[([A-Za-z][\w/.-]*)\][ \t]+kernel VA=\S+[ \t]+(?:outVA=\S+[ \t]+)?size=(\d+)")
+PREFILL_SIZE = re.compile(r"Output buffer pre-filled with 0xCC \(size=(\d+)\)")
+
+
+@dataclass(frozen=True)
+class DriverRow:
+    """One row of bytes the driver printed: the buffer, the tag that printed it, its offset and bytes."""
+
+    buffer: str
+    tag: str
+    offset: int
+    data: bytes
+    line: int
+    label: str = ""  # how the line names the place: `[10]`, `tail64@0x1fc0`, `[@+0x2000]`, `[0010]`
+
+
+class DriverRows:
+    """The driver's hex rows among a log's lines, fed one line at a time (the console's rows follow its header)."""
+
+    def __init__(self):
+        self.console = False
+        self.sizes: dict[str, int] = {}  # buffer -> the size the driver states (the last one)
+
+    def row(self, line: str, lineno: int) -> DriverRow | None:
+        if "size=" in line:
+            m = DRIVER_SIZE.search(line)
+            if m:
+                self.sizes[driver_buffer(m.group(1))] = int(m.group(2))
+            elif (m := PREFILL_SIZE.search(line)):
+                self.sizes["output"] = int(m.group(1))
+        if self.console:
+            m = CONSOLE_ROW.match(line)
+            if m:
+                return DriverRow("output", "console", int(m.group(1), 16), bytes.fromhex(m.group(2)), lineno,
+                                 f"[{m.group(1)}]")
+            if line.strip() and not CONSOLE_TOTAL.match(line):
+                self.console = False
+        if "--- " in line and (m := CONSOLE_HEAD.match(line)):
+            self.console = True
+            if m.group(1):
+                self.sizes["output"] = int(m.group(1))
+            return None
+        if "[" not in line:
+            return None
+        m = DRIVER_ROW.search(line)
+        if m:
+            offset = int(m.group(2) or m.group(3), 16)
+            label = f"[{m.group(2)}]" if m.group(2) else f"[@+0x{m.group(3)}]"
+        else:
+            m = DRIVER_AT.search(line)
+            if not m:
+                return None
+            offset = int(m.group(3), 16)
+            label = f"{m.group(2)}@0x{m.group(3)}"
+        return DriverRow(driver_buffer(m.group(1)), m.group(1), offset, bytes.fromhex(m.group(4)), lineno, label)
+
+
+def _decode_driver(open_lines, path: str, gap_fill: int | None, encoding: str, tag: str | None) -> TextDump:
+    """The driver's hex rows of one buffer as its bytes, from the first row's offset: rows at their bracketed
+    offsets, a single `...@0xOFF:` row at its own, rows that overlap agreeing byte for byte; a hole between
+    rows is filled only with `gap_fill`. `tag` picks the buffer (by name, `output`, or a tag that prints it,
+    `DPC-OUT`) when the log shows several."""
+    reader = DriverRows()
+    rows: dict[str, list[DriverRow]] = {}
+    for lineno, raw in enumerate(open_lines(), start=1):
+        row = reader.row(raw, lineno)  # (searched: DbgView's columns may precede them; the console's rows not)
+        if row is not None:
+            rows.setdefault(row.buffer, []).append(row)
+    if not rows:
+        raise InputError("no rows of the driver's hex dumps found ([DPC-OUT] [00] .., [BS-DUMP] [10] .., "
+                         "`--- Output buffer (...) ---` and its `  [0000] ..` rows)", path)
+    listing = ", ".join(f"{name} ({', '.join(dict.fromkeys(f'[{r.tag}]' for r in found))}, lines "
+                        f"{found[0].line}-{found[-1].line})" for name, found in rows.items())
+    if tag is not None:
+        wanted = tag if tag in rows else driver_buffer(tag)
+        if wanted not in rows:
+            raise InputError(f"no hex rows of buffer {tag!r}: the log shows {listing}", path)
+    elif len(rows) > 1:
+        first = next(iter(rows))
+        raise InputError(f"the driver printed hex rows of {len(rows)} buffers: {listing}; import one: "
+                         f"forensics import {path} --tag {first} -o {first}.bin", path)
+    else:
+        wanted = next(iter(rows))
+    found = rows[wanted]
+    held: dict[int, tuple[int, int]] = {}  # offset -> (byte, line) of every byte the rows show
+    for row in found:
+        for k, byte in enumerate(row.data):
+            at = row.offset + k
+            if at in held and held[at][0] != byte:
+                raise InputError(f"line {row.line}: [{row.tag}] shows 0x{byte:02x} at 0x{at:x} where line "
+                                 f"{held[at][1]} shows 0x{held[at][0]:02x}: two different dumps of {wanted} "
+                                 f"(cut the log to one inference)", path)
+            held.setdefault(at, (byte, row.line))
+    size = reader.sizes.get(wanted)
+    cut = size is not None and max(held) >= size > min(held)
+    if cut:  # the driver prints whole rows of a shorter buffer: the bytes past its end are not the buffer's
+        held = {at: value for at, value in held.items() if at < size}
+    start, end = min(held), max(held) + 1
+    if end - start > MAX_TEXT_BYTES:
+        raise InputError(f"rows from 0x{start:x} to 0x{end:x}: more than the {MAX_TEXT_BYTES >> 20} MiB a text dump "
+                         "may hold", path)
+    out = bytearray(end - start)
+    missing = end - start - len(held)
+    if missing:
+        hole = next(at for at in range(start, end) if at not in held)
+        if gap_fill is None:
+            after = next(r for r in sorted(found, key=lambda r: r.offset) if r.offset > hole)
+            raise InputError(f"line {after.line}: the rows leave a gap of {missing:,} bytes from 0x{hole:x} "
+                             f"(fill it with {{gap_fill}})", path, params=True)
+        out[:] = bytes([gap_fill]) * len(out)
+    for at, (byte, _) in held.items():
+        out[at - start] = byte
+    tags = ", ".join(dict.fromkeys(f"[{r.tag}]" for r in found))
+    variant = f"driver {wanted} {tags}" + (f", cut at its size {size:,}" if cut else "")
+    return TextDump(data=bytes(out), format="driver", variant=variant, start_address=start, lines=len(found),
+                    encoding=encoding)
+
+
 def decode_text_dump(text: str, *, path: str = "<text>", fmt: str = "auto", gap_fill: int | None = None,
-                     encoding: str = "utf-8") -> TextDump:
+                     encoding: str = "utf-8", tag: str | None = None) -> TextDump:
     """Decode a text hex dump to its bytes. `fmt` is "auto" or one of FORMATS; `gap_fill` (0-255) fills
     holes between addresses and WinDbg's `??`, else either is an InputError naming the line."""
     text, marked = as_ascii(text)
     return dataclasses.replace(_decode(lambda: iter_lines(text), path=path, fmt=fmt, gap_fill=gap_fill,
-                                       encoding=encoding), non_ascii_lines=marked)
+                                       encoding=encoding, tag=tag), non_ascii_lines=marked)
 
 
-def _decode(open_lines, *, path: str, fmt: str, gap_fill: int | None, encoding: str) -> TextDump:
+def _decode(open_lines, *, path: str, fmt: str, gap_fill: int | None, encoding: str,
+            tag: str | None = None) -> TextDump:
     """decode_text_dump over lines: `open_lines()` gives a fresh iterator of them each time (the format is judged
     on the first lines, od's radix and xxd's byte order in a first pass that usually stops early)."""
     if fmt not in ("auto",) + FORMATS:
@@ -923,9 +1092,16 @@ def _decode(open_lines, *, path: str, fmt: str, gap_fill: int | None, encoding: 
     if fmt == "auto":
         head = "\n".join(itertools.islice(open_lines(), 400))  # what detect_format and _refusal look at
         found = detect_format(head)
+        if found is None and has_driver_rows(open_lines()):  # the driver's rows further down its log
+            found = "driver"
         if found is None:
             raise InputError(_refusal(head) or f"not a text hex dump this tool knows ({KNOWN_TEXT})", path)
         fmt = found
+    if fmt == "driver":
+        return _decode_driver(open_lines, path, gap_fill, encoding, tag)
+    if tag is not None:
+        raise InputError(f"{{tag}} picks a buffer among a driver's hex rows; this is {FORMAT_NAMES[fmt]}", path,
+                         params=True)
     if fmt == "c-array":
         return _decode_c_array(open_lines(), path, encoding)
     radix, little_endian, first_addr = (16, None, "")
@@ -1060,13 +1236,13 @@ def _words_variant(radix: int, first_addr: str, raw: str, width: int, z: bool) -
     return f"od -A { {8: 'o', 10: 'd', 16: 'x'}[radix]} -t x{width // 2}{'z' if z else ''}"
 
 
-def read_text_dump(path: str, *, fmt: str = "auto", gap_fill: int | None = None) -> TextDump:
+def read_text_dump(path: str, *, fmt: str = "auto", gap_fill: int | None = None, tag: str | None = None) -> TextDump:
     """Read and decode a text dump file, line by line (refused above MAX_TEXT_FILE; its bytes above
     MAX_TEXT_BYTES)."""
     if fmt not in ("auto",) + FORMATS:
         raise InputError(f"unknown text dump format {fmt!r} (expected auto, {', '.join(FORMATS)})", path)
     open_lines, encoding = text_lines(path, "a text hex dump")
-    decoded = _decode(open_lines, path=path, fmt=fmt, gap_fill=gap_fill, encoding=encoding)
+    decoded = _decode(open_lines, path=path, fmt=fmt, gap_fill=gap_fill, encoding=encoding, tag=tag)
     return dataclasses.replace(decoded, non_ascii_lines=open_lines.non_ascii_lines)
 
 
@@ -1253,7 +1429,13 @@ def sniff_file(path: str, file_size: int) -> tuple[str, float] | None:
         blank = max(text.rfind(" "), text.rfind(","))
         text = cut or (text[:blank].rstrip(" ,") if blank > 0 else text)
     # a dump in a form that is refused (od's octal words...) still goes to decoding, which says why
-    return ("text-dump" if detect_format(text) or _refusal(text) else "text", share)
+    if detect_format(text) or _refusal(text):
+        return ("text-dump", share)
+    if len(head) < file_size <= MAX_DRIVER_LOG:  # a driver log whose hex rows come after its first 64 KiB
+        open_lines, _ = text_lines(path, "a text")
+        if has_driver_rows(open_lines()):
+            return ("text-dump", share)
+    return ("text", share)
 
 
 @dataclass(frozen=True)
@@ -1267,13 +1449,14 @@ class ImportResult:
                 "source_format": f"text ({self.text.description})", **self.text.to_dict()}
 
 
-def import_text_dump(path: str, output: str, *, fmt: str = "auto", gap_fill: int | None = None) -> ImportResult:
+def import_text_dump(path: str, output: str, *, fmt: str = "auto", gap_fill: int | None = None,
+                     tag: str | None = None) -> ImportResult:
     """Decode a text dump and write its bytes to `output` (atomically)."""
     from forensics.io.outputs import check_writable, write_bytes_atomic
 
     if fmt not in ("auto",) + FORMATS:
         raise InputError(f"unknown text dump format {fmt!r} (expected auto, {', '.join(FORMATS)})", path)
     check_writable(output)
-    text = read_text_dump(path, fmt=fmt, gap_fill=gap_fill)
+    text = read_text_dump(path, fmt=fmt, gap_fill=gap_fill, tag=tag)
     write_bytes_atomic(output, text.data)
     return ImportResult(path, output, text)
