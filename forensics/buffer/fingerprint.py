@@ -366,7 +366,8 @@ def _driver_line(line: str, lineno: int) -> list[Logged] | None:
         return None
     row = DriverRows().row(line, lineno)  # `[DPC-OUT] [00] ..`, `[DPC-OUT/USER] tail64@0x..: ..`
     if row is not None:
-        return [Logged(row.buffer, "bytes", row.data, lineno, f"[{row.tag}] {row.label}", row.offset, 16)]
+        label = f"[{row.tag}] {row.label}" if row.label.startswith("[") else row.label  # tail64@0x1fc0
+        return [Logged(row.buffer, "bytes", row.data, lineno, label, row.offset, 16)]
     m = _DRIVER_TAG.search(line)
     if m is None:
         return None

@@ -210,7 +210,15 @@ class CsrComparison:
                 out["compared_bits"] = 32
         return out
 
-    def to_dict(self) -> dict:
+    def mismatch_dicts(self):
+        """The mismatch rows as the JSON document's dicts, one at a time, in order (never all at once: two traces
+        that differ everywhere have 400,000 of them)."""
+        for index in sorted(index for index, (kind, _) in self.judged.items() if kind in MISMATCH_KINDS):
+            yield self._row_dict(self._row(index))
+
+    def to_dict(self, *, mismatches: bool = True) -> dict:
+        """The JSON document; `mismatches=False` leaves its "mismatches" list empty for a writer that streams
+        mismatch_dicts() in its place."""
         unknown = sorted(o for o, r in self.registers.items() if not r["known"])
         outside = sorted(o for o, r in self.registers.items() if not r["pcie_window"])
         return {
@@ -230,7 +238,7 @@ class CsrComparison:
             "dump_side": self.dump_side,
             "unpaired_dumps": list(self.unpaired_dumps),
             "untouched_offsets": self.untouched,
-            "mismatches": [self._row_dict(row) for row in self.mismatches],
+            "mismatches": list(self.mismatch_dicts()) if mismatches else [],
             "unchecked": [self._row_dict(self._row(index)) for index, (kind, _) in sorted(self.judged.items())
                           if kind == "unchecked"],
             "unknown_offsets": [f"0x{o:x}" for o in unknown],
@@ -433,7 +441,7 @@ def _compare_dumps(a: Trace, b: Trace, masks: dict, table: RegisterTable) -> Csr
         read_offsets = {r.offset for _, reads, _ in pairs for r in reads}
         untouched = len(set(state) - read_offsets)
     side_a, side_b, names, judged, low = [], [], [], {}, set()
-    counts = dict.fromkeys(DUMP_KINDS, 0)
+    counts = dict.fromkeys(KINDS + DUMP_KINDS[2:], 0)
     for name, reads, ref in pairs:
         for read in reads:
             index = len(names)

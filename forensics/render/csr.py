@@ -85,7 +85,8 @@ def _taken_as(trace: dict) -> str:
 def _source_line(label: str, trace: dict) -> str:
     formats = ", ".join(f"{name} {count}" for name, count in trace["formats"].items())
     formats += f"; {_taken_as(trace)}"
-    extra = f"; {trace['ignored_lines']} other lines ignored" if trace.get("ignored_lines") else ""
+    ignored = trace.get("ignored_lines") or 0
+    extra = f"; {ignored} other line{'s' if ignored != 1 else ''} ignored" if ignored else ""
     if trace.get("non_ascii_lines"):
         extra += f"; {trace['non_ascii_lines']} lines held non-ASCII text, read for their ASCII"
     if trace.get("malformed_lines"):
@@ -129,6 +130,10 @@ def render_comparison(result, *, limit: int | None = 200, show_all: bool = False
         truncated = result.differing - len(rows)
     else:
         rows = result.rows
+    unchecked = 0
+    if dumps and not show_all:  # the registers the other side never touched: counted, listed with --all
+        shown = [row for row in rows if row.kind != "unchecked"]
+        unchecked, rows = len(rows) - len(shown), shown
     if rows:
         cells: list[tuple[str, ...]] = []
         styles: list[str | None] = []
@@ -159,6 +164,9 @@ def render_comparison(result, *, limit: int | None = 200, show_all: bool = False
         out.append(_rich_table(cells, styles, columns) if len(cells) <= RICH_TABLE_ROWS
                    else FixedWidthTable(cells, styles, columns))
         out.extend(Text(f"note: {line}") for line in noted.values())
+    if unchecked:
+        out.append(Text(f"{unchecked} unchecked rows not shown: registers the dump reads that the other side never "
+                        "touched (--all shows every row)"))
     if hidden_matches:
         out.append(Text(f"{hidden_matches} matching{' or unchecked' if dumps else ''} rows not shown "
                         "(--all shows every row)"))
@@ -213,3 +221,23 @@ def _in_window(offset: int) -> bool:
     from forensics.csr.registers import in_pcie_window
 
     return in_pcie_window(offset)
+
+
+def write_json(stream, doc: dict, rows) -> None:
+    """The compact --json document of a comparison with its "mismatches" written row by row from `rows` (the
+    document's list left empty): the same text json.dumps gives the whole, with one row dict alive at a time."""
+    import json
+
+    dump = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
+    head, tail = dump(doc).split('"mismatches":[]', 1)
+    stream.write(head + '"mismatches":[')
+    batch: list = []
+    first = True
+    for row in rows:
+        batch.append(row)
+        if len(batch) == 4096:  # encoded as one list, at C speed, without its brackets
+            stream.write(("" if first else ",") + dump(batch)[1:-1])
+            first, batch = False, []
+    if batch:
+        stream.write(("" if first else ",") + dump(batch)[1:-1])
+    stream.write("]" + tail + "\n")

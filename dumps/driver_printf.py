@@ -1,4 +1,4 @@
-"""The real driver's log lines, printed here from its own format strings and arithmetic (test side only).
+"""The real driver's log lines, printed from its own format strings and arithmetic (no forensics code).
 
 github wangki-kyu/npu_driver: npu_driver/Device.c (npudriverDumpKnownCsrs, the DPC's [DPC-OUT] and [DPC-SCAN-*]
 lines), npu_driver/Queue.c ([BS-DUMP], `Registering input`, [INPUT-CHK] and its xor-fold, the 0xCC prefill,
