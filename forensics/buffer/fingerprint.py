@@ -13,6 +13,7 @@ The `[FP]` line (one per buffer; anything may precede it, e.g. DbgView columns):
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import os
 import re
@@ -712,6 +713,7 @@ def judge_verify(report: VerifyReport) -> Judgement:
     return Judgement(Verdict.MATCH, f"all {n} logged values match {where}" + past_note, tuple(reasons))
 
 
+@functools.lru_cache(maxsize=4096)  # a log names a few buffers, 10^5 times
 def _norm(name) -> str:
     """A buffer's name as names are matched: case and punctuation aside (`INPUT-CHK`'s input, `input.bin`)."""
     return "".join(c for c in str(name).lower() if c.isalnum())
@@ -796,8 +798,9 @@ def _check_items(logged: list[Logged], dumps: dict, texts: dict, progress=None) 
                 continue
             checks.append(_check(item, dump, cache, readers, texts.get(item.line, ""), progress))
     finally:
-        for reader in readers.values():
-            reader.close()
+        for key, reader in readers.items():
+            if isinstance(key, str):  # (the others are byte runs read)
+                reader.close()
     return checks
 
 
@@ -942,8 +945,13 @@ def _read(readers: dict, dump: Dump, offset: int, length: int) -> bytes:
 
     if offset >= dump.size or length <= 0:
         return b""
+    key = (dump.path, offset, length)  # a log repeats its lines (each inference logs the same places)
+    if key in readers:
+        return readers[key]
     if dump.path not in readers:
         readers[dump.path] = DumpReader(dump)
     buf = bytearray(min(length, dump.size - offset))
     readers[dump.path].read_exact(offset, memoryview(buf))
+    if len(readers) < 1 << 16:  # (bounded: a page log of a 4 GiB buffer names a million places once each)
+        readers[key] = bytes(buf)
     return bytes(buf)

@@ -322,3 +322,17 @@ def test_the_bundled_real_driver_run(cli):
     assert short.code == 0 and "the log reads 4 bytes past the end of the file" in " ".join(short.out.split())
     console = cli("verify", "dumps/evidence/npu_console.txt", "dumps/evidence/broken_scores_alloc.bin")
     assert console.code == 0
+
+
+@pytest.mark.parametrize("argv, code", [
+    (["dumps/evidence/npu_driver.log", INPUT, "dumps/evidence/broken_scores_alloc.bin"], 0),
+    (["dumps/evidence/npu_driver.log", "--buffer", "output=dumps/evidence/convert_scores_alloc.bin"], 1),
+    (["dumps/evidence/short_input.log", "dumps/evidence/short_input.bin"], 0),
+])
+def test_one_verdict_line_equal_to_the_json(cli, argv, code):
+    text = cli("verify", *argv, width=300)
+    doc = json.loads(cli("verify", *argv, "--json").out)
+    lines = [line for line in text.out.splitlines() if line.split(" | ")[0] in ("MATCH", "DIFFER", "TRUNCATED")]
+    assert text.code == doc["exit_code"] == code
+    assert lines == [f"{doc['verdict']} | {doc['message']}"]
+    assert ("reads_past_end" in {r["code"] for r in doc["reasons"]}) == ("short_input" in argv[0])
