@@ -185,29 +185,28 @@ def console_output(out_buf: bytes) -> list[str]:
     """npu_test_console: `--- Output buffer (N bytes, M non-zero) ---` then the first 64 bytes, 16 a row, each
     `%02x ` behind `  [%04x] ` (std::hex, setfill('0')); a partial last row ends at std::endl."""
     nonzero = sum(1 for b in out_buf if b)
-    text = f"\n--- Output buffer ({len(out_buf)} bytes, {nonzero} non-zero) ---\n"
+    text = f"\n--- Output buffer ({len(out_buf)} bytes, {nonzero} non-zero) ---\n" + _console_rows(out_buf)
+    return text.split("\n")
+
+
+def _console_rows(out_buf: bytes) -> str:
+    """The consoles' loop over the first 64 bytes: `  [%04x] ` at each 16th, `%02x ` each, a newline after the
+    16th of a row, then std::endl."""
+    text = ""
     for i in range(min(len(out_buf), 64)):
         if i % 16 == 0:
             text += f"  [{i:04x}] "
         text += f"{out_buf[i]:02x} "
         if i % 16 == 15:
             text += "\n"
-    text += "\n"
-    return text.split("\n")
+    return text + "\n"
 
 
 def add_model_console(out_buf: bytes, golden: bytes) -> list[str]:
     """add_model_test_console: `--- output buffer dump ---`, `  total=N  non-zero=M`, the rows, then the golden
     compare's `  expected:` / `  actual  :` bytes (HexDump) of the first min(N, 16)."""
     nonzero = sum(1 for b in out_buf if b)
-    text = f"\n--- output buffer dump ---\n  total={len(out_buf)}  non-zero={nonzero}\n"
-    for i in range(min(len(out_buf), 64)):
-        if i % 16 == 0:
-            text += f"  [{i:04x}] "
-        text += f"{out_buf[i]:02x} "
-        if i % 16 == 15:
-            text += "\n"
-    text += "\n"
+    text = f"\n--- output buffer dump ---\n  total={len(out_buf)}  non-zero={nonzero}\n" + _console_rows(out_buf)
     n = min(len(out_buf), len(golden))
     text += "\n--- golden compare ---\n"
     text += "  expected:" + "".join(f" {b:02x}" for b in golden[:n]) + "\n"

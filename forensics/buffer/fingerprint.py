@@ -346,7 +346,7 @@ _NONE = 0xFFFFFFFF  # the driver's "no such byte" offset (firstNon0xCC, firstAt)
 RING_PAGE = 4096  # the descriptor ring's and the status block's page (the driver's PAGE_SIZE)
 
 
-def _counts(tag, lineno, size_or_none, sentinel, start, end, nonzero, non, first, what) -> list[Logged]:
+def _counts(tag, lineno, sentinel, start, end, nonzero, non, first, what) -> list[Logged]:
     out = []
     if nonzero is not None:
         out.append(Logged(tag, "nonzero", int(nonzero), lineno, "nonzero", start=start, end=end))
@@ -377,7 +377,7 @@ def _driver_line(line: str, lineno: int) -> list[Logged] | None:
     rest = line[m.end():]
     if tag.startswith("DPC-OUT") and (h := _DPC_OUT.search(rest)):
         return [Logged(buffer, "size", int(h.group(1)), lineno, "size"),
-                *_counts(buffer, lineno, None, 0xCC, 0, None, h.group(2), h.group(3), h.group(4), "")]
+                *_counts(buffer, lineno, 0xCC, 0, None, h.group(2), h.group(3), h.group(4), "")]
     if tag == "DONE-OUT" and (h := _DONE_OUT.search(rest)):
         scanned = int(h.group(2))
         return [Logged(buffer, "size", int(h.group(1)), lineno, "size"),
@@ -407,13 +407,13 @@ def _driver_line(line: str, lineno: int) -> list[Logged] | None:
         start = int(h.group(2))
         what = f" in [0x{start:x}, 0x{RING_PAGE:x})"
         return [Logged(buffer, "bytes", _hexbytes(h.group(1)), lineno, "first32", 0, 32),
-                *_counts(buffer, lineno, None, 0xA5, start, RING_PAGE, None, h.group(3), h.group(4), what)]
+                *_counts(buffer, lineno, 0xA5, start, RING_PAGE, None, h.group(3), h.group(4), what)]
     if h := _SCAN_FIRST32.search(rest):
         return [Logged(buffer, "bytes", _hexbytes(h.group(1)), lineno, "first32", 0, 32)]
     if h := _SCAN_RING.search(rest):
         start = int(h.group(1))
         what = f" in [0x{start:x}, 0x{RING_PAGE:x})"
-        return _counts(buffer, lineno, None, 0xA5, start, RING_PAGE, None, h.group(2), h.group(3), what)
+        return _counts(buffer, lineno, 0xA5, start, RING_PAGE, None, h.group(2), h.group(3), what)
     return None
 
 

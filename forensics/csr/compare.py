@@ -402,12 +402,11 @@ def _reference_state(trace: Trace) -> dict:
     return dict(zip(map(_OFFSET, trace.accesses), trace.accesses))
 
 
-def _dump_judge(read: Access, other: Access, masks: dict, table: RegisterTable) -> tuple[str, bool, bool]:
+def _dump_judge(read: Access, other: Access, masks: dict) -> tuple[str, bool, bool]:
     """(kind, masked, in 32 bits) of a dump's read against the other side's value: a read of 32 bits
-    (`0x%08x`) of a wider register is compared in those bits."""
-    reg = table.lookup(read.offset)
-    wide = (other.width or 0) > 32 or (reg is not None and reg.width > 32) or other.value > LOW32
-    low = read.width == 32 and wide and other.value > LOW32  # (else 32 bits say all there is)
+    (`0x%08x`) of a register whose value is wider is compared in those bits (said only where the value has
+    more: else 32 bits say all there is)."""
+    low = read.width == 32 and other.value > LOW32
     diff = (read.value ^ other.value) & (LOW32 if low else -1)
     if not diff:
         return "match", False, low
@@ -454,7 +453,7 @@ def _compare_dumps(a: Trace, b: Trace, masks: dict, table: RegisterTable) -> Csr
                 judged[index] = ("unchecked", False)
                 counts["unchecked"] += 1
                 continue
-            kind, was_masked, in_low = _dump_judge(read, theirs, masks, table)
+            kind, was_masked, in_low = _dump_judge(read, theirs, masks)
             if in_low:
                 low.add(index)
             if kind != "match" or was_masked:

@@ -109,7 +109,7 @@ def test_a_dbgview_capture_in_any_code_page(reference, tmp_path, cli, encoding):
     assert doc["b"]["non_ascii_lines"] == sum(not line.encode(held, "replace").isascii() for line in drv.CHATTER) > 0
 
 
-def test_a_32_bit_read_of_a_64_bit_register_is_compared_in_its_32_bits(tmp_path):
+def test_a_32_bit_read_of_a_64_bit_register_is_compared_in_its_32_bits():
     a = parse_text(vlog_line("W", 0x48590, 0x1_0010_0000, 64, glog=False, n=0) + "\n")
     same_low = parse_text(drv.printf("[CSR@x] %-32s @0x%05x = 0x%08x\n", "INSTR_QUEUE_BASE", 0x48590, 0x0010_0000))
     other = parse_text(drv.printf("[CSR@x] %-32s @0x%05x = 0x%08x\n", "INSTR_QUEUE_BASE", 0x48590, 0x0020_0000))
@@ -118,7 +118,7 @@ def test_a_32_bit_read_of_a_64_bit_register_is_compared_in_its_32_bits(tmp_path)
     assert compare_traces(a, other).counts["value"] == 1
 
 
-def test_two_drivers_dumps_pair_by_tag(tmp_path):
+def test_two_drivers_dumps_pair_by_tag():
     a = parse_text("\n".join(drv.dump_known_csrs("pre-submit", SETTLED) + drv.dump_known_csrs("post-DONE", SETTLED)))
     b = parse_text("\n".join(drv.dump_known_csrs("pre-submit", SETTLED)
                              + drv.dump_known_csrs("post-DONE", {**SETTLED, "WIRE_INT_PENDING": 0x10})))
@@ -127,7 +127,7 @@ def test_two_drivers_dumps_pair_by_tag(tmp_path):
     assert result.mismatches[0].offset == 0x48778 and result.row_dumps[result.mismatches[0].index] == "post-DONE"
 
 
-def test_the_explicit_write_form_is_still_a_sequence(tmp_path):
+def test_the_explicit_write_form_is_still_a_sequence():
     text = drv.printf("[CSR@open] W %-32s @0x%05x = 0x%016llx\n", "tileconfig0", 0x48788, 0x7F)
     trace = parse_text(text)
     assert trace.kind == "trace" and trace.accesses[0].op == "W" and trace.accesses[0].tag is None
