@@ -373,7 +373,7 @@ def test_a_run_directory_that_links_outside_is_refused(tmp_path, cli):
     shutil.copytree(outside, inside)
     (b / "input").unlink()
     (b / "input").symlink_to(inside, target_is_directory=True)  # a link that stays inside the run is fine
-    assert cli("compare", a, b).code in (0, 1)
+    assert cli("compare", a, b).code == 0  # libedgetpu's and ours are the same bytes
 
 
 @pytest.mark.parametrize("damage", ["missing", "directory", "nul"])

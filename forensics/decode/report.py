@@ -21,7 +21,7 @@ def image_size(path) -> tuple[int, int]:
     try:
         from PIL import Image, UnidentifiedImageError
     except ImportError:
-        raise DependencyError("{image} needs Pillow: pip install 'forensics[images]'", params=True) from None
+        raise DependencyError("{image} needs Pillow: pip install 'npu-forensics[images]'", params=True) from None
     try:
         with Image.open(path) as img:
             return int(img.width), int(img.height)

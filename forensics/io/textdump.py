@@ -1246,13 +1246,6 @@ def read_text_dump(path: str, *, fmt: str = "auto", gap_fill: int | None = None,
     return dataclasses.replace(decoded, non_ascii_lines=open_lines.non_ascii_lines)
 
 
-def read_text_file(path: str, what: str) -> tuple[str, str]:
-    """(text, encoding) of a whole text file (UTF-8, or UTF-16); `what` names it in the errors ("a driver log").
-    Prefer text_lines, which holds one line at a time."""
-    open_lines, encoding = text_lines(path, what)
-    return "\n".join(open_lines()), encoding
-
-
 def text_lines(path: str, what: str):
     """(open_lines, encoding) of a text file of at most MAX_TEXT_FILE bytes: `open_lines()` (a TextLines) reads
     it afresh, one ASCII line at a time (as str.splitlines() splits), so memory does not grow with the file.

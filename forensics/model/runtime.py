@@ -1,6 +1,6 @@
 """The TFLite runtime, found once: ai-edge-litert (LiteRT) first, tflite-runtime 2.14 as the older name.
 
-Both are optional (`pip install 'forensics[runtime]'`). The reference interpreter is always created with
+Both are optional (`pip install 'npu-forensics[runtime]'`). The reference interpreter is always created with
 the default delegates OFF (OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES): LiteRT's default XNNPACK
 delegate changes uint8 results (docs/pitfalls.md).
 """
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from forensics.core.errors import DependencyError
 
-INSTALL_HINT = "pip install 'forensics[runtime]' (ai-edge-litert)"
+INSTALL_HINT = "pip install 'npu-forensics[runtime]' (ai-edge-litert)"
 
 
 @dataclass(frozen=True)

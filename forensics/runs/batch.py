@@ -117,7 +117,7 @@ class BatchResult:
         try:
             import pandas as pd
         except ImportError:
-            raise DependencyError("batch summaries need pandas: pip install 'forensics[export]'") from None
+            raise DependencyError("batch summaries need pandas: pip install 'npu-forensics[export]'") from None
         return pd.DataFrame(list(self.rows), columns=list(COLUMNS))
 
     def to_dict(self) -> dict:
@@ -229,7 +229,7 @@ def check_summary_output(output) -> None:
         import pandas  # noqa: F401
         import pyarrow  # noqa: F401  (pandas' Parquet engine)
     except ImportError:
-        raise DependencyError("batch summaries need pandas and pyarrow: pip install 'forensics[export]'") from None
+        raise DependencyError("batch summaries need pandas and pyarrow: pip install 'npu-forensics[export]'") from None
     check_writable(csv_path)
     if not _partitioned_summary(parquet_path):
         check_writable(parquet_path)
@@ -249,7 +249,7 @@ def write_summary(result: BatchResult, output, *, partition_rows: int = PARTITIO
     try:
         import pyarrow  # noqa: F401  (pandas' Parquet engine)
     except ImportError:
-        raise DependencyError("Parquet output needs pyarrow: pip install 'forensics[export]'") from None
+        raise DependencyError("Parquet output needs pyarrow: pip install 'npu-forensics[export]'") from None
     # Both tables are made in memory first and then renamed into place: a failure leaves neither file
     # behind, never a summary.csv without its Parquet.
     csv_bytes = frame.to_csv(index=False).encode("utf-8")

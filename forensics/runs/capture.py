@@ -66,7 +66,7 @@ def prepare_image(image_path, input_shape, dtype: str = "uint8", resampling: str
     try:
         from PIL import Image, UnidentifiedImageError
     except ImportError:
-        raise DependencyError("{image} needs Pillow: pip install 'forensics[images]'", params=True) from None
+        raise DependencyError("{image} needs Pillow: pip install 'npu-forensics[images]'", params=True) from None
     methods = {"lanczos": Image.Resampling.LANCZOS, "bilinear": Image.Resampling.BILINEAR,
                "bicubic": Image.Resampling.BICUBIC, "nearest": Image.Resampling.NEAREST,
                "box": Image.Resampling.BOX, "hamming": Image.Resampling.HAMMING}
@@ -217,7 +217,7 @@ def _edgetpu_ops(model):
     return [op for op in model.main.operators if op.is_custom and op.custom_code == EDGETPU_CUSTOM_CODE]
 
 
-def _record_tail(builder, model, it, offset_tensors=None) -> None:
+def _record_tail(builder, model, it) -> None:
     """dequantized: DEQUANTIZE outputs; detections: the PostProcess outputs; without a PostProcess the graph
     outputs go under tensor (a classifier's scores are not detections)."""
     from forensics.model.tflite.graph import postprocess_info

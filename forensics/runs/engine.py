@@ -219,7 +219,7 @@ def _dask():
     try:
         import distributed
     except ImportError:
-        raise DependencyError("{scheduler} dask needs Dask: pip install 'forensics[scale]'", params=True) from None
+        raise DependencyError("{scheduler} dask needs Dask: pip install 'npu-forensics[scale]'", params=True) from None
     return distributed
 
 

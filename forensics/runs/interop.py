@@ -133,30 +133,6 @@ def _load_npy(data: bytes, name: str, path: str) -> np.ndarray:
     return array
 
 
-def read_npz(path) -> dict[str, np.ndarray]:
-    path = os.fspath(path)
-    from forensics.io.dump import check_readable_file
-
-    check_readable_file(path)
-    try:
-        with np.load(path, allow_pickle=False) as archive:
-            if not isinstance(archive, np.lib.npyio.NpzFile):
-                raise InputError("is a single .npy array, not an .npz archive", path)
-            out = {}
-            for name in archive.files:
-                array = archive[name]
-                if array.dtype.hasobject:
-                    raise InputError(f"array {name!r} is not a numeric array", path)
-                out[name] = array
-    except InputError:
-        raise
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile, KeyError) as exc:
-        raise InputError(f"not a readable .npz archive ({exc})", path) from None
-    if not out:
-        raise InputError("the archive holds no arrays", path)
-    return out
-
-
 def read_polygraphy(path) -> tuple[str, dict[str, np.ndarray]]:
     """(runner name, outputs) of the first runner's first iteration of a RunResults JSON file."""
     path = os.fspath(path)

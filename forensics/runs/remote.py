@@ -85,7 +85,7 @@ def open_fs(url: str):
     try:
         import fsspec
     except ImportError:
-        raise DependencyError(f"{url}: reading runs from URLs needs fsspec: pip install 'forensics[scale]'") from None
+        raise DependencyError(f"{url}: reading runs from URLs needs fsspec: pip install 'npu-forensics[scale]'") from None
     try:
         fs, path = fsspec.core.url_to_fs(url)
     except ValueError as exc:
