@@ -1271,7 +1271,7 @@ def text_lines(path: str, what: str):
         skip = 2
     elif head.startswith(b"\xef\xbb\xbf"):
         skip = 3
-    return TextLines(path, what, encoding, skip), encoding
+    return TextLines(path, encoding, skip), encoding
 
 
 def text_encoding(head: bytes) -> str | None:
@@ -1309,19 +1309,17 @@ _CONTROL_BYTES = bytes(b for b in range(32) if b not in (9, 10, 12, 13)) + b"\x7
 
 class TextLines:
     """A text file's lines as ASCII (as_ascii), read afresh at each call, one at a time. A call that reads them
-    all sets `non_ascii_lines` (lines that held non-ASCII characters, control characters or bytes no text
-    has: each is U+FFFD in the line) and `first_non_ascii` (its line number)."""
+    all sets `non_ascii_lines`: lines that held non-ASCII characters, control characters or bytes no text
+    has (each is U+FFFD in the line)."""
 
-    def __init__(self, path: str, what: str, encoding: str, skip: int):
-        self.path, self.what, self.encoding, self.skip = path, what, encoding, skip
+    def __init__(self, path: str, encoding: str, skip: int):
+        self.path, self.encoding, self.skip = path, encoding, skip
         self.non_ascii_lines = 0
-        self.first_non_ascii: int | None = None
 
     def __call__(self):
         from forensics.core.errors import reading
 
-        lineno = 0
-        marked, first = 0, None
+        marked = 0
         utf16 = self.encoding.startswith("utf-16")
         pending = "" if utf16 else b""  # the start of a line that goes on past the chunks read so far
         with reading(self.path), open(self.path, "rb") as raw:
@@ -1346,27 +1344,16 @@ class TextLines:
                     whole, pending = pending + chunk[:cut + 1], chunk[cut + 1:]
                 else:
                     whole, pending = pending, None
-                text = as_ascii(_marked_controls(whole))[0]
+                text, held = as_ascii(_marked_controls(whole))
                 del whole
+                marked += held
                 lines = text.splitlines()
-                if _REPLACEMENT in text:
-                    marked, first = self._count(lines, lineno, marked, first)
                 del text
-                lineno += len(lines)
                 if pending is None:  # the end: what was pending was the last line
-                    self.non_ascii_lines, self.first_non_ascii = marked, first
+                    self.non_ascii_lines = marked
                     yield from lines
                     return
                 yield from lines
-
-    @staticmethod
-    def _count(lines: list, lineno: int, marked: int, first):
-        """The lines marked (holding U+FFFD) so far, and the first one's number."""
-        for n, line in enumerate(lines, start=lineno + 1):
-            if _REPLACEMENT in line:
-                marked += 1
-                first = first or n
-        return marked, first
 
 
 def _marked_controls(chunk):
