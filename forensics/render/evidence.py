@@ -78,8 +78,10 @@ def render_verify(report) -> list:
     if checks:
         out.append(table)
     if hidden:
-        out.append(Text(f"{hidden:,} of {len(report.checks):,} checks not shown: "
-                        + ("all" if not checks else "those that") + " match (--json lists every check)"))
+        bad = sum(not c.match for c in report.checks)
+        shown = f"the first {len(checks):,} that do not match are" if bad > len(checks) else \
+            "all that do not match are" if checks else "they all match"
+        out.append(Text(f"{hidden:,} of {len(report.checks):,} checks not shown: {shown} (--json lists every check)"))
     if report.unassigned:
         out.append(Text(f"not checked (no file for these buffers): {', '.join(report.unassigned)}; "
                         f"give --buffer TAG=FILE"))

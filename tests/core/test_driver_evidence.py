@@ -336,3 +336,23 @@ def test_one_verdict_line_equal_to_the_json(cli, argv, code):
     assert text.code == doc["exit_code"] == code
     assert lines == [f"{doc['verdict']} | {doc['message']}"]
     assert ("reads_past_end" in {r["code"] for r in doc["reasons"]}) == ("short_input" in argv[0])
+
+
+def test_a_long_log_s_table_shows_what_does_not_match(tmp_path, cli):
+    """Past 1,000 checks the table holds the values that do not match (a rich table of 120,000 rows took
+    minutes); --json has every check."""
+    data = bytes(range(256)) * 4
+    xor = drv.xor_fold(data)
+    line = (f"[FP] buf size={len(data)} crc32=0x{zlib.crc32(data):08x} xor64=0x{xor:016x} "
+            f"head@0x0={data[:16].hex(' ')} mid@0x1f8={data[0x1f8:0x208].hex(' ')} tail@0x3f0={data[0x3f0:].hex(' ')}")
+    lines = [line] * 200
+    lines[150] = line.replace(f"crc32=0x{zlib.crc32(data):08x}", "crc32=0x00000000")
+    log = write(tmp_path, "fp.log", lines)
+    path = blob(tmp_path, "buf.bin", data)
+    text = cli("verify", log, path, width=200)
+    rows = [row for row in text.out.splitlines() if row.strip().startswith("151 ")]
+    assert text.code == 1 and len(rows) == 1 and "DIFFER" in rows[0]
+    assert "1,199 of 1,200 checks not shown: all that do not match are (--json lists every check)" in text.out
+    assert len(json.loads(cli("verify", log, path, "--json").out)["checks"]) == 1200
+    ok = cli("verify", write(tmp_path, "ok.log", [line] * 200), path, width=200)
+    assert ok.code == 0 and "1,200 of 1,200 checks not shown: they all match" in ok.out
