@@ -424,7 +424,7 @@ def test_replacing_raw_without_a_model_drops_the_stale_tensor(tmp_path, shared_d
     assert r.code == 0, r.err
     assert json.loads(r.out)["relayouted"] == ["convert_scores"]
     (tmp_path / "raw2.bin").write_bytes((raw ^ 1).tobytes())
-    r = cli("ingest", run, "--source", "ours", f"raw:convert_scores={tmp_path / 'raw2.bin'}", "--json")
+    r = cli("ingest", run, "--source", "ours", f"raw:convert_scores={tmp_path / 'raw2.bin'}", "--replace", "--json")
     assert r.code == 0, r.err
     doc = json.loads(r.out)
     assert "tensor:convert_scores" in doc["replaced"]

@@ -154,8 +154,8 @@ def test_runs_ingest_and_compare(tmp_path):
                         lambda: reports.compare(runs["libedgetpu"], runs["broken"], html=str(html), limit=3),
                         code=1)
     assert html.stat().st_size > 0
-    # Replacing a buffer is a warning on stderr, and the report carries it.
-    again = reports.ingest(runs["broken"], ["input=dumps/ours/input.bin"], source="broken")
+    # Replacing a buffer (asked for: evidence is kept otherwise) is a warning on stderr, and the report carries it.
+    again = reports.ingest(runs["broken"], ["input=dumps/ours/input.bin"], source="broken", replace=True)
     assert again.warnings == (f"{runs['broken']}: replaced the run's input buffer",)
 
 

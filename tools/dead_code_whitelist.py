@@ -40,8 +40,6 @@ scatter
 
 # The pattern every judging result's renderer prints (CONTRIBUTING: one judgement per result); results move to
 # it one by one this round.
-judgement_line  # forensics/render/style.py
 
 # Left to the owners of these files this round (listed in the helper's report), to be removed there:
 colon  # forensics/link/bitstream.py: `kind, colon, name = left.partition(":")` (spelled `_` elsewhere)
-entry_a  # forensics/link/bugs.py: compare_stage(run_a, run_b, entry_a, entry_b) never reads entry_a

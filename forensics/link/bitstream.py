@@ -27,7 +27,7 @@ from forensics.core.errors import FormatError, InputError
 from forensics.core.judgement import Judgement, Reason
 from forensics.core.verdict import Verdict
 from forensics.link import address as va
-from forensics.link.describe import finding_text, listed, note_text, printable as _printable, quote as _quote, short
+from forensics.link.describe import finding_text, listed, note_text, quote as _quote, short
 from forensics.link import describe
 
 KINDS = ("input", "output", "parameter", "scratch")

@@ -86,6 +86,10 @@ COMMANDS = (
     Command("verify", "evidence", types=("VerifyReport",), positional=("log", "*files")),
     Command("demo", "demo", types=("DemoReport", "DemoDocument", "DEMO_STEPS", "story_dumps")),
     Command("link", "link", types=("LinkReport",), positional=("model",), outputs=(("out", "file"),)),
+    Command("repeat", "repeat", types=("RepeatReport", "CaptureRuntimesReport", "capture_all_runtimes"),
+            positional=("*runs",), outputs=(("html", "file"), ("junit", "file"))),
+    Command("tolerance", "repeat", types=("ToleranceReport",), positional=("*runs",)),
+    Command("impact", "impact", types=("ImpactReport",), positional=("run_a", "run_b"), outputs=(("draw", "file"),)),
 )
 
 BY_NAME = {command.name: command for command in COMMANDS}
