@@ -11,7 +11,15 @@ aligning, rendering), in well under a second. Baselines measured in the same run
 files. In process: parsing both files alone, and difflib.SequenceMatcher (autojunk off, so it really
 aligns) on the same keys at 10,000 accesses, because it is quadratic on repetitive traces.
 Prints times (best of several runs) and ratios; asserts nothing.
-Run: python3 benchmarks/bench_csr.py [N] [--json]
+
+The bounds (issue 35: <= 15 s and <= 600 MiB at every documented limit), each a fresh process whose wall time
+and peak memory (the child's max RSS) are measured, beside a baseline measured in the same run:
+- `forensics csr A B --json` of two traces at the limit: 199,999 lines each (MAX_TRACE_LINES 200,000), about
+  64 MB each (MAX_TRACE_BYTES), every access different, so the document holds ~380,000 mismatches; baseline
+  reading and decoding the two files (`python -c "... read().decode() ..."`).
+- `forensics verify LOG input.bin` (the table) and `--json` of a 4.8 MB DbgView log of 20,000 `[FP]` lines
+  (120,000 checks); baseline `forensics crc input.bin` (the same checksum and reads, once).
+Run: python3 benchmarks/bench_csr.py [N] [--json] [--no-bounds]
 """
 
 from __future__ import annotations
@@ -96,9 +104,103 @@ def process_time(args: list[str], pycache: str | None, repeat: int = 7) -> float
 
 
 def main() -> None:
-    args = [a for a in sys.argv[1:] if a != "--json"]
+    args = [a for a in sys.argv[1:] if a not in ("--json", "--no-bounds")]
     with Table("--json" in sys.argv[1:], "bench_csr") as table:
         measure(int(args[0]) if args else 100_000, table)
+        if "--no-bounds" not in sys.argv[1:]:
+            bounds(table)
+
+
+def peak_process(args: list[str], repeat: int = 3) -> tuple[float, float]:
+    """(best wall time in s, largest peak RSS in MiB) of a fresh `python3 ARGS` process, output to a file."""
+    probe = ("import resource, subprocess, sys, time; t = time.perf_counter(); "
+             "subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL); "
+             "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    times, peaks = [], []
+    for _ in range(repeat):
+        out = subprocess.run([sys.executable, "-c", probe, sys.executable, *args], capture_output=True, text=True,
+                             env=env, cwd=ROOT, check=True).stdout.split()
+        times.append(float(out[0]))
+        peaks.append(int(out[1]) / 1024)  # Linux reports KiB
+    return min(times), max(peaks)
+
+
+def limit_traces(directory: Path) -> tuple[Path, Path]:
+    """Two traces at csr's limits: 199,999 glog lines each, ~64 MB (long source paths pad them), no access of
+    one equal to the other's at its place (random offsets, ops and 40-bit values)."""
+    from forensics.csr.parse import MAX_TRACE_BYTES, MAX_TRACE_LINES
+
+    n = MAX_TRACE_LINES - 1
+    offsets = OFFSETS + [0x48590, 0x48598, 0x485A0]
+    pad = "x" * 150
+    paths = []
+    for name, seed in (("limit_a.log", 7), ("limit_b.log", 8)):
+        rng = random.Random(seed)
+        lines = []
+        for k in range(n):
+            op, off, val = rng.choice("WR"), rng.choice(offsets), rng.randrange(1 << 40)
+            prefix = (f"I0413 08:35:26.{k % 1000000:06d}  4793 some/long/path/of/the/driver/sources/"
+                      f"kernel_registers.cc:{190 if op == 'W' else 211}] {pad} ")
+            lines.append(prefix + (f"Write: offset = 0x{off:016x}, value = 0x{val:016x}" if op == "W" else
+                                   f"Read: offset = 0x{off:016x}, value: = 0x{val:016x}"))
+        path = directory / name
+        path.write_text("\n".join(lines) + "\n")
+        assert path.stat().st_size <= MAX_TRACE_BYTES, path.stat().st_size
+        paths.append(path)
+    return paths[0], paths[1]
+
+
+def fp_log(directory: Path, lines: int = 20_000) -> Path:
+    """A DbgView log of `lines` [FP] lines of dumps/ours/input.bin (~4.8 MB: 6 values each, 120,000 checks)."""
+    import zlib
+
+    import numpy as np
+
+    data = (ROOT / "dumps/ours/input.bin").read_bytes()
+    xor = int(np.bitwise_xor.reduce(np.frombuffer(data + bytes(-len(data) % 8), "<u8")))
+    size, mid, tail = len(data), max(0, len(data) // 2 - 8), max(0, len(data) - 16)
+    run = lambda at: data[at:at + 16].hex(" ")  # noqa: E731
+    line = (f"[FP] input size={size} crc32=0x{zlib.crc32(data):08x} xor64=0x{xor:016x} head@0x0={run(0)} "
+            f"mid@0x{mid:x}={run(mid)} tail@0x{tail:x}={run(tail)}")
+    path = directory / "fp20k.log"
+    path.write_text("".join(f"{i:08d}\t{i * 0.00001:.6f}\t{line}\n" for i in range(lines)))
+    return path
+
+
+def bounds(table: Table) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        a, b = limit_traces(Path(tmp))
+        mb = (a.stat().st_size + b.stat().st_size) / 1e6
+        print(f"\nbounds: two traces of {MAX_LINES:,} lines, {mb:.0f} MB together; fresh processes, best time of 3, "
+              "largest peak RSS")
+        decode = f"[open(p, 'rb').read().decode() for p in ({str(a)!r}, {str(b)!r})]"
+        t_read, m_read = peak_process(["-c", decode])
+        t_numpy, _ = peak_process(["-c", "import numpy"])
+        for flags in ([], ["--reads"]):
+            t, m = peak_process(["-m", "forensics", "csr", str(a), str(b), "--json", *flags])
+            what = "csr A B --json" + (" --reads" if flags else "")
+            print(f"  forensics {what:<24} {t:7.2f} s  {m:6.0f} MiB   (read + decode: {t_read:.2f} s, "
+                  f"{m_read:.0f} MiB)")
+            table.add(f"forensics {what}, 2 x {MAX_LINES:,} lines at the limit (process)", t,
+                      baseline='python -c "import numpy"', baseline_value=t_numpy, goal_value=15.0)
+            table.add(f"forensics {what}, 2 x {MAX_LINES:,} lines: peak memory", m, "MiB",
+                      baseline="read + decode A and B", baseline_value=m_read, goal_value=600.0)
+        log = fp_log(Path(tmp))
+        print(f"  verify log: {log.stat().st_size / 1e6:.1f} MB, 20,000 [FP] lines")
+        t_crc, m_crc = peak_process(["-m", "forensics", "crc", "dumps/ours/input.bin"])
+        for flags in ([], ["--json"]):
+            t, m = peak_process(["-m", "forensics", "verify", str(log), "dumps/ours/input.bin", *flags])
+            what = "verify LOG input.bin" + (" --json" if flags else "")
+            print(f"  forensics {what:<27} {t:7.2f} s  {m:6.0f} MiB   (crc input.bin: {t_crc:.2f} s, "
+                  f"{m_crc:.0f} MiB)")
+            table.add(f"forensics {what}, 4.8 MB log of 20,000 fingerprint lines (process)", t,
+                      baseline="forensics crc input.bin", baseline_value=t_crc, goal_value=15.0)
+            table.add(f"forensics {what}: peak memory", m, "MiB", baseline="forensics crc input.bin",
+                      baseline_value=m_crc, goal_value=600.0)
+
+
+MAX_LINES = 199_999
 
 
 def measure(n: int, table: Table) -> None:

@@ -15,6 +15,16 @@ checks its readers against an independent writer:
 - csr_driver.log       our driver's `[CSR@tag]` trace of the same bring-up behind DbgView columns: one value
                        differs (tileconfig0) and one write is missing (instruction_queue_size)
 - csr_before.json, csr_after.txt  register snapshots after the bring-up (JSON; `offset = value` lines)
+The real driver (github wangki-kyu/npu_driver), its lines printed by dumps/driver_printf.py from its own format
+strings and arithmetic, for one inference of the broken driver's story (the DMA stopped at anchor 1500):
+- npu_driver.log       its DbgView capture (line number, seconds, the kernel message), saved in cp949 as a Korean
+                       Windows saves it: the driver's Korean messages, its `→`; [BS-DUMP], `Registering input`,
+                       [INPUT-CHK], the 0xCC prefill, the [CSR@pre-submit] / [CSR@post-DONE] register dumps (values
+                       read: hib error status 0x1 after the inference), [DPC-OUT], [DPC-SCAN-*], [INPUT-VERIFY]
+- npu_console.txt      npu_test_console's output: `--- Output buffer (8192 bytes, ... non-zero) ---` and its rows
+- broken_scores_alloc.bin  that output buffer: the broken convert_scores in its 8,192-byte allocation
+- short_input.bin, short_input.log  a 4,100-byte input and its [INPUT-CHK] lines: page[1]'s first8 reads 4
+                       bytes past the buffer's end (the driver does not clamp it)
 """
 
 from __future__ import annotations
@@ -24,6 +34,7 @@ import sys
 import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import driver_printf as drv  # noqa: E402  (the real driver's lines from its format strings)
 import make_dumps  # noqa: E402  (the story's bytes, built the same way as dumps/{libedgetpu,ours,broken})
 
 WINDBG_BASE = 0xFFFFB20C4A3B2000   # where the paste says the buffer sits (any kernel address will do)
@@ -136,6 +147,56 @@ def snapshots() -> tuple[str, str]:
     return before, after
 
 
+def bitstream_bytes(size: int) -> bytes:
+    """An instruction bitstream's stand-in (not shipped: its rows and sizes are in the log): the header bytes the
+    driver's comments quote (80 0f 00 28 c7 00 00 00), then bytes of a fixed LCG."""
+    out = bytearray(b"\x80\x0f\x00\x28\xc7\x00\x00\x00")
+    x = 12345
+    while len(out) < size:
+        x = (1103515245 * x + 12345) & 0x7FFFFFFF
+        out.append(x >> 16 & 0xFF)
+    return bytes(out)
+
+
+# What the broken driver's registers read before and after the inference (npudriverDumpKnownCsrs): the queue on,
+# then an inbound page fault (hib error status bit 0) and the fatal and host interrupts pending.
+CSRS_PRE = {"PAGE_TABLE_SIZE": 0x2000, "EXTENDED_TABLE": 0x1800, "KERNEL_HIB_TRANSLATION_EN": 0x1,
+            "HIB_INSTRUCTION_CREDITS": 0x80, "HIB_INPUT_ACTV_CREDITS": 0x80, "HIB_PARAM_CREDITS": 0x80,
+            "HIB_OUTPUT_ACTV_CREDITS": 0x80, "INSTR_QUEUE_STATUS": 0x1, "INSTR_QUEUE_CONTROL": 0x5}
+CSRS_POST = {**CSRS_PRE, "AXI_AW_CREDIT_INSERTION": 0x5E8, "AXI_W_CREDIT_INSERTION": 0x5E8,
+             "INSTR_QUEUE_INT_STATUS": 0x1, "WIRE_INT_PENDING": 0x1011, "USER_HIB_ERROR_STATUS": 0x1}
+INPUT_VA, OUTPUT_VA, BITSTREAM_VA = 0x631000, 0x8000000000000000, 0x600000
+
+
+def npu_driver_run(story: dict) -> dict[str, list[str] | bytes]:
+    """The real driver's lines of one inference of the broken story (driver_printf), in the order Queue.c and
+    Device.c print them, among its other messages, as DbgView saves them; the console's output; the buffers."""
+    inp = story["ours/input.bin"]
+    out = alloc(story["broken/convert_scores.bin"])
+    bitstream = bitstream_bytes(12288)
+    ring = bytes(32) + b"\xa5" * (drv.PAGE_SIZE - 32)
+    block = bytes(16) + b"\xa5" * (drv.PAGE_SIZE - 16)
+    lines = [*drv.CHATTER[:3], "[NpuEvtIoDeviceControl] IOCTL_INFER", *drv.bs_dump(bitstream, BITSTREAM_VA),
+             drv.registering_input(INPUT_VA >> 12, len(inp)), *drv.input_chk(inp), drv.prefill(len(out)),
+             *drv.dump_known_csrs("pre-submit", CSRS_PRE), "[NpuEvtIoDeviceControl] submitting 2 descriptors",
+             *drv.CHATTER[3:5], *drv.dpc_out(out, OUTPUT_VA), *drv.dpc_scan_ring("DescRing", ring, 32),
+             *drv.dpc_scan_ring("StatusBlock", block, 16), drv.dpc_scan("INFERBitstream", bitstream),
+             drv.dpc_scan("InputImage", inp), "[NpuEvtInterruptDpc] Input MDL unlocked",
+             *drv.dump_known_csrs("post-DONE", CSRS_POST), *drv.input_verify(inp, drv.xor_fold(inp)),
+             drv.CHATTER[5]]
+    console = ["success to get device handle!", "Loading model...",
+               f"Model loaded: bitstream size = {len(bitstream)} bytes", "Calling IOCTL_INFER...", "INFER succeeded!",
+               *drv.console_output(out)]
+    short = bytes((i * 7 + 3) & 0xFF for i in range(4100))
+    return {"evidence/npu_driver.log": drv.saved(drv.dbgview(lines, start=210, t0=41.5), "cp949"),
+            "evidence/npu_console.txt": drv.saved(console, "cp949"),
+            "evidence/broken_scores_alloc.bin": out,
+            "evidence/short_input.bin": short,
+            # past the 4,100 bytes, page 1 of its mapping holds what the driver's pool left there
+            "evidence/short_input.log": drv.saved(drv.dbgview(drv.input_chk(short, beyond=b"\xa5" * 8), start=1),
+                                                  "cp949")}
+
+
 def alloc(data: bytes, page: int = 4096, prefill: int = 0xCC) -> bytes:
     """A page-rounded DMA allocation holding the tensor at offset 0, the rest still the driver's prefill."""
     return data + bytes([prefill]) * (-len(data) % page)
@@ -180,6 +241,7 @@ def build() -> dict[str, bytes]:
     out = {rel: ("\r\n" if rel in crlf else "\n").join(lines).encode("ascii") + (b"\r\n" if rel in crlf else b"\n")
            for rel, lines in files.items()}
     out["evidence/convert_scores_alloc.bin"] = alloc(ours_scores)
+    out.update(npu_driver_run(story))
     return out
 
 

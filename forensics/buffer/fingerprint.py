@@ -12,17 +12,22 @@ The `[FP]` line (one per buffer; anything may precede it, e.g. DbgView columns):
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import itertools
 import os
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import NamedTuple
 
 import numpy as np
 
 from forensics.compare.crc import PEEK, crc_dump, format_crc
 from forensics.io.dump import DEFAULT_CHUNK, Dump
+from forensics.io.textdump import CONSOLE_HEAD, CONSOLE_TOTAL, PREFILL_SIZE, DriverRows, driver_buffer
 from forensics.core.errors import InputError
+from forensics.core.judgement import Judgement, Reason
 from forensics.core.verdict import Verdict
 
 EDGE = 8  # bytes of a page's first8 / last8
@@ -199,11 +204,14 @@ PATTERN_GROUPS = ("offset", "page", "bytes", "crc32", "xor64", "size")
 
 def _may_hold_values(line: str) -> bool:
     """False for a line _parse_line finds nothing in without --pattern: every value it reads needs one of these
-    words ([FP], page[, last8, xor, crc, size, head / mid / tail; its searches are case-blind but [FP]'s).
-    Substring tests of the lowered line: a case-blind alternation search cost 5 us a line."""
+    words ([FP], page[, last8, xor, crc, size, head / mid / tail; a driver tag's -OUT / BS-DUMP / SCAN-, sz=;
+    the consoles' `--- ` headers and `actual`; its searches are case-blind but [FP]'s). Substring tests of the
+    lowered line: a case-blind alternation search cost 5 us a line. (The consoles' byte rows, which hold none
+    of them, are read by the DriverRows that follows every line.)"""
     low = line.lower()
     return ("[fp]" in low or "page[" in low or "last8" in low or "xor" in low or "crc" in low or "size" in low
-            or "head" in low or "mid" in low or "tail" in low)
+            or "head" in low or "mid" in low or "tail" in low or "-out" in low or "bs-dump" in low
+            or "scan-" in low or "sz=" in low or "--- " in low or "total=" in low or "actual" in low)
 
 
 @dataclass(frozen=True)
@@ -218,6 +226,11 @@ class Logged:
     offset: int | None = None  # byte runs: absolute offset; pages are resolved with the page size
     width: int | None = None  # byte runs: the bytes the form announces (16 for HEAD / MID / TAIL, 8 for
     #                           first8 / last8), fewer only where the buffer ends: a shorter run was cut
+    # counts (nonzero / non_sentinel / first_non_sentinel): over [start, end) of the buffer (end None: its end),
+    # of bytes that are not `sentinel` (nonzero: not 0)
+    sentinel: int | None = None
+    start: int = 0
+    end: int | None = None
 
 
 def _hexbytes(text: str) -> bytes:
@@ -266,8 +279,14 @@ def _parse_line(line: str, lineno: int, page_size: int, pattern, tag_now: str | 
         if cut is None:
             raise ValueError("malformed [FP] line")
         return cut
+    driver = _driver_line(line, lineno)
+    if driver is not None:
+        return driver
     chk = _CHK_TAG.search(line)
-    tag = chk.group(1) if chk else tag_now
+    tag = tag_now
+    if chk:
+        tag = chk.group(1)
+        tag = driver_buffer(tag + "-CHK") if driver_buffer(tag + "-CHK") != tag + "-CHK" else tag
     found_any = False
     page = _PAGE.search(line)
     if page:
@@ -291,7 +310,7 @@ def _parse_line(line: str, lineno: int, page_size: int, pattern, tag_now: str | 
     crc = _CRC.search(line)
     if crc:
         out.append(Logged(tag, "crc32", int(crc.group(1), 16), lineno, "crc32"))
-    size = _SIZE.search(line)
+    size = _SIZE.search(line) if chk else None  # a size is a buffer's only on its own fingerprint line
     if size:
         out.append(Logged(tag, "size", _int(size.group(1)), lineno, "size"))
     peek = _PEEK.search(line)
@@ -302,6 +321,129 @@ def _parse_line(line: str, lineno: int, page_size: int, pattern, tag_now: str | 
         # MID / TAIL without an offset (offset None) are read where `forensics crc` takes them
         out.append(Logged(tag, "bytes", _hexbytes(peek.group(3)), lineno, label, offset, PEEK))
     return out
+
+
+# The real driver's lines of its buffers (npu_driver Device.c, Queue.c; the consoles), each read for what it states
+# and where: sizes, byte runs at their offsets, and the counts of its scans (nonzero, non-0xCC with the first
+# non-0xCC offset over the whole output; non-0xA5 past the descriptors of the ring and the status block).
+_B16 = r"((?:[0-9A-Fa-f]{2}[ \t]{1,2}){15}[0-9A-Fa-f]{2})"
+_B32 = r"((?:[0-9A-Fa-f]{2}[ \t]{1,2}){31}[0-9A-Fa-f]{2})"
+_B8 = r"((?:[0-9A-Fa-f]{2}[ \t]{1,2}){7}[0-9A-Fa-f]{2})"
+_DRIVER_TAG = re.compile(r"\[((?:DPC-)?SCAN-[A-Za-z]+|DPC-OUT(?:/\w+)?|DONE-OUT|BS-DUMP|INPUT-VERIFY)\]")
+_DPC_OUT = re.compile(r"kernel VA=\S+\s+outVA=0x[0-9A-Fa-f]+\s+size=(\d+)\s+nonzero=(\d+)\s+non-0xCC=(\d+)\s+"
+                      r"\(FULL scan\)\s+firstNon0xCC@0x([0-9A-Fa-f]+)")
+_DONE_OUT = re.compile(r"kernel VA=\S+\s+outVA=0x[0-9A-Fa-f]+\s+size=(\d+)\s+nonzero\(first (\d+) B\)=(\d+)")
+_BS_SIZE = re.compile(r"kernel VA=\S+\s+size=(\d+)\s+\(0x[0-9A-Fa-f]+\)")
+_SCAN_SZ = re.compile(r"\bsz=(\d+)\s+first16=" + _B16 + r"\s*\|\s*(?:tail16=" + _B16 + r"|@\+0x[0-9A-Fa-f]+ "
+                      r"\(=[^)]*=0x([0-9A-Fa-f]+)\):\s+" + _B16 + r")")
+_SCAN_HEAD32 = re.compile(r"(?:descs|head)\[0\.\.31\]=" + _B32 + r"\s*\|\s*post-(\d+) non-A5 bytes=(\d+) "
+                          r"firstAt=0x([0-9A-Fa-f]+)")
+_SCAN_FIRST32 = re.compile(r"\bfirst32=" + _B32)
+_SCAN_RING = re.compile(r"\bpost-(\d+) non-0xA5=(\d+) firstAt=0x([0-9A-Fa-f]+)")
+_VERIFY_XOR = re.compile(r"xor-fold post-DONE = 0x([0-9A-Fa-f]{16}) \(pre=0x([0-9A-Fa-f]{16})\)")
+_VERIFY_PAGE = re.compile(r"page\[0\] first8 post-DONE=" + _B8)
+_NONE = 0xFFFFFFFF  # the driver's "no such byte" offset (firstNon0xCC, firstAt)
+RING_PAGE = 4096  # the descriptor ring's and the status block's page (the driver's PAGE_SIZE)
+
+
+def _counts(tag, lineno, sentinel, start, end, nonzero, non, first, what) -> list[Logged]:
+    out = []
+    if nonzero is not None:
+        out.append(Logged(tag, "nonzero", int(nonzero), lineno, "nonzero", start=start, end=end))
+    name = f"non-0x{sentinel:02X}"
+    out.append(Logged(tag, "non_sentinel", int(non), lineno, name + what, sentinel=sentinel, start=start, end=end))
+    at = int(first, 16)
+    out.append(Logged(tag, "first_non_sentinel", None if at == _NONE else at, lineno, f"first {name}" + what,
+                      sentinel=sentinel, start=start, end=end))
+    return out
+
+
+def _driver_line(line: str, lineno: int) -> list[Logged] | None:
+    """What one of the real driver's buffer lines states, or None when it is none of them."""
+    if "Output buffer pre-filled" in line:
+        m = PREFILL_SIZE.search(line)
+        return [Logged("output", "size", int(m.group(1)), lineno, "size")] if m else None
+    if "[" not in line:
+        return None
+    row = DriverRows().row(line, lineno)  # `[DPC-OUT] [00] ..`, `[DPC-OUT/USER] tail64@0x..: ..`
+    if row is not None:
+        label = f"[{row.tag}] {row.label}" if row.label.startswith("[") else row.label  # tail64@0x1fc0
+        return [Logged(row.buffer, "bytes", row.data, lineno, label, row.offset, 16)]
+    m = _DRIVER_TAG.search(line)
+    if m is None:
+        return None
+    tag = m.group(1)
+    buffer = driver_buffer(tag)
+    rest = line[m.end():]
+    if tag.startswith("DPC-OUT") and (h := _DPC_OUT.search(rest)):
+        return [Logged(buffer, "size", int(h.group(1)), lineno, "size"),
+                *_counts(buffer, lineno, 0xCC, 0, None, h.group(2), h.group(3), h.group(4), "")]
+    if tag == "DONE-OUT" and (h := _DONE_OUT.search(rest)):
+        scanned = int(h.group(2))
+        return [Logged(buffer, "size", int(h.group(1)), lineno, "size"),
+                Logged(buffer, "nonzero", int(h.group(3)), lineno, f"nonzero (first {scanned} B)", end=scanned)]
+    if tag == "BS-DUMP" and (h := _BS_SIZE.search(rest)):
+        return [Logged(buffer, "size", int(h.group(1)), lineno, "size")]
+    if tag == "INPUT-VERIFY":
+        if h := _VERIFY_XOR.search(rest):
+            return [Logged(buffer, "xor64", int(h.group(1), 16), lineno, "xor64 post-DONE"),
+                    Logged(buffer, "xor64", int(h.group(2), 16), lineno, "xor64 pre-submit")]
+        if h := _VERIFY_PAGE.search(rest):
+            return [Logged(buffer, "bytes", _hexbytes(h.group(1)), lineno, "page[0] first8 post-DONE", 0, EDGE)]
+        return None
+    if h := _SCAN_SZ.search(rest):
+        sz = int(h.group(1))
+        out = [Logged(buffer, "size", sz, lineno, "size"),
+               Logged(buffer, "bytes", _hexbytes(h.group(2)), lineno, "first16", 0, 16)]
+        if h.group(3):
+            out.append(Logged(buffer, "bytes", _hexbytes(h.group(3)), lineno, f"tail16@0x{sz - 16:x}", sz - 16, 16))
+        else:  # SCAN-ParamData: bytes it held at that offset (past its end it prints 0)
+            at = int(h.group(4), 16)
+            held = _hexbytes(h.group(5))[:max(0, min(16, sz - at))]
+            if held:
+                out.append(Logged(buffer, "bytes", held, lineno, f"@0x{at:x}", at, len(held)))
+        return out
+    if h := _SCAN_HEAD32.search(rest):
+        start = int(h.group(2))
+        what = f" in [0x{start:x}, 0x{RING_PAGE:x})"
+        return [Logged(buffer, "bytes", _hexbytes(h.group(1)), lineno, "first32", 0, 32),
+                *_counts(buffer, lineno, 0xA5, start, RING_PAGE, None, h.group(3), h.group(4), what)]
+    if h := _SCAN_FIRST32.search(rest):
+        return [Logged(buffer, "bytes", _hexbytes(h.group(1)), lineno, "first32", 0, 32)]
+    if h := _SCAN_RING.search(rest):
+        start = int(h.group(1))
+        what = f" in [0x{start:x}, 0x{RING_PAGE:x})"
+        return _counts(buffer, lineno, 0xA5, start, RING_PAGE, None, h.group(2), h.group(3), what)
+    return None
+
+
+class _Console:
+    """The consoles' output dumps, read line by line: the header's size and non-zero count (npu_test_console),
+    `total= non-zero=` (add_model), the `  [%04x] ` rows, and the golden compare's `  actual  :` bytes."""
+
+    def __init__(self):
+        self.rows = DriverRows()
+        self.golden = False
+
+    def read(self, line: str, lineno: int) -> list[Logged]:
+        row = self.rows.row(line, lineno)
+        if row is not None and row.tag == "console":
+            return [Logged("output", "bytes", row.data, lineno, f"console {row.label}", row.offset)]
+        if "---" in line:
+            self.golden = "--- golden compare ---" in line
+            m = CONSOLE_HEAD.match(line)
+            if m and m.group(1):
+                return [Logged("output", "size", int(m.group(1)), lineno, "size"),
+                        Logged("output", "nonzero", int(m.group(2)), lineno, "non-zero")]
+        if "total=" in line and (m := CONSOLE_TOTAL.match(line)):
+            return [Logged("output", "size", int(m.group(1)), lineno, "size"),
+                    Logged("output", "nonzero", int(m.group(2)), lineno, "non-zero")]
+        if self.golden and (m := _ACTUAL.match(line)):
+            return [Logged("output", "bytes", _hexbytes(m.group(1)), lineno, "golden compare actual", 0)]
+        return []
+
+
+_ACTUAL = re.compile(r"^\s*actual\s*:((?:\s[0-9a-f]{2})+)\s*$")
 
 
 # The [FP] line's fields in order: (name, key, a whole value, a value cut short). A line that stops inside
@@ -367,11 +509,13 @@ def truncated_fp_line(line: str, lineno: int) -> list[Logged] | None:
     return out if not line[pos:].strip() else None
 
 
-def _parse_crc_table(lines: list[str]) -> list[Logged]:
+def _parse_crc_table(lines: list[str], texts: dict | None = None) -> list[Logged]:
     """`forensics crc` output pasted into a log: the files table and the HEAD / MID / TAIL rows."""
     out: list[Logged] = []
     part = None
     for lineno, line in enumerate(lines, start=1):
+        if texts is not None:
+            texts[lineno] = line
         m = _CRC_TABLE_FILE.match(line)
         if m and not line.lstrip().startswith(("HEAD", "MID", "TAIL")):
             tag = default_tag(m.group(1))
@@ -388,9 +532,10 @@ def _parse_crc_table(lines: list[str]) -> list[Logged]:
     return out
 
 
-def parse_log(text, *, path: str = "<log>", page_size: int = 4096, pattern: str | None = None) -> list[Logged]:
+def parse_log(text, *, path: str = "<log>", page_size: int = 4096, pattern: str | None = None,
+              texts: dict | None = None) -> list[Logged]:
     """Every fingerprint value in a driver log (its text, or an iterable of its lines, read once). A log
-    without any is an InputError naming it."""
+    without any is an InputError naming it. `texts` (a dict) gets the text of each line that held values."""
     compiled = None
     if pattern is not None:
         try:
@@ -408,23 +553,36 @@ def parse_log(text, *, path: str = "<log>", page_size: int = 4096, pattern: str 
     lines = itertools.chain(head, lines)
     if compiled is None and any(l.lstrip().startswith(("HEAD ", "MID ", "TAIL ")) for l in head) \
             and any("CRC32" in l for l in head[:50]):
-        found = _parse_crc_table(lines)
+        found = _parse_crc_table(lines, texts)
     else:
         found = []
         # a driver log is mostly other messages: one search for any word a fingerprint value needs skips them
         maybe = _may_hold_values if compiled is None else (lambda line: True)
+        console = _Console() if compiled is None else None
         for lineno, line in enumerate(lines, start=1):
+            if console is not None and (console.rows.console or "--- " in line or console.golden):
+                items = console.read(line, lineno)
+                if items:
+                    found.extend(items)
+                    if texts is not None:
+                        texts[lineno] = line
+                    continue
             if not maybe(line):
                 continue
             try:
-                found.extend(_parse_line(line, lineno, page_size, compiled, None))
+                items = _parse_line(line, lineno, page_size, compiled, None)
+                if items:
+                    found.extend(items)
+                    if texts is not None:
+                        texts[lineno] = line
             except ValueError as exc:
                 what = "a malformed [FP] line (expected [FP] TAG size=N crc32=0x.. xor64=0x.. head@0x..=.. " \
                        "mid@0x..=.. tail@0x..=..)" if "[FP]" in str(exc) else "malformed fingerprint value"
                 raise InputError(f"line {lineno}: {what}", path) from None
     if not found:
-        raise InputError("no fingerprints found (expected [FP] lines, [..-CHK] page / xor-fold lines, size / "
-                         "CRC32 / HEAD / MID / TAIL lines, or lines matching --pattern)", path)
+        raise InputError("no fingerprints found (expected [FP] lines, [..-CHK] page / xor-fold / size / CRC32 / "
+                         "HEAD / MID / TAIL lines, the driver's [DPC-OUT] / [DPC-SCAN-..] / [BS-DUMP] / "
+                         "[INPUT-VERIFY] lines, a console's output dump, or lines matching --pattern)", path)
     return found
 
 
@@ -441,10 +599,31 @@ class Check:
     expected: str
     found: str
     match: bool
+    text: str = ""     # the log line the value is on
+    past_end: int = 0  # bytes the log shows past the file's end (the driver read past the buffer: not judged)
 
     def to_dict(self) -> dict:
         return {"tag": self.tag, "file": self.file, "kind": self.kind, "what": self.label, "line": self.line,
-                "offset": self.offset, "expected": self.expected, "found": self.found, "match": self.match}
+                "offset": self.offset, "expected": self.expected, "found": self.found, "match": self.match,
+                "past_end": self.past_end, "text": self.text}
+
+
+@dataclass(frozen=True)
+class LogChecks:
+    """Every fingerprint a log states, checked against the buffers given (check_log): `checks` in log order,
+    the log's buffers no buffer was given for (`unmatched`) and the names given that no log line is about
+    (`unused`)."""
+
+    log: str
+    checks: tuple[Check, ...]
+    unmatched: tuple[str, ...]
+    unused: tuple[str, ...]
+    sources: tuple[dict, ...] = ()
+    non_ascii_lines: int = 0
+
+    def to_dict(self) -> dict:
+        return {"log": self.log, "checks": [c.to_dict() for c in self.checks], "unmatched": list(self.unmatched),
+                "unused": list(self.unused), "files": list(self.sources), "non_ascii_lines": self.non_ascii_lines}
 
 
 @dataclass(frozen=True)
@@ -453,6 +632,7 @@ class VerifyReport:
     checks: tuple[Check, ...]
     unassigned: tuple[str, ...]  # tags in the log with no file to check them against
     sources: tuple[dict, ...] = ()
+    non_ascii_lines: int = 0
 
     @property
     def match(self) -> bool:
@@ -464,107 +644,299 @@ class VerifyReport:
         return tuple(c for c in self.checks if c.kind == "truncated")
 
     @property
+    def past_end(self) -> tuple[Check, ...]:
+        """The byte runs the log shows past the file's end (the driver read past its buffer): not judged."""
+        return tuple(c for c in self.checks if c.past_end)
+
+    @cached_property
+    def judgement(self) -> Judgement:
+        return judge_verify(self)
+
+    @property
     def verdict(self) -> Verdict:
-        """MATCH; DIFFER when a whole logged value differs; else TRUNCATED when a logged line was cut short."""
-        if self.match:
-            return Verdict.MATCH
-        if any(not c.match and c.kind != "truncated" for c in self.checks):
-            return Verdict.DIFFER
-        return Verdict.TRUNCATED
+        return self.judgement.verdict
 
     @property
     def exit_code(self) -> int:
         return self.verdict.exit_code
 
     def to_dict(self) -> dict:
-        return {"log": self.log, "verdict": self.verdict, "checks": [c.to_dict() for c in self.checks],
+        return {"log": self.log, **self.judgement.to_dict(), "checks": [c.to_dict() for c in self.checks],
                 "matched": sum(c.match for c in self.checks), "differ": sum(not c.match for c in self.checks),
-                "unassigned_tags": list(self.unassigned), "files": list(self.sources)}
+                "past_end": [{"line": c.line, "tag": c.tag, "what": c.label, "bytes": c.past_end}
+                             for c in self.past_end],
+                "unassigned_tags": list(self.unassigned), "files": list(self.sources),
+                "non_ascii_lines": self.non_ascii_lines}
 
 
-def _assign(tags: list, files: list[str], buffers: dict[str, str]) -> dict:
-    """tag -> file: --buffer TAG=FILE first, then a file whose stem is the tag, then the only file."""
-    stems = {}
-    for f in files:
-        stems.setdefault(default_tag(f).lower(), f)
-    out = {}
-    for tag in tags:
-        if tag is not None and tag in buffers:
-            out[tag] = buffers[tag]
-        elif tag is not None and tag.lower() in stems:
-            out[tag] = stems[tag.lower()]
-        elif tag is not None and tag.lower() in {t.lower() for t in buffers}:
-            out[tag] = next(v for k, v in buffers.items() if k.lower() == tag.lower())
-        elif len(files) == 1:  # the only positional file takes every buffer not named otherwise
-            out[tag] = files[0]
+def _files(n: int) -> str:
+    return f"{n} file{'s' if n != 1 else ''}"
+
+
+def judge_verify(report: VerifyReport) -> Judgement:
+    """The one verdict of a log checked against files: DIFFER when a whole logged value differs; TRUNCATED when
+    none differs but a logged line was cut short; else MATCH. Bytes the driver read past a buffer's end (a page
+    of fewer than 8 bytes: INPUT-CHK's first8 is not clamped) are said, never judged."""
+    checks = report.checks
+    cut = report.truncated
+    n = len(checks) - len(cut)
+    where = _files(len({c.file for c in checks}))
+    bad = [c for c in checks if not c.match and c.kind != "truncated"]
+    reasons = []
+    if report.unassigned:
+        reasons.append(Reason("not_checked", "no file for " + ", ".join(report.unassigned)))
+    past = report.past_end
+    past_note = ""
+    if past:
+        first = past[0]
+        past_note = (f"; the log reads {first.past_end} byte{'s' if first.past_end != 1 else ''} past the end of "
+                     f"the file (line {first.line}, {first.label})"
+                     + (f", {len(past) - 1} more such run{'s' if len(past) > 2 else ''}" if len(past) > 1 else ""))
+        reasons.append(Reason("reads_past_end", past_note[2:]))
+    lines = sorted({c.line for c in cut})
+    cut_note = (f"; line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines[:5]))}"
+                f"{' ...' if len(lines) > 5 else ''} cut short" if cut else "")
+    if cut:
+        reasons.append(Reason("truncated", cut_note[2:]))
+    if bad:
+        first = bad[0]
+        reasons.insert(0, Reason("differ", f"{len(bad)} values differ"))
+        message = (f"{len(bad)} of {n} logged values differ from {where}; first: line {first.line} "
+                   f"{first.tag or ''} {first.label}".replace("  ", " ") + cut_note + past_note)
+        return Judgement(Verdict.DIFFER, message, tuple(reasons))
+    if cut:
+        first = cut[0]
+        more = f"; {len(cut) - 1} more cut short" if len(cut) > 1 else ""
+        message = (f"line {first.line} ({first.tag or 'untagged'}): {first.label} {first.found}; what it would "
+                   f"have logged is not checked ({n} whole values match {where}){more}" + past_note)
+        return Judgement(Verdict.TRUNCATED, message, tuple(reasons))
+    return Judgement(Verdict.MATCH, f"all {n} logged values match {where}" + past_note, tuple(reasons))
+
+
+@functools.lru_cache(maxsize=4096)  # a log names a few buffers, 10^5 times
+def _norm(name) -> str:
+    """A buffer's name as names are matched: case and punctuation aside (`INPUT-CHK`'s input, `input.bin`)."""
+    return "".join(c for c in str(name).lower() if c.isalnum())
+
+
+UNTAGGED = "(untagged)"
+
+
+def _as_dump(name: str, value, dump_options: dict) -> Dump:
+    from forensics.io.dump import open_dump
+
+    if isinstance(value, Dump):
+        return value
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return Dump(path=f"<{name}>", size=len(value), data=bytes(value))
+    return open_dump(os.fspath(value), allow_empty=True, use_sidecar=False, **dump_options)
+
+
+def _log_items(log, page_size: int, pattern, texts: dict) -> tuple[str, list[Logged], int]:
+    """(the log's name, its values, lines that held non-ASCII) of a log path or of its bytes."""
+    from forensics.io.textdump import as_ascii, iter_lines, text_lines
+
+    if isinstance(log, (bytes, bytearray)):
+        text, marked = as_ascii(bytes(log))
+        return "<log>", parse_log(iter_lines(text), path="<log>", page_size=page_size, pattern=pattern,
+                                  texts=texts), marked
+    path = os.fspath(log)
+    open_lines, _ = text_lines(path, "a driver log")  # read line by line: memory follows the values found
+    found = parse_log(open_lines(), path=path, page_size=page_size, pattern=pattern, texts=texts)
+    return path, found, open_lines.non_ascii_lines
+
+
+def log_buffers(logged: list[Logged]) -> dict[str, str]:
+    """The buffers a log's values are about, by their matching name (_norm) -> the name as the log says it."""
+    out: dict[str, str] = {}
+    for item in logged:
+        name = item.tag if item.tag is not None else UNTAGGED
+        out.setdefault(_norm(name) if item.tag is not None else UNTAGGED, name)
     return out
+
+
+def check_log(log, buffers, *, page_size: int = 4096, pattern: str | None = None, progress=None,
+              **dump_options) -> LogChecks:
+    """Every fingerprint a driver log states about the buffers given, checked: the one library call.
+
+    `log` is a log's path or its bytes (read as every command reads text: forensics.io.textdump); `buffers`
+    maps a buffer tag or a stage name (matched to the log's tags case and punctuation aside: `input` is the
+    `[INPUT-CHK]` buffer, `output` the `[DPC-OUT]` one; `(untagged)` takes values no tag names) to a file
+    path, bytes or a Dump. Each check has the tag, the line's number and text, what was expected and found and
+    whether it matches; values of buffers not given are listed in `unmatched`, names no line is about in
+    `unused`. Prints nothing; dump_options (offset, length, gap_fill, text_format) go to open_dump."""
+    texts: dict[int, str] = {}
+    log_name, logged, non_ascii = _log_items(log, page_size, pattern, texts)
+    names = log_buffers(logged)
+    wanted = {}
+    unused = []
+    for name, value in dict(buffers).items():
+        key = UNTAGGED if name == UNTAGGED else _norm(name)
+        if key not in names and _norm(driver_buffer(str(name))) in names:
+            key = _norm(driver_buffer(str(name)))  # a tag that prints the buffer: DPC-OUT for output
+        if key in names:
+            wanted[key] = (str(name), value)
+        else:
+            unused.append(str(name))
+    dumps: dict[str, Dump] = {key: _as_dump(name, value, dump_options) for key, (name, value) in wanted.items()}
+    checks = _check_items(logged, dumps, texts, progress)
+    unmatched = tuple(names[k] for k in names if k not in dumps)
+    return LogChecks(log_name, tuple(checks), unmatched, tuple(unused),
+                     tuple(d.source() for d in dumps.values()), non_ascii)
+
+
+def _check_items(logged: list[Logged], dumps: dict, texts: dict, progress=None) -> list[Check]:
+    """Each logged value whose buffer has a dump, checked against it (checksums and counts computed once)."""
+    cache: dict[tuple, object] = {}
+    checks = []
+    readers: dict[str, object] = {}  # one open reader per file for the byte runs (a page log has thousands)
+    try:
+        for item in logged:
+            key = UNTAGGED if item.tag is None else _norm(item.tag)
+            dump = dumps.get(key)
+            if dump is None:
+                continue
+            checks.append(_check(item, dump, cache, readers, texts.get(item.line, ""), progress))
+    finally:
+        for key, reader in readers.items():
+            if isinstance(key, str):  # (the others are byte runs read)
+                reader.close()
+    return checks
+
+
+def _check(item: Logged, dump: Dump, cache: dict, readers: dict, text: str, progress) -> Check:
+    path = dump.path
+    offset = item.offset
+    past = 0
+
+    def check(kind, expected, found, match, at=offset):
+        return Check(item.tag, path, kind, item.label, item.line, at, expected, found, match, text, past)
+
+    if item.kind == "truncated":  # the line stops before what it announces: judged TRUNCATED, never MATCH
+        return check("truncated", "the whole line", item.expected, False, None)
+    if item.kind == "size":
+        return check("size", f"{item.expected:,}", f"{dump.size:,}", item.expected == dump.size)
+    if item.kind == "crc32":
+        value = _cached(cache, ("crc", path), lambda: crc_dump(dump).crc32)
+        return check("crc32", format_crc(item.expected), format_crc(value), item.expected == value)
+    if item.kind == "xor64":
+        value = _cached(cache, ("xor", path), lambda: xor_fold64(dump, progress=progress))
+        return check("xor64", f"0x{item.expected:016x}", f"0x{value:016x}", item.expected == value)
+    if item.kind in ("nonzero", "non_sentinel", "first_non_sentinel"):
+        return _check_counts(item, dump, cache, check)
+    if offset is None:  # MID / TAIL named without an offset: where `forensics crc` takes them
+        offset = peek_offsets(dump.size)[item.label]
+    got = _read(readers, dump, offset, len(item.expected))
+    expected = item.expected.hex(" ")
+    if got and len(got) < len(item.expected):
+        # the run starts in the file and goes past its end: the driver read past its buffer (INPUT-CHK's
+        # first8 of a last page shorter than 8 bytes); the bytes the file holds are judged, the rest said
+        past = len(item.expected) - len(got)
+        return check("bytes", expected, got.hex(" ") + f" (+{past} past the end)",
+                     got == item.expected[:len(got)], offset)
+    match = got == item.expected
+    announced = None if item.width is None else min(item.width, max(0, dump.size - offset))
+    if match and announced is not None and len(item.expected) < announced:
+        # fewer bytes than the form announces, and the buffer does not end there: the run was cut
+        return check("truncated", f"{announced} bytes", f"{len(item.expected)} logged (cut short)", False, offset)
+    return check("bytes", expected, got.hex(" ") if got else "(past the end)", match, offset)
+
+
+def _cached(cache: dict, key: tuple, compute):
+    if key not in cache:
+        cache[key] = compute()
+    return cache[key]
+
+
+def _check_counts(item: Logged, dump: Dump, cache: dict, check) -> Check:
+    """A driver's scan of a buffer, redone on the file with `forensics coverage`'s arithmetic (sentinel runs of
+    one byte: every byte equal to the sentinel): bytes not 0 / not the sentinel in [start, end), and the first
+    that is not the sentinel (none: the driver's 0xFFFFFFFF)."""
+    from forensics.buffer.coverage import analyse_coverage
+
+    end = dump.size if item.end is None else item.end
+    stop = min(end, dump.size)
+    past = max(0, end - max(dump.size, item.start))
+    sentinel = 0 if item.kind == "nonzero" else item.sentinel
+
+    def scan():
+        if stop <= item.start:
+            return 0, None
+        result = analyse_coverage(dump, bytes([sentinel]), min_run=1, offset=item.start, length=stop - item.start)
+        ranges = result.untouched_ranges
+        first = item.start if not ranges or ranges[0][0] > item.start else ranges[0][1]
+        return result.length - result.untouched_bytes, (first if first < stop else None)
+
+    count, first = _cached(cache, ("scan", dump.path, sentinel, item.start, stop), scan)
+    note = f" (+{past} bytes past the end)" if past else ""
+    if item.kind == "first_non_sentinel":
+        spell = (lambda at: "none" if at is None else f"0x{at:x}")
+        return dataclasses.replace(check(item.kind, spell(item.expected), spell(first) + note, item.expected == first,
+                                         item.start), past_end=past)
+    return dataclasses.replace(check(item.kind, f"{item.expected:,}", f"{count:,}" + note, item.expected == count,
+                                     item.start), past_end=past)
+
+
+def _assign(tags: dict, files: list[str], buffers: dict[str, str], sizes: dict) -> tuple[dict, list]:
+    """(name -> file, files no buffer was found for): --buffer TAG=FILE first (a tag that prints a buffer
+    names it: DPC-OUT is output), then the file whose stem is a buffer's name (case and punctuation aside),
+    then the only file left for the only buffer left, then the only buffer left whose logged size is the
+    file's. `tags` maps matching names to the log's names, `sizes` matching names to the sizes logged."""
+    out: dict[str, str] = {}
+    for name, path in buffers.items():
+        key = _norm(name)
+        if key not in tags and _norm(driver_buffer(name)) in tags:
+            key = _norm(driver_buffer(name))
+        out[key if key in tags else name] = path
+    left = [f for f in files if f not in out.values()]
+    for f in list(left):
+        key = _norm(default_tag(f))
+        if key in tags and key not in out:
+            out[key] = f
+            left.remove(f)
+    free = [k for k in tags if k not in out]
+    if len(left) == 1 and len(free) == 1:
+        out[free[0]] = left.pop()
+        free = []
+    for f in list(left):
+        size = os.path.getsize(f) if os.path.isfile(f) else None
+        fits = [k for k in free if size is not None and size in sizes.get(k, ())]
+        if len(fits) == 1:
+            out[fits[0]] = f
+            free.remove(fits[0])
+            left.remove(f)
+    return out, left
 
 
 def verify_log(log_path: str, files=(), *, buffers: dict[str, str] | None = None, page_size: int = 4096,
                pattern: str | None = None, progress=None, **dump_options) -> VerifyReport:
-    """Check every fingerprint value of a driver log against the files (dump_options go to open_dump)."""
-    from forensics.io.dump import open_dump
-    from forensics.io.textdump import text_lines
-
+    """Check the fingerprint values of a driver log against the files (dump_options go to open_dump): each
+    file is matched to one buffer of the log (_assign), only that buffer's values are checked against it, and
+    the buffers without a file are listed as not checked."""
     buffers = dict(buffers or {})
-    open_lines, _ = text_lines(log_path, "a driver log")  # read line by line: memory follows the values found
-    logged = parse_log(open_lines(), path=log_path, page_size=page_size, pattern=pattern)
+    texts: dict[int, str] = {}
+    log_name, logged, non_ascii = _log_items(log_path, page_size, pattern, texts)
     if not files and not buffers:
         raise InputError("give the files to check: FILE... or {buffer:TAG=FILE}", params=True)
-    tags = list(dict.fromkeys(item.tag for item in logged))
-    where = _assign(tags, list(files), buffers)
-    dumps: dict[str, Dump] = {}
-    cache: dict[tuple, object] = {}
-    checks = []
-    readers: dict[str, object] = {}  # one open reader per file for the byte runs (a page log has thousands)
+    names = log_buffers(logged)
+    sizes: dict[str, set] = {}
     for item in logged:
-        path = where.get(item.tag)
-        if path is None:
-            continue
-        if path not in dumps:
-            dumps[path] = open_dump(path, allow_empty=True, use_sidecar=False, **dump_options)
-        dump = dumps[path]
-        offset = item.offset
-        if item.kind == "truncated":  # the line stops before what it announces: judged TRUNCATED, never MATCH
-            checks.append(Check(item.tag, path, "truncated", item.label, item.line, None, "the whole line",
-                                item.expected, False))
-            continue
         if item.kind == "size":
-            expected, found = f"{item.expected:,}", f"{dump.size:,}"
-            match = item.expected == dump.size
-        elif item.kind == "crc32":
-            key = ("crc", path)
-            if key not in cache:
-                cache[key] = crc_dump(dump).crc32
-            expected, found = format_crc(item.expected), format_crc(cache[key])
-            match = item.expected == cache[key]
-        elif item.kind == "xor64":
-            key = ("xor", path)
-            if key not in cache:
-                cache[key] = xor_fold64(dump, progress=progress)
-            expected, found = f"0x{item.expected:016x}", f"0x{cache[key]:016x}"
-            match = item.expected == cache[key]
-        else:
-            if offset is None:  # MID / TAIL named without an offset: where `forensics crc` takes them
-                offset = peek_offsets(dump.size)[item.label]
-            got = _read(readers, dump, offset, len(item.expected))
-            expected, found = item.expected.hex(" "), got.hex(" ") if got else "(past the end)"
-            match = got == item.expected
-            announced = None if item.width is None else min(item.width, max(0, dump.size - offset))
-            if match and announced is not None and len(item.expected) < announced:
-                # fewer bytes than the form announces, and the buffer does not end there: the run was cut
-                checks.append(Check(item.tag, path, "truncated", item.label, item.line, offset,
-                                    f"{announced} bytes", f"{len(item.expected)} logged (cut short)", False))
-                continue
-        checks.append(Check(item.tag, path, item.kind, item.label, item.line, offset, expected, found, match))
-    for reader in readers.values():  # (on an error they close as the dict goes)
-        reader.close()
-    unassigned = tuple(sorted({str(t) if t is not None else "(untagged)" for t in tags if t not in where}))
+            sizes.setdefault(UNTAGGED if item.tag is None else _norm(item.tag), set()).add(item.expected)
+    where, left = _assign(names, [os.fspath(f) for f in files], {k: os.fspath(v) for k, v in buffers.items()},
+                          sizes)
+    if left:
+        listing = ", ".join(f"{names[k]}" + (f" ({', '.join(f'{s:,}' for s in sorted(sizes[k]))} bytes)"
+                                              if sizes.get(k) else "") for k in names)
+        raise InputError(f"which buffer of the log is {left[0]}? Its name is none of theirs: {listing}; give "
+                         f"{{buffer:TAG={left[0]}}}", log_name, params=True)
+    dumps = {key: _as_dump(names.get(key, key), path, dump_options) for key, path in where.items() if key in names}
+    checks = _check_items(logged, dumps, texts, progress)
+    unassigned = tuple(names[k] for k in names if k not in dumps)
     if not checks:
-        names = ", ".join(unassigned)
-        raise InputError(f"no file given for the buffers the log names ({names}): use {{buffer:TAG=FILE}}", log_path,
-                         params=True)
-    return VerifyReport(log_path, tuple(checks), unassigned, tuple(d.source() for d in dumps.values()))
+        raise InputError(f"no file given for the buffers the log names ({', '.join(unassigned)}): use "
+                         "{buffer:TAG=FILE}", log_name, params=True)
+    return VerifyReport(log_name, tuple(checks), unassigned, tuple(d.source() for d in dumps.values()), non_ascii)
 
 
 def _read(readers: dict, dump: Dump, offset: int, length: int) -> bytes:
@@ -573,8 +945,13 @@ def _read(readers: dict, dump: Dump, offset: int, length: int) -> bytes:
 
     if offset >= dump.size or length <= 0:
         return b""
+    key = (dump.path, offset, length)  # a log repeats its lines (each inference logs the same places)
+    if key in readers:
+        return readers[key]
     if dump.path not in readers:
         readers[dump.path] = DumpReader(dump)
     buf = bytearray(min(length, dump.size - offset))
     readers[dump.path].read_exact(offset, memoryview(buf))
+    if len(readers) < 1 << 16:  # (bounded: a page log of a 4 GiB buffer names a million places once each)
+        readers[key] = bytes(buf)
     return bytes(buf)

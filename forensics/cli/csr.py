@@ -18,7 +18,19 @@ def cmd_csr(args, out) -> int:
         raise UsageError("expected two traces A B, or --name OFFSET, or --find TEXT (see forensics csr --help)")
     with gc_paused():
         report = reports.csr(args.a, args.b, **options(args, "a", "b"))
-        code = show(report, args, out)
+        if args.json and report.command == "csr" and hasattr(report.result, "mismatch_dicts") and \
+                not (hasattr(out.stdout, "isatty") and out.stdout.isatty()):
+            # the document as to_dict() has it, its mismatches streamed: 400,000 row dicts and one 100 MB string
+            # would double the memory two long traces take
+            from forensics.render.csr import write_json
+
+            for line in report.warnings:
+                out.warn(line)
+            write_json(out.stdout, report._sources(report.result.to_dict(mismatches=False)),
+                       report.result.mismatch_dicts())
+            code = report.exit_code
+        else:
+            code = show(report, args, out)
         del report
     return code
 

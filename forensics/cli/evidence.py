@@ -46,8 +46,10 @@ def register(subparsers, parents) -> None:
         "import", parents=parents,
         help="convert a text hex dump (WinDbg, xxd, hexdump, od, Format-Hex, certutil) to a .bin",
         description="Decode a text hex dump (WinDbg d*/!d*, xxd, hexdump, od -t x*, PowerShell Format-Hex, "
-                    "certutil -encodehex, a C array as xxd -i writes it, plain hex; DbgView prefixes and UTF-16 "
-                    "logs allowed) to the bytes it shows. Every dump argument of "
+                    "certutil -encodehex, a C array as xxd -i writes it, plain hex, a driver's own rows: "
+                    "`[DPC-OUT] [00] xx .. xx  xx .. xx`, `[BS-DUMP] [10] ..`, `...@0x40: 16 bytes`, the "
+                    "console's `--- Output buffer (...) ---` and `  [0000] xx ..` rows; DbgView prefixes, "
+                    "code pages and UTF-16 logs allowed) to the bytes it shows. Every dump argument of "
                     "every command takes such text directly; import writes the bytes once.")
     p.add_argument("text", metavar="TEXT")
     p.add_argument("-o", "--output", required=True, metavar="OUT.bin")
@@ -55,6 +57,9 @@ def register(subparsers, parents) -> None:
                    help="the dump's format, one of %(choices)s (default: auto, detected from the content)")
     p.add_argument("--gap-fill", type=gap_fill_byte, default=None, metavar="BYTE",
                    help="fill holes between addresses with this byte (e.g. 0xcc) instead of failing")
+    p.add_argument("--tag", default=None, metavar="BUFFER",
+                   help="the buffer to read among a driver's hex rows: output, bitstream, input, ... or a tag "
+                        "that prints it (DPC-OUT, BS-DUMP)")
     p.set_defaults(handler=cmd_import)
 
     p = subparsers.add_parser(

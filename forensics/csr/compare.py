@@ -5,7 +5,15 @@ a register once lines up with libedgetpu polling it three times. Aligned pairs a
 `width` (a 32-bit and a 64-bit access to one register), `value` (after `masks`), or match; what the
 alignment leaves over is `only_a` (missing in B) or `only_b` (extra in B).
 
-The alignment itself (Myers' diff over integer keys, with its fallbacks) is forensics.csr.align.
+A driver's register dumps (`[CSR@tag]` lines without an R/W word: values it read, forensics.csr.parse) are
+compared by offset, each dump (one tag, one inference) on its own, with the value the other side last read
+or wrote there (a trace's last access, a snapshot's value, the same tag's dump): `value` where they differ,
+`unchecked` where the other side never touched the register (not a mismatch: a dump reads registers
+libedgetpu may never touch). A dump read with 32 bits (`0x%08x`, apex_read_register_32) of a 64-bit register
+is compared in those 32 bits.
+
+The alignment itself (Myers' diff over integer keys, with its fallbacks) is forensics.csr.align. The verdict,
+its reasons and its one-line message are made once, by judge_comparison.
 """
 
 from __future__ import annotations
@@ -19,10 +27,14 @@ from typing import NamedTuple
 from forensics.csr.align import align_parts
 from forensics.csr.parse import Access, GuessedWidth, Trace, format_value, gc_paused, read_trace
 from forensics.csr.registers import UNKNOWN, RegisterTable, beagle_table, in_pcie_window
+from forensics.core.errors import InputError
+from forensics.core.judgement import Judgement, Reason
 from forensics.core.verdict import Verdict
 
 KINDS = ("match", "value", "width", "only_a", "only_b")
 MISMATCH_KINDS = KINDS[1:]
+DUMP_KINDS = ("match", "value", "unchecked")  # a register dump's rows (never a mismatch: unchecked)
+LOW32 = 0xFFFFFFFF
 
 _OP, _OFFSET, _VALUE_WIDTH, _LABEL = itemgetter(0), itemgetter(1), itemgetter(2, 3), itemgetter(7)
 # Stands in for the missing access of an only_a / only_b row while rows are judged in bulk: its
@@ -34,7 +46,7 @@ class CsrRow(NamedTuple):
     """One line of the aligned table. `a`/`b` is None on the side where the access is missing."""
 
     index: int
-    kind: str            # one of KINDS
+    kind: str            # one of KINDS, or of DUMP_KINDS
     a: Access | None
     b: Access | None
     masked: bool = False  # values differ only in masked bits (kind is then "match")
@@ -97,6 +109,13 @@ class CsrComparison:
     label_notes: dict = field(default_factory=dict)   # offset -> "B names it X ..." (driver name disagrees)
     alignment: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    # dumps compared by offset (mode "dump"): each row's dump (its tag, `tag#2` for a later inference's), the
+    # rows compared in the 32 bits the dump read of a 64-bit register, and the dumps on one side only
+    row_dumps: list = field(default_factory=list, repr=False)
+    low_bits: frozenset = frozenset()
+    dump_side: str | None = None      # "a", "b" or "both": which side holds the dumps
+    unpaired_dumps: tuple[str, ...] = ()
+    untouched: int = 0                # offsets the reference side accessed that no dump reads
 
     @property
     def matched(self) -> int:
@@ -132,12 +151,12 @@ class CsrComparison:
 
     @property
     def differing(self) -> int:
-        """How many rows are not a match."""
-        return self.row_count - self.counts.get("match", 0)
+        """How many rows are a mismatch (not a match, nor a dump's unchecked register)."""
+        return sum(self.counts.get(kind, 0) for kind in MISMATCH_KINDS)
 
     def mismatch_rows(self, limit: int | None = None) -> tuple[CsrRow, ...]:
-        """The rows that are not a match, in order, the first `limit` of them (without building the others)."""
-        indices = sorted(index for index, (kind, _) in self.judged.items() if kind != "match")
+        """The rows that are a mismatch, in order, the first `limit` of them (without building the others)."""
+        indices = sorted(index for index, (kind, _) in self.judged.items() if kind in MISMATCH_KINDS)
         return tuple(map(self._row, indices[:limit]))
 
     @cached_property
@@ -148,17 +167,22 @@ class CsrComparison:
     def register(self, offset: int) -> dict:
         return self.registers[offset]
 
+    @cached_property
+    def judgement(self) -> Judgement:
+        """The comparison's one verdict, reasons and message (judge_comparison)."""
+        return judge_comparison(self)
+
     @property
     def verdict(self) -> Verdict:
-        return Verdict.PASSED if self.passed else Verdict.FAILED
+        return self.judgement.verdict
 
     def summary(self) -> str:
-        """`PASSED | all 120 accesses match`: the verdict and what it rests on, in one line."""
-        if self.passed:
-            extra = f" ({self.masked} only in masked bits)" if self.masked else ""
-            return f"{self.verdict} | all {self.matched} accesses match{extra}"
-        parts = [f"{self.counts[k]} {k}" for k in MISMATCH_KINDS if self.counts.get(k)]
-        return f"{self.verdict} | {self.matched} match, " + ", ".join(parts)
+        """`FAILED | 14 accesses in A, 13 in B: 12 match, 1 value, 1 only_a`: the verdict line."""
+        return self.judgement.line
+
+    def dump_names(self) -> list[str]:
+        """The dumps compared (mode "dump"), in order."""
+        return list(dict.fromkeys(self.row_dumps))
 
     def _row_dict(self, row: CsrRow) -> dict:
         reg = self.registers[row.offset]
@@ -179,14 +203,27 @@ class CsrComparison:
             notes.append(self.label_notes[row.offset])
         if notes:
             out["notes"] = notes
+        if self.row_dumps:
+            out["tag"] = self.row_dumps[row.index]
+            out["op_a"], out["op_b"] = (ea.op if ea else None), (eb.op if eb else None)
+            if row.index in self.low_bits:
+                out["compared_bits"] = 32
         return out
 
-    def to_dict(self) -> dict:
+    def mismatch_dicts(self):
+        """The mismatch rows as the JSON document's dicts, one at a time, in order (never all at once: two traces
+        that differ everywhere have 400,000 of them)."""
+        for index in sorted(index for index, (kind, _) in self.judged.items() if kind in MISMATCH_KINDS):
+            yield self._row_dict(self._row(index))
+
+    def to_dict(self, *, mismatches: bool = True) -> dict:
+        """The JSON document; `mismatches=False` leaves its "mismatches" list empty for a writer that streams
+        mismatch_dicts() in its place."""
         unknown = sorted(o for o, r in self.registers.items() if not r["known"])
         outside = sorted(o for o, r in self.registers.items() if not r["pcie_window"])
         return {
             "mode": self.mode,
-            "verdict": self.verdict,
+            **self.judgement.to_dict(),
             "summary": self.summary(),
             "a": self.trace_a,
             "b": self.trace_b,
@@ -196,8 +233,14 @@ class CsrComparison:
             "accesses_b": self.accesses_b,
             "matched": self.matched,
             "masked": self.masked,
-            "counts": {k: self.counts.get(k, 0) for k in KINDS},
-            "mismatches": [self._row_dict(row) for row in self.mismatches],
+            "counts": {k: self.counts.get(k, 0) for k in (KINDS + DUMP_KINDS[2:] if self.mode == "dump" else KINDS)},
+            "dumps": self.dump_names(),
+            "dump_side": self.dump_side,
+            "unpaired_dumps": list(self.unpaired_dumps),
+            "untouched_offsets": self.untouched,
+            "mismatches": list(self.mismatch_dicts()) if mismatches else [],
+            "unchecked": [self._row_dict(self._row(index)) for index, (kind, _) in sorted(self.judged.items())
+                          if kind == "unchecked"],
             "unknown_offsets": [f"0x{o:x}" for o in unknown],
             "outside_pcie_windows": [f"0x{o:x}" for o in outside],
             "label_notes": {f"0x{o:x}": note for o, note in sorted(self.label_notes.items())},
@@ -281,6 +324,8 @@ def compare_traces(a: Trace, b: Trace, *, include_reads: bool = False, masks: di
     """Compare trace `a` (the reference, e.g. libedgetpu) with trace `b` (e.g. a driver)."""
     table = table or beagle_table()
     masks = dict(masks or {})
+    if a.kind == "dump" or b.kind == "dump":
+        return _compare_dumps(a, b, masks, table)
     notes: list[str] = []
     alignment: tuple[str, ...] = ()
     with gc_paused():
@@ -321,17 +366,7 @@ def compare_traces(a: Trace, b: Trace, *, include_reads: bool = False, masks: di
         counts["match"] = len(side_a) - sum(counts[k] for k in MISMATCH_KINDS)
         masked = sum(was_masked for _, was_masked in judged.values())
         registers = {offset: describe_offset(offset, table) for offset in offsets}
-        label_notes = {}
-        for side, trace in (("A", a), ("B", b)):
-            # Each (label, offset) once, in trace order.
-            labels = list(map(_LABEL, trace.accesses))
-            if not any(labels):
-                continue
-            for label, offset in dict.fromkeys(zip(labels, map(_OFFSET, trace.accesses))):
-                if label and offset in registers:
-                    note = _label_note(side, label, offset, table)
-                    if note:
-                        label_notes.setdefault(offset, note)
+        label_notes = _label_notes(a, b, registers, table)
     for offset in masks:
         if offset not in registers:
             notes.append(f"mask for 0x{offset:x} matched no access")
@@ -341,6 +376,134 @@ def compare_traces(a: Trace, b: Trace, *, include_reads: bool = False, masks: di
         accesses_b=accesses_b, registers=registers, label_notes=label_notes, alignment=alignment,
         notes=tuple(notes),
     )
+
+
+def _label_notes(a: Trace, b: Trace, registers: dict, table: RegisterTable) -> dict:
+    """offset -> a note where a trace names a register otherwise than libedgetpu (first such name per offset)."""
+    label_notes: dict = {}
+    for side, trace in (("A", a), ("B", b)):
+        # Each (label, offset) once, in trace order.
+        labels = list(map(_LABEL, trace.accesses))
+        if not any(labels):
+            continue
+        for label, offset in dict.fromkeys(zip(labels, map(_OFFSET, trace.accesses))):
+            if label and offset in registers:
+                note = _label_note(side, label, offset, table)
+                if note:
+                    label_notes.setdefault(offset, note)
+    return label_notes
+
+
+def _reference_state(trace: Trace) -> dict:
+    """offset -> the access that says a register's value last: a trace's last access there (a write, a read,
+    a poll's last read), a snapshot's value."""
+    if trace.kind == "snapshot":
+        return {offset: _as_access(value, offset) for offset, value in trace.snapshot.items()}
+    return dict(zip(map(_OFFSET, trace.accesses), trace.accesses))
+
+
+def _dump_judge(read: Access, other: Access, masks: dict) -> tuple[str, bool, bool]:
+    """(kind, masked, in 32 bits) of a dump's read against the other side's value: a read of 32 bits
+    (`0x%08x`) of a register whose value is wider is compared in those bits (said only where the value has
+    more: else 32 bits say all there is)."""
+    low = read.width == 32 and other.value > LOW32
+    diff = (read.value ^ other.value) & (LOW32 if low else -1)
+    if not diff:
+        return "match", False, low
+    mask = masks.get(read.offset)
+    if mask is not None and not diff & ~mask:
+        return "match", True, low
+    return "value", False, low
+
+
+def _compare_dumps(a: Trace, b: Trace, masks: dict, table: RegisterTable) -> CsrComparison:
+    """Register dumps by offset: each dump of the dump side (both sides: dumps of one name paired) against the
+    value the other side last read or wrote at each offset it reads."""
+    side = "both" if a.kind == b.kind == "dump" else ("a" if a.kind == "dump" else "b")
+    dumps, other = (a, b) if side == "a" else (b, a)
+    pairs: list = []          # (name, reads, reference state or None)
+    unpaired: list = []
+    if side == "both":
+        theirs = dict(a.dumps)
+        mine = b.dumps
+        if len(mine) == len(theirs) == 1 and mine[0][0] not in theirs:  # one dump each, named differently
+            theirs = {mine[0][0]: next(iter(theirs.values()))}
+        for name, reads in mine:
+            ref = theirs.get(name)
+            pairs.append((name, reads, None if ref is None else {r.offset: r for r in ref}))
+        unpaired = [f"A {name}" for name in theirs if name not in dict(mine)]
+        unpaired += [f"B {name}" for name, _, ref in pairs if ref is None]
+        untouched = 0
+    else:
+        state = _reference_state(other)
+        pairs = [(name, reads, state) for name, reads in dumps.dumps]
+        read_offsets = {r.offset for _, reads, _ in pairs for r in reads}
+        untouched = len(set(state) - read_offsets)
+    side_a, side_b, names, judged, low = [], [], [], {}, set()
+    counts = dict.fromkeys(KINDS + DUMP_KINDS[2:], 0)
+    for name, reads, ref in pairs:
+        for read in reads:
+            index = len(names)
+            theirs = (ref or {}).get(read.offset)
+            names.append(name)
+            mine_first = side == "a"
+            side_a.append(read if mine_first else (theirs or _GAP))
+            side_b.append((theirs or _GAP) if mine_first else read)
+            if theirs is None:
+                judged[index] = ("unchecked", False)
+                counts["unchecked"] += 1
+                continue
+            kind, was_masked, in_low = _dump_judge(read, theirs, masks)
+            if in_low:
+                low.add(index)
+            if kind != "match" or was_masked:
+                judged[index] = (kind, was_masked)
+            counts[kind] += 1
+    if not counts["match"] and not counts["value"]:
+        what = "the dumps of A and B share no register" if side == "both" else \
+            f"no register {'A' if side == 'a' else 'B'}'s [CSR@tag] dumps read is one " \
+            f"{'B' if side == 'a' else 'A'} read or wrote"
+        raise InputError(f"nothing to compare: {what} (dumps {', '.join(n for n, _, _ in pairs)})",
+                         (a if side != "b" else b).path)
+    masked = sum(was for _, was in judged.values())
+    offsets = {x.offset for x in (*side_a, *side_b) if x is not _GAP}
+    registers = {offset: describe_offset(offset, table) for offset in offsets}
+    notes = [f"mask for 0x{offset:x} matched no access" for offset in masks if offset not in registers]
+    return CsrComparison(
+        mode="dump", trace_a=a.to_dict(), trace_b=b.to_dict(), side_a=side_a, side_b=side_b, judged=judged,
+        include_reads=True, masks=masks, counts=counts, masked=masked,
+        accesses_a=sum(x is not _GAP for x in side_a), accesses_b=sum(x is not _GAP for x in side_b),
+        registers=registers, label_notes=_label_notes(a, b, registers, table), notes=tuple(notes),
+        row_dumps=names, low_bits=frozenset(low), dump_side=side, unpaired_dumps=tuple(unpaired),
+        untouched=untouched,
+    )
+
+
+def judge_comparison(result: CsrComparison) -> Judgement:
+    """The one verdict of two traces compared: PASSED when no row is a value, width, only_a or only_b
+    mismatch, else FAILED; its message says what was compared and how many rows of each kind."""
+    counts = result.counts
+    parts = "".join(f", {counts[k]} {k}" for k in MISMATCH_KINDS if counts.get(k))
+    masked = f" ({result.masked} masked)" if result.masked else ""
+    reasons = [Reason(k, f"{counts[k]} {k}") for k in MISMATCH_KINDS if counts.get(k)]
+    if result.mode == "dump":
+        dumps = result.dump_names()
+        whose = {"a": "A's", "b": "B's", "both": "the"}[result.dump_side]
+        other = {"a": "B", "b": "A", "both": "the other side's dump"}[result.dump_side]
+        unchecked = counts.get("unchecked", 0)
+        message = (f"{len(result.row_dumps)} registers of {whose} [CSR@tag] dumps ({', '.join(dumps)}) against "
+                   f"what {other} last read or wrote: {counts['match']} match{masked}{parts}"
+                   + (f"; {unchecked} unchecked ({other} never touched them)" if unchecked else ""))
+        reasons.insert(0, Reason("dump_reads", "[CSR@tag] lines without an R/W word are values the driver read"))
+        if unchecked:
+            reasons.append(Reason("unchecked", f"{unchecked} registers not compared"))
+    else:
+        message = (f"{result.accesses_a} accesses in A, {result.accesses_b} in B: {counts['match']} match"
+                   f"{masked}{parts}")
+    if result.masked:
+        reasons.append(Reason("masked", f"{result.masked} rows differ only in masked bits"))
+    passed = all(counts.get(kind, 0) == 0 for kind in MISMATCH_KINDS)
+    return Judgement(Verdict.PASSED if passed else Verdict.FAILED, message, tuple(reasons))
 
 
 def _widths_agree(ea: Access, eb: Access, table: RegisterTable | None) -> bool:

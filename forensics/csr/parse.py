@@ -4,8 +4,13 @@ Trace formats (any other line of a log is ignored, and the result says which for
   libedgetpu   driver/kernel/kernel_registers.cc VLOG(5), behind a plain or a glog prefix:
                `Write: offset = 0x%016llx, value = 0x%016llx` (Write32 prints `0x%08x`),
                `Read: offset = 0x%016llx, value: = 0x%016llx` (note the `value: =` of reads).
-  csr-name     `[CSR@tag] NAME @0x48788 = 0x0000007f`   (optional R/W word before NAME)
-  csr-offval   `[CSR@tag] off=0x48788 val=0x000000000000007f`   (optional R/W word before off=)
+  csr-name     `[CSR@tag] W NAME @0x48788 = 0x0000007f`   (an R/W word before NAME says the access)
+  csr-offval   `[CSR@tag] W off=0x48788 val=0x000000000000007f`   (an R/W word before off=)
+               Without an R/W word a `[CSR@tag]` line is a value the driver READ: the real driver's register
+               dump, `[CSR@%s] %-32s @0x%05x = 0x%08x` (npu_driver Device.c, npudriverDumpKnownCsrs, one
+               apex_read_register_32 per line). A file whose accesses are all such lines is a `dump`: one
+               register snapshot per run of lines of one tag (`Trace.dumps`), compared by offset, never
+               as a sequence of writes.
   init-tag     `[INIT][RunCtrl] name @0x44018 write=0x1`   (or read=)
   plain        `W 0x48788 0x7f`, `R32 0x1a30c = 0x1`, `W64 0x48788 = 0x7f`
 Snapshot formats (a register dump, compared by offset rather than by order):
@@ -21,6 +26,7 @@ libedgetpu's Registers::Poll shows in a trace (SpinReadHelper reads until the va
 from __future__ import annotations
 
 import csv
+import dataclasses
 import gc
 import io
 import re
@@ -56,9 +62,9 @@ _OPWORD = r"(?:(?P<op>R|W|RD|WR|READ|WRITE|R32|R64|W32|W64)\s+)?"
 # is checked behind it. Groups: ("W" for Write, None for Read), offset digits, value digits.
 _LIBEDGETPU = re.compile(r"offset = 0x(?:(?<=\b(W)rite: offset = 0x)|(?<=\bRead: offset = 0x))"
                          r"([0-9a-fA-F]+), value:? = 0x([0-9a-fA-F]+)")
-_CSR_NAME = re.compile(r"\[CSR@[^\]]*\]\s*" + _OPWORD + r"(?P<name>[A-Za-z_][\w.]*)\s*@\s*(?P<off>" + _HEX
+_CSR_NAME = re.compile(r"\[CSR@([^\]]*)\]\s*" + _OPWORD + r"(?P<name>[A-Za-z_][\w.]*)\s*@\s*(?P<off>" + _HEX
                        + r")\s*=\s*(?P<val>" + _NUM + r")\b", re.IGNORECASE)
-_CSR_OFFVAL = re.compile(r"\[CSR@[^\]]*\]\s*" + _OPWORD + r"off(?:set)?\s*=\s*(?P<off>" + _NUM
+_CSR_OFFVAL = re.compile(r"\[CSR@([^\]]*)\]\s*" + _OPWORD + r"off(?:set)?\s*=\s*(?P<off>" + _NUM
                          + r")[\s,]+val(?:ue)?\s*=\s*(?P<val>" + _NUM + r")\b", re.IGNORECASE)
 _CSR_TAG = re.compile(r"\[CSR@", re.IGNORECASE)   # where _CSR_NAME / _CSR_OFFVAL matches can start
 _INIT_TAG = re.compile(r"^\s*(?:\[[^\]\[]*\])+\s*(?P<name>[A-Za-z_][\w.]*)\s*@\s*(?P<off>" + _HEX
@@ -79,6 +85,7 @@ class Access(NamedTuple):
     format: str
     count: int = 1
     label: str | None = None   # the name the trace itself printed, if any
+    tag: str | None = None     # a `[CSR@tag]` line without an R/W word (a register dump's read): its tag
 
     @property
     def is_read(self) -> bool:
@@ -87,7 +94,7 @@ class Access(NamedTuple):
     def to_dict(self) -> dict:
         return {"op": self.op, "offset": f"0x{self.offset:x}", "value": format_value(self.value, self.width),
                 "width": self.width, "line": self.line, "format": self.format, "count": self.count,
-                "label": self.label}
+                "label": self.label, "tag": self.tag}
 
 
 def format_value(value: int | None, width: int | None) -> str | None:
@@ -103,10 +110,11 @@ def format_value(value: int | None, width: int | None) -> str | None:
 
 @dataclass(frozen=True)
 class Trace:
-    """A parsed file: either an ordered trace (`accesses`) or a snapshot (`snapshot`: offset -> value)."""
+    """A parsed file: an ordered trace (`accesses`), a snapshot (`snapshot`: offset -> value), or a driver's
+    register dumps (`accesses` all reads of `[CSR@tag]` lines without an R/W word; `dumps` groups them)."""
 
     path: str | None
-    kind: str                               # "trace" or "snapshot"
+    kind: str                               # "trace", "snapshot" or "dump"
     accesses: tuple[Access, ...] = ()
     snapshot: dict = field(default_factory=dict)
     formats: dict = field(default_factory=dict)   # format -> number of lines in it
@@ -118,11 +126,55 @@ class Trace:
     malformed: int = field(default=0, compare=False)
     first_malformed: int | None = field(default=None, compare=False)
 
+    # lines that held characters outside ASCII (a code page's text), read for their ASCII (set by read_trace)
+    non_ascii_lines: int = field(default=0, compare=False)
+
+    @property
+    def taken_as(self) -> dict:
+        """How the file's access lines were read: {"writes": n, "reads": n} (a poll's reads counted one by one),
+        or for a dump {"dump_reads": n}, or for a snapshot {"snapshot": registers}."""
+        if self.kind == "snapshot":
+            return {"snapshot": len(self.snapshot)}
+        if self.kind == "dump":
+            return {"dump_reads": len(self.accesses)}
+        writes = sum(1 for a in self.accesses if a.op == "W")
+        return {"writes": writes, "reads": self.raw_accesses - writes}
+
+    @property
+    def dumps(self) -> tuple[tuple[str, tuple[Access, ...]], ...]:
+        """A dump's snapshots, in order: (name, reads) for each run of lines of one tag, a run ending where a
+        register comes again (the next inference's dump of that tag). Names are the tag, then `tag#2`..."""
+        if self.kind != "dump":
+            return ()
+        out: list = []
+        seen: dict[str, int] = {}
+        current: list = []
+        offsets: set = set()
+        for access in self.accesses:
+            if current and (access.tag != current[0].tag or access.offset in offsets):
+                out.append(current)
+                current, offsets = [], set()
+            current.append(access)
+            offsets.add(access.offset)
+        if current:
+            out.append(current)
+        named = []
+        for run in out:
+            tag = run[0].tag
+            seen[tag] = seen.get(tag, 0) + 1
+            named.append((tag if seen[tag] == 1 else f"{tag}#{seen[tag]}", tuple(run)))
+        return tuple(named)
+
     def to_dict(self) -> dict:
-        return {"path": self.path, "kind": self.kind, "formats": dict(self.formats), "lines": self.lines,
-                "ignored_lines": self.ignored, "malformed_lines": self.malformed,
-                "first_malformed_line": self.first_malformed, "raw_accesses": self.raw_accesses,
-                "accesses": len(self.accesses) if self.kind == "trace" else len(self.snapshot)}
+        out = {"path": self.path, "kind": self.kind, "formats": dict(self.formats), "lines": self.lines,
+               "ignored_lines": self.ignored, "malformed_lines": self.malformed,
+               "first_malformed_line": self.first_malformed, "raw_accesses": self.raw_accesses,
+               "accesses": len(self.accesses) if self.kind != "snapshot" else len(self.snapshot),
+               "taken_as": self.taken_as, "non_ascii_lines": self.non_ascii_lines}
+        if self.kind == "dump":
+            out["dumps"] = [{"tag": name, "registers": len(reads), "first_line": reads[0].line}
+                            for name, reads in self.dumps]
+        return out
 
 
 class _TooBig(ValueError):
@@ -158,8 +210,14 @@ def _digits_width(text: str) -> int | None:
     return GUESS_32 if len(text) == 8 else GUESS_64 if len(text) == 16 else None
 
 
+def _csr_op(word: str | None) -> tuple[str, int | None]:
+    """A `[CSR@tag]` line's op: its R/W word, or none: a value read (the driver's register dump)."""
+    return _op_word(word) if word else ("R", None)
+
+
 def _op_word(word: str | None) -> tuple[str, int | None]:
-    """(`W` or `R`, explicit width) from an op word; no word means a write (an assignment)."""
+    """(`W` or `R`, explicit width) from an op word; no word means a write (an assignment: `W 0x.. 0x..`,
+    a --line-pattern without an op group)."""
     if not word:
         return "W", None
     word = word.upper()
@@ -196,7 +254,7 @@ class _Proto(NamedTuple):
 
     format: str
     head: tuple      # (op, offset, value, width)
-    tail: tuple      # (format, count, label)
+    tail: tuple      # (format, count, label, tag)
     poll_key: object  # _poll_key(): equal keys in a row make a POLL
 
 
@@ -214,8 +272,8 @@ def _poll_key(op: str, offset: int, width) -> object:
     return (offset << 7) | (width or 0) if op == "R" else _NEVER
 
 
-def _proto(fmt: str, op: str, offset: int, value: int, width, label=None) -> _Proto:
-    return _Proto(fmt, (op, offset, value, width), (fmt, 1, label), _poll_key(op, offset, width))
+def _proto(fmt: str, op: str, offset: int, value: int, width, label=None, tag=None) -> _Proto:
+    return _Proto(fmt, (op, offset, value, width), (fmt, 1, label, tag), _poll_key(op, offset, width))
 
 
 def _libedgetpu_item(groups) -> _Proto:
@@ -229,16 +287,17 @@ def _libedgetpu_item(groups) -> _Proto:
 
 
 def _csr_name_item(groups) -> _Proto:
-    word, name, off, val = groups
-    op, width = _op_word(word)
+    tag, word, name, off, val = groups
+    op, width = _csr_op(word)
     return _proto(FORMAT_CSR_NAME, op, _number(off, "offset"), _number(val, "value"),
-                  width or _digits_width(val), name)
+                  width or _digits_width(val), name, None if word else tag)
 
 
 def _csr_offval_item(groups) -> _Proto:
-    word, off, val = groups
-    op, width = _op_word(word)
-    return _proto(FORMAT_CSR_OFFVAL, op, _number(off, "offset"), _number(val, "value"), width or _digits_width(val))
+    tag, word, off, val = groups
+    op, width = _csr_op(word)
+    return _proto(FORMAT_CSR_OFFVAL, op, _number(off, "offset"), _number(val, "value"), width or _digits_width(val),
+                  None, None if word else tag)
 
 
 def _init_tag_item(groups) -> _Proto:
@@ -363,8 +422,8 @@ def collapse_polls(accesses: Iterable[Access], poll_keys: list | None = None) ->
     out = list(map(accesses.__getitem__, starts))
     for k in compress(count(), map(gt, lengths, repeat(1))):
         first, n = starts[k], lengths[k]
-        _, offset, value, width, _, fmt, _, label = accesses[first + n - 1]
-        out[k] = _new_access(("POLL", offset, value, width, accesses[first].line, fmt, n, label))
+        _, offset, value, width, _, fmt, _, label, tag = accesses[first + n - 1]
+        out[k] = _new_access(("POLL", offset, value, width, accesses[first].line, fmt, n, label, tag))
     return out
 
 
@@ -563,6 +622,12 @@ def _parse_log(text: str, path, table) -> Trace:
     # faster than that comprehension on 10^5 accesses.
     accesses = list(map(tuple.__new__, _ACCESS, map(add, map(add, map(itemgetter(1), protos), zip(proto_lines)),
                                                         map(itemgetter(2), protos))))
+    if accesses and None not in map(itemgetter(8), accesses):
+        # Every access a [CSR@tag] line without an R/W word: the driver's register dumps, values it read, kept
+        # one by one (a dump reads each register once; nothing to collapse).
+        return Trace(path=path, kind="dump", accesses=tuple(accesses), formats=formats, lines=len(lines),
+                     ignored=ignored + formats.get(FORMAT_SNAPSHOT, 0), raw_accesses=len(accesses),
+                     malformed=malformed, first_malformed=first_malformed)
     if accesses:
         # A trace wins: `0x48788 = 0x7f` lines inside a log are counted under "snapshot" but not used.
         polled = collapse_polls(accesses, list(map(itemgetter(3), protos)))
@@ -611,23 +676,18 @@ def _snapshot_lines(items: list, line_nos: list, snapshot: dict, path, table) ->
 
 def read_trace(path, table=None, *, line_pattern: str | None = None) -> Trace:
     """Open a trace or snapshot file read-only and parse it; one InputError/FormatError when unusable."""
-    from forensics.io.dump import read_small_file
+    from forensics.io.textdump import read_text
 
     path = str(path)
-    data = read_small_file(path, MAX_TRACE_BYTES, "a register trace (cut the log to the inferences you compare)")
-    if not data:
+    # Every command reads its text so (forensics.io.textdump): UTF-16 decoded, any other file as bytes in a
+    # code page it need not know (a Korean Windows' DbgView log is cp949); what is not ASCII is U+FFFD, counted.
+    text, _, non_ascii = read_text(path, MAX_TRACE_BYTES, "a register trace",
+                                   too_large="a register trace (cut the log to the inferences you compare)")
+    if not text:
         raise InputError("empty file: no register accesses", path)
-    # Logs from Windows tools are often UTF-16 or carry a BOM; garbage bytes elsewhere are replaced,
-    # they can only be in lines we ignore.
-    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
-        text = data.decode("utf-16", errors="replace")
-    elif b"\x00" in data[:4096]:
-        raise InputError("binary data, not a text register trace", path)
-    else:
-        text = data.decode("utf-8-sig", errors="replace")
-    del data   # the text is a copy: no need to hold both while parsing
     lines = text.count("\n")
     if lines > MAX_TRACE_LINES:
         raise InputError(f"has {lines} lines; forensics csr compares traces of at most {MAX_TRACE_LINES} lines "
                          "(cut the log to the inferences you compare)", path)
-    return parse_text(text, path, table, line_pattern=line_pattern)
+    trace = parse_text(text, path, table, line_pattern=line_pattern)
+    return dataclasses.replace(trace, non_ascii_lines=non_ascii) if non_ascii else trace

@@ -46,6 +46,7 @@ multiplying the repeated line, full WinDbg `db` lines (the common DbgView log) a
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import re
 from dataclasses import dataclass
@@ -56,18 +57,19 @@ MAX_TEXT_BYTES = 256 << 20  # bytes a text dump may decode to (with `*` repeats 
 MAX_TEXT_FILE = 1 << 30  # a text file (dump or driver log) is read line by line; beyond this, split it
 MAX_NUMBER_DIGITS = 20  # digits of a decimal number in a text dump (xxd -i's NAME_len): 2^64 has 20
 SNIFF_BYTES = 64 << 10
+MAX_DRIVER_LOG = 64 << 20  # a text read to its end to find a driver's hex rows past its head (larger: not)
 _BLOCK = 4096  # lines decoded together where they are all of the common form (one regular expression per block)
 _TEXT_CHUNK = 1 << 20  # characters of a text file read at a time (text_lines)
 
-FORMATS = ("windbg", "xxd", "hexdump", "od", "format-hex", "certutil", "c-array", "plain")
+FORMATS = ("windbg", "xxd", "hexdump", "od", "format-hex", "certutil", "c-array", "plain", "driver")
 FORMAT_NAMES = {
     "windbg": "WinDbg d* output", "xxd": "xxd output", "hexdump": "hexdump output", "od": "od output",
     "format-hex": "PowerShell Format-Hex output", "certutil": "certutil -encodehex output",
-    "c-array": "C array (xxd -i)", "plain": "plain hex",
+    "c-array": "C array (xxd -i)", "plain": "plain hex", "driver": "the driver's hex rows",
 }
 # what a message lists as readable
 KNOWN_TEXT = ("WinDbg d*/!d*, xxd, hexdump, od -t x*, PowerShell Format-Hex, certutil -encodehex, C array (xxd -i), "
-          "plain hex")
+              "plain hex, a driver's [DPC-OUT] [00] / console [0000] rows")
 
 _HEX = "0-9a-fA-F"
 _HEX_TEXT = frozenset("0123456789abcdefABCDEFxX ,\t\r")  # what a one-line plain hex dump is made of
@@ -87,6 +89,10 @@ class _Patterns:
         # a WinDbg command line pasted with its output: `0: kd> `, `lkd> `, `0:000> `, `0:000:x86> `
         PROMPT=r"^\s*(?:(?:\d+: )?[kl]?kd> |\d+:\d+(?::\w+)?> )",
         CONTROL="[\x00-\x08\x0b\x0e-\x1f\x7f]",
+        NON_ASCII="[^\x00-\x7f]+",
+        # bytes: a run of non-ASCII bytes and the byte after it when that may be a double-byte trail
+        HIGH_BYTES=rb"([\x80-\xff]+)([\x40-\x7e]?)",
+        CONTROL_BYTES=rb"[\x00-\x08\x0b\x0e-\x1f\x7f]",
         WINDBG_ADDR=rf"^([{_HEX}]{{8}}(?:`[{_HEX}]{{8}})?)  (?=\S)",
         # !db / !dd ...: `#` then the physical address (right-aligned), one space, the d* body
         WINDBG_PHYS=rf"^#\s*([{_HEX}]{{1,16}}(?:`[{_HEX}]{{8}})?) (?=[{_HEX}?]{{2}})",
@@ -143,6 +149,7 @@ class TextDump:
     start_address: int | None
     lines: int             # dump lines decoded
     encoding: str
+    non_ascii_lines: int = 0  # lines that held other characters (a code page's text, U+FFFD to the decoder)
 
     @property
     def description(self) -> str:
@@ -153,39 +160,82 @@ class TextDump:
             name = "plain hex"
         else:
             name = self.variant
-        return name + (", UTF-16" if self.encoding.startswith("utf-16") else "")
+        return name + (", UTF-16" if self.encoding.startswith("utf-16") else ", a code page" if self.encoding == "8-bit"
+                       else "")
 
     def to_dict(self) -> dict:
         return {"format": self.format, "variant": self.variant, "start_address": self.start_address,
-                "lines": self.lines, "encoding": self.encoding, "size": len(self.data)}
+                "lines": self.lines, "encoding": self.encoding, "non_ascii_lines": self.non_ascii_lines,
+                "size": len(self.data)}
 
 
-def decode_text(head: bytes) -> tuple[str, str] | None:
-    """(text, encoding) when these bytes are text, else None: a binary file is never taken for text.
-
-    Text is UTF-16 with a BOM, or UTF-8 / ASCII without control characters other than tab, CR, LF, FF.
-    `head` may be cut mid-character at the end (a sniffed prefix)."""
-    bomless = _utf16_without_bom(head)
-    if head.startswith((b"\xff\xfe", b"\xfe\xff")) or bomless:
-        encoding = bomless or ("utf-16-le" if head.startswith(b"\xff\xfe") else "utf-16-be")
-        body = head if bomless else head[2:]
-        body = body[: len(body) // 2 * 2]
+def decode_text(head: bytes, *, code_page_share: float = 0.5) -> tuple[str, str] | None:
+    """(text as ASCII, encoding) when these sniffed bytes are a text, else None: a binary file is never taken for
+    text. As text_lines reads it (text_encoding, as_ascii), but stricter, since a dump argument may be either:
+    no control character at all but tab, CR, LF, FF, and a text in a code page (not UTF-8) at least
+    `code_page_share` printable ASCII (binary buffers have high bytes too). `head` may be cut mid-character at
+    the end (a sniffed prefix)."""
+    encoding = text_encoding(head)
+    if encoding is None:
+        return None
+    if encoding.startswith("utf-16"):
+        body = head[2:] if head.startswith((b"\xff\xfe", b"\xfe\xff")) and not _utf16_without_bom(head) else head
         try:
-            text = body.decode(encoding)
+            text = body[: len(body) // 2 * 2].decode(encoding)
         except UnicodeDecodeError:
             return None
     else:
-        encoding = "utf-8"
-        body = head[3:] if head.startswith(b"\xef\xbb\xbf") else head
-        try:
-            text = body.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            if exc.start < len(body) - 3:  # not just a character cut by the sniff window
-                return None
-            text = body[: exc.start].decode("utf-8")
+        text = head[3:] if head.startswith(b"\xef\xbb\xbf") else head
+        if _rx.CONTROL_BYTES.search(text) or encoding == "8-bit" and ascii_share(text) < code_page_share:
+            return None
+    text = as_ascii(text)[0]
     if _rx.CONTROL.search(text):
         return None
     return text, encoding
+
+
+_REPLACEMENT = "\ufffd"
+
+
+def _code_page_run(m: re.Match) -> bytes:
+    """One run of non-ASCII bytes (and the byte after it when that may be a double-byte trail) as U+FFFD in
+    UTF-8: one per character when the run is UTF-8, else one for the run. In the double-byte code pages
+    (cp932, cp936, cp949, cp950) a character is a lead byte >= 0x81 and a trail byte that may be ASCII
+    (0x40-0x7e: cp932's em dash is 81 5c, a backslash): a run of odd length ends on a lead byte, and its
+    trail is taken with it, never read as ASCII. (In an 8-bit code page that trail is a letter of the same
+    word: lost, but never a character of a value forensics reads, which are ASCII through and through.)"""
+    run, trail = m.group(1), m.group(2)
+    try:
+        count = len(run.decode("utf-8"))
+    except UnicodeDecodeError:
+        return b"\xef\xbf\xbd" if len(run) % 2 else b"\xef\xbf\xbd" + trail
+    return b"\xef\xbf\xbd" * count + trail
+
+
+def as_ascii(data) -> tuple[str, int]:
+    """(text, lines with non-ASCII) of bytes in any ASCII-compatible encoding, or of a str (decoded UTF-16):
+    ASCII kept as it is, everything else U+FFFD (_code_page_run), so that no reader ever sees a digit, blank or
+    letter that is not ASCII (`\\d` and `\\s` match Arabic-Indic digits and U+2028 in a str) and a code page
+    need not be known. The count is of lines holding a U+FFFD."""
+    if isinstance(data, str):
+        if data.isascii():
+            return data, 0
+        text = _rx.NON_ASCII.sub(_REPLACEMENT, data)
+    else:
+        if data.isascii():
+            return data.decode("ascii"), 0
+        text = _rx.HIGH_BYTES.sub(_code_page_run, data).decode("utf-8")
+    return text, _lines_with(text, _REPLACEMENT)
+
+
+def _lines_with(text: str, char: str) -> int:
+    """How many lines of `text` (split as str.splitlines() splits an ASCII text) hold `char`."""
+    count, at = 0, text.find(char)
+    while at >= 0:
+        count += 1
+        end = min((e for e in (text.find(c, at) for c in "\n\r\x0c") if e >= 0), default=len(text))
+        at = text.find(char, end)
+    return count
 
 
 def _utf16_without_bom(head: bytes) -> str | None:
@@ -336,8 +386,23 @@ def _dump_lines(text: str, limit: int = 400):
             yield raw, line
 
 
+def has_driver_rows(lines) -> bool:
+    """Whether any of these lines is a row of the driver's own hex dumps (DriverRows)."""
+    reader = DriverRows()
+    return any(reader.row(line, n) is not None for n, line in enumerate(lines, start=1))
+
+
 def detect_format(text: str) -> str | None:
-    """The format of a text dump, judged on its first dump lines; None when it is not one."""
+    """The format of a text dump, judged on its first dump lines; None when it is not one. A text in none of
+    the dump formats that holds the driver's own hex rows (a DbgView log of npu_driver, the console's output) is
+    "driver"."""
+    found = _detect_dump_format(text)
+    if found is None and ("[" in text or "--- " in text) and has_driver_rows(iter_lines(text)):
+        return "driver"
+    return found
+
+
+def _detect_dump_format(text: str) -> str | None:
     votes: dict[str, int] = {}
     seen = 0
     sizes: list[str] = []
@@ -856,14 +921,168 @@ def _decode_c_array(lines, path: str, encoding: str) -> TextDump:
                     lines=b.lines, encoding=encoding)
 
 
+# --- the real driver's own hex rows (npu_driver Device.c / Queue.c, npu_test_console, add_model_test_console) --
+
+# Which buffer each of the driver's tags prints (DbgPrint's `[TAG]`, `/USER` or `/BOUNCE` after DPC-OUT: which
+# copy of the output it scanned), and the console's output dump. A tag the driver does not use is its own buffer.
+DRIVER_BUFFERS = {
+    "DPC-OUT": "output", "DONE-OUT": "output", "console": "output",
+    "BS-DUMP": "bitstream", "DPC-SCAN-INFERBitstream": "bitstream", "SCAN-INFERBitstream": "bitstream",
+    "INPUT-CHK": "input", "INPUT-VERIFY": "input", "DPC-SCAN-InputImage": "input", "SCAN-InputImage": "input",
+    "DPC-SCAN-PARAMBitstream": "param_bitstream", "SCAN-PARAMBitstream": "param_bitstream",
+    "SCAN-ParamData": "param_data", "DPC-SCAN-DescRing": "desc_ring", "SCAN-DescRing": "desc_ring",
+    "DPC-SCAN-StatusBlock": "status_block", "SCAN-StatusBlock": "status_block", "SCAN-PageTable": "page_table",
+}
+_DRIVER_KEYS = {key.lower(): value for key, value in DRIVER_BUFFERS.items()}
+
+
+def driver_buffer(tag: str) -> str:
+    """The buffer a driver tag's lines describe (`DPC-OUT/USER` -> output); an unknown tag is its own name."""
+    return _DRIVER_KEYS.get(tag.split("/", 1)[0].lower(), tag)
+
+
+_PAIRS16 = r"((?:[0-9A-Fa-f]{2}[ \t]{1,2}){15}[0-9A-Fa-f]{2})"
+# `[DPC-OUT] [00] %02x x8  %02x x8`, `[BS-DUMP] [10] ...`, `[DONE-OUT] [@+0x2000 OUTPUT[1] start] ...`
+DRIVER_ROW = re.compile(r"\[([A-Za-z][\w/.-]*)\][ \t]+\[(?:([0-9A-Fa-f]{2,8})|@\+0x([0-9A-Fa-f]+)[^\n]*?)\][ \t]+"
+                        + _PAIRS16 + r"[ \t]*$")
+# `[DPC-OUT/USER] firstNon0xCC@0x%lx: ...`, `tail64@0x%lx: ...`, `[DPC-SCAN-DescRing] @0x%lx: ...`
+DRIVER_AT = re.compile(r"\[([A-Za-z][\w/.-]*)\][ \t]+(\w*)@0x([0-9A-Fa-f]+):[ \t]+" + _PAIRS16 + r"[ \t]*$")
+# the consoles: `--- Output buffer (%zu bytes, %zu non-zero) ---` / `--- output buffer dump ---`, then
+# (add_model) `  total=%zu  non-zero=%zu`, then `  [%04x] ` and `%02x ` per byte, 16 a row, 64 bytes at most
+CONSOLE_HEAD = re.compile(r"^\s*--- (?:Output buffer \((\d+) bytes, (\d+) non-zero\)|output buffer dump) ---\s*$")
+CONSOLE_TOTAL = re.compile(r"^\s*total=(\d+)\s+non-zero=(\d+)\s*$")
+CONSOLE_ROW = re.compile(r"^\s*\[([0-9a-f]{4,16})\] ((?:[0-9a-f]{2} ?){1,16})\s*$")
+# the size the driver states of a buffer it prints rows of: `[DPC-OUT/%s] kernel VA=%p outVA=0x%llx size=%llu`,
+# `[DONE-OUT] kernel VA=..`, `[BS-DUMP] kernel VA=%p size=%lu`, `Output buffer pre-filled with 0xCC (size=%llu)`
+DRIVER_SIZE = re.compile(r"\[([A-Za-z][\w/.-]*)\][ \t]+kernel VA=\S+[ \t]+(?:outVA=\S+[ \t]+)?size=(\d+)")
+PREFILL_SIZE = re.compile(r"Output buffer pre-filled with 0xCC \(size=(\d+)\)")
+
+
+@dataclass(frozen=True)
+class DriverRow:
+    """One row of bytes the driver printed: the buffer, the tag that printed it, its offset and bytes."""
+
+    buffer: str
+    tag: str
+    offset: int
+    data: bytes
+    line: int
+    label: str = ""  # how the line names the place: `[10]`, `tail64@0x1fc0`, `[@+0x2000]`, `[0010]`
+
+
+class DriverRows:
+    """The driver's hex rows among a log's lines, fed one line at a time (the console's rows follow its header)."""
+
+    def __init__(self):
+        self.console = False
+        self.sizes: dict[str, int] = {}  # buffer -> the size the driver states (the last one)
+
+    def row(self, line: str, lineno: int) -> DriverRow | None:
+        if "size=" in line:
+            m = DRIVER_SIZE.search(line)
+            if m:
+                self.sizes[driver_buffer(m.group(1))] = int(m.group(2))
+            elif (m := PREFILL_SIZE.search(line)):
+                self.sizes["output"] = int(m.group(1))
+        if self.console:
+            m = CONSOLE_ROW.match(line)
+            if m:
+                return DriverRow("output", "console", int(m.group(1), 16), bytes.fromhex(m.group(2)), lineno,
+                                 f"[{m.group(1)}]")
+            if line.strip() and not CONSOLE_TOTAL.match(line):
+                self.console = False
+        if "--- " in line and (m := CONSOLE_HEAD.match(line)):
+            self.console = True
+            if m.group(1):
+                self.sizes["output"] = int(m.group(1))
+            return None
+        if "[" not in line:
+            return None
+        m = DRIVER_ROW.search(line)
+        if m:
+            offset = int(m.group(2) or m.group(3), 16)
+            label = f"[{m.group(2)}]" if m.group(2) else f"[@+0x{m.group(3)}]"
+        else:
+            m = DRIVER_AT.search(line)
+            if not m:
+                return None
+            offset = int(m.group(3), 16)
+            label = f"{m.group(2)}@0x{m.group(3)}"
+        return DriverRow(driver_buffer(m.group(1)), m.group(1), offset, bytes.fromhex(m.group(4)), lineno, label)
+
+
+def _decode_driver(open_lines, path: str, gap_fill: int | None, encoding: str, tag: str | None) -> TextDump:
+    """The driver's hex rows of one buffer as its bytes, from the first row's offset: rows at their bracketed
+    offsets, a single `...@0xOFF:` row at its own, rows that overlap agreeing byte for byte; a hole between
+    rows is filled only with `gap_fill`. `tag` picks the buffer (by name, `output`, or a tag that prints it,
+    `DPC-OUT`) when the log shows several."""
+    reader = DriverRows()
+    rows: dict[str, list[DriverRow]] = {}
+    for lineno, raw in enumerate(open_lines(), start=1):
+        row = reader.row(raw, lineno)  # (searched: DbgView's columns may precede them; the console's rows not)
+        if row is not None:
+            rows.setdefault(row.buffer, []).append(row)
+    if not rows:
+        raise InputError("no rows of the driver's hex dumps found ([DPC-OUT] [00] .., [BS-DUMP] [10] .., "
+                         "`--- Output buffer (...) ---` and its `  [0000] ..` rows)", path)
+    listing = ", ".join(f"{name} ({', '.join(dict.fromkeys(f'[{r.tag}]' for r in found))}, lines "
+                        f"{found[0].line}-{found[-1].line})" for name, found in rows.items())
+    if tag is not None:
+        wanted = tag if tag in rows else driver_buffer(tag)
+        if wanted not in rows:
+            raise InputError(f"no hex rows of buffer {tag!r}: the log shows {listing}", path)
+    elif len(rows) > 1:
+        first = next(iter(rows))
+        raise InputError(f"the driver printed hex rows of {len(rows)} buffers: {listing}; import one: "
+                         f"forensics import {path} --tag {first} -o {first}.bin", path)
+    else:
+        wanted = next(iter(rows))
+    found = rows[wanted]
+    held: dict[int, tuple[int, int]] = {}  # offset -> (byte, line) of every byte the rows show
+    for row in found:
+        for k, byte in enumerate(row.data):
+            at = row.offset + k
+            if at in held and held[at][0] != byte:
+                raise InputError(f"line {row.line}: [{row.tag}] shows 0x{byte:02x} at 0x{at:x} where line "
+                                 f"{held[at][1]} shows 0x{held[at][0]:02x}: two different dumps of {wanted} "
+                                 f"(cut the log to one inference)", path)
+            held.setdefault(at, (byte, row.line))
+    size = reader.sizes.get(wanted)
+    cut = size is not None and max(held) >= size > min(held)
+    if cut:  # the driver prints whole rows of a shorter buffer: the bytes past its end are not the buffer's
+        held = {at: value for at, value in held.items() if at < size}
+    start, end = min(held), max(held) + 1
+    if end - start > MAX_TEXT_BYTES:
+        raise InputError(f"rows from 0x{start:x} to 0x{end:x}: more than the {MAX_TEXT_BYTES >> 20} MiB a text dump "
+                         "may hold", path)
+    out = bytearray(end - start)
+    missing = end - start - len(held)
+    if missing:
+        hole = next(at for at in range(start, end) if at not in held)
+        if gap_fill is None:
+            after = next(r for r in sorted(found, key=lambda r: r.offset) if r.offset > hole)
+            raise InputError(f"line {after.line}: the rows leave a gap of {missing:,} bytes from 0x{hole:x} "
+                             f"(fill it with {{gap_fill}})", path, params=True)
+        out[:] = bytes([gap_fill]) * len(out)
+    for at, (byte, _) in held.items():
+        out[at - start] = byte
+    tags = ", ".join(dict.fromkeys(f"[{r.tag}]" for r in found))
+    variant = f"driver {wanted} {tags}" + (f", cut at its size {size:,}" if cut else "")
+    return TextDump(data=bytes(out), format="driver", variant=variant, start_address=start, lines=len(found),
+                    encoding=encoding)
+
+
 def decode_text_dump(text: str, *, path: str = "<text>", fmt: str = "auto", gap_fill: int | None = None,
-                     encoding: str = "utf-8") -> TextDump:
+                     encoding: str = "utf-8", tag: str | None = None) -> TextDump:
     """Decode a text hex dump to its bytes. `fmt` is "auto" or one of FORMATS; `gap_fill` (0-255) fills
     holes between addresses and WinDbg's `??`, else either is an InputError naming the line."""
-    return _decode(lambda: iter_lines(text), path=path, fmt=fmt, gap_fill=gap_fill, encoding=encoding)
+    text, marked = as_ascii(text)
+    return dataclasses.replace(_decode(lambda: iter_lines(text), path=path, fmt=fmt, gap_fill=gap_fill,
+                                       encoding=encoding, tag=tag), non_ascii_lines=marked)
 
 
-def _decode(open_lines, *, path: str, fmt: str, gap_fill: int | None, encoding: str) -> TextDump:
+def _decode(open_lines, *, path: str, fmt: str, gap_fill: int | None, encoding: str,
+            tag: str | None = None) -> TextDump:
     """decode_text_dump over lines: `open_lines()` gives a fresh iterator of them each time (the format is judged
     on the first lines, od's radix and xxd's byte order in a first pass that usually stops early)."""
     if fmt not in ("auto",) + FORMATS:
@@ -873,9 +1092,16 @@ def _decode(open_lines, *, path: str, fmt: str, gap_fill: int | None, encoding: 
     if fmt == "auto":
         head = "\n".join(itertools.islice(open_lines(), 400))  # what detect_format and _refusal look at
         found = detect_format(head)
+        if found is None and has_driver_rows(open_lines()):  # the driver's rows further down its log
+            found = "driver"
         if found is None:
             raise InputError(_refusal(head) or f"not a text hex dump this tool knows ({KNOWN_TEXT})", path)
         fmt = found
+    if fmt == "driver":
+        return _decode_driver(open_lines, path, gap_fill, encoding, tag)
+    if tag is not None:
+        raise InputError(f"{{tag}} picks a buffer among a driver's hex rows; this is {FORMAT_NAMES[fmt]}", path,
+                         params=True)
     if fmt == "c-array":
         return _decode_c_array(open_lines(), path, encoding)
     radix, little_endian, first_addr = (16, None, "")
@@ -1010,22 +1236,24 @@ def _words_variant(radix: int, first_addr: str, raw: str, width: int, z: bool) -
     return f"od -A { {8: 'o', 10: 'd', 16: 'x'}[radix]} -t x{width // 2}{'z' if z else ''}"
 
 
-def read_text_dump(path: str, *, fmt: str = "auto", gap_fill: int | None = None) -> TextDump:
+def read_text_dump(path: str, *, fmt: str = "auto", gap_fill: int | None = None, tag: str | None = None) -> TextDump:
     """Read and decode a text dump file, line by line (refused above MAX_TEXT_FILE; its bytes above
     MAX_TEXT_BYTES)."""
     if fmt not in ("auto",) + FORMATS:
         raise InputError(f"unknown text dump format {fmt!r} (expected auto, {', '.join(FORMATS)})", path)
     open_lines, encoding = text_lines(path, "a text hex dump")
-    return _decode(open_lines, path=path, fmt=fmt, gap_fill=gap_fill, encoding=encoding)
+    decoded = _decode(open_lines, path=path, fmt=fmt, gap_fill=gap_fill, encoding=encoding, tag=tag)
+    return dataclasses.replace(decoded, non_ascii_lines=open_lines.non_ascii_lines)
 
 
 def text_lines(path: str, what: str):
-    """(open_lines, encoding) of a text file of at most MAX_TEXT_FILE bytes: `open_lines()` reads it afresh,
-    one line at a time (as str.splitlines() splits), so memory does not grow with the file. Text is UTF-8
-    (a BOM or none) or UTF-16 (a BOM, or NUL-interleaved ASCII without one); a byte that is no text is an
-    InputError naming the line, `what` naming the file ("a text hex dump", "a driver log")."""
-    import io
-
+    """(open_lines, encoding) of a text file of at most MAX_TEXT_FILE bytes: `open_lines()` (a TextLines) reads
+    it afresh, one ASCII line at a time (as str.splitlines() splits), so memory does not grow with the file.
+    Every command reads its text this way: UTF-16 (a BOM, or NUL-interleaved ASCII without one) decoded, any
+    other file taken as bytes in an ASCII-compatible encoding (UTF-8 or a code page, as_ascii); what is not
+    ASCII is U+FFFD and counted (`open_lines.non_ascii_lines`). A file whose head is binary (NUL bytes, or
+    control bytes beyond a stray one: looks_binary) is an InputError, `what` naming it ("a text hex dump", "a
+    driver log")."""
     from forensics.io.dump import check_readable_file
     from forensics.core.errors import reading
 
@@ -1035,47 +1263,127 @@ def text_lines(path: str, what: str):
                          f"(MAX_TEXT_FILE); split it", path)
     with reading(path), open(path, "rb") as fh:
         head = fh.read(SNIFF_BYTES)
-    decoded = decode_text(head)
-    if decoded is None:
-        raise InputError(f"not text (binary bytes or an unknown encoding): not {what}", path)
-    encoding = decoded[1]
+    encoding = text_encoding(head)
+    if encoding is None:
+        raise InputError(f"not text (binary bytes): not {what}", path)
     skip = 0
     if head.startswith((b"\xff\xfe", b"\xfe\xff")) and encoding.startswith("utf-16"):
         skip = 2
     elif head.startswith(b"\xef\xbb\xbf"):
         skip = 3
+    return TextLines(path, encoding, skip), encoding
 
-    def open_lines():
-        lineno = 0
-        pending: list[str] = []  # the start of a line that goes on past the chunks read so far
-        with reading(path), open(path, "rb") as raw:
-            raw.seek(skip)
-            stream = io.TextIOWrapper(raw, encoding=encoding, errors="strict", newline="")
-            while True:  # 1 MiB of text at a time: checked and split at C speed
-                try:
-                    chunk = stream.read(_TEXT_CHUNK)
-                except UnicodeDecodeError:
-                    raise InputError(f"after line {lineno}: bytes that are not {encoding} text: not {what}",
-                                     path) from None
-                bad = _rx.CONTROL.search(chunk)
-                if bad:
-                    at = lineno + "".join(pending).count("\n") + chunk.count("\n", 0, bad.start()) + 1
-                    raise InputError(f"line {at}: a control character: not text, not {what}", path)
-                if not chunk:  # the end: what is pending is the last line
-                    yield from "".join(pending).splitlines()
+
+def text_encoding(head: bytes) -> str | None:
+    """How a file a command reads as text is decoded, from its head: "utf-16-le" / "utf-16-be", "utf-8" (its
+    head is UTF-8, or ASCII) or "8-bit" (a code page); None when the head is binary (looks_binary)."""
+    bomless = _utf16_without_bom(head)
+    if bomless:
+        return bomless
+    if head.startswith(b"\xff\xfe"):
+        return "utf-16-le"
+    if head.startswith(b"\xfe\xff"):
+        return "utf-16-be"
+    if looks_binary(head):
+        return None
+    body = head[3:] if head.startswith(b"\xef\xbb\xbf") else head
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(body) - 3:  # not just a character cut by the sniff window
+            return "8-bit"
+    return "utf-8"
+
+
+def looks_binary(head: bytes) -> bool:
+    """Whether a file given as text is binary after all: a NUL byte, or control bytes (other than tab, line
+    breaks and form feed) in more than 1 of 1,000 bytes of its head. One stray control byte in a log is the
+    rest of a text (U+FFFD, counted), not a reason to refuse it."""
+    if b"\0" in head:
+        return True
+    return len(head) - len(head.translate(None, _CONTROL_BYTES)) > len(head) // 1000
+
+
+_CONTROL_BYTES = bytes(b for b in range(32) if b not in (9, 10, 12, 13)) + b"\x7f"
+
+
+class TextLines:
+    """A text file's lines as ASCII (as_ascii), read afresh at each call, one at a time. A call that reads them
+    all sets `non_ascii_lines`: lines that held non-ASCII characters, control characters or bytes no text
+    has (each is U+FFFD in the line)."""
+
+    def __init__(self, path: str, encoding: str, skip: int):
+        self.path, self.encoding, self.skip = path, encoding, skip
+        self.non_ascii_lines = 0
+
+    def __call__(self):
+        from forensics.core.errors import reading
+
+        marked = 0
+        utf16 = self.encoding.startswith("utf-16")
+        pending = "" if utf16 else b""  # the start of a line that goes on past the chunks read so far
+        with reading(self.path), open(self.path, "rb") as raw:
+            raw.seek(self.skip)
+            if utf16:
+                import io
+
+                read = io.TextIOWrapper(raw, encoding=self.encoding, errors="replace", newline="").read
+                breaks = ("\n", "\r", "\x0c")
+            else:
+                read = raw.read
+                breaks = (b"\n", b"\r", b"\x0c")
+            while True:  # 1 MiB at a time, cut at its last line break (never inside a character), converted,
+                chunk = read(_TEXT_CHUNK)  # checked and split at C speed
+                if chunk:
+                    # the last line break of the chunk, but a final \r (its \n may come next)
+                    cut = max(chunk.rfind(breaks[0]), chunk.rfind(breaks[1], 0, len(chunk) - 1),
+                              chunk.rfind(breaks[2]))
+                    if cut < 0:
+                        pending += chunk
+                        continue
+                    whole, pending = pending + chunk[:cut + 1], chunk[cut + 1:]
+                else:
+                    whole, pending = pending, None
+                text, held = as_ascii(_marked_controls(whole))
+                del whole
+                marked += held
+                lines = text.splitlines()
+                del text
+                if pending is None:  # the end: what was pending was the last line
+                    self.non_ascii_lines = marked
+                    yield from lines
                     return
-                # the last line break of the chunk, but a final \r (its \n may come next)
-                cut = max(chunk.rfind("\n"), chunk.rfind("\r", 0, len(chunk) - 1), chunk.rfind("\x0c"),
-                          chunk.rfind("\x85"), chunk.rfind("\u2028"), chunk.rfind("\u2029"))
-                if cut < 0:
-                    pending.append(chunk)
-                    continue
-                lines = ("".join(pending) + chunk[:cut + 1]).splitlines()
-                pending = [chunk[cut + 1:]]
-                lineno += len(lines)
                 yield from lines
 
-    return open_lines, encoding
+
+def _marked_controls(chunk):
+    """Bytes or str with each control character (but tab, line breaks, form feed) as U+FFFD: the rest of a text."""
+    if isinstance(chunk, str):
+        return _rx.CONTROL.sub(_REPLACEMENT, chunk) if _rx.CONTROL.search(chunk) else chunk
+    if len(chunk.translate(None, _CONTROL_BYTES)) == len(chunk):  # none (a C pass; a regex search took 10x)
+        return chunk
+    return _rx.CONTROL_BYTES.sub(b"\xef\xbf\xbd", chunk)
+
+
+def read_text(path: str, limit: int, what: str, *, too_large: str | None = None) -> tuple[str, str, int]:
+    """(ASCII text, encoding, lines that held anything else) of a whole text file of at most `limit` bytes,
+    read as text_lines reads it (a register trace: parsed as one string). `what` names it ("a register
+    trace"), `too_large` in the error of a file over the limit (default `what`)."""
+    from forensics.io.dump import read_small_file
+
+    data = read_small_file(path, limit, too_large or what)
+    encoding = text_encoding(data[:SNIFF_BYTES])
+    if encoding is None:
+        raise InputError(f"not text (binary bytes): not {what}", path)
+    if encoding.startswith("utf-16"):
+        body = data[2:] if data.startswith((b"\xff\xfe", b"\xfe\xff")) else data
+        raw = body.decode(encoding, errors="replace")
+        del data, body
+    else:
+        raw = data[3:] if data.startswith(b"\xef\xbb\xbf") else data
+        del data
+    text, marked = as_ascii(_marked_controls(raw))
+    return text, encoding, marked
 
 
 def sniff_file(path: str, file_size: int) -> tuple[str, float] | None:
@@ -1103,7 +1411,13 @@ def sniff_file(path: str, file_size: int) -> tuple[str, float] | None:
         blank = max(text.rfind(" "), text.rfind(","))
         text = cut or (text[:blank].rstrip(" ,") if blank > 0 else text)
     # a dump in a form that is refused (od's octal words...) still goes to decoding, which says why
-    return ("text-dump" if detect_format(text) or _refusal(text) else "text", share)
+    if detect_format(text) or _refusal(text):
+        return ("text-dump", share)
+    if len(head) < file_size <= MAX_DRIVER_LOG:  # a driver log whose hex rows come after its first 64 KiB
+        open_lines, _ = text_lines(path, "a text")
+        if has_driver_rows(open_lines()):
+            return ("text-dump", share)
+    return ("text", share)
 
 
 @dataclass(frozen=True)
@@ -1117,13 +1431,14 @@ class ImportResult:
                 "source_format": f"text ({self.text.description})", **self.text.to_dict()}
 
 
-def import_text_dump(path: str, output: str, *, fmt: str = "auto", gap_fill: int | None = None) -> ImportResult:
+def import_text_dump(path: str, output: str, *, fmt: str = "auto", gap_fill: int | None = None,
+                     tag: str | None = None) -> ImportResult:
     """Decode a text dump and write its bytes to `output` (atomically)."""
     from forensics.io.outputs import check_writable, write_bytes_atomic
 
     if fmt not in ("auto",) + FORMATS:
         raise InputError(f"unknown text dump format {fmt!r} (expected auto, {', '.join(FORMATS)})", path)
     check_writable(output)
-    text = read_text_dump(path, fmt=fmt, gap_fill=gap_fill)
+    text = read_text_dump(path, fmt=fmt, gap_fill=gap_fill, tag=tag)
     write_bytes_atomic(output, text.data)
     return ImportResult(path, output, text)

@@ -8,12 +8,16 @@ from rich.table import Table
 from rich.text import Text
 
 from forensics.csr.compare import MISMATCH_KINDS, register_notes
-from forensics.render.style import titled_table
-from forensics.core.verdict import Verdict
+from forensics.render.style import judgement_line, titled_table
 
-VERDICT_TEXT = {"match": "match", "value": "VALUE", "width": "WIDTH", "only_a": "ONLY A", "only_b": "ONLY B"}
+VERDICT_TEXT = {"match": "match", "value": "VALUE", "width": "WIDTH", "only_a": "ONLY A", "only_b": "ONLY B",
+                "unchecked": "unchecked"}
 COLUMNS = (("#", "right"), ("op", "left"), ("offset", "right"), ("name", "left"), ("group", "left"),
            ("A", "right"), ("B", "right"), ("verdict", "left"))
+# register dumps by offset: the dump (its tag) instead of the op, which is a read on the dump's side and says
+# in the other side's cell what that side did (W 0x5, POLL 0x1 x3)
+DUMP_COLUMNS = (("#", "right"), ("dump", "left"), ("offset", "right"), ("name", "left"), ("group", "left"),
+                ("A", "right"), ("B", "right"), ("verdict", "left"))
 # Above this many rows the table is laid out here, one line per row, instead of by rich: a rich Table
 # measures and wraps every cell (~0.4 ms a row: 43 s for `--all` on 100,000 rows, 1 s this way).
 RICH_TABLE_ROWS = 1000
@@ -23,19 +27,21 @@ class FixedWidthTable:
     """The same columns as the rich table at fixed widths (each the widest cell), one line per row,
     never wrapped; `cells` are the rows' texts, the last column drawn in its row's style."""
 
-    def __init__(self, cells: list[tuple[str, ...]], styles: list[str | None]):
+    def __init__(self, cells: list[tuple[str, ...]], styles: list[str | None], columns=COLUMNS):
         self.cells = cells
         self.styles = styles
+        self.columns = columns
 
     def __rich_console__(self, console, options):
-        widths = [max(len(name), *map(len, column)) for (name, _), column in zip(COLUMNS, zip(*self.cells))]
+        columns = self.columns
+        widths = [max(len(name), *map(len, column)) for (name, _), column in zip(columns, zip(*self.cells))]
 
         def line(cells):
             return "   ".join(cell.rjust(w) if justify == "right" else cell.ljust(w)
-                              for cell, w, (_, justify) in zip(cells, widths, COLUMNS))
+                              for cell, w, (_, justify) in zip(cells, widths, columns))
 
         newline = Segment.line()
-        yield Segment(line([name for name, _ in COLUMNS]).rstrip(), Style(bold=True))
+        yield Segment(line([name for name, _ in columns]).rstrip(), Style(bold=True))
         yield newline
         yield Segment("─" * (sum(widths) + 3 * (len(widths) - 1)))
         yield newline
@@ -47,13 +53,6 @@ class FixedWidthTable:
             yield Segment(text[verdict_at:].rstrip(), styles[style])
             yield newline
 
-
-
-def _verdict_line(passed: bool, message: str) -> Text:
-    text = Text()
-    text.append(Verdict.PASSED if passed else Verdict.FAILED, style="bold green" if passed else "bold red")
-    text.append(f" | {message}")
-    return text
 
 
 def _cell(access) -> str:
@@ -71,9 +70,25 @@ def _op(row) -> str:
     return (row.a or row.b).op + (str(width) if width else "")
 
 
+def _taken_as(trace: dict) -> str:
+    """What the file's access lines were read as: writes and reads, a snapshot, or a driver's register dumps."""
+    taken = trace.get("taken_as") or {}
+    if trace["kind"] == "dump":
+        dumps = ", ".join(f"{d['tag']} {d['registers']}" for d in trace.get("dumps", ()))
+        return (f"register dumps {dumps}: {taken.get('dump_reads', 0)} [CSR@tag] lines without an R/W word, "
+                f"taken as reads")
+    if trace["kind"] == "snapshot":
+        return f"snapshot of {taken.get('snapshot', 0)} registers"
+    return f"taken as {taken.get('writes', 0)} writes, {taken.get('reads', 0)} reads"
+
+
 def _source_line(label: str, trace: dict) -> str:
     formats = ", ".join(f"{name} {count}" for name, count in trace["formats"].items())
-    extra = f"; {trace['ignored_lines']} other lines ignored" if trace.get("ignored_lines") else ""
+    formats += f"; {_taken_as(trace)}"
+    ignored = trace.get("ignored_lines") or 0
+    extra = f"; {ignored} other line{'s' if ignored != 1 else ''} ignored" if ignored else ""
+    if trace.get("non_ascii_lines"):
+        extra += f"; {trace['non_ascii_lines']} lines held non-ASCII text, read for their ASCII"
     if trace.get("malformed_lines"):
         extra += (f", {trace['malformed_lines']} of them malformed accesses (first at line "
                   f"{trace['first_malformed_line']})")
@@ -82,13 +97,31 @@ def _source_line(label: str, trace: dict) -> str:
     return f"{label}: {trace['path']} ({trace['kind']}; formats: {formats}{extra}{poll_note})"
 
 
+def _dump_cell(access, dump_side: bool) -> str:
+    """A dump's read as its value; the other side's access with what it was (W 0x5, POLL 0x1 x3, a snapshot's
+    value)."""
+    if access is None:
+        return "-"
+    if dump_side or access.op == "SNAP":
+        return _cell(access)
+    return f"{access.op} {_cell(access)}"
+
+
 def render_comparison(result, *, limit: int | None = 200, show_all: bool = False) -> list:
     """Header lines, the aligned table, and the one-line verdict."""
     out = [Text(_source_line("A", result.trace_a)), Text(_source_line("B", result.trace_b))]
-    reads = "writes and reads (polls collapsed)" if result.include_reads else "writes only (--reads adds reads)"
-    out.append(Text(f"{result.mode} comparison of {reads}"
-                    + ("; masked bits: " + ", ".join(f"0x{o:x} ignores 0x{m:x}" for o, m in sorted(result.masks.items()))
-                       if result.masks else "")))
+    dumps = result.mode == "dump"
+    if dumps:
+        whose = {"a": "A's", "b": "B's", "both": "A's and B's"}[result.dump_side]
+        other = {"a": "B's", "b": "A's", "both": "the same dump's"}[result.dump_side]
+        line = (f"dump comparison: {whose} register dumps by offset, each read against {other} last read or "
+                "write of the register (a read of 32 bits against those bits)")
+    else:
+        reads = "writes and reads (polls collapsed)" if result.include_reads else "writes only (--reads adds reads)"
+        line = f"{result.mode} comparison of {reads}"
+    if result.masks:
+        line += "; masked bits: " + ", ".join(f"0x{o:x} ignores 0x{m:x}" for o, m in sorted(result.masks.items()))
+    out.append(Text(line))
     hidden_matches = truncated = 0
     if not show_all and limit is not None and result.row_count > limit:
         # Only the first `limit` differing rows are built: never the matches, nor rows past the limit.
@@ -97,6 +130,10 @@ def render_comparison(result, *, limit: int | None = 200, show_all: bool = False
         truncated = result.differing - len(rows)
     else:
         rows = result.rows
+    unchecked = 0
+    if dumps and not show_all:  # the registers the other side never touched: counted, listed with --all
+        shown = [row for row in rows if row.kind != "unchecked"]
+        unchecked, rows = len(rows) - len(shown), shown
     if rows:
         cells: list[tuple[str, ...]] = []
         styles: list[str | None] = []
@@ -106,33 +143,47 @@ def render_comparison(result, *, limit: int | None = 200, show_all: bool = False
             verdict = VERDICT_TEXT[row.kind]
             if row.masked:
                 verdict += " (masked)"
+            if row.index in result.low_bits:
+                verdict += " (32 bits)"
             if row.kind != "match" or not reg["known"] or not reg["pcie_window"]:
                 notes = register_notes(reg)
                 if row.offset in result.label_notes:
                     notes.append(result.label_notes[row.offset])
                 if notes and row.offset not in noted:
                     noted[row.offset] = f"0x{row.offset:05x} {reg['name']}: " + "; ".join(notes)
-            cells.append((str(row.index), _op(row), f"0x{row.offset:05x}", reg["name"], reg["group"],
-                          _cell(row.a), _cell(row.b), verdict))
-            styles.append(None if row.kind == "match" else "red")
-        out.append(_rich_table(cells, styles) if len(cells) <= RICH_TABLE_ROWS else FixedWidthTable(cells, styles))
+            if dumps:
+                first = result.dump_side != "b"  # the dump is A's (or both sides are dumps)
+                cells.append((str(row.index), result.row_dumps[row.index], f"0x{row.offset:05x}", reg["name"],
+                              reg["group"], _dump_cell(row.a, first), _dump_cell(row.b, result.dump_side != "a"),
+                              verdict))
+            else:
+                cells.append((str(row.index), _op(row), f"0x{row.offset:05x}", reg["name"], reg["group"],
+                              _cell(row.a), _cell(row.b), verdict))
+            styles.append("red" if row.kind in MISMATCH_KINDS else None)
+        columns = DUMP_COLUMNS if dumps else COLUMNS
+        out.append(_rich_table(cells, styles, columns) if len(cells) <= RICH_TABLE_ROWS
+                   else FixedWidthTable(cells, styles, columns))
         out.extend(Text(f"note: {line}") for line in noted.values())
+    if unchecked:
+        out.append(Text(f"{unchecked} unchecked rows not shown: registers the dump reads that the other side never "
+                        "touched (--all shows every row)"))
     if hidden_matches:
-        out.append(Text(f"{hidden_matches} matching rows not shown (--all shows every row)"))
+        out.append(Text(f"{hidden_matches} matching{' or unchecked' if dumps else ''} rows not shown "
+                        "(--all shows every row)"))
     if truncated:
         out.append(Text(f"... {truncated} more differing rows (--limit N or --all)"))
     for note in result.notes:
         out.append(Text(f"note: {note}"))
-    counts = result.counts
-    summary = (f"{result.accesses_a} accesses in A, {result.accesses_b} in B: {counts['match']} match"
-               + (f" ({result.masked} masked)" if result.masked else "")
-               + "".join(f", {counts[k]} {k}" for k in MISMATCH_KINDS if counts[k]))
-    out.append(_verdict_line(result.passed, summary))
+    if dumps and result.unpaired_dumps:
+        out.append(Text(f"note: dumps on one side only (not compared): {', '.join(result.unpaired_dumps)}"))
+    if dumps and result.untouched:
+        out.append(Text(f"note: {result.untouched} registers the other side accessed are in no dump"))
+    out.append(judgement_line(result.judgement))
     return out
 
 
-def _rich_table(cells: list[tuple[str, ...]], styles: list[str | None]) -> Table:
-    table = titled_table(None, *COLUMNS)
+def _rich_table(cells: list[tuple[str, ...]], styles: list[str | None], columns=COLUMNS) -> Table:
+    table = titled_table(None, *columns)
     for col in (1, 2, 5, 6, 7):
         table.columns[col].no_wrap = True
     table.columns[3].min_width = 20
@@ -170,3 +221,23 @@ def _in_window(offset: int) -> bool:
     from forensics.csr.registers import in_pcie_window
 
     return in_pcie_window(offset)
+
+
+def write_json(stream, doc: dict, rows) -> None:
+    """The compact --json document of a comparison with its "mismatches" written row by row from `rows` (the
+    document's list left empty): the same text json.dumps gives the whole, with one row dict alive at a time."""
+    import json
+
+    dump = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
+    head, tail = dump(doc).split('"mismatches":[]', 1)
+    stream.write(head + '"mismatches":[')
+    batch: list = []
+    first = True
+    for row in rows:
+        batch.append(row)
+        if len(batch) == 4096:  # encoded as one list, at C speed, without its brackets
+            stream.write(("" if first else ",") + dump(batch)[1:-1])
+            first, batch = False, []
+    if batch:
+        stream.write(("" if first else ",") + dump(batch)[1:-1])
+    stream.write("]" + tail + "\n")

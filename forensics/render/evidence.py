@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from rich.text import Text
 
+from forensics.render.style import judgement_line
 from forensics.render.style import table as _table
-from forensics.render.style import verdict
 from forensics.core.verdict import Verdict
 
 
@@ -47,6 +47,11 @@ def render_fingerprint(fp) -> list[str]:
     return out
 
 
+# Above this many checks the table holds only the values that do not match (a log of 20,000 [FP] lines is
+# 120,000 checks: a rich table takes ~0.4 ms a row to lay out); --json lists every one.
+TABLE_ROWS = 1000
+
+
 def render_verify(report) -> list:
     out = []
     for source in report.sources:
@@ -54,33 +59,31 @@ def render_verify(report) -> list:
             out.append(Text(f"note: {source['path']} is {source['source_format']}"
                             + (f", slice 0x{source['slice']['offset']:x} + {source['slice']['length']:,} bytes"
                                if source.get("slice") else "")))
+    if report.non_ascii_lines:
+        out.append(Text(f"note: {report.log}: {report.non_ascii_lines:,} lines held non-ASCII text (a code page's), "
+                        "read for their ASCII"))
+    checks = report.checks
+    hidden = 0
+    if len(checks) > TABLE_ROWS:
+        shown = [c for c in checks if not c.match][:TABLE_ROWS]
+        hidden = len(checks) - len(shown)
+        checks = shown
     table = _table(("line", "right"), "buffer", "what", "expected", "found", "")
-    for c in report.checks:
+    for c in checks:
         status = Text(Verdict.MATCH, style="green") if c.match else \
             Text(Verdict.TRUNCATED, style="bold yellow") if c.kind == "truncated" else \
             Text(Verdict.DIFFER, style="bold red")
-        table.add_row(str(c.line), c.tag or "-", c.label, c.expected, c.found if not c.match else "(same)", status)
-    out.append(table)
-    cut = report.truncated
-    n, bad = len(report.checks) - len(cut), sum(not c.match and c.kind != "truncated" for c in report.checks)
+        found = c.found if not c.match or c.past_end else "(same)"
+        table.add_row(str(c.line), c.tag or "-", c.label, c.expected, found, status)
+    if checks:
+        out.append(table)
+    if hidden:
+        bad = sum(not c.match for c in report.checks)
+        shown = f"the first {len(checks):,} that do not match are" if bad > len(checks) else \
+            "all that do not match are" if checks else "they all match"
+        out.append(Text(f"{hidden:,} of {len(report.checks):,} checks not shown: {shown} (--json lists every check)"))
     if report.unassigned:
         out.append(Text(f"not checked (no file for these buffers): {', '.join(report.unassigned)}; "
                         f"give --buffer TAG=FILE"))
-    files = len({c.file for c in report.checks})
-    where = f"{files} file{'s' if files != 1 else ''}"
-    lines = sorted({c.line for c in cut})
-    cut_note = (f"; line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines[:5]))}"
-                f"{' ...' if len(lines) > 5 else ''} cut short" if cut else "")
-    if bad:
-        first = next(c for c in report.checks if not c.match and c.kind != "truncated")
-        out.append(verdict(Verdict.DIFFER, f"{bad} of {n} logged values differ from {where}; first: line {first.line} "
-                                     f"{first.tag or ''} {first.label}".replace("  ", " ") + cut_note))
-    elif cut:
-        first = cut[0]
-        more = f"; {len(cut) - 1} more cut short" if len(cut) > 1 else ""
-        out.append(verdict(Verdict.TRUNCATED, f"line {first.line} ({first.tag or 'untagged'}): {first.label} "
-                                        f"{first.found}; what it would have logged is not checked ({n} whole "
-                                        f"values match {where}){more}"))
-    else:
-        out.append(verdict(Verdict.MATCH, f"all {n} logged values match {where}"))
+    out.append(judgement_line(report.judgement))
     return out

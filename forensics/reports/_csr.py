@@ -57,5 +57,5 @@ def csr(a=None, b=None, *, reads: bool = False, mask=None, snapshot: bool = Fals
         masks[offset] = masks.get(offset, 0) | bits
     result = compare_files(a, b, include_reads=reads, masks=masks, snapshot=snapshot, table=table,
                            line_pattern=line_pattern)
-    return CsrReport("csr", result, verdict=result.verdict, rows_key="rows",
+    return CsrReport("csr", result, judgement=result.judgement, rows_key="rows",
                      limit=None if limit == 0 else limit, show_all=all)

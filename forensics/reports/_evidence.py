@@ -14,12 +14,14 @@ class ImportReport(Report):
 
 
 @spellings()
-def import_(text, *, output, format: str = "auto", gap_fill: int | None = None) -> ImportReport:  # noqa: A002
-    """`forensics import TEXT -o OUT.bin`: a text hex dump (WinDbg d*, xxd, hexdump -C, od, plain hex) to bytes."""
+def import_(text, *, output, format: str = "auto", gap_fill: int | None = None,  # noqa: A002
+            tag: str | None = None) -> ImportReport:
+    """`forensics import TEXT -o OUT.bin`: a text hex dump (WinDbg d*, xxd, hexdump -C, od, plain hex, a driver's
+    own hex rows) to bytes; `tag` picks the buffer among a driver's rows (`output`, `bitstream`, `DPC-OUT`...)."""
     from forensics.io.textdump import import_text_dump
 
     return ImportReport("import", import_text_dump(os.fspath(text), os.fspath(output), fmt=format,
-                                                   gap_fill=gap_fill))
+                                                   gap_fill=gap_fill, tag=tag))
 
 
 class FingerprintReport(Report):
@@ -64,4 +66,4 @@ def verify(log, *files, buffer=None, pattern: str | None = None, page: int = 409
 
     result = verify_log(os.fspath(log), [os.fspath(f) for f in files], buffers=dict(buffer or ()), page_size=page,
                         pattern=pattern, **_slice(offset, length, gap_fill)[0])
-    return VerifyReport("verify", result, rows_key="checks", verdict=result.verdict)
+    return VerifyReport("verify", result, rows_key="checks", judgement=result.judgement)

@@ -30,9 +30,9 @@ _NUM = r"(?:0x[0-9a-fA-F]+|\d+)"
 _OPWORD = r"(?:(?P<op>R|W|RD|WR|READ|WRITE|R32|R64|W32|W64)\s+)?"
 
 _LIBEDGETPU = re.compile(r"\b(?P<op>Write|Read): offset = 0x(?P<off>[0-9a-fA-F]+), value:? = 0x(?P<val>[0-9a-fA-F]+)")
-_CSR_NAME = re.compile(r"\[CSR@[^\]]*\]\s*" + _OPWORD + r"(?P<name>[A-Za-z_][\w.]*)\s*@\s*(?P<off>" + _HEX
+_CSR_NAME = re.compile(r"\[CSR@(?P<tag>[^\]]*)\]\s*" + _OPWORD + r"(?P<name>[A-Za-z_][\w.]*)\s*@\s*(?P<off>" + _HEX
                        + r")\s*=\s*(?P<val>" + _NUM + r")\b", re.IGNORECASE)
-_CSR_OFFVAL = re.compile(r"\[CSR@[^\]]*\]\s*" + _OPWORD + r"off(?:set)?\s*=\s*(?P<off>" + _NUM
+_CSR_OFFVAL = re.compile(r"\[CSR@(?P<tag>[^\]]*)\]\s*" + _OPWORD + r"off(?:set)?\s*=\s*(?P<off>" + _NUM
                          + r")[\s,]+val(?:ue)?\s*=\s*(?P<val>" + _NUM + r")\b", re.IGNORECASE)
 _INIT_TAG = re.compile(r"^\s*(?:\[[^\]\[]*\])+\s*(?P<name>[A-Za-z_][\w.]*)\s*@\s*(?P<off>" + _HEX
                        + r")\s+(?P<op>write|read)\s*=\s*(?P<val>" + _NUM + r")\s*$", re.IGNORECASE)
@@ -85,12 +85,13 @@ def parse_line(line, lineno, path):
         for fmt, rx in ((FORMAT_CSR_NAME, _CSR_NAME), (FORMAT_CSR_OFFVAL, _CSR_OFFVAL)):
             m = rx.search(line)
             if m:
-                op, width = _op_word(m.group("op"))
+                # no R/W word: a value the driver read (its register dump), kept with its tag
+                op, width = _op_word(m.group("op")) if m.group("op") else ("R", None)
                 val = m.group("val")
                 label = m.group("name") if fmt == FORMAT_CSR_NAME else None
                 return fmt, Access(op, _int(m.group("off"), lineno, "offset", path),
                                    _int(val, lineno, "value", path), width or _digits_width(val),
-                                   lineno, fmt, 1, label)
+                                   lineno, fmt, 1, label, None if m.group("op") else m.group("tag"))
         return None
     if "@" in line:
         m = _INIT_TAG.match(line)
@@ -202,6 +203,9 @@ def parse_log(text, path=None, table=None) -> Trace:
         else:
             accesses.append(item)
         formats[fmt] = formats.get(fmt, 0) + 1
+    if accesses and all(a.tag is not None for a in accesses):  # all of them a register dump's reads
+        return Trace(path=path, kind="dump", accesses=tuple(accesses), formats=formats, lines=lineno,
+                     ignored=ignored + formats.get(FORMAT_SNAPSHOT, 0), raw_accesses=len(accesses))
     if accesses:
         return Trace(path=path, kind="trace", accesses=tuple(collapse_polls(accesses)), formats=formats,
                      lines=lineno, ignored=ignored + formats.get(FORMAT_SNAPSHOT, 0), raw_accesses=len(accesses))

@@ -37,11 +37,15 @@ def test_libedgetpu_glog_prefix_read_spelling_and_32_bit_width():
     assert (acc.op, acc.width) == ("W", 32)
 
 
+# A [CSR@tag] line without an R/W word is a value read (the real driver's register dump: issue 31 item 2; these
+# lines were read as writes before), kept with its tag; an R/W word says the access.
 @pytest.mark.parametrize("line, expected", [
-    ("[CSR@open] tileconfig0 @0x48788 = 0x0000007f", ("W", 0x48788, 0x7F, 32, "csr-name", "tileconfig0")),
-    ("[CSR@open] tileconfig0 @0x48788 = 0x000000000000007f", ("W", 0x48788, 0x7F, 64, "csr-name", "tileconfig0")),
+    ("[CSR@open] tileconfig0 @0x48788 = 0x0000007f", ("R", 0x48788, 0x7F, 32, "csr-name", "tileconfig0")),
+    ("[CSR@open] W tileconfig0 @0x48788 = 0x0000007f", ("W", 0x48788, 0x7F, 32, "csr-name", "tileconfig0")),
+    ("[CSR@open] W tileconfig0 @0x48788 = 0x000000000000007f", ("W", 0x48788, 0x7F, 64, "csr-name", "tileconfig0")),
     ("[CSR@q] R instruction_queue_status @0x48570 = 0x1", ("R", 0x48570, 1, None, "csr-name", "instruction_queue_status")),
-    ("[CSR@tag] off=0x48788 val=0x000000000000007f", ("W", 0x48788, 0x7F, 64, "csr-offval", None)),
+    ("[CSR@tag] off=0x48788 val=0x000000000000007f", ("R", 0x48788, 0x7F, 64, "csr-offval", None)),
+    ("[CSR@tag] WRITE off=0x48788 val=0x000000000000007f", ("W", 0x48788, 0x7F, 64, "csr-offval", None)),
     ("12.5 [CSR@x] R off=0x48570 val=0x00000001", ("R", 0x48570, 1, 32, "csr-offval", None)),
     ("[INIT][RunCtrl] name @0x44018 write=0x1", ("W", 0x44018, 1, None, "init-tag", "name")),
     ("[INIT][Hib] hib_error_status @0x486f0 read=0x0000000000000000", ("R", 0x486F0, 0, 64, "init-tag", "hib_error_status")),

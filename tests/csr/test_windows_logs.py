@@ -60,7 +60,7 @@ def test_width_from_the_register_table():
     table = beagle_table()
     assert table.lookup(0x42008).width == 64
     a = parse_text("Write: offset = 0x0000000000042008, value = 0x0000000000000001\n")
-    b = parse_text("[CSR@drv] scratchpad @0x42008 = 0x00000001\n")      # a 64-bit register printed as %08X
+    b = parse_text("[CSR@drv] W scratchpad @0x42008 = 0x00000001\n")    # a 64-bit register printed as %08X
     assert compare_traces(a, b, table=table).counts["width"] == 0
     assert compare_traces(a, b, table=table).passed
     # an explicit 32-bit access to the 64-bit register is still a width mismatch

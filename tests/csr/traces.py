@@ -76,16 +76,17 @@ def driver_open_trace() -> str:
     value (instruction_queue_size 0x80 for 0x100), width (tileconfig0 written as an explicit W32 access),
     only_a (no status_block_update), only_b (an extra fatal_err_int_control write to the typo'd,
     UNKNOWN offset 0x486c4). It reads instruction_queue_status once instead of polling and does not
-    poll tileconfig0 (visible with --reads only).
+    poll tileconfig0 (visible with --reads only). Its `[CSR@tag]` writes carry the W word: without one a
+    `[CSR@tag]` line is a value read (the real driver's register dump).
     """
     return "\n".join([
         "apex: probe ok, BAR2 mapped",
         "[INIT][Hib] hib_error_status @0x486f0 read=0x0",
-        "[CSR@open] dma_burst_limiter @0x487a8 = 0x0000000000000000",
+        "[CSR@open] W dma_burst_limiter @0x487a8 = 0x0000000000000000",
         "R64 0x48578 = 0x10",
-        "[CSR@queue] off=0x48590 val=0x0000000000100000",
-        "[CSR@queue] off=0x48598 val=0x0000000000101000",
-        "[CSR@queue] instruction_queue_size @0x485a0 = 0x0000000000000080",
+        "[CSR@queue] W off=0x48590 val=0x0000000000100000",
+        "[CSR@queue] W off=0x48598 val=0x0000000000101000",
+        "[CSR@queue] W instruction_queue_size @0x485a0 = 0x0000000000000080",
         "W64 0x48568 = 0x5",
         "[CSR@queue] R off=0x48570 val=0x0000000000000001",
         "[INIT][RunCtrl] scalarCoreRunControl @0x44018 write=0x1",
@@ -98,10 +99,10 @@ def driver_open_trace() -> str:
         "W 0x40150 0x1",
         "W 0x40110 0x1",
         "debug: status block update left enabled",
-        "[CSR@irq] sc_host_int_control @0x486a0 = 0x000000000000000f",
-        "[CSR@irq] instruction_queue_int_control @0x485c0 = 0x0000000000000001",
-        "[CSR@irq] fatal_err_int_control @0x486c0 = 0x0000000000000001",
-        "[CSR@irq] fatal_err_int_control @0x486c4 = 0x0000000000000001",
+        "[CSR@irq] W sc_host_int_control @0x486a0 = 0x000000000000000f",
+        "[CSR@irq] W instruction_queue_int_control @0x485c0 = 0x0000000000000001",
+        "[CSR@irq] W fatal_err_int_control @0x486c0 = 0x0000000000000001",
+        "[CSR@irq] W fatal_err_int_control @0x486c4 = 0x0000000000000001",
         "apex: open done",
     ]) + "\n"
 

@@ -95,7 +95,7 @@ def test_log_evidence_checks_the_drivers_fingerprints_against_the_runs_buffers(d
     assert evidence.labels["input"] == "input" and evidence.buffers["input"] == load_run(run).file_path(
         load_run(run).buffer("input"))
     report = verify_log(path, buffers=evidence.buffers)
-    assert report.match and {c.tag for c in report.checks} == {"INPUT"}
+    assert report.match and {c.tag for c in report.checks} == {"input"}  # [INPUT-CHK] is the driver's input buffer
     assert len(report.checks) >= 5  # first8 / last8 per page, the xor-fold and the size
 
 
