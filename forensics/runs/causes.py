@@ -344,50 +344,28 @@ def run_logs(run) -> list[str]:
     return [path for _, path in run.log_evidence().logs]
 
 
-_TAG_STAGES = {"input": "input", "inputimage": "input", "input-chk": "input", "param": "params",
-               "params": "params", "parameters": "params", "parambitstream": "params", "infer": "instructions",
-               "inferbitstream": "instructions", "instructions": "instructions", "output": "raw", "raw": "raw"}
+# The stage each buffer name of the driver's logs stands for (forensics.io.textdump.DRIVER_BUFFERS: `[INPUT-CHK]`
+# is the input, `[DPC-OUT]` the output, `[BS-DUMP]` the instruction bitstream), where the run has one buffer there.
+_DRIVER_STAGES = {"input": "input", "output": "raw", "bitstream": "instructions", "param_bitstream": "params"}
 
 
-def tag_buffers(run, tags) -> dict:
-    """{tag: BufferEntry} for the tags a log names: the buffer's label (`raw:convert_scores`), its tensor name,
-    or a stage with one buffer (`input`, the `[INPUT-CHK]` lines' INPUT), compared without case."""
-    by_label = {b.label.lower(): b for b in run.buffers}
-    by_tensor = {}
-    for b in run.buffers:
-        by_tensor.setdefault(b.tensor.lower(), []).append(b)
-    out = {}
-    for tag in tags:
-        if tag is None:
-            continue
-        low = tag.lower()
-        if low in by_label:
-            out[tag] = by_label[low]
-        elif len(by_tensor.get(low, ())) == 1:
-            out[tag] = by_tensor[low][0]
-        else:
-            stage = _TAG_STAGES.get(low)
-            found = [b for b in run.buffers if b.stage == stage]
-            if len(found) == 1:
-                out[tag] = found[0]
-    return out
-
-
-def _logged_buffers(run, tags) -> dict:
-    """{tag: BufferEntry}: the run's own mapping of a log's tags (labels, tensor names, a stage's only provided
-    buffer, the tags the log's manifest entry maps: Run.log_evidence), then the driver's tag words
-    (`[INPUT-CHK]` is the input, `PARAMBitstream` the parameters: tag_buffers)."""
-    labels = {tag.lower(): label for tag, label in run.log_evidence().labels.items()}
+def log_buffers(run) -> dict:
+    """{name a log may give a buffer: BufferEntry} for the buffers the driver provided: Run.log_evidence's
+    labels (labels, tensor names, a stage's only buffer, the tags a log's manifest entry maps), then the
+    driver's own buffer names for a stage with one provided buffer."""
     by_label = {b.label: b for b in run.buffers}
-    out = {tag: by_label[labels[tag.lower()]] for tag in tags if tag is not None and tag.lower() in labels}
-    rest = tag_buffers(run, [tag for tag in tags if tag not in out])
-    return {**out, **{tag: entry for tag, entry in rest.items() if not entry.derived}}
+    out = {tag: by_label[label] for tag, label in run.log_evidence().labels.items() if label in by_label}
+    for name, stage in _DRIVER_STAGES.items():
+        provided = [b for b in run.buffers if b.stage == stage and not b.derived]
+        if len(provided) == 1:
+            out.setdefault(name, provided[0])
+    return out
 
 
 def log_disagreements(run) -> list[dict]:
     """The logged fingerprint values of a run's log(s) that disagree with the run's buffers: each {"label",
-    "stage", "tensor", "log", "line" (its number), "text" (the line), "what", "expected", "found"}. The
-    check is forensics.buffer.fingerprint's."""
+    "stage", "tensor", "log", "line" (its number), "text" (the line), "what", "expected", "found"}; the check
+    is forensics.buffer.fingerprint.check_log's."""
     out = []
     for log in run_logs(run):
         out.extend(_check_log(run, log))
@@ -395,46 +373,23 @@ def log_disagreements(run) -> list[dict]:
 
 
 def _check_log(run, log: str) -> list[dict]:
-    from forensics.buffer.fingerprint import parse_log, verify_log
-    from forensics.io.textdump import text_lines
+    from forensics.buffer.fingerprint import check_log
 
+    named = log_buffers(run)
+    files = {name: run.file_path(entry) for name, entry in named.items()}
+    by_file = {os.path.realpath(path): named[name] for name, path in files.items()}
     try:
-        open_lines, _ = text_lines(log, "a driver log")
-        tags = {item.tag for item in parse_log(open_lines(), path=log)}
+        checks = check_log(log, files).checks
     except InputError:
         return []
-    where = _logged_buffers(run, tags)
-    if not where:
-        return []
-    files = {tag: run.file_path(entry) for tag, entry in where.items()}
-    try:
-        report = verify_log(log, buffers=files)
-    except InputError:
-        return []
-    lines = _lines(log, {c.line for c in report.checks if not c.match})
     out = []
-    for check in report.checks:
-        if check.match:
+    for check in checks:
+        entry = by_file.get(os.path.realpath(check.file))
+        if check.match or entry is None:
             continue
-        entry = where[check.tag]
         out.append({"label": entry.label, "stage": entry.stage, "tensor": entry.tensor, "log": log,
-                    "line": check.line, "text": lines.get(check.line, ""), "what": check.label,
+                    "line": check.line, "text": check.text[:300], "what": check.label,
                     "expected": check.expected, "found": check.found})
-    return out
-
-
-def _lines(path: str, wanted: set[int]) -> dict[int, str]:
-    """The text of the lines numbered `wanted` (1-based) of a log, each cut to 300 characters."""
-    out = {}
-    if not wanted:
-        return out
-    last = max(wanted)
-    with open(path, "rb") as fh:
-        for number, raw in enumerate(fh, start=1):
-            if number in wanted:
-                out[number] = raw.decode("utf-8", "replace").rstrip("\r\n")[:300]
-            if number >= last:
-                break
     return out
 
 
