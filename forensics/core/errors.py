@@ -22,19 +22,26 @@ class ForensicsError(Exception):
 
     exit_code = exitcodes.ERROR
 
-    def __init__(self, message: str = "", *, params: bool = False, prefix: str | None = None):
+    def __init__(self, message: str = "", *, params: bool = False, prefix: str | None = None,
+                 param: str | None = None, value=None):
+        # Structure, not a template over user text: `reason` is what is wrong, `param` the parameter it is about
+        # (spelled as a flag by worded()), `value` what the user gave (never formatted into a template).
+        self.reason = message
+        self.param = param
+        self.value = value
         self.template = message if params else None
         self.prefix = prefix
-        super().__init__(self._with_prefix(_spell(message, _parameter_name) if params else message))
+        super().__init__(self._spelled(_parameter_name))
 
-    def _with_prefix(self, reason: str) -> str:
+    def _spelled(self, spell) -> str:
+        reason = _spell(self.template, spell) if self.template is not None else self.reason
+        if self.param is not None:
+            reason = f"{spell(self.param, '')}: {reason}"
         return f"{self.prefix}: {reason}" if self.prefix else reason
 
     def worded(self, spell) -> str:
         """The message with each parameter spelled by `spell(name, metavar)` (metavar may be "")."""
-        if self.template is None:
-            return str(self)
-        return self._with_prefix(_spell(self.template, spell))
+        return self._spelled(spell)
 
 
 def _parameter_name(name: str, metavar: str) -> str:
@@ -68,9 +75,10 @@ def _spell(template: str, spell) -> str:
 class InputError(ForensicsError):
     """A file or flag is unusable: missing, unreadable, empty, wrong size, malformed JSON, bad value."""
 
-    def __init__(self, message: str, path: str | None = None, *, params: bool = False):
+    def __init__(self, message: str, path: str | None = None, *, params: bool = False, param: str | None = None,
+                 value=None):
         self.path = str(path) if path is not None else None
-        super().__init__(message, params=params, prefix=self.path)
+        super().__init__(message, params=params, prefix=self.path, param=param, value=value)
 
 
 class FormatError(ForensicsError):

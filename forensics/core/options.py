@@ -370,8 +370,7 @@ def checked(name: str, grammar, value):
     try:
         return grammar(value)
     except (ValueError, TypeError) as exc:
-        reason = str(exc).replace("{", "{{").replace("}", "}}")
-        raise InputError(f"{{{name}}}: {reason}", params=True) from None
+        raise InputError(str(exc), param=name, value=value) from None
 
 
 # The grammar of every report keyword that is not free text, by name: the same name means the same thing in
@@ -472,12 +471,12 @@ class Tolerances(_Group):
         atol = values.get("atol")
         if atol is not None and not isinstance(atol, str):  # a number is a value tolerance, as `0.01` is
             if isinstance(atol, bool) or not isinstance(atol, (int, float)):
-                raise InputError(f"{{atol}}: expected a number of LSB like 1lsb or a value like 0.01, got {atol!r}",
-                                 params=True)
+                raise InputError(f"expected a number of LSB like 1lsb or a value like 0.01, got {atol!r}",
+                                 param="atol", value=atol)
             values["atol"] = repr(float(atol))
         rtol = values.get("rtol")
         if rtol is not None and (isinstance(rtol, bool) or not isinstance(rtol, (str, int, float))):
-            raise InputError(f"{{rtol}}: expected a number like 0.01, got {rtol!r}", params=True)
+            raise InputError(f"expected a number like 0.01, got {rtol!r}", param="rtol", value=rtol)
         return cls(**values)
 
     def policy(self):

@@ -81,25 +81,26 @@ def _number(value: float) -> str:
 _LSB = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*lsb\s*$", re.IGNORECASE)
 
 
-def parse_atol(text: str) -> tuple[float, bool]:
-    """`1lsb` -> (1.0, True); `0.01` -> (0.01, False)."""
+def parse_atol(text: str, param: str = "atol") -> tuple[float, bool]:
+    """`1lsb` -> (1.0, True); `0.01` -> (0.01, False). `param`: the parameter the text came from."""
     match = _LSB.match(text)
     try:
         value, lsb = (float(match.group(1)), True) if match else (float(text), False)
     except ValueError:
-        raise InputError(f"atol must be a number of LSB like 1lsb or a value like 0.01, got {text!r}") from None
+        raise InputError(f"expected a number of LSB like 1lsb or a value like 0.01, got {text!r}", param=param,
+                         value=text) from None
     if not (math.isfinite(value) and value >= 0):
-        raise InputError(f"atol must be a non-negative number, got {text!r}")
+        raise InputError(f"expected a non-negative number, got {text!r}", param=param, value=text)
     return value, lsb
 
 
-def parse_rtol(text: str) -> float:
+def parse_rtol(text: str, param: str = "rtol") -> float:
     try:
         value = float(text)
     except ValueError:
-        raise InputError(f"rtol must be a number like 0.01, got {text!r}") from None
+        raise InputError(f"expected a number like 0.01, got {text!r}", param=param, value=text) from None
     if not (math.isfinite(value) and value >= 0):
-        raise InputError(f"rtol must be a non-negative number, got {text!r}")
+        raise InputError(f"expected a non-negative number, got {text!r}", param=param, value=text)
     return value
 
 
@@ -113,14 +114,17 @@ def parse_spec(text: str, base: "Tolerance") -> Tolerance:
         if not sep:
             key, value = "atol", part
         key = key.strip().lower()
-        if key == "atol":
-            fields["atol"], fields["lsb"] = parse_atol(value)
-        elif key == "rtol":
-            fields["rtol"] = parse_rtol(value)
-        elif key == "check":
-            fields["check"] = value.strip().lower()
-        else:
+        if key not in ("atol", "rtol", "check"):
             raise InputError(f"unknown tolerance field {key!r} in {text!r} (atol, rtol, check)")
+        try:  # an error names this SPEC's field, not the --atol / --rtol options
+            if key == "atol":
+                fields["atol"], fields["lsb"] = parse_atol(value)
+            elif key == "rtol":
+                fields["rtol"] = parse_rtol(value)
+            else:
+                fields["check"] = value.strip().lower()
+        except InputError as exc:
+            raise InputError(f"{key} of {text!r}: {exc.reason}", param="tolerance", value=text) from None
     return Tolerance(**fields)
 
 

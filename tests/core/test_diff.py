@@ -337,8 +337,8 @@ def test_cli_diff_tolerance_flags(cli):
 
 @pytest.mark.parametrize("flags, fragment", [
     (["--check", "p98"], "check must be one of max, mean, p99"),
-    (["--atol", "abc"], "atol must be"),
-    (["--rtol", "-1"], "rtol must be"),
+    (["--atol", "abc"], "--atol: expected a number"),
+    (["--rtol", "-1"], "--rtol: expected a non-negative number"),
     (["--atol", "1lsb", "--tolerance", "1"], "not both"),
 ])
 def test_cli_diff_bad_tolerance_is_one_line(cli, flags, fragment):
