@@ -26,7 +26,7 @@ import numpy as np
 from forensics.compare.crc import PEEK, crc_dump, format_crc
 from forensics.io.dump import DEFAULT_CHUNK, Dump
 from forensics.io.textdump import CONSOLE_HEAD, CONSOLE_TOTAL, PREFILL_SIZE, DriverRows, driver_buffer
-from forensics.core.errors import InputError
+from forensics.core.errors import InputError, verbatim
 from forensics.core.judgement import Judgement, Reason
 from forensics.core.verdict import Verdict
 
@@ -928,8 +928,8 @@ def verify_log(log_path: str, files=(), *, buffers: dict[str, str] | None = None
     if left:
         listing = ", ".join(f"{names[k]}" + (f" ({', '.join(f'{s:,}' for s in sorted(sizes[k]))} bytes)"
                                               if sizes.get(k) else "") for k in names)
-        raise InputError(f"which buffer of the log is {left[0]}? Its name is none of theirs: {listing}; give "
-                         f"{{buffer:TAG={left[0]}}}", log_name, params=True)
+        raise InputError(f"which buffer of the log is {verbatim(left[0])}? Its name is none of theirs: "
+                         f"{verbatim(listing)}; give {{buffer:TAG={verbatim(left[0])}}}", log_name, params=True)
     dumps = {key: _as_dump(names.get(key, key), path, dump_options) for key, path in where.items() if key in names}
     checks = _check_items(logged, dumps, texts, progress)
     unassigned = tuple(names[k] for k in names if k not in dumps)

@@ -72,6 +72,11 @@ def _spell(template: str, spell) -> str:
         return template
 
 
+def verbatim(text) -> str:
+    """Text from outside (a name, a path) put into a `params=True` template as it is: its braces are not fields."""
+    return str(text).replace("{", "{{").replace("}", "}}")
+
+
 class InputError(ForensicsError):
     """A file or flag is unusable: missing, unreadable, empty, wrong size, malformed JSON, bad value."""
 

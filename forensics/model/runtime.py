@@ -98,7 +98,8 @@ def load_reference(name: str) -> Reference:
     if name not in REFERENCES:
         from forensics.core.errors import InputError
 
-        raise InputError(f"unknown {{runtime}} {name!r} (choose {', '.join(REFERENCES)} or all)", params=True)
+        raise InputError(f"unknown runtime {name!r} (choose {', '.join(REFERENCES)} or all)", param="runtime",
+                         value=name)
     if name in ("litert", "litert-xnnpack"):
         runtime = _litert()
         if runtime is None:

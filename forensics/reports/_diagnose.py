@@ -41,7 +41,8 @@ def _lsb(tolerance, atol):
     text = str(atol).strip().lower()
     number = text[:-3] if text.endswith("lsb") else text
     if not number.isdigit():
-        raise InputError(f"{{atol}} {atol!r}: diagnose takes whole LSB of the quantized elements (e.g. 1lsb)", params=True)
+        raise InputError(f"{atol!r}: diagnose takes whole LSB of the quantized elements (e.g. 1lsb)", param="atol",
+                         value=atol)
     if tolerance is not None and tolerance != int(number):
         raise InputError("give {tolerance} or {atol}, not both", params=True)
     return int(number)

@@ -215,9 +215,9 @@ def _parse_feeds(inputs) -> dict:
         else:
             name, sep, path = str(item).partition("=")
             if not sep or not name or not path:
-                raise InputError(f"expected {{input:NAME=FILE}}, got {item!r}", params=True)
+                raise InputError(f"expected NAME=FILE, got {item!r}", param="input", value=item)
         if name in feeds:
-            raise InputError(f"{{input}} {name} is given twice", params=True)
+            raise InputError(f"{name} is given twice", param="input", value=name)
         feeds[name] = os.fspath(path)
     return feeds
 
@@ -375,7 +375,7 @@ def _capture_full(model, model_bytes, record, output, source, image, feeds, resa
             raise InputError(f"the model has no input {unknown[0]!r} (inputs: {', '.join(names)})")
         missing = [n for n in names if n not in feeds]
         if missing:
-            raise InputError(f"no {{input}} for {', '.join(missing)} (the model has {len(names)} inputs)", params=True)
+            raise InputError(f"none given for {', '.join(missing)} (the model has {len(names)} inputs)", param="input")
         for d in details:
             values[d["name"]] = read_input_file(feeds[d["name"]], d["name"], d["shape"],
                                                 model.tensor(d["name"]).dtype)

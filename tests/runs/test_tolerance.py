@@ -312,7 +312,7 @@ def test_tflite_runtime_under_numpy_2_says_why(tmp_path, shared_data, monkeypatc
 
 
 @pytest.mark.parametrize("extra, fragment", [
-    (["--runtime", "onnx"], "unknown --runtime 'onnx'"),
+    (["--runtime", "onnx"], "--runtime: unknown runtime 'onnx'"),
     (["--runtime", "litert", "--delegate", "xnnpack"], "give --runtime or --delegate"),
     (["--runtime", "all", "--source", "x"], "give no --source"),
 ])
