@@ -1,0 +1,148 @@
+"""One encoder and one decoder for result dataclasses: a result's `--json` is its fields, and a saved document
+loads back into the same result (construct's round trip: parse(build(x)) == x).
+
+A result is a frozen dataclass that derives from `Serial`: `to_dict()` encodes every field under its name
+(nested results, enums, tuples, numpy scalars and arrays included) and `from_dict(doc)` builds the result
+back from such a document, reading each field by its type annotation. A field says how it differs in its
+metadata (`field(metadata=json(...))`): another key, a codec for its value (a CRC32 as `0x1a2b3c4d`), or not
+in the document at all (what only a renderer needs). Properties derived from the fields that the document
+also carries (a verdict, a count) are listed in `JSON_DERIVED`; they are written after the fields and skipped
+when read back, since the fields decide them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import math
+import sys
+import types
+import typing
+
+_KEY = "forensics.json"
+
+
+def json(name: str | None = None, *, encode=None, decode=None, skip: bool = False, omit_none: bool = False) -> dict:
+    """A field's metadata for the encoder: `name` its key, `encode` / `decode` its value's codec, `skip` not in
+    the document (the decoder leaves the field's default), `omit_none` not written while it is None."""
+    return {_KEY: {"name": name, "encode": encode, "decode": decode, "skip": skip, "omit_none": omit_none}}
+
+
+def _spec(field: dataclasses.Field) -> dict:
+    return field.metadata.get(_KEY) or {"name": None, "encode": None, "decode": None, "skip": False,
+                                         "omit_none": False}
+
+
+class Serial:
+    """A result whose document is its fields (see the module's docstring)."""
+
+    JSON_DERIVED: typing.ClassVar[tuple[str, ...]] = ()
+
+    def to_dict(self) -> dict:
+        return encode(self)
+
+    @classmethod
+    def from_dict(cls, doc: dict):
+        return decode(cls, doc)
+
+
+def encode(value):
+    """`value` as JSON data: a dataclass as {key: field}, its JSON_DERIVED properties after the fields; an enum
+    as its value; tuples, lists and sets as lists; a dict's keys as strings; numpy scalars and arrays as numbers
+    and lists; bytes as hex; a non-finite float as None (JSON has no NaN)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        out = {}
+        for field in dataclasses.fields(value):
+            spec = _spec(field)
+            if spec["skip"]:
+                continue
+            item = getattr(value, field.name)
+            if item is None and spec["omit_none"]:
+                continue
+            out[spec["name"] or field.name] = (spec["encode"] or encode)(item) if item is not None else None
+        for name in getattr(value, "JSON_DERIVED", ()):
+            out[name] = encode(getattr(value, name))
+        return out
+    if isinstance(value, enum.Enum):
+        return encode(value.value)
+    if isinstance(value, bool) or value is None or isinstance(value, (int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, (tuple, list, set, frozenset)):
+        return [encode(v) for v in value]
+    if isinstance(value, dict):
+        return {str(encode(k)): encode(v) for k, v in value.items()}
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).hex()
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        if isinstance(value, numpy.ndarray):
+            return encode(value.tolist())
+        if isinstance(value, numpy.generic):
+            return encode(value.item())
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
+    if hasattr(value, "__fspath__"):
+        return str(value.__fspath__())
+    raise TypeError(f"cannot encode a {type(value).__name__} as JSON")
+
+
+def decode(kind, data):
+    """Data of `encode`'s form read back as `kind`: a Serial dataclass (by its fields' annotations), an enum,
+    tuple[X, ...], list[X], dict[K, V], X | None, or a plain JSON type (returned as it is)."""
+    if data is None:
+        return None
+    origin = typing.get_origin(kind)
+    if origin in (typing.Union, types.UnionType):
+        options = [k for k in typing.get_args(kind) if k is not type(None)]
+        for option in options:
+            try:
+                return decode(option, data)
+            except (TypeError, ValueError, KeyError):
+                continue
+        return data
+    if origin in (tuple, list, set, frozenset):
+        args = typing.get_args(kind)
+        if origin is tuple and args and args[-1] is not Ellipsis:
+            return tuple(decode(k, v) for k, v in zip(args, data))
+        item = args[0] if args else typing.Any
+        return origin(decode(item, v) for v in data)
+    if origin is dict:
+        key, item = (typing.get_args(kind) or (typing.Any, typing.Any))
+        return {decode(key, k): decode(item, v) for k, v in data.items()}
+    if isinstance(kind, type) and dataclasses.is_dataclass(kind):
+        return _decode_dataclass(kind, data)
+    if isinstance(kind, type) and issubclass(kind, enum.Enum):
+        return kind(data)
+    if kind is float and isinstance(data, int) and not isinstance(data, bool):
+        return float(data)
+    if kind is int and isinstance(data, str):
+        return int(data, 0)
+    if kind is bytes and isinstance(data, str):
+        return bytes.fromhex(data)
+    if kind in (int, float, str, bool) and not isinstance(data, kind):
+        raise TypeError(f"expected {kind.__name__}, got {type(data).__name__}")
+    return data
+
+
+def _decode_dataclass(kind, data: dict):
+    if not isinstance(data, dict):
+        raise TypeError(f"a {kind.__name__} is read from an object, got {type(data).__name__}")
+    hints = typing.get_type_hints(kind)
+    values = {}
+    for field in dataclasses.fields(kind):
+        spec = _spec(field)
+        key = spec["name"] or field.name
+        if spec["skip"] or key not in data or not field.init:
+            continue
+        raw = data[key]
+        values[field.name] = (spec["decode"] or (lambda v, k=hints.get(field.name, typing.Any): decode(k, v)))(raw) \
+            if raw is not None else None
+    return kind(**values)
+
+
+def round_trip(result) -> bool:
+    """Whether a result's document reads back into a result with the same document (the per-type test)."""
+    doc = result.to_dict()
+    return type(result).from_dict(doc).to_dict() == doc
