@@ -31,7 +31,7 @@ from forensics.reports.commands import namespace
 # is the report function and `forensics.reports._diagnose.DiagnoseReport` the class, in either order.
 _HOMES = namespace()
 
-__all__ = sorted(_HOMES)
+__all__ = sorted(_HOMES) + ["load"]
 
 
 def __getattr__(name: str):
@@ -41,6 +41,26 @@ def __getattr__(name: str):
     value = getattr(importlib.import_module(home), name)
     globals()[name] = value
     return value
+
+
+def load(doc):
+    """A saved `--json` document (a dict, or the path of a file holding one) as the report it was: rendered again
+    as the command printed it (`rich.print(reports.load("diff.json"))`). TypeError for a report type that cannot
+    be read back; InputError for a file that is not such a document."""
+    if not isinstance(doc, dict):
+        import os
+
+        from forensics.io.dump import read_small_file
+        from forensics.io.jsonio import loads
+
+        path = os.fspath(doc)
+        doc = loads(read_small_file(path, 1 << 30, "--json document"), path, "--json document")
+    name = doc.get("report") if isinstance(doc, dict) else None
+    if not isinstance(name, str) or name not in _HOMES or not name.endswith("Report"):
+        from forensics.core.errors import InputError
+
+        raise InputError("not a forensics --json document (it names no report type)")
+    return __getattr__(name).from_dict(doc)
 
 
 def __dir__() -> list[str]:

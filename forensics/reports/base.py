@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from forensics.core import exitcodes
 from forensics.core.judgement import Judgement
@@ -25,6 +26,10 @@ class Report:
     verdict: Verdict | None = field(default=None, kw_only=True)
     judgement: Judgement | None = field(default=None, kw_only=True)  # the result's one judgement, when it has one
 
+    # The result type (a forensics.core.serial.Serial) the report is built on: a saved document of a report that
+    # names one reads back (from_dict, forensics.reports.load) and renders again.
+    RESULT: ClassVar[type | None] = None
+
     def __post_init__(self):
         if self.judgement is not None:  # the verdict is the judgement's: never a second one beside it
             if self.verdict is not None and Verdict(self.verdict) is not self.judgement.verdict:
@@ -44,6 +49,8 @@ class Report:
         from forensics.io.dump import with_sources
 
         doc = with_sources(doc, *self.dumps)
+        doc.setdefault("command", self.command)
+        doc.setdefault("report", type(self).__name__)
         if self.verdict is not None:
             doc["verdict"] = self.verdict
             doc["exit_code"] = self.exit_code
@@ -51,6 +58,26 @@ class Report:
             doc["message"] = self.judgement.message
             doc["reasons"] = [reason.to_dict() for reason in self.judgement.reasons]
         return doc
+
+    @classmethod
+    def from_dict(cls, doc: dict) -> "Report":
+        """The report a saved `--json` document stands for (its result read back through RESULT.from_dict, its
+        judgement as saved): it renders as the command printed it, less what only the files gave (pictures)."""
+        if cls.RESULT is None:
+            raise TypeError(f"a {cls.__name__} cannot be read back from its document")
+        judgement = None
+        if doc.get("verdict") is not None:
+            from forensics.core.judgement import Reason
+
+            judgement = Judgement(Verdict(doc["verdict"]), doc.get("message", ""),
+                                  tuple(Reason(r.get("code", ""), r.get("text", "")) for r in doc.get("reasons", ())))
+        return cls(doc.get("command", ""), cls.RESULT.from_dict(doc), warnings=tuple(doc.get("warnings", ())),
+                   rows_key=cls.rows_key_of(doc), judgement=judgement)
+
+    @classmethod
+    def rows_key_of(cls, doc: dict) -> str | None:
+        """The document's list of rows (for to_frame()), as the report function sets it."""
+        return None
 
     def renderables(self) -> list:
         """The rich renderables the command prints (without --json)."""

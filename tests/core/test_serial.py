@@ -64,3 +64,22 @@ def test_a_document_of_the_wrong_shape_is_refused():
         Result.from_dict(["not", "an", "object"])
     with pytest.raises(ValueError):
         Result.from_dict({"verdict": "NO SUCH VERDICT", "crc32": "0x0"})
+
+
+def test_a_saved_document_that_names_no_report_is_refused(tmp_path):
+    import json
+
+    import pytest
+
+    from forensics import reports
+    from forensics.core.errors import InputError
+
+    path = tmp_path / "x.json"
+    path.write_text(json.dumps({"verdict": "MATCH"}))
+    with pytest.raises(InputError, match="names no report type"):
+        reports.load(path)
+    path.write_text("{")
+    with pytest.raises(InputError, match="malformed"):
+        reports.load(path)
+    with pytest.raises(InputError):
+        reports.load({"report": "os.system"})
