@@ -161,8 +161,8 @@ class Output:
         return self._console
 
     def print(self, *renderables) -> None:
-        for renderable in renderables:
-            self.console.print(renderable)
+        for renderable in renderables:  # `whole_lines`: a command to paste, or lines already fitted: never cut
+            self.console.print(renderable, soft_wrap=getattr(renderable, "whole_lines", False))
 
     def lines(self, lines) -> None:
         """Plain lines to stdout, never wrapped (they are compared with a driver's log line by line)."""

@@ -61,6 +61,7 @@ class Bug:
     judged_on_equal = True
     spans = False
     vacates = False
+    named_beside = False  # said beside the chosen findings when it explains nearly all they explain, another way
 
     def size_out(self, n: int) -> int:
         return n

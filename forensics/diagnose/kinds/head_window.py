@@ -44,9 +44,11 @@ def head_window(dump_a, dump_b, layout, scan, window: int) -> Finding | None:
         f"the first {window} bytes are identical in A and B and all `{first.hex(' ')}`, yet "
         f"{n(differing)} of {n(later)} later records differ ({where}): the head alone would call these "
         "buffers equal"),
-        f"look at every record, not the first bytes: forensics anchors {_arg(dump_b.path)} --nonuniform",
+        "judge every record, not the first bytes",
         {"window": window, "head_record": first.hex(" "), "records_differing_after": differing,
-         "first_differing_offset": scan.first, "ratio": round(differing / later, 6)})
+         "first_differing_offset": scan.first, "ratio": round(differing / later, 6)},
+        # diff judges every record of the pair (`anchors B` would call a B holding only the head uniform)
+        command=f"forensics diff {_arg(dump_a.path)} {_arg(dump_b.path)}")
 
 
 KIND = Kind("head_window", rank=15, display=15)
