@@ -10,6 +10,7 @@ import numpy as np
 from forensics.diagnose import kinds
 from forensics.diagnose.context import Context
 from forensics.diagnose.kinds.base import n
+from forensics.diagnose.kinds.base import shell_arg as _arg
 from forensics.diagnose.kinds.head_window import DEFAULT_WINDOW, head_window
 from forensics.diagnose.kinds.relayout import residual_finding
 from forensics.diagnose.region import LINE, DumpSource, Region, blocks, scattered_lines, where, whole_pages
@@ -85,20 +86,13 @@ def _drift(scan, region, mask, characterization) -> int | None:
 def _inputs_text(crcs: dict | None) -> tuple[str, str]:
     """(what the inputs say, the command that compares them when they were not given)."""
     if crcs is None:
-        return ("Compare the input CRCs and the model files (or give diagnose --inputs INPUT_A INPUT_B)",
-                "forensics crc INPUT_A INPUT_B")
+        return ("Compare the input CRCs and the model files (or give diagnose --inputs INPUT_A INPUT_B); the "
+                "inputs' CRCs", "forensics crc INPUT_A INPUT_B")
     if crcs["equal"]:
         return (f"the inputs are identical (CRC32 {crcs['crc32_a']}): another model version, or a "
                 "nondeterministic op, gave these values.", "")
     return (f"the inputs differ (CRC32 {crcs['crc32_a']} vs {crcs['crc32_b']}): B is the output of another "
             "input.", "")
-
-
-def _arg(path) -> str:
-    """A path as the shell takes it in a command a hint prints (run as printed, it must work)."""
-    import shlex
-
-    return shlex.quote(str(path))
 
 
 def _as_dump(value, what: str) -> Dump:
@@ -282,8 +276,8 @@ def _unexplained_hint(ctx: Context, scan, characterization: dict, drift, named, 
                 "--previous PREVIOUS_B to see whether they hold the previous run's bytes", "")
     if characterization["looks_like_another_inference"]:
         return ("B looks like a well-formed output of another inference (pad lanes intact, value histogram like "
-                f"A's): a stale buffer or a different input. {inputs}"
-                + ("" if ctx.previous is not None else " Rerun with --previous PREVIOUS_B"), compare)
+                "A's): a stale buffer or a different input. "
+                + ("" if ctx.previous is not None else "Rerun with --previous PREVIOUS_B. ") + inputs, compare)
     if not named and n_a != n_b and scan.bytes_differing > 0.5 * min(n_a, n_b):
         return (f"B ({n(n_b)} bytes) is not A ({n(n_a)} bytes) cut short or padded: most bytes both hold differ. "
                 "Check that the right buffer was copied (this output tensor, not another tensor or the input)",

@@ -43,9 +43,7 @@ class Listing:
         report prints, so that memory stays bounded by a part however many rows there are."""
         if len(self.rows) <= self.PART:
             return [self]
-        from rich.cells import cell_len
-
-        widths = [max([cell_len(name)] + [len(row[i]) for row in self.rows]) for i, name in enumerate(self.names)]
+        widths = self._widths()
         return [Listing(*self.columns, rows=self.rows[i:i + self.PART], title=self.title, whole=self.whole,
                         marks=None if self.marks is None else self.marks[i:i + self.PART], marked=self.marked,
                         widths=widths, head=i == 0, total=len(self.rows))
@@ -67,13 +65,15 @@ class Listing:
             out.add_row(*cells)
         return out
 
-    def __rich_console__(self, console, options):
+    def _widths(self) -> list[int]:
         from rich.cells import cell_len
-        from rich.segment import Segment
 
+        return self.widths or [max([cell_len(name)] + [len(row[i]) for row in self.rows])
+                               for i, name in enumerate(self.names)]
+
+    def __rich_console__(self, console, options):
         room = options.max_width
-        widths = self.widths or [max([cell_len(name)] + [len(row[i]) for row in self.rows])
-                                 for i, name in enumerate(self.names)]
+        widths = self._widths()
         gaps = 3 * (len(widths) - 1)
         fits = sum(widths) + gaps <= room
         # a rich table whose other columns fold keeps the whole columns whole only where they fit with room
@@ -88,9 +88,14 @@ class Listing:
         if not fits:
             for i, row in enumerate(self.rows):
                 yield from self._row(row, widths, room, marks[i] if marks is not None else ())
-            return
-        # The console's cost is per segment: plain lines go BATCH to a segment, and with marks the plain text
-        # between two marked spans (across line ends) is one segment.
+        else:
+            yield from self._lines(widths, marks)
+
+    def _lines(self, widths, marks):
+        """The rows that fit the width. The console's cost is per segment: plain lines go BATCH to a segment,
+        and with marks the plain text between two marked spans (across line ends) is one segment."""
+        from rich.segment import Segment
+
         line = "   ".join("{:%s%d}" % ({"right": ">", "center": "^"}.get(j, "<"), w)
                            for w, j in zip(widths, self.justify)).format
         if marks is None:
@@ -376,17 +381,26 @@ def render_diff(result, judgement, geometry=None, *, unicode: bool | None = None
     """`judgement`: the pair's one judgement (forensics.compare.diff.judge_diff), printed as it is; `classes`: the
     dumps are a classifier's score vector (one record whose lanes are classes); `fits`: the dumps' TensorFit
     (A's, B's) when --model / --deps say which tensor they hold."""
-    rs = result.layout.record_size
     out = [judgement_line(judgement)]
     if result.bytes_identical and result.sizes_equal:
         return out
     window = next((r.text for r in judgement.reasons if r.code == "head_window"), None)
     if window is not None and window not in judgement.message:  # a differing pair that is also a head window
         out.append(Text(window))
-    files = _table("", "file", ("size", "right"), "CRC32")
+    files = _table("", "file", ("size", "right"), "CRC32", overflow="fold")  # a long path folds, whole
     files.add_row("A", result.path_a, f"{result.size_a:,}", format_crc(result.crc32_a))
     files.add_row("B", result.path_b, f"{result.size_b:,}", format_crc(result.crc32_b))
     out.append(files)
+    out += _facts(result, fits)
+    out.extend(stats_lines(result.stats, unicode=unicode))
+    if result.records_differing:
+        out += _lanes(result) + _differing_records(result, geometry)
+    return out
+
+
+def _facts(result, fits) -> list:
+    """Where the bytes differ, what the comparison left out (pad lanes with their own count), what a size
+    difference means."""
     facts = [f"bytes differing: {result.bytes_differing:,}"]
     if result.first_differing_offset is not None:
         facts.append(f"first differing byte: {result.first_differing_offset:#x} ({result.first_differing_offset:,})")
@@ -394,51 +408,58 @@ def render_diff(result, judgement, geometry=None, *, unicode: bool | None = None
         facts.append(f"compared from offset {result.region_start:#x}")
     if result.trailing_bytes:
         facts.append(f"{result.trailing_bytes} trailing bytes after the last whole record")
-    out.append(Text("   ".join(facts)))
-    if _configured(result):  # what was left out of the comparison, pad lanes with their own count
+    out = [Text("   ".join(facts))]
+    if _configured(result):
         out.append(Text(_configured(result)))
     note = size_note(result, fits).text
     if note is not None:
         out.append(Text(note))
-    out.extend(stats_lines(result.stats, unicode=unicode))
-    if result.records_differing:
-        wide = rs > WIDE
-        if result.layout.element is None:  # byte lanes; of float32 or int16 elements they say nothing
-            lanes = _table(("lane", "right"), "name", ("records differing", "right"), ("max |delta|", "right"),
-                           title="lanes")
-            hidden = 0
-            for lane, (name, n, d) in enumerate(zip(result.layout.field_names, result.lane_differences,
-                                                    result.lane_max_delta)):
-                if wide and n == 0:
-                    hidden += 1
-                    continue
-                lanes.add_row(str(lane), name, f"{n:,}", str(d))
-            out.append(lanes)
-            if hidden:
-                out.append(Text(f"{hidden} lanes without differences not shown"))
-        quant = result.layout.has_values and not wide
-        cols = [("anchor", "right")] + (["where", "prior box"] if geometry is not None else [])
-        cols += [("offset", "right")] + (["differing lanes: A -> B"] if wide else ["A", "B", "XOR"])
+    return out
+
+
+def _lanes(result) -> list:
+    """The byte lanes' counts (of float32 or int16 elements byte lanes say nothing: none)."""
+    if result.layout.element is not None:
+        return []
+    wide = result.layout.record_size > WIDE
+    lanes = _table(("lane", "right"), "name", ("records differing", "right"), ("max |delta|", "right"),
+                   title="lanes")
+    hidden = 0
+    for lane, (name, n, d) in enumerate(zip(result.layout.field_names, result.lane_differences,
+                                            result.lane_max_delta)):
+        if wide and n == 0:
+            hidden += 1
+            continue
+        lanes.add_row(str(lane), name, f"{n:,}", str(d))
+    return [lanes] + ([Text(f"{hidden} lanes without differences not shown")] if hidden else [])
+
+
+def _differing_records(result, geometry) -> list:
+    """The listed differing records (every one with --all: a Listing, folded, never cut)."""
+    layout = result.layout
+    wide = layout.record_size > WIDE
+    quant = layout.has_values and not wide
+    cols = [("anchor", "right")] + (["where", "prior box"] if geometry is not None else [])
+    cols += [("offset", "right")] + (["differing lanes: A -> B"] if wide else ["A", "B", "XOR"])
+    if quant:
+        cols += ["A values", "B values", "delta"]
+    rows = []
+    for r in result.records:
+        row = [str(r.index)] + (_where(geometry, r.index) if geometry is not None else [])
+        row.append(f"{r.offset:#x}")
+        if wide:
+            row.append(_changes(layout, r.a, r.b))
+        else:
+            row += [r.a.hex(" "), r.b.hex(" "), bytes(x ^ y for x, y in zip(r.a, r.b)).hex(" ")]
         if quant:
-            cols += ["A values", "B values", "delta"]
-        rows = []
-        for r in result.records:
-            row = [str(r.index)] + (_where(geometry, r.index) if geometry is not None else [])
-            row.append(f"{r.offset:#x}")
-            if wide:
-                row.append(_changes(result.layout, r.a, r.b))
-            else:
-                row += [r.a.hex(" "), r.b.hex(" "), bytes(x ^ y for x, y in zip(r.a, r.b)).hex(" ")]
-            if quant:
-                va, vb = result.layout.values(r.a), result.layout.values(r.b)
-                deltas = " ".join(_num(y - x) for lane, (x, y) in enumerate(zip(va, vb))
-                                  if lane not in result.layout.pad_lanes)
-                row += [_values(result.layout, r.a), _values(result.layout, r.b), deltas]
-            rows.append(row)
-        out += Listing(*cols, rows=rows, title="differing records", whole=RECORD_COLUMNS).parts()
-        if result.records_truncated:
-            more = result.records_differing - len(result.records)
-            out.append(Text(f"... and {more:,} more (--all or --limit N to list them)"))
+            va, vb = layout.values(r.a), layout.values(r.b)
+            deltas = " ".join(_num(y - x) for lane, (x, y) in enumerate(zip(va, vb)) if lane not in layout.pad_lanes)
+            row += [_values(layout, r.a), _values(layout, r.b), deltas]
+        rows.append(row)
+    out = Listing(*cols, rows=rows, title="differing records", whole=RECORD_COLUMNS).parts()
+    if result.records_truncated:
+        more = result.records_differing - len(result.records)
+        out.append(Text(f"... and {more:,} more (--all or --limit N to list them)"))
     return out
 
 

@@ -19,8 +19,9 @@ class WholeLine(Text):
 
 
 def command_line(command: str) -> WholeLine:
-    """A suggested command as the shell takes it, whole, alone on its line (to paste as it is)."""
-    return WholeLine(command)
+    """A suggested command as the shell takes it, whole, alone on its line (indented by two spaces, which the
+    shell ignores when it is pasted: a line that starts with `forensics ` reads as a command a page shows)."""
+    return WholeLine(f"  {command}")
 
 
 def _summary(result) -> str:

@@ -34,7 +34,7 @@ head_window          -   the first 256 bytes are identical     judge every recor
                          differ (first at 0x1770, record
                          1500): the head alone would call
                          these buffers equal
-forensics diff dumps/libedgetpu/convert_scores.bin dumps/broken/convert_scores.bin
+  forensics diff dumps/libedgetpu/convert_scores.bin dumps/broken/convert_scores.bin
 """
 
 

@@ -208,6 +208,13 @@ def pattern_at(pattern: bytes, pos: np.ndarray) -> np.ndarray:
     return np.frombuffer(pattern, np.uint8)[pos % len(pattern)]
 
 
+def shell_arg(path) -> str:
+    """A path as the shell takes it in a command a hint prints (run as printed, it must work)."""
+    import shlex
+
+    return shlex.quote(str(path))
+
+
 def n(value) -> str:
     """An integer with thousands separators, as every finding writes counts."""
     return f"{int(value):,}"

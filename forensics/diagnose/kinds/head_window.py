@@ -4,17 +4,11 @@ later records differ. Said beside the findings (it explains no byte), never as t
 from __future__ import annotations
 
 from forensics.diagnose.kinds.base import Kind, n
+from forensics.diagnose.kinds.base import shell_arg as _arg
 from forensics.diagnose.region import record_of
 from forensics.diagnose.result import Finding
 
 DEFAULT_WINDOW = 256  # the first 256 bytes shown by a hexdump
-
-
-def _arg(path) -> str:
-    """A path as the shell takes it in a command the hint prints (run as printed, it must work)."""
-    import shlex
-
-    return shlex.quote(str(path))
 
 
 def head_window(dump_a, dump_b, layout, scan, window: int) -> Finding | None:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from forensics.diagnose.kinds.base import Bug, Kind, compress_lanes, n, parse_hex, parse_int
+from forensics.diagnose.kinds.base import shell_arg as _arg
 from forensics.diagnose.result import Finding
 from forensics.core.errors import InputError
 
@@ -235,13 +236,6 @@ def finding(c, ctx, explains):
         else:
             command = f"forensics relayout {_arg(raw)} --model MODEL --layer LAYER -o tensor.bin"
     return [Finding("stride", text, hint, details, explains, command=command)]
-
-
-def _arg(path) -> str:
-    """A path as the shell takes it in a command the hint prints (run as printed, it must work)."""
-    import shlex
-
-    return shlex.quote(str(path))
 
 
 KIND = Kind("stride", rank=2, display=0, usage="stride:Z:SRC:DST[:PADHEX]",
