@@ -52,18 +52,24 @@ def _write_run(path, source, input_bytes, scores_raw, boxes, detections):
             b.add_bytes("detections", name, arr, dtype="float32", shape=arr.shape, role=role)
 
 
-def make_farm(root: str, pairs: int) -> None:
-    good = {k: _read("libedgetpu", f) for k, f in (("input", "input.bin"), ("scores", "convert_scores.bin"),
-                                                    ("boxes", "Squeeze1.bin"))}
-    broken = {k: _read("broken", f) for k, f in (("input", "input.bin"), ("scores", "convert_scores.bin"),
-                                                  ("boxes", "Squeeze1.bin"))}
+def detections() -> list:
+    """One face's PostProcess outputs (boxes, classes, scores, num_detections), as (name, array, role)."""
     boxes = np.zeros((1, 10, 4), np.float32)
     boxes[0, 0] = (0.2, 0.3, 0.6, 0.7)
     classes, scores = np.zeros((1, 10), np.float32), np.zeros((1, 10), np.float32)
     scores[0, 0] = 0.99609375
-    dets = [("TFLite_Detection_PostProcess", boxes, "boxes"), ("TFLite_Detection_PostProcess:1", classes, "classes"),
+    return [("TFLite_Detection_PostProcess", boxes, "boxes"), ("TFLite_Detection_PostProcess:1", classes, "classes"),
             ("TFLite_Detection_PostProcess:2", scores, "scores"),
             ("TFLite_Detection_PostProcess:3", np.array([1], np.float32), "num_detections")]
+
+
+def dumps_of(source: str) -> dict:
+    return {k: _read(source, f) for k, f in (("input", "input.bin"), ("scores", "convert_scores.bin"),
+                                            ("boxes", "Squeeze1.bin"))}
+
+
+def make_farm(root: str, pairs: int) -> None:
+    good, broken, dets = dumps_of("libedgetpu"), dumps_of("broken"), detections()
     for i in range(pairs):
         pair = os.path.join(root, f"pair-{i:04d}")
         os.mkdir(pair)

@@ -79,7 +79,8 @@ extern "C" {
 #define FR_OK            0
 #define FR_E_NULL       -1  /* a required pointer argument is NULL (or data is NULL with size > 0) */
 #define FR_E_ARG        -2  /* dir empty, source blank, or a string that is not valid UTF-8 */
-#define FR_E_STAGE      -3  /* stage is not params, instructions, input, raw, tensor, dequantized or detections */
+#define FR_E_STAGE      -3  /* stage is not params, instructions, image, input, raw, relayouted, tensor, dequantized
+                               or detections */
 #define FR_E_TENSOR     -4  /* tensor empty, not UTF-8, or holding '/', '\\', "..", or control characters */
 #define FR_E_DUPLICATE  -5  /* this (stage, tensor) was already added to the run */
 #define FR_E_EXISTS     -6  /* the target directory (or a file of that name) already exists */
@@ -161,7 +162,7 @@ typedef struct {
 /* Start a run that will appear at dir (which must not exist yet; its parent must). tool may be NULL.
    source must hold something other than whitespace (the reader strips Unicode whitespace, U+3000 too). */
 int  fr_run_begin(fr_run **run, const char *dir, const char *source, const char *tool);
-/* Write one buffer; stage is one of the seven stages (FR_E_STAGE lists them), tensor its name. Refused input writes nothing. */
+/* Write one buffer; stage is one of the nine stages (FR_E_STAGE lists them), tensor its name. Refused input writes nothing. */
 int  fr_run_add(fr_run *run, const char *stage, const char *tensor, const void *data, size_t size,
                 const fr_meta *meta);
 /* Write manifest.json and rename the run into place. Frees run, whatever the result; on failure the
@@ -947,9 +948,9 @@ extern "C" {
 #endif
 
 /* The run reader's stage names, in its order (forensics/runs/run.py STAGES); a test compares the two. */
-#define FR__NSTAGES 7
-static const char *const fr__stages[FR__NSTAGES] = {"params", "instructions", "input", "raw", "tensor",
-                                                    "dequantized", "detections"};
+#define FR__NSTAGES 9
+static const char *const fr__stages[FR__NSTAGES] = {"params", "instructions", "image", "input", "raw",
+                                                    "relayouted", "tensor", "dequantized", "detections"};
 static const char *const fr__roles[4] = {"boxes", "scores", "classes", "num_detections"};
 static const char *const fr__dtypes[] = {FR_DTYPES};
 
@@ -986,7 +987,8 @@ const char *fr_strerror(int code)
     case FR_OK: return "success";
     case FR_E_NULL: return "a required pointer argument is NULL";
     case FR_E_ARG: return "an empty or invalid argument (dir, source, tool: non-empty UTF-8 text)";
-    case FR_E_STAGE: return "unknown stage (params, input, raw, tensor, dequantized, detections)";
+    case FR_E_STAGE: return "unknown stage (params, instructions, image, input, raw, relayouted, tensor, dequantized, "
+                            "detections)";
     case FR_E_TENSOR: return "invalid tensor name (empty, not UTF-8, or with '/', '\\', '..' or control characters)";
     case FR_E_DUPLICATE: return "this (stage, tensor) is already in the run";
     case FR_E_EXISTS: return "the run directory already exists";

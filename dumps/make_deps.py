@@ -12,7 +12,8 @@ that `forensics graph`, `extract` and `decode --model` have a model to read. It 
 is an Edge TPU model, not bundled); it is the part of it that runs on the CPU, built with
 forensics.model.tflite.writer.
 
-Run: python3 dumps/make_deps.py [OUT_DIR]   (default: dumps/face_ssd next to this script)
+Run: python3 dumps/make_deps.py [OUT_DIR]   (default: dumps/face_ssd next to this script, and the package's copy
+forensics/data/dumps/face_ssd)
 """
 
 from __future__ import annotations
@@ -70,19 +71,24 @@ def tail_model(anchors) -> bytes:
         inputs=[0, 1], outputs=[3, 4, 5, 6], description="the story's face SSD: its CPU tail"))
 
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+PACKAGE_COPY = os.path.join(os.path.dirname(HERE), "forensics", "data", "dumps")  # as make_dumps.py's
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    out = argv[0] if argv else os.path.join(os.path.dirname(os.path.abspath(__file__)), "face_ssd")
+    outs = argv[:1] or [os.path.join(HERE, "face_ssd"), os.path.join(PACKAGE_COPY, "face_ssd")]
     anchors = generate_anchors(standard_config(*INPUT_SIZE))
     assert anchors.shape == (2034, 4), anchors.shape
-    write_deps(out, anchors, OPTIONS,
-               boxes=TensorInfo("Squeeze1", Quantization(0.10822763, 144), (1, 2034, 4)),
-               scores=TensorInfo("convert_scores", Quantization(1 / 256, 0), (1, 2034, 2)),
-               input_size=INPUT_SIZE)
-    with open(os.path.join(out, "face_ssd_tail.tflite.tmp"), "wb") as fh:
-        fh.write(tail_model(anchors))
-    os.replace(os.path.join(out, "face_ssd_tail.tflite.tmp"), os.path.join(out, "face_ssd_tail.tflite"))
-    print(f"wrote {out}: {anchors.shape[0]} anchors, anchor 203 = {[round(float(v), 4) for v in anchors[203]]}")
+    for out in outs:
+        write_deps(out, anchors, OPTIONS,
+                   boxes=TensorInfo("Squeeze1", Quantization(0.10822763, 144), (1, 2034, 4)),
+                   scores=TensorInfo("convert_scores", Quantization(1 / 256, 0), (1, 2034, 2)),
+                   input_size=INPUT_SIZE)
+        with open(os.path.join(out, "face_ssd_tail.tflite.tmp"), "wb") as fh:
+            fh.write(tail_model(anchors))
+        os.replace(os.path.join(out, "face_ssd_tail.tflite.tmp"), os.path.join(out, "face_ssd_tail.tflite"))
+        print(f"wrote {out}: {anchors.shape[0]} anchors, anchor 203 = {[round(float(v), 4) for v in anchors[203]]}")
     return 0
 
 

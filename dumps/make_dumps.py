@@ -1,8 +1,8 @@
 """Regenerate the bundled dumps: a reconstruction of the story's buffers from its published numbers.
 
 Deterministic to the byte on any machine (pure Python pseudo-random bytes from BLAKE2b, no numpy RNG):
-`python dumps/make_dumps.py` rewrites dumps/{libedgetpu,ours,broken}/ and the test suite checks that the
-committed files equal a fresh run. See dumps/README.md for what each file is.
+`python dumps/make_dumps.py` rewrites dumps/{libedgetpu,ours,broken}/ and the package's copy of them
+(forensics/data/dumps/), and the test suite checks that the committed files equal a fresh run. See dumps/README.md for what each file is.
 """
 
 from __future__ import annotations
@@ -122,14 +122,24 @@ def write(directory: str, files: dict | None = None) -> list[str]:
     return written
 
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+# The copy the package ships (forensics/data/dumps: `forensics demo` and the notebook run on it wherever the package
+# is installed); the generators write it with dumps/ and the tests check that both are what they make.
+PACKAGE_COPY = os.path.join(os.path.dirname(HERE), "forensics", "data", "dumps")
+
+
 def main(argv=None, build_files=None, description: str | None = None) -> int:
-    """The generator's command line: `-o DIR` (default: this dumps/ folder); `build_files()` the files."""
+    """The generator's command line: `-o DIR` (default: this dumps/ folder, and for the story's own files also the
+    package's copy); `build_files()` the files."""
     parser = argparse.ArgumentParser(description=description or __doc__.splitlines()[0])
-    parser.add_argument("-o", "--out", default=os.path.dirname(os.path.abspath(__file__)),
-                        help="directory to write into (default: this dumps/ folder)")
+    parser.add_argument("-o", "--out", default=None,
+                        help="directory to write into (default: this dumps/ folder and the package's copy)")
     args = parser.parse_args(argv)
-    for rel in write(args.out, build_files() if build_files else None):
-        print(os.path.join(args.out, rel))
+    files = build_files() if build_files else build()
+    places = [args.out] if args.out else [HERE] + ([PACKAGE_COPY] if build_files is None else [])
+    for place in places:
+        for rel in write(place, files):
+            print(os.path.join(place, rel))
     return 0
 
 

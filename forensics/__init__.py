@@ -4,4 +4,4 @@ The library is importable without the CLI: `forensics.compare.diff.diff_dumps`, 
 `forensics.compare.crc.crc_files` ... each return a frozen result object with `to_dict()`.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

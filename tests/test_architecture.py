@@ -122,8 +122,9 @@ def test_library_never_prints_or_exits():
     assert offenders == []
 
 
-def test_command_homes_match_what_the_modules_register():
-    from forensics.cli import COMMAND_HOMES, COMMAND_MODULES, build_parser
+def _registered() -> dict:
+    """command -> the CLI module whose register() adds it, in the order the modules add them."""
+    from forensics.cli import COMMAND_MODULES, build_parser
 
     registered = {}
     for module in COMMAND_MODULES:
@@ -132,8 +133,53 @@ def test_command_homes_match_what_the_modules_register():
         __import__(module, fromlist=["register"]).register(sub, [])
         for name in sub.choices:
             registered[name] = module
-    assert registered == COMMAND_HOMES
-    assert set(build_parser()._subparsers._group_actions[0].choices) == set(COMMAND_HOMES)
+    return registered
+
+
+def test_the_command_table_is_what_the_modules_register_in_its_order():
+    # One entry per command (forensics/reports/commands.py): its group's register() builds its parser, no
+    # module registers a command the table lacks, and `forensics --help` lists them in the table's order.
+    from forensics.cli import build_parser
+    from forensics.reports.commands import COMMANDS
+
+    assert list(_registered().items()) == [(c.name, c.cli_module) for c in COMMANDS]
+    assert list(build_parser()._subparsers._group_actions[0].choices) == [c.name for c in COMMANDS]
+
+
+def test_every_entry_names_its_report_function_and_types_in_its_group_module():
+    import importlib
+    import inspect
+
+    from forensics.cli import _command_parser, build_parser
+    from forensics.reports.commands import COMMANDS
+
+    every = build_parser()
+    for command in COMMANDS:
+        module = importlib.import_module(command.reports_module)
+        for name in (command.function, *command.types):
+            assert hasattr(module, name), (command, name)
+        # the entry's positional arguments are the parser's, in order, and `*name` is the function's *args
+        parser = _command_parser(every, command.name)
+        assert [a.dest for a in parser._actions if not a.option_strings] == \
+            [name.lstrip("*") for name in command.positional], command
+        parameters = inspect.signature(getattr(module, command.function)).parameters.values()
+        spread = [p.name for p in parameters if p.kind is p.VAR_POSITIONAL]
+        assert spread == [n[1:] for n in command.positional if n.startswith("*")], command
+        if command.progress is not None:
+            assert "progress" in {p.name for p in parameters}, command
+        for dest, kind in command.outputs:
+            assert kind in ("file", "dir", "into", "run") and any(a.dest == dest for a in parser._actions), \
+                (command, dest)
+        assert set(command.beside) <= {dest for dest, _ in command.outputs}, command
+
+
+def test_the_group_modules_are_the_tables_groups():
+    # forensics/reports/_<group>.py and forensics/cli/<group>.py for every group of the table, and no other
+    from forensics.reports.commands import COMMANDS
+
+    groups = {c.group for c in COMMANDS}
+    assert {p.stem[1:] for p in (PACKAGE / "reports").glob("_*.py") if p.stem != "__init__"} == groups
+    assert {p.stem for p in (PACKAGE / "cli").glob("*.py")} - {"__init__", "args"} == groups
 
 
 def _layer_of(rel) -> int:
@@ -237,16 +283,22 @@ def test_the_top_of_the_package_holds_only_the_version_and_the_entry_point():
     assert sorted(p.name for p in PACKAGE.glob("*.py")) == ["__init__.py", "__main__.py"]
 
 
-def test_install_hints_name_extras_that_exist():
-    # `pip install 'forensics[X]'` in a message or the README must name an extra pyproject.toml defines.
+def test_install_hints_name_the_distribution_and_extras_that_exist():
+    # `pip install 'npu-forensics[X]'` in a message, the README or a docs page must name the distribution (the
+    # package index's `forensics` is another project) and an extra pyproject.toml defines.
     import pytest
 
     tomllib = pytest.importorskip("tomllib")  # Python 3.11+
 
-    extras = set(tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-                 ["optional-dependencies"])
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     texts = [path.read_text(encoding="utf-8") for path in sorted(PACKAGE.rglob("*.py"))]
-    texts.append((REPO / "README.md").read_text(encoding="utf-8"))
-    named = {extra for text in texts for group in re.findall(r"forensics\[([\w,]+)\]", text)
-             for extra in group.split(",")}
-    assert named and named <= extras, sorted(named - extras)
+    texts += [path.read_text(encoding="utf-8") for path in [REPO / "README.md", REPO / "CONTRIBUTING.md",
+                                                             *sorted((REPO / "docs").glob("*.md"))]]
+    hints = [hint for text in texts for hint in re.findall(r"pip install -?e? ?'?\"?([\w.-]+)\[([\w,]+)\]", text)]
+    # (`pip install -e ".[all,test]"` in a clone names the checkout itself)
+    assert hints and {name for name, _ in hints} - {"."} == {project["name"]} == {"npu-forensics"}, hints
+    named = {extra for _, group in hints for extra in group.split(",")}
+    assert named <= set(project["optional-dependencies"]), sorted(named - set(project["optional-dependencies"]))
+    from forensics.cli import DISTRIBUTION
+
+    assert DISTRIBUTION == project["name"]

@@ -34,6 +34,12 @@ def test_quick_start_is_two_commands():
     assert first_block.split("\n")[:-1] == ["make demo", "make test"]
 
 
+def test_quick_start_has_the_one_line_pip_install_beside_them():
+    # the distribution's name, with the extras pyproject.toml defines (tests/test_architecture.py checks those)
+    blocks = re.findall(r"```\n(.*?)```", _quick_start(), re.S)
+    assert blocks[1].split("\n")[:-1] == ["pip install 'npu-forensics[all]'"]
+
+
 def test_quick_start_says_how_to_get_forensics_on_path():
     text = _quick_start()
     assert "source .venv/bin/activate" in text
@@ -45,6 +51,7 @@ def test_make_demo_says_what_it_does_before_each_step(tmp_path):
     lines = _dry_run("demo", tmp_path)
     commands = [i for i, line in enumerate(lines) if not line.startswith(("echo ", "printf ", "touch "))]
     assert len(commands) >= 4, lines  # venv, pip upgrade, install, demo
+    assert not any("[" in line for line in lines if " pip install" in line), "make demo installs the core only"
     for i in commands:
         assert i > 0 and lines[i - 1].startswith("echo "), f"no line says what `{lines[i]}` does"
     pip = [line for line in lines if " pip install" in line]
@@ -60,6 +67,14 @@ def test_make_shell_opens_a_shell_with_the_venv_on_path(tmp_path):
     assert any("VIRTUAL_ENV=" in line and f"{venv}/bin" in line for line in lines), lines
 
 
-def test_ci_runs_make_test():
-    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()
-    assert ci[-1].strip() == "make test"
+def test_make_test_installs_every_extra(tmp_path):
+    pip = [line for line in _dry_run("test", tmp_path) if " pip install" in line]
+    assert any(line.endswith("-e '.[all,test]'") for line in pip), pip
+
+
+def test_ci_runs_make_test_then_checks_the_wheel():
+    ci = [line.strip() for line in (REPO / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()]
+    assert ci[-2:] == ["make test", "make wheel"]
+    makefile = (REPO / "Makefile").read_text(encoding="utf-8")
+    assert "\ntest: setup\n\t$(BIN)/python -m pytest\n" in makefile  # the README's test command, as it is
+    assert "\nwheel: setup\n\t$(BIN)/python tools/check_wheel.py\n" in makefile

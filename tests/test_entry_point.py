@@ -73,3 +73,20 @@ def test_an_unflushable_stdout_keeps_the_ordinary_exit():
             "print('returned')\n")
     r = _python(code)
     assert r.returncode == 0 and r.stdout.strip() == "returned"
+
+
+def test_version_is_the_installed_distributions():
+    # from the package metadata when npu-forensics is installed; from the package itself when it is not (a
+    # checkout on PYTHONPATH)
+    from importlib import metadata
+
+    from forensics import __version__
+    from forensics.cli import DISTRIBUTION, version
+
+    r = subprocess.run([sys.executable, "-m", "forensics", "--version"], cwd=REPO, env=ENV, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == version()
+    try:
+        assert version() == f"forensics {metadata.version(DISTRIBUTION)} ({DISTRIBUTION})"
+    except metadata.PackageNotFoundError:
+        assert version().startswith(f"forensics {__version__} (not installed as {DISTRIBUTION}")

@@ -373,7 +373,7 @@ def test_a_run_directory_that_links_outside_is_refused(tmp_path, cli):
     shutil.copytree(outside, inside)
     (b / "input").unlink()
     (b / "input").symlink_to(inside, target_is_directory=True)  # a link that stays inside the run is fine
-    assert cli("compare", a, b).code in (0, 1)
+    assert cli("compare", a, b).code == 0  # libedgetpu's and ours are the same bytes
 
 
 @pytest.mark.parametrize("damage", ["missing", "directory", "nul"])
@@ -424,7 +424,7 @@ def test_replacing_raw_without_a_model_drops_the_stale_tensor(tmp_path, shared_d
     assert r.code == 0, r.err
     assert json.loads(r.out)["relayouted"] == ["convert_scores"]
     (tmp_path / "raw2.bin").write_bytes((raw ^ 1).tobytes())
-    r = cli("ingest", run, "--source", "ours", f"raw:convert_scores={tmp_path / 'raw2.bin'}", "--json")
+    r = cli("ingest", run, "--source", "ours", f"raw:convert_scores={tmp_path / 'raw2.bin'}", "--replace", "--json")
     assert r.code == 0, r.err
     doc = json.loads(r.out)
     assert "tensor:convert_scores" in doc["replaced"]

@@ -36,15 +36,21 @@ def _traces(tmp_path):
     return a, b
 
 
-def _runs(tmp_path):
+def _runs(tmp_path, first="input", name="run"):
     out = []
     for source in ("libedgetpu", "broken"):
-        path = tmp_path / f"run-{source}"
+        path = tmp_path / f"{name}-{source}"
         if not path.exists():
-            reports.ingest(path, [f"input=dumps/{source}/input.bin",
-                                  f"raw:convert_scores=dumps/{source}/convert_scores.bin"], source=source)
+            buffers = {"input": f"input=dumps/{source}/input.bin",
+                       "boxes": f"tensor:Squeeze1=dumps/{source}/Squeeze1.bin"}
+            reports.ingest(path, [buffers[first], f"raw:convert_scores=dumps/{source}/convert_scores.bin"],
+                           source=source)
         out.append(path)
     return out
+
+
+def _ssd_runs(tmp_path):
+    return _runs(tmp_path, "boxes", "ssd")
 
 
 # command -> (positional argv and fixed flags for the CLI, the report call with the same fixed options)
@@ -68,6 +74,8 @@ BASE = {
     "verify": (lambda t: [_log(t), f"{BROKEN}/input.bin"],
                lambda t, **kw: reports.verify(_log(t), f"{BROKEN}/input.bin", **kw)),
     "compare": (lambda t: [*_runs(t)], lambda t, **kw: reports.compare(*_runs(t), **kw)),
+    "impact": (lambda t: [*_ssd_runs(t), "--deps", "dumps/face_ssd"],
+               lambda t, **kw: reports.impact(*_ssd_runs(t), deps="dumps/face_ssd", **kw)),
     # commands that write: the same output path each time, removed before each call (RESET)
     "ingest": (lambda t: [t / "run", f"raw:convert_scores={SCORES_A}", "--source", "ours"],
                lambda t, **kw: reports.ingest(t / "run", [f"raw:convert_scores={SCORES_A}"], source="ours", **kw)),
@@ -87,6 +95,7 @@ SAMPLES = {
     "score_threshold": "1/2", "min_scale": "0.2", "max_scale": "19/20", "feature_maps": "20,10,5,3,2,1",
     "aspect_ratios": "1,2,1/2,3,1/3", "interpolated_scale_aspect_ratio": "1", "show": "3", "workers": "1",
     "mask": "0x48790=0xff", "buffer": "input=dumps/ours/input.bin", "stall_timeout": "30",
+    "max_decodes": "0x40",
 }
 BY_COMMAND = {("fingerprint", "offset"): "0x0", ("verify", "offset"): "0",
               ("compare", "tolerance"): "convert_scores=2lsb", ("decode", "offset"): "0", ("decode", "length"): "0x1fc8", ("anchors-gen", "input_size"): "320x320"}
@@ -96,7 +105,8 @@ BAD = {options.names: ",,", options.lanes: "x", options.scale: "1/0", options.ze
        options.positive_ints: "0,1", options.numbers: "one", options.number: "nan", options.register_mask: "=1",
        options.tag_is_file: "input"}
 # The typed options these tests do not feed, and why.
-NOT_FED = {("decode", "top_k"): "classifier mode needs a classifier model the repository does not ship"}
+NOT_FED = {("decode", "top_k"): "classifier mode needs a classifier model the repository does not ship",
+           ("impact", "top_k"): "classifier mode needs a classifier model the repository does not ship"}
 
 
 def _typed_options():

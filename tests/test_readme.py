@@ -5,9 +5,10 @@ Generic on purpose: in a fenced block that is not code (json, python, c), a line
 `$ forensics ` is a command (a trailing `\\` continues it on the next line; `# ...` is a comment). A `$` command
 followed by lines shows its output: the lines up to the next command or the end of the block. A command that
 names a placeholder, a word in CAPITALS such as `FACE_SSD_EDGETPU.tflite` or `runs/OURS_FROM_C` (a file the
-repository cannot ship: a user's own model, image or capture), is skipped; every other command must exit 0 or 1
-(never 2, bad input, or 3, a bug; a command whose optional dependency is not installed is skipped, as its
-one-line message asks for `pip install 'forensics[...]'`). Each page runs in its own copy of the repository's dumps/ (what a fresh clone
+repository cannot ship: a user's own model, image or capture), is skipped; every other command must exit with the
+code the page says: the one of the verdict its shown output prints (`MATCH | ...`, `MISLINKED: ...`), else the one
+a `# exit N` comment on the command gives, else 0 (never 2, bad input, or 3, a bug; a command whose optional
+dependency is not installed is skipped, as its one-line message asks for `pip install 'npu-forensics[...]'`). Each page runs in its own copy of the repository's dumps/ (what a fresh clone
 has), from the top, so a command may use what an earlier command of the same page wrote; `> FILE` sends its
 output to a file as the shell would. Commands run in a subprocess (as a reader types them) with the pages' width
 and no colour; only trailing spaces are normalised (editors strip them).
@@ -87,6 +88,26 @@ def examples(text: str, page: str = "README.md") -> list[Example]:
             current.lines.append(line)
     close()
     return found
+
+
+_EXIT_NOTE = re.compile(r"#\s*exit ([0-9])\b")  # a comment that starts with it: `# exit 1: oversize`
+# A verdict word at the start of a shown line, as `VERDICT | message` or `VERDICT: ...` (link).
+_VERDICT_LINE = re.compile(r"^([A-Z][A-Z ]*[A-Z])(?: \||:)")
+
+
+def expected_exit(example: Example) -> int:
+    """The exit code the page says the command has: its `# exit N` comment, else the verdict its shown output
+    prints, else 0. A page whose shown output holds verdicts of different exit codes must say which with `# exit N`."""
+    from forensics.core.verdict import Verdict
+
+    noted = _EXIT_NOTE.search(example.command)
+    if noted:
+        return int(noted.group(1))
+    words = {v.value: v.exit_code for v in Verdict}
+    codes = {words[m.group(1)] for line in (example.expected or "").splitlines()
+             if (m := _VERDICT_LINE.match(line)) and m.group(1) in words}
+    assert len(codes) <= 1, f"{example.page} line {example.line}: verdicts of exit codes {sorted(codes)}: add `# exit N`"
+    return codes.pop() if codes else 0
 
 
 def is_placeholder(command: str) -> bool:
@@ -181,6 +202,13 @@ def test_parser_reads_blocks():
                      (9, "forensics anchors a --nonuniform   # a comment", None)]
 
 
+def test_each_command_says_its_exit_code():
+    shown = examples("```\n$ forensics diff a b\nDIFFER | 3 records\n$ forensics anchors a   # exit 0: listed\n"
+                     "WARNING | head\nforensics csr a b   # exit 1: differences\nforensics crc a   # not exit 1\n"
+                     "$ forensics link m --check d\nMISLINKED: executable 0\n```\n")
+    assert [expected_exit(e) for e in shown] == [1, 0, 1, 0, 1]
+
+
 def test_placeholders_are_words_in_capitals():
     assert is_placeholder("forensics graph FACE_SSD_EDGETPU.tflite")
     assert is_placeholder("forensics compare runs/OURS_FROM_C runs/ours")
@@ -202,9 +230,11 @@ def test_example_runs_as_written(example, sandboxes):
     sandbox.done = index + 1
     result = sandbox.run(example.command)
     where = f"{example.page} line {example.line}: `{example.command}`"
-    if result.returncode == 2 and "pip install 'forensics[" in result.stderr:  # a DependencyError
+    if result.returncode == 2 and "pip install 'npu-forensics[" in result.stderr:  # a DependencyError
         pytest.skip(f"{where} needs an optional dependency: {result.stderr.strip()}")
-    assert result.returncode in (0, 1), f"{where} exited {result.returncode}:\n{result.stderr}"
+    expected = expected_exit(example)
+    assert result.returncode == expected, f"{where} exited {result.returncode}, the page says {expected}:\n" \
+                                          f"{result.stderr}"
     if example.expected is not None:
         shown = _normalise(result.stdout + result.stderr)
         assert shown == _normalise(example.expected), (

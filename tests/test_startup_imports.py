@@ -10,8 +10,8 @@ import sys
 
 from tests.conftest import REPO
 
-# every module of the package: a group added later (link) is covered without editing this list
-GROUPS = tuple(sorted(p.stem for p in (REPO / "forensics" / "reports").glob("*.py") if p.stem != "__init__"))
+# every group module of the package (`_buffers`, ...): a group added later is covered without editing this list
+GROUPS = tuple(sorted(p.stem for p in (REPO / "forensics" / "reports").glob("_*.py") if p.stem != "__init__"))
 
 
 def _python(code: str) -> dict:
@@ -24,7 +24,7 @@ def _python(code: str) -> dict:
 def test_importing_reports_loads_no_group_module():
     loaded = _python("import json, sys, forensics.reports\n"
                      "print(json.dumps(sorted(m for m in sys.modules if m.startswith('forensics.reports.'))))")
-    assert loaded == []
+    assert loaded == ["forensics.reports.commands"]  # the table (plain data) and no group module
 
 
 def test_every_public_name_resolves_to_its_group_modules_object():
@@ -32,7 +32,7 @@ def test_every_public_name_resolves_to_its_group_modules_object():
         "import importlib, json, forensics.reports as r\n"
         "out = {}\n"
         "for name in r.__all__:\n"
-        "    homes = [g for g in " + repr(GROUPS) + " if name in vars(importlib.import_module('forensics.reports.' + g))]\n"
+        "    homes = [g for g in " + repr(GROUPS + ("base",)) + " if name in vars(importlib.import_module('forensics.reports.' + g))]\n"
         "    out[name] = [g for g in homes if getattr(r, name) is vars(importlib.import_module('forensics.reports.' + g))[name]]\n"
         "print(json.dumps({'found': out, 'dir': sorted(set(r.__all__) - set(dir(r)))}))")
     assert found["dir"] == []
@@ -41,17 +41,29 @@ def test_every_public_name_resolves_to_its_group_modules_object():
     assert missing == [], f"names that are not their group module's object: {missing}"
 
 
-def test_report_functions_named_like_their_module_stay_functions():
-    # csr, decode and diagnose are both a group module and its report function; importing the module first
-    # must not rebind the package's name to the module
+def test_importing_a_group_module_rebinds_no_name_of_the_package():
+    # The case: `import forensics.reports.diagnose` then `.DiagnoseReport` was an AttributeError (a swapped
+    # module class kept the function under the module's name). The group modules are private now: importing
+    # one, in either order, leaves every report function a function and the module reachable by its own name.
     kinds = _python(
         "import json, sys, types\n"
-        "import forensics.reports.csr, forensics.reports.decode, forensics.reports.diagnose, forensics.reports.link\n"
+        "import forensics.reports._csr, forensics.reports._decode, forensics.reports._diagnose\n"
         "import forensics.reports as r\n"
-        "print(json.dumps({n: [callable(getattr(r, n)), isinstance(getattr(r, n), types.ModuleType),\n"
-        "                      getattr(r, n) is getattr(sys.modules['forensics.reports.' + n], n)]\n"
-        "                  for n in ('csr', 'decode', 'diagnose', 'link')}))")
-    assert kinds == {n: [True, False, True] for n in ("csr", "decode", "diagnose", "link")}
+        "import forensics.reports._link\n"
+        "cls = forensics.reports._diagnose.DiagnoseReport\n"
+        "print(json.dumps({'cls': cls is r.DiagnoseReport, 'module_class': type(r).__name__,\n"
+        "                  'kinds': {n: [callable(getattr(r, n)), isinstance(getattr(r, n), types.ModuleType),\n"
+        "                      getattr(r, n) is getattr(sys.modules['forensics.reports._' + n], n)]\n"
+        "                  for n in ('csr', 'decode', 'diagnose', 'link')}}))")
+    assert kinds == {"cls": True, "module_class": "module",
+                     "kinds": {n: [True, False, True] for n in ("csr", "decode", "diagnose", "link")}}
+
+
+def test_no_module_of_the_package_is_named_like_one_of_its_names():
+    from forensics.reports.commands import namespace
+
+    modules = {p.stem for p in (REPO / "forensics" / "reports").glob("*.py")} - {"__init__"}
+    assert modules & set(namespace()) == set()
 
 
 def test_an_unknown_name_is_an_attribute_error():
@@ -67,14 +79,14 @@ def test_diff_of_equal_dumps_loads_only_what_it_uses():
         "print(json.dumps([code, sorted(sys.modules)]))")
     code, modules = loaded
     assert code == 0
-    unwanted = [m for m in modules if m.startswith(("forensics.reports.runs", "forensics.reports.decode",
-                                                    "forensics.reports.model", "forensics.reports.csr",
+    unwanted = [m for m in modules if m.startswith(("forensics.reports._runs", "forensics.reports._decode",
+                                                    "forensics.reports._model", "forensics.reports._csr",
                                                     "forensics.runs", "forensics.decode", "forensics.model.tflite",
                                                     "forensics.csr", "forensics.cli.runs", "rich.table"))
                 and m not in ("forensics.decode", "forensics.decode.modeldumps")]  # the package and the
     # dump-as-tensor helpers diff's rows are annotated through (their model imports stay inside functions)
     assert unwanted == []
-    assert "forensics.reports.buffers" in modules and "forensics.compare.diff" in modules  # the test sees the command run
+    assert "forensics.reports._buffers" in modules and "forensics.compare.diff" in modules  # the test sees the command run
 
 
 def test_a_command_builds_its_own_parser_only():

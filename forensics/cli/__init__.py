@@ -11,72 +11,41 @@ import argparse
 import importlib
 import sys
 
-from forensics import __version__
 from forensics.core.errors import ForensicsError, InputError
 from forensics.core.exitcodes import BROKEN_PIPE as EXIT_BROKEN_PIPE, BUG as EXIT_BUG, ERROR as EXIT_ERROR, \
     INTERRUPTED as EXIT_INTERRUPTED
+from forensics.reports.commands import BY_NAME, COMMANDS
 
 # A closed stdout exits EXIT_BROKEN_PIPE (128 + SIGPIPE), never 0 or 1, which would state a result the reader did
 # not get; run() ends the process by SIGPIPE itself.
 
-# One module per command group; each defines register(subparsers, common_parents).
-COMMAND_MODULES = (  # in the order a bring-up goes: bytes, model, decode, runs, diagnosis, registers
-    "forensics.cli.buffers",
-    "forensics.cli.model",
-    "forensics.cli.decode",
-    "forensics.cli.runs",
-    "forensics.cli.diagnose",
-    "forensics.cli.csr",
-    "forensics.cli.evidence",
-    "forensics.cli.link",  # link: issue 23
-)
+# Everything below is made from the one command table (forensics/reports/commands.py): an entry per command.
+COMMAND_MODULES = tuple(dict.fromkeys(c.cli_module for c in COMMANDS))  # each defines register(subparsers, parents)
 
-# Which module registers which command, so that running one command imports only its module (every
-# command module costs start-up time; `--help` and unknown words still load them all). A test keeps this
-# table equal to what the modules register.
-COMMAND_HOMES = {
-    "crc": "forensics.cli.buffers", "diff": "forensics.cli.buffers", "anchors": "forensics.cli.buffers",
-    "coverage": "forensics.cli.buffers", "hexdump": "forensics.cli.buffers",
-    "graph": "forensics.cli.model", "extract": "forensics.cli.model", "relayout": "forensics.cli.model",
-    "decode": "forensics.cli.decode", "tail": "forensics.cli.decode", "anchors-gen": "forensics.cli.decode",
-    "capture": "forensics.cli.runs", "ingest": "forensics.cli.runs", "compare": "forensics.cli.runs",
-    "export": "forensics.cli.runs",
-    "diagnose": "forensics.cli.diagnose", "simulate": "forensics.cli.diagnose",
-    "csr": "forensics.cli.csr",
-    "import": "forensics.cli.evidence", "fingerprint": "forensics.cli.evidence", "verify": "forensics.cli.evidence",
-    "demo": "forensics.cli.evidence",
-    "link": "forensics.cli.link",  # link: issue 23
-}
-
+# Which module registers which command, so that running one command imports only its module (every command
+# module costs start-up time; `--help` and unknown words still load them all).
+COMMAND_HOMES = {c.name: c.cli_module for c in COMMANDS}
 
 # Every output of every command: (dest, kind) as forensics.io.outputs.check_outputs takes them ("file", "dir"
 # replaced whole, "into" a directory written into, "run" added to in place). main() passes them, with every
 # other path on the command line as the inputs, through that one rule before the command runs; a test keeps
-# this table equal to the parsers' output flags.
-OUTPUT_FLAGS = {
-    "diff": (("plot", "file"), ("heatmap", "file")), "anchors": (("heatmap", "file"),),
-    "graph": (("params_out", "into"),), "extract": (("output", "dir"),), "relayout": (("output", "file"),),
-    "decode": (("draw", "file"),), "tail": (("output", "file"),), "anchors-gen": (("output", "file"),),
-    "capture": (("output", "dir"),), "ingest": (("run", "run"),),
-    "compare": (("html", "file"), ("output", "file"), ("junit", "file")), "export": (("output", "file"),),
-    "simulate": (("output", "file"),), "import": (("output", "file"),), "link": (("out", "file"),),
-}
+# the table equal to the parsers' output flags.
+OUTPUT_FLAGS = {c.name: c.outputs for c in COMMANDS if c.outputs}
 
 
-def _also_written(command: str, dest: str, path: str) -> list[tuple[str, str]]:
-    """Files a command writes beside an output: the summary's CSV and Parquet, a batch page's pair pages."""
+def _also_written(command: str, dest: str, path: str) -> list[tuple[str, str, str]]:
+    """(path, kind, what) a command writes beside an output: the summary's CSV and Parquet, a batch page's pair
+    pages (the table's `beside`); the output's own path is not repeated."""
     import os
 
     stem = os.path.splitext(path)[0]
-    if (command, dest) == ("compare", "output"):
-        return [(stem + ".csv", "file"), (stem + ".parquet", "dir")]
-    if (command, dest) == ("compare", "html"):
-        return [(stem + "_pairs", "into")]
-    return []
+    return [(stem + suffix, kind, what) for suffix, kind, what in BY_NAME[command].beside.get(dest, ())
+            if os.path.normcase(stem + suffix) != os.path.normcase(path)]
 
 
 def check_outputs(parser, args) -> None:
-    """Refuse, before the command runs, an output that would overwrite or change one of its inputs."""
+    """Refuse, before the command runs, an output that would overwrite or change one of its inputs, or be another
+    of its outputs (forensics.io.outputs.check_outputs)."""
     from forensics.io.outputs import check_outputs as check
 
     spell = flag_speller(parser)
@@ -86,7 +55,8 @@ def check_outputs(parser, args) -> None:
         path = getattr(args, dest, None)
         if isinstance(path, str):
             flag = spell(dest) if dest != "run" else "RUN"
-            outputs += [(path, kind, flag)] + [(p, k, flag) for p, k in _also_written(args.command, dest, path)]
+            outputs += [(path, kind, flag)] + [(p, k, f"{flag} ({what})")
+                                               for p, k, what in _also_written(args.command, dest, path)]
     if not outputs:
         return
     inputs = []
@@ -116,6 +86,28 @@ _CLI_ONLY = frozenset({"json", "traceback", "width", "color", "handler", "comman
 def options(args, *positional: str) -> dict:
     """The report function's keywords from the parsed arguments (all but the CLI's own and `positional`)."""
     return {k: v for k, v in vars(args).items() if k not in _CLI_ONLY and k not in positional}
+
+
+def call_report(args, out) -> int:
+    """The handler of a command whose parser sets none of its own: the table entry's report function, given the
+    entry's positional arguments in order (`*name` spread) and every other parsed option as a keyword, with a
+    progress bar when the entry names one; then shown."""
+    from forensics import reports
+
+    command = BY_NAME[args.command]
+    positional, names = [], []
+    for name in command.positional:
+        names.append(name.lstrip("*"))
+        value = getattr(args, names[-1])
+        positional += list(value or ()) if name.startswith("*") else [value]
+    function, keywords = getattr(reports, command.function), options(args, *names)
+    if command.progress is None:
+        return show(function(*positional, **keywords), args, out)
+    from forensics.render.progress import progress_for
+
+    with progress_for(out, args, **command.progress) as progress:
+        report = function(*positional, progress=progress, **keywords)
+    return show(report, args, out)
 
 
 def show(report, args, out) -> int:
@@ -152,14 +144,58 @@ def _command_parser(parser: argparse.ArgumentParser, command: str | None):
 
 
 def common_parents() -> list[argparse.ArgumentParser]:
-    """Flags every command takes: --json and --traceback."""
+    """Flags every command takes: --json, --width, --color / --no-color (and --traceback, for bug reports)."""
+    from forensics.render.console import PIPED_WIDTH  # the console's own default, said as it is
+
     common = ArgumentParser(add_help=False)
     common.add_argument("--json", action="store_true", help="print a JSON object instead of tables")
     common.add_argument("--traceback", action="store_true", help=argparse.SUPPRESS)
-    common.add_argument("--width", type=int, default=None, help=argparse.SUPPRESS)
-    common.add_argument("--color", dest="color", action="store_true", default=None, help=argparse.SUPPRESS)
-    common.add_argument("--no-color", dest="color", action="store_false", help="no colours in tables")
+    common.add_argument("--width", type=_width, default=None, metavar="COLUMNS",
+                        help=f"lay tables out this many columns wide (default: the terminal's width; "
+                             f"{PIPED_WIDTH} when the output is piped or redirected)")
+    common.add_argument("--color", dest="color", action="store_true", default=None,
+                        help="colours even when the output is piped or redirected")
+    common.add_argument("--no-color", dest="color", action="store_false",
+                        help="no colours (default: colours on a terminal only)")
     return [common]
+
+
+def _width(text: str) -> int:
+    from forensics.cli.args import positive_int
+
+    width = positive_int(text)
+    if width < MIN_WIDTH:
+        raise argparse.ArgumentTypeError(f"at least {MIN_WIDTH} columns, got {width}")
+    return width
+
+
+MIN_WIDTH = 40  # --width: narrower, a table has no room for its columns
+
+DISTRIBUTION = "npu-forensics"  # the name on the package index (`pip install npu-forensics`); the package is forensics
+
+
+def version() -> str:
+    """`forensics 0.2.0 (npu-forensics)`: the installed distribution's version, from its metadata; from the
+    package itself when it runs without being installed (PYTHONPATH=a clone)."""
+    from importlib import metadata
+
+    try:
+        return f"forensics {metadata.version(DISTRIBUTION)} ({DISTRIBUTION})"
+    except metadata.PackageNotFoundError:
+        from forensics import __version__
+
+        return f"forensics {__version__} (not installed as {DISTRIBUTION}: run from its source)"
+
+
+class _Version(argparse.Action):
+    """--version, worked out when asked for (importlib.metadata costs start-up time every command would pay)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):  # noqa: A002
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, _option_string=None):
+        sys.stdout.write(version() + "\n")
+        parser.exit()
 
 
 class _Skipped:
@@ -184,12 +220,16 @@ class _OnlyCommand:
 
 def build_parser(command: str | None = None) -> ArgumentParser:
     """The parser with every command, or (when `command` is a known command) that command's alone."""
+    from forensics.render.console import PIPED_WIDTH
+
     parser = ArgumentParser(
         prog="forensics",
         description="Differential debugging of NPU output buffers (Google Coral Edge TPU).",
-        epilog="Exit codes: 0 same/ok, 1 differences found, 2 usage or input error.",
+        epilog="Exit codes: 0 same/ok, 1 differences found, 2 usage or input error. Every command takes --json "
+               f"(one JSON document), --width COLUMNS (default: the terminal's width; {PIPED_WIDTH} when piped) "
+               "and --no-color.",
     )
-    parser.add_argument("--version", action="version", version=f"forensics {__version__}")
+    parser.add_argument("--version", action=_Version, help="the version installed, and the distribution's name")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=ArgumentParser)
     parents = common_parents()
     if command in COMMAND_HOMES:
@@ -198,6 +238,32 @@ def build_parser(command: str | None = None) -> ArgumentParser:
         for name in COMMAND_MODULES:
             importlib.import_module(name).register(subparsers, parents)
     return parser
+
+
+def _closest(word: str, choices) -> str:
+    """`; did you mean X?` for the choice closest to a mistyped word, or nothing when none is close."""
+    import difflib
+
+    found = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f"; did you mean {found[0]}?" if found else ""
+
+
+def parse(argv: list[str]):
+    """(parser, parsed arguments). A mistyped command or flag is one UsageError that names the closest command
+    or flag, and the help of the command it was given to (`forensics diff --help`, not `forensics --help`)."""
+    first = argv[0] if argv else None
+    if first is not None and not first.startswith("-") and first not in BY_NAME:
+        raise UsageError(f"forensics: unknown command {first!r}{_closest(first, BY_NAME)} (see forensics --help)")
+    parser = build_parser(first)
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        command = _command_parser(parser, args.command)
+        where = command if command is not None else parser
+        flags = [s for action in where._actions for s in action.option_strings if s.startswith("--")]
+        unknown = next((word.partition("=")[0] for word in extras if word.startswith("-")), None)
+        hint = _closest(unknown, flags) if unknown else ""
+        raise UsageError(f"{where.prog}: unrecognized arguments: {' '.join(extras)}{hint} (see {where.prog} --help)")
+    return parser, args
 
 
 class _notices_to:  # noqa: N801 - a context manager
@@ -240,9 +306,8 @@ def main(argv=None, stdout=None, stderr=None) -> int:
     stdout = stdout if stdout is not None else sys.stdout
     stderr = stderr if stderr is not None else sys.stderr
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(argv[0] if argv else None)
     try:
-        args = parser.parse_args(argv)
+        parser, args = parse(argv)
     except UsageError as exc:
         from forensics.render.console import safe_line  # a flag's value is input: escaped, bounded
 
@@ -250,9 +315,11 @@ def main(argv=None, stdout=None, stderr=None) -> int:
         return EXIT_ERROR
     except SystemExit as exc:  # --help / --version
         return int(exc.code or 0)
-    if not getattr(args, "handler", None):
+    if args.command is None:
         parser.print_help(stdout)
         return EXIT_ERROR
+    if getattr(args, "handler", None) is None:  # the table's call: the entry's report function
+        args.handler = call_report
     from forensics.render.console import Output  # after parsing: `--help` and usage errors need no renderer
 
     out = Output(stdout, stderr, width=args.width, color=args.color)
@@ -266,7 +333,7 @@ def main(argv=None, stdout=None, stderr=None) -> int:
 
             traceback.print_exc(file=stderr)
         spell = flag_speller(_command_parser(parser, args.command))
-        out.error(f"forensics {args.command}: error: {exc.worded(spell)}")
+        out.error(f"forensics {args.command}: error: {_swapped(args, argv, exc) or exc.worded(spell)}")
         return EXIT_ERROR
     except KeyboardInterrupt:
         out.error("forensics: interrupted")
@@ -285,6 +352,46 @@ def main(argv=None, stdout=None, stderr=None) -> int:
         out.error(f"forensics {args.command}: internal error (a bug, please report it with --traceback): "
                   f"{type(exc).__name__}: {exc}")
         return EXIT_BUG
+
+
+_MODEL_DESTS = ("model", "check_model")  # the arguments that name a .tflite, wherever a command also takes dumps
+
+
+def _is_tflite(path) -> bool:
+    """A TFLite flatbuffer: its file identifier, bytes 4-7, is TFL3 (schema.fbs). Only a regular file is opened
+    (a FIFO would wait for a writer)."""
+    import os
+
+    try:
+        if not os.path.isfile(path):
+            return False
+        with open(path, "rb") as fh:
+            return fh.read(8)[4:8] == b"TFL3"
+    except (OSError, TypeError, ValueError):
+        return False
+
+
+def _swapped(args, argv: list[str], exc) -> str | None:
+    """When the error is about the file given as the model, that file is no TFLite model and another file of the
+    command line is one: the two were given in swapped order. Say so, with the command line that has them the
+    other way round (the two words exchanged: it runs as printed), instead of the model reader's complaint about a
+    file identifier."""
+    import os
+    import shlex
+
+    given = {getattr(args, dest, None) for dest in _MODEL_DESTS} - {None}
+    failed = getattr(exc, "path", None)
+    if failed is None or failed not in given or _is_tflite(failed):
+        return None
+    paths = [v for k, v in vars(args).items() if k not in _CLI_ONLY and k not in _MODEL_DESTS
+             for v in (v if isinstance(v, (list, tuple)) else [v]) if isinstance(v, str) and os.path.isfile(v)]
+    models = [path for path in dict.fromkeys(paths) if path != failed and _is_tflite(path)]
+    if len(models) != 1 or argv.count(failed) != 1 or argv.count(models[0]) != 1:
+        return None
+    other = models[0]
+    fixed = [other if word == failed else failed if word == other else word for word in argv]
+    return (f"{failed} is not a TFLite model but {other} is: the model and the dump look swapped; the other way round: "
+            f"forensics {shlex.join(fixed)}")
 
 
 def _closed_stdout(stream=None) -> int:

@@ -32,7 +32,7 @@ def cli_type(grammar: str):
     def parse(text: str):
         return _grammar(grammar, text)
 
-    parse.__name__ = parse.__qualname__ = grammar
+    parse.__name__ = grammar  # argparse names the type in its error: "invalid size value"
     return parse
 
 

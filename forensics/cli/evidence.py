@@ -1,4 +1,4 @@
-"""CLI for driver-side evidence: import (text dump -> .bin), fingerprint, verify (a driver log vs files), demo
+"""CLI for driver-side evidence: import (text dump -> .bin), fingerprint, verify (a driver log vs files)
 (arguments -> forensics.reports -> render)."""
 
 from __future__ import annotations
@@ -33,12 +33,6 @@ def cmd_verify(args, out) -> int:
     from forensics import reports
 
     return show(reports.verify(args.log, *args.files, **options(args, "log", "files")), args, out)
-
-
-def cmd_demo(args, out) -> int:
-    from forensics import reports
-
-    return show(reports.demo(), args, out)
 
 
 def _text_formats() -> tuple:
@@ -90,10 +84,3 @@ def register(subparsers, parents) -> None:
     p.add_argument("--page", type=positive_int, default=4096, metavar="BYTES", help="page size (default 4096)")
     add_slice_flags(p)
     p.set_defaults(handler=cmd_verify)
-
-    p = subparsers.add_parser(
-        "demo", parents=parents, help="the story on the bundled dumps, step by step (no bash needed)",
-        description="Runs crc, diff, anchors and diagnose on the bundled dumps (dumps/ours, dumps/libedgetpu, "
-                    "dumps/broken) and says what each step shows.")
-    p.set_defaults(handler=cmd_demo)
-

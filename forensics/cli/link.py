@@ -19,9 +19,12 @@ def register(subparsers, parents) -> None:
                     "map, every patch-table field). --executable E: write bitstream K of executable E linked "
                     "exactly as libedgetpu links it (addresses decimal or 0x-hex, up to 64 bits, one per batch). "
                     "--parameters: write the parameter bytes the caching executable expects. --check DUMP: which "
-                    "executable and bitstream a driver's dump is, the addresses it holds, and its link bugs "
-                    "(byte_aligned, unlinked, aliased, halves_swapped, unexpected, corrupted, truncated); a "
-                    "parameter buffer is MATCH or DIFFER. Exit 0 LINKED / MATCH, 1 otherwise, 2 bad input.",
+                    "executable and bitstream a driver's dump is, the addresses it holds (every field read as the chip "
+                    "reads it and as 4 whole bytes at offset_bit / 8), and its link bugs (byte_aligned, "
+                    "illegal_address, inconsistent, unlinked, aliased, halves_swapped, unexpected, corrupted, "
+                    "truncated); a parameter buffer is MATCH or DIFFER. A layer is named by its name, the short "
+                    "form forensics prints, a unique part of it or its index. Exit 0 LINKED / MATCH, 1 otherwise, "
+                    "2 bad input.",
         epilog="Verdicts: LINKED, MISLINKED, FOREIGN (none of this model's bitstreams); MATCH / DIFFER for a "
                "parameter buffer.")
     p.add_argument("model", metavar="MODEL", help="the Edge TPU .tflite")
@@ -38,7 +41,8 @@ def register(subparsers, parents) -> None:
     p.add_argument("--scratch", metavar="ADDR", help="the scratch buffer's address (linked only when given)")
     p.add_argument("--allow-unlinked", action="store_true", help="leave fields of layers not given as compiled")
     p.add_argument("--expect", action="append", metavar="KIND:NAME=ADDR",
-                   help="with --check: an address the driver meant (KIND input/output/parameter/scratch)")
+                   help="with --check: an address the driver meant (KIND input/output/parameter/scratch), once per "
+                        "buffer")
     p.add_argument("-o", "--out", metavar="OUT", help="the file to write")
     p.add_argument("--force", action="store_true", help="replace OUT if it exists")
     p.set_defaults(handler=cmd_link)

@@ -66,7 +66,12 @@ def register(subparsers, parents) -> None:
                           "accelerator's outputs, raw chip layout or tensor)")
     p.add_argument("-o", "--output", required=True, metavar="RUN",
                    help="the run directory to create (with --images: the folder of runs)")
-    p.add_argument("--source", default="litert", metavar="NAME", help="the run's source name (default litert)")
+    p.add_argument("--source", default=None, metavar="NAME",
+                   help="the run's source name (default: the --runtime, litert)")
+    p.add_argument("--runtime", default=None, metavar="NAME|all",
+                   help="the reference to run in: litert (default delegates off, the default), litert-xnnpack "
+                        "(its default delegates, XNNPACK), tflite-runtime (where installed; needs numpy < 2), or "
+                        "all: one run per runtime this machine has, as RUN/<runtime> (docs/repeat.md)")
     p.add_argument("--resampling", choices=RESAMPLING, default="lanczos",
                    help="how --image is resized (default lanczos, as pycoral's examples)")
     p.add_argument("--tail-only", action="store_true",
@@ -79,8 +84,10 @@ def register(subparsers, parents) -> None:
     p = subparsers.add_parser(
         "ingest", parents=parents, help="bring a driver's dumps into a run (STAGE[:TENSOR]=FILE)",
         description="Copy dumps into the run RUN (created when missing), each with size and CRC32. Stages: params, "
-                    "input, raw, tensor, dequantized, detections. Without :TENSOR the buffer is named after its "
-                    "stage. With --model, raw Edge TPU output layers are also relayouted into the tensor stage.")
+                    "instructions, image, input, raw, tensor, dequantized, detections; log[:NAME]=FILE is the "
+                    "driver's log. Without :TENSOR the buffer is named after its stage. With --model, raw Edge TPU "
+                    "output layers are also relayouted (into tensor, or beside the driver's own tensor as "
+                    "relayouted). A buffer the run holds is replaced only with --replace.")
     p.add_argument("run", metavar="RUN")
     p.add_argument("buffers", nargs="+", metavar="STAGE[:TENSOR]=FILE", help="the dumps; with --from, the one file")
     p.add_argument("--source", default=None, metavar="NAME",
@@ -89,6 +96,8 @@ def register(subparsers, parents) -> None:
                    help="the one FILE is an .npz archive or a Polygraphy RunResults JSON: bring in every array "
                         "(names STAGE:TENSOR; other names become tensor buffers)")
     p.add_argument("--model", metavar="MODEL", help="the model the dumps belong to (sha256, layouts, relayout)")
+    p.add_argument("--replace", action="store_true",
+                   help="replace a buffer or log the run already holds (refused without: evidence is kept)")
     add_slice_flags(p)
     p.set_defaults(handler=cmd_ingest)
 
@@ -120,8 +129,15 @@ def register(subparsers, parents) -> None:
     p.add_argument("--tolerance", type=_tolerance_arg, action="append", default=None, metavar="K|TENSOR=SPEC",
                    help="K: every integer buffer may differ by K LSB (= --atol Klsb); TENSOR=SPEC (repeatable): "
                         "this tensor's tolerance, e.g. convert_scores=1lsb or Squeeze1=atol=0.01,check=p99")
+    p.add_argument("--tolerance-from", nargs="+", default=None, metavar="RUN",
+                   help="reference runs of the same model and input (capture --runtime all), or their folder: "
+                        "each tensor's tolerance is their measured spread (forensics tolerance); put it after "
+                        "RUN_A RUN_B")
     p.add_argument("--labels", metavar="FILE", help="class names for the detections (one per line)")
     p.add_argument("--junit", metavar="OUT.xml", help="also write a JUnit XML report: one test case per (stage, tensor)")
+    p.add_argument("--impact", action="store_true",
+                   help="also say which differing anchors change the detections after NMS (forensics impact; with "
+                        "--model/--deps or run A's model)")
     add_tolerance_flags(p)
     p.set_defaults(handler=cmd_compare)
 
@@ -132,4 +148,6 @@ def register(subparsers, parents) -> None:
     p.add_argument("run", metavar="RUN")
     p.add_argument("--format", required=True, choices=("npz", "polygraphy"))
     p.add_argument("-o", "--output", required=True, metavar="FILE")
+    p.add_argument("--allow-changed", action="store_true",
+                   help="export buffers whose bytes no longer match the manifest (refused without; each is named)")
     p.set_defaults(handler=cmd_export)

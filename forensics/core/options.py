@@ -387,6 +387,7 @@ GRAMMARS = {
     "aspect_ratios": numbers, "names": two_names, "score_threshold": number, "interpolated_scale_aspect_ratio": number,
     "show": integer, "pad_byte": byte_value, "mask": each(register_mask), "buffer": each(tag_is_file),
     "input": each(name_is_file), "stall_timeout": scale, "executable": non_negative, "bitstream": non_negative,
+    "max_decodes": positive,
 }
 
 

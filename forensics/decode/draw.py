@@ -14,7 +14,7 @@ def draw_detections(image_path, output, report, *, score_threshold: float | None
     try:
         from PIL import Image, ImageDraw, UnidentifiedImageError
     except ImportError:
-        raise DependencyError("{draw} needs Pillow: pip install 'forensics[images]'", params=True) from None
+        raise DependencyError("{draw} needs Pillow: pip install 'npu-forensics[images]'", params=True) from None
     from forensics.io.outputs import atomic_write
 
     if report.letterbox is None:

@@ -21,13 +21,39 @@ def image_size(path) -> tuple[int, int]:
     try:
         from PIL import Image, UnidentifiedImageError
     except ImportError:
-        raise DependencyError("{image} needs Pillow: pip install 'forensics[images]'", params=True) from None
+        raise DependencyError("{image} needs Pillow: pip install 'npu-forensics[images]'", params=True) from None
     try:
         with Image.open(path) as img:
             return int(img.width), int(img.height)
     except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError) as exc:
         raise InputError(f"cannot read the image: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}",
                          path) from None
+
+
+def detection_row(det, *, label=None, score_quant=None, input_size=None, letterbox=None) -> dict:
+    """One kernel row as the decode's table and JSON show it: label, byte x scale, model and image boxes."""
+    row = det.to_dict()
+    row["label"] = label
+    if det.score_code is not None and score_quant is not None:
+        row["score_dequantization"] = {"byte": det.score_code, "scale": score_quant.scale,
+                                       "zero_point": score_quant.zero_point}
+    if input_size is not None:
+        w, h = input_size
+        ymin, xmin, ymax, xmax = det.box
+        row["model_box"] = {"xmin": xmin * w, "ymin": ymin * h, "xmax": xmax * w, "ymax": ymax * h}
+    if letterbox is not None:
+        row["image_box"] = letterbox.to_image(det.box)
+    return row
+
+
+def letterbox_for(image_wh, input_size) -> Letterbox | None:
+    """The letterbox of an image of `image_wh` (None: no image) into the model input `input_size`."""
+    if image_wh is None:
+        return None
+    if input_size is None:
+        raise InputError("an image size needs the model's input size: give {input_size:WxH} (Edge TPU "
+                         "segments take feature maps, so their graphs do not say)", params=True)
+    return Letterbox(int(image_wh[0]), int(image_wh[1]), int(input_size[0]), int(input_size[1]))
 
 
 @dataclass(frozen=True)
@@ -49,21 +75,9 @@ class DecodeReport:
 
     def rows(self) -> list[dict]:
         """Each kernel row with what the table and JSON add: label, byte x scale, model and image boxes."""
-        out = []
-        q = self.result.scores_quant
-        for det in self.result.detections:
-            row = det.to_dict()
-            row["label"] = self.label(det.class_id)
-            if det.score_code is not None and q is not None:
-                row["score_dequantization"] = {"byte": det.score_code, "scale": q.scale, "zero_point": q.zero_point}
-            if self.input_size is not None:
-                w, h = self.input_size
-                ymin, xmin, ymax, xmax = det.box
-                row["model_box"] = {"xmin": xmin * w, "ymin": ymin * h, "xmax": xmax * w, "ymax": ymax * h}
-            if self.letterbox is not None:
-                row["image_box"] = self.letterbox.to_image(det.box)
-            out.append(row)
-        return out
+        return [detection_row(det, label=self.label(det.class_id), score_quant=self.result.scores_quant,
+                              input_size=self.input_size, letterbox=self.letterbox)
+                for det in self.result.detections]
 
     def in_image_space(self, rows: list[dict]) -> list[dict]:
         """Another decode's rows (an `--overlay` source) with `image_box` added through this decode's
@@ -122,12 +136,7 @@ def decode_dumps(deps: DecodeDeps, boxes_path, scores_path, *, layout: str = "au
     if image is not None:
         image_path = os.fspath(image)
         image_wh = image_size(image_path)
-    letterbox = None
-    if image_wh is not None:
-        if input_size is None:
-            raise InputError("an image size needs the model's input size: give {input_size:WxH} (Edge TPU "
-                             "segments take feature maps, so their graphs do not say)", params=True)
-        letterbox = Letterbox(int(image_wh[0]), int(image_wh[1]), int(input_size[0]), int(input_size[1]))
+    letterbox = letterbox_for(image_wh, input_size)
     labels = read_labels(labels_path) if labels_path is not None else None
     replay_result = None
     if replay:

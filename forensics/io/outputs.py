@@ -5,7 +5,8 @@ run (check_outputs, which every command's outputs pass), the current directory (
 non-empty directory that is not an output of the same kind is refused before any work, and a write that fails
 (a full disk, a file size limit) is one InputError naming the output with nothing left behind. Devices, FIFOs
 and the process's own streams are written directly; a symbolic link keeps pointing to the file written.
-Writers of one output take turns (exclusive), and the next writer cleans up after one that was killed.
+Writers of one output take turns (exclusive), and the next writer cleans up after one that was killed: the
+temporary names this module gives (`.NAME.<random>.tmp`), never anything else.
 """
 
 from __future__ import annotations
@@ -133,13 +134,15 @@ def check_outputs(outputs, inputs) -> None:
       on a case-insensitive file system: os.path.samefile compares the files themselves);
     - lies inside a run or a deps directory that is an input, holds an input, or lies within an input
       directory: every file there is an input, and a report written into a run changes it;
-    - is a directory that will be replaced whole (kind "dir") and holds an input.
+    - is a directory that will be replaced whole (kind "dir") and holds an input;
+    - is another output of the same command (check_distinct).
 
     `outputs`: (path, kind, flag) with kind "file" (a file written), "dir" (a directory replaced whole),
     "into" (a directory files are written into) or "run" (a run added to in place, which never removes a file
     before its new manifest is in); `flag` names the output in messages (None: the path alone). `inputs`:
     paths; missing ones and URLs are skipped.
     """
+    check_distinct(outputs)
     inputs = [os.fspath(i) for i in inputs if i is not None]
     inputs = [i for i in inputs if "://" not in i and os.path.lexists(i)]
     if not inputs:
@@ -170,6 +173,34 @@ def check_outputs(outputs, inputs) -> None:
             if kind == "dir" and _within(item_real, real):
                 raise InputError(f"holds the input {item}: {named}would replace this directory with it; choose "
                                  "another directory", output)
+
+
+def check_distinct(outputs) -> None:
+    """Refuse two outputs of one command that are one file: the same path after links and case (`--html X
+    --junit X`, or `-o s.csv --html s.parquet` where the summary writes s.parquet beside s.csv), or one inside a
+    directory another replaces whole. Each would overwrite the other while both said "wrote". Devices, FIFOs
+    and the process's own streams are written through, never replaced: `--html /dev/null --junit /dev/null`
+    is fine. `outputs` as check_outputs takes them."""
+    seen = []
+    for output, kind, flag in outputs:
+        if output is None or "://" in os.fspath(output):
+            continue
+        output = os.fspath(output)
+        if kind == "file" and _written_through(output):
+            continue
+        real = _real(output)
+        for other, other_kind, other_flag, other_real in seen:
+            if real == other_real:
+                clash = f"is the output of both {other_flag or other} and {flag or output}"
+            elif other_kind == "dir" and _within(real, other_real):
+                clash = f"({flag or 'an output'}) is inside {other}, which {other_flag or 'another output'} replaces"
+            elif kind == "dir" and _within(other_real, real):
+                clash = f"({flag or 'an output'}) holds {other}, the output of {other_flag or 'another output'}"
+            else:
+                continue
+            raise InputError(f"{clash}: two outputs of one command are never one file; choose another path for "
+                             "one of them", output)
+        seen.append((output, kind, flag, real))
 
 
 def _check_existing_output(path: str, *, directory: bool) -> None:
@@ -253,23 +284,50 @@ def atomic_write(path, mode: str = "wb", *, durable: bool = False):
         return
     check_writable(target)
     directory = os.path.dirname(os.path.abspath(target))
+    with exclusive(target):  # one writer at a time: what is left beside the output is no live writer's
+        for stale in stale_temporaries(target):
+            with contextlib.suppress(OSError):
+                os.unlink(stale)
+        try:
+            fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(target) + ".", suffix=".tmp", dir=directory)
+        except OSError as exc:
+            raise _write_failed(exc, path) from None
+        try:
+            with contextlib.suppress(OSError):
+                os.chmod(tmp, _usual_mode(0o666))
+            with os.fdopen(fd, mode) as fh:
+                yield fh
+                if durable:
+                    fh.flush()
+                    os.fsync(fh.fileno())
+            os.replace(tmp, target)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
+
+# The temporary file atomic_write makes beside an output: `.NAME.` + tempfile's 8 random characters + `.tmp`.
+_TEMPORARY = re.compile(r"[a-z0-9_]{8}\.tmp")
+
+
+def stale_temporaries(path) -> list[str]:
+    """The temporary files a killed writer of the file output `path` left beside it (`.NAME.k3j_x9q2.tmp`: this
+    project's own name for them, and regular files only), which the next write to `path` removes under the
+    writer's lock. Nothing else is ever touched: not another output's, not a user's `.NAME.backup.tmp`."""
+    path = os.path.abspath(os.fspath(path))
+    parent, name = os.path.split(path)
+    prefix = "." + name + "."
     try:
-        fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(target) + ".", suffix=".tmp", dir=directory)
-    except OSError as exc:
-        raise _write_failed(exc, path) from None
-    try:
+        names = [n for n in os.listdir(parent) if n.startswith(prefix) and _TEMPORARY.fullmatch(n[len(prefix):])]
+    except OSError:
+        return []
+    found = []
+    for n in names:
         with contextlib.suppress(OSError):
-            os.chmod(tmp, _usual_mode(0o666))
-        with os.fdopen(fd, mode) as fh:
-            yield fh
-            if durable:
-                fh.flush()
-                os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+            if stat.S_ISREG(os.lstat(os.path.join(parent, n)).st_mode):
+                found.append(os.path.join(parent, n))
+    return sorted(found)
 
 
 def check_writable(path) -> None:

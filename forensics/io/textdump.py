@@ -1019,13 +1019,6 @@ def read_text_dump(path: str, *, fmt: str = "auto", gap_fill: int | None = None)
     return _decode(open_lines, path=path, fmt=fmt, gap_fill=gap_fill, encoding=encoding)
 
 
-def read_text_file(path: str, what: str) -> tuple[str, str]:
-    """(text, encoding) of a whole text file (UTF-8, or UTF-16); `what` names it in the errors ("a driver log").
-    Prefer text_lines, which holds one line at a time."""
-    open_lines, encoding = text_lines(path, what)
-    return "\n".join(open_lines()), encoding
-
-
 def text_lines(path: str, what: str):
     """(open_lines, encoding) of a text file of at most MAX_TEXT_FILE bytes: `open_lines()` reads it afresh,
     one line at a time (as str.splitlines() splits), so memory does not grow with the file. Text is UTF-8

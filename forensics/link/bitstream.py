@@ -8,6 +8,12 @@ the parameter address (when it has parameters), each mapped input, each mapped o
 first, bit k of the value to bit (offset_bit + k) % 8 of byte (offset_bit + k) / 8; the other bits stay.
 Inputs and outputs are matched by layer name, and by `batch` into the list of addresses given for that name.
 The code here is our own; c/forensics_run.h `fr_link_u32` writes the same bits.
+
+The check reads every field twice: as the chip reads it (those 32 bits) and as the 4 whole bytes at
+offset_bit / 8, which is what a driver that memcpy's each field wrote (the story's driver: PatchVAs in
+npu_driver's include/apex_model_fb.hpp). On real models every field starts at bit 6 and the 6 instruction bits
+such a write overwrites are 0, so page-aligned addresses written that way change no bit outside the fields:
+only the address format (forensics.link.address) and overlapping buffers tell the two readings apart.
 """
 
 from __future__ import annotations
@@ -18,15 +24,19 @@ import numpy as np
 
 from forensics.compare.crc import crc32, format_crc
 from forensics.core.errors import FormatError, InputError
+from forensics.core.judgement import Judgement, Reason
 from forensics.core.verdict import Verdict
+from forensics.link import address as va
+from forensics.link.describe import finding_text, listed, note_text, quote as _quote, short
+from forensics.link import describe
 
 KINDS = ("input", "output", "parameter", "scratch")
 DESC_KINDS = {"BASE_ADDRESS_INPUT_ACTIVATION": "input", "BASE_ADDRESS_OUTPUT_ACTIVATION": "output",
               "BASE_ADDRESS_PARAMETER": "parameter", "BASE_ADDRESS_SCRATCH": "scratch"}
 U32 = 0xFFFFFFFF
 U64 = (1 << 64) - 1
-# A dump is this executable's bitstream when this share of the bytes outside every field is the model's:
-# byte-aligned writes touch one byte per field, while two real models' bitstreams agree on at most ~77%.
+# A dump is this executable's bitstream when this share of its bytes is the model's outside every field (and the
+# bits a byte-aligned write of a field overwrites): two real models' bitstreams agree on at most ~77%.
 IDENTIFY = 0.95
 LINKED, MISLINKED, FOREIGN, MATCH, DIFFER = (Verdict.LINKED, Verdict.MISLINKED, Verdict.FOREIGN, Verdict.MATCH,
                                              Verdict.DIFFER)  # a parameter buffer: MATCH / DIFFER
@@ -59,23 +69,18 @@ def read_u32(buf, offset_bit: int) -> int:
 
 
 def parse_address(text) -> int:
-    """A device address: decimal or 0x-hex (underscores allowed), 0 .. 2**64 - 1."""
-    if isinstance(text, int) and not isinstance(text, bool):
-        value = text
-    else:
-        s = str(text).strip().replace("_", "")
-        try:
-            value = int(s, 16) if s.lower().startswith("0x") else int(s, 10)
-        except ValueError:
-            raise InputError(f"not an address: {_quote(text)} (decimal or 0x-hex, up to 64 bits)") from None
+    """A device address: decimal or 0x-hex (underscores allowed), 0 .. 2**64 - 1, in the one ASCII number
+    grammar (forensics.core.options.integer: `٤٠٩٦` is no address)."""
+    from forensics.core.options import integer
+
+    try:
+        value = integer(text.strip() if isinstance(text, str) else text)
+    except ValueError:
+        raise InputError(f"not an address: {_quote(text, 80)} (decimal or 0x-hex in ASCII digits, up to 64 bits)") \
+            from None
     if not 0 <= value <= U64:
-        raise InputError(f"address {_quote(text)} does not fit in 64 bits")
+        raise InputError(f"address {_quote(text, 80)} does not fit in 64 bits")
     return value
-
-
-def _quote(text) -> str:
-    s = _printable(str(text)[:80])
-    return repr(s) if len(str(text)) <= 80 else repr(s) + "..."
 
 
 def parse_named(text: str) -> tuple[str, list[int]]:
@@ -166,6 +171,51 @@ def _layers(exe, kind: str) -> dict:
     return {layer.name: layer for layer in (exe.input_layers if kind == "input" else exe.output_layers)}
 
 
+LISTED = 16  # an error lists at most this many layers (link --plan lists them all)
+
+
+def _choices(exe, kind: str, names) -> str:
+    order = [layer.name for layer in (exe.input_layers if kind == "input" else exe.output_layers)]
+    shown = [f"{order.index(n)} {listed(n)}" for n in names[:LISTED]]
+    more = f", and {len(names) - LISTED} more ({{plan}} lists them)" if len(names) > LISTED else ""
+    return ", ".join(shown).replace("{", "{{").replace("}", "}}") + more
+
+
+def resolve_layer(exe, kind: str, text) -> str:
+    """The full name of the `kind` layer `text` names: the name itself, the short form forensics prints
+    (`...expanded_conv_13/expand/Relu6 (+fused)`), the layer's index in the executable (as --plan lists it) or a
+    part of one name only, tried in that order. An InputError lists the layers (whole or short, with their
+    index) when none or several match."""
+    order = [layer.name for layer in (exe.input_layers if kind == "input" else exe.output_layers)]
+    text = str(text)
+    if text in order:
+        return text
+    said = _quote(text).replace("{", "{{").replace("}", "}}")
+    where = f"executable {exe.index} ({exe.type})"
+    core, fused = text, None
+    if core.endswith(" (+fused)"):
+        core, fused = core[:-len(" (+fused)")], True
+    tail = core.startswith("...")
+    core = core[3:] if tail else core
+    hits: list = []
+    if (tail or fused) and core:
+        hits = [n for n in order
+                if (n.split(";")[0].endswith(core) if tail else n.split(";")[0] == core)
+                and (fused is None or (";" in n) == fused)]
+    if not hits and text.isascii() and text.isdigit() and int(text) < len(order):
+        return order[int(text)]
+    if not hits:
+        hits = [n for n in order if text and text in n]
+    if len(hits) == 1:
+        return hits[0]
+    if hits:
+        raise InputError(f"{kind} {said} matches {len(hits)} {kind} layers of {where}: "
+                         f"{_choices(exe, kind, hits)}; give more of the name, or its index", params=True)
+    have = _choices(exe, kind, order) if order else "none"
+    raise InputError(f"{where} has no {kind} layer {said} (give a name, the short form forensics prints, "
+                     f"a unique part of a name or its index; its {kind}s: {have})", params=True)
+
+
 # --- the plan ------------------------------------------------------------------------------------------------
 
 def _layer_entry(layer, batch_size: int) -> dict:
@@ -248,15 +298,14 @@ def link(exe, bitstream: int = 0, *, inputs=None, outputs=None, parameter: int |
     (those fields keep the model's bits)."""
     if not 0 <= bitstream < len(exe.bitstream_sizes):
         raise InputError(f"executable {exe.index} has no bitstream {bitstream} (it has {len(exe.bitstream_sizes)})")
-    given = {kind: {name: [parse_address(a) for a in addrs] for name, addrs in (names or {}).items()}
-             for kind, names in (("input", inputs), ("output", outputs))}
-    for kind, names in given.items():
-        layers = _layers(exe, kind)
-        for name in names:
-            if name not in layers:
-                have = ", ".join(_printable(n) for n in sorted(layers)) or "none"
-                raise InputError(f"executable {exe.index} ({exe.type}) has no {kind} layer {_quote(name)} "
-                                 f"(its {kind}s: {have})")
+    given: dict = {"input": {}, "output": {}}
+    for kind, names in (("input", inputs), ("output", outputs)):
+        for text, addrs in (names or {}).items():
+            name = resolve_layer(exe, kind, text)
+            if name in given[kind]:
+                raise InputError(f"{kind} {listed(name)!r} is given twice (as {_quote(text)} too); give its batches "
+                                 "as one list NAME=ADDR,ADDR")
+            given[kind][name] = [parse_address(a) for a in addrs]
     parameter = parse_address(parameter) if parameter is not None else None
     scratch = parse_address(scratch) if scratch is not None else None
     fields = fields_of(exe, bitstream)
@@ -270,7 +319,7 @@ def link(exe, bitstream: int = 0, *, inputs=None, outputs=None, parameter: int |
                 if label not in missing:
                     missing.append(label)
     if missing and not allow_unlinked:
-        names = "; ".join(_printable(m) for m in missing).replace("{", "{{").replace("}", "}}")
+        names = "; ".join(listed(m) for m in missing).replace("{", "{{").replace("}", "}}")
         raise InputError(f"the fields of executable {exe.index} bitstream {bitstream} need addresses for: {names} "
                          "(give them, or {allow_unlinked} to leave those fields as compiled)", params=True)
     buf = bytearray(exe.bitstreams[bitstream])
@@ -309,11 +358,13 @@ def _field_row(f, value) -> dict:
 
 # --- checking a dump -----------------------------------------------------------------------------------------
 
-def _outside_mask(size: int, fields) -> np.ndarray:
-    """Per byte, the bits outside every field (1 = instruction bits the driver must leave alone)."""
+def _outside_mask(size: int, fields, *, memcpy: bool = False) -> np.ndarray:
+    """Per byte, the bits outside every field (1 = instruction bits the driver must leave alone); with `memcpy`,
+    also without the bits below each field in its first byte (a byte-aligned write overwrites those: a dump is
+    still identified as its bitstream however many fields were written that way)."""
     bits = np.ones(size * 8, dtype=bool)
     for f in fields:
-        lo = max(0, f.offset_bit)
+        lo = max(0, f.offset_bit - (f.offset_bit % 8 if memcpy else 0))
         bits[lo:min(size * 8, f.offset_bit + 32)] = False
     return np.packbits(bits, bitorder="little")
 
@@ -336,7 +387,17 @@ def _score(dump: np.ndarray, model: np.ndarray, mask: np.ndarray | None) -> floa
     return float(np.count_nonzero(((dump[:n] ^ model[:n]) & mask[:n]) == 0)) / n
 
 
-def identify(packages, dump: np.ndarray, executable: int | None = None):
+def _parameters_candidate(pkg, exe, dump: np.ndarray) -> _Candidate:
+    """A parameter buffer of the right size is this executable's parameters however wrong its bytes; of another
+    size, when the bytes both hold agree (an upload cut short, or a page-rounded allocation)."""
+    model = np.frombuffer(exe.parameters, dtype=np.uint8)
+    score = _score(dump, model, None)
+    if len(dump) == len(model):
+        score = max(score, IDENTIFY)
+    return _Candidate(pkg, exe, None, score, len(model))
+
+
+def identify(packages, dump: np.ndarray, executable: int | None = None, *, bitstreams: bool = True):
     """The executable and bitstream (or parameter blob) `dump` is, judged by the bits outside every field;
     None when it is none of this model's."""
     pairs = executables(packages)
@@ -344,17 +405,13 @@ def identify(packages, dump: np.ndarray, executable: int | None = None):
         pairs = [find_executable(packages, executable)]
     best = None
     for pkg, exe in pairs:
-        for k, view in enumerate(exe.bitstreams):
+        for k, view in enumerate(exe.bitstreams if bitstreams else ()):
             model = np.frombuffer(view, dtype=np.uint8)
-            mask = _outside_mask(len(model), fields_of(exe, k))
+            mask = _outside_mask(len(model), fields_of(exe, k), memcpy=True)
             cand = _Candidate(pkg, exe, k, _score(dump, model, mask), len(model))
             best = _better(best, cand, len(dump))
         if exe.parameters_size:
-            model = np.frombuffer(exe.parameters, dtype=np.uint8)
-            score = _score(dump, model, None)
-            if len(dump) == len(model):  # a parameter buffer of the right size is the parameters, however wrong
-                score = max(score, IDENTIFY)
-            best = _better(best, _Candidate(pkg, exe, None, score, len(model)), len(dump))
+            best = _better(best, _parameters_candidate(pkg, exe, dump), len(dump))
     if best is None or best.score < IDENTIFY:
         return None
     return best
@@ -370,7 +427,11 @@ def _better(best, cand, size: int):
 
 @dataclass(frozen=True)
 class LinkCheck:
-    verdict: Verdict
+    """What a dump is against a model: `kind` "bitstream" (an executable's instruction bitstream, its fields read
+    back), "parameters" (its parameter blob) or None (FOREIGN: none of the model's). Its verdict, message and
+    reasons come from judge_link."""
+
+    kind: str | None
     executable: dict | None
     bitstream: int | None
     size: int
@@ -380,207 +441,467 @@ class LinkCheck:
     findings: tuple[dict, ...] = ()
     score: float | None = None
     diagnosis: object = None  # the diagnose result of a differing parameter buffer (model A, dump B)
+    buffers: tuple[dict, ...] = ()  # each buffer the fields link: its address read both ways, and which holds
+    notes: tuple[dict, ...] = ()  # what the dump cannot say: buffers a byte-aligned write would leave the same
+
+    @property
+    def judgement(self) -> Judgement:
+        return judge_link(self)
+
+    @property
+    def verdict(self) -> Verdict:
+        return self.judgement.verdict
 
     @property
     def exit_code(self) -> int:
-        return Verdict(self.verdict).exit_code
-
-    @property
-    def kind(self) -> str:
-        return "parameters" if self.verdict in (MATCH, DIFFER) else "bitstream"
+        return self.verdict.exit_code
 
     def to_dict(self) -> dict:
         import copy
 
-        d = {"verdict": self.verdict, "kind": self.kind if self.verdict != FOREIGN else None,
+        d = {"verdict": self.verdict, "kind": self.kind,
              "executable": copy.deepcopy(self.executable), "bitstream": self.bitstream, "size": self.size,
              "expected_size": self.expected_size, "match": None if self.score is None else round(self.score, 6),
              "fields": copy.deepcopy(list(self.fields)), "addresses": copy.deepcopy(self.addresses),
-             "findings": copy.deepcopy(list(self.findings))}
+             "buffers": copy.deepcopy(list(self.buffers)), "findings": copy.deepcopy(list(self.findings)),
+             "notes": copy.deepcopy(list(self.notes))}
         if self.diagnosis is not None:
             d["diagnosis"] = self.diagnosis.to_dict() if hasattr(self.diagnosis, "to_dict") else self.diagnosis
         return d
+
+
+def judge_link(result: LinkCheck) -> Judgement:
+    """The one judgement of a link check: FOREIGN (none of the model's), MATCH / DIFFER (a parameter buffer),
+    LINKED / MISLINKED (a bitstream: any finding mislinks it). Reasons: one per kind of finding, then each note
+    (a byte-aligned write would leave the same bytes) and a dump longer than what it was compared with."""
+    d = {"kind": result.kind, "executable": result.executable, "bitstream": result.bitstream, "size": result.size,
+         "expected_size": result.expected_size, "findings": result.findings, "buffers": result.buffers,
+         "notes": result.notes}
+    if result.kind is None:
+        return Judgement(FOREIGN, describe.message(d))
+    bad = bool(result.findings)
+    if result.kind == "parameters":
+        verdict = DIFFER if bad else MATCH
+    else:
+        verdict = MISLINKED if bad else LINKED
+    reasons, seen = [], set()
+    for f in result.findings:
+        if f["kind"] not in seen:
+            seen.add(f["kind"])
+            reasons.append(Reason(f["kind"], finding_text(f)))
+    reasons.extend(Reason(n["kind"], note_text(n)) for n in result.notes)
+    if result.expected_size is not None and result.size > result.expected_size:
+        reasons.append(Reason("longer", describe.longer(d)))
+    return Judgement(verdict, describe.message(d), tuple(reasons))
 
 
 def _hex(v) -> str | None:
     return None if v is None else f"0x{v:x}"
 
 
+def _ident(packages, cand) -> dict:
+    ident = {"index": cand.exe.index, "type": cand.exe.type}
+    if len(packages) > 1:
+        ident["operator"] = cand.package.operator
+    return ident
+
+
 def check(packages, data, *, executable: int | None = None, expect=(), parameters_diagnosis=None) -> LinkCheck:
     """Audit `data` (a driver's dumped bitstream or parameter buffer) against the model's executables.
 
-    `expect`: Expectation objects (or KIND:NAME=ADDR strings). `parameters_diagnosis(model_bytes, dump_bytes)`
-    explains a differing parameter buffer (the caller supplies it: diagnose reads dumps, not this module)."""
+    `expect`: Expectation objects (or KIND:NAME=ADDR strings; NAME as resolve_layer takes it), one per buffer.
+    `parameters_diagnosis(model_bytes, dump_bytes)` explains a differing parameter buffer (the caller supplies
+    it: diagnose reads dumps, not this module)."""
     if not packages:
         raise InputError("the model has no edgetpu-custom-op, so no instruction bitstreams to check against")
     dump = np.frombuffer(bytes(data), dtype=np.uint8)
     expectations = [e if isinstance(e, Expectation) else parse_expect(e) for e in expect]
     cand = identify(packages, dump, executable)
     if cand is None:
-        return LinkCheck(FOREIGN, None, None, len(dump), None)
-    exe = cand.exe
-    ident = {"index": exe.index, "type": exe.type}
-    if len(packages) > 1:
-        ident["operator"] = cand.package.operator
+        return LinkCheck(None, None, None, len(dump), None)
     if cand.bitstream is None:
-        model = np.frombuffer(exe.parameters, dtype=np.uint8)
-        same = len(model) == len(dump) and bool(np.array_equal(model, dump))
-        findings = []
-        diagnosis = None
-        if not same:
-            n = min(len(model), len(dump))
-            differ = np.flatnonzero(model[:n] != dump[:n])
-            findings.append({"kind": "parameters_differ", "bytes": int(len(differ)) + abs(len(model) - len(dump)),
-                             "first_offset": int(differ[0]) if len(differ) else n,
-                             "sizes": {"dump": len(dump), "parameters": len(model)},
-                             "crc32": {"dump": format_crc(crc32(dump)),
-                                       "parameters": format_crc(exe.parameters_crc32)}})
-            if len(dump) < len(model):
-                findings.append({"kind": "truncated", "sizes": {"dump": len(dump), "parameters": len(model)}})
-            if parameters_diagnosis is not None:
-                diagnosis = parameters_diagnosis(exe.parameters, dump)
-        return LinkCheck(MATCH if same else DIFFER, ident, None, len(dump), len(model), (), None,
-                         tuple(findings), cand.score, diagnosis)
-    return _check_bitstream(exe, cand.bitstream, dump, expectations, ident, cand.score)
+        return _parameters(cand, _ident(packages, cand), dump, parameters_diagnosis)
+    return _check_bitstream(cand.exe, cand.bitstream, dump, expectations, _ident(packages, cand), cand.score)
+
+
+def check_parameters(packages, data, *, executable: int | None = None, explain=None) -> LinkCheck:
+    """Whether `data` is a parameter buffer of this model: MATCH (byte for byte an executable's parameters, or
+    their prefix when the dump is longer), DIFFER (this model's parameters, not as the model holds them: the
+    right size, or an upload cut short — with `explain(model_bytes, dump_bytes)`'s result as the diagnosis, when
+    given) or FOREIGN (another model's parameters, or no parameters at all). Pure: bytes in, a LinkCheck out."""
+    if not packages:
+        raise InputError("the model has no edgetpu-custom-op, so no parameters to check against")
+    dump = np.frombuffer(bytes(data), dtype=np.uint8)
+    cand = identify(packages, dump, executable, bitstreams=False)
+    if cand is None:
+        return LinkCheck(None, None, None, len(dump), None)
+    return _parameters(cand, _ident(packages, cand), dump, explain)
+
+
+def _parameters(cand, ident: dict, dump: np.ndarray, explain) -> LinkCheck:
+    exe = cand.exe
+    model = np.frombuffer(exe.parameters, dtype=np.uint8)
+    n = min(len(model), len(dump))
+    differ = np.flatnonzero(model[:n] != dump[:n])
+    findings, diagnosis = [], None
+    if len(differ) or len(dump) < len(model):
+        findings.append({"kind": "parameters_differ", "bytes": int(len(differ)) + len(model) - n,
+                         "first_offset": int(differ[0]) if len(differ) else n,
+                         "sizes": {"dump": len(dump), "parameters": len(model)},
+                         "crc32": {"dump": format_crc(crc32(dump)), "parameters": format_crc(exe.parameters_crc32)}})
+        if len(dump) < len(model):
+            findings.append({"kind": "truncated", "sizes": {"dump": len(dump), "parameters": len(model)}})
+        if explain is not None:
+            diagnosis = explain(exe.parameters, dump)
+    return LinkCheck("parameters", ident, None, len(dump), len(model), findings=tuple(findings),
+                     score=cand.score, diagnosis=diagnosis)
+
+
+# --- one field read back both ways, and the buffers the fields make -----------------------------------------
+
+@dataclass
+class _Read:
+    """One patch-table field of a dump: the 32 bits the chip reads (`chip`), the 4 whole bytes at offset_bit / 8
+    a memcpy would have written (`word`), and what the bits around it say about how it was written."""
+
+    field: object
+    kind: str
+    row: dict
+    chip: int | None = None
+    compiled: int | None = None
+    word: int | None = None
+    memcpy_fits: bool = True   # the field's last offset_bit % 8 bits (in the fifth byte) are as compiled
+    clobbered: bool = False    # instruction bits below the field, in its first byte, changed
+    strong: bool = False       # ... and the field's own bits changed too (not a 0 over zeros)
+
+    @property
+    def present(self) -> bool:
+        return self.chip is not None
+
+    @property
+    def as_compiled(self) -> bool:
+        return self.chip == self.compiled and not self.clobbered
+
+    def value(self, reading: str) -> int:
+        return self.word if reading == BYTES else self.chip
+
+
+CHIP, BYTES = "bit_exact", "byte_aligned"  # the two readings of a field (`written_as` in --json)
+
+
+def _read(f, dump: np.ndarray, model: np.ndarray, outside: np.ndarray, n: int, windows=frozenset()) -> _Read:
+    kind = _kind(f)
+    row = {"desc": f.desc, "buffer": kind, "name": f.name, "batch": f.batch, "position": f.position,
+           "offset_bit": f.offset_bit, "value": None, "as_bytes": None, "state": "missing"}
+    r = _Read(f, kind, row)
+    if f.offset_bit + 32 > n * 8:
+        return r
+    r.chip, r.compiled = read_u32(dump, f.offset_bit), read_u32(model, f.offset_bit)
+    shift, b = f.offset_bit & 7, f.offset_bit >> 3
+    r.word = int.from_bytes(dump[b:b + 4].tobytes(), "little")
+    if shift:
+        low = (1 << shift) - 1
+        # a memcpy of 4 bytes never reaches the fifth, unless another field's memcpy starts there
+        r.memcpy_fits = b + 4 in windows or not (int(dump[b + 4]) ^ int(model[b + 4])) & low
+        r.clobbered = bool((int(dump[b]) ^ int(model[b])) & low & int(outside[b]))
+        compiled_word = int.from_bytes(model[b:b + 4].tobytes(), "little")
+        r.strong = (r.word >> shift) != (compiled_word >> shift)
+    row["value"], row["as_bytes"] = f"0x{r.chip:08x}", f"0x{r.word:08x}"
+    return r
+
+
+@dataclass
+class _Buffer:
+    """The fields of one buffer (a layer's batch, the parameters, the scratch) and how the dump is read for it."""
+
+    kind: str
+    name: str | None
+    batch: int
+    reads: list
+    mapped: bool          # libedgetpu maps this buffer for the executable (else its fields stay as compiled)
+    size: int
+    state: str = "linked"  # missing / unlinked / unused / linked
+    reading: str | None = None  # CHIP or BYTES once decided
+    decided_by: str | None = None
+
+    @property
+    def label(self) -> str:
+        label = self.name if self.name is not None else self.kind
+        return label if self.batch == 0 else f"{label} (batch {self.batch})"
+
+    @property
+    def present(self) -> list:
+        return [r for r in self.reads if r.present]
+
+    @property
+    def positions(self) -> set:
+        return {r.field.position for r in self.present}
+
+    def halves(self, reading: str) -> dict | None:
+        """{position: value} when every field of each half holds one value in this reading, else None."""
+        out = {}
+        for r in self.present:
+            v = r.value(reading)
+            if out.setdefault(r.field.position, v) != v:
+                return None
+        return out
+
+    def address(self, reading: str) -> int | None:
+        halves = self.halves(reading)
+        if halves is None:
+            return None
+        return (halves.get("UPPER_32BIT", 0) << 32) | halves.get("LOWER_32BIT", 0)
+
+    def illegal(self, reading: str) -> str | None:
+        """Why this reading's address is none the chip can map (None: legal, or not known: no upper half here)."""
+        a = self.address(reading)
+        if a is None or "UPPER_32BIT" not in self.positions:
+            return None
+        return va.illegal_reason(a, self.size if len(self.positions) == 2 else 1)
+
+    def plausible(self, reading: str) -> bool:
+        return self.halves(reading) is not None and self.illegal(reading) is None
+
+    @property
+    def memcpy_possible(self) -> bool:
+        return all(r.memcpy_fits for r in self.present)
+
+    def matches(self, reading: str, want: int) -> bool:
+        halves = self.halves(reading)
+        return halves is not None and all(
+            v == (want & U32 if pos == "LOWER_32BIT" else (want >> 32) & U32) for pos, v in halves.items())
+
+    @property
+    def whole(self) -> bool:
+        """Both halves are in this bitstream: the buffer's byte range is known."""
+        return len(self.positions) == 2
+
+
+def _buffers(exe, reads) -> list:
+    sizes = {"parameter": exe.parameters_size, "scratch": exe.scratch_size_bytes}
+    groups: dict = {}
+    for r in reads:
+        key = (r.kind, r.field.name if r.kind in ("input", "output") else None, r.field.batch)
+        groups.setdefault(key, []).append(r)
+    out = []
+    for (kind, name, batch), rs in groups.items():
+        if kind in ("input", "output"):
+            layer = _layers(exe, kind).get(name)
+            size = layer.size_bytes if layer is not None else 0
+        else:
+            size = sizes[kind]
+        out.append(_Buffer(kind, name, batch, rs, _has(exe, kind), size))
+    return out
+
+
+def _decide_by_bits(b: _Buffer) -> None:
+    """What the bits alone say: unlinked (every field as compiled), a memcpy (instruction bits below a field
+    overwritten and its fifth byte untouched), a bit-exact write (a fifth byte changed: a memcpy of 4 bytes never
+    reaches it), or nothing yet (both would leave these bytes)."""
+    present = b.present
+    if not present:
+        b.state = "missing"
+        return
+    if all(r.as_compiled for r in present):
+        b.state, b.reading = ("unlinked" if b.mapped else "unused"), CHIP
+        return
+    fits = b.memcpy_possible
+    if fits and any(r.clobbered and r.strong for r in present):
+        b.reading, b.decided_by = BYTES, "instruction_bits"
+    elif not fits or b.address(CHIP) == b.address(BYTES) and b.halves(CHIP) is not None:
+        b.reading = CHIP
+
+
+def _decide_by_expect(b: _Buffer, want: int | None) -> None:
+    if want is None or b.state != "linked":
+        return
+    if b.matches(CHIP, want):
+        b.reading, b.decided_by = CHIP, None
+    elif b.reading != CHIP and b.memcpy_possible and b.matches(BYTES, want):
+        b.reading, b.decided_by = BYTES, b.decided_by or "expected"
+
+
+def _decide_by_address(b: _Buffer) -> None:
+    """Both readings fit the bits: the one that gives a legal address (with one value per half) holds."""
+    if b.reading is not None or b.state != "linked":
+        return
+    chip, bytes_ = b.plausible(CHIP), b.plausible(BYTES)
+    if bytes_ and not chip:
+        b.reading = BYTES
+        b.decided_by = "inconsistent" if b.halves(CHIP) is None else "illegal_address"
+    elif not bytes_:
+        b.reading = CHIP
+
+
+def _ranges(buffers, reading_of) -> list:
+    out = []
+    for b in buffers:
+        if not b.mapped or b.state != "linked" or not b.whole or b.size <= 0:
+            continue
+        a = b.address(reading_of(b))
+        if a is not None:
+            out.append((a, a + b.size, b))
+    return out
+
+
+def _overlaps(ranges) -> list:
+    ranges = sorted(ranges, key=lambda t: (t[0], t[1]))
+    pairs = []
+    for i, (lo, hi, b) in enumerate(ranges):
+        for lo2, hi2, b2 in ranges[i + 1:]:
+            if lo2 >= hi:
+                break
+            pairs.append(((lo, hi, b), (lo2, hi2, b2)))
+    return pairs
+
+
+def _decide_by_overlap(buffers) -> list:
+    """Buffers both readings leave legal: read as 4 bytes when that removes overlaps the 32-bit reading shows
+    (one driver writes every field one way); else as the chip reads them. Returns those still undecided."""
+    open_ = [b for b in buffers if b.reading is None and b.state == "linked"]
+    if not open_:
+        return []
+    as_chip = len(_overlaps(_ranges(buffers, lambda b: b.reading or CHIP)))
+    as_bytes = len(_overlaps(_ranges(buffers, lambda b: b.reading or BYTES)))
+    for b in open_:
+        b.reading, b.decided_by = (BYTES, "overlap") if as_bytes < as_chip else (CHIP, None)
+    return [b for b in open_ if b.reading == CHIP]
+
+
+def _resolve_expectations(exe, expectations) -> dict:
+    expected = {}
+    for e in expectations:
+        name = resolve_layer(exe, e.kind, e.name) if e.kind in ("input", "output") else None
+        key = (e.kind, name)
+        if key in expected:
+            label = repr(listed(name) if name is not None else e.kind).replace("{", "{{").replace("}", "}}")
+            raise InputError(f"{{expect}} is given twice for {e.kind} {label}: give one address per buffer",
+                             params=True)
+        expected[key] = e.address
+    return expected
 
 
 def _check_bitstream(exe, k: int, dump: np.ndarray, expectations, ident, score) -> LinkCheck:
     model = np.frombuffer(exe.bitstreams[k], dtype=np.uint8)
     fields = fields_of(exe, k)
-    findings = []
+    expected = _resolve_expectations(exe, expectations)
     n = min(len(model), len(dump))
-    # Each field's value as the chip reads it, and whether it still holds the compiled bits.
     outside = _outside_mask(len(model), fields)
-    rows, groups = [], {}
-    for f in fields:
-        kind = _kind(f)
-        row = {"desc": f.desc, "buffer": kind, "name": f.name, "batch": f.batch, "position": f.position,
-               "offset_bit": f.offset_bit, "value": None, "state": "missing"}
-        info = {"field": f, "row": row, "value": None, "meant": None, "as_compiled": None}
-        if f.offset_bit + 32 <= n * 8:
-            value, compiled = read_u32(dump, f.offset_bit), read_u32(model, f.offset_bit)
-            info.update(value=value, as_compiled=value == compiled, meant=value)
-            row["value"] = f"0x{value:08x}"
-            aligned = _byte_aligned(dump, model, f.offset_bit, outside)
-            if aligned is not None:
-                info["memcpy"] = aligned
-        rows.append(row)
-        groups.setdefault((kind, f.name if kind in ("input", "output") else None, f.batch), []).append(info)
-    for infos in groups.values():  # a weak memcpy sign counts when the other half of the address is strong
-        if any(i.get("memcpy") and i["memcpy"][1] for i in infos):
-            for i in infos:
-                if i.get("memcpy"):
-                    i["meant"], i["aligned"] = i["memcpy"][0], True
-    expected = {}
-    for e in expectations:
-        key = (e.kind, e.name)
-        if e.kind in ("input", "output") and e.name not in _layers(exe, e.kind):
-            have = ", ".join(_printable(n) for n in sorted(_layers(exe, e.kind))) or "none"
-            raise InputError(f"expected {e.kind} {_quote(e.name)} is not a layer of executable {exe.index} "
-                             f"({exe.type}; its {e.kind}s: {have})")
-        expected[key] = e.address
-    # With an expected address, a field whose low bits were untouched can still be a byte-aligned write:
-    # the 4 bytes at offset_bit / 8 hold the expected half while the chip reads something else.
-    for (kind, name, batch), infos in groups.items():
-        want = expected.get((kind, name))
-        if want is None or batch != 0:
-            continue
-        for info in infos:
-            f = info["field"]
-            half = want & U32 if f.position == "LOWER_32BIT" else (want >> 32) & U32
-            if info["value"] is None or info.get("aligned") or info["value"] == half or f.offset_bit % 8 == 0:
-                continue
-            b = f.offset_bit // 8
-            if b + 4 <= len(dump) and int.from_bytes(dump[b:b + 4].tobytes(), "little") == half:
-                info["meant"], info["aligned"] = half, True
-    addresses = {"input": {}, "output": {}, "parameter": None, "scratch": None}
-    unlinked, aligned_bytes, buffers = [], set(), []
-    for (kind, name, batch), infos in groups.items():
-        present = [i for i in infos if i["value"] is not None]
-        if not present:
-            continue
-        is_aligned = any(i.get("aligned") for i in present)
-        if all(i["as_compiled"] for i in present) and not is_aligned:
-            state = "unlinked" if _has(exe, kind) else "unused"
-            for i in present:
-                i["row"]["state"] = state
-            if state == "unlinked":
-                label = name if name is not None else kind
-                label = label if batch == 0 else f"{label} (batch {batch})"
-                if label not in unlinked:
-                    unlinked.append(label)
-            address = None
-        else:
-            address = 0
-            for i in present:
-                i["row"]["state"] = "byte_aligned" if i.get("aligned") else "linked"
-                shift = 0 if i["field"].position == "LOWER_32BIT" else 32
-                address |= (i["meant"] & U32) << shift
-            if is_aligned:
-                bad = [i for i in present if i.get("aligned")]
-                reads = sum((i["value"] & U32) << (0 if i["field"].position == "LOWER_32BIT" else 32)
-                            for i in present)
-                findings.append({"kind": "byte_aligned", "buffer": kind, "name": name if name else kind,
-                                 "batch": batch, "meant": _hex(address), "reads": _hex(reads),
-                                 "fields": [{"position": i["field"].position, "offset_bit": i["field"].offset_bit,
-                                             "byte": i["field"].offset_bit // 8,
-                                             "meant": f"0x{i['meant']:08x}",
-                                             "read": f"0x{i['value']:08x}"} for i in bad]})
-                aligned_bytes.update(i["field"].offset_bit // 8 for i in bad)
-            if len({i["field"].position for i in present}) == 2:  # both halves known: a range to compare
-                buffers.append((kind, name, batch, address))
-        if kind in ("input", "output"):
-            addresses[kind].setdefault(name, [])
-            lst = addresses[kind][name]
-            lst.extend([None] * (batch + 1 - len(lst)))
-            lst[batch] = _hex(address)
-        elif batch == 0:
-            addresses[kind] = _hex(address)
-    if unlinked:
-        findings.append({"kind": "unlinked", "names": unlinked})
-    findings.extend(_aliased(exe, buffers))
-    for (kind, name), want in expected.items():
-        got = [a for (k2, n2, b, a) in buffers if k2 == kind and n2 == name and b == 0]
-        if not got:
-            continue  # unlinked: already a finding
-        have = got[0]
-        if have == want:
-            continue
-        label = name if name is not None else kind
-        swapped = ((want & U32) << 32) | (want >> 32)
-        kind_name = "halves_swapped" if have == swapped and want != swapped else "unexpected"
-        findings.append({"kind": kind_name, "buffer": kind, "name": label, "expected": _hex(want),
-                         "address": _hex(have)})
+    windows = frozenset(f.offset_bit // 8 + i for f in fields for i in range(4))  # what memcpy's could write
+    reads = [_read(f, dump, model, outside, n, windows) for f in fields]
+    buffers = _buffers(exe, reads)
+    for b in buffers:
+        _decide_by_bits(b)
+        _decide_by_expect(b, expected.get((b.kind, b.name)) if b.batch == 0 else None)
+        _decide_by_address(b)
+    undecided = _decide_by_overlap(buffers)
+    for b in buffers:
+        for r in b.present:
+            r.row["state"] = b.state if b.state != "linked" else ("byte_aligned" if b.reading == BYTES else "linked")
+    findings, aligned_bytes = _findings(exe, buffers, expected)
     if n:
-        mask = outside[:n]
-        differ = np.flatnonzero((dump[:n] ^ model[:n]) & mask)
+        differ = np.flatnonzero((dump[:n] ^ model[:n]) & outside[:n])
         offsets = [int(o) for o in differ if int(o) not in aligned_bytes]
         if offsets:
             findings.append({"kind": "corrupted", "offsets": offsets})
     if len(dump) < len(model):
         findings.append({"kind": "truncated", "sizes": {"dump": len(dump), "bitstream": len(model)}})
-    verdict = MISLINKED if findings else LINKED
-    return LinkCheck(verdict, ident, k, len(dump), len(model), tuple(rows), addresses, tuple(findings), score)
+    notes = [{"kind": "byte_aligned_possible", "buffer": b.kind, "name": b.name if b.name else b.kind,
+              "batch": b.batch, "address": _hex(b.address(CHIP)), "as_bytes": _hex(b.address(BYTES))}
+             for b in undecided if b.mapped and (b.kind, b.name) not in expected]
+    return LinkCheck("bitstream", ident, k, len(dump), len(model), tuple(r.row for r in reads),
+                     _addresses(buffers), tuple(findings), score, buffers=tuple(_buffer_row(b) for b in buffers),
+                     notes=tuple(notes))
 
 
-def _byte_aligned(dump: np.ndarray, model: np.ndarray, offset_bit: int, outside: np.ndarray):
-    """(value, strong) when the dump shows a `memcpy(bitstream + offset_bit / 8, &value, 4)`: instruction bits
-    (outside every field) below the field in its first byte changed, and the field's last offset_bit % 8 bits,
-    in the fifth byte, were left as compiled. `strong`: the field's own bits changed too; a write that left them
-    as compiled (value 0 over zeros) looks like one corrupted instruction byte unless its other half is
-    strong."""
-    shift = offset_bit & 7
-    b = offset_bit >> 3
-    if shift == 0 or b + 5 > len(dump) or b + 5 > len(model):
-        return None
-    low = (1 << shift) - 1
-    if not (int(dump[b]) ^ int(model[b])) & low & int(outside[b]):
-        return None
-    if (int(dump[b + 4]) ^ int(model[b + 4])) & low:
-        return None
-    value = int.from_bytes(dump[b:b + 4].tobytes(), "little")
-    compiled = int.from_bytes(model[b:b + 4].tobytes(), "little")
-    return value, (value >> shift) != (compiled >> shift)
+def _addresses(buffers) -> dict:
+    addresses = {"input": {}, "output": {}, "parameter": None, "scratch": None}
+    for b in buffers:
+        if b.state == "missing":
+            continue
+        address = b.address(b.reading) if b.state == "linked" else None
+        if b.kind in ("input", "output"):
+            lst = addresses[b.kind].setdefault(b.name, [])
+            lst.extend([None] * (b.batch + 1 - len(lst)))
+            lst[b.batch] = _hex(address)
+        elif b.batch == 0:
+            addresses[b.kind] = _hex(address)
+    return addresses
+
+
+def _buffer_row(b: _Buffer) -> dict:
+    state = b.state
+    if state == "linked" and b.halves(b.reading) is None:
+        state = "inconsistent"
+    meant, reads = b.address(b.reading or CHIP), b.address(CHIP)
+    return {"buffer": b.kind, "name": b.name if b.name else b.kind, "batch": b.batch, "mapped": b.mapped,
+            "size_bytes": b.size, "state": state, "written_as": b.reading if state == "linked" else None,
+            "decided_by": b.decided_by, "address": _hex(meant) if state == "linked" else None,
+            "reads": _hex(reads) if b.present else None,
+            "as_bytes": _hex(b.address(BYTES)) if b.present else None,
+            "halves": sorted(b.positions),
+            "space": va.space(meant) if state == "linked" and b.whole else None,
+            "alignment": va.alignment(meant) if state == "linked" and b.whole else None,
+            "legal": (b.illegal(CHIP) is None) if state == "linked" and "UPPER_32BIT" in b.positions else None}
+
+
+def _findings(exe, buffers, expected) -> tuple[list, set]:
+    findings, aligned_bytes, unlinked = [], set(), []
+    for b in sorted(buffers, key=lambda b: KINDS.index(b.kind)):  # inputs, outputs, parameter, scratch
+        if b.state == "unlinked" and b.label not in unlinked:
+            unlinked.append(b.label)
+        if b.state != "linked":
+            continue
+        halves = b.halves(b.reading)
+        if halves is None:
+            findings.append(_inconsistent(b))
+            continue
+        name = b.name if b.name else b.kind
+        if b.reading == BYTES:
+            bad = [r for r in b.present if r.field.offset_bit % 8]
+            findings.append({"kind": "byte_aligned", "buffer": b.kind, "name": name, "batch": b.batch,
+                             "meant": _hex(b.address(BYTES)), "reads": _hex(b.address(CHIP)),
+                             "reason": b.decided_by,
+                             "fields": [{"position": r.field.position, "offset_bit": r.field.offset_bit,
+                                         "byte": r.field.offset_bit // 8, "meant": f"0x{r.word:08x}",
+                                         "read": f"0x{r.chip:08x}"} for r in bad]})
+            aligned_bytes.update(r.field.offset_bit // 8 for r in bad)
+        why = b.illegal(CHIP) if b.mapped and b.halves(CHIP) is not None else None
+        if why is not None:
+            chip = b.address(CHIP)
+            findings.append({"kind": "illegal_address", "buffer": b.kind, "name": name, "batch": b.batch,
+                             "address": _hex(chip), "reason": why, "space": va.space(chip),
+                             "reserved_bits": va.reserved_bits(chip)})
+    if unlinked:
+        findings.append({"kind": "unlinked", "names": unlinked})
+    whole = [(b.kind, b.name, b.batch, b.address(b.reading)) for b in buffers
+             if b.mapped and b.state == "linked" and b.whole and b.halves(b.reading) is not None]
+    findings.extend(_aliased(exe, whole))
+    for (kind, name), want in expected.items():
+        got = [a for (k2, n2, batch, a) in whole if k2 == kind and n2 == name and batch == 0]
+        if not got or got[0] == want:
+            continue  # unlinked or inconsistent: already a finding
+        have = got[0]
+        label = name if name is not None else kind
+        swapped = ((want & U32) << 32) | (want >> 32)
+        kind_name = "halves_swapped" if have == swapped and want != swapped else "unexpected"
+        findings.append({"kind": kind_name, "buffer": kind, "name": label, "expected": _hex(want),
+                         "address": _hex(have)})
+    return findings, aligned_bytes
+
+
+def _inconsistent(b: _Buffer) -> dict:
+    """A buffer whose fields of one half do not hold one value (read the way its other fields say it was
+    written): linked in some fields only, or to different addresses. The first such half is reported."""
+    by_position: dict = {}
+    for r in b.present:
+        by_position.setdefault(r.field.position, []).append(r)
+    position, rs = next((p, rs) for p, rs in by_position.items() if len({r.value(b.reading or CHIP) for r in rs}) > 1)
+    partly = any(r.as_compiled for r in rs) and not all(r.as_compiled for r in rs)
+    return {"kind": "inconsistent", "buffer": b.kind, "name": b.name if b.name else b.kind, "batch": b.batch,
+            "position": position, "reason": "partly_linked" if partly else "different_addresses",
+            "fields": [{"offset_bit": r.field.offset_bit, "value": f"0x{r.value(b.reading or CHIP):08x}",
+                        "as_compiled": r.as_compiled} for r in rs]}
 
 
 def _aliased(exe, buffers) -> list:
@@ -606,61 +927,3 @@ def _aliased(exe, buffers) -> list:
                         "addresses": [_hex(lo), _hex(lo2)], "overlap": min(hi, hi2) - lo2,
                         "same_address": lo == lo2})
     return out
-
-
-# --- the words of a finding ---------------------------------------------------------------------------------
-
-def _printable(text) -> str:
-    return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in str(text))
-
-
-def _short(name) -> str:
-    """A layer name that fits a line: TFLite joins fused op names with ';' (the first is the one a person
-    recognises); --json has the full names."""
-    if not name:
-        return "-"
-    first = _printable(name).split(";")[0]
-    shown = first if len(first) <= 48 else "..." + first[-45:]
-    return shown + (" (+fused)" if ";" in str(name) else "")
-
-
-def finding_text(f: dict) -> str:
-    """The one line a driver engineer acts on, for a finding of check()."""
-    kind = f["kind"]
-    if kind == "byte_aligned":
-        where = ", ".join(f"bit {x['offset_bit']} as byte {x['byte']}" for x in f["fields"])
-        batch = f" (batch {f['batch']})" if f.get("batch") else ""
-        return (f"byte_aligned: {_short(f['name'])}{batch} meant {f['meant']}, the chip reads {f['reads']}: "
-                f"{len(f['fields'])} field(s) written as 4 whole bytes at offset_bit / 8 ({where}); write 32 bits "
-                "from offset_bit, LSB first (libedgetpu's CopyUint32, fr_link_u32 in C)")
-    if kind == "unlinked":
-        return (f"unlinked: {', '.join(_short(n) for n in f['names'])} still hold the compiled bits: the driver "
-                "never linked them")
-    if kind == "aliased":
-        a, b = (_short(n) for n in f["names"])
-        if f["same_address"]:
-            return (f"aliased: {a} and {b} were linked to one address {f['addresses'][0]}: the chip writes both "
-                    "into one buffer")
-        return (f"aliased: {a} at {f['addresses'][0]} and {b} at {f['addresses'][1]} overlap by {f['overlap']:,} "
-                "bytes")
-    if kind == "halves_swapped":
-        return (f"halves_swapped: {_short(f['name'])} is {f['address']}, expected {f['expected']}: the 32-bit halves "
-                "went to the wrong fields (LOWER_32BIT takes address & 0xFFFFFFFF)")
-    if kind == "unexpected":
-        return f"unexpected: {_short(f['name'])} is {f['address']}, expected {f['expected']}"
-    if kind == "corrupted":
-        offs = f["offsets"]
-        shown = ", ".join(f"0x{o:x}" for o in offs[:8]) + (f" ... ({len(offs):,} bytes)" if len(offs) > 8 else "")
-        return f"corrupted: instruction bits outside every field differ from the model at byte(s) {shown}"
-    if kind == "truncated":
-        sizes = f["sizes"]
-        whole = sizes.get("bitstream", sizes.get("parameters"))
-        return f"truncated: the dump has {sizes['dump']:,} of {whole:,} bytes"
-    if kind == "parameters_differ":
-        return (f"parameters_differ: {f['bytes']:,} byte(s) differ from the model's parameters, the first at "
-                f"0x{f['first_offset']:x} (crc32 {f['crc32']['dump']}, model {f['crc32']['parameters']})")
-    if kind == "not_submitted":
-        return f"not_submitted: {f['evidence']}: {f['hint']}"
-    if kind == "link_check":
-        return f["evidence"]
-    return _printable(kind)

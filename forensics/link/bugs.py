@@ -223,18 +223,18 @@ def check_stage(run, entry, *, model=None):
     if not packages:
         return None
     data = run.read_buffer(entry)
-    where = stage_executable(entry.tensor) if entry.stage == INSTRUCTIONS else None
+    if entry.stage != INSTRUCTIONS:
+        from forensics.link.bitstream import check_parameters
+
+        return check_parameters(packages, data)
+    where = stage_executable(entry.tensor)
     result = check(packages, data, executable=where[0] if where else None)
-    if entry.stage == INSTRUCTIONS:
-        submitted = [w[0] for w in (stage_executable(b.tensor) for b in run.buffers if b.stage == INSTRUCTIONS) if w]
-        extra = not_submitted(packages, submitted)
-        if extra:
-            import dataclasses
+    submitted = [w[0] for w in (stage_executable(b.tensor) for b in run.buffers if b.stage == INSTRUCTIONS) if w]
+    extra = not_submitted(packages, submitted)
+    if extra:  # the verdict follows from the findings (judge_link)
+        import dataclasses
 
-            from forensics.link.bitstream import MISLINKED
-
-            verdict = MISLINKED if result.verdict == Verdict.LINKED else result.verdict
-            result = dataclasses.replace(result, verdict=verdict, findings=result.findings + tuple(extra))
+        result = dataclasses.replace(result, findings=result.findings + tuple(extra))
     return result
 
 
@@ -255,8 +255,6 @@ def compare_stage(run_a, run_b, entry_a, entry_b):
     result = check_stage(run_b, entry_b)
     if result is None:
         return None
-    ok = result.verdict == Verdict.LINKED
-    kinds = sorted({f["kind"] for f in result.findings})
-    summary = f"link check of B: {result.verdict}" + (f" ({', '.join(kinds)})" if kinds else
-                                                       " (the bytes differ only in the addresses linked)")
-    return (Verdict.MATCH if ok else Verdict.DIFFER), summary, stage_findings(result)
+    judgement = result.judgement
+    ok = judgement.verdict == Verdict.LINKED
+    return (Verdict.MATCH if ok else Verdict.DIFFER), f"link check of B: {judgement.line}", stage_findings(result)

@@ -50,12 +50,7 @@ class Listing:
                 for i in range(0, len(self.rows), self.PART)]
 
     def rich_table(self):
-        out = _table(*self.columns, title=self.title)
-        for column in out.columns:
-            if column.header in self.whole:
-                column.no_wrap = True
-            else:
-                column.overflow = "fold"
+        out = _table(*self.columns, title=self.title, whole=self.whole)
         for i, row in enumerate(self.rows):
             cells = list(row)
             for k in self.marked if self.marks is not None and self.marks[i] else ():

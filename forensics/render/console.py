@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import sys
@@ -11,6 +10,7 @@ import sys
 # a one-byte CSI on some terminals), and the Unicode line separators and bidirectional overrides (which reorder
 # what follows). Text from input (file names, manifest strings, tensor names, labels, log lines) may hold them.
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+PIPED_WIDTH = 120  # columns of tables written to a pipe or a file (no terminal to ask); --width overrides it
 MAX_LINE = 1000  # an error line longer than this (a 5,000-digit flag echoed) keeps its start and its end
 
 
@@ -71,6 +71,8 @@ def to_json(data, *, pretty: bool = True) -> str:
     """JSON text; `pretty=False` is one compact line, which json's C encoder writes (indent forces the slow
     pure-Python one, seconds for a 10^5-row document). NaN and infinities become null; the document is
     walked for them only when the encoder finds one, so the common case stays in C."""
+    import json  # here: `--help`, which reads this module's PIPED_WIDTH, needs no JSON
+
     options = {"indent": 2} if pretty else {"separators": (",", ":")}
     try:
         text = json.dumps(data, default=_json_default, allow_nan=False, **options)
@@ -146,23 +148,15 @@ class Output:
     @property
     def console(self):
         if self._console is None:
-            Console = _console_class()
             is_tty = hasattr(self.stdout, "isatty") and self.stdout.isatty()
             color = is_tty if self.color is None else self.color
-            self._console = Console(
-                file=self.stdout,
-                width=self.width or (None if is_tty else 120),
-                color_system="auto" if color else None,
-                force_terminal=bool(color) if self.color is not None else None,
-                highlight=False,
-                soft_wrap=False,
-                emoji=False,
-            )
+            self._console = make_console(self.stdout, width=self.width or (None if is_tty else PIPED_WIDTH),
+                                         color_system="auto" if color else None,
+                                         force_terminal=bool(color) if self.color is not None else None)
         return self._console
 
     def print(self, *renderables) -> None:
-        for renderable in renderables:  # `whole_lines`: a command to paste, or lines already fitted: never cut
-            self.console.print(renderable, soft_wrap=getattr(renderable, "whole_lines", False))
+        print_all(self.console, renderables)
 
     def lines(self, lines) -> None:
         """Plain lines to stdout, never wrapped (they are compared with a driver's log line by line)."""
@@ -178,6 +172,36 @@ class Output:
 
     def warn(self, line: str) -> None:
         self.error(f"forensics: warning: {line}")
+
+
+def make_console(file, **options):
+    """The one Console every face prints through (the terminal's stdout and stderr, a notebook's HTML,
+    `export_html`): everything escaped (_console_class), no highlighting, no emoji, no wrapping of text it was
+    not told to wrap, and never Jupyter's own display (rich would show a report a second time in a notebook,
+    beside the HTML it is asked for). `options`: Console keywords (width, color_system, record, ...)."""
+    defaults = {"highlight": False, "soft_wrap": False, "emoji": False, "force_jupyter": False}
+    return _console_class()(file=file, **{**defaults, **options})
+
+
+def print_all(console, renderables) -> None:
+    """Print renderables one by one; a line to paste (forensics.render.style.Paste) whole, at any width, and a
+    renderable whose lines already fit (`whole_lines`: forensics.render.buffers.Listing, 10^5 records) without
+    rich cutting each line again."""
+    from forensics.render.style import Paste
+
+    for renderable in renderables:
+        whole = isinstance(renderable, Paste) or getattr(renderable, "whole_lines", False)
+        console.print(renderable, soft_wrap=True if whole else None)
+
+
+def html_of(renderables, *, width: int = 120) -> str:
+    """A report's tables as a self-contained HTML fragment (a notebook's `_repr_html_`), printed through the one
+    console as the terminal prints them, in colour."""
+    import io
+
+    console = make_console(io.StringIO(), record=True, width=width, color_system="truecolor", force_terminal=True)
+    print_all(console, renderables)
+    return console.export_html(inline_styles=True)
 
 
 _CONSOLE = None

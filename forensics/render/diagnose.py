@@ -8,20 +8,14 @@ from rich.table import Table
 from rich.text import Text
 
 from forensics.diagnose.result import percent as _pct
-from forensics.render.style import judgement_line
+from forensics.render.style import Paste, judgement_line
 
 
-class WholeLine(Text):
-    """A line to paste (a command): printed whole on its own line, never wrapped or cut at the terminal's width
-    (forensics.render.console.Output prints a renderable whose `whole_lines` is true with rich's soft wrap)."""
-
-    whole_lines = True
-
-
-def command_line(command: str) -> WholeLine:
-    """A suggested command as the shell takes it, whole, alone on its line (indented by two spaces, which the
-    shell ignores when it is pasted: a line that starts with `forensics ` reads as a command a page shows)."""
-    return WholeLine(f"  {command}")
+def command_line(command: str) -> Paste:
+    """A suggested command as the shell takes it, whole, alone on its line at any width (forensics.render.style.
+    Paste), indented by two spaces, which the shell ignores when it is pasted (a line that starts with
+    `forensics ` or `$ forensics ` reads as a command a docs page shows)."""
+    return Paste(f"  {command}")
 
 
 def _summary(result) -> str:

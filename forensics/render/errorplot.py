@@ -230,7 +230,7 @@ BLOCKS = " ▁▂▃▄▅▆▇█"
 ASCII = " .:-=+*#@"
 
 
-def terminal_histogram(edges, counts, *, unicode: bool = True, height_chars=None) -> list[str]:
+def terminal_histogram(edges, counts, *, unicode: bool = True) -> list[str]:
     """One line of bars (log counts) and the range under it: `▁▃█▅ ...` or `.-#= ...` without Unicode."""
     counts = np.asarray(counts)
     ramp = BLOCKS if unicode else ASCII

@@ -4,16 +4,13 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from forensics.link.bitstream import finding_text
-from forensics.render.model import short_name
-from forensics.render.style import VERDICT_STYLES, titled_table, wrote
-from forensics.core.verdict import Verdict
-
-
+from forensics.link.describe import finding_text, note_text, short
+from forensics.render.style import judgement_line, titled_table, wrote
 
 
 def _name(name) -> str:
-    return short_name(str(name)) if name else "-"
+    """A layer's short form: the one `link --input/--output/--expect` take back (forensics.link.describe)."""
+    return short(name)
 
 
 def _desc(desc: str) -> str:
@@ -26,12 +23,12 @@ def _field(f: dict) -> str:
     return f"{_desc(f['desc'])} {f['position']}"
 
 
-def render_link(d: dict) -> list:
+def render_link(d: dict, judgement=None) -> list:
     if "order" in d:
         return render_plan(d)
     if "written" in d:
         return render_written(d)
-    return render_check(d)
+    return render_check(d, judgement)
 
 
 def render_plan(d: dict) -> list:
@@ -46,17 +43,17 @@ def render_plan(d: dict) -> list:
                  f"{exe['batch_size']}, bitstream "
                  + ", ".join(f"{b['index']} {b['size']:,} B" for b in exe["bitstreams"]))
         out.append(Text(title))
-        buffers = titled_table(None, ("buffer", "left"), ("name", "left"), ("bytes", "right"), ("padded", "right"),
-                         ("crc32", "left"))
-        for kind in ("input", "output"):
-            for layer in exe["buffers"][kind]:
-                buffers.add_row(kind, _name(layer["name"]), f"{layer['size_bytes']:,}",
+        buffers = titled_table(None, ("buffer", "left"), ("index", "right"), ("name", "left"), ("bytes", "right"),
+                               ("padded", "right"), ("crc32", "left"))
+        for kind in ("input", "output"):  # the index and the short name are what --input / --output take
+            for i, layer in enumerate(exe["buffers"][kind]):
+                buffers.add_row(kind, str(i), _name(layer["name"]), f"{layer['size_bytes']:,}",
                                 f"{layer['padded_size_bytes']:,}", "")
         if exe["buffers"]["parameter"]:
             p = exe["buffers"]["parameter"]
-            buffers.add_row("parameter", "-", f"{p['size_bytes']:,}", "", p["crc32"])
+            buffers.add_row("parameter", "", "-", f"{p['size_bytes']:,}", "", p["crc32"])
         if exe["buffers"]["scratch"]:
-            buffers.add_row("scratch", "-", f"{exe['buffers']['scratch']['size_bytes']:,}", "", "")
+            buffers.add_row("scratch", "", "-", f"{exe['buffers']['scratch']['size_bytes']:,}", "", "")
         out.append(buffers)
         for b in exe["bitstreams"]:
             fields = titled_table(f"Bitstream {b['index']}: the fields a driver links", ("offset_bit", "right"),
@@ -85,30 +82,30 @@ def render_written(d: dict) -> list:
     return [table, Text(wrote(d["written"]))]
 
 
-def render_check(d: dict) -> list:
-    verdict = d["verdict"]
-    style = VERDICT_STYLES.get(verdict, "bold")
-    if verdict == Verdict.FOREIGN:
-        return [Text.assemble((verdict, style), f": {d['size']:,} bytes that are none of this model's instruction "
-                                                "bitstreams or parameter buffers")]
-    exe = d["executable"]
-    what = (f"the parameters of executable {exe['index']} {exe['type']}" if d["kind"] == "parameters"
-            else f"executable {exe['index']} {exe['type']} bitstream {d['bitstream']}")
-    out = [Text.assemble((verdict, style), f": {what} ({d['size']:,} bytes)")]
-    if d.get("addresses"):
-        table = titled_table("Addresses", ("buffer", "left"), ("name", "left"), ("address", "left"))
-        a = d["addresses"]
-        for kind in ("input", "output"):
-            for name, per_batch in a[kind].items():
-                table.add_row(kind, _name(name), ", ".join(x or "unlinked" for x in per_batch))
-        for kind in ("parameter", "scratch"):
-            state = [f["state"] for f in d["fields"] if f["buffer"] == kind]
-            if state:
-                shown = a[kind] or ("not mapped" if "unused" in state else "unlinked")
-                table.add_row(kind, "-", shown)
+def render_check(d: dict, judgement) -> list:
+    """The judgement's line as it is, then the addresses each buffer holds, each finding's line and each note."""
+    out = [judgement_line(judgement)]
+    if d.get("buffers"):
+        batches = any(b["batch"] for b in d["buffers"])
+        columns = [("buffer", "left"), ("name", "left")] + ([("batch", "right")] if batches else []) + \
+            [("address", "left"), ("the chip reads", "left")]
+        table = titled_table(f"Addresses in the {d['size']:,}-byte bitstream", *columns)
+        order = {"input": 0, "output": 1, "parameter": 2, "scratch": 3}
+        for b in sorted(d["buffers"], key=lambda b: order[b["buffer"]]):  # stable: the patch table's order within
+            if b["state"] == "missing":
+                continue
+            shown = {"unlinked": "unlinked", "unused": "not mapped", "inconsistent": "inconsistent"}.get(
+                b["state"], b["address"])
+            if b["state"] == "linked" and not b["mapped"]:
+                shown += " (not mapped)"
+            reads = b["reads"] if b["state"] == "linked" and b["reads"] != b["address"] else ""
+            name = _name(b["name"]) if b["buffer"] in ("input", "output") else "-"
+            table.add_row(b["buffer"], name, *([str(b["batch"])] if batches else []), shown, reads)
         out.append(table)
     for f in d["findings"]:
         out.append(Text("  " + finding_text(f)))
+    for n in d.get("notes", ()):
+        out.append(Text("  " + note_text(n)))
     diag = d.get("diagnosis")
     if diag:
         out.append(Text(f"  diagnosis (model parameters A, dump B): {diag.get('verdict')}"

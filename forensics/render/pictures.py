@@ -38,7 +38,7 @@ def _pil():
     try:
         from PIL import Image, ImageDraw, ImageFont
     except ImportError:
-        raise DependencyError("pictures need Pillow: pip install 'forensics[images]'") from None
+        raise DependencyError("pictures need Pillow: pip install 'npu-forensics[images]'") from None
     return Image, ImageDraw, ImageFont
 
 

@@ -27,13 +27,12 @@ def progress_for(out, args, description: str, total: int | None = None, *, min_t
     if not wants_progress(out.stderr, json=getattr(args, "json", False), total=total, min_total=min_total):
         yield None
         return
-    from rich.console import Console
     from rich.progress import (BarColumn, DownloadColumn, MofNCompleteColumn, Progress, TextColumn,
                                TimeRemainingColumn)
 
-    from forensics.render.console import safe_console_options
+    from forensics.render.console import make_console, safe_console_options
 
-    console = Console(file=out.stderr, **safe_console_options(out.stderr))
+    console = make_console(out.stderr, **safe_console_options(out.stderr))
     amount = DownloadColumn() if unit == "bytes" else MofNCompleteColumn()
     bar = Progress(TextColumn("{task.description}"), BarColumn(), amount, TimeRemainingColumn(),
                    console=console, transient=True)

@@ -36,8 +36,11 @@ def status_text(row) -> str:
 def render_buffers(run, title: str | None = None) -> Table:
     table = _table("stage", "tensor", ("size", "right"), "CRC32", "dtype", "shape", title=title)
     for b in run.buffers:
-        table.add_row(b.stage, b.tensor, f"{b.size:,}", format_crc(b.crc32), b.dtype or "",
+        tensor = f"{b.tensor} (derived from {b.derived_from})" if b.derived_from else b.tensor
+        table.add_row(b.stage, tensor, f"{b.size:,}", format_crc(b.crc32), b.dtype or "",
                       "x".join(map(str, b.shape)) if b.shape is not None else "")
+    for log in run.logs:
+        table.add_row("log", log.name, f"{log.size:,}", format_crc(log.crc32), "", "")
     return table
 
 
@@ -66,8 +69,8 @@ def render_ingest(result) -> list:
     line = f"{verb} run {run.path} (source {run.source}): added {', '.join(result.added)}"
     if result.replaced:
         line += f"; replaced {', '.join(result.replaced)}"
-    if result.relayouted:
-        line += f"; relayouted into tensor: {', '.join(result.relayouted)}"
+    if result.derived:
+        line += f"; forensics' relayout of raw: {', '.join(result.derived)}"
     return [Text(line), render_buffers(run), Text(wrote(run.path))]
 
 

@@ -18,21 +18,34 @@ _STYLES = {Verdict.WARNING: "bold yellow", Verdict.MISSING: "bold yellow", Verdi
 VERDICT_STYLES = {**{v: "bold green" if v.passed else "bold red" for v in Verdict}, **_STYLES}
 
 
-def table(*columns, title=None, overflow=None) -> Table:
-    """A borderless table with a rule under the header; a column is a name or (name, justify). `overflow`
-    ("fold") breaks long cells (model names, addresses) instead of cutting them with an ellipsis."""
+def table(*columns, title=None, overflow="fold", whole=()) -> Table:
+    """A borderless table with a rule under the header; a column is a name or (name, justify). A cell too long
+    for a narrow console folds onto the next line, never cut with an ellipsis (what a reader must read or paste
+    is never lost); the columns named in `whole` (byte records such as `01 ff 80 80`) never break, the others
+    fold around them."""
     from rich.table import Table  # here: a one-line verdict (`diff` of equal dumps) needs no table
 
     out = Table(box=box.SIMPLE_HEAD, title=title, title_justify="left", pad_edge=False, show_edge=False)
     for col in columns:
         name, justify = col if isinstance(col, tuple) else (col, "left")
-        out.add_column(name, justify=justify, **({"overflow": overflow} if overflow else {}))
+        out.add_column(name, justify=justify, overflow=overflow, no_wrap=name in whole)
     return out
 
 
+class Paste(Text):
+    """A line to paste (a command, a `cd`): printed whole on its own line at any width, never wrapped or cut;
+    a terminal folds it only on the screen, so that a copy of it is still the one line (forensics.render.console
+    prints it soft-wrapped)."""
+
+
+def paste(command: str, *, prompt: str = "$ ") -> Paste:
+    """`$ forensics anchors B --nonuniform` as a Paste: what a report suggests running, or the demo ran."""
+    return Paste(prompt + command, style="bold")
+
+
 def titled_table(title: str | None, *columns) -> Table:
-    """`table` with a title whose long cells fold (model graphs, link plans, register traces)."""
-    return table(*columns, title=title, overflow="fold")
+    """`table` with a title (model graphs, link plans, register traces)."""
+    return table(*columns, title=title)
 
 
 class RowsTable:

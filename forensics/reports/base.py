@@ -62,14 +62,9 @@ class Report:
         return Group(*self.renderables())
 
     def _repr_html_(self) -> str:
-        import io
+        from forensics.render.console import html_of
 
-        from rich.console import Console
-
-        console = Console(record=True, file=io.StringIO(), width=120, color_system="truecolor",
-                          force_terminal=True, highlight=False, soft_wrap=False, emoji=False)
-        console.print(self)
-        return console.export_html(inline_styles=True)
+        return html_of(self.renderables())
 
     def to_frame(self):
         """The report's rows as a pandas DataFrame (pandas is imported here, only when asked for)."""
@@ -80,13 +75,19 @@ class Report:
         except ImportError:
             from forensics.core.errors import DependencyError
 
-            raise DependencyError("to_frame() needs pandas: pip install 'forensics[export]'") from None
+            raise DependencyError("to_frame() needs pandas: pip install 'npu-forensics[export]'") from None
         rows = self.to_dict().get(self.rows_key) or []
         return pd.DataFrame(rows)
 
+    @property
+    def passed(self) -> bool:
+        """The command would exit 0: its verdict passed (MATCH, WITHIN TOLERANCE, IDENTICAL, ...), or, for a
+        command that judges nothing, it did what it was asked."""
+        return self.verdict.passed if self.verdict is not None else self.exit_code == exitcodes.SAME
+
     def __bool__(self) -> bool:
-        """True when the command would exit 0 (same / ok / nothing found)."""
-        return self.exit_code == exitcodes.SAME
+        """`passed`: `if reports.diff(a, b):` reads as "if they match"."""
+        return self.passed
 
     def __repr__(self) -> str:  # short: notebooks show it as the plain-text form beside the HTML
         return f"<{type(self).__name__} {self.command}: exit_code={self.exit_code}>"

@@ -30,10 +30,26 @@ def find_pairs(directory) -> list[str]:  # local folders; forensics.runs.engine.
         names = sorted(n for n in os.listdir(directory) if not n.startswith("."))
     except OSError as exc:
         raise InputError(f"cannot list: {exc.strerror or exc}", directory) from None
-    pairs = [os.path.join(directory, n) for n in names if os.path.isdir(os.path.join(directory, n))]
+    pairs = [os.path.join(directory, n) for n in names if os.path.isdir(os.path.join(directory, n))
+             and not batch_output(directory, n)]
     if not pairs:
         raise InputError("holds no pair directories (each pair is a folder with two runs)", directory)
     return pairs
+
+
+def batch_output(directory: str, name: str) -> bool:
+    """Whether the folder `name` in a farm is what an earlier batch wrote there (its summary or pages inside the
+    farm): the pages of differing pairs, `OUT_pairs/` beside `OUT.html`, or a summary Parquet written as a
+    directory of part files. It holds no run, so it is not taken for a pair."""
+    path = os.path.join(directory, name)
+    if _partitioned_summary(path):
+        return True
+    if not name.endswith("_pairs") or not os.path.isfile(os.path.join(directory, name[:-len("_pairs")] + ".html")):
+        return False
+    try:
+        return all(n.endswith(".html") and os.path.isfile(os.path.join(path, n)) for n in os.listdir(path))
+    except OSError:
+        return False
 
 
 def _basename(location: str) -> str:
@@ -117,7 +133,7 @@ class BatchResult:
         try:
             import pandas as pd
         except ImportError:
-            raise DependencyError("batch summaries need pandas: pip install 'forensics[export]'") from None
+            raise DependencyError("batch summaries need pandas: pip install 'npu-forensics[export]'") from None
         return pd.DataFrame(list(self.rows), columns=list(COLUMNS))
 
     def to_dict(self) -> dict:
@@ -229,7 +245,7 @@ def check_summary_output(output) -> None:
         import pandas  # noqa: F401
         import pyarrow  # noqa: F401  (pandas' Parquet engine)
     except ImportError:
-        raise DependencyError("batch summaries need pandas and pyarrow: pip install 'forensics[export]'") from None
+        raise DependencyError("batch summaries need pandas and pyarrow: pip install 'npu-forensics[export]'") from None
     check_writable(csv_path)
     if not _partitioned_summary(parquet_path):
         check_writable(parquet_path)
@@ -249,7 +265,7 @@ def write_summary(result: BatchResult, output, *, partition_rows: int = PARTITIO
     try:
         import pyarrow  # noqa: F401  (pandas' Parquet engine)
     except ImportError:
-        raise DependencyError("Parquet output needs pyarrow: pip install 'forensics[export]'") from None
+        raise DependencyError("Parquet output needs pyarrow: pip install 'npu-forensics[export]'") from None
     # Both tables are made in memory first and then renamed into place: a failure leaves neither file
     # behind, never a summary.csv without its Parquet.
     csv_bytes = frame.to_csv(index=False).encode("utf-8")

@@ -19,17 +19,19 @@ import contextlib
 import os
 import platform
 import sys
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
 from forensics.core.errors import DependencyError, InputError
 from forensics.runs.run import Run, load_run, model_record, write_run
-from forensics.model.runtime import load_runtime
+from forensics.model.runtime import load_reference, load_runtime, reference_name
 
 RESAMPLING = ("lanczos", "bilinear", "bicubic", "nearest", "box", "hamming")
 EDGETPU_LIBRARIES = {"Linux": "libedgetpu.so.1", "Darwin": "libedgetpu.1.dylib", "Windows": "edgetpu.dll"}
 DEQUANTIZE = 6
+XNNPACK_LABEL = "xnnpack (LiteRT default delegates)"
 KERNEL_ROLES = ("boxes", "classes", "scores", "num_detections")  # TFLite_Detection_PostProcess output order
 
 
@@ -66,7 +68,7 @@ def prepare_image(image_path, input_shape, dtype: str = "uint8", resampling: str
     try:
         from PIL import Image, UnidentifiedImageError
     except ImportError:
-        raise DependencyError("{image} needs Pillow: pip install 'forensics[images]'", params=True) from None
+        raise DependencyError("{image} needs Pillow: pip install 'npu-forensics[images]'", params=True) from None
     methods = {"lanczos": Image.Resampling.LANCZOS, "bilinear": Image.Resampling.BILINEAR,
                "bicubic": Image.Resampling.BICUBIC, "nearest": Image.Resampling.NEAREST,
                "box": Image.Resampling.BOX, "hamming": Image.Resampling.HAMMING}
@@ -111,9 +113,10 @@ def _np_dtype(dtype: str) -> str:
 
 # --- runtime ---------------------------------------------------------------------------------------------
 
-def _runtime():
-    """(Interpreter, OpResolverType, load_delegate, runtime name): ai-edge-litert, else tflite-runtime."""
-    runtime = load_runtime("capture")
+def _runtime(reference: str | None = None):
+    """(Interpreter, OpResolverType, load_delegate, runtime name): the named reference's runtime
+    (forensics.model.runtime.REFERENCES), else ai-edge-litert, else tflite-runtime."""
+    runtime = load_reference(reference).runtime if reference is not None else load_runtime("capture")
     return runtime.Interpreter, runtime.OpResolverType, runtime.load_delegate, runtime.name
 
 
@@ -129,11 +132,12 @@ def _quiet_unraisable():
         sys.unraisablehook = old
 
 
-def load_external_delegate(library: str, what: str):
-    """Load a delegate library or raise a DependencyError naming it and what to do."""
+def load_external_delegate(library: str, what: str, reference: str | None = None):
+    """Load a delegate library (through the runtime that will use it) or raise a DependencyError naming it and
+    what to do."""
     import ctypes
 
-    _, _, load_delegate, _ = _runtime()
+    _, _, load_delegate, _ = _runtime(reference)
     try:
         ctypes.CDLL(library)  # probe first: a failed load_delegate leaves noise on stderr
     except OSError as exc:
@@ -145,25 +149,32 @@ def load_external_delegate(library: str, what: str):
         raise DependencyError(f"{what} {library} did not load ({str(exc).splitlines()[0]})") from None
 
 
-def load_edgetpu_delegate():
-    library = EDGETPU_LIBRARIES.get(platform.system(), "libedgetpu.so.1")
+def edgetpu_library() -> str:
+    return EDGETPU_LIBRARIES.get(platform.system(), "libedgetpu.so.1")
+
+
+def load_edgetpu_delegate(reference: str | None = None):
+    library = edgetpu_library()
     try:
-        return load_external_delegate(library, "the Edge TPU delegate"), library
+        return load_external_delegate(library, "the Edge TPU delegate", reference), library
     except DependencyError as exc:
         raise DependencyError(f"{exc}: install the Edge TPU runtime (libedgetpu) and connect the device, or run "
                               "only the CPU tail with {tail_only} {input:TENSOR=FILE} for the accelerator's "
                               "outputs", params=True) from None
 
 
-def make_interpreter(model_bytes: bytes, *, delegates=(), default_delegates: bool = False):
-    Interpreter, OpResolverType, _, name = _runtime()
+def make_interpreter(model_bytes: bytes, *, delegates=(), default_delegates: bool = False,
+                     reference: str | None = None):
+    Interpreter, OpResolverType, _, name = _runtime(reference)
     kwargs = {"model_content": bytes(model_bytes), "num_threads": 1, "experimental_preserve_all_tensors": True}
     if delegates:
         kwargs["experimental_delegates"] = list(delegates)
     if not default_delegates:
         kwargs["experimental_op_resolver_type"] = OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES
     try:
-        it = Interpreter(**kwargs)
+        with warnings.catch_warnings():  # LiteRT warns that preserving every tensor is for debugging: it is
+            warnings.simplefilter("ignore", UserWarning)
+            it = Interpreter(**kwargs)
         it.allocate_tensors()
     except (RuntimeError, ValueError) as exc:
         raise InputError(f"the TFLite runtime rejected the model: {str(exc).splitlines()[0]}") from None
@@ -217,7 +228,7 @@ def _edgetpu_ops(model):
     return [op for op in model.main.operators if op.is_custom and op.custom_code == EDGETPU_CUSTOM_CODE]
 
 
-def _record_tail(builder, model, it, offset_tensors=None) -> None:
+def _record_tail(builder, model, it) -> None:
     """dequantized: DEQUANTIZE outputs; detections: the PostProcess outputs; without a PostProcess the graph
     outputs go under tensor (a classifier's scores are not detections)."""
     from forensics.model.tflite.graph import postprocess_info
@@ -237,8 +248,8 @@ def _record_tail(builder, model, it, offset_tensors=None) -> None:
                               **_meta_of(t, value))
     if pp is not None:
         outputs = [sg.tensors[i] for i in pp.operator.outputs]
-        for t, role in zip(outputs, KERNEL_ROLES):
-            value = it.get_tensor(index_of[t.name])
+        values = [it.get_tensor(index_of[t.name]) for t in outputs]
+        for t, role, value in zip(outputs, KERNEL_ROLES, _written_rows(values, pp.options)):
             builder.add_bytes("detections", t.name, np.ascontiguousarray(value), role=role, **_meta_of(t, value))
     else:
         # No PostProcess: the outputs are tensors (a classifier's class scores, a feature map), not detections.
@@ -248,6 +259,26 @@ def _record_tail(builder, model, it, offset_tensors=None) -> None:
                 continue  # the accelerator's own output, already recorded
             value = it.get_tensor(d["index"])
             builder.add_bytes("tensor", t.name, np.ascontiguousarray(value), **_meta_of(t, value))
+
+
+def _written_rows(values: list, options) -> list:
+    """The PostProcess outputs with every row past the ones the kernel wrote set to zero: fast NMS leaves them
+    as the interpreter's memory was (two captures of one input differ there), regular NMS writes zeros itself.
+    Written rows: num_detections, times max_classes_per_detection with fast NMS (num_detections counts anchors
+    there, docs/pitfalls.md)."""
+    if len(values) < 4 or np.asarray(values[3]).size != 1:
+        return values
+    num = float(np.asarray(values[3]).reshape(-1)[0])
+    if not (np.isfinite(num) and num >= 0):  # not a count the kernel writes: the rows are kept as they are
+        return values
+    keep = int(num) * (1 if options.use_regular_nms else int(options.max_classes_per_detection or 1))
+    out = []
+    for value in values[:3]:  # boxes [1, rows, 4], classes and scores [1, rows]
+        value = np.array(value)  # a copy: the interpreter's tensor is not ours to change
+        if value.ndim >= 2:
+            value[:, keep:] = 0
+        out.append(value)
+    return out + list(values[3:])
 
 
 def _tensor_role(model, name: str) -> str | None:
@@ -261,14 +292,20 @@ def _tensor_role(model, name: str) -> str | None:
 
 def capture(model_path, output, *, source: str = "litert", image=None, inputs=None, resampling: str = "lanczos",
             tail_only: bool = False, delegate: str | None = None, replace: bool = False,
-            progress=None, input_image: str | None = None) -> CaptureResult:
+            progress=None, input_image: str | None = None, runtime: str | None = None) -> CaptureResult:
     """Run `model_path` once and write everything it produced as the run `output`. `progress(step, steps)`
     is called as the steps (interpreter ready, model run, run written) finish. `input_image` names the image
-    in the manifest when the inputs are given as files (default: `image`)."""
+    in the manifest when the inputs are given as files (default: `image`). `runtime` names the reference to
+    run in (forensics.model.runtime.REFERENCES; default: LiteRT, else tflite-runtime, default delegates off)."""
     from forensics.model.tflite.model import open_model
 
     model_path = os.fspath(model_path)
     feeds = _parse_feeds(inputs)
+    if runtime is not None:
+        load_reference(runtime)  # an unknown or missing runtime: one line before the model is read
+        if delegate:
+            raise InputError("give {runtime} or {delegate}, not both: a reference runs with its own delegates "
+                             "only (XNNPACK: {runtime} litert-xnnpack)", params=True)
     if image is not None and feeds:
         raise InputError("give {image} or {input:NAME=FILE}, not both", params=True)
     if image is None and not feeds:
@@ -285,9 +322,9 @@ def capture(model_path, output, *, source: str = "litert", image=None, inputs=No
             if image is not None:
                 raise InputError("{tail_only} takes the accelerator's outputs as {input:TENSOR=FILE}, not {image}",
                                  params=True)
-            return _capture_tail(model, model_bytes, record, output, source, feeds, replace, input_image)
+            return _capture_tail(model, model_bytes, record, output, source, feeds, replace, input_image, runtime)
         result = _capture_full(model, model_bytes, record, output, source, image, feeds, resampling, delegate,
-                               bool(edgetpu_ops), replace, progress)
+                               bool(edgetpu_ops), replace, progress, runtime)
         if progress is not None:
             progress(3, 3)
         return result
@@ -295,19 +332,28 @@ def capture(model_path, output, *, source: str = "litert", image=None, inputs=No
         model.close()
 
 
+def delegate_label(edgetpu: str | None, delegate: str | None, default_delegates: bool) -> str | None:
+    """What a run records as its delegates (capture.delegate): the Edge TPU library, XNNPACK, a library."""
+    names = [edgetpu] if edgetpu else []
+    if default_delegates:
+        names.append(XNNPACK_LABEL)
+    if delegate and delegate.lower() != "xnnpack":
+        names.append(delegate)
+    return ", ".join(names) or None
+
+
 def _capture_full(model, model_bytes, record, output, source, image, feeds, resampling, delegate, edgetpu,
-                  replace, progress=None) -> CaptureResult:
-    delegates, delegate_name, default_delegates = [], None, False
+                  replace, progress=None, reference=None) -> CaptureResult:
+    delegates, library = [], None
+    default_delegates = reference == "litert-xnnpack" or bool(delegate and delegate.lower() == "xnnpack")
     if edgetpu:
-        handle, delegate_name = load_edgetpu_delegate()
+        handle, library = load_edgetpu_delegate(reference)
         delegates.append(handle)
-    if delegate:
-        if delegate.lower() == "xnnpack":
-            default_delegates, delegate_name = True, "xnnpack (LiteRT default delegates)"
-        else:
-            delegates.append(load_external_delegate(delegate, "the delegate"))
-            delegate_name = delegate if delegate_name is None else f"{delegate_name}, {delegate}"
-    it, runtime = make_interpreter(model_bytes, delegates=delegates, default_delegates=default_delegates)
+    if delegate and delegate.lower() != "xnnpack":
+        delegates.append(load_external_delegate(delegate, "the delegate"))
+    delegate_name = delegate_label(library, delegate, default_delegates)
+    it, runtime = make_interpreter(model_bytes, delegates=delegates, default_delegates=default_delegates,
+                                   reference=reference)
     if progress is not None:
         progress(1, 3)
     details = it.get_input_details()
@@ -343,7 +389,9 @@ def _capture_full(model, model_bytes, record, output, source, image, feeds, resa
         progress(2, 3)
     index_of = {d["name"]: d["index"] for d in it.get_tensor_details()}
     capture_info = {"runtime": runtime, "mode": "full", "delegate": delegate_name,
-                    "resampling": resampling if image is not None else None}
+                    "resampling": resampling if image is not None else None,
+                    "reference": None if delegate and delegate.lower() != "xnnpack" else
+                    reference_name(runtime, default_delegates)}
     with write_run(output, source, replace=replace) as builder:
         builder.model = record
         builder.input_image = os.fspath(image) if image is not None else None
@@ -355,6 +403,12 @@ def _capture_full(model, model_bytes, record, output, source, image, feeds, resa
                 for exe in package.executables:
                     builder.add_bytes("params", f"op{package.operator}_exe{exe.index}_{exe.type.lower()}",
                                       bytes(exe.parameters), dtype="uint8")
+        if prepared is not None:  # the picture itself, and how the input was made from it (top-left, pycoral)
+            from forensics.runs.ingest import image_meta
+
+            height, width = (int(v) for v in details[0]["shape"][1:3])
+            builder.add_file("image", "image", image, **image_meta(image), input_size=[width, height],
+                             resized=list(prepared.resized), offset=[0, 0], resampling=resampling)
         single = len(details) == 1
         for d in details:
             t = model.tensor(d["name"])
@@ -378,14 +432,16 @@ def _capture_full(model, model_bytes, record, output, source, image, feeds, resa
     return CaptureResult(load_run(output), runtime, "full", delegate_name, prepared)
 
 
-def _capture_tail(model, model_bytes, record, output, source, feeds, replace, input_image=None) -> CaptureResult:
+def _capture_tail(model, model_bytes, record, output, source, feeds, replace, input_image=None,
+                  reference=None) -> CaptureResult:
     from forensics.io.dump import open_dump
     from forensics.model.tflite.edgetpu import read_packages
     from forensics.model.tflite.relayout import layer_map, relayout
     from forensics.model.tflite.tail import remove_custom_op
 
     tail = remove_custom_op(model_bytes)
-    it, runtime = make_interpreter(tail)
+    default_delegates = reference == "litert-xnnpack"
+    it, runtime = make_interpreter(tail, default_delegates=default_delegates, reference=reference)
     details = {d["name"]: d for d in it.get_input_details()}
     unknown = [n for n in feeds if n not in details]
     if unknown:
@@ -428,7 +484,10 @@ def _capture_tail(model, model_bytes, record, output, source, feeds, replace, in
     with write_run(output, source, replace=replace) as builder:
         builder.model = record
         builder.input_image = os.fspath(input_image) if input_image is not None else None
-        builder.capture = {"runtime": runtime, "mode": "tail-only"}
+        builder.capture = {"runtime": runtime, "mode": "tail-only",
+                           "reference": reference_name(runtime, default_delegates)}
+        if default_delegates:
+            builder.capture["delegate"] = XNNPACK_LABEL
         for name, (data, m) in raw_kept.items():
             builder.add_bytes("raw", name, data, dtype="uint8", record_size=m.z_bytes_padded,
                               from_file=feeds[name])
@@ -437,4 +496,4 @@ def _capture_tail(model, model_bytes, record, output, source, feeds, replace, in
             builder.add_bytes("tensor", name, np.ascontiguousarray(tensors[name]), role=_tensor_role(model, name),
                               **_meta_of(t, tensors[name]))
         _record_tail(builder, tail_model, it)
-    return CaptureResult(load_run(output), runtime, "tail-only", None, None)
+    return CaptureResult(load_run(output), runtime, "tail-only", XNNPACK_LABEL if default_delegates else None, None)

@@ -22,7 +22,7 @@ from forensics.compare.diff import DiffResult, diff_dumps
 from forensics.core.errors import InputError
 from forensics.core.layout import RecordLayout
 from forensics.runs import remote
-from forensics.runs.run import MANIFEST, STAGES, BufferCheck, BufferEntry, Run, load_run, verify_run
+from forensics.runs.run import MANIFEST, SIDE_STAGES, STAGES, BufferCheck, BufferEntry, Run, load_run, verify_run
 from forensics.compare.stats import locator
 from forensics.core.tolerance import DIFFER, MATCH, WITHIN, TolerancePolicy
 from forensics.core.verdict import Verdict
@@ -49,7 +49,7 @@ ADVICE = {
 
 # What the advice for a stage takes for granted: the earlier stages it says match. The chip's input and its
 # parameters are independent (an input that differs is a fact whatever the parameters were).
-PREMISES = {stage: STAGES[:i] for i, stage in enumerate(STAGES)}
+PREMISES = {stage: tuple(s for s in STAGES[:i] if s not in SIDE_STAGES) for i, stage in enumerate(STAGES)}
 PREMISES["input"] = ()
 # Where to look once a stage is known to be the first that differs (ADVICE without its premise).
 SUSPECT = {
@@ -262,8 +262,9 @@ class CompareResult:
         """The stages no buffer of both runs stands for: nothing is concluded about them."""
         compared = {row.stage for row in self.rows if row.compared and row.status != Verdict.MISSING}
         seen = {row.stage for row in self.rows}
+        # link: only runs with bitstreams have instructions; image and relayouted are beside the pipeline
         return tuple(stage for stage in STAGES if stage not in compared
-                     and (stage != "instructions" or stage in seen))  # link: only runs with bitstreams have it
+                     and (stage not in ("instructions",) + SIDE_STAGES or stage in seen))
 
     @property
     def advice(self) -> str | None:

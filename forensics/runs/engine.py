@@ -146,10 +146,12 @@ def _die_with_parent() -> None:
     threading.Thread(target=watch, name="forensics-die-with-parent", daemon=True).start()
 
 
-def _in_order(chunks, submit, wait_first, *, in_flight, stall_timeout, scheduler):
+def _in_order(chunks, submit, wait_first, *, in_flight, stall_timeout, scheduler, lost=None):
     """Yield each chunk's rows in chunk order as results arrive, keeping a few chunks in flight; Stalled when
     none finishes for `stall_timeout` seconds. `submit(i)` returns a future, `wait_first(futures, timeout)`
-    the finished ones (or none); a chunk whose worker failed becomes ERROR rows."""
+    the finished ones (or none); a chunk whose worker failed becomes `lost(location, reason)` items (default:
+    ERROR rows)."""
+    lost = lost or _error_row
     results, futures, emit, done, nxt = {}, {}, 0, 0, 0
     total = sum(len(chunk) for chunk in chunks)
 
@@ -169,7 +171,7 @@ def _in_order(chunks, submit, wait_first, *, in_flight, stall_timeout, scheduler
             try:
                 results[i] = fut.result()
             except Exception as exc:  # noqa: BLE001 - a lost worker: those pairs become ERROR rows
-                results[i] = [_error_row(p, f"the worker comparing it was lost ({type(exc).__name__})")
+                results[i] = [lost(p, f"the worker comparing it was lost ({type(exc).__name__})")
                               for p in chunks[i]]
         refill()
         while emit in results:
@@ -179,14 +181,27 @@ def _in_order(chunks, submit, wait_first, *, in_flight, stall_timeout, scheduler
             emit += 1
 
 
+def _task_options(policy, verify_files: bool) -> dict:
+    """The keywords every task takes (compare_chunk's), only those set: a task that has no policy needs none."""
+    options = {"policy": policy} if policy is not None else {}
+    if verify_files:
+        options["verify_files"] = True
+    return options
+
+
 def run_local(pairs, *, workers=None, policy=None, verify_files: bool = False,
-              stall_timeout: float = STALL_TIMEOUT, **_) -> Outcome:
+              stall_timeout: float = STALL_TIMEOUT, task=None, lost=None, **_) -> Outcome:
+    """`task` (default compare_chunk) maps a list of locations to one item each, in a pool of `workers`
+    processes (one per core by default; one: in this process); `lost(location, reason)` is the item of a
+    location whose worker was lost (default: an ERROR row)."""
+    task = task or compare_chunk
+    options = _task_options(policy, verify_files)
     workers = max(1, min(workers or os.cpu_count() or 1, len(pairs)))
 
     def items():
         if workers == 1:
             for p in pairs:
-                yield compare_location(p, policy, verify_files)
+                yield from task([p], **options)
             return
         from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
         from concurrent.futures.process import BrokenProcessPool
@@ -197,18 +212,18 @@ def run_local(pairs, *, workers=None, policy=None, verify_files: bool = False,
 
         def submit(i):
             try:
-                return state["pool"].submit(compare_chunk, chunks[i], policy, verify_files)
+                return state["pool"].submit(task, chunks[i], **options)
             except BrokenProcessPool:  # a worker died: the pool is gone; a new one takes the rest
                 state["pool"].shutdown(wait=False, cancel_futures=True)
                 state["pool"] = ProcessPoolExecutor(max_workers=workers, initializer=_die_with_parent)
-                return state["pool"].submit(compare_chunk, chunks[i], policy, verify_files)
+                return state["pool"].submit(task, chunks[i], **options)
 
         def first(futures, timeout):
             return wait(futures, timeout=timeout, return_when=FIRST_COMPLETED).done
 
         try:
             yield from _in_order(chunks, submit, first, in_flight=workers * 4, stall_timeout=stall_timeout,
-                                 scheduler="the local pool")
+                                 scheduler="the local pool", lost=lost)
         finally:
             state["pool"].shutdown(wait=False, cancel_futures=True)
 
@@ -219,7 +234,7 @@ def _dask():
     try:
         import distributed
     except ImportError:
-        raise DependencyError("{scheduler} dask needs Dask: pip install 'forensics[scale]'", params=True) from None
+        raise DependencyError("{scheduler} dask needs Dask: pip install 'npu-forensics[scale]'", params=True) from None
     return distributed
 
 
@@ -246,8 +261,105 @@ def _lost(dask_scheduler=None):
     return dict(plugin.lost) if plugin is not None else None
 
 
+# A Dask comm's handshake is one message of a few hundred bytes (distributed.comm.core.connect); a peer that
+# announces more is not a Dask scheduler.
+MAX_HANDSHAKE = 1 << 16
+MAX_FRAMES = 64
+
+
+class NotDask(InputError):
+    """Something answered at a scheduler address, but not as a Dask scheduler does."""
+
+
+def probe_scheduler(address: str, timeout: float = 5.0) -> None:
+    """Refuse within `timeout` seconds an address where no Dask scheduler answers (InputError), before
+    distributed's client reads from it: that client takes the first 8 bytes a peer sends as the length of a
+    message and allocates it (an SSH banner, `SSH-2.0-`, is a length of 2.82 EiB) and waits for the message
+    without end (a peer that sends a length and then nothing hangs it).
+
+    A Dask server speaks first: on accepting a connection it writes its handshake (distributed.comm.core:
+    `on_connection` writes, then reads), a TCP comm message being an 8-byte little-endian length, then that
+    many bytes: a frame count, one 8-byte length per frame, the frames (distributed.comm.tcp). The probe reads
+    one such message within the time left, checks its lengths, and closes the connection."""
+    import socket
+    import struct
+    import time
+
+    deadline = time.monotonic() + timeout
+    host, _, port = address.split("://", 1)[1].rpartition(":")
+    host = host.strip("[]")
+    try:
+        port_number = int(port)
+    except ValueError:
+        raise InputError(f"not a Dask scheduler address: the port {port!r} is not a number", address) from None
+
+    def left() -> float:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError
+        return remaining
+
+    sent = 0  # bytes the peer sent so far
+
+    def read(sock, n: int) -> bytes:
+        nonlocal sent
+        buf = bytearray()
+        while len(buf) < n:
+            try:
+                sock.settimeout(left())
+                chunk = sock.recv(n - len(buf))
+            except (TimeoutError, socket.timeout):
+                what = f"{sent + len(buf)} bytes and then nothing" if sent + len(buf) else "nothing"
+                raise NotDask(f"no Dask scheduler answers: the peer sent {what} within {timeout:g} s (a Dask "
+                              "scheduler sends its handshake at once)", address) from None
+            if not chunk:
+                raise NotDask(f"no Dask scheduler answers: the peer closed the connection after "
+                              f"{sent + len(buf)} bytes, before a handshake", address)
+            buf += chunk
+        sent += n
+        return bytes(buf)
+
+    try:
+        sock = socket.create_connection((host, port_number), timeout=timeout)
+    except (OSError, OverflowError) as exc:
+        reason = (exc.strerror if isinstance(exc, OSError) else None) or str(exc) or type(exc).__name__
+        raise InputError(f"cannot reach the Dask scheduler within {timeout:g} s ({reason[:160]})", address) from None
+    with sock:
+        try:
+            (total,) = struct.unpack("<Q", read(sock, 8))
+            if not 16 <= total <= MAX_HANDSHAKE:
+                head = read_banner(sock, total)
+                raise NotDask(f"no Dask scheduler answers: the peer sent {head} (a Dask handshake is one "
+                              "message of at most 64 KiB)", address)
+            body = read(sock, total)
+        except OSError as exc:
+            raise InputError(f"cannot reach the Dask scheduler: {exc.strerror or exc}", address) from None
+    (frames,) = struct.unpack_from("<Q", body)
+    if not 1 <= frames <= MAX_FRAMES or 8 * (1 + frames) > total:
+        raise NotDask(f"no Dask scheduler answers: the peer's first message is no Dask handshake ({frames} frames "
+                      f"in {total} bytes)", address)
+
+
+def read_banner(sock, total: int) -> str:
+    """What a peer that is no Dask scheduler sent first, for the message: its first bytes as text when they read
+    as text (an SSH or HTTP banner), else the length they would announce."""
+    import struct
+
+    head = struct.pack("<Q", total)
+    try:
+        sock.settimeout(0.2)
+        head += sock.recv(56)
+    except OSError:
+        pass
+    text = head.split(b"\r")[0].split(b"\n")[0]
+    if text and all(32 <= c < 127 for c in text):
+        return repr(text.decode("ascii"))
+    return f"a message length of {total:,} bytes"
+
+
 def connect(scheduler: str, *, workers=None, connect_timeout: float = 5.0):
-    """(client, cluster or None, worker count) for "dask" (a LocalCluster) or a scheduler address."""
+    """(client, cluster or None, worker count) for "dask" (a LocalCluster) or a scheduler address (probed first:
+    probe_scheduler)."""
     import logging
 
     distributed = _dask()
@@ -264,6 +376,8 @@ def connect(scheduler: str, *, workers=None, connect_timeout: float = 5.0):
                 raise DependencyError(f"could not start a Dask LocalCluster of {n} workers: "
                                       f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
             return distributed.Client(cluster, set_as_default=False), cluster, n
+    if scheduler.startswith("tcp://"):  # a TLS server speaks second: only its handshake in distributed says
+        probe_scheduler(scheduler, connect_timeout)
     try:
         client = distributed.Client(scheduler, timeout=connect_timeout, set_as_default=False)
     except (OSError, TimeoutError) as exc:
@@ -278,9 +392,10 @@ def connect(scheduler: str, *, workers=None, connect_timeout: float = 5.0):
 
 def run_dask(pairs, *, workers=None, scheduler="dask", connect_timeout: float = 5.0, in_flight: int = 4,
              chunk: int | None = None, task=None, policy=None, verify_files: bool = False,
-             stall_timeout: float = STALL_TIMEOUT) -> Outcome:
+             stall_timeout: float = STALL_TIMEOUT, lost=None) -> Outcome:
     """The same per-pair function on Dask, in chunks of pairs (`chunk` pairs per task), at most `in_flight`
-    chunks per worker queued. `task` (default compare_chunk) maps a list of pair locations to (row, stats)."""
+    chunks per worker queued. `task` (default compare_chunk) maps a list of pair locations to (row, stats);
+    `lost` as for run_local."""
     task = task or compare_chunk
     import uuid
 
@@ -300,10 +415,8 @@ def run_dask(pairs, *, workers=None, scheduler="dask", connect_timeout: float = 
         import distributed
 
         def submit(i):
-            options = {"policy": policy} if policy is not None else {}
-            if verify_files:
-                options["verify_files"] = True
-            return client.submit(task, chunks[i], **options, key=f"{KEY_PREFIX}{token}-{i}", pure=False)
+            return client.submit(task, chunks[i], **_task_options(policy, verify_files),
+                                 key=f"{KEY_PREFIX}{token}-{i}", pure=False)
 
         def first(futures, timeout):
             try:
@@ -314,7 +427,7 @@ def run_dask(pairs, *, workers=None, scheduler="dask", connect_timeout: float = 
 
         try:
             yield from _in_order(chunks, submit, first, in_flight=n * in_flight, stall_timeout=stall_timeout,
-                                 scheduler=outcome.name)
+                                 scheduler=outcome.name, lost=lost)
             if tracked:
                 lost_keys = client.run_on_scheduler(_lost) or {}
                 outcome.retried = sum(len(chunks[int(k.rsplit("-", 1)[1])]) for k in lost_keys if token in k)

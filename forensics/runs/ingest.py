@@ -2,8 +2,12 @@
 
 Without `:TENSOR` a buffer is named after its stage, so `input=FILE` in two runs compares. With a model, the
 manifest records its path and sha256, tensors get their dtype/shape/quantization, and a `raw` buffer of an Edge
-TPU output layer is relayouted into the `tensor` stage (libedgetpu's relayout, forensics.model.tflite.relayout) unless
-that tensor was given too. A dump's sidecar JSON (forensics.io.dump) fills in what the model does not say.
+TPU output layer is relayouted (libedgetpu's relayout, forensics.model.tflite.relayout) into the `tensor` stage,
+marked `derived_from`; when the driver gave that tensor (now or before), the driver's stays in `tensor` and the
+relayout goes beside it, into `relayouted`. A buffer the run holds is replaced only with `replace`. A dump's
+sidecar JSON (forensics.io.dump) fills in what the model does not say. `image=FILE` is the picture the input was
+made from (its width and height read when Pillow is installed), `log[:NAME]=FILE` a driver's log: both stored
+as the bytes given.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import os
 from dataclasses import dataclass
 
 from forensics.core.errors import InputError
-from forensics.runs.run import STAGE_ALIASES, STAGES, Run, check_tensor_name, model_record, write_run
+from forensics.runs.run import DERIVED_HOME, STAGE_ALIASES, STAGES, Run, check_tensor_name, model_record, write_run
 
 
 @dataclass(frozen=True)
@@ -26,16 +30,24 @@ class IngestSpec:
         return self.stage if self.tensor == self.stage else f"{self.stage}:{self.tensor}"
 
 
+LOG = "log"  # `log[:NAME]=FILE`: not a stage of the inference, a log of the driver that made it
+
+
 def parse_spec(text: str) -> IngestSpec:
-    """`raw:convert_scores=dump.bin` -> IngestSpec("raw", "convert_scores", "dump.bin")."""
+    """`raw:convert_scores=dump.bin` -> IngestSpec("raw", "convert_scores", "dump.bin"); `log=dbgview.log` ->
+    IngestSpec("log", "log", "dbgview.log")."""
     left, sep, path = str(text).partition("=")
     if not sep or not left or not path:
         raise InputError(f"expected STAGE[:TENSOR]=FILE (e.g. input=input.bin, raw:convert_scores=scores.bin), "
                          f"got {text!r}")
     stage, _, tensor = left.partition(":")
     stage = STAGE_ALIASES.get(stage, stage)  # link: parameters -> params
-    if stage not in STAGES:
-        raise InputError(f"unknown stage {stage!r} in {text!r} (stages: {', '.join(STAGES)})")
+    if stage not in STAGES and stage != LOG:
+        raise InputError(f"unknown stage {stage!r} in {text!r} (stages: {', '.join(STAGES)}; or log for the "
+                         "driver's log)")
+    if stage in DERIVED_HOME.values():
+        raise InputError(f"{stage} holds what forensics derives (ingest --model relayouts raw:LAYER into it): "
+                         f"give the driver's own relayout as tensor:LAYER=FILE ({text!r})")
     if ":" in left and not tensor:
         raise InputError(f"empty tensor name in {text!r}")
     try:
@@ -52,11 +64,13 @@ class IngestResult:
     added: tuple[str, ...]
     replaced: tuple[str, ...]
     relayouted: tuple[str, ...]
+    derived: tuple[str, ...] = ()  # labels of the buffers forensics derived (tensor:X or relayouted:X)
 
     def to_dict(self) -> dict:
         return {"run": self.run.path, "source": self.run.source, "created": self.created,
                 "added": list(self.added), "replaced": list(self.replaced), "relayouted": list(self.relayouted),
-                "model": self.run.model, "buffers": [b.to_dict() for b in self.run.buffers]}
+                "derived": list(self.derived), "model": self.run.model,
+                "buffers": [b.to_dict() for b in self.run.buffers], "logs": [log.to_dict() for log in self.run.logs]}
 
 
 def _tensor_meta(model, name: str) -> dict:
@@ -127,11 +141,13 @@ def _sidecar_meta(path: str) -> dict:
     return {k: v for k, v in out.items() if v is not None}
 
 
-def ingest(run_path, source: str, specs, *, model=None, dump_options: dict | None = None) -> IngestResult:
+def ingest(run_path, source: str, specs, *, model=None, dump_options: dict | None = None,
+           replace: bool = False) -> IngestResult:
     """Create the run at `run_path` or add to it (atomically: the old run stays whole until the new one is in).
 
     `dump_options` (offset, length, gap_fill) go to open_dump for every dump: a text dump is stored as the
-    bytes it shows and a slice as its bytes, and the manifest records `source_format` and `slice`."""
+    bytes it shows and a slice as its bytes, and the manifest records `source_format` and `slice`. A buffer or
+    log the run already holds is refused (nothing written) unless `replace`."""
     dump_options = dict(dump_options or {})
     run_path = os.fspath(run_path)
     specs = [s if isinstance(s, IngestSpec) else parse_spec(s) for s in specs]
@@ -142,18 +158,20 @@ def ingest(run_path, source: str, specs, *, model=None, dump_options: dict | Non
         if (s.stage, s.tensor) in seen:
             raise InputError(f"{s.label} is given twice")
         seen.add((s.stage, s.tensor))
+    if sum(s.stage == "image" for s in specs) > 1:
+        raise InputError("a run holds one image (the one its input was made from)")
     from forensics.io.dump import check_readable_file, npz_path, open_dump
 
     for s in specs:
-        if check_readable_file(npz_path(s.path)[0]) == 0:
-            raise InputError("empty dump (0 bytes)", s.path)
+        if check_readable_file(npz_path(s.path)[0] if s.stage not in ("image", LOG) else s.path) == 0:
+            raise InputError(f"empty {'log' if s.stage == LOG else 'dump'} (0 bytes)", s.path)
     record = model_record(model) if model is not None else None
     opened = None
     if model is not None:
         from forensics.model.tflite.model import open_model
 
         opened = open_model(model)
-    added, relayouted = [], []
+    added, relayouted, derived = [], [], []
     try:
         if opened is not None:  # a tensor named on the command line must be the model's (a typo, else)
             for s in specs:
@@ -161,7 +179,7 @@ def ingest(run_path, source: str, specs, *, model=None, dump_options: dict | Non
                     opened.tensor(s.tensor)
         # add=True: the run is created when missing, else read under the writers' lock, so that two ingests
         # into one run each start from the other's manifest and neither loses a buffer
-        with write_run(run_path, source, add=True) as builder:
+        with write_run(run_path, source, add=True, replace_buffers=replace) as builder:
             existing = builder.base
             created = existing is None
             if record and existing is not None and existing.model_sha256 and \
@@ -170,9 +188,11 @@ def ingest(run_path, source: str, specs, *, model=None, dump_options: dict | Non
                                  f"{existing.model_sha256[:12]}...), not {model}", run_path)
             if record is not None:
                 builder.model = record
-            given = {(s.stage, s.tensor) for s in specs}
             dumps = []
             for s in specs:  # every dump opened and checked before the first byte is written
+                if s.stage in ("image", LOG):
+                    dumps.append((s, image_meta(s.path) if s.stage == "image" else {}, None))
+                    continue
                 # opened once (a text dump is decoded here) and handed to every step below
                 dump = open_dump(s.path, allow_empty=True, use_sidecar=False, **dump_options)
                 meta = {**_array_meta(dump, s), **_sidecar_meta(s.path)}
@@ -183,23 +203,44 @@ def ingest(run_path, source: str, specs, *, model=None, dump_options: dict | Non
                 else:
                     _check_size(s, meta, dump)
                 dumps.append((s, meta, dump))
-            for s, meta, dump in dumps:
-                _add_dump(builder, s, meta, dump)
+            for s, meta, dump in dumps:  # what the driver provided first, then what forensics derives from it
+                if s.stage == LOG:
+                    builder.add_log(s.tensor, s.path, from_file=os.path.abspath(s.path))
+                elif s.stage == "image":  # the picture's own bytes, never decoded as a text dump
+                    builder.add_file("image", s.tensor, s.path, from_file=os.path.abspath(s.path), **meta)
+                    builder.input_image = builder.input_image or s.path
+                else:
+                    _add_dump(builder, s, meta, dump)
                 added.append(s.label)
-                if s.stage == "raw" and opened is not None and ("tensor", s.tensor) not in given:
-                    if _relayout_into(builder, opened, s, dump):
+            for s, meta, dump in dumps:
+                if s.stage == "raw" and opened is not None:
+                    entry = _relayout_into(builder, opened, s, dump)
+                    if entry is not None:
                         relayouted.append(s.tensor)
-                elif s.stage == "raw" and ("tensor", s.tensor) not in given:
-                    stale = builder.entries.get(("tensor", s.tensor))
-                    if stale is not None and stale.extra.get("relayouted_from") == "raw":
-                        # relayouted from the raw buffer just replaced: without --model it cannot be redone
-                        builder._drop("tensor", s.tensor)
+                        derived.append(entry.label)
             replaced = list(builder.replaced)
     finally:
         if opened is not None:
             opened.close()
     # the run as this ingest wrote it (another writer may have added to it since: never a buffer we did not write)
-    return IngestResult(builder.run, created, tuple(added), tuple(replaced), tuple(relayouted))
+    return IngestResult(builder.run, created, tuple(added), tuple(replaced), tuple(relayouted), tuple(derived))
+
+
+def image_meta(path) -> dict:
+    """An image's width, height, format and mode from its header (Pillow, when installed). A file Pillow does
+    not read as an image is refused: `image=` holds the picture the input was made from."""
+    try:
+        from PIL import Image, UnidentifiedImageError
+    except ImportError:  # the bytes are kept all the same; the geometry is what Pillow would have said
+        return {}
+    path = os.fspath(path)
+    try:
+        with Image.open(path) as img:
+            return {"width": int(img.size[0]), "height": int(img.size[1]), "format": img.format, "mode": img.mode}
+    except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError) as exc:
+        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise InputError(f"is not an image Pillow reads ({why}); image=FILE is the picture the input was made "
+                         "from", path) from None
 
 
 def _add_dump(builder, spec: IngestSpec, meta: dict, dump) -> None:
@@ -219,8 +260,10 @@ def _add_dump(builder, spec: IngestSpec, meta: dict, dump) -> None:
                       **extra, **meta)
 
 
-def _relayout_into(builder, model, spec: IngestSpec, dump) -> bool:
-    """Add `tensor:NAME` from a raw dump of the Edge TPU output layer NAME; False when the model has no such layer."""
+def _relayout_into(builder, model, spec: IngestSpec, dump):
+    """Add forensics' relayout of a raw dump of the Edge TPU output layer NAME, derived from `raw:NAME`: as
+    `tensor:NAME`, or `relayouted:NAME` when the run holds the driver's own tensor (RunBuilder). The entry, or
+    None when the model has no such layer."""
     import numpy as np
 
     from forensics.model.tflite.edgetpu import read_packages
@@ -232,7 +275,7 @@ def _relayout_into(builder, model, spec: IngestSpec, dump) -> bool:
         if layer is not None:
             break
     if layer is None:
-        return False
+        return None
     from forensics.core.errors import FormatError
 
     try:
@@ -244,6 +287,5 @@ def _relayout_into(builder, model, spec: IngestSpec, dump) -> bool:
                          f"and the tensor is {m.tensor_size} bytes: ingest it as tensor:{spec.tensor}=FILE if it "
                          "is already relayouted", spec.path)
     tensor = relayout(dump.read(0, dump.size), m)
-    builder.add_bytes("tensor", spec.tensor, np.ascontiguousarray(tensor), relayouted_from="raw",
-                      **_tensor_meta(model, spec.tensor))
-    return True
+    return builder.add_bytes("tensor", spec.tensor, np.ascontiguousarray(tensor), derived_from=spec.label,
+                             **_tensor_meta(model, spec.tensor))

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from forensics.core.errors import InputError
-from forensics.runs.run import STAGES, Run, load_run, write_run
+from forensics.runs.run import STAGES, BufferCheck, Run, load_run, verify_run, write_run
 from forensics.compare.stats import element_dtype
 
 FORMATS = ("npz", "polygraphy")
@@ -59,16 +59,59 @@ def run_arrays(run) -> dict[str, np.ndarray]:
     return out
 
 
+_KERNEL_OUTPUTS = ("boxes", "classes", "scores", "num_detections")  # TFLite_Detection_PostProcess's output order
+
+
+def tail_arrays(run, deps=None):
+    """A run's CPU tail as forensics.decode.explain.TailArrays: the tensor stage's box encodings and scores
+    (the driver's own: a derived relayout is not read), the dequantized stage's values and the detections, found
+    by `role` (what capture and ingest --model record), else by the model's tensor names (`deps`, DecodeDeps),
+    the shapes ([..., 4] boxes, [..., classes + 1] scores) and the kernel's output order."""
+    from forensics.decode.explain import Detections, TailArrays
+
+    run = run if isinstance(run, Run) else load_run(run)
+
+    def pick(stage, role, name=None, columns=None):
+        entries = [e for e in run.buffers if e.stage == stage and not e.derived]
+        for match in (lambda e: e.role == role, lambda e: name is not None and e.tensor == name,
+                      lambda e: columns is not None and e.role is None and e.shape is not None
+                      and len(e.shape) >= 2 and e.shape[-1] == columns):
+            found = [e for e in entries if match(e)]
+            if len(found) == 1:
+                return _array(run, found[0])
+        return None
+
+    columns = deps.score_columns if deps is not None else None
+    names = (deps.boxes.name, deps.scores.name) if deps is not None else (None, None)
+    detections = None
+    outputs = [e for e in run.buffers if e.stage == "detections"]
+    by_role = {e.role: e for e in outputs if e.role in _KERNEL_OUTPUTS}
+    ordered = [by_role.get(r) for r in _KERNEL_OUTPUTS] if len(by_role) == 4 else (outputs if len(outputs) == 4
+                                                                                       else None)
+    if ordered:
+        detections = Detections.of(*(_array(run, e).view(np.float32) if e.dtype is None else _array(run, e)
+                                     for e in ordered))
+    return TailArrays(boxes=pick("tensor", "boxes", names[0]), scores=pick("tensor", "scores", names[1]),
+                      boxes_dequantized=pick("dequantized", "boxes", columns=4),
+                      scores_dequantized=pick("dequantized", "scores", columns=columns), detections=detections)
+
+
 @dataclass(frozen=True)
 class ExportResult:
     run: str
     format: str
     output: str
     arrays: tuple[tuple[str, str, tuple[int, ...]], ...]  # (name, dtype, shape)
+    changed: tuple[BufferCheck, ...] = ()  # buffers whose bytes no longer match the manifest (allow_changed)
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        return tuple(f"{c.message(self.run)}: exported as it is now" for c in self.changed)
 
     def to_dict(self) -> dict:
         return {"run": self.run, "format": self.format, "output": self.output,
-                "arrays": [{"name": n, "dtype": d, "shape": list(s)} for n, d, s in self.arrays]}
+                "arrays": [{"name": n, "dtype": d, "shape": list(s)} for n, d, s in self.arrays],
+                "changed": [c.to_dict() for c in self.changed]}
 
 
 def _npy_bytes(array: np.ndarray) -> bytes:
@@ -97,13 +140,25 @@ def member_name(label: str) -> str:
     return text
 
 
-def export_run(run, fmt: str, output) -> ExportResult:
-    """Write the run's buffers as `fmt` (npz or polygraphy) to `output`, atomically."""
+def export_run(run, fmt: str, output, *, allow_changed: bool = False) -> ExportResult:
+    """Write the run's buffers as `fmt` (npz or polygraphy) to `output`, atomically. A buffer whose bytes no
+    longer match the manifest (what compare shows CHANGED) is refused, nothing written, unless `allow_changed`
+    (then it is exported as it is now, and the result says which)."""
     from forensics.io.outputs import atomic_write
 
     if fmt not in FORMATS:
         raise InputError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     run = run if isinstance(run, Run) else load_run(run)
+    checks = verify_run(run)
+    missing = [c for c in checks if c.status == "missing"]
+    if missing:
+        raise InputError(missing[0].message(run.path))
+    changed = tuple(c for c in checks if not c.ok)
+    if changed and not allow_changed:
+        more = f" (and {len(changed) - 1} more)" if len(changed) > 1 else ""
+        first = changed[0].message(run.path).replace("{", "{{").replace("}", "}}")  # a template (params=True)
+        raise InputError(f"{first}{more}; nothing was exported (the run is not what was captured): give "
+                         "{allow_changed} to export the bytes as they are now", params=True)
     arrays = run_arrays(run)
     output = os.fspath(output)
     try:
@@ -118,7 +173,7 @@ def export_run(run, fmt: str, output) -> ExportResult:
         raise InputError(f"cannot write: {exc.strerror or exc}", output) from None
     name = member_name if fmt == "npz" else str
     return ExportResult(run.path, fmt, output,
-                        tuple((name(n), a.dtype.name, tuple(a.shape)) for n, a in arrays.items()))
+                        tuple((name(n), a.dtype.name, tuple(a.shape)) for n, a in arrays.items()), changed)
 
 
 # --- reading -----------------------------------------------------------------------------------------------
@@ -131,30 +186,6 @@ def _load_npy(data: bytes, name: str, path: str) -> np.ndarray:
     if not isinstance(array, np.ndarray) or array.dtype.hasobject:
         raise InputError(f"array {name!r} is not a numeric array", path)
     return array
-
-
-def read_npz(path) -> dict[str, np.ndarray]:
-    path = os.fspath(path)
-    from forensics.io.dump import check_readable_file
-
-    check_readable_file(path)
-    try:
-        with np.load(path, allow_pickle=False) as archive:
-            if not isinstance(archive, np.lib.npyio.NpzFile):
-                raise InputError("is a single .npy array, not an .npz archive", path)
-            out = {}
-            for name in archive.files:
-                array = archive[name]
-                if array.dtype.hasobject:
-                    raise InputError(f"array {name!r} is not a numeric array", path)
-                out[name] = array
-    except InputError:
-        raise
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile, KeyError) as exc:
-        raise InputError(f"not a readable .npz archive ({exc})", path) from None
-    if not out:
-        raise InputError("the archive holds no arrays", path)
-    return out
 
 
 def read_polygraphy(path) -> tuple[str, dict[str, np.ndarray]]:
@@ -215,8 +246,9 @@ def _little_endian_chunks(dump):
         yield view if dtype.byteorder != ">" else np.frombuffer(view, dtype).byteswap().view(np.uint8)
 
 
-def ingest_arrays(run_path, fmt: str, path, *, source: str | None = None) -> ArraysIngest:
-    """Add the arrays of an npz / Polygraphy file to the run at `run_path` (created when missing)."""
+def ingest_arrays(run_path, fmt: str, path, *, source: str | None = None, replace: bool = False) -> ArraysIngest:
+    """Add the arrays of an npz / Polygraphy file to the run at `run_path` (created when missing); a buffer the
+    run holds is replaced only with `replace`."""
     if fmt not in FORMATS:
         raise InputError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     if fmt == "npz":
@@ -231,7 +263,7 @@ def ingest_arrays(run_path, fmt: str, path, *, source: str | None = None) -> Arr
         raise InputError("a run needs a source name: give {source:NAME}", params=True)
     added = []
     seen = set()
-    with write_run(run_path, source, add=True) as builder:
+    with write_run(run_path, source, add=True, replace_buffers=replace) as builder:
         for name, array in arrays.items():
             stage, tensor = _stage_and_tensor(name)
             if (stage, tensor) in seen:

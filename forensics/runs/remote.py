@@ -53,7 +53,10 @@ def join(url: str, *parts: str) -> str:
     """`parts` under `url`; in a chained URL (zip://farm::file:///x.zip) under its first link, the path inside
     the archive."""
     head, sep, chain = url.partition("::")
-    return "/".join([head.rstrip("/"), *parts]) + sep + chain
+    protocol, marker, path = head.partition("://") if "://" in head else ("", "", head)
+    path = path.rstrip("/")  # `zip://` is the archive's root: its folders are `zip://NAME`, not `zip:/NAME`
+    joined = "/".join([path, *parts]) if path else "/".join(parts)
+    return (protocol + marker + joined if marker else joined) + sep + chain
 
 
 # reference:// maps name byte ranges of arbitrary other files (local devices among them): not read as runs
@@ -85,7 +88,7 @@ def open_fs(url: str):
     try:
         import fsspec
     except ImportError:
-        raise DependencyError(f"{url}: reading runs from URLs needs fsspec: pip install 'forensics[scale]'") from None
+        raise DependencyError(f"{url}: reading runs from URLs needs fsspec: pip install 'npu-forensics[scale]'") from None
     try:
         fs, path = fsspec.core.url_to_fs(url)
     except ValueError as exc:

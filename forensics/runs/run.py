@@ -11,6 +11,7 @@ then the manifest in one rename), so it is whole at its name at every instant; w
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as _dt
 import hashlib
 import json
@@ -29,8 +30,15 @@ FORMAT = "forensics-run"
 VERSION = 1
 MANIFEST = "manifest.json"
 # The story's order: narrow the match down stage by stage and look for the bug in the first that differs.
-STAGES = ("params", "instructions", "input", "raw", "tensor", "dequantized", "detections")  # link: instructions
+# `image` is the picture the input was made from; `relayouted` holds forensics' relayout of a raw buffer when
+# the run also holds the driver's own `tensor` of that name (a derived buffer never takes a provided one's place).
+STAGES = ("params", "instructions", "image", "input", "raw", "relayouted", "tensor", "dequantized",
+          "detections")  # link: instructions
 STAGE_ALIASES = {"parameters": "params"}  # link: issue 23 calls the params stage `parameters`
+# Where a derived buffer goes when the stage it stands in for holds the driver's own buffer of that name.
+DERIVED_HOME = {"tensor": "relayouted"}
+# Evidence beside the pipeline: no later stage takes them for granted, and a run without them misses nothing.
+SIDE_STAGES = ("image", "relayouted")
 ROLES = ("boxes", "scores", "classes", "num_detections")
 _MAX_MANIFEST = 16 << 20
 _COPY_BLOCK = 1 << 20
@@ -52,11 +60,18 @@ class BufferEntry:
     zero_point: int | None = None
     record_size: int | None = None
     role: str | None = None  # boxes / scores (decode inputs), boxes / classes / scores / num_detections (outputs)
+    # The label of the buffer forensics computed this one from (`raw:convert_scores` for its relayout); None
+    # for a buffer the driver or the runtime provided, which is evidence and never replaced by a derived one.
+    derived_from: str | None = None
     extra: dict = field(default_factory=dict, compare=False)
 
     @property
     def key(self) -> tuple[str, str]:
         return self.stage, self.tensor
+
+    @property
+    def derived(self) -> bool:
+        return self.derived_from is not None
 
     @property
     def label(self) -> str:
@@ -65,7 +80,7 @@ class BufferEntry:
     def to_dict(self) -> dict:
         out = {"stage": self.stage, "tensor": self.tensor, "file": self.file, "size": self.size,
                "crc32": format_crc(self.crc32)}
-        for name in ("dtype", "scale", "zero_point", "record_size", "role"):
+        for name in ("dtype", "scale", "zero_point", "record_size", "role", "derived_from"):
             value = getattr(self, name)
             if value is not None:
                 out[name] = value
@@ -73,6 +88,101 @@ class BufferEntry:
             out["shape"] = list(self.shape)
         out.update(self.extra)
         return out
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    """A log the driver wrote while it made the run's buffers (DbgView, a console): stored as the bytes it was
+    given, in whatever code page, with its size and CRC32; `tags` maps a tag the log names to a buffer label
+    where the buffers' own names do not say it."""
+
+    name: str
+    file: str
+    size: int
+    crc32: int
+    tags: tuple[tuple[str, str], ...] = ()  # (logged tag, buffer label)
+    extra: dict = field(default_factory=dict, compare=False)
+
+    stage = "log"  # as a BufferCheck reads an entry
+
+    @property
+    def tensor(self) -> str:
+        return self.name
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return "log", self.name
+
+    @property
+    def label(self) -> str:
+        return f"log:{self.name}"
+
+    def to_dict(self) -> dict:
+        out = {"name": self.name, "file": self.file, "size": self.size, "crc32": format_crc(self.crc32)}
+        if self.tags:
+            out["tags"] = dict(self.tags)
+        out.update(self.extra)
+        return out
+
+
+@dataclass(frozen=True)
+class LogEvidence:
+    """What a run's logs are checked against: each log with where its bytes are, and every tag a log may name
+    for a buffer the driver provided -> that buffer's file (`buffers`, as forensics.buffer.fingerprint.verify_log
+    takes them; tags match without case there) and -> its label (`labels`, to name the stage)."""
+
+    logs: tuple[tuple[LogEntry, str], ...]
+    buffers: dict = field(default_factory=dict)
+    labels: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {"logs": [dict(log.to_dict(), path=path) for log, path in self.logs], "buffers": dict(self.buffers),
+                "labels": dict(self.labels)}
+
+
+@dataclass(frozen=True)
+class ImageInfo:
+    """The run's `image` stage: the picture the input was made from and, when known, how (forensics.runs.capture
+    records pycoral's set_resized_input: resized to `resized` and written at `offset` of an `input_size` tensor
+    filled with zeros)."""
+
+    entry: BufferEntry
+    width: int | None = None
+    height: int | None = None
+    format: str | None = None  # as Pillow names it: JPEG, PNG, BMP ...
+    mode: str | None = None  # RGB, L ...
+    input_size: tuple[int, int] | None = None  # (width, height) of the input tensor
+    resized: tuple[int, int] | None = None  # (width, height) of the image inside it
+    offset: tuple[int, int] | None = None  # (x, y) of the resized image's top-left corner
+    resampling: str | None = None
+
+    @property
+    def placement(self) -> str | None:
+        """`top-left` (pycoral pads right and bottom), `centred`, `offset`, or None when not recorded."""
+        if self.offset is None:
+            return None
+        if self.offset == (0, 0):
+            return "top-left"
+        if self.input_size and self.resized and all(
+                abs(2 * o + r - i) <= 1 for o, r, i in zip(self.offset, self.resized, self.input_size)):
+            return "centred"
+        return "offset"
+
+    def to_dict(self) -> dict:
+        out = {"label": self.entry.label, "file": self.entry.file, "size": self.entry.size,
+               "crc32": format_crc(self.entry.crc32), "width": self.width, "height": self.height,
+               "format": self.format, "mode": self.mode, "placement": self.placement}
+        for name in ("input_size", "resized", "offset"):
+            value = getattr(self, name)
+            out[name] = list(value) if value is not None else None
+        out["resampling"] = self.resampling
+        return out
+
+
+def _pair(value) -> tuple[int, int] | None:
+    if isinstance(value, list) and len(value) == 2 and all(_is_int(v) and v >= 0 for v in value):
+        return int(value[0]), int(value[1])
+    return None
 
 
 @dataclass(frozen=True)
@@ -88,6 +198,7 @@ class Run:
     tool: str | None = None
     version: int = VERSION
     capture: dict | None = None  # how it was captured (runtime, resampling, delegate, tail_only ...)
+    logs: tuple[LogEntry, ...] = ()  # the driver's logs (ingest log=PATH)
     # Where the buffer files are read from when `path` is an fsspec URL (forensics.runs.remote.RemoteFiles);
     # None for a local directory.
     files: object | None = field(default=None, repr=False, compare=False)
@@ -165,13 +276,58 @@ class Run:
     def model_sha256(self) -> str | None:
         return (self.model or {}).get("sha256")
 
+    def log_path(self, log: LogEntry) -> str:
+        """Where `log`'s bytes are (a URL in a run at a URL); InputError as for a buffer (file_path)."""
+        return self.file_path(log)
+
+    def log_evidence(self) -> LogEvidence:
+        """The run's logs and the buffers they are checked against: for every buffer the driver provided (a
+        derived one is not what the driver fingerprinted), its label, its tensor name and, when it is its
+        stage's only provided buffer, the stage name; then the tags a log's manifest entry maps itself.
+        `forensics.buffer.fingerprint.verify_log(path, buffers=evidence.buffers)` checks one log."""
+        provided = [b for b in self.buffers if not b.derived]
+        per_stage: dict[str, list[BufferEntry]] = {}
+        for b in provided:
+            per_stage.setdefault(b.stage, []).append(b)
+        labels: dict[str, str] = {}
+        for b in provided:  # the most specific name first: a label is never shadowed by a tensor or a stage
+            labels.setdefault(b.label, b.label)
+        for b in provided:
+            labels.setdefault(b.tensor, b.label)
+        for stage, entries in per_stage.items():
+            if len(entries) == 1:
+                labels.setdefault(stage, entries[0].label)
+        by_label = {b.label: b for b in provided}
+        for log in self.logs:
+            for tag, label in log.tags:
+                if label in by_label:
+                    labels[tag] = label
+        buffers = {tag: self.file_path(by_label[label]) for tag, label in labels.items()}
+        return LogEvidence(tuple((log, self.log_path(log)) for log in self.logs), buffers, labels)
+
+    def image_info(self) -> ImageInfo | None:
+        """The `image` stage's picture and its geometry, or None when the run holds no image."""
+        entries = [b for b in self.buffers if b.stage == "image"]
+        if not entries:
+            return None
+        entry = entries[0]
+        x = entry.extra
+        return ImageInfo(entry, width=x.get("width") if _is_int(x.get("width")) else None,
+                         height=x.get("height") if _is_int(x.get("height")) else None,
+                         format=x.get("format") if isinstance(x.get("format"), str) else None,
+                         mode=x.get("mode") if isinstance(x.get("mode"), str) else None,
+                         input_size=_pair(x.get("input_size")), resized=_pair(x.get("resized")),
+                         offset=_pair(x.get("offset")),
+                         resampling=x.get("resampling") if isinstance(x.get("resampling"), str) else None)
+
     def to_dict(self) -> dict:
         return manifest_dict(self.source, self.buffers, model=self.model, input_image=self.input_image,
-                             created=self.created, tool=self.tool, capture=self.capture, path=self.path)
+                             created=self.created, tool=self.tool, capture=self.capture, path=self.path,
+                             logs=self.logs)
 
 
 def manifest_dict(source, buffers, *, model=None, input_image=None, created=None, tool=None, capture=None,
-                  path=None) -> dict:
+                  path=None, logs=()) -> dict:
     out = {"format": FORMAT, "version": VERSION, "source": source, "created": created, "tool": tool,
            "model": model, "input_image": input_image}
     if capture:
@@ -179,6 +335,8 @@ def manifest_dict(source, buffers, *, model=None, input_image=None, created=None
     if path is not None:
         out["path"] = path
     out["buffers"] = [b.to_dict() for b in buffers]
+    if logs:
+        out["logs"] = [log.to_dict() for log in logs]
     return out
 
 
@@ -220,6 +378,17 @@ def _check_relative(file: str, where, path) -> str:
     return file
 
 
+def _file_fields(raw: dict, where: tuple, path: str) -> tuple[str, int, int]:
+    """(file, size, crc32) of a buffer's or a log's manifest entry, validated."""
+    file = _check_relative(raw.get("file"), where, path)
+    size = raw.get("size")
+    if not _is_int(size) or size < 0:
+        raise FormatError(f"size must be a non-negative integer, got {size!r}", where=where + ("size",), path=path)
+    if "crc32" not in raw:
+        raise FormatError("crc32 is missing", where=where, path=path)
+    return file, size, _parse_crc(raw["crc32"], where + ("crc32",), path)
+
+
 def _entry(raw, i: int, path: str) -> BufferEntry:
     where = ("buffers", str(i))
     if not isinstance(raw, dict):
@@ -231,13 +400,7 @@ def _entry(raw, i: int, path: str) -> BufferEntry:
     tensor = raw.get("tensor", stage)
     if not isinstance(tensor, str) or not tensor:
         raise FormatError("tensor must be a non-empty string", where=where + ("tensor",), path=path)
-    file = _check_relative(raw.get("file"), where, path)
-    size = raw.get("size")
-    if not _is_int(size) or size < 0:
-        raise FormatError(f"size must be a non-negative integer, got {size!r}", where=where + ("size",), path=path)
-    if "crc32" not in raw:
-        raise FormatError("crc32 is missing", where=where, path=path)
-    crc = _parse_crc(raw["crc32"], where + ("crc32",), path)
+    file, size, crc = _file_fields(raw, where, path)
     kw = {}
     if raw.get("dtype") is not None:
         if not isinstance(raw["dtype"], str):
@@ -269,10 +432,50 @@ def _entry(raw, i: int, path: str) -> BufferEntry:
             raise FormatError(f"role must be one of {', '.join(ROLES)}, got {raw['role']!r}",
                               where=where + ("role",), path=path)
         kw["role"] = raw["role"]
+    if raw.get("derived_from") is not None:
+        if not isinstance(raw["derived_from"], str) or not raw["derived_from"]:
+            raise FormatError("derived_from must be the label of the buffer it was computed from, e.g. "
+                              "\"raw:convert_scores\"", where=where + ("derived_from",), path=path)
+        kw["derived_from"] = raw["derived_from"]
+    elif raw.get("relayouted_from") == "raw":  # runs ingested before derived_from: the relayout of raw:TENSOR
+        kw["derived_from"] = f"raw:{tensor}"
     known = {"stage", "tensor", "file", "size", "crc32", "dtype", "shape", "scale", "zero_point", "record_size",
-             "role"}
+             "role", "derived_from"}
     extra = {k: v for k, v in raw.items() if k not in known}
     return BufferEntry(stage, tensor, file, size, crc, extra=extra, **kw)
+
+
+def _entries(items, key: str, parse, seen: set, names: set, path: str) -> tuple:
+    """The manifest's list `key` parsed entry by entry; two entries of one (stage, tensor) or one file are refused."""
+    if not isinstance(items, list):
+        raise FormatError(f"{key} must be a list", where=(key,), path=path)
+    out = []
+    for i, item in enumerate(items):
+        entry = parse(item, i, path)
+        if entry.key in seen:
+            raise FormatError(f"two {key} are {entry.label}", where=(key, str(i)), path=path)
+        if entry.file in names:
+            raise FormatError(f"two {key} share the file {entry.file!r}", where=(key, str(i)), path=path)
+        seen.add(entry.key)
+        names.add(entry.file)
+        out.append(entry)
+    return tuple(out)
+
+
+def _log_entry(raw, i: int, path: str) -> LogEntry:
+    where = ("logs", str(i))
+    if not isinstance(raw, dict):
+        raise FormatError("each log must be a JSON object", where=where, path=path)
+    name = raw.get("name")
+    if not isinstance(name, str) or not name:
+        raise FormatError("name must be a non-empty string", where=where + ("name",), path=path)
+    file, size, crc = _file_fields(raw, where, path)
+    tags = raw.get("tags") or {}
+    if not isinstance(tags, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in tags.items()):
+        raise FormatError("tags must map a logged tag to a buffer label, e.g. {\"INPUT\": \"input\"}",
+                          where=where + ("tags",), path=path)
+    extra = {k: v for k, v in raw.items() if k not in ("name", "file", "size", "crc32", "tags")}
+    return LogEntry(name, file, size, crc, tuple(tags.items()), extra=extra)
 
 
 def location(run_path: str, file: str) -> str:
@@ -318,22 +521,12 @@ def parse_manifest(text: str, run_path: str, files=None) -> Run:
     capture = raw.get("capture")
     if capture is not None and not isinstance(capture, dict):
         raise FormatError("capture must be an object", where=("capture",), path=path)
-    buffers = raw.get("buffers")
-    if not isinstance(buffers, list):
-        raise FormatError("buffers must be a list", where=("buffers",), path=path)
-    entries, seen, names = [], set(), set()
-    for i, item in enumerate(buffers):
-        entry = _entry(item, i, path)
-        if entry.key in seen:
-            raise FormatError(f"two buffers are {entry.label}", where=("buffers", str(i)), path=path)
-        if entry.file in names:
-            raise FormatError(f"two buffers share the file {entry.file!r}", where=("buffers", str(i)), path=path)
-        seen.add(entry.key)
-        names.add(entry.file)
-        entries.append(entry)
-    return Run(path=run_path, source=source.strip(), buffers=tuple(entries), model=model,
+    seen, names = set(), set()  # (stage, tensor) and file of every buffer and log: each once
+    entries = _entries(raw.get("buffers"), "buffers", _entry, seen, names, path)
+    logs = _entries(raw.get("logs", []), "logs", _log_entry, seen, names, path)
+    return Run(path=run_path, source=source.strip(), buffers=entries, model=model,
                input_image=raw.get("input_image"), created=raw.get("created"), tool=raw.get("tool"),
-               version=version, capture=capture, files=files)
+               version=version, capture=capture, logs=logs, files=files)
 
 
 def load_run(path) -> Run:
@@ -464,6 +657,11 @@ def verify_run(run: Run, *, verify: bool = True) -> tuple[BufferCheck, ...]:
     return tuple(check_buffer(run, e, verify=verify) for e in run.buffers)
 
 
+def verify_logs(run: Run) -> tuple[BufferCheck, ...]:
+    """Every log of `run` against its manifest entry (its CRC32 taken again)."""
+    return tuple(check_buffer(run, log) for log in run.logs)
+
+
 # --- writing -------------------------------------------------------------------------------------------
 
 def sha256_file(path) -> str:
@@ -581,8 +779,10 @@ def _journal_items(path: str) -> list[tuple[str, str]]:
 
 def _remove_empty_dirs(run_path: str, rels) -> None:
     for rel in sorted(set(rels), key=lambda r: -r.count("/")):
-        with contextlib.suppress(OSError):
-            os.rmdir(os.path.join(run_path, *rel.split("/")))
+        path = _inside(run_path, rel)
+        if path is not None and not os.path.islink(path):
+            with contextlib.suppress(OSError):
+                os.rmdir(path)
 
 
 def _recover_in_place(run_path: str) -> None:
@@ -599,18 +799,46 @@ def _recover_in_place(run_path: str) -> None:
     if not os.path.isfile(journal) or os.path.islink(journal):
         raise InputError(f"{JOURNAL} is not a regular file; remove it to write to this run", run_path)
     try:  # no manifest: the killed writer was writing the first one into an empty directory
-        used = ({e.file for e in load_run(run_path).buffers}
-                if os.path.lexists(os.path.join(run_path, MANIFEST)) else set())
+        if os.path.lexists(os.path.join(run_path, MANIFEST)):
+            run = load_run(run_path)
+            used = {e.file for e in run.buffers + run.logs}
+        else:
+            used = set()
     except ForensicsError as exc:  # a manifest we cannot read: nothing is removed on a guess
         raise InputError(f"the run has a {JOURNAL} from a write that did not finish, and its manifest cannot "
                          f"be read ({exc}): repair the manifest or write a new run", run_path) from None
     items = _journal_items(journal)
     for kind, rel in items:
-        if kind in ("file", "old") and rel not in used:
-            with contextlib.suppress(OSError):
-                os.unlink(os.path.join(run_path, *rel.split("/")))
+        # only what a writer of the project made (its own file names; the old files a manifest listed), and
+        # only inside the run: a journal naming a file through a directory that is a link removes nothing
+        if kind in ("file", "old") and rel not in used and (kind == "old" or _PROJECT_FILE.fullmatch(rel)):
+            _unlink_inside(run_path, rel)
     _remove_empty_dirs(run_path, [rel for kind, rel in items if kind == "dir"])
     os.unlink(journal)
+
+
+# The names RunBuilder gives the files it writes: <stage or logs>[-N]/<safe_name>[-N].bin or .log
+_PROJECT_FILE = re.compile(r"[a-z]+(?:-[0-9]+)?/[A-Za-z0-9._-]+\.(?:bin|log)")
+
+
+def _inside(run_path: str, rel: str) -> str | None:
+    """The path of `rel` in the run when no directory on the way to it is a symbolic link (so that it is
+    inside the run whatever the links point at), else None."""
+    parts = rel.split("/")
+    directory = run_path
+    for part in parts[:-1]:
+        directory = os.path.join(directory, part)
+        if os.path.islink(directory) or not os.path.isdir(directory):
+            return None
+    return os.path.join(directory, parts[-1])
+
+
+def _unlink_inside(run_path: str, rel: str) -> None:
+    """Remove the run's file `rel` (a link itself, never what it points at); nothing outside the run."""
+    path = _inside(run_path, rel)
+    if path is not None:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
 
 
 class RunBuilder:
@@ -619,15 +847,24 @@ class RunBuilder:
     A new run is built in a temporary directory that `write_run` renames into place. A run that exists is
     written in place: new buffers get file names no file has, a replaced buffer's old file stays until the
     new manifest is in, and the manifest is replaced in one rename, so at every instant the run at its name is
-    whole, the old one or the new one (a journal lets the next writer clean up after a killed one)."""
+    whole, the old one or the new one (a journal lets the next writer clean up after a killed one).
+
+    Evidence is never replaced by accident: a buffer the driver provided is replaced by another only with
+    `replace_buffers`; a derived buffer (`derived_from`) never takes a provided one's place (it goes to its
+    DERIVED_HOME stage beside it), and a provided buffer arriving where a derived one stands moves it there.
+    Every file is written inside the run: a directory of the run that is a symbolic link is never written
+    through (the buffer goes into a directory of another name)."""
 
     def __init__(self, directory: str, source: str, base: Run | None, *, journal: _Journal | None = None,
-                 replaced_run: Run | None = None):
+                 replaced_run: Run | None = None, replace_buffers: bool = False):
         self.directory = directory
         self.source = source
         self.base = base
         self.entries: dict[tuple[str, str], BufferEntry] = {}
-        self.replaced: list[str] = []
+        self.logs: dict[str, LogEntry] = {}
+        self.replace_buffers = replace_buffers
+        self._replaced: list[str] = []  # provided buffers this write replaced (replace_buffers)
+        self._dropped: list[str] = []  # derived buffers dropped (what they were derived from was replaced)
         self.run: Run | None = None  # what was written, once write_run is done
         self.model = base.model if base else None
         self.input_image = base.input_image if base else None
@@ -638,38 +875,109 @@ class RunBuilder:
         self._new_dirs: list[str] = []
         self._old: set[str] = set()  # files of the run in place, removed once the new manifest is in
         if replaced_run is not None:  # replace=True over a run: its files go once the new run is in
-            self._old.update(e.file for e in replaced_run.buffers)
+            self._old.update(e.file for e in replaced_run.buffers + replaced_run.logs)
         if base is not None:
-            for entry in base.buffers:
+            for entry in base.buffers + base.logs:
                 src = base.file_path(entry)
                 if not os.path.isfile(src):
                     what = "a directory" if os.path.isdir(src) else "missing"
-                    raise InputError(f"buffer {entry.label} of the run is {what} (the manifest lists it): "
-                                     "repair the run or ingest into a new one", src)
-                self.entries[entry.key] = entry
+                    raise InputError(f"{'log' if entry.stage == 'log' else 'buffer'} {entry.label} of the run is "
+                                     f"{what} (the manifest lists it): repair the run or ingest into a new one", src)
+                if isinstance(entry, LogEntry):
+                    self.logs[entry.name] = entry
+                else:
+                    self.entries[entry.key] = entry
                 self._old.add(entry.file)
 
-    def _file_for(self, stage: str, tensor: str) -> str:
+    @property
+    def replaced(self) -> list[str]:
+        """The labels of the buffers this write replaced: provided ones (with replace_buffers), and derived ones
+        dropped and not derived again."""
+        now = {e.label for e in self.entries.values()}
+        return self._replaced + [label for label in self._dropped if label not in now and label not in self._replaced]
+
+    def _used(self) -> set[str]:
+        files = [e.file for e in self.entries.values()] + [log.file for log in self.logs.values()]
+        return {f.casefold() for f in files} | {f.casefold() for f in self._old}
+
+    def _dir_for(self, name: str) -> str:
+        """A directory of the run to put `name`'s files in: `name` itself, or `name-2` ... when that is a
+        symbolic link or not a directory (nothing is written through a link, wherever it points)."""
+        rel, n = name, 2
+        while True:
+            path = os.path.join(self.directory, rel)
+            if not os.path.islink(path) and (os.path.isdir(path) or not os.path.lexists(path)):
+                return rel
+            rel, n = f"{name}-{n}", n + 1
+
+    def _file_for(self, stage: str, tensor: str, suffix: str = ".bin") -> str:
         """A file name no buffer uses and no file has (compared without case: a run is also read on Windows)."""
-        used = {e.file.casefold() for e in self.entries.values()} | {f.casefold() for f in self._old}
-        base = f"{stage}/{safe_name(tensor)}"
-        name, n = base + ".bin", 2
+        used = self._used()
+        base = f"{self._dir_for(stage)}/{safe_name(tensor)}"
+        name, n = base + suffix, 2
         while name.casefold() in used or os.path.lexists(os.path.join(self.directory, *name.split("/"))):
-            name, n = f"{base}-{n}.bin", n + 1
+            name, n = f"{base}-{n}{suffix}", n + 1
         return name
+
+    def _remove_new(self, file: str) -> None:
+        if file in self._new:  # written by this write: nobody else lists it
+            self._new.discard(file)
+            _unlink_inside(self.directory, file)
 
     def _drop(self, stage: str, tensor: str) -> None:
         old = self.entries.pop((stage, tensor), None)
-        if old is not None:
-            self.replaced.append(old.label)
-            if old.file in self._new:  # written by this write: nobody else lists it
-                self._new.discard(old.file)
-                with contextlib.suppress(OSError):
-                    os.unlink(os.path.join(self.directory, *old.file.split("/")))
+        if old is None:
+            return
+        (self._dropped if old.derived else self._replaced).append(old.label)
+        self._remove_new(old.file)
+        if not old.derived:  # what forensics derived from the replaced buffer goes with it
+            for entry in [e for e in self.entries.values() if e.derived_from == old.label]:
+                self._drop(entry.stage, entry.tensor)
+
+    def _refuse_replacing(self, old, what: str) -> None:
+        if self.replace_buffers or old.file in self._new:
+            return
+        given = old.extra.get("from_file")
+        held = f"{what} {old.label}{f' (from {given})' if given else ''}".replace("{", "{{").replace("}", "}}")
+        raise InputError(f"the run already holds {held}; evidence is not replaced unless asked: give {{replace}} "
+                         "to replace it, or write a new run",
+                         self.base.path if self.base is not None else self.directory, params=True)
+
+    def _place(self, stage: str, tensor: str, derived_from: str | None) -> str:
+        """The stage a new buffer (stage, tensor) is written to, after making room for it."""
+        old = self.entries.get((stage, tensor))
+        if old is None:
+            return stage
+        if derived_from is not None:
+            if not old.derived:  # the driver's own stays where it is; the derived one goes beside it
+                stage = DERIVED_HOME.get(stage, stage)
+                beside = self.entries.get((stage, tensor))
+                if beside is not None and not beside.derived or beside is old:
+                    raise InputError(f"the run holds the driver's {old.label}"
+                                     f"{f' and {beside.label}' if beside is not old else ''}: forensics' buffer "
+                                     f"derived from {derived_from} has no place beside them (nothing was written)")
+            self._drop(stage, tensor)
+            return stage
+        if old.derived and stage in DERIVED_HOME:  # the driver's own takes its place; the derived one moves aside
+            home = DERIVED_HOME[stage]
+            del self.entries[(stage, tensor)]
+            beside = self.entries.get((home, tensor))
+            if beside is None or beside.derived:
+                self._drop(home, tensor)
+                moved = dataclasses.replace(old, stage=home)
+                self.entries[moved.key] = moved
+            else:  # the home holds a provided buffer too: the derived one goes
+                self.entries[(stage, tensor)] = old
+                self._drop(stage, tensor)
+            return stage
+        if not old.derived:
+            self._refuse_replacing(old, "buffer")
+        self._drop(stage, tensor)
+        return stage
 
     def _make_dir(self, rel: str) -> None:
         path = os.path.join(self.directory, *rel.split("/"))
-        if os.path.isdir(path):
+        if os.path.isdir(path) and not os.path.islink(path):
             return
         if self._journal is not None:
             self._journal.note("dir", rel)
@@ -682,15 +990,7 @@ class RunBuilder:
 
     def add_file(self, stage: str, tensor: str | None, src, **meta) -> BufferEntry:
         """Copy a file into the run (streamed), with its size and CRC32."""
-        src = os.fspath(src)
-        from forensics.io.dump import check_readable_file
-
-        check_readable_file(src)
-        try:
-            fin = open(src, "rb")
-        except OSError as exc:
-            raise InputError(f"cannot read: {exc.strerror or exc}", src) from None
-        with fin:
+        with _source_file(src) as fin:
             return self.add_chunks(stage, tensor, iter(lambda: fin.read(_COPY_BLOCK), b""), **meta)
 
     def add_dump(self, stage: str, tensor: str | None, dump, **meta) -> BufferEntry:
@@ -699,15 +999,40 @@ class RunBuilder:
         return self.add_chunks(stage, tensor, (view for _, view in dump.iter_chunks(chunk_size=_COPY_BLOCK)),
                                **meta)
 
-    def add_chunks(self, stage: str, tensor: str | None, chunks, **meta) -> BufferEntry:
-        """Write byte chunks as one buffer of the run, with its size and CRC32."""
+    def add_chunks(self, stage: str, tensor: str | None, chunks, *, derived_from: str | None = None,
+                   **meta) -> BufferEntry:
+        """Write byte chunks as one buffer of the run, with its size and CRC32. `derived_from`: the label of the
+        buffer forensics computed these bytes from (they never take the place of a provided buffer)."""
         tensor = tensor or stage
         self._check(stage, tensor)
         if meta.get("dtype") is not None and meta["dtype"] not in RUN_DTYPES:
             raise InputError(f"dtype {meta['dtype']!r} of {stage}:{tensor} is not numeric (a run holds numbers)")
-        self._drop(stage, tensor)
+        stage = self._place(stage, tensor, derived_from)
         rel = self._file_for(stage, tensor)
-        self._make_dir(stage)
+        crc, size = self._write(rel, chunks)
+        entry = BufferEntry(stage, tensor, rel, size, crc, derived_from=derived_from, **_meta(meta))
+        self.entries[entry.key] = entry
+        return entry
+
+    def add_log(self, name: str, src, **extra) -> LogEntry:
+        """Copy a driver's log into the run as the bytes it is (any code page), with its size and CRC32."""
+        check_tensor_name(name)
+        old = self.logs.get(name)
+        if old is not None:
+            self._refuse_replacing(old, "log")
+            del self.logs[name]
+            self._replaced.append(old.label)
+            self._remove_new(old.file)
+        rel = self._file_for("logs", name, ".log")
+        with _source_file(src) as fin:
+            crc, size = self._write(rel, iter(lambda: fin.read(_COPY_BLOCK), b""))
+        log = LogEntry(name, rel, size, crc, extra={k: v for k, v in extra.items() if v is not None})
+        self.logs[name] = log
+        return log
+
+    def _write(self, rel: str, chunks) -> tuple[int, int]:
+        """Write a new file of the run (noted in the journal first); (CRC32, size)."""
+        self._make_dir(rel.split("/", 1)[0])
         if self._journal is not None:
             self._journal.note("file", rel)
         dst = os.path.join(self.directory, *rel.split("/"))
@@ -718,9 +1043,7 @@ class RunBuilder:
                 crc = crc32(block, crc)
                 size += len(block)
                 fout.write(block)
-        entry = BufferEntry(stage, tensor, rel, size, crc, **_meta(meta))
-        self.entries[entry.key] = entry
-        return entry
+        return crc, size
 
     @staticmethod
     def _check(stage: str, tensor: str) -> None:
@@ -736,14 +1059,28 @@ class RunBuilder:
     def manifest(self) -> dict:
         return manifest_dict(self.source, self.ordered(), model=self.model, input_image=self.input_image,
                              created=self.created or now_utc(), tool=f"forensics {__version__}",
-                             capture=self.capture)
+                             capture=self.capture, logs=tuple(self.logs.values()))
 
     def _undo(self) -> None:
         """A write that failed before its manifest went in: remove what it created."""
         for rel in self._new:
-            with contextlib.suppress(OSError):
-                os.unlink(os.path.join(self.directory, *rel.split("/")))
+            _unlink_inside(self.directory, rel)
         _remove_empty_dirs(self.directory, self._new_dirs)
+
+
+@contextlib.contextmanager
+def _source_file(src):
+    """A file to copy into a run, opened for reading (checked first: a FIFO or a device would block)."""
+    src = os.fspath(src)
+    from forensics.io.dump import check_readable_file
+
+    check_readable_file(src)
+    try:
+        fin = open(src, "rb")
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}", src) from None
+    with fin:
+        yield fin
 
 
 _ENTRY_FIELDS = ("dtype", "shape", "scale", "zero_point", "record_size", "role")
@@ -774,13 +1111,14 @@ def check_manifest(text: str, run_path: str) -> None:
 
 
 @contextlib.contextmanager
-def write_run(path, source: str, *, add: bool = False, replace: bool = False):
+def write_run(path, source: str, *, add: bool = False, replace: bool = False, replace_buffers: bool = False):
     """Build a run atomically: `with write_run(dir, "ours") as b: b.add_file(...)`.
 
     add=True starts from the run already at `path` (when there is one); replace=True replaces a run there.
     Either way the new manifest is checked (the reader's limits) before anything is replaced, and the run at
     `path` is at every instant whole: a new run appears in one rename of its temporary directory, a run that
-    exists gets its new buffers under new names and then its manifest in one rename (RunBuilder). Writers of
+    exists gets its new buffers under new names and then its manifest in one rename (RunBuilder). A buffer
+    the run holds is replaced by a provided one only with replace_buffers (RunBuilder). Writers of
     one run take turns (forensics.io.outputs.exclusive), each starting from the manifest the last one wrote, and
     whatever a killed writer left is cleaned up (or the run it moved aside put back) by the next one.
     `builder.run` is then the run as written.
@@ -822,7 +1160,8 @@ def write_run(path, source: str, *, add: bool = False, replace: bool = False):
                 replaced_run = load_run(path)  # its files go once the new run is in
         journal = _Journal(path)
         try:
-            builder = RunBuilder(path, source, base, journal=journal, replaced_run=replaced_run)
+            builder = RunBuilder(path, source, base, journal=journal, replaced_run=replaced_run,
+                                 replace_buffers=replace_buffers)
             try:
                 yield builder
                 text = _manifest_text(builder, path)
@@ -861,7 +1200,7 @@ def _manifest_is(path: str, text: str) -> bool:
 
 def _commit_in_place(path: str, text: str, builder: RunBuilder, journal: _Journal) -> None:
     """The new manifest in one rename, then the files it no longer lists removed, then the journal."""
-    used = {e.file for e in builder.entries.values()}
+    used = {e.file for e in builder.entries.values()} | {log.file for log in builder.logs.values()}
     old = sorted(f for f in builder._old if f not in used)
     dirs = sorted({rel.rsplit("/", 1)[0] for rel in old if "/" in rel})
     try:
@@ -877,7 +1216,6 @@ def _commit_in_place(path: str, text: str, builder: RunBuilder, journal: _Journa
             journal.remove()
         raise
     for rel in old:
-        with contextlib.suppress(OSError):
-            os.unlink(os.path.join(path, *rel.split("/")))
+        _unlink_inside(path, rel)
     _remove_empty_dirs(path, dirs)
     journal.remove()

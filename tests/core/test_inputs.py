@@ -175,7 +175,7 @@ def test_python_dash_m_help_and_traceback_flag(tmp_path):
 
 
 def test_unknown_command_is_one_line(cli):
-    assert_one_line_error(cli("frobnicate"), "invalid choice")
+    assert_one_line_error(cli("frobnicate"), "unknown command 'frobnicate'", "(see forensics --help)")
 
 
 @pytest.mark.skipif(os.name != "posix", reason="POSIX permission bits")

@@ -17,7 +17,7 @@ def _hide(monkeypatch, *names):
 
 def test_neither_runtime_installed_says_how_to_install(monkeypatch):
     _hide(monkeypatch, "ai_edge_litert", "ai_edge_litert.interpreter", "tflite_runtime", "tflite_runtime.interpreter")
-    with pytest.raises(DependencyError, match=r"--replay needs a TFLite runtime: pip install 'forensics\[runtime\]'"):
+    with pytest.raises(DependencyError, match=r"--replay needs a TFLite runtime: pip install 'npu-forensics\[runtime\]'"):
         load_runtime("--replay")
 
 

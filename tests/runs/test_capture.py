@@ -215,3 +215,52 @@ def test_tail_only_runs_compare_and_name_the_tensor_stage(tmp_path, cli, shared_
     assert rows[("raw", "convert_scores")]["status"] == "ONLY_A"
     assert doc["first_divergent_stage"] == "tensor" and doc["first_divergent_tensor"] == "convert_scores"
     assert rows[("tensor", "convert_scores")]["summary"].startswith("1 of 1,917 anchors differ (first: anchor 5)")
+
+
+def test_detection_rows_past_num_detections_are_recorded_as_zeros(tmp_path, shared_data, monkeypatch):
+    """LiteRT's fast NMS leaves the rows past num_detections as its memory was: an interpreter that ran
+    before (a long-lived one, as a driver's test console keeps) holds the last frame's rows there. capture
+    records zeros past num_detections and the kernel's rows below it."""
+    from forensics.model.tflite.model import open_model
+    from forensics.runs import capture as capture_module
+
+    model_path = shared_data / HEAD
+    real = capture_module.make_interpreter
+
+    def warm_interpreter(model_bytes, **kwargs):
+        it, name = real(model_bytes, **kwargs)
+        for d in it.get_input_details():  # a frame full of detections first
+            it.set_tensor(d["index"], np.full(d["shape"], 255, np.uint8))
+        it.invoke()
+        assert int(it.get_tensor(it.get_output_details()[3]["index"])[0]) == 20  # the rows are written
+        return it, name
+
+    monkeypatch.setattr(capture_module, "make_interpreter", warm_interpreter)
+    argv = []
+    with open_model(model_path) as model:
+        for i in model.main.inputs:
+            t = model.main.tensors[i]
+            (tmp_path / f"in{i}.bin").write_bytes(bytes(t.num_elements))  # a frame with no detection
+            argv.append(f"{t.name}={tmp_path / f'in{i}.bin'}")
+    capture_module.capture(model_path, tmp_path / "run", inputs=argv)
+    boxes, classes, scores, num = _detections(load_run(tmp_path / "run"))
+    assert num == 0
+    assert not boxes.any() and not classes.any() and not scores.any()
+
+
+def test_written_rows_follow_the_kernels_row_count():
+    """num_detections rows with regular NMS; num_detections x max_classes_per_detection with fast NMS (it counts
+    anchors there): rows past them are zero, the rest as the kernel wrote them."""
+    from types import SimpleNamespace
+
+    from forensics.runs.capture import _written_rows
+
+    junk = np.arange(1, 13, dtype=np.float32)
+    outputs = [junk.reshape(1, 3, 4), junk[:3].reshape(1, 3), junk[3:6].reshape(1, 3), np.array([1.0], np.float32)]
+    fast2 = SimpleNamespace(use_regular_nms=False, max_classes_per_detection=2)
+    boxes, classes, scores, num = _written_rows(outputs, fast2)
+    assert boxes[0, :2].tolist() == outputs[0][0, :2].tolist() and not boxes[0, 2:].any()
+    assert classes.tolist() == [[1, 2, 0]] and scores.tolist() == [[4, 5, 0]] and num.tolist() == [1.0]
+    regular = SimpleNamespace(use_regular_nms=True, max_classes_per_detection=2)
+    assert _written_rows(outputs, regular)[1].tolist() == [[1, 0, 0]]
+    assert outputs[1].tolist() == [[1, 2, 3]]  # the interpreter's arrays are not changed

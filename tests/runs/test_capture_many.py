@@ -129,3 +129,81 @@ def test_tail_only_over_folders_of_accelerator_outputs(tmp_path, cli, shared_dat
     assert result.code == 2 and "holds no Squeeze1.bin" in result.err
     assert len(json.loads(result.out)["kept"]) == 2
 
+
+
+def _input_of(run_path):
+    run = load_run(run_path)
+    return np.fromfile(run.file_path(run.buffer("input")), np.uint8).reshape(48, 64, 3)
+
+
+def test_a_rerun_captures_again_what_another_picture_or_resampling_made(tmp_path, cli, model):
+    from PIL import Image
+
+    images = _images(tmp_path)
+    farm = tmp_path / "farm"
+    argv = ["capture", "--model", model, "--images", images, "-o", farm, "--json"]
+    assert cli(*argv).code == 0
+    # the same name now holds another picture (tonight's set replaced yesterday's)
+    rng = np.random.default_rng(77)
+    Image.fromarray(rng.integers(0, 256, (30, 40, 3), dtype=np.uint8)).save(images / "img0.png")
+    doc = json.loads(cli(*argv).out)
+    run0 = str(farm / "img0.png" / "litert")
+    assert doc["recaptured"] == [{"run": run0, "because": "input"}] and doc["captured"] == [run0]
+    assert len(doc["kept"]) == 2
+    assert np.array_equal(_input_of(run0), _pycoral_input(images / "img0.png", 64, 48, Image.Resampling.LANCZOS))
+    # another --resampling into the same runs: every one is captured again, with it
+    doc = json.loads(cli(*argv, "--resampling", "nearest").out)
+    assert [r["because"] for r in doc["recaptured"]] == ["resampling"] * 3 and doc["kept"] == []
+    for i in range(3):
+        got = _input_of(farm / f"img{i}.png" / "litert")
+        assert np.array_equal(got, _pycoral_input(images / f"img{i}.png", 64, 48, Image.Resampling.NEAREST))
+        assert load_run(farm / f"img{i}.png" / "litert").capture["resampling"] == "nearest"
+    # asked again the same way: all kept
+    doc = json.loads(cli(*argv, "--resampling", "nearest").out)
+    assert len(doc["kept"]) == 3 and doc["captured"] == [] and doc["recaptured"] == []
+
+
+def test_a_rerun_never_replaces_a_run_capture_did_not_write(tmp_path, cli, model):
+    import zlib
+
+    images = _images(tmp_path, n=1)
+    run = tmp_path / "farm" / "img0.png" / "ours"
+    (run / "input").mkdir(parents=True)
+    data = bytes(range(256)) * 36  # a driver's own input buffer, 9,216 bytes
+    (run / "input" / "input.bin").write_bytes(data)
+    manifest = ('{"format": "forensics-run", "version": 1, "source": "ours", "created": null, "tool": "driver 1", '
+                '"model": null, "input_image": null, "buffers": [{"stage": "input", "tensor": "input", '
+                f'"file": "input/input.bin", "size": {len(data)}, "crc32": "0x{zlib.crc32(data):08x}"}}]}}\n')
+    (run / "manifest.json").write_text(manifest, encoding="utf-8")
+    result = cli("capture", "--model", model, "--images", images, "-o", tmp_path / "farm", "--source", "ours",
+                 "--json")
+    assert result.code == 2
+    lines = result.err.strip().splitlines()
+    assert len(lines) == 1 and "holds a run that capture did not write" in lines[0]
+    assert json.loads(result.out)["failed"][0]["image"].endswith("img0.png")
+    assert (run / "input" / "input.bin").read_bytes() == data and (run / "manifest.json").read_text() == manifest
+
+
+def test_a_tail_only_rerun_captures_again_a_folder_whose_outputs_changed(tmp_path, cli, shared_data):
+    folder = tmp_path / "outputs" / "frame0"
+    folder.mkdir(parents=True)
+
+    def outputs(seed):
+        _, files = _ssd_v2_dumps(folder, shared_data, seed=seed)
+        for name, path in files.items():
+            os.replace(path, folder / f"{name}.bin")
+
+    outputs(1)
+    argv = ["capture", "--model", shared_data / SSD_V2, "--tail-only", "--images", tmp_path / "outputs", "-o",
+            tmp_path / "farm", "--source", "libedgetpu", "--json"]
+    assert cli(*argv).code == 0
+    assert json.loads(cli(*argv).out)["kept"] == [str(tmp_path / "farm" / "frame0" / "libedgetpu")]
+    outputs(2)  # the chip's outputs of another frame under the same folder name
+    doc = json.loads(cli(*argv).out)
+    assert doc["recaptured"] == [{"run": str(tmp_path / "farm" / "frame0" / "libedgetpu"), "because": "input"}]
+    run = load_run(tmp_path / "farm" / "frame0" / "libedgetpu")
+    for name in ("Squeeze1", "convert_scores"):
+        import zlib
+
+        held = next(b for b in run.buffers if b.tensor == name and b.stage in ("raw", "tensor"))
+        assert held.crc32 == zlib.crc32((folder / f"{name}.bin").read_bytes())

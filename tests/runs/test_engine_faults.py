@@ -50,14 +50,15 @@ def test_relative_farm_paths_are_resolved_on_the_client(tmp_path, monkeypatch):
     assert "ERROR" not in expected[:5]
 
 
-def _zip_farm(tmp_path):
+def _zip_farm(tmp_path, *, at_root: bool = False):
+    """The farm zipped as farm/pair-0/... (or, `at_root`, as pair-0/... at the archive's root)."""
     farm = _farm(tmp_path)
     archive = tmp_path / "farm.zip"
     with zipfile.ZipFile(archive, "w") as z:
         for root, _, files in os.walk(farm):
             for name in files:
                 full = os.path.join(root, name)
-                z.write(full, os.path.relpath(full, tmp_path))
+                z.write(full, os.path.relpath(full, farm if at_root else tmp_path))
     return farm, archive
 
 

@@ -49,7 +49,7 @@ def _child(k: int, run: str, specs: list[str], conn) -> None:
     counter = [0]
     _kill_after(k, counter)
     try:
-        ingest(run, "ours", specs)
+        ingest(run, "ours", specs, replace=True)  # replaces a buffer: the kill must not lose the old one
     except BaseException as exc:  # noqa: BLE001 - reported to the parent
         conn.send(("error", repr(exc)))
         os._exit(1)
@@ -170,7 +170,7 @@ def test_an_interrupted_add_removes_what_it_wrote(tmp_path, dumps):
     ingest(run, "ours", [f"input={dumps / 'a.bin'}"])
     files = {f: (run / f).read_bytes() for f in _files(run)}
     with pytest.raises(KeyboardInterrupt):
-        with write_run(run, "ours", add=True) as b:
+        with write_run(run, "ours", add=True, replace_buffers=True) as b:
             b.add_bytes("input", None, b"new")
             b.add_bytes("detections", "d", b"\0" * 8)
             raise KeyboardInterrupt

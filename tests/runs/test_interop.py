@@ -112,3 +112,61 @@ def test_junit_has_one_case_per_buffer(tmp_path, cli):
 
 def test_export_bad_input(tmp_path, cli):
     assert_one_line_error(cli("export", tmp_path / "nope", "--format", "npz", "-o", tmp_path / "x.npz"), "nope")
+
+
+# --- a run whose bytes changed after capture (issue 35) ---------------------------------------------------------
+
+def _changed_run(tmp_path):
+    """A run a driver engineer wrote (plain files and a manifest by hand), then one buffer edited in place."""
+    import zlib
+
+    run = tmp_path / "edited"
+    (run / "input").mkdir(parents=True)
+    (run / "raw").mkdir()
+    data = {"input/input.bin": bytes(range(64)), "raw/convert_scores.bin": b"\x80" * 32}
+    for rel, blob in data.items():
+        (run / rel).write_bytes(blob)
+    buffers = [{"stage": rel.split("/")[0], "tensor": "input" if rel.startswith("input") else "convert_scores",
+                "file": rel, "size": len(blob), "crc32": f"0x{zlib.crc32(blob):08x}", "dtype": "uint8"}
+               for rel, blob in data.items()]
+    (run / "manifest.json").write_text(json.dumps({"format": "forensics-run", "version": 1, "source": "ours",
+                                                   "buffers": buffers}))
+    (run / "raw" / "convert_scores.bin").write_bytes(b"\x7f" + b"\x80" * 31)  # edited after capture
+    return run
+
+
+def test_export_refuses_a_buffer_changed_after_capture(tmp_path, cli):
+    run = _changed_run(tmp_path)
+    out = tmp_path / "out.npz"
+    r = cli("export", run, "--format", "npz", "-o", out)
+    assert_one_line_error(r, "raw:convert_scores changed after capture", "--allow-changed")
+    assert not out.exists()
+    # compare says the same of it: CHANGED
+    from forensics.runs.compare import compare_runs
+
+    assert compare_runs(run, run).changed
+
+
+def test_export_allow_changed_writes_it_and_names_it(tmp_path, cli):
+    run = _changed_run(tmp_path)
+    out = tmp_path / "out.npz"
+    r = cli("export", run, "--format", "npz", "-o", out, "--allow-changed", "--json")
+    assert r.code == 0, r.err
+    doc = json.loads(r.out)
+    assert [(c["stage"], c["tensor"], c["status"]) for c in doc["changed"]] == [("raw", "convert_scores", "changed")]
+    assert r.err.count("\n") == 1 and "raw:convert_scores changed after capture" in r.err
+    with np.load(out) as archive:
+        assert archive["raw:convert_scores"][0] == 0x7F  # the bytes as they are now
+    # the library says it too, by the parameter's name
+    from forensics.core.errors import InputError
+    from forensics.runs.interop import export_run
+
+    with pytest.raises(InputError, match="give allow_changed to export"):
+        export_run(run, "npz", tmp_path / "again.npz")
+
+
+def test_export_of_an_unchanged_run_has_no_changed_buffers(tmp_path, cli):
+    run = _changed_run(tmp_path)
+    (run / "raw" / "convert_scores.bin").write_bytes(b"\x80" * 32)  # put back
+    r = cli("export", run, "--format", "polygraphy", "-o", tmp_path / "p.json", "--json")
+    assert r.code == 0 and r.err == "" and json.loads(r.out)["changed"] == []

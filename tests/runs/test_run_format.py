@@ -149,7 +149,8 @@ def test_a_missing_buffer_file_is_shown_not_a_traceback(tmp_path, cli):
 
 
 def test_stage_names_are_the_documented_order():
-    assert STAGES == ("params", "instructions", "input", "raw", "tensor", "dequantized", "detections")  # link
+    assert STAGES == ("params", "instructions", "image", "input", "raw", "relayouted", "tensor", "dequantized",
+                      "detections")  # link
 
 
 def test_format_error_names_the_manifest_and_the_field(tmp_path):

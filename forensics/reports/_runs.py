@@ -26,11 +26,19 @@ class CaptureManyReport(Report):
 
 
 @spellings()
-def capture(*, model, output, source: str = "litert", image=None, input=None,  # noqa: A002
+def capture(*, model, output, source: str | None = None, image=None, input=None,  # noqa: A002
             resampling: str = "lanczos", tail_only: bool = False, delegate=None,
-            replace: bool = False, images=None, progress=None) -> CaptureReport | CaptureManyReport:
+            replace: bool = False, images=None, progress=None, runtime=None) -> CaptureReport | CaptureManyReport:
     """`forensics capture --model M -o RUN`: run the model in LiteRT and record every stage as a run;
-    with `images` (a folder or a list file), one run per image under `output` (progress(images_done, images))."""
+    with `images` (a folder or a list file), one run per image under `output` (progress(images_done, images));
+    `runtime` one of forensics.model.runtime.REFERENCES, or all: one run per runtime (forensics.reports._repeat)."""
+    if runtime == "all":
+        from forensics.reports._repeat import capture_all_runtimes
+
+        return capture_all_runtimes(model=model, output=output, source=source, image=image, input=input,
+                                    resampling=resampling, tail_only=tail_only, delegate=delegate, replace=replace,
+                                    images=images)
+    source = source or runtime or "litert"
     if images is not None:
         from forensics.runs.capture_many import capture_many
 
@@ -38,14 +46,14 @@ def capture(*, model, output, source: str = "litert", image=None, input=None,  #
             raise InputError("{images} resumes: runs already captured are kept (remove a run to capture it again)",
                              params=True)
         result = capture_many(model, images, output, source=source, resampling=resampling, tail_only=tail_only,
-                              delegate=delegate,
+                              delegate=delegate, runtime=runtime,
                               progress=(lambda done, total, _name: progress(done, total)) if progress else None)
         warnings = tuple(error if image in error else f"{image}: {error}" for image, error in result.failed)
         return CaptureManyReport("capture", result, result.exit_code, warnings=warnings)
     from forensics.runs.capture import capture as capture_run
 
     result = capture_run(model, output, source=source, image=image, inputs=input, resampling=resampling,
-                         tail_only=tail_only, delegate=delegate, replace=replace, progress=progress)
+                         tail_only=tail_only, delegate=delegate, replace=replace, progress=progress, runtime=runtime)
     return CaptureReport("capture", result, rows_key="buffers")
 
 
@@ -71,10 +79,12 @@ class ArraysIngestReport(Report):
 
 @spellings()
 def ingest(run, buffers, *, source: str | None = None, model=None, from_format: str | None = None,
-           offset: int | None = None, length: int | None = None,
-           gap_fill: int | None = None) -> IngestReport | ArraysIngestReport:
-    """`forensics ingest RUN STAGE[:TENSOR]=FILE... --source NAME`: a driver's dumps into a run; with
-    `from_format` (npz / polygraphy) `buffers` is one file whose arrays are brought in."""
+           offset: int | None = None, length: int | None = None, gap_fill: int | None = None,
+           replace: bool = False) -> IngestReport | ArraysIngestReport:
+    """`forensics ingest RUN STAGE[:TENSOR]=FILE... --source NAME`: a driver's dumps into a run (`image=FILE`
+    the picture the input was made from, `log[:NAME]=FILE` the driver's log); with `from_format` (npz /
+    polygraphy) `buffers` is one file whose arrays are brought in. A buffer the run holds is replaced only with
+    `replace`."""
     from forensics.runs.ingest import ingest as ingest_run
 
     if isinstance(buffers, (str, os.PathLike)):
@@ -85,13 +95,14 @@ def ingest(run, buffers, *, source: str | None = None, model=None, from_format: 
         if len(buffers) != 1 or model:
             raise InputError("{from_format} FILE brings in one file's arrays; give no STAGE=FILE or {model} with it",
                              params=True)
-        result = ingest_arrays(run, from_format, buffers[0], source=source)
+        result = ingest_arrays(run, from_format, buffers[0], source=source, replace=replace)
         return ArraysIngestReport("ingest", result, rows_key="buffers", path=os.fspath(buffers[0]))
     if not source:
         raise InputError("ingest needs {source:NAME} (who produced the dumps)", params=True)
     result = ingest_run(run, source, list(buffers), model=model,
-                        dump_options=_slice(offset, length, gap_fill)[0])
-    warnings = tuple(f"{run}: replaced the run's {label} buffer" for label in result.replaced)
+                        dump_options=_slice(offset, length, gap_fill)[0], replace=replace)
+    warnings = tuple(f"{run}: replaced the run's {label}{'' if label.startswith('log:') else ' buffer'}"
+                     for label in result.replaced)
     return IngestReport("ingest", result, warnings=warnings, rows_key="buffers")
 
 
@@ -104,21 +115,26 @@ class ExportReport(Report):
 
 
 @spellings()
-def export(run, *, format: str, output) -> ExportReport:  # noqa: A002
-    """`forensics export RUN --format npz|polygraphy -o FILE`: the run's buffers as typed arrays."""
+def export(run, *, format: str, output, allow_changed: bool = False) -> ExportReport:  # noqa: A002
+    """`forensics export RUN --format npz|polygraphy -o FILE`: the run's buffers as typed arrays; a buffer
+    changed since capture is refused unless `allow_changed` (then a warning names it)."""
     from forensics.runs.interop import export_run
 
-    return ExportReport("export", export_run(run, format, output), rows_key="arrays")
+    result = export_run(run, format, output, allow_changed=allow_changed)
+    return ExportReport("export", result, rows_key="arrays", warnings=result.warnings)
 
 
 @dataclass(frozen=True, repr=False)
 class CompareReport(Report):
     html: str | None = None                # the --html page written
+    impact: object = None                  # --impact: forensics.decode.impact.ImpactResult
 
     def to_dict(self) -> dict:
         doc = self._sources(self.result.to_dict())
         if self.html:
             doc["html"] = self.html
+        if self.impact is not None:
+            doc["impact"] = self.impact.to_dict()
         return doc
 
     def tables(self) -> list:
@@ -128,6 +144,10 @@ class CompareReport(Report):
 
     def renderables(self) -> list:
         out = self.tables()
+        if self.impact is not None:
+            from forensics.render.impact import render_impact
+
+            out += render_impact(self.impact)
         if self.html:
             from rich.text import Text
 
@@ -202,7 +222,8 @@ def _policy(tolerance, atol, rtol, check):
 def compare(*runs, html=None, previous=None, model=None, deps=None, limit: int = 8, batch=None, output=None,
             workers: int | None = None, tolerance=None, atol=None, rtol=None, check=None, labels=None,
             junit=None, progress=None, scheduler: str = "local", verify_files: bool = False,
-            stall_timeout: float | None = None) -> CompareReport | BatchReport:
+            stall_timeout: float | None = None, impact: bool = False,
+            tolerance_from=None) -> CompareReport | BatchReport:
     """`forensics compare RUN_A RUN_B` (stage by stage) or `compare --batch DIR -o SUMMARY.csv`. `tolerance`:
     K (LSB for every integer buffer) and/or (TENSOR, SPEC) pairs; with atol / rtol / check they judge
     differing buffers MATCH / WITHIN TOLERANCE / DIFFER (forensics.core.tolerance). `labels` names detection
@@ -210,9 +231,17 @@ def compare(*runs, html=None, previous=None, model=None, deps=None, limit: int =
     local / dask / tcp://HOST:PORT, `html` the one-page summary, `model`/`deps` the anchors, `verify_files`
     every buffer's CRC taken again instead of trusting the manifests (one pair is always verified),
     `stall_timeout` the seconds without a finished pair after which the batch ends (exit 2), its finished
-    rows written to `output`."""
+    rows written to `output`. `impact`: which differing anchors change the detections (forensics impact), with
+    `model`/`deps` or run A's model; it does not change the verdict. `tolerance_from`: reference runs whose
+    measured spread is each tensor's tolerance (forensics.runs.noise; a tensor given its own `tolerance` keeps it)."""
+    if tolerance_from:
+        from forensics.runs.noise import with_measured
+
+        tolerance = with_measured(tolerance, tolerance_from)
     policy = _policy(tolerance, atol, rtol, check)
     if batch:
+        if impact:
+            raise InputError("{impact} is for one pair (RUN_A RUN_B)", params=True)
         if runs:
             raise InputError("give RUN_A RUN_B or {batch:DIR}, not both", params=True)
         if previous:
@@ -282,5 +311,10 @@ def compare(*runs, html=None, previous=None, model=None, deps=None, limit: int =
         from forensics.render.junit import junit_xml
 
         write_text_atomic(junit, junit_xml(result))
-    return CompareReport("compare", result, verdict=result.verdict,
+    impacted = None
+    if impact:  # issue 34
+        from forensics.runs.impact import compare_impact
+
+        impacted = compare_impact(run_a, run_b, model=model, deps=deps, labels=labels)
+    return CompareReport("compare", result, verdict=result.verdict, impact=impacted,
                          warnings=tuple(result.warnings), rows_key="stages", html=os.fspath(html) if html else None)

@@ -70,7 +70,7 @@ def diagnose(a, b, *, previous=None, model=None, tensor=None, deps=None, record=
     options, offset = _slice(offset, length, gap_fill, layout=True)
     dump_a, dump_b = open_dump(a, **options), open_dump(b, **options)
     if model is not None and tensor is None:  # link: a pair of instruction bitstreams gets the link check
-        from forensics.reports.link import diagnose_link
+        from forensics.reports._link import diagnose_link
 
         linked = diagnose_link(model, dump_a, dump_b)
         if linked is not None:

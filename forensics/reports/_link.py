@@ -26,11 +26,11 @@ class LinkReport(Report):
     def renderables(self) -> list:
         from forensics.render.link import render_link
 
-        return render_link(self.to_dict())
+        return render_link(self.to_dict(), self.judgement)
 
 
 def _open(model):
-    from forensics.reports.model import _open_model
+    from forensics.reports._model import _open_model
 
     opened, packages = _open_model(model)
     if not packages:
@@ -176,7 +176,7 @@ def _link(lk, path, mode, *, check, executable, bitstream, input, output, parame
         warnings.append(f"{dump.path}: {dump.size:,} bytes, {dump.size - result.expected_size:,} more than the "
                         f"{result.expected_size:,} of the {result.kind} (the rest is not compared)")
     return LinkReport("link", result, warnings=tuple(warnings), rows_key="fields", dumps=(dump,),
-                      verdict=result.verdict)
+                      judgement=lk.judge_link(result))
 
 
 def diagnose_link(model, dump_a, dump_b):
@@ -195,7 +195,7 @@ def diagnose_link(model, dump_a, dump_b):
     if data_b is None:
         return None
     plain = lk.check(packages, data_b)
-    if plain.verdict == lk.FOREIGN or plain.bitstream is None:
+    if plain.kind != "bitstream":
         return None
     expect = []
     if dump_a.size <= largest + 1:
@@ -210,4 +210,4 @@ def diagnose_link(model, dump_a, dump_b):
                 if ref.addresses[kind]:
                     expect.append(lk.Expectation(kind, None, int(ref.addresses[kind], 16)))
     result = lk.check(packages, data_b, executable=plain.executable["index"], expect=expect)
-    return LinkReport("diagnose", result, rows_key="fields", dumps=(dump_a, dump_b), verdict=result.verdict)
+    return LinkReport("diagnose", result, rows_key="fields", dumps=(dump_a, dump_b), judgement=lk.judge_link(result))

@@ -1,0 +1,67 @@
+"""import, fingerprint, verify: what a driver logs of its buffers, checked."""
+
+from __future__ import annotations
+
+import os
+from forensics.reports.base import Report, _slice, spellings
+
+
+class ImportReport(Report):
+    def renderables(self) -> list:
+        from forensics.render.evidence import render_import
+
+        return render_import(self.result)
+
+
+@spellings()
+def import_(text, *, output, format: str = "auto", gap_fill: int | None = None) -> ImportReport:  # noqa: A002
+    """`forensics import TEXT -o OUT.bin`: a text hex dump (WinDbg d*, xxd, hexdump -C, od, plain hex) to bytes."""
+    from forensics.io.textdump import import_text_dump
+
+    return ImportReport("import", import_text_dump(os.fspath(text), os.fspath(output), fmt=format,
+                                                   gap_fill=gap_fill))
+
+
+class FingerprintReport(Report):
+    def lines(self) -> list[str]:
+        """The driver-style lines, exactly (a driver's log is compared with them character by character)."""
+        from forensics.render.evidence import render_fingerprint
+
+        return render_fingerprint(self.result)
+
+    def renderables(self) -> list:
+        from rich.text import Text
+
+        return [Text(line, no_wrap=True, overflow="ignore") for line in self.lines()]
+
+
+@spellings()
+def fingerprint(file, *, page: int = 4096, tag: str | None = None, offset: int | None = None,
+                length: int | None = None, gap_fill: int | None = None, progress=None) -> FingerprintReport:
+    """`forensics fingerprint FILE`: what a driver can log for a buffer (pages' first8/last8, xor-fold, size,
+    CRC32, HEAD/MID/TAIL, the [FP] line)."""
+    from forensics.io.dump import open_dump
+    from forensics.buffer.fingerprint import fingerprint_dump
+
+    dump = open_dump(file, allow_empty=True, use_sidecar=False, **_slice(offset, length, gap_fill)[0])
+    return FingerprintReport("fingerprint", fingerprint_dump(dump, page_size=page, tag=tag, progress=progress),
+                             rows_key="pages")
+
+
+class VerifyReport(Report):
+    def renderables(self) -> list:
+        from forensics.render.evidence import render_verify
+
+        return render_verify(self.result)
+
+
+@spellings()
+def verify(log, *files, buffer=None, pattern: str | None = None, page: int = 4096, offset: int | None = None,
+           length: int | None = None, gap_fill: int | None = None) -> VerifyReport:
+    """`forensics verify LOG FILE...`: every fingerprint a driver logged, checked against the files; exit code
+    1 when one differs. `buffer` is a list of (tag, file) pairs."""
+    from forensics.buffer.fingerprint import verify_log
+
+    result = verify_log(os.fspath(log), [os.fspath(f) for f in files], buffers=dict(buffer or ()), page_size=page,
+                        pattern=pattern, **_slice(offset, length, gap_fill)[0])
+    return VerifyReport("verify", result, rows_key="checks", verdict=result.verdict)
