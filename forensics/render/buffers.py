@@ -4,10 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from forensics.buffer.anchors import WIDE, record_hex as _hex
 from forensics.compare.crc import format_crc
-from forensics.compare.diff import configured as _configured
-from forensics.compare.diff import size_note
 from forensics.render.style import judgement_line
 from forensics.render.style import table as _table
 
@@ -226,6 +223,14 @@ def _num(value: float) -> str:
 
 
 SHOW_CHANGES = 6
+WIDE = 16  # records longer than this are summarised (forensics.buffer.anchors.WIDE: the library words them alike)
+
+
+def _hex(record: bytes) -> str:
+    """forensics.buffer.anchors.record_hex (imported here: crc and coverage print without numpy)."""
+    from forensics.buffer.anchors import record_hex
+
+    return record_hex(record)
 MARK = "bold red"  # the bytes that differ, in hexdump
 RECORD_COLUMNS = ("anchor", "offset", "bytes", "A", "B", "XOR", "hex", "ascii")  # never broken across lines
 
@@ -404,8 +409,10 @@ def _facts(result, fits) -> list:
     if result.trailing_bytes:
         facts.append(f"{result.trailing_bytes} trailing bytes after the last whole record")
     out = [Text("   ".join(facts))]
-    if _configured(result):
-        out.append(Text(_configured(result)))
+    from forensics.compare.diff import configured, size_note
+
+    if configured(result):
+        out.append(Text(configured(result)))
     note = size_note(result, fits).text
     if note is not None:
         out.append(Text(note))

@@ -206,3 +206,10 @@ def test_a_planted_renderer_choosing_a_verdict_is_caught():
     # and the shipped renderers, planted with one such line, fail the check
     source = (REPO / RENDERERS[0]).read_text(encoding="utf-8")
     assert verdict_choices(source + "\n\ndef late(r):\n    return r.verdict == 'MATCH'\n")
+
+
+def test_the_renderer_summarises_records_as_the_library_words_them():
+    from forensics.buffer import anchors
+    from forensics.render import buffers
+
+    assert buffers.WIDE == anchors.WIDE and buffers._hex(bytes(range(20))) == anchors.record_hex(bytes(range(20)))
