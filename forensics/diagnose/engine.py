@@ -196,11 +196,11 @@ class _Search:
         self.union = np.zeros(0, bool)
         self.missing_done = False
 
-    def _bytes(self, mask) -> float:
+    def bytes_of(self, mask) -> float:
         return float(np.count_nonzero(mask)) * self.scale
 
     def explained(self) -> float:
-        return self._bytes(self.union) + (self.missing if self.missing_done else 0)
+        return self.bytes_of(self.union) + (self.missing if self.missing_done else 0)
 
     def run(self, prev, chunk: int) -> None:
         ctx, region = self.ctx, self.ctx.region
@@ -226,7 +226,7 @@ class _Search:
             if c in self.chosen or not c.bug.named_beside:
                 continue
             whole = c.bug.kind == "stale" and self.ctx.stale_whole
-            if (self.d_b and self._bytes(c.hits) >= 0.9 * self.d_b) or whole:
+            if (self.d_b and self.bytes_of(c.hits) >= 0.9 * self.d_b) or whole:
                 self.chosen.append(c)
                 if whole:
                     self.union = c.hits.copy() if not self.union.size else self.union | c.hits
@@ -235,7 +235,7 @@ class _Search:
         out: list[Finding] = []
         ctx, d_total = self.ctx, self.d_total
         for c in self.chosen:
-            own = self._bytes(c.hits) + (self.missing if c.missing else 0)
+            own = self.bytes_of(c.hits) + (self.missing if c.missing else 0)
             made = kinds.get(c.bug.kind).finding(c, ctx, round(min(1.0, own / d_total), 6) if d_total else 0.0)
             for f in made:
                 f.details.setdefault("evidence_bytes", c.evidence())
@@ -246,7 +246,7 @@ class _Search:
         """The differing bytes no chosen candidate explains: (mask over the region, bytes of B)."""
         region = self.ctx.region
         mask = region.diff & ~self.union if self.union.size else region.diff
-        return mask, self._bytes(mask) + (0 if self.missing_done else self.missing)
+        return mask, self.bytes_of(mask) + (0 if self.missing_done else self.missing)
 
 
 def _verdict(named: list, fraction: float, common_left: float, bytes_differing: int) -> Verdict:
@@ -320,7 +320,7 @@ def _explain(ctx: Context, scan, search: _Search, dump_a, dump_b, window: int) -
     d_total = search.d_total
     fraction = round(min(1.0, explained / d_total), 6) if d_total else 1.0
     named = [f for f in findings if f.kind != "head_window"]
-    common_left = search._bytes(residual_mask & region.in_a) if residual_mask.size else 0.0
+    common_left = search.bytes_of(residual_mask & region.in_a) if residual_mask.size else 0.0
     verdict = _verdict(named, fraction, common_left, scan.bytes_differing)
     characterization, hint, command = None, "", ""
     if verdict != Verdict.EXPLAINED:
