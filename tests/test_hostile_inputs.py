@@ -671,7 +671,8 @@ def test_anchors_without_a_dominant_record_leads_with_the_top_scores(tmp_path, c
     r = cli(*argv, width=120)
     assert r.code == 0, r.err
     lines = r.out.splitlines()
-    assert lines[0].startswith("no dominant record: 1,917 distinct records in 1,917 anchors")
+    # the one verdict line, the JSON's (issue 33: the terminal printed no verdict, the JSON NONUNIFORM)
+    assert lines[0].startswith("NONUNIFORM | no dominant record: 1,917 distinct records in 1,917 anchors")
     assert "match" not in r.out and "tied" not in r.out + r.err
     rows = [line.split() for line in lines[4:7]]
     best = scores[:, 1:].max(axis=1).astype(int)

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from forensics.core.judgement import Judgement, Reason
+from forensics.core.verdict import Verdict
 from forensics.io.dump import Dump
 from forensics.core.layout import Region, RecordLayout
 from forensics.core.parallel import both, shared_progress, two_cores
@@ -140,6 +142,56 @@ class AnchorsResult:
                 for r in self.nonuniform]
             out["nonuniform_truncated"] = self.nonuniform_truncated
         return out
+
+
+WIDE = 16  # records longer than this (e.g. 91 COCO classes + pad) are named by their head, not spelled out
+
+
+def record_hex(record: bytes) -> str:
+    """`ff 00 80 80`, or `00 11 ... (92 bytes)` for a record longer than WIDE."""
+    if len(record) <= WIDE:
+        return record.hex(" ")
+    return record[:8].hex(" ") + f" ... ({len(record)} bytes)"
+
+
+def judge_anchors(result: AnchorsResult, fit=None) -> Judgement:
+    """The one judgement of a buffer's records: OK (every record is the dominant one, or there is one record),
+    NONUNIFORM (records depart from it: listed, not judged, exit 0), HEAD WINDOW (`fit`, a
+    forensics.decode.modeldumps.TensorFit, says the dump holds only the head of its tensor). The reasons name a
+    tied mode and the head-window trap (the first `window` bytes all dominant, later records not)."""
+    dom = result.dominant
+    reasons = []
+    ranked = not result.dominated and result.top_scores and result.nonuniform is None  # no mode to speak of
+    if result.tied and not ranked:
+        shown = ", ".join(record_hex(t.record) for t in result.tied[:4]) + (", ..." if result.tied_total > 4 else "")
+        reasons.append(Reason("tied_mode", f"the mode is tied: {result.tied_total:,} other record(s) also occur "
+                                           f"{dom.count:,} times ({shown}); the first to occur is shown"))
+    if result.head_window_trap:
+        window_bytes = result.window_records * result.layout.record_size
+        reasons.append(Reason("head_window_trap", (
+            f"the first {window_bytes} bytes ({result.window_records} records) are all {record_hex(dom.record)}, "
+            f"but {result.nonuniform_total:,} later records are not: do not judge this buffer by its head")))
+    if result.region.trailing:
+        reasons.append(Reason("trailing_bytes", f"{result.region.trailing} trailing bytes after the last whole "
+                                                "record were not analysed"))
+    if result.records == 1:
+        verdict, message = Verdict.OK, "a single record: nothing to compare it with"
+    elif result.uniform:
+        verdict, message = Verdict.OK, f"uniform: all {result.records:,} records are {record_hex(dom.record)}"
+    elif ranked:
+        verdict = Verdict.NONUNIFORM
+        message = (f"no dominant record: {result.distinct:,} distinct records in {result.records:,} anchors (the most "
+                   f"frequent occurs {dom.count:,} time{'s' if dom.count != 1 else ''})")
+    else:
+        verdict = Verdict.NONUNIFORM
+        first = (result.first_nonuniform_offset - result.region.start) // result.layout.record_size
+        n = result.nonuniform_total
+        message = (f"{n:,} {'anchor departs' if n == 1 else 'anchors depart'} from {record_hex(dom.record)}; the "
+                   f"first is anchor {first:,} (byte {result.first_nonuniform_offset:#x})")
+    if fit is not None and fit.head_window:  # the story's trap: only the head of the tensor was read
+        reasons.append(Reason("head_window", fit.describe()))
+        verdict, message = Verdict.HEAD_WINDOW, f"{fit.describe()} ({message})"
+    return Judgement(verdict, message, tuple(reasons))
 
 
 def _record_dtype(record_size: int) -> np.dtype:

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from forensics.core.judgement import Judgement, Reason
+from forensics.core.verdict import Verdict
 from forensics.io.dump import Dump
 from forensics.core.errors import InputError
 
@@ -120,6 +122,16 @@ class CoverageResult:
             "untouched_ranges_total": self.ranges_total,
             "untouched_ranges_truncated": self.ranges_total > len(self.untouched_ranges),
         }
+
+
+def judge_coverage(result: CoverageResult) -> Judgement:
+    """OK when the device wrote every byte; WARNING (exit 1) when runs of the sentinel remain."""
+    pct = 100.0 * result.written_fraction
+    message = (f"{pct:.2f}% of {result.length:,} bytes written; {result.untouched_bytes:,} bytes untouched in "
+               f"{result.ranges_total:,} range(s) (sentinel {result.sentinel.hex()}, runs of >= {result.min_run} "
+               "bytes)")
+    reasons = () if result.fully_written else (Reason("untouched", f"{result.ranges_total:,} untouched range(s)"),)
+    return Judgement(Verdict.OK if result.fully_written else Verdict.WARNING, message, reasons)
 
 
 def analyse_coverage(dump: Dump, sentinel: bytes, *, min_run: int = DEFAULT_MIN_RUN, offset: int = 0,

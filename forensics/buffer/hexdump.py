@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from forensics.io.dump import Dump
 from forensics.core.errors import InputError
 from forensics.core.layout import RecordLayout
@@ -19,11 +21,15 @@ class HexRow:
     offset: int           # absolute data offset
     a: bytes
     b: bytes | None = None
+    lanes: tuple[int, ...] | None = None  # the differing lanes, when hexdump() found them already
 
     @property
     def differing(self) -> tuple[int, ...]:
+        """The lanes where A and B differ (a lane one of them lacks differs too)."""
         if self.b is None:
             return ()
+        if self.lanes is not None:
+            return self.lanes
         width = max(len(self.a), len(self.b))
         return tuple(i for i in range(width)
                      if i >= len(self.a) or i >= len(self.b) or self.a[i] != self.b[i])
@@ -84,6 +90,7 @@ def hexdump(dump_a: Dump, dump_b: Dump | None, layout: RecordLayout, *, anchor: 
         raise InputError(f"refusing to hexdump {hi - lo} bytes; ask for at most {MAX_BYTES} ({{length}})", params=True)
     data_a = dump_a.read(lo, hi - lo)
     data_b = dump_b.read(lo, hi - lo) if dump_b is not None else None
+    lanes = _differing_lanes(data_a, data_b, rs) if data_b is not None else {}
     rows = []
     for pos in range(lo, hi, rs):
         rel = pos - lo
@@ -91,5 +98,23 @@ def hexdump(dump_a: Dump, dump_b: Dump | None, layout: RecordLayout, *, anchor: 
         b = data_b[rel:rel + rs] if data_b is not None else None
         if not a and not b:
             break
-        rows.append(HexRow((pos - base) // rs, pos, a, b))
+        rows.append(HexRow((pos - base) // rs, pos, a, b, lanes.get(rel // rs, ()) if b is not None else None))
     return HexdumpResult(dump_a.path, dump_b.path if dump_b else None, layout, tuple(rows), anchor)
+
+
+def _differing_lanes(a: bytes, b: bytes, rs: int) -> dict[int, tuple[int, ...]]:
+    """row -> its differing lanes, for the rows holding one, found at once (a 1 MiB hexdump has 262,144 rows):
+    each row's lanes as a bit mask, each distinct mask turned into its lanes once."""
+    size = max(len(a), len(b))
+    rows = -(-size // rs)
+    x = np.ones(rows * rs, dtype=bool)  # the bytes one side lacks differ
+    common = min(len(a), len(b))
+    np.not_equal(np.frombuffer(a, np.uint8, common), np.frombuffer(b, np.uint8, common), out=x[:common])
+    x[size:] = False
+    table = x.reshape(rows, rs)
+    hit = np.flatnonzero(table.any(axis=1))
+    if rs > 62:  # masks would not fit an integer: lane by lane
+        return {int(r): tuple(np.flatnonzero(table[r]).tolist()) for r in hit}
+    masks = table[hit].astype(np.int64) @ (np.int64(1) << np.arange(rs, dtype=np.int64))
+    lanes = {m: tuple(i for i in range(rs) if m >> i & 1) for m in np.unique(masks).tolist()}
+    return dict(zip(hit.tolist(), (lanes[m] for m in masks.tolist())))

@@ -23,7 +23,8 @@ def register(subparsers, parents) -> None:
                     "shift, fill (never written), stride (raw vs tensor layout, channels padded), relayout, "
                     "signedness, lane_swap (endianness), truncation, oversize, pitch, page (a DMA page list out of "
                     "order: pages swapped, repeated or dropped), rotation (a ring buffer read from another start), "
-                    "cacheline (stale or filled 64-byte lines), bits "
+                    "cacheline (stale or filled 64-byte lines), not_computed (B one record repeated: the zero point or a "
+                    "bias alone, the chip computed nothing), bits "
                     "(stuck or flipped bits), saturation, requantize, stale (with --previous), head_window. "
                     "Verdicts: "
                     "IDENTICAL and WITHIN TOLERANCE exit 0; EXPLAINED, PARTLY EXPLAINED and UNEXPLAINED exit 1 "
@@ -36,9 +37,14 @@ def register(subparsers, parents) -> None:
     p.add_argument("--inputs", nargs=2, metavar=("INPUT_A", "INPUT_B"), default=None,
                    help="the inputs A and B were computed from: their CRCs are compared when B is unexplained "
                         "(another input, or another model?)")
-    p.add_argument("--model", metavar="MODEL", default=None, help="the .tflite the dumps come from (with --tensor)")
+    p.add_argument("--model", metavar="MODEL", default=None,
+                   help="the .tflite the dumps come from: its tensor's layout and quantization (the zero point "
+                        "not_computed looks for); a detection model's output tensors are recognised by size")
     p.add_argument("--tensor", metavar="NAME", default=None,
                    help="tensor the dumps hold (input or output): raw (chip layout) or tensor sizes are recognised")
+    p.add_argument("--deps", metavar="DIR", default=None,
+                   help="an extract directory (postprocess.json): the detection tensor a dump holds, its layout "
+                        "and zero point")
     p.add_argument("--tolerance", type=non_negative_int, default=None, metavar="K",
                    help="same-size pairs whose elements differ by at most K LSB in their dtype (int8: 0 -> -1 is "
                         "1 LSB; from the .npy header, sidecar or model) are WITHIN TOLERANCE (exit 0), as compare")

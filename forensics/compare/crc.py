@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from forensics.core.checksum import CRC32_BACKEND, crc32  # noqa: F401  (re-exported: forensics.compare.crc.crc32)
+from forensics.core.judgement import Judgement, Reason
+from forensics.core.verdict import Verdict
 from forensics.io.dump import Dump, iter_windows, open_dump
 from forensics.core.parallel import both, two_cores
 
@@ -118,6 +120,11 @@ class CrcReport:
         return tuple(f.size == first.size and f.crc32 == first.crc32 for f in self.files[1:])
 
     @property
+    def file_verdicts(self) -> tuple[Verdict, ...]:
+        """For each file after the first: MATCH or DIFFER against the first (the table's `vs first` column)."""
+        return tuple(Verdict.of(same) for same in self.matches)
+
+    @property
     def match(self) -> bool | None:
         """Every file equals the first (two or more files) and every file has the expected CRC (expect)."""
         verdicts = []
@@ -150,6 +157,33 @@ class CrcReport:
             out["expect"] = format_crc(self.expect)
             out["expect_match"] = all(self.expect_matches)
         return out
+
+
+def judge_crc(report: CrcReport) -> Judgement:
+    """The one judgement of `forensics crc`: OK (one file, nothing to compare), else MATCH when every file equals
+    the first and (with `expect`) every file has the expected CRC32, DIFFER otherwise; both clauses in one line."""
+    files, parts, reasons = report.files, [], []
+    if report.expect is not None:
+        wrong = [f for f, ok in zip(files, report.expect_matches) if not ok]
+        if wrong:
+            parts.append("; ".join(f"{f.path}: CRC32 {format_crc(f.crc32)}, expected {format_crc(report.expect)}"
+                                   for f in wrong))
+            reasons.append(Reason("expect_differ", parts[-1]))
+        else:
+            parts.append(f"CRC32 {format_crc(report.expect)} as expected"
+                         + (f" ({files[0].path})" if len(files) == 1 else f" in all {len(files)} files"))
+    if report.compared:
+        n = len(files)
+        if all(report.matches):
+            parts.append(f"{n} files, {files[0].size:,} bytes each, CRC32 {format_crc(files[0].crc32)}")
+        else:
+            differing = [f.path for f, same in zip(files[1:], report.matches) if not same]
+            parts.append(f"{len(differing)} of {n - 1} files differ from {files[0].path}: " + ", ".join(differing))
+            reasons.append(Reason("files_differ", parts[-1]))
+    if report.match is None:
+        f = files[0]
+        return Judgement(Verdict.OK, f"{f.path}: {f.size:,} bytes, CRC32 {format_crc(f.crc32)}")
+    return Judgement(Verdict.of(report.match), "; ".join(parts), tuple(reasons))
 
 
 def crc32_range(dump: Dump, start: int, stop: int, crc: int = 0, *, block: int = BLOCK, cancelled=None) -> int | None:

@@ -20,7 +20,9 @@ Definitions (A the reference, errors over the elements where both sides are fini
   cosine      sum(a*b) / sqrt(sum(a*a) * sum(b*b)); 1.0 when both are all zero, None when exactly one is
   sqnr_db     10 log10(sum(a*a) / sum((b - a)**2)); inf when equal (JSON null)
   nan / inf   NaN / infinite elements in A and B together; `nonfinite_mismatch` counts the positions whose
-              non-finite value is not the same on both sides (no tolerance passes those)
+              non-finite value is not the same on both sides (no tolerance passes those): a NaN or an infinity
+              equals only the same bits (NaN vs NaN of another payload or sign, +inf vs -inf, NaN vs 7.0 and
+              inf vs 1e38 all differ)
   min_atol    the smallest absolute tolerance that passes the chosen check (with the chosen rtol)
 """
 
@@ -360,6 +362,11 @@ class ErrorAccumulator:
         # (add_differing then takes the pairs' flat positions)
         self.sample = _Sample(*sample) if sample is not None else None
 
+    @property
+    def seen_difference(self) -> bool:
+        """Whether a pair differed in its bits (a finite error, or a NaN / infinity that is not the same)."""
+        return bool(self.differing or self.nonfinite_mismatch)
+
     def fresh(self) -> "ErrorAccumulator":
         """An empty accumulator with the same settings (for another thread's share of the work)."""
         out = ErrorAccumulator(integer=self.integer, scale=self.scale, zero_point=self.zero_point, atol=self.atol,
@@ -490,7 +497,9 @@ class ErrorAccumulator:
             if b_only.any():  # the pair leaves the statistics: take A's value out of the signal sum again
                 self.b_only_nonfinite += int(np.count_nonzero(b_only))
                 self.s_aa -= _dot(fa[b_only] - self.zero_point, fa[b_only] - self.zero_point)
-            same = (nan_a & nan_b) | (~fin_a & ~fin_b & ~nan_a & ~nan_b & (fa == fb))
+            # A non-finite value equals only its own bits (NaN vs NaN of another payload or sign differs, as
+            # +inf vs -inf does): no tolerance passes a pair that is not the same NaN or infinity.
+            same = bit_view(a) == bit_view(b)
             mismatch = ~both & ~same
             if mismatch.any():
                 self.nonfinite_mismatch += int(mismatch.sum())

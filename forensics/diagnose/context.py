@@ -24,6 +24,7 @@ class Context:
     pattern_names: dict = field(default_factory=dict)
     stale_whole: bool = False
     dtype: str | None = None                       # the elements' dtype (header, sidecar, model), None: bytes
+    inputs: dict | None = None                     # the inputs' CRCs, when given
     memo: dict = field(default_factory=dict)       # results shared between kinds (computed once)
     produced: dict = field(default_factory=dict)   # kind name -> the candidates it proposed
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from forensics.compare.crc import format_crc
+from forensics.core.judgement import Judgement, Reason
 from forensics.core.verdict import Verdict
 
 VERDICTS = (Verdict.IDENTICAL, Verdict.WITHIN, Verdict.EXPLAINED, Verdict.PARTLY_EXPLAINED, Verdict.UNEXPLAINED)
@@ -22,13 +23,19 @@ class Finding:
     hint: str = ""
     details: dict = field(default_factory=dict, compare=False, hash=False)
     explains: float = 0.0
+    command: str = ""  # the command the hint asks to run, printed whole on its own line (the JSON's hint ends with it)
 
     def __getitem__(self, key):
         return self.to_dict()[key]
 
     def to_dict(self) -> dict:
-        return {"kind": self.kind, "evidence": self.evidence, "hint": self.hint, "explains": self.explains,
-                **self.details}
+        return {"kind": self.kind, "evidence": self.evidence, "hint": with_command(self.hint, self.command),
+                "command": self.command, "explains": self.explains, **self.details}
+
+
+def with_command(hint: str, command: str) -> str:
+    """`look at the differing records: forensics diff A B`: a hint and the command it asks for, in one sentence."""
+    return f"{hint}: {command}" if command and hint else (command or hint)
 
 
 @dataclass(frozen=True)
@@ -57,18 +64,31 @@ class DiagnoseResult:
     dtype: str | None = None    # the elements' dtype the tolerance and value maps were judged in (None: bytes)
     pad_only_bytes: int = 0     # differing bytes in pad lanes only (ignored, as diff ignores them)
     inputs: dict | None = None  # the inputs' CRCs and whether they are equal, when given
+    command: str = ""           # the command the hint asks to run (printed whole on its own line)
+    pad_bytes_differing: int = 0  # differing bytes in the pad lanes (not counted in bytes_differing, as diff)
+    pad_lanes: tuple = ()
 
     @property
     def identical(self) -> bool:
-        return self.size_a == self.size_b and self.bytes_differing == 0
+        """Byte-identical (pad lanes too)."""
+        return self.size_a == self.size_b and self.bytes_differing == 0 and self.pad_bytes_differing == 0
 
     @property
     def exit_code(self) -> int:
         return EXIT_CODES[self.verdict]
 
     @property
+    def passed(self) -> bool:
+        return self.verdict.passed
+
+    @property
     def kinds(self) -> tuple[str, ...]:
         return tuple(f.kind for f in self.findings)
+
+    @property
+    def named(self) -> tuple[Finding, ...]:
+        """The findings that name a bug (a head window is said beside them, never as the bug)."""
+        return tuple(f for f in self.findings if f.kind != "head_window")
 
     @property
     def clean(self) -> bool:
@@ -76,7 +96,7 @@ class DiagnoseResult:
         return not self.findings
 
     def __bool__(self) -> bool:
-        return self.exit_code == 0
+        return self.passed
 
     def finding(self, kind: str) -> Finding | None:
         return next((f for f in self.findings if f.kind == kind), None)
@@ -92,6 +112,54 @@ class DiagnoseResult:
             "records_compared": self.records_compared, "records_differing": self.records_differing,
             "bytes_differing": self.bytes_differing, "first_differing_offset": self.first_differing_offset,
             "findings": [f.to_dict() for f in self.findings],
-            "residual": self.residual, "characterization": self.characterization, "hint": self.hint,
+            "residual": self.residual, "characterization": self.characterization,
+            "hint": with_command(self.hint, self.command), "command": self.command,
             "dtype": self.dtype, "pad_only_bytes": self.pad_only_bytes, "inputs": self.inputs,
+            "pad_bytes_differing": self.pad_bytes_differing, "pad_lanes": list(self.pad_lanes),
         }
+
+
+def percent(x: float) -> str:
+    """A share as the report writes it: `12.5%`, `<0.1%`, `>99.9%`."""
+    p = 100 * x
+    if 0 < p < 0.1:
+        return "<0.1%"
+    if 99.9 < p < 100:
+        return ">99.9%"
+    return f"{p:.1f}%".replace(".0%", "%")
+
+
+def judge_diagnose(result: DiagnoseResult) -> Judgement:
+    """The one judgement of a diagnosis: its verdict (IDENTICAL / WITHIN TOLERANCE exit 0; EXPLAINED / PARTLY
+    EXPLAINED / UNEXPLAINED exit 1), the headline naming what explains the differing bytes, and the clauses
+    (pad lanes ignored, within tolerance, the primary kind, a head window)."""
+    named = [f for f in result.findings if f.kind != "head_window"]
+    counts: dict[str, int] = {}
+    for f in named:
+        counts[f.kind] = counts.get(f.kind, 0) + 1
+    kinds = ", ".join(kind if n == 1 else f"{n} {kind}s" for kind, n in counts.items())  # 2 shifts: two blocks
+    verb = "explains" if len(named) == 1 else "explain"
+    reasons = []
+    if result.pad_bytes_differing:
+        reasons.append(Reason("pad_lanes_ignored", f"{result.pad_bytes_differing:,} differing bytes in pad lanes "
+                                                   f"{','.join(map(str, result.pad_lanes))} (not compared, as diff)"))
+    if result.primary is not None:
+        reasons.append(Reason("primary", result.primary))
+    if result.finding("head_window") is not None:
+        reasons.append(Reason("head_window", result.finding("head_window").evidence))
+    verdict = result.verdict
+    if verdict == Verdict.IDENTICAL:
+        message = ("A and B are identical outside the pad lanes (pad lanes ignored, as diff ignores them)"
+                   if result.pad_bytes_differing else "A and B are byte-identical")
+    elif verdict == Verdict.WITHIN:
+        unit = f"{result.dtype} element" if result.dtype else "byte"
+        message = f"A and B differ by at most {result.tolerance} LSB per {unit}"
+        reasons.append(Reason("within_tolerance", f"tolerance {result.tolerance} LSB"))
+    elif verdict == Verdict.EXPLAINED:
+        message = f"{kinds} {verb} the differing bytes"
+    elif verdict == Verdict.PARTLY_EXPLAINED:
+        message = f"{kinds} {verb} {percent(result.explained_fraction)} of the differing bytes"
+    else:
+        total = result.bytes_differing + abs(result.size_a - result.size_b)
+        message = f"no known bug pattern explains these {total:,} differing bytes"
+    return Judgement(verdict, message, tuple(reasons))

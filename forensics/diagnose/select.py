@@ -11,6 +11,13 @@ from forensics.diagnose.scoring import MAX_FALSE, MIN_SHARE
 MIN_EVIDENCE = 16  # differing bytes a move must predict exactly (not as bytes it vacates) to be named
 MIN_DISTINCT = 2   # ... holding at least this many distinct values
 
+def _group(bug) -> float:
+    """The tie-break group of a candidate: its kind's, unless the candidate says its own (`tie_group`: a chip
+    that computed nothing at a zero point comes before the bits that would all be stuck)."""
+    own = getattr(bug, "tie_group", None)
+    return own if own is not None else group_of(bug.kind)
+
+
 def chance(scan) -> float:
     """How often a byte of B equals an unrelated byte of A (from the value histograms): 1/256 for random data,
     ~1/4 for scores that are mostly 0..3."""
@@ -46,8 +53,7 @@ def select(scored: list, d_total: float, scale: float, missing: int, chance: flo
             break
         top = max(g for g, _ in gains)
         tied = [c for g, c in gains if g >= 0.98 * top]
-        best = min(tied, key=lambda c: (group_of(c.bug.kind), c.false, rank_of(c.bug.kind),
-                                        c.complexity))
+        best = min(tied, key=lambda c: (_group(c.bug), c.false, rank_of(c.bug.kind), c.complexity))
         chosen.append(best)
         remaining.remove(best)
         union = best.hits.copy() if union is None else union | best.hits

@@ -5,10 +5,214 @@ from __future__ import annotations
 from rich.text import Text
 
 from forensics.compare.crc import format_crc
-from forensics.render.style import RowsTable
+from forensics.render.style import judgement_line
 from forensics.render.style import table as _table
-from forensics.render.style import verdict
-from forensics.core.verdict import Verdict
+
+
+class Listing:
+    """Rows of plain-text cells laid out at the speed of a plain loop (`diff --all` and `hexdump` list hundreds of
+    thousands of records); `marks` (one per row: byte lanes) marks those bytes of the hex cells of the `marked`
+    columns (the bytes that differ).
+
+    Cells of the `whole` columns (byte records, offsets, anchors) are never broken: where the widest cells do
+    not fit the console, a short listing is drawn as a rich table whose other columns fold (where the whole
+    columns fit beside them), and otherwise, or for a long one (more than RICH_ROWS rows: rich measures each
+    cell, ~0.3 ms a row), each row folds at cell boundaries onto indented continuation lines. Nothing is cut."""
+
+    RICH_ROWS = 2000
+    BATCH = 1024  # lines handed to the console as one segment
+    FOLDED = 10   # the least width of a column that folds
+    whole_lines = True  # its lines fit the width by construction: printed uncropped (console.Output.print)
+
+    PART = 16384  # rows printed at a time (parts): the console holds one print's segments until it ends
+
+    def __init__(self, *columns, rows, title=None, whole=(), marks=None, marked=(), widths=None, head=True,
+                 total=None):
+        self.columns, self.title, self.rows = columns, title, rows
+        self.names = [c[0] if isinstance(c, tuple) else c for c in columns]
+        self.justify = [c[1] if isinstance(c, tuple) else "left" for c in columns]
+        self.whole, self.marks, self.marked = set(whole), marks, tuple(marked)
+        self.widths, self.head = widths, head
+        self.total = len(rows) if total is None else total  # rows of the whole listing (this may be a part)
+
+    def parts(self) -> list:
+        """The listing as renderables of at most PART rows (the header on the first), laid out alike: what a
+        report prints, so that memory stays bounded by a part however many rows there are."""
+        if len(self.rows) <= self.PART:
+            return [self]
+        widths = self._widths()
+        return [Listing(*self.columns, rows=self.rows[i:i + self.PART], title=self.title, whole=self.whole,
+                        marks=None if self.marks is None else self.marks[i:i + self.PART], marked=self.marked,
+                        widths=widths, head=i == 0, total=len(self.rows))
+                for i in range(0, len(self.rows), self.PART)]
+
+    def rich_table(self):
+        out = _table(*self.columns, title=self.title, whole=self.whole)
+        for i, row in enumerate(self.rows):
+            cells = list(row)
+            for k in self.marked if self.marks is not None and self.marks[i] else ():
+                cells[k] = Text(row[k])
+                for lane in self.marks[i]:
+                    cells[k].stylize(MARK, 3 * lane, 3 * lane + 2)
+            out.add_row(*cells)
+        return out
+
+    def _widths(self) -> list[int]:
+        from rich.cells import cell_len
+
+        return self.widths or [max([cell_len(name)] + [len(row[i]) for row in self.rows])
+                               for i, name in enumerate(self.names)]
+
+    def __rich_console__(self, console, options):
+        room = options.max_width
+        widths = self._widths()
+        gaps = 3 * (len(widths) - 1)
+        fits = sum(widths) + gaps <= room
+        # a rich table whose other columns fold keeps the whole columns whole only where they fit with room
+        least = sum(w if name in self.whole else min(w, self.FOLDED) for name, w in zip(self.names, widths))
+        if not self.rows or (not fits and least + gaps <= room and self.total <= self.RICH_ROWS):
+            # as a table prints (Output prints a Listing soft-wrapped: its own lines fit by construction)
+            yield from console.render(self.rich_table(), options.update(no_wrap=False, overflow=None))
+            return
+        if self.head:
+            yield from self._head(console, options, widths, fits)
+        marks = None if console.no_color or console.color_system is None else self.marks
+        if not fits:
+            for i, row in enumerate(self.rows):
+                yield from self._row(row, widths, room, marks[i] if marks is not None else ())
+        else:
+            yield from self._lines(widths, marks)
+
+    def _lines(self, widths, marks):
+        """The rows that fit the width. The console's cost is per segment: plain lines go BATCH to a segment,
+        and with marks the plain text between two marked spans (across line ends) is one segment."""
+        from rich.segment import Segment
+
+        line = "   ".join("{:%s%d}" % ({"right": ">", "center": "^"}.get(j, "<"), w)
+                           for w, j in zip(widths, self.justify)).format
+        if marks is None:
+            for i in range(0, len(self.rows), self.BATCH):
+                yield Segment("\n".join(line(*row) for row in self.rows[i:i + self.BATCH]))
+                yield Segment.line()
+            return
+        starts = self._starts(widths)
+        style, pending = _style(MARK), []
+        for row, lanes in zip(self.rows, marks):
+            text, pos = line(*row), 0
+            for k in self.marked if lanes else ():
+                for lo, hi in _spans(lanes, len(row[k])):
+                    pending.append(text[pos:starts[k] + lo])
+                    yield Segment("".join(pending))
+                    yield Segment(text[starts[k] + lo:starts[k] + hi], style)
+                    pending, pos = [], starts[k] + hi
+            pending += (text[pos:], "\n")
+        yield Segment("".join(pending))
+
+    def _starts(self, widths) -> list[int]:
+        """Where each column's cell text starts in a line (left-justified columns: the marked hex cells)."""
+        out, at = [], 0
+        for width in widths:
+            out.append(at)
+            at += width + 3
+        return out
+
+    def _head(self, console, options, widths, fits: bool):
+        """The title and the header: rich's own (over one stand-in row of the widest cells) when they fit."""
+        from rich.segment import Segment
+
+        if fits:
+            head = _table(*self.columns, title=self.title)
+            head.add_row(*("x" * w for w in widths))
+            table_options = options.update(no_wrap=False, overflow=None)  # as a table prints (not soft-wrapped)
+            lines = console.render_lines(head, table_options, pad=False, new_lines=False)
+            for line in lines[:-1]:  # the title and header rows, without the stand-in row
+                yield from line
+                yield Segment.line()
+            return
+        if self.title:
+            yield Segment(self.title)
+            yield Segment.line()
+        yield from self._row(self.names, widths, options.max_width, ())
+        yield Segment("─" * min(options.max_width, sum(widths) + 3 * (len(widths) - 1)))
+        yield Segment.line()
+
+    def _row(self, row, widths, fold: int | None, lanes):
+        """One row, its marked bytes styled; with `fold` (the width), folded at cell boundaries: cells while
+        they fit, then an indented continuation line; a cell wider than a line is broken between bytes (a hex
+        cell every 3 characters: `6d` never split)."""
+        from rich.segment import Segment
+
+        indent = widths[0] + 3 if fold is not None and fold - widths[0] - 3 >= 12 else 0
+        used = 0
+        for k, (cell, width, how) in enumerate(zip(row, widths, self.justify)):
+            need = width + (3 if k else 0)
+            if fold is not None and used and used + need > fold:
+                yield Segment.line()
+                yield Segment(" " * indent)
+                used, need = indent, width
+            elif k:
+                yield Segment("   ")
+            spans = _spans(lanes, len(cell)) if lanes and k in self.marked else ()
+            if fold is not None and width > fold - used:  # wider than the line: break it between bytes
+                room = fold - used
+                room = max(3, (room + 1) // 3 * 3) if self.names[k] in self.whole else max(1, room)
+                for lo in range(0, len(cell), room):
+                    if lo:
+                        yield Segment.line()
+                        yield Segment(" " * used)
+                    yield from self._marked(cell[lo:lo + room], lo, spans)
+                used = fold
+                continue
+            room = width - len(cell)
+            start = room if how == "right" else (room // 2 if how == "center" else 0)
+            yield Segment(" " * start)
+            yield from self._marked(cell, 0, spans)
+            yield Segment(" " * (room - start))
+            used += need
+        yield Segment.line()
+
+    @staticmethod
+    def _marked(text: str, at: int, spans):
+        """`text` (a cell's characters from `at`) as segments, the parts inside `spans` styled."""
+        from rich.segment import Segment
+
+        pos = 0
+        for lo, hi in spans:
+            lo, hi = max(lo - at, pos), min(hi - at, len(text))
+            if lo >= hi:
+                continue
+            if lo > pos:
+                yield Segment(text[pos:lo])
+            yield Segment(text[lo:hi], _style(MARK))
+            pos = hi
+        yield Segment(text[pos:])
+
+
+def _spans(lanes, length: int) -> list[tuple[int, int]]:
+    """[lo, hi) of the marked bytes of a hex cell (`aa bb cc`), neighbouring bytes in one span (with the space
+    between them), within the cell's `length`."""
+    out: list[list[int]] = []
+    for lane in lanes:
+        lo = 3 * lane
+        if lo >= length:
+            break
+        if out and out[-1][1] + 1 == lo:
+            out[-1][1] = lo + 2
+        else:
+            out.append([lo, lo + 2])
+    return [(lo, hi) for lo, hi in out]
+
+
+_STYLES: dict = {}
+
+
+def _style(name):
+    """rich's Style of a style name, parsed once."""
+    if name not in _STYLES:
+        from rich.style import Style
+
+        _STYLES[name] = Style.parse(name)
+    return _STYLES[name]
 
 
 def _num(value: float) -> str:
@@ -18,14 +222,17 @@ def _num(value: float) -> str:
     return f"{value:.4g}"
 
 
-WIDE = 16  # records longer than this (e.g. 91 COCO classes + pad) are summarised, not spelled out lane by lane
 SHOW_CHANGES = 6
+WIDE = 16  # records longer than this are summarised (forensics.buffer.anchors.WIDE: the library words them alike)
 
 
 def _hex(record: bytes) -> str:
-    if len(record) <= WIDE:
-        return record.hex(" ")
-    return record[:8].hex(" ") + f" ... ({len(record)} bytes)"
+    """forensics.buffer.anchors.record_hex (imported here: crc and coverage print without numpy)."""
+    from forensics.buffer.anchors import record_hex
+
+    return record_hex(record)
+MARK = "bold red"  # the bytes that differ, in hexdump
+RECORD_COLUMNS = ("anchor", "offset", "bytes", "A", "B", "XOR", "hex", "ascii")  # never broken across lines
 
 
 def _lane_value(layout, lane: int, q: int) -> str:
@@ -75,15 +282,17 @@ def _changes(layout, a: bytes, b: bytes) -> str:
 
 # --- crc ---------------------------------------------------------------------------------------------------
 
-def render_crc(report) -> list:
+def render_crc(report, judgement) -> list:
+    """The files' table, their HEAD / MID / TAIL bytes, then the one verdict line (forensics.compare.crc.judge_crc)."""
     out = []
     table = _table("file", ("size", "right"), "CRC32")
     if report.compared:
         table.add_column("vs first")
+    verdicts = ("-",) + report.file_verdicts if report.compared else ()
     for i, f in enumerate(report.files):
         row = [f.path, f"{f.size:,}", format_crc(f.crc32)]
         if report.compared:
-            row.append("-" if i == 0 else Verdict.of(report.matches[i - 1]))
+            row.append(str(verdicts[i]))
         table.add_row(*row)
     out.append(table)
     # HEAD / MID / TAIL of every file stacked, so the same region of two files lines up for the eye.
@@ -104,40 +313,11 @@ def render_crc(report) -> list:
         elif len(report.files) == 2:
             line += "; every chunk matches"
         out.append(Text(line))
-    if report.expect is not None:
-        wrong = [f for f, ok in zip(report.files, report.expect_matches) if not ok]
-        if wrong:
-            out.append(verdict(Verdict.DIFFER, "; ".join(f"{f.path}: CRC32 {format_crc(f.crc32)}, expected "
-                                                   f"{format_crc(report.expect)}" for f in wrong)))
-        else:
-            out.append(verdict(Verdict.MATCH, f"CRC32 {format_crc(report.expect)} as expected"
-                                        + (f" ({report.files[0].path})" if len(report.files) == 1 else
-                                           f" in all {len(report.files)} files")))
-    if report.compared:
-        n = len(report.files)
-        if all(report.matches):
-            first = report.files[0]
-            out.append(verdict(Verdict.MATCH, f"{n} files, {first.size:,} bytes each, CRC32 {format_crc(first.crc32)}"))
-        else:
-            differing = [f.path for f, same in zip(report.files[1:], report.matches) if not same]
-            out.append(verdict(Verdict.DIFFER, f"{len(differing)} of {n - 1} files differ from {report.files[0].path}: "
-                                         + ", ".join(differing)))
+    out.append(judgement_line(judgement))
     return out
 
 
 # --- diff --------------------------------------------------------------------------------------------------
-
-def _configured(result) -> str:
-    parts = []
-    if result.layout.pad_lanes:
-        parts.append("pad lanes " + ",".join(map(str, result.layout.pad_lanes)) + " ignored")
-    policy = getattr(result, "policy", None)
-    if policy is not None and not policy.exact:
-        parts.append(f"tolerance {policy.describe()}")
-    elif result.tolerance:
-        parts.append(f"tolerance {result.tolerance} LSB")
-    return "; ".join(parts)
-
 
 def _where(geometry, index: int) -> list[str]:
     from forensics.decode.geometry import where_and_prior
@@ -196,139 +376,106 @@ def stats_lines(stats, *, where: str = "", unicode: bool | None = None) -> list:
     return out
 
 
-def _sizes_note(result, fits=()) -> str | None:
-    """What a size difference means. A `--length` hint only where the shorter side is the whole tensor the
-    model describes: a slice must never drop bytes one side lacks (a truncated B would then MATCH)."""
-    if result.sizes_equal:
-        return None
-    common, extra = min(result.size_a, result.size_b), abs(result.size_a - result.size_b)
-    shorter, longer = ("B", "A") if result.size_b < result.size_a else ("A", "B")
-    prefix_equal = not result.bytes_differing and not result.trailing_differ
-    fit = (fits[0] if shorter == "A" else fits[1]) if fits else None
-    if fit is not None and not fit.head_window and fit.full_size == common:
-        if prefix_equal:
-            return (f"the first {common:,} bytes (the whole {fit.tensor or fit.role} tensor) match; {longer} has "
-                    f"{extra:,} more past the tensor (a page-rounded DMA allocation?): compare the tensor's bytes "
-                    f"only with --length {common}")
-        return f"{longer} has {extra:,} bytes past the whole {fit.tensor or fit.role} tensor ({common:,} bytes)"
-    if fit is not None and fit.head_window:
-        return f"{shorter} is truncated: {common:,} of {longer}'s {max(result.size_a, result.size_b):,} bytes"
-    if not prefix_equal:
-        return None
-    if shorter == "B":
-        return f"B is truncated: it holds the first {common:,} of A's {result.size_a:,} bytes, and they match A's"
-    return (f"A holds the first {common:,} of B's {result.size_b:,} bytes, and they match: A is truncated, or B is "
-            f"a larger allocation holding A at its start (--model or --deps say which: they know the tensor's size)")
-
-
-def render_diff(result, geometry=None, *, unicode: bool | None = None, classes: bool = False, fits=()) -> list:
-    """`classes`: the dumps are a classifier's score vector (one record whose lanes are classes); `fits`: the
-    dumps' TensorFit (A's, B's) when --model / --deps say which tensor they hold."""
-    rs = result.layout.record_size
-    if result.verdict is Verdict.MATCH and result.bytes_identical:
-        return [verdict(Verdict.MATCH, f"{result.size_a:,} bytes, CRC32 {format_crc(result.crc32_a)}, "
-                                 f"{result.records_compared:,} records of {rs} bytes")]
-    out = []
-    if result.verdict is Verdict.WITHIN:
-        stats = result.stats
-        what = (f"{stats.differing:,} of {stats.count:,} values differ" if stats is not None else
-                "data bytes differ")
-        out.append(verdict(Verdict.WITHIN, f"{what}, within {result.policy.describe()}"
-                                               + ("" if stats is not None else " (statistics left out)")))
-    elif result.verdict is Verdict.MATCH:
-        out.append(verdict(Verdict.MATCH, f"as configured ({_configured(result) or 'data lanes'}): "
-                                    f"{result.records_compared:,} records of {rs} bytes match; the bytes themselves "
-                                    "differ"))
-    else:
-        what = []
-        if result.records_differing and classes:
-            stats = result.stats
-            if stats is not None:  # in elements, whatever their width
-                what.append(f"{stats.differing:,} of {stats.count:,} class scores differ")
-            else:
-                data = rs - len(result.layout.pad_lanes)
-                what.append(f"{sum(1 for n in result.lane_differences if n):,} of {data:,} class score bytes "
-                            "differ")
-        elif result.records_differing:
-            what.append(f"{result.records_differing:,} of {result.records_compared:,} records differ "
-                        f"({rs} bytes per record)")
-        if not result.sizes_equal:
-            note = _sizes_note(result, fits)
-            if note is not None and "truncated" in note:
-                what.append(note.split(":")[0])  # `B is truncated`: the verdict; the note below says how much
-            what.append(f"sizes differ: {result.size_a:,} vs {result.size_b:,} bytes")
-        if result.trailing_differ:
-            what.append(f"the {result.trailing_bytes} trailing bytes differ")
-        out.append(verdict(Verdict.DIFFER, "; ".join(what) or "files differ"))
-    files = _table("", "file", ("size", "right"), "CRC32")
+def render_diff(result, judgement, geometry=None, *, unicode: bool | None = None, classes: bool = False,
+                fits=()) -> list:
+    """`judgement`: the pair's one judgement (forensics.compare.diff.judge_diff), printed as it is; `classes`: the
+    dumps are a classifier's score vector (one record whose lanes are classes); `fits`: the dumps' TensorFit
+    (A's, B's) when --model / --deps say which tensor they hold."""
+    out = [judgement_line(judgement)]
+    if result.bytes_identical and result.sizes_equal:
+        return out
+    window = next((r.text for r in judgement.reasons if r.code == "head_window"), None)
+    if window is not None and window not in judgement.message:  # a differing pair that is also a head window
+        out.append(Text(window))
+    files = _table("", "file", ("size", "right"), "CRC32", overflow="fold")  # a long path folds, whole
     files.add_row("A", result.path_a, f"{result.size_a:,}", format_crc(result.crc32_a))
     files.add_row("B", result.path_b, f"{result.size_b:,}", format_crc(result.crc32_b))
     out.append(files)
+    out += _facts(result, fits)
+    out.extend(stats_lines(result.stats, unicode=unicode))
+    if result.records_differing:
+        out += _lanes(result) + _differing_records(result, geometry)
+    return out
+
+
+def _facts(result, fits) -> list:
+    """Where the bytes differ, what the comparison left out (pad lanes with their own count), what a size
+    difference means."""
     facts = [f"bytes differing: {result.bytes_differing:,}"]
     if result.first_differing_offset is not None:
         facts.append(f"first differing byte: {result.first_differing_offset:#x} ({result.first_differing_offset:,})")
     if result.region_start:
         facts.append(f"compared from offset {result.region_start:#x}")
-    if _configured(result):
-        facts.append(_configured(result))
     if result.trailing_bytes:
         facts.append(f"{result.trailing_bytes} trailing bytes after the last whole record")
-    out.append(Text("   ".join(facts)))
-    note = _sizes_note(result, fits)
+    out = [Text("   ".join(facts))]
+    from forensics.compare.diff import configured, size_note
+
+    if configured(result):
+        out.append(Text(configured(result)))
+    note = size_note(result, fits).text
     if note is not None:
         out.append(Text(note))
-    out.extend(stats_lines(result.stats, unicode=unicode))
-    if result.records_differing:
-        wide = rs > WIDE
-        if result.layout.element is None:  # byte lanes; of float32 or int16 elements they say nothing
-            lanes = _table(("lane", "right"), "name", ("records differing", "right"), ("max |delta|", "right"),
-                           title="lanes")
-            hidden = 0
-            for lane, (name, n, d) in enumerate(zip(result.layout.field_names, result.lane_differences,
-                                                    result.lane_max_delta)):
-                if wide and n == 0:
-                    hidden += 1
-                    continue
-                lanes.add_row(str(lane), name, f"{n:,}", str(d))
-            out.append(lanes)
-            if hidden:
-                out.append(Text(f"{hidden} lanes without differences not shown"))
-        quant = result.layout.has_values and not wide
-        cols = [("anchor", "right")] + (["where", "prior box"] if geometry is not None else [])
-        cols += [("offset", "right")] + (["differing lanes: A -> B"] if wide else ["A", "B", "XOR"])
+    return out
+
+
+def _lanes(result) -> list:
+    """The byte lanes' counts (of float32 or int16 elements byte lanes say nothing: none)."""
+    if result.layout.element is not None:
+        return []
+    wide = result.layout.record_size > WIDE
+    lanes = _table(("lane", "right"), "name", ("records differing", "right"), ("max |delta|", "right"),
+                   title="lanes")
+    hidden = 0
+    for lane, (name, n, d) in enumerate(zip(result.layout.field_names, result.lane_differences,
+                                            result.lane_max_delta)):
+        if wide and n == 0:
+            hidden += 1
+            continue
+        lanes.add_row(str(lane), name, f"{n:,}", str(d))
+    return [lanes] + ([Text(f"{hidden} lanes without differences not shown")] if hidden else [])
+
+
+def _differing_records(result, geometry) -> list:
+    """The listed differing records (every one with --all: a Listing, folded, never cut)."""
+    layout = result.layout
+    wide = layout.record_size > WIDE
+    quant = layout.has_values and not wide
+    cols = [("anchor", "right")] + (["where", "prior box"] if geometry is not None else [])
+    cols += [("offset", "right")] + (["differing lanes: A -> B"] if wide else ["A", "B", "XOR"])
+    if quant:
+        cols += ["A values", "B values", "delta"]
+    rows = []
+    for r in result.records:
+        row = [str(r.index)] + (_where(geometry, r.index) if geometry is not None else [])
+        row.append(f"{r.offset:#x}")
+        if wide:
+            row.append(_changes(layout, r.a, r.b))
+        else:
+            row += [r.a.hex(" "), r.b.hex(" "), bytes(x ^ y for x, y in zip(r.a, r.b)).hex(" ")]
         if quant:
-            cols += ["A values", "B values", "delta"]
-        table = _table(*cols, title="differing records")
-        for r in result.records:
-            row = [str(r.index)] + (_where(geometry, r.index) if geometry is not None else [])
-            row.append(f"{r.offset:#x}")
-            if wide:
-                row.append(_changes(result.layout, r.a, r.b))
-            else:
-                row += [r.a.hex(" "), r.b.hex(" "), r.xor.hex(" ")]
-            if quant:
-                va, vb = result.layout.values(r.a), result.layout.values(r.b)
-                deltas = " ".join(_num(y - x) for lane, (x, y) in enumerate(zip(va, vb))
-                                  if lane not in result.layout.pad_lanes)
-                row += [_values(result.layout, r.a), _values(result.layout, r.b), deltas]
-            table.add_row(*row)
-        out.append(table)
-        if result.records_truncated:
-            more = result.records_differing - len(result.records)
-            out.append(Text(f"... and {more:,} more (--all or --limit N to list them)"))
+            va, vb = layout.values(r.a), layout.values(r.b)
+            deltas = " ".join(_num(y - x) for lane, (x, y) in enumerate(zip(va, vb)) if lane not in layout.pad_lanes)
+            row += [_values(layout, r.a), _values(layout, r.b), deltas]
+        rows.append(row)
+    out = Listing(*cols, rows=rows, title="differing records", whole=RECORD_COLUMNS).parts()
+    if result.records_truncated:
+        more = result.records_differing - len(result.records)
+        out.append(Text(f"... and {more:,} more (--all or --limit N to list them)"))
     return out
 
 
 # --- anchors -----------------------------------------------------------------------------------------------
 
+def _notes(judgement) -> list:
+    """The judgement's clauses its message does not already say, one line each (a tied mode, the head-window
+    trap): printed as they are, under the one verdict line."""
+    return [Text(r.text, style="yellow") for r in judgement.reasons if r.text and r.text not in judgement.message]
+
+
 def _render_top_scores(result, geometry) -> list:
     """A buffer without a dominant record (real COCO scores): its highest-scoring anchors come first."""
     layout = result.layout
-    dom = result.dominant
-    head = Text()
-    head.append(f"no dominant record: {result.distinct:,} distinct records in {result.records:,} anchors",
-                style="bold")
-    head.append(f" (the most frequent occurs {dom.count:,} time{'s' if dom.count != 1 else ''})")
     cols = [("anchor", "right")] + (["where", "prior box"] if geometry is not None else [])
     cols += ["class", ("score", "right")]
     table = _table(*cols, title="anchors with the highest non-background scores")
@@ -338,15 +485,16 @@ def _render_top_scores(result, geometry) -> list:
         # the kernel's class id: the lane after the background lane is class 0
         background = 1 if len(layout.data_lanes) > 2 else 0
         table.add_row(*row, f"{t.lane - background} {t.name}", score)
-    return [head, table]
+    return [table]
 
 
-def render_anchors(result, geometry=None, *, head_window: bool = False) -> list:
-    """The anchors table; `head_window`: the dump holds only the head of its tensor, so no OK verdict."""
+def render_anchors(result, judgement, geometry=None) -> list:
+    """The anchors table under the buffer's one judgement (forensics.buffer.anchors.judge_anchors)."""
     layout = result.layout
     dom = result.dominant
     if not result.dominated and result.top_scores and result.nonuniform is None:
-        return _render_top_scores(result, geometry) + _render_summary_tables(result)
+        return ([judgement_line(judgement)] + _notes(judgement) + _render_top_scores(result, geometry)
+                + _render_summary_tables(result))
     pct = 100.0 * dom.count / result.records
     head = Text()
     head.append(f"{dom.count:,} / {result.records:,} anchors match ", style="bold")
@@ -354,30 +502,7 @@ def render_anchors(result, geometry=None, *, head_window: bool = False) -> list:
     head.append(f" ({pct:.2f}%)")
     if layout.has_values:
         head.append(f"  values: {_values(layout, dom.record)}")
-    out = [head]
-    if result.tied:
-        out.append(verdict(Verdict.WARNING, f"the mode is tied: {result.tied_total:,} other record(s) also occur "
-                                      f"{dom.count:,} times ({', '.join(_hex(t.record) for t in result.tied[:4])}"
-                                      f"{', ...' if result.tied_total > 4 else ''}); the first to occur is shown"))
-    if result.records == 1:
-        out.append(Text("a single record: nothing to compare it with"))
-    elif result.uniform and head_window:
-        out.append(Text(f"uniform: all {result.records:,} records are {_hex(dom.record)}, but they are the head "
-                        f"of the tensor only"))
-    elif result.uniform:
-        out.append(verdict(Verdict.OK, f"uniform: all {result.records:,} records are {_hex(dom.record)}"))
-    else:
-        first_index = (result.first_nonuniform_offset - result.region.start) // layout.record_size
-        n = result.nonuniform_total
-        out.append(Text(f"{n:,} {'anchor departs' if n == 1 else 'anchors depart'} from it; the first is anchor {first_index:,} "
-                        f"(byte {result.first_nonuniform_offset:#x})"))
-    if result.head_window_trap:
-        window_bytes = result.window_records * layout.record_size
-        out.append(verdict(Verdict.WARNING, f"the first {window_bytes} bytes ({result.window_records} records) are all "
-                                      f"{_hex(dom.record)}, but {result.nonuniform_total:,} later records are "
-                                      f"not: do not judge this buffer by its head"))
-    if result.region.trailing:
-        out.append(Text(f"{result.region.trailing} trailing bytes after the last whole record were not analysed"))
+    out = [head, judgement_line(judgement)] + _notes(judgement)
     if result.nonuniform is not None:
         if result.nonuniform:
             cols = [("anchor", "right")] + (["where", "prior box"] if geometry is not None else [])
@@ -401,7 +526,8 @@ def render_anchors(result, geometry=None, *, head_window: bool = False) -> list:
                 elif layout.quantized:
                     row += [_num(v) for lane, v in enumerate(layout.values(r.record)) if lane not in layout.pad_lanes]
                 rows.append(row)
-            out.append(RowsTable(*cols, rows=rows, title="anchors that depart from the dominant record"))
+            out.append(Listing(*cols, rows=rows, title="anchors that depart from the dominant record",
+                               whole=RECORD_COLUMNS))
             if result.nonuniform_truncated:
                 more = result.nonuniform_total - len(result.nonuniform)
                 out.append(Text(f"... and {more:,} more (--all or --limit N to list them)"))
@@ -440,11 +566,8 @@ def _render_summary_tables(result) -> list:
 
 # --- coverage ----------------------------------------------------------------------------------------------
 
-def render_coverage(result, limit: int = 20) -> list:
-    pct = 100.0 * result.written_fraction
-    summary = (f"{pct:.2f}% of {result.length:,} bytes written; {result.untouched_bytes:,} bytes untouched in "
-               f"{result.ranges_total:,} range(s) (sentinel {result.sentinel.hex()}, runs of >= {result.min_run} bytes)")
-    out = [verdict(Verdict.OK if result.fully_written else Verdict.WARNING, summary)]
+def render_coverage(result, judgement, limit: int = 20) -> list:
+    out = [judgement_line(judgement)]
     if result.untouched_ranges:
         out.append(Text("untouched ranges [start, end):"))
         table = _table(("start", "right"), ("end", "right"), ("bytes", "right"))
@@ -459,20 +582,15 @@ def render_coverage(result, limit: int = 20) -> list:
 
 # --- hexdump -----------------------------------------------------------------------------------------------
 
+_PRINTABLE = bytes(c if 32 <= c < 127 else ord(".") for c in range(256))
+
+
 def _ascii(data: bytes) -> str:
-    return "".join(chr(c) if 32 <= c < 127 else "." for c in data)
-
-
-def _hex_marked(data: bytes, marked: tuple[int, ...]) -> Text:
-    text = Text()
-    for i, byte in enumerate(data):
-        if i:
-            text.append(" ")
-        text.append(f"{byte:02x}", style="bold red" if i in marked else None)
-    return text
+    return data.translate(_PRINTABLE).decode("ascii")
 
 
 def render_hexdump(result) -> list:
+    """Hex + ASCII by record (no verdict: hexdump shows, diff judges)."""
     two = result.path_b is not None
     layout = result.layout
     cols = ["", ("anchor", "right"), ("offset", "right"), "A" if two else "hex", "ascii"]
@@ -480,18 +598,21 @@ def render_hexdump(result) -> list:
         cols += ["B", "ascii", "differs"]
     if layout.has_values:
         cols.append("A values")
-    table = _table(*cols)
+    rows, marks = [], [] if two else None
+    values, rs, focus = layout.has_values, layout.record_size, result.focus
     for r in result.rows:
-        diff = r.differing
-        mark = ">" if result.focus is not None and r.index == result.focus else ""
-        row = [mark, str(r.index), f"{r.offset:#x}", _hex_marked(r.a, diff), _ascii(r.a)]
+        mark = ">" if focus is not None and r.index == focus else ""
+        row = [mark, str(r.index), f"{r.offset:#x}", r.a.hex(" "), _ascii(r.a)]
         if two:
-            row += [_hex_marked(r.b or b"", diff), _ascii(r.b or b""),
-                    ("lanes " + ",".join(map(str, diff))) if diff else ""]
-        if layout.has_values:
-            row.append(_values(layout, r.a) if len(r.a) == layout.record_size else "")
-        table.add_row(*row)
-    out = [Text(f"{result.path_a}" + (f"  vs  {result.path_b}" if two else "")), table]
+            diff = r.differing
+            b = r.b or b""
+            row += [b.hex(" "), _ascii(b), ("lanes " + ",".join(map(str, diff))) if diff else ""]
+            marks.append(diff)
+        if values:
+            row.append(_values(layout, r.a) if len(r.a) == rs else "")
+        rows.append(row)
+    out = [Text(f"{result.path_a}" + (f"  vs  {result.path_b}" if two else "")),
+           *Listing(*cols, rows=rows, whole=RECORD_COLUMNS, marks=marks, marked=(3, 5)).parts()]
     if two:
         out.append(Text(f"{result.differing_rows} of {len(result.rows)} records shown differ"))
     return out

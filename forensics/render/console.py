@@ -184,11 +184,14 @@ def make_console(file, **options):
 
 
 def print_all(console, renderables) -> None:
-    """Print renderables one by one; a line to paste (forensics.render.style.Paste) whole, at any width."""
+    """Print renderables one by one; a line to paste (forensics.render.style.Paste) whole, at any width, and a
+    renderable whose lines already fit (`whole_lines`: forensics.render.buffers.Listing, 10^5 records) without
+    rich cutting each line again."""
     from forensics.render.style import Paste
 
     for renderable in renderables:
-        console.print(renderable, soft_wrap=True if isinstance(renderable, Paste) else None)
+        whole = isinstance(renderable, Paste) or getattr(renderable, "whole_lines", False)
+        console.print(renderable, soft_wrap=True if whole else None)
 
 
 def html_of(renderables, *, width: int = 120) -> str:

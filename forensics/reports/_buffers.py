@@ -7,14 +7,13 @@ from dataclasses import dataclass
 
 from forensics.core.errors import InputError
 from forensics.reports.base import Report, _limit, _slice, spellings
-from forensics.core.verdict import Verdict
 
 
 class CrcReport(Report):
     def renderables(self) -> list:
         from forensics.render.buffers import render_crc
 
-        return render_crc(self.result)
+        return render_crc(self.result, self.judgement)
 
 
 @spellings()
@@ -22,14 +21,13 @@ def crc(*files, chunk: int | None = None, expect: int | None = None, offset: int
         length: int | None = None, gap_fill: int | None = None, progress=None) -> CrcReport:
     """`forensics crc FILE... [--chunk N] [--expect CRC]`: size, CRC32 and head/mid/tail bytes; each file
     against the first, and against `expect` (a CRC32 a driver logged) when given."""
-    from forensics.compare.crc import crc_files
+    from forensics.compare.crc import crc_files, judge_crc
 
     options, _ = _slice(offset, length, gap_fill)
     result = crc_files([os.fspath(f) for f in files], chunk_size=chunk, expect=expect, progress=progress,
                        **options)
     # One file and no expected CRC: nothing is compared (OK); else MATCH / DIFFER.
-    return CrcReport("crc", result, rows_key="files",
-                     verdict=Verdict.OK if result.match is None else Verdict.of(result.match))
+    return CrcReport("crc", result, rows_key="files", judgement=judge_crc(result))
 
 
 def _dump_context(dump, *, model=None, tensor=None, labels=None, deps=None, **layout):
@@ -74,12 +72,6 @@ class RecordsReport(Report):
     plot: dict | None = None              # what diff's plot (the error picture) wrote
     fits: tuple = ()                      # diff: (A's, B's) forensics.decode.modeldumps.TensorFit, when --model / --deps say
 
-    @property
-    def head_windows(self) -> tuple:
-        """The dumps (as their TensorFit) that hold only the head of the tensor --model / --deps describe."""
-        fits = self.fits or ((self.context.fit,) if self.context is not None else ())
-        return tuple(f for f in fits if f is not None and f.head_window)
-
     def to_dict(self) -> dict:
         from forensics.decode.modeldumps import annotate_rows
 
@@ -91,8 +83,9 @@ class RecordsReport(Report):
         if self.fits:
             doc["tensor_fit"] = {"a": self.fits[0].to_dict() if self.fits[0] else None,
                                  "b": self.fits[1].to_dict() if self.fits[1] else None}
-        if self.head_windows:  # the verdict (HEAD WINDOW when nothing else failed) is the report's: _sources
-            doc["head_window"] = self._head_window_text()
+        window = next((r.text for r in self.judgement.reasons if r.code == "head_window"), None)
+        if window is not None:  # the judgement's clause, as the document has always named it
+            doc["head_window"] = window
         if self.heatmap is not None:
             doc["heatmap"] = dict(self.heatmap)
         if self.plot is not None:
@@ -102,17 +95,12 @@ class RecordsReport(Report):
     def renderables(self) -> list:
         from forensics.render import buffers
 
-        windows = self.head_windows
         if self.command == "diff":
             view = self.context.view
-            out = buffers.render_diff(self.result, geometry=self.context.geometry,
+            out = buffers.render_diff(self.result, self.judgement, geometry=self.context.geometry,
                                       classes=view is not None and view.class_vector, fits=self.fits)
         else:
-            out = list(buffers.render_anchors(self.result, geometry=self.context.geometry, head_window=bool(windows)))
-        if windows:
-            from forensics.render.style import verdict
-
-            out.append(verdict(Verdict.HEAD_WINDOW, self._head_window_text()))
+            out = list(buffers.render_anchors(self.result, self.judgement, geometry=self.context.geometry))
         if self.grid and self.heat is not None:
             from forensics.render.grid import grid_for
 
@@ -130,19 +118,6 @@ class RecordsReport(Report):
 
             out.append(Text(wrote(self.plot["path"])))
         return out
-
-    def _head_window_text(self) -> str:
-        windows = self.head_windows
-        if self.command == "anchors" or len(windows) == 1 and not self.fits:
-            return windows[0].describe()
-        names = [n for n, f in zip("AB", self.fits) if f is not None and f.head_window]
-        if len(names) == 2:
-            a, b = self.fits
-            same = a.held == b.held
-            return ("both dumps hold only the head of the tensor: " + (f"{a.describe()}" if same else
-                    f"A {a.held:,} and B {b.held:,} of the {a.anchors:,} anchors the model has: the head-window "
-                    f"trap; judge the whole buffers"))
-        return f"{names[0]} is truncated: {windows[0].describe()}"
 
 
 def _fit_other(context, dump, flags: dict):
@@ -180,7 +155,7 @@ def diff(a, b, *, record=None, offset=None, count=None, fields=None, pad=None, s
         raise InputError("{no_stats} leaves out the error statistics that "
                          + ("{plot} draws" if plot else "a tolerance other than whole LSB is judged on"),
                          params=True)
-    from forensics.compare.diff import diff_dumps
+    from forensics.compare.diff import diff_dumps, judge_diff
     from forensics.io.dump import open_dump
     from forensics.decode.modeldumps import locator_for, pair_context, records_by_anchor, remap_indices
 
@@ -214,10 +189,9 @@ def diff(a, b, *, record=None, offset=None, count=None, fields=None, pad=None, s
                                                 "pad_lanes": layout.pad})
         fits = (context.fit, fit_other) if context_dump is dump_a else (fit_other, context.fit)
     fits = fits if any(f is not None for f in fits) else ()
-    windows = any(f is not None and f.head_window for f in fits)
     # A side that holds only the tensor's head is named even when the bytes compared pass (the story's trap).
-    judged = Verdict.HEAD_WINDOW if windows and result.passed else result.verdict
-    return RecordsReport("diff", result, rows_key="records", verdict=judged, context=context, heat=heat,
+    judgement = judge_diff(result, fits=fits, classes=context.view is not None and context.view.class_vector)
+    return RecordsReport("diff", result, rows_key="records", judgement=judgement, context=context, heat=heat,
                          heatmap=drawn, grid=grid, title=title, plot=plotted, dumps=(dump_a, dump_b), fits=fits)
 
 
@@ -242,7 +216,7 @@ def anchors(file, *, record=None, offset=None, count=None, fields=None, pad=None
             grid: bool = False, lane: int | None = None, length: int | None = None, gap_fill: int | None = None,
             progress=None) -> RecordsReport:
     """`forensics anchors FILE`: the dominant record and (with nonuniform) the anchors that depart from it."""
-    from forensics.buffer.anchors import analyse_anchors
+    from forensics.buffer.anchors import analyse_anchors, judge_anchors
     from forensics.io.dump import open_dump
     from forensics.decode.modeldumps import records_by_anchor, remap_indices
 
@@ -269,36 +243,29 @@ def anchors(file, *, record=None, offset=None, count=None, fields=None, pad=None
         heat = anchors_heat(records_by_anchor(dump, context), context.layout, lane=lane,
                             dominant=result.dominant.record, marked=marked)
     drawn = _draw_heatmap(context, heat, title, heatmap)
-    window = context.fit is not None and context.fit.head_window  # the story's trap: only the head was read
     return RecordsReport("anchors", result, rows_key="nonuniform" if nonuniform else "top",
-                         verdict=Verdict.HEAD_WINDOW if window else anchors_verdict(result),
+                         judgement=judge_anchors(result, fit=context.fit),  # HEAD WINDOW: only the head was read
                          context=context, heat=heat, heatmap=drawn, grid=grid, title=title, dumps=(dump,))
-
-
-def anchors_verdict(result) -> Verdict:
-    """OK when every record is the dominant one (or there is a single record); NONUNIFORM (exit 0: listed, not
-    judged) when records depart from it."""
-    return Verdict.OK if result.records <= 1 or result.uniform else Verdict.NONUNIFORM
 
 
 class CoverageReport(Report):
     def renderables(self) -> list:
         from forensics.render.buffers import render_coverage
 
-        return render_coverage(self.result)
+        return render_coverage(self.result, self.judgement)
 
 
 @spellings()
 def coverage(file, *, sentinel, min_run: int = 8, offset: int | None = None,
              length: int | None = None, gap_fill: int | None = None) -> CoverageReport:
     """`forensics coverage FILE --sentinel HEX`: exit code 0 fully written, 1 untouched ranges remain."""
-    from forensics.buffer.coverage import analyse_coverage
+    from forensics.buffer.coverage import analyse_coverage, judge_coverage
     from forensics.io.dump import open_dump
 
     dump = open_dump(file, **_slice(gap_fill=gap_fill)[0])  # offset/length: the region coverage looks at
     result = analyse_coverage(dump, sentinel, min_run=min_run, offset=offset or 0, length=length)
     return CoverageReport("coverage", result, rows_key="untouched_ranges", dumps=(dump,),
-                          verdict=Verdict.OK if result.fully_written else Verdict.WARNING)
+                          judgement=judge_coverage(result))
 
 
 class HexdumpReport(Report):

@@ -13,25 +13,32 @@ class DiagnoseReport(Report):
     def renderables(self) -> list:
         from forensics.render.diagnose import render_diagnose
 
-        return render_diagnose(self.result)
+        return render_diagnose(self.result, self.judgement)
 
 
-def _diagnose_context(dump_a, dump_b, *, model, tensor, **layout):
-    """The layout from model/tensor (fitted to A's size, else B's: one side may be raw, the other the
-    tensor), else the sidecars; the layout options override either."""
+def _diagnose_context(dump_a, dump_b, *, model, tensor, deps=None, **layout):
+    """The layout from model/tensor (fitted to A's size, else B's: one side may be raw, the other the tensor),
+    or from the detection tensor --model alone or --deps says a side holds (its quantization: where the output's
+    zero point is), else the sidecars; the layout options override either."""
     from forensics.decode.modeldumps import dump_context
 
-    if model is not None and tensor is None:
-        raise InputError("{model} needs {tensor} (the output tensor the dumps hold)", params=True)
-    if tensor is None:
+    if tensor is None and model is None and deps is None:
         return dump_context(dump_a if dump_a.meta is not None else dump_b, **layout)
-    try:
-        return dump_context(dump_a, model=model, tensor=tensor, **layout)
-    except InputError as first:
+    tried, first = [], None
+    for dump in (dump_a, dump_b):
         try:
-            return dump_context(dump_b, model=model, tensor=tensor, **layout)
-        except InputError:
-            raise first from None
+            context = dump_context(dump, model=model, tensor=tensor, deps=deps, **layout)
+        except InputError as exc:
+            first = first or exc
+            continue
+        if tensor is not None or context.fit is not None:  # this side is the model's tensor
+            return context
+        tried.append(context)
+    if tried:  # neither side is one of the detection tensors: the sidecars' layout
+        return tried[0]
+    if model is not None and tensor is None:
+        raise InputError("{model} needs {tensor} (the output tensor the dumps hold)", params=True) from None
+    raise first
 
 
 def _lsb(tolerance, atol):
@@ -49,14 +56,16 @@ def _lsb(tolerance, atol):
 
 
 @spellings("sentinel")
-def diagnose(a, b, *, previous=None, model=None, tensor=None, record=None, offset=None, fields=None, pad=None,
+def diagnose(a, b, *, previous=None, model=None, tensor=None, deps=None, record=None, offset=None, fields=None, pad=None,
              scale=None, zero_point=None, sentinel=None, min_run: int = 16, window: int = 256,
              max_shift: int | None = None, length: int | None = None, gap_fill: int | None = None,
              progress=None, tolerance: int | None = None, atol=None, inputs=None) -> DiagnoseReport:
     """`forensics diagnose A B`: the verdict (IDENTICAL / WITHIN TOLERANCE exit 0; EXPLAINED / PARTLY
     EXPLAINED / UNEXPLAINED exit 1) and the named bugs behind a differing pair. `inputs`: the two inputs A and B
-    were computed from (paths), compared by CRC when B is unexplained."""
+    were computed from (paths), compared by CRC when B is unexplained. `model` (with or without `tensor`) or
+    `deps` say the layout and quantization (the output's zero point: not_computed)."""
     from forensics.diagnose import diagnose_dumps
+    from forensics.diagnose.result import judge_diagnose
     from forensics.io.dump import open_dump
 
     options, offset = _slice(offset, length, gap_fill, layout=True)
@@ -68,7 +77,7 @@ def diagnose(a, b, *, previous=None, model=None, tensor=None, record=None, offse
         if linked is not None:
             return linked
     earlier = open_dump(previous, **options) if previous else None
-    context = _diagnose_context(dump_a, dump_b, model=model, tensor=tensor, record_size=record, offset=offset,
+    context = _diagnose_context(dump_a, dump_b, model=model, tensor=tensor, deps=deps, record_size=record, offset=offset,
                                 fields=fields, pad_lanes=pad, scale=scale, zero_point=zero_point)
     patterns = checked("sentinel", each(hex_bytes), sentinel) or []
     sentinels = [(f"0x{p.hex().upper()}", p) for p in patterns]
@@ -80,7 +89,7 @@ def diagnose(a, b, *, previous=None, model=None, tensor=None, record=None, offse
                             tolerance=_lsb(tolerance, atol), min_run=min_run, max_shift=max_shift, window=window,
                             progress=progress, inputs=given)
     return DiagnoseReport("diagnose", result, rows_key="findings", dumps=(dump_a, dump_b, earlier),
-                          verdict=result.verdict)
+                          judgement=judge_diagnose(result))
 
 
 class SimulateReport(Report):

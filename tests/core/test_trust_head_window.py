@@ -276,4 +276,6 @@ def test_diff_of_an_allocation_and_a_head(tmp_path):
     code, text, _ = run("diff", tmp_path / "a.bin", tmp_path / "b.bin", "--deps", tmp_path / "deps")
     flat = " ".join(text.split())
     assert code == 1 and "--length" not in flat
-    assert f"HEAD WINDOW | B is truncated: 128 of the {n:,} anchors the model has" in flat
+    # One verdict line (issue 33: it printed DIFFER and then HEAD WINDOW): DIFFER, with the head window said.
+    assert text.startswith("DIFFER | B is truncated; sizes differ") and "HEAD WINDOW |" not in flat
+    assert f"B is truncated: 128 of the {n:,} anchors the model has" in flat

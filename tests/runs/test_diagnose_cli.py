@@ -14,7 +14,7 @@ BROKEN = "dumps/broken/convert_scores.bin"
 
 GOLDEN_BROKEN = """\
 EXPLAINED | fill, truncation explain the differing bytes
-2,136 bytes differ in 534 of 2,034 4-byte records
+1,068 bytes differ in 534 of 2,034 4-byte records; 1,068 more in pad lanes 2,3 (ignored, as diff)
 A dumps/libedgetpu/convert_scores.bin  8,136 bytes  CRC32 0xb509329c
 B dumps/broken/convert_scores.bin  8,136 bytes  CRC32 0xff7785a9
 finding       explains   evidence                              what to do
@@ -28,12 +28,13 @@ truncation        100%   B's last 2,136 bytes (from 0x1770,    the copy stopped 
                          where A has data: the device          dumps/broken/convert_scores.bin
                          stopped writing at record 1500        against the output's size_bytes
                                                                (8,136)
-head_window          -   the first 256 bytes are identical     look at every record, not the first
-                         in A and B and all `ff 00 80 80`,     bytes: forensics anchors
-                         yet 534 of 1,970 later records        dumps/broken/convert_scores.bin
-                         differ (first at 0x1770, record       --nonuniform
+head_window          -   the first 256 bytes are identical     judge every record, not the first
+                         in A and B and all `ff 00 80 80`,     bytes (the command below)
+                         yet 534 of 1,970 later records
+                         differ (first at 0x1770, record
                          1500): the head alone would call
                          these buffers equal
+  forensics diff dumps/libedgetpu/convert_scores.bin dumps/broken/convert_scores.bin
 """
 
 

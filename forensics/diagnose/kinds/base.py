@@ -61,6 +61,7 @@ class Bug:
     judged_on_equal = True
     spans = False
     vacates = False
+    named_beside = False  # said beside the chosen findings when it explains nearly all they explain, another way
 
     def size_out(self, n: int) -> int:
         return n
@@ -205,6 +206,13 @@ def at_lanes(pos: np.ndarray, period: int, lanes) -> np.ndarray:
 
 def pattern_at(pattern: bytes, pos: np.ndarray) -> np.ndarray:
     return np.frombuffer(pattern, np.uint8)[pos % len(pattern)]
+
+
+def shell_arg(path) -> str:
+    """A path as the shell takes it in a command a hint prints (run as printed, it must work)."""
+    import shlex
+
+    return shlex.quote(str(path))
 
 
 def n(value) -> str:

@@ -4,17 +4,11 @@ later records differ. Said beside the findings (it explains no byte), never as t
 from __future__ import annotations
 
 from forensics.diagnose.kinds.base import Kind, n
+from forensics.diagnose.kinds.base import shell_arg as _arg
 from forensics.diagnose.region import record_of
 from forensics.diagnose.result import Finding
 
 DEFAULT_WINDOW = 256  # the first 256 bytes shown by a hexdump
-
-
-def _arg(path) -> str:
-    """A path as the shell takes it in a command the hint prints (run as printed, it must work)."""
-    import shlex
-
-    return shlex.quote(str(path))
 
 
 def head_window(dump_a, dump_b, layout, scan, window: int) -> Finding | None:
@@ -44,9 +38,11 @@ def head_window(dump_a, dump_b, layout, scan, window: int) -> Finding | None:
         f"the first {window} bytes are identical in A and B and all `{first.hex(' ')}`, yet "
         f"{n(differing)} of {n(later)} later records differ ({where}): the head alone would call these "
         "buffers equal"),
-        f"look at every record, not the first bytes: forensics anchors {_arg(dump_b.path)} --nonuniform",
+        "judge every record, not the first bytes",
         {"window": window, "head_record": first.hex(" "), "records_differing_after": differing,
-         "first_differing_offset": scan.first, "ratio": round(differing / later, 6)})
+         "first_differing_offset": scan.first, "ratio": round(differing / later, 6)},
+        # diff judges every record of the pair (`anchors B` would call a B holding only the head uniform)
+        command=f"forensics diff {_arg(dump_a.path)} {_arg(dump_b.path)}")
 
 
 KIND = Kind("head_window", rank=15, display=15)

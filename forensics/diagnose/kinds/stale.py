@@ -20,6 +20,7 @@ class Stale(Bug):
     kind = "stale"
     structural = True
     judged_on_equal = False  # parts of B rewritten this run are no evidence against staleness elsewhere
+    named_beside = True      # the previous run's bytes explain what another finding explains: say both
 
     def values(self, source, pos, pred, defined):
         prev = self.previous

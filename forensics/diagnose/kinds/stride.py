@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from forensics.diagnose.kinds.base import Bug, Kind, compress_lanes, n, parse_hex, parse_int
+from forensics.diagnose.kinds.base import shell_arg as _arg
 from forensics.diagnose.result import Finding
 from forensics.core.errors import InputError
 
@@ -172,6 +173,36 @@ def _evidence(bug, ctx, recs) -> dict:
     return {"records_equal": equal, "pad_constant": pad}
 
 
+def _wrong_side(ctx, n_a: int, n_b: int, padded: str, packed: str) -> tuple[str | None, str]:
+    """Which side of a same-size pair holds the wrong layout, and what decided it: the model (a buffer of the
+    tensor's size holds the packed TFLite tensor, one of the layer's size_bytes the chip's padded layout), else the
+    reference (A is right: B is the side under test). Sizes differing: neither (a raw and a tensor dump)."""
+    if n_a != n_b:
+        return None, "sizes"
+    view = ctx.model_view
+    if view is not None:
+        if n_a == view.tensor_size:
+            return padded, "model"
+        if view.raw_size is not None and n_a == view.raw_size:
+            return packed, "model"
+    return "B", "reference"
+
+
+def _same_size_text(bug, wrong: str, padded: str, lane_text: str) -> tuple[str, str]:
+    """(the evidence's last clause, the hint) of a same-size pair with one side at the wrong stride."""
+    z, stride = bug.width, max(bug.src, bug.dst)
+    if wrong == padded:  # a tensor-sized buffer still at the chip's stride: the relayout was skipped
+        return (f": {wrong} still holds the chip's {stride}-byte stride where the tensor's records are {z} bytes "
+                "apart (the relayout from the chip's layout was skipped)",
+                f"relayout {wrong}: copy the {z} data bytes of each {stride}-byte record of the chip's output into "
+                f"the tensor, {z} bytes apart (drop the pad lane{'s' if stride - z > 1 else ''}), not the raw "
+                "bytes as they are")
+    return (f": {wrong} was read or written with the wrong stride ({z} bytes) where the chip's layout keeps "
+            f"{stride}",
+            f"read and write each record of {wrong} at the chip's stride of {stride} bytes (z={z} padded to "
+            f"{lane_text}; the layer's size_bytes), not at z")
+
+
 def finding(c, ctx, explains):
     bug, a, b, n_a, n_b = c.bug, ctx.a, ctx.b, ctx.n_a, ctx.n_b
     details = dict(bug.params())
@@ -186,23 +217,25 @@ def finding(c, ctx, explains):
     lane_text = "the 4-byte lane" if align == 4 else (f"a multiple of {align} lanes" if align else
                                                       f"{max(sa, sb)} bytes")
     details["lane_multiple"] = align
+    wrong, decided_by = _wrong_side(ctx, n_a, n_b, padded, packed)
+    details.update({"wrong_side": wrong, "decided_by": decided_by})
     text = (f"{padded} holds {n(recs)} records of z={z} bytes at a {max(sa, sb)}-byte stride (z padded to "
             f"{lane_text}), {packed} the same records {min(sa, sb)} bytes apart")
-    if n_a == n_b:
-        text += f" in a buffer of the same size: {packed} was read or written with the wrong stride"
-    elif ctx.tensor:
-        text += f": {padded} is {ctx.tensor!r} as the chip writes it, {packed} the TFLite tensor"
-    raw = a if padded == "A" else b
-    if ctx.model and ctx.tensor and n_a != n_b:
-        hint = (f"relayout the raw side before comparing: forensics relayout {raw} --model {ctx.model} "
-                f"--layer {ctx.tensor} -o {os.path.splitext(os.path.basename(raw))[0]}.tensor.bin")
-    elif n_a != n_b:
-        hint = (f"relayout the raw side before comparing: forensics relayout {raw} --model MODEL --layer LAYER "
-                "-o tensor.bin")
+    command = ""
+    if wrong is not None:
+        clause, hint = _same_size_text(bug, wrong, padded, lane_text)
+        text += " in a buffer of the same size" + clause
     else:
-        hint = (f"read and write each record at the chip's stride of {max(sa, sb)} bytes (z={z} padded to "
-                f"{lane_text}; the layer's size_bytes), not at z")
-    return [Finding("stride", text, hint, details, explains)]
+        if ctx.tensor:
+            text += f": {padded} is {ctx.tensor!r} as the chip writes it, {packed} the TFLite tensor"
+        raw = a if padded == "A" else b
+        hint = "relayout the raw side before comparing"
+        if ctx.model and ctx.tensor:
+            command = (f"forensics relayout {_arg(raw)} --model {_arg(ctx.model)} --layer {_arg(ctx.tensor)} -o "
+                       f"{_arg(os.path.splitext(os.path.basename(raw))[0] + '.tensor.bin')}")
+        else:
+            command = f"forensics relayout {_arg(raw)} --model MODEL --layer LAYER -o tensor.bin"
+    return [Finding("stride", text, hint, details, explains, command=command)]
 
 
 KIND = Kind("stride", rank=2, display=0, usage="stride:Z:SRC:DST[:PADHEX]",
