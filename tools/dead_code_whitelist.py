@@ -6,7 +6,6 @@ reason it is used where vulture cannot see it; dead code is removed instead.
 # ruff: noqa
 
 # Python calls these hooks itself: a module's lazy attributes and its dir().
-__getattr__  # forensics/cli/args.py, forensics/diagnose/simulate.py, forensics/reports/__init__.py
 __dir__  # forensics/reports/__init__.py
 
 # rich reads these attributes of the Column and Table objects they are set on.
