@@ -1,4 +1,4 @@
-"""Names vulture (tests/test_dead_code.py) takes for dead code in forensics/ that are alive, each with the reason.
+"""Names vulture (tests/house/test_dead_code.py) takes for dead code in forensics/ that are alive, each with the reason.
 
 Vulture reads this file as code that uses the names below; nothing imports it. A name goes here only with the
 reason it is used where vulture cannot see it; dead code is removed instead.

@@ -1,6 +1,6 @@
 """Rewrite the output shown under every `$ forensics ...` example of README.md and docs/*.md from a fresh run.
 
-Each page runs as tests/test_readme.py runs it (its commands in order, in a copy of dumps/, at the pages' width,
+Each page runs as tests/docs/test_readme.py runs it (its commands in order, in a copy of dumps/, at the pages' width,
 without colour; commands with placeholders in CAPITALS are skipped) and the lines under each `$` example are
 replaced by what the command printed. Review the diff before committing: the test then checks the pages.
 
@@ -18,7 +18,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tests.test_readme import PAGES, _normalise, _Sandbox, examples, is_placeholder  # noqa: E402
+from tests.docs.test_readme import PAGES, _normalise, _Sandbox, examples, is_placeholder  # noqa: E402
 
 
 def regenerate(page: Path) -> int:

@@ -56,7 +56,7 @@ def test_generator_reproduces_real_uint8_anchors(shared_data):
 def test_head_layers_model_kernel(shared_data):
     """The real CPU model (uint8 straight into PostProcess, uint8 anchors): our decode of the tensors the
     kernel received equals the model's own outputs."""
-    from decode_kernel import run
+    from tests.decode.decode_kernel import run
 
     from forensics.decode.ssd import postprocess
 
@@ -73,7 +73,7 @@ def test_head_layers_model_kernel(shared_data):
     ours = postprocess(boxes, scores, deps.anchors_codes, deps.options, boxes_quant=deps.boxes.quant,
                        scores_quant=deps.scores.quant, anchors_quant=deps.anchors_quant, rounding="litert",
                        boxes_into_kernel=deps.boxes_into_kernel)
-    from decode_kernel import assert_same
+    from tests.decode.decode_kernel import assert_same
 
     assert ours.num_detections > 0
     assert_same(ours, outs)

@@ -8,7 +8,7 @@ import pytest
 from forensics.decode.ssd import PostProcessOptions, Quantization, dequantize_litert, postprocess
 from forensics.model.tflite import writer
 
-from decode_kernel import assert_same, run
+from tests.decode.decode_kernel import assert_same, run
 
 
 def random_anchors(rng, n, degenerate=False):

@@ -12,7 +12,7 @@ from forensics.decode.ssd import PostProcessOptions, Quantization, greedy_nms, i
 from forensics.decode.ssd_anchors import generate_anchors, standard_config
 from forensics.model.tflite import writer
 
-from decode_kernel import assert_same, run
+from tests.decode.decode_kernel import assert_same, run
 
 
 def plain_greedy(boxes, sizes, limit, thr):

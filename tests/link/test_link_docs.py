@@ -1,5 +1,5 @@
 """docs/link.md's walk-through on the bundled dumps/link files: the files are what their generator makes, and
-what the page says of them holds (tests/test_readme.py runs the page's commands and checks their output)."""
+what the page says of them holds (tests/docs/test_readme.py runs the page's commands and checks their output)."""
 
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def test_forensics_link_writes_the_bundled_libedgetpu_link(tmp_path, cli):
 
 
 def test_the_page_runs_its_commands():
-    from tests.test_readme import EXAMPLES
+    from tests.docs.test_readme import EXAMPLES
 
     runs = [e for e in EXAMPLES if e.page == "docs/link.md"]
     assert len([e for e in runs if e.expected]) >= 7  # the walk-through's `$` commands and what they print

@@ -15,8 +15,8 @@ import zipfile
 import numpy as np
 import pytest
 
-from tests.conftest import assert_one_line_error
-from tests.test_hostile_inputs import guarded
+from tests.conftest import REPO, assert_one_line_error
+from tests.cli.test_hostile_inputs import guarded
 
 ESC_TITLE = "\x1b]0;PWNED\x07"
 ESC_CLEAR = "\x1b[2J"
@@ -405,7 +405,7 @@ def test_a_deep_sidecar_is_one_line(tmp_path, cli):
 
 # --- numbers and sizes from flags and files ---------------------------------------------------------------
 
-DUMPS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "dumps")
+DUMPS = str(REPO / "dumps")
 DECODE = [os.path.join(DUMPS, "ours", "Squeeze1.bin"), os.path.join(DUMPS, "ours", "convert_scores.bin"),
           "--deps", os.path.join(DUMPS, "face_ssd")]
 

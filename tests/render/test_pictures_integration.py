@@ -6,7 +6,7 @@ import io
 
 import numpy as np
 import pytest
-from pictures_support import REPO, read_model_anchors
+from tests.render.pictures_support import REPO, read_model_anchors
 
 from forensics.io.dump import open_dump
 from forensics.core.errors import InputError

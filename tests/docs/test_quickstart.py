@@ -35,7 +35,7 @@ def test_quick_start_is_two_commands():
 
 
 def test_quick_start_has_the_one_line_pip_install_beside_them():
-    # the distribution's name, with the extras pyproject.toml defines (tests/test_architecture.py checks those)
+    # the distribution's name, with the extras pyproject.toml defines (tests/house/test_architecture.py checks those)
     blocks = re.findall(r"```\n(.*?)```", _quick_start(), re.S)
     assert blocks[1].split("\n")[:-1] == ["pip install 'npu-forensics[all]'"]
 

@@ -188,7 +188,7 @@ def _layer_of(rel) -> int:
         for member in members:
             if path == member or (member.endswith("/") and path.startswith(member)):
                 return index
-    raise AssertionError(f"forensics/{path} is in no layer: add it to LAYERS in tests/test_architecture.py "
+    raise AssertionError(f"forensics/{path} is in no layer: add it to LAYERS in tests/house/test_architecture.py "
                          "and to CONTRIBUTING.md's map")
 
 

@@ -1,7 +1,7 @@
 """CONTRIBUTING.md's map matches the tree: every forensics/*.py module and every package appears in it, and
 everything it names exists. Read generically (any `name.py` or `name/` word in the map's code block), so a
-module another change adds only needs its line in the map; tests/test_architecture.py checks the files inside
-the packages and the layer order."""
+module another change adds only needs its line in the map; tests/house/test_architecture.py checks the files
+inside the packages and the layer order."""
 
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
-"""Fixtures for the picture tests (helpers live in pictures_support.py, importable by a unique name)."""
+"""Fixtures for the picture tests (helpers live in pictures_support.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from pictures_support import SSD_320_MAPS, multiple_grid_anchors
+from tests.render.pictures_support import SSD_320_MAPS, multiple_grid_anchors
 
 
 @pytest.fixture

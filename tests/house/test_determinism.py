@@ -9,7 +9,7 @@ from pathlib import Path
 
 from hypothesis import settings
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 # Randomness that changes from run to run: OS entropy, numpy's global or unseeded generators, an unseeded
 # random.Random, the random module's global functions (seeded by the OS at start-up).
 UNSEEDED = re.compile(r"os\.urandom\(|default_rng\(\s*\)|random\.Random\(\s*\)|np\.random\.(?!default_rng)\w+\("

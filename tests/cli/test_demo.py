@@ -67,7 +67,7 @@ def test_demo_of_a_folder_without_the_story_is_one_line(cli, tmp_path):
 @pytest.mark.parametrize("part", BUNDLED)
 def test_the_package_ships_what_the_generators_make(part):
     # dumps/make_dumps.py, make_deps.py and make_link_dumps.py write both copies; the repository's dumps/ is
-    # checked against a fresh run of each (tests/core/test_dumps.py, test_docs_evidence.py, link/test_link_docs.py)
+    # checked against a fresh run of each (tests/house/test_dumps.py, docs/test_evidence.py, link/test_link_docs.py)
     # and the package's copy against it, file by file
     shipped, made = REPO / "forensics" / "data" / "dumps" / part, REPO / "dumps" / part
     assert sorted(BUNDLED) == sorted(p.name for p in (REPO / "forensics" / "data" / "dumps").iterdir())

@@ -10,7 +10,7 @@ import pytest
 
 from forensics.core.errors import DependencyError
 from tests.conftest import REPO
-from tests.test_readme import PAGES
+from tests.docs.test_readme import PAGES
 
 BLOCKS = [(page, number, block) for page in PAGES
           for number, block in ((m.start(), m.group(1)) for m in

@@ -1,6 +1,6 @@
 """Golden text: one table per command at a fixed width with no colour, compared exactly.
 
-To accept an intended change of layout: FORENSICS_REGOLD=1 pytest tests/core/test_golden.py, then review
+To accept an intended change of layout: FORENSICS_REGOLD=1 pytest tests/cli/test_golden.py, then review
 the diff of tests/golden/ before committing it.
 """
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-from pictures_support import multiple_grid_anchors
+from tests.render.pictures_support import multiple_grid_anchors
 from forensics.core.errors import InputError
 from forensics.decode.geometry import infer_geometry
 from forensics.render import pictures

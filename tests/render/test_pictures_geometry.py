@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pictures_support import REAL_SSD_MODELS, SSD_300_MAPS, SSD_320_MAPS, multiple_grid_anchors, read_model_anchors
+from tests.render.pictures_support import (REAL_SSD_MODELS, SSD_300_MAPS, SSD_320_MAPS, multiple_grid_anchors,
+                                           read_model_anchors)
 from forensics.core.errors import InputError
 from forensics.decode.geometry import (
     AnchorPlace,
