@@ -86,6 +86,42 @@ def crossed_finding(label: str, holds: str, crc: int, everyone: dict):
                    "link MODEL --plan)", holds=holds)
 
 
+# --- outputs written to one address; a relayout skipped ----------------------------------------------------------
+
+def aliased(label: str, data_a: bytes, data_b: bytes, others_b: dict):
+    """B's `label` (differing from A's) holds another of B's buffers of its stage, or the first bytes of it, as
+    two outputs the link step gave one device address hold what the chip wrote there last: a finding naming
+    that buffer, else None. `others_b`: {label: bytes} of B's other buffers of the stage."""
+    if not data_b or data_a == data_b:
+        return None
+    for other, data in others_b.items():
+        if other == label or not data or data == data_a:
+            continue
+        n = min(len(data), len(data_b))
+        if n * 2 < len(data_b) or data_b[:n] != data[:n]:
+            continue
+        return finding("aliased",
+                       f"B's {label} holds {'the first ' + format(n, ',') + ' bytes of ' if n < len(data) else ''}"
+                       f"B's {other} byte for byte: the two outputs were written to one address (the link step "
+                       "gave them the same device address, or the driver maps one buffer for both)",
+                       "link each output to its own address (forensics link MODEL --check the linked bitstream)",
+                       aliased_with=other, bytes=n)
+    return None
+
+
+def relayout_skipped(label: str, tensor_b: bytes, raw_b: bytes, record: int | None):
+    """B's tensor is B's raw output's first bytes as the chip laid them out (records with their pad lanes):
+    the relayout was skipped. None when it is not."""
+    if not tensor_b or len(raw_b) < len(tensor_b) or raw_b[:len(tensor_b)] != tensor_b:
+        return None
+    lanes = f" (records of {record} bytes with their pad lanes)" if record else ""
+    return finding("relayout",
+                   f"B's {label} is the first {len(tensor_b):,} bytes of its raw output as the chip wrote them"
+                   f"{lanes}: the relayout was skipped",
+                   "relayout the raw output into the tensor: each record's pad lanes dropped, tiles in order "
+                   "(forensics relayout)", skipped=True)
+
+
 # --- an image placed elsewhere in the input -------------------------------------------------------------------
 
 def _content_box(image: np.ndarray) -> tuple[int, int, int, int] | None:
@@ -255,9 +291,11 @@ def executables_of(run) -> set[int]:
 
 def not_submitted(run_a, run_b, model: str | None) -> dict:
     """{executable: finding} for every PARAMETER_CACHING executable whose bitstream A holds and B holds none of
-    (the type from the model, else from A's params named `..._exeE_parameter_caching`)."""
-    missing = executables_of(run_a) - executables_of(run_b)
-    if not missing:
+    (the type from the model, else from A's params named `..._exeE_parameter_caching`). A run B that dumped no
+    bitstream at all says nothing of what it submitted: a driver that dumps fewer stages is no finding."""
+    held_b = executables_of(run_b)
+    missing = executables_of(run_a) - held_b
+    if not missing or not held_b:
         return {}
     caching = {e.index for p in packages(model) for e in p.executables if e.type == "PARAMETER_CACHING"}
     if not caching:

@@ -69,7 +69,8 @@ SUSPECT = {
     "detections": "the post-processing differs (PostProcess options, anchors, NMS, runtime version or delegate)",
 }
 # Findings that name a stage's cause outright: the verdict line leads with them instead of the stage's advice.
-CAUSE_KINDS = ("logged_fingerprint", "not_submitted", "buffer_order", "foreign", "image", "placement", "resize")
+CAUSE_KINDS = ("logged_fingerprint", "not_submitted", "buffer_order", "aliased", "foreign", "image", "placement",
+               "resize")
 
 
 def _names(stages) -> str:
@@ -818,6 +819,10 @@ def _analyse(pair: _Pair, row: StageRow, earlier: list[StageRow]) -> StageRow:
     if row.stage in causes.CPU_STAGES:
         found = _tail(pair, row)
         return dataclasses.replace(row, findings=tuple(row.findings) + ((found,) if found is not None else ()))
+    found = _aliased(pair, row) if row.stage == "raw" else _skipped(pair, row, earlier) \
+        if row.stage == "tensor" else None
+    if found is not None:
+        return dataclasses.replace(row, findings=tuple(row.findings) + (found,))
     if not pair.diagnose:
         return row
     raw_matched = any(r.stage == "raw" and r.compared and not r.diverges for r in earlier)
@@ -849,6 +854,29 @@ def _diagnosed(pair: _Pair, row: StageRow, *, dma: bool) -> StageRow:
     findings = tuple(f for f in result.findings if dma or f.kind not in causes.DMA_KINDS)
     hint = result.hint if not findings and (dma or not result.findings) else ""
     return dataclasses.replace(row, findings=tuple(row.findings) + findings, hint=hint)
+
+
+def _aliased(pair: _Pair, row: StageRow):
+    """A raw output of B's that holds another of B's outputs: the two were written to one address."""
+    entry_a, entry_b = _entries(pair, row)
+    others = [b for b in pair.run_b.buffers if b.stage == row.stage and b.key != entry_b.key]
+    if not others or max((b.size for b in others + [entry_b]), default=0) > 64 << 20:
+        return None
+    data = {b.label: pair.run_b.read_buffer(b) for b in others if pair.run_b.has_file(b)}
+    return causes.aliased(row.label, pair.run_a.read_buffer(entry_a), pair.run_b.read_buffer(entry_b), data)
+
+
+def _skipped(pair: _Pair, row: StageRow, earlier: list[StageRow]):
+    """A tensor of B's that is its raw output as the chip laid it out: the relayout was skipped."""
+    entry_b = pair.run_b.buffer(row.stage, row.tensor)
+    raws = [b for b in pair.run_b.buffers if b.key == ("raw", row.tensor)]
+    if not raws or not pair.run_b.has_file(raws[0]) or raws[0].size > 64 << 20 or raws[0].size < entry_b.size:
+        return None
+    raw_row = next((r for r in earlier if (r.stage, r.tensor) == ("raw", row.tensor) and r.diff is not None), None)
+    layout = raw_row.diff.layout if raw_row is not None else None
+    record = layout.record_size if layout is not None and layout.pad_lanes else None
+    return causes.relayout_skipped(row.label, pair.run_b.read_buffer(entry_b), pair.run_b.read_buffer(raws[0]),
+                                   record)
 
 
 def _foreign(pair: _Pair, row: StageRow):

@@ -252,9 +252,10 @@ def capture_buffers(facts: SsdFacts, deps, *, input_seed: int = 0, frame=None, i
     raws.update(raw or {})
     for name in ("Squeeze1", "convert_scores"):
         out.append(("raw", name, raws[name], {"dtype": "uint8"}))
-    tens = {"Squeeze1": unpack_records(raws["Squeeze1"], 1917, 4),
-            "convert_scores": unpack_records(raws["convert_scores"], 1917, 91)}
-    tens.update(tensors or {})
+    tens = dict(tensors or {})
+    for name, z in (("Squeeze1", 4), ("convert_scores", 91)):
+        if name not in tens:
+            tens[name] = unpack_records(raws[name], 1917, z)
     q = dict(facts.quant)
     out.append(("tensor", "Squeeze1", tens["Squeeze1"], u8((1, 1917, 4), scale=q["Squeeze1"][0],
                                                             zero_point=q["Squeeze1"][1], role="boxes")))

@@ -83,6 +83,9 @@ class Built:
     shuffle: bool = False   # B's manifest lists its buffers in another order, under other file names
 
 
+PREFILL = b"\xcc"  # what the driver fills an output buffer with before the chip writes it ("pre-filled with 0xCC")
+
+
 def _changed_frame(seed: int):
     """What the model computed from other inputs or other weights: another frame."""
     return ssd_frame(seed)
@@ -92,7 +95,10 @@ def _changed_frame(seed: int):
 
 def bgr_input(m):
     rgb = m.reference_input(0)
-    bgr = rgb.reshape(-1, 3)[:, ::-1].reshape(rgb.shape)  # the colour order of every pixel swapped
+    flat = rgb.reshape(-1).copy()
+    n = flat.size // 3 * 3
+    flat[:n] = flat[:n].reshape(-1, 3)[:, ::-1].reshape(-1)  # the colour order of every pixel swapped
+    bgr = flat.reshape(rgb.shape)
     return Built(m.capture(), m.capture(inputs={m.input_name(0): bgr}, frame=_changed_frame(6)))
 
 
@@ -115,7 +121,7 @@ def row_stride(m):
 
 def dma_stopped_early(m):
     raw = m.raw()
-    raw[100_000:] = bytes(len(raw) - 100_000)  # the output DMA stopped; the rest is the zeroed buffer
+    raw[100_000:] = PREFILL * (len(raw) - 100_000)  # the output DMA stopped; the rest is the driver's prefill
     return Built(m.capture(), m.capture(raw={"convert_scores": bytes(raw)}))
 
 
@@ -142,7 +148,8 @@ def caching_never_run(m):
 
 
 def stale_cache_lines(m):
-    raw, old = m.raw(), m.raw(_changed_frame(1))  # the previous frame's lines, never invalidated
+    raw = m.raw()  # the driver prefilled the buffer through the cache; the lines never invalidated read the prefill
+    old = PREFILL * len(raw)
     for line in (37, 410, 1111, 2048, 2500):
         raw[line * 64:(line + 1) * 64] = old[line * 64:(line + 1) * 64]
     return Built(m.capture(), m.capture(raw={"convert_scores": bytes(raw)}))
@@ -150,7 +157,7 @@ def stale_cache_lines(m):
 
 def page_hole(m):
     raw = m.raw()
-    raw[3 * 4096:4 * 4096] = bytes(4096)  # one IOMMU page never mapped: left as the zeroed buffer
+    raw[3 * 4096:4 * 4096] = PREFILL * 4096  # one IOMMU page never mapped: left as the driver's prefill
     return Built(m.capture(), m.capture(raw={"convert_scores": bytes(raw)}))
 
 
@@ -160,15 +167,11 @@ def bit_stuck(m):
 
 
 def wrong_order(m):
-    boxes, scores = ssd_frame()
-    return Built(m.capture(), m.capture(raw={"Squeeze1": bytes(m.raw(name="convert_scores")[:7672]) if False else
-                                              m.raw(name="convert_scores"),
-                                              "convert_scores": m.raw(name="Squeeze1")},
-                                         tensors={"Squeeze1": np.frombuffer(bytes(m.raw(name="convert_scores")),
-                                                                            np.uint8)[:1917 * 4].reshape(1917, 4),
-                                                  "convert_scores": np.resize(np.frombuffer(
-                                                      bytes(m.raw(name="Squeeze1")), np.uint8),
-                                                      (1917, 91))}))
+    boxes_raw, scores_raw = bytes(m.raw(name="Squeeze1")), bytes(m.raw(name="convert_scores"))
+    relayouted = {"Squeeze1": np.frombuffer(scores_raw, np.uint8)[:1917 * 4].reshape(1917, 4).copy(),
+                  "convert_scores": np.resize(np.frombuffer(boxes_raw, np.uint8), (1917, 91))}
+    return Built(m.capture(), m.capture(raw={"Squeeze1": scores_raw, "convert_scores": boxes_raw},
+                                         tensors=relayouted))
 
 
 def foreign_params(m, other):
@@ -177,17 +180,17 @@ def foreign_params(m, other):
 
 
 def shifted_output(m):
-    raw = m.raw()
-    return Built(m.capture(), m.capture(raw={"convert_scores": bytes(16) + bytes(raw[:-16])}))
+    raw = m.raw(name="Squeeze1")  # the DMA wrote 16 bytes past the buffer's start; its head is the prefill
+    return Built(m.capture(), m.capture(raw={"Squeeze1": PREFILL * 16 + bytes(raw[:-16])}))
 
 
 def ring_rotation(m):
-    raw = np.frombuffer(bytes(m.raw()), np.uint8)
-    return Built(m.capture(), m.capture(raw={"convert_scores": np.roll(raw, 8192).tobytes()}))
+    raw = np.frombuffer(bytes(m.raw(name="Squeeze1")), np.uint8)  # a ring buffer read from the wrong slot
+    return Built(m.capture(), m.capture(raw={"Squeeze1": np.roll(raw, 2048).tobytes()}))
 
 
 def never_written(m):
-    raw = bytes([0xAA]) * m.facts.raw_size["convert_scores"]  # the driver's prefill: nothing written
+    raw = PREFILL * m.facts.raw_size["convert_scores"]  # the driver's prefill: nothing written
     return Built(m.capture(), m.capture(raw={"convert_scores": raw}))
 
 
@@ -196,7 +199,7 @@ def signed_fix_in_relayout(m):
     return Built(m.capture(), m.capture(tensors={"convert_scores": scores ^ np.uint8(0x80)}))
 
 
-def _iou_pair(m):
+def _iou_pair(m, classes=(5, 5), low=0.52, high=0.58):
     """A frame in which two anchors of class 5, their boxes overlapping at IoU 0.52 ... 0.58, decide the NMS
     threshold (tail_pair's construction, test_compare_causes.py)."""
     from forensics.decode.ssd import iou_matrix
@@ -206,11 +209,11 @@ def _iou_pair(m):
                         a[:, 1] + a[:, 3] / 2], 1)
     base = 1500
     iou = iou_matrix(corners[base:], corners[base:])
-    i, j = (int(k) + base for k in np.argwhere(np.triu((iou > 0.52) & (iou < 0.58), 1))[0])
+    i, j = (int(k) + base for k in np.argwhere(np.triu((iou > low) & (iou < high), 1))[0])
     boxes, scores = ssd_frame()
     boxes, scores = boxes.copy(), scores.copy()
     boxes[[i, j]] = m.facts.quant["Squeeze1"][1]
-    scores[[i, j], 5] = (230, 220)
+    scores[i, classes[0]], scores[j, classes[1]] = 230, 220
     return boxes, scores
 
 
@@ -223,10 +226,10 @@ def nms_iou_changed(m):
 def score_threshold_changed(m):
     boxes, scores = ssd_frame()
     scores = scores.copy()
-    scores[700, 33] = 70  # 0.273: under the model's 0.3, over 0.25
+    scores[700, 33] = 60  # 0.234: over the model's threshold, under the 0.3 of the driver's host code
     frame = (boxes, scores)
-    assert len(m.rows(*frame, nms_score_threshold=np.float32(0.25))) > len(m.rows(*frame))
-    return Built(m.capture(frame=frame), m.capture(frame=frame, options={"nms_score_threshold": np.float32(0.25)}))
+    assert len(m.rows(*frame, nms_score_threshold=np.float32(0.3))) < len(m.rows(*frame))
+    return Built(m.capture(frame=frame), m.capture(frame=frame, options={"nms_score_threshold": np.float32(0.3)}))
 
 
 def other_anchors(m):
@@ -246,7 +249,8 @@ def dequantize_zero_point(m):
 
 
 def regular_nms(m):
-    frame = _iou_pair(m)
+    frame = _iou_pair(m, classes=(5, 7), low=0.7, high=0.9)  # class-blind NMS keeps one, per-class both
+    assert len(m.rows(*frame, use_regular_nms=True)) != len(m.rows(*frame))
     return Built(m.capture(frame=frame), m.capture(frame=frame, options={"use_regular_nms": True}))
 
 
@@ -352,15 +356,15 @@ SCENARIOS = [
     S("stale_cache_lines", stale_cache_lines, stage="raw", tensor="convert_scores", kinds=("stale", "cacheline")),
     S("stale_cache_lines_v1", stale_cache_lines, model="v1", stage="raw", tensor="convert_scores",
       kinds=("stale", "cacheline")),
-    S("page_hole", page_hole, stage="raw", tensor="convert_scores", kinds=("page",)),
+    S("page_hole", page_hole, stage="raw", tensor="convert_scores", kinds=("page", "fill")),
     S("bit_stuck", bit_stuck, stage="raw", tensor="convert_scores", kinds=("bits",)),
     S("outputs_bound_in_wrong_order", wrong_order, stage="raw", kinds=("buffer_order",),
       words="bound in the wrong order"),
     S("outputs_bound_in_wrong_order_v1", wrong_order, model="v1", stage="raw", kinds=("buffer_order",)),
     S("foreign_params", lambda m: None, stage="params", kinds=("foreign",), words="FOREIGN"),
     S("foreign_params_v1", lambda m: None, model="v1", stage="params", kinds=("foreign",), words="FOREIGN"),
-    S("output_shifted", shifted_output, stage="raw", tensor="convert_scores", kinds=("shift",)),
-    S("ring_rotation", ring_rotation, stage="raw", tensor="convert_scores", kinds=("rotation",)),
+    S("output_shifted", shifted_output, stage="raw", tensor="Squeeze1", kinds=("shift",)),
+    S("ring_rotation", ring_rotation, stage="raw", tensor="Squeeze1", kinds=("rotation",)),
     S("output_never_written", never_written, stage="raw", tensor="convert_scores", kinds=("fill",)),
     S("signed_fix_in_relayout", signed_fix_in_relayout, stage="tensor", tensor="convert_scores",
       kinds=("signedness",)),
