@@ -480,6 +480,7 @@ def compare_runs(run_a, run_b, *, previous=None, geometry=None, diagnose: bool =
             continue
         rows.append(_compare_pair(pair, ca, cb))
     rows = _explain(pair, rows)
+    rows = _tolerated_tail(pair, rows, detections)
     if detections is not None:
         rows = [_with_detections(row, detections) if row.stage == "detections" and row.compared else row
                 for row in rows]
@@ -734,6 +735,38 @@ def _explain(pair: _Pair, rows: list[StageRow]) -> list[StageRow]:
                 row = _analyse(pair, row, out)
         out.append(row)
     return out
+
+
+# How far apart two runs' detection boxes may be and still be one box that another runtime's dequantize rounding
+# moved (box coordinates are O(1); that rounding moves them by a few float32 ulps)
+ROUNDED_BOX = 1e-4
+
+
+def _tolerated_tail(pair: _Pair, rows: list[StageRow], detections) -> list[StageRow]:
+    """Detections computed from dequantized outputs that differ from A's only by another runtime's dequantize
+    rounding, the same objects (class, score) with boxes moved by no more than that rounding moves them: WITHIN
+    TOLERANCE, the rounding their reason. With the model, the tail's replay must also say B's detections are
+    the kernel's on B's own dequantized outputs."""
+    deq = [r for r in rows if r.stage == "dequantized" and r.compared]
+    rounded = [r.label for r in deq if r.status == WITHIN and any(x.code == "dequantize_rounding" for x in r.reasons)]
+    targets = [r for r in rows if r.stage == "detections" and r.status == DIFFER and not r.follows and not r.changed]
+    if not rounded or not targets or any(r.diverges for r in deq) or detections is None:
+        return rows
+    if detections.only_a or detections.only_b or not all(
+            p.class_a == p.class_b and p.score_a == p.score_b and p.box_delta <= ROUNDED_BOX for p in detections.pairs):
+        return rows
+    replay = pair.tail.get("replay")
+    explained = replay.of("detections") if replay is not None else None
+    if pair.model is not None and (explained is None or explained.kind != "follows"):
+        return rows
+    moved = max((p.box_delta for p in detections.pairs), default=0.0)
+    reason = Reason("dequantize_rounding", f"the same {detections.num_a} detections (class and score), boxes "
+                                           f"within {moved:.3g}: computed from {_names(rounded)}, which differ "
+                                           "only by another runtime's dequantize rounding, tolerated")
+    chosen = {id(r) for r in targets}
+    return [dataclasses.replace(r, status=WITHIN, reasons=tuple(r.reasons) + (reason,), findings=(),
+                                summary=f"{r.summary}; {reason.text}")
+            if id(r) in chosen else r for r in rows]
 
 
 def _follows(row: StageRow, earlier: list[StageRow]) -> str | None:

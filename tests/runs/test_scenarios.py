@@ -373,7 +373,7 @@ SCENARIOS = [
       words="nms_iou_threshold"),
     S("nms_score_threshold", score_threshold_changed, stage="detections", kinds=("postprocess_option",),
       words="nms_score_threshold"),
-    S("regular_nms", regular_nms, stage="detections", kinds=("postprocess_option",), words="use_regular_nms"),
+    S("regular_nms", regular_nms, stage="detections", kinds=("postprocess_option",), words="regular NMS"),
     S("anchors_of_another_model", other_anchors, stage="detections", kinds=("anchors",), words="anchors"),
     S("dequantize_parameters_swapped", dequantize_swapped, stage="dequantized", kinds=("dequantize_swapped",)),
     S("dequantize_zero_point_off", dequantize_zero_point, stage="dequantized", tensor="Squeeze2",
