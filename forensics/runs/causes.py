@@ -414,6 +414,7 @@ def _check_log(run, log: str) -> list[dict]:
     from forensics.buffer.fingerprint import check_log
 
     named = log_buffers(run)
+    named.update(_sized(run, log, named))
     files = {name: run.file_path(entry) for name, entry in named.items()}
     by_file = {os.path.realpath(path): named[name] for name, path in files.items()}
     try:
@@ -428,6 +429,32 @@ def _check_log(run, log: str) -> list[dict]:
         out.append({"label": entry.label, "stage": entry.stage, "tensor": entry.tensor, "log": log,
                     "line": check.line, "text": check.text[:300], "what": check.label,
                     "expected": check.expected, "found": check.found})
+    return out
+
+
+def _sized(run, log: str, named: dict) -> dict:
+    """The driver's own buffer names (`input` of [INPUT-CHK], ...) of a stage that holds several buffers, each
+    resolved to the one buffer of the size the log states for it (the segment's three inputs: the one the
+    driver checked is the one of its `over N bytes`)."""
+    from forensics.buffer.fingerprint import check_log
+
+    out = {}
+    for name, stage in _DRIVER_STAGES.items():
+        provided = [b for b in run.buffers if b.stage == stage and not b.derived and run.has_file(b)]
+        if name in named or len(provided) < 2:
+            continue
+        sized = []
+        for entry in provided:
+            try:
+                checks = check_log(log, {name: run.file_path(entry)}).checks
+            except InputError:
+                return out
+            if not checks:
+                break  # the log says nothing of this name
+            if any(c.label == "size" and c.match for c in checks):
+                sized.append(entry)
+        if len(sized) == 1:
+            out[name] = sized[0]
     return out
 
 

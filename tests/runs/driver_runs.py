@@ -302,3 +302,23 @@ def add_log(run_path, name: str, text: str, tags=None) -> None:
         entry["tags"] = dict(tags)
     manifest.setdefault("logs", []).append(entry)
     (run_path / "manifest.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+
+
+def input_chk_log(data: bytes, page: int = 4096, first_line: int = 0) -> str:
+    """The npu_driver's pre-submit input check as DbgView prints it (Queue.c: "[INPUT-CHK] page[%u] first8=%02x
+    ... last8(@0x%llx)=...", "[INPUT-CHK] page[%u] (last) first8=...", "[INPUT-CHK] xor-fold pre-submit =
+    0x%016llX over %llu bytes (%lu pages)")."""
+    data = bytes(data)
+    lines = []
+    pages = -(-len(data) // page)
+    for i in range(pages):
+        chunk = data[i * page:(i + 1) * page]
+        first = " ".join("%02x" % x for x in chunk[:8])
+        if len(chunk) == page:
+            last = " ".join("%02x" % x for x in chunk[-8:])
+            lines.append("[INPUT-CHK] page[%u] first8=%s  last8(@0x%x)=%s" % (i, first, i * page + page - 8, last))
+        else:
+            lines.append("[INPUT-CHK] page[%u] (last) first8=%s" % (i, first))
+    lines.append("[INPUT-CHK] xor-fold pre-submit = 0x%016X over %u bytes (%u pages)" % (xor_fold(data), len(data),
+                                                                                          pages))
+    return "".join("%08d\t%.8f\t%s\n" % (first_line + n, 0.125 * n, line) for n, line in enumerate(lines))

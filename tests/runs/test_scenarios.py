@@ -20,7 +20,8 @@ import pytest
 
 from forensics.runs.causes import CPU_STAGES, DMA_KINDS
 from tests.runs.driver_runs import (CORAL_SSD_V1, CORAL_SSD_V2, SsdFacts, add_log, capture_buffers, chip_layout,
-                                    dequantize_blocks, dequantize_once, fp_log_line, replace_buffer, ssd_frame, u8,
+                                    dequantize_blocks, dequantize_once, fp_log_line, input_chk_log,
+                                    replace_buffer, ssd_frame, u8,
                                     write_driver_run)
 
 
@@ -263,6 +264,25 @@ def input_read_early(m):
                                                       {"INPUT0": f"input:{name}"})])
 
 
+def input_chk_of_one_of_three(m):
+    """The driver's [INPUT-CHK] of the segment's second input (no tag map: its `over N bytes` says which),
+    logged while the DMA still read it: its last pages zero."""
+    x = bytearray(m.reference_input(1).tobytes())
+    x[8192:] = bytes(len(x) - 8192)
+    return Built(m.capture(), m.capture(), drv_logs=[("dbgview.log", input_chk_log(bytes(x)), None)])
+
+
+def input_chk_of_an_image(m):
+    """A capture of the whole SSD (one image input, as the driver's [INPUT-CHK] checks it), read before done."""
+    image = np.random.default_rng(4).integers(0, 256, (1, 300, 300, 3), dtype=np.uint8)
+    rest = [b for b in m.capture() if b[0] != "input"]
+    bufs = [("input", "normalized_input_image_tensor", image, u8((1, 300, 300, 3), scale=1 / 128, zero_point=128))]
+    read = bytearray(image.tobytes())
+    read[len(read) // 2:] = bytes(len(read) - len(read) // 2)
+    return Built(bufs + rest, bufs + rest, drv_logs=[("dbgview.log", input_chk_log(bytes(read)), None)],
+                 model=False)
+
+
 def params_half_sent_logged(m):
     name = "op0_exe1_parameter_caching"
     blob = bytearray(m.facts.params[name])
@@ -320,6 +340,18 @@ def identical(m):
 
 def fewer_stages(m):
     return Built(m.capture(), m.capture(drop=("params", "instructions", "dequantized")))
+
+
+def only_the_ends(m):
+    return Built(m.capture(), m.capture(drop=("params", "instructions", "raw", "tensor", "dequantized")))
+
+
+def rounding_without_the_model(m):
+    return Built(m.capture(), m.capture(dequantize=dequantize_blocks), model=False)
+
+
+def pad_lanes_and_rows_past(m):
+    return Built(m.capture(), m.capture(raw_pad=0x00, raw_tail=0xCC, garbage=np.random.default_rng(3)))
 
 
 def renamed_and_reordered(m):
@@ -380,6 +412,10 @@ SCENARIOS = [
       kinds=("dequantize_parameter",), words="zero"),
     S("input_read_before_complete", input_read_early, stage="input", kinds=("logged_fingerprint",),
       words="[FP]"),
+    S("input_chk_one_of_three_inputs", input_chk_of_one_of_three, stage="input", tensor=_in(1),
+      kinds=("logged_fingerprint",), words="[INPUT-CHK]"),
+    S("input_chk_of_an_image", input_chk_of_an_image, stage="input", kinds=("logged_fingerprint",),
+      words="[INPUT-CHK]"),
     S("params_half_sent_logged", params_half_sent_logged, stage="params", kinds=("logged_fingerprint",)),
     S("different_images", different_images, stage="input", kinds=("image",), words="different images"),
     # controls
@@ -389,6 +425,9 @@ SCENARIOS = [
     S("control_identical", identical, code=0),
     S("control_fewer_stages", fewer_stages, code=0),
     S("control_renamed_reordered", renamed_and_reordered, code=0),
+    S("control_only_input_and_detections", only_the_ends, code=0),
+    S("control_dequantize_rounding_no_model", rounding_without_the_model, code=0),
+    S("control_tile_padding_and_rows_past_v1", pad_lanes_and_rows_past, model="v1", code=0),
 ]
 
 
@@ -447,7 +486,8 @@ def test_scenario(scenario, models, tmp_path, cli):
         return
     assert doc["first_divergent_stage"] == scenario.stage, doc["message"]
     if scenario.tensor is not None:
-        assert doc["first_divergent_tensor"] == scenario.tensor, doc["message"]
+        tensor = scenario.tensor(m) if callable(scenario.tensor) else scenario.tensor
+        assert doc["first_divergent_tensor"] == tensor, doc["message"]
     first = next(r for r in rows if r["status"] in ("DIFFER", "MISSING") and not r["follows"])
     assert first["stage"] == scenario.stage
     kinds = [f["kind"] for f in first.get("findings", ())]
