@@ -95,14 +95,15 @@ def aliased(label: str, data_a: bytes, data_b: bytes, others_b: dict):
     if not data_b or data_a == data_b:
         return None
     for other, data in others_b.items():
-        if other == label or not data or data == data_a:
+        if other == label or not data:
             continue
-        n = min(len(data), len(data_b))
-        if n * 2 < len(data_b) or data_b[:n] != data[:n]:
-            continue
+        n = min(len(data), len(data_b))  # whichever output the chip wrote last, the other's first n bytes are it
+        if n < 64 or data_b[:n] != data[:n] or data_a[:n] == data_b[:n] or len(set(data_b[:n])) < 2:
+            continue  # a prefill both outputs kept is no address they share
         return finding("aliased",
                        f"B's {label} holds {'the first ' + format(n, ',') + ' bytes of ' if n < len(data) else ''}"
-                       f"B's {other} byte for byte: the two outputs were written to one address (the link step "
+                       f"B's {other}{' in its first ' + format(n, ',') + ' bytes' if n < len(data_b) else ''} byte "
+                       "for byte: the two outputs were written to one address (the link step "
                        "gave them the same device address, or the driver maps one buffer for both)",
                        "link each output to its own address (forensics link MODEL --check the linked bitstream)",
                        aliased_with=other, bytes=n)

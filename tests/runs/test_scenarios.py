@@ -144,6 +144,31 @@ def aliased_outputs(m):
     return Built(m.capture(), m.capture(raw={"Squeeze1": bytes(raw[:m.facts.raw_size["Squeeze1"]])}))
 
 
+def aliased_boxes_written_last(m):
+    raw = m.raw()  # the boxes, written last, over the first bytes of the scores
+    boxes = m.raw(name="Squeeze1")
+    raw[:len(boxes)] = boxes
+    return Built(m.capture(), m.capture(raw={"convert_scores": bytes(raw)}))
+
+
+def dma_stopped_zeroed(m):
+    raw = m.raw(name="Squeeze1")
+    raw[4000:] = bytes(len(raw) - 4000)  # a buffer the driver zeroed; the DMA stopped at byte 4,000
+    return Built(m.capture(), m.capture(raw={"Squeeze1": bytes(raw)}))
+
+
+def bgr_image_input(m):
+    rng = np.random.default_rng(5)
+    rgb = rng.integers(0, 256, (1, 300, 300, 3), dtype=np.uint8)
+    meta = u8((1, 300, 300, 3), scale=1 / 128, zero_point=128)
+
+    def run(image, frame):
+        return [("input", "normalized_input_image_tensor", image, meta)] + \
+            [b for b in m.capture(frame=frame) if b[0] != "input"]
+
+    return Built(run(rgb, None), run(rgb[..., ::-1].copy(), _changed_frame(15)), model=False)
+
+
 def caching_never_run(m):
     return Built(m.capture(), m.capture(instructions={"1_0": None}, frame=_changed_frame(10)))
 
@@ -304,7 +329,7 @@ def different_images(m):
     return Built(_image_run(m, face, "face.jpg", 0, 0), _image_run(m, grace, "grace_hopper.bmp", 13, 21))
 
 
-def letterbox_centred(m):
+def letterbox_centred(m, model=False):
     rng = np.random.default_rng(8)
     pixels = rng.integers(1, 256, (202, 300, 3), dtype=np.uint8)
     top_left = np.zeros((1, 300, 300, 3), np.uint8)
@@ -317,7 +342,11 @@ def letterbox_centred(m):
         rest = [b for b in m.capture(frame=frame) if b[0] not in ("input", "params", "instructions")]
         return [("input", "normalized_input_image_tensor", image, meta)] + rest
 
-    return Built(run(top_left, None), run(centred, _changed_frame(14)), model=False)
+    return Built(run(top_left, None), run(centred, _changed_frame(14)), model=model)
+
+
+def letterbox_with_the_model(m):
+    return letterbox_centred(m, model=True)
 
 
 # --- the harmless controls -----------------------------------------------------------------------------------
@@ -384,6 +413,11 @@ SCENARIOS = [
     S("relayout_skipped", relayout_skipped, stage="tensor", tensor="convert_scores", kinds=("relayout",)),
     S("half_uploaded_params", half_uploaded_params, stage="params", kinds=("truncation", "fill")),
     S("aliased_outputs", aliased_outputs, stage="raw", tensor="Squeeze1", kinds=("aliased",)),
+    S("aliased_boxes_written_last", aliased_boxes_written_last, stage="raw", tensor="convert_scores",
+      kinds=("aliased",)),
+    S("dma_stopped_zeroed_buffer", dma_stopped_zeroed, stage="raw", tensor="Squeeze1",
+      kinds=("truncation", "fill")),
+    S("bgr_image_input", bgr_image_input, stage="input", kinds=("lane_swap",)),
     S("caching_never_run", caching_never_run, stage="instructions", tensor="1_0", kinds=("not_submitted",)),
     S("stale_cache_lines", stale_cache_lines, stage="raw", tensor="convert_scores", kinds=("stale", "cacheline")),
     S("stale_cache_lines_v1", stale_cache_lines, model="v1", stage="raw", tensor="convert_scores",
@@ -401,6 +435,8 @@ SCENARIOS = [
     S("signed_fix_in_relayout", signed_fix_in_relayout, stage="tensor", tensor="convert_scores",
       kinds=("signedness",)),
     S("letterbox_centred", letterbox_centred, stage="input", kinds=("placement",), words="49 rows lower"),
+    S("letterbox_centred_model_recorded", letterbox_with_the_model, stage="input", kinds=("placement",),
+      words="49 rows lower"),
     S("nms_iou_threshold", nms_iou_changed, stage="detections", kinds=("postprocess_option",),
       words="nms_iou_threshold"),
     S("nms_score_threshold", score_threshold_changed, stage="detections", kinds=("postprocess_option",),
