@@ -169,6 +169,43 @@ def bgr_image_input(m):
     return Built(run(rgb, None), run(rgb[..., ::-1].copy(), _changed_frame(15)), model=False)
 
 
+def bit_cleared(m):
+    raw = np.frombuffer(bytes(m.raw(name="Squeeze1")), np.uint8) & np.uint8(0xFE)  # data line 0 stuck at 0
+    return Built(m.capture(), m.capture(raw={"Squeeze1": raw.tobytes()}))
+
+
+def params_cut_short(m):
+    name = "op0_exe1_parameter_caching"
+    blob = m.facts.params[name]
+    return Built(m.capture(), m.capture(params={name: blob[:len(blob) // 2]}, frame=_changed_frame(16)))
+
+
+def _image_pair(m, make_b, seed=17, model=False):
+    rgb = np.random.default_rng(seed).integers(0, 256, (1, 300, 300, 3), dtype=np.uint8)
+    meta = u8((1, 300, 300, 3), scale=1 / 128, zero_point=128)
+
+    def run(image, frame):
+        return [("input", "normalized_input_image_tensor", image, meta)] + \
+            [b for b in m.capture(frame=frame) if b[0] != "input"]
+
+    return Built(run(rgb, None), run(make_b(rgb), _changed_frame(seed)), model=model)
+
+
+def image_row_stride(m):
+    def pitched(x):
+        rows = x.reshape(300, 900)
+        flat = np.zeros(300 * 912, np.uint8)  # rows written at a 16-byte aligned pitch, read packed
+        for r in range(300):
+            flat[r * 912:r * 912 + 900] = rows[r]
+        return flat[:x.size].reshape(x.shape)
+
+    return _image_pair(m, pitched)
+
+
+def image_int8(m):
+    return _image_pair(m, lambda x: x ^ np.uint8(0x80))
+
+
 def caching_never_run(m):
     return Built(m.capture(), m.capture(instructions={"1_0": None}, frame=_changed_frame(10)))
 
@@ -418,6 +455,10 @@ SCENARIOS = [
     S("dma_stopped_zeroed_buffer", dma_stopped_zeroed, stage="raw", tensor="Squeeze1",
       kinds=("truncation", "fill")),
     S("bgr_image_input", bgr_image_input, stage="input", kinds=("lane_swap",)),
+    S("bit_stuck_at_zero", bit_cleared, stage="raw", tensor="Squeeze1", kinds=("bits",)),
+    S("params_cut_short", params_cut_short, stage="params", kinds=("truncation", "fill", "oversize")),
+    S("image_row_stride", image_row_stride, stage="input", kinds=("stride", "pitch")),
+    S("image_int8", image_int8, stage="input", kinds=("signedness",)),
     S("caching_never_run", caching_never_run, stage="instructions", tensor="1_0", kinds=("not_submitted",)),
     S("stale_cache_lines", stale_cache_lines, stage="raw", tensor="convert_scores", kinds=("stale", "cacheline")),
     S("stale_cache_lines_v1", stale_cache_lines, model="v1", stage="raw", tensor="convert_scores",
