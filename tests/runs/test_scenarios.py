@@ -82,6 +82,7 @@ class Built:
     drv_logs: list = field(default_factory=list)
     model: bool = True
     shuffle: bool = False   # B's manifest lists its buffers in another order, under other file names
+    drv_model: dict | None = None  # the model B's manifest records, when not A's
 
 
 PREFILL = b"\xcc"  # what the driver fills an output buffer with before the chip writes it ("pre-filled with 0xCC")
@@ -204,6 +205,17 @@ def image_row_stride(m):
 
 def image_int8(m):
     return _image_pair(m, lambda x: x ^ np.uint8(0x80))
+
+
+def half_params_prefill(m):
+    name = "op0_exe1_parameter_caching"
+    blob = bytearray(m.facts.params[name])
+    blob[len(blob) // 2:] = PREFILL * (len(blob) - len(blob) // 2)  # the upload stopped; the rest is the prefill
+    return Built(m.capture(), m.capture(params={name: bytes(blob)}, frame=_changed_frame(18)))
+
+
+def anchors_in_xywh_order(m):
+    return Built(m.capture(), m.capture(anchors=np.ascontiguousarray(m.deps.anchors[:, [1, 0, 3, 2]])))
 
 
 def caching_never_run(m):
@@ -459,6 +471,8 @@ SCENARIOS = [
     S("params_cut_short", params_cut_short, stage="params", kinds=("truncation", "fill", "oversize")),
     S("image_row_stride", image_row_stride, stage="input", kinds=("stride", "pitch")),
     S("image_int8", image_int8, stage="input", kinds=("signedness",)),
+    S("half_uploaded_params_prefill", half_params_prefill, stage="params", kinds=("truncation", "fill")),
+    S("anchors_in_xywh_order", anchors_in_xywh_order, stage="detections", kinds=("anchors",), words="anchors"),
     S("caching_never_run", caching_never_run, stage="instructions", tensor="1_0", kinds=("not_submitted",)),
     S("stale_cache_lines", stale_cache_lines, stage="raw", tensor="convert_scores", kinds=("stale", "cacheline")),
     S("stale_cache_lines_v1", stale_cache_lines, model="v1", stage="raw", tensor="convert_scores",
@@ -469,6 +483,7 @@ SCENARIOS = [
       words="bound in the wrong order"),
     S("outputs_bound_in_wrong_order_v1", wrong_order, model="v1", stage="raw", kinds=("buffer_order",)),
     S("foreign_params", lambda m: None, stage="params", kinds=("foreign",), words="FOREIGN"),
+    S("foreign_params_recorded", lambda m: None, stage="params", kinds=("foreign",), words="FOREIGN"),
     S("foreign_params_v1", lambda m: None, model="v1", stage="params", kinds=("foreign",), words="FOREIGN"),
     S("output_shifted", shifted_output, stage="raw", tensor="Squeeze1", kinds=("shift",)),
     S("ring_rotation", ring_rotation, stage="raw", tensor="Squeeze1", kinds=("rotation",)),
@@ -514,7 +529,7 @@ def _write(tmp_path, m, built: Built):
     drv = built.drv
     if built.shuffle:
         drv = list(reversed(drv))
-    b = write_driver_run(tmp_path / "drv", "ours", drv, model=record)
+    b = write_driver_run(tmp_path / "drv", "ours", drv, model=built.drv_model or record)
     if built.shuffle:  # other file names: every file moved, the manifest pointing at the new names
         manifest = json.loads((b / "manifest.json").read_text(encoding="utf-8"))
         for i, entry in enumerate(manifest["buffers"]):
@@ -545,7 +560,10 @@ def _verdict_line(text: str) -> str:
 def test_scenario(scenario, models, tmp_path, cli):
     m = models[scenario.model]
     if scenario.name.startswith("foreign_params"):
-        built = foreign_params(m, models["v1" if scenario.model == "v2" else "v2"])
+        other = models["v1" if scenario.model == "v2" else "v2"]
+        built = foreign_params(m, other)
+        if scenario.name.endswith("_recorded"):  # B's manifest says which model it ran: the other one
+            built.drv_model = other.facts.record
     else:
         built = scenario.build(m)
     a, b = _write(tmp_path, m, built)
