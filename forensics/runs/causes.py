@@ -86,6 +86,43 @@ def crossed_finding(label: str, holds: str, crc: int, everyone: dict):
                    "link MODEL --plan)", holds=holds)
 
 
+# --- outputs written to one address; a relayout skipped ----------------------------------------------------------
+
+def aliased(label: str, data_a: bytes, data_b: bytes, others_b: dict):
+    """B's `label` (differing from A's) holds another of B's buffers of its stage, or the first bytes of it, as
+    two outputs the link step gave one device address hold what the chip wrote there last: a finding naming
+    that buffer, else None. `others_b`: {label: bytes} of B's other buffers of the stage."""
+    if not data_b or data_a == data_b:
+        return None
+    for other, data in others_b.items():
+        if other == label or not data:
+            continue
+        n = min(len(data), len(data_b))  # whichever output the chip wrote last, the other's first n bytes are it
+        if n < 64 or data_b[:n] != data[:n] or data_a[:n] == data_b[:n] or len(set(data_b[:n])) < 2:
+            continue  # a prefill both outputs kept is no address they share
+        return finding("aliased",
+                       f"B's {label} holds {'the first ' + format(n, ',') + ' bytes of ' if n < len(data) else ''}"
+                       f"B's {other}{' in its first ' + format(n, ',') + ' bytes' if n < len(data_b) else ''} byte "
+                       "for byte: the two outputs were written to one address (the link step "
+                       "gave them the same device address, or the driver maps one buffer for both)",
+                       "link each output to its own address (forensics link MODEL --check the linked bitstream)",
+                       aliased_with=other, bytes=n)
+    return None
+
+
+def relayout_skipped(label: str, tensor_b: bytes, raw_b: bytes, record: int | None):
+    """B's tensor is B's raw output's first bytes as the chip laid them out (records with their pad lanes):
+    the relayout was skipped. None when it is not."""
+    if not tensor_b or len(raw_b) < len(tensor_b) or raw_b[:len(tensor_b)] != tensor_b:
+        return None
+    lanes = f" (records of {record} bytes with their pad lanes)" if record else ""
+    return finding("relayout",
+                   f"B's {label} is the first {len(tensor_b):,} bytes of its raw output as the chip wrote them"
+                   f"{lanes}: the relayout was skipped",
+                   "relayout the raw output into the tensor: each record's pad lanes dropped, tiles in order "
+                   "(forensics relayout)", skipped=True)
+
+
 # --- an image placed elsewhere in the input -------------------------------------------------------------------
 
 def _content_box(image: np.ndarray) -> tuple[int, int, int, int] | None:
@@ -255,9 +292,11 @@ def executables_of(run) -> set[int]:
 
 def not_submitted(run_a, run_b, model: str | None) -> dict:
     """{executable: finding} for every PARAMETER_CACHING executable whose bitstream A holds and B holds none of
-    (the type from the model, else from A's params named `..._exeE_parameter_caching`)."""
-    missing = executables_of(run_a) - executables_of(run_b)
-    if not missing:
+    (the type from the model, else from A's params named `..._exeE_parameter_caching`). A run B that dumped no
+    bitstream at all says nothing of what it submitted: a driver that dumps fewer stages is no finding."""
+    held_b = executables_of(run_b)
+    missing = executables_of(run_a) - held_b
+    if not missing or not held_b:
         return {}
     caching = {e.index for p in packages(model) for e in p.executables if e.type == "PARAMETER_CACHING"}
     if not caching:
@@ -376,6 +415,7 @@ def _check_log(run, log: str) -> list[dict]:
     from forensics.buffer.fingerprint import check_log
 
     named = log_buffers(run)
+    named.update(_sized(run, log, named))
     files = {name: run.file_path(entry) for name, entry in named.items()}
     by_file = {os.path.realpath(path): named[name] for name, path in files.items()}
     try:
@@ -390,6 +430,32 @@ def _check_log(run, log: str) -> list[dict]:
         out.append({"label": entry.label, "stage": entry.stage, "tensor": entry.tensor, "log": log,
                     "line": check.line, "text": check.text[:300], "what": check.label,
                     "expected": check.expected, "found": check.found})
+    return out
+
+
+def _sized(run, log: str, named: dict) -> dict:
+    """The driver's own buffer names (`input` of [INPUT-CHK], ...) of a stage that holds several buffers, each
+    resolved to the one buffer of the size the log states for it (the segment's three inputs: the one the
+    driver checked is the one of its `over N bytes`)."""
+    from forensics.buffer.fingerprint import check_log
+
+    out = {}
+    for name, stage in _DRIVER_STAGES.items():
+        provided = [b for b in run.buffers if b.stage == stage and not b.derived and run.has_file(b)]
+        if name in named or len(provided) < 2:
+            continue
+        sized = []
+        for entry in provided:
+            try:
+                checks = check_log(log, {name: run.file_path(entry)}).checks
+            except InputError:
+                return out
+            if not checks:
+                break  # the log says nothing of this name
+            if any(c.label == "size" and c.match for c in checks):
+                sized.append(entry)
+        if len(sized) == 1:
+            out[name] = sized[0]
     return out
 
 

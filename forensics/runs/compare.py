@@ -69,7 +69,8 @@ SUSPECT = {
     "detections": "the post-processing differs (PostProcess options, anchors, NMS, runtime version or delegate)",
 }
 # Findings that name a stage's cause outright: the verdict line leads with them instead of the stage's advice.
-CAUSE_KINDS = ("logged_fingerprint", "not_submitted", "buffer_order", "foreign", "image", "placement", "resize")
+CAUSE_KINDS = ("logged_fingerprint", "not_submitted", "buffer_order", "aliased", "foreign", "image", "placement",
+               "resize")
 
 
 def _names(stages) -> str:
@@ -479,6 +480,7 @@ def compare_runs(run_a, run_b, *, previous=None, geometry=None, diagnose: bool =
             continue
         rows.append(_compare_pair(pair, ca, cb))
     rows = _explain(pair, rows)
+    rows = _tolerated_tail(pair, rows, detections)
     if detections is not None:
         rows = [_with_detections(row, detections) if row.stage == "detections" and row.compared else row
                 for row in rows]
@@ -735,6 +737,38 @@ def _explain(pair: _Pair, rows: list[StageRow]) -> list[StageRow]:
     return out
 
 
+# How far apart two runs' detection boxes may be and still be one box that another runtime's dequantize rounding
+# moved (box coordinates are O(1); that rounding moves them by a few float32 ulps)
+ROUNDED_BOX = 1e-4
+
+
+def _tolerated_tail(pair: _Pair, rows: list[StageRow], detections) -> list[StageRow]:
+    """Detections computed from dequantized outputs that differ from A's only by another runtime's dequantize
+    rounding, the same objects (class, score) with boxes moved by no more than that rounding moves them: WITHIN
+    TOLERANCE, the rounding their reason. With the model, the tail's replay must also say B's detections are
+    the kernel's on B's own dequantized outputs."""
+    deq = [r for r in rows if r.stage == "dequantized" and r.compared]
+    rounded = [r.label for r in deq if r.status == WITHIN and any(x.code == "dequantize_rounding" for x in r.reasons)]
+    targets = [r for r in rows if r.stage == "detections" and r.status == DIFFER and not r.follows and not r.changed]
+    if not rounded or not targets or any(r.diverges for r in deq) or detections is None:
+        return rows
+    if detections.only_a or detections.only_b or not all(
+            p.class_a == p.class_b and p.score_a == p.score_b and p.box_delta <= ROUNDED_BOX for p in detections.pairs):
+        return rows
+    replay = pair.tail.get("replay")
+    explained = replay.of("detections") if replay is not None else None
+    if pair.model is not None and (explained is None or explained.kind != "follows"):
+        return rows
+    moved = max((p.box_delta for p in detections.pairs), default=0.0)
+    reason = Reason("dequantize_rounding", f"the same {detections.num_a} detections (class and score), boxes "
+                                           f"within {moved:.3g}: computed from {_names(rounded)}, which differ "
+                                           "only by another runtime's dequantize rounding, tolerated")
+    chosen = {id(r) for r in targets}
+    return [dataclasses.replace(r, status=WITHIN, reasons=tuple(r.reasons) + (reason,), findings=(),
+                                summary=f"{r.summary}; {reason.text}")
+            if id(r) in chosen else r for r in rows]
+
+
 def _follows(row: StageRow, earlier: list[StageRow]) -> str | None:
     """The earlier differing row this row's bytes are computed from (the same tensor's, else the first)."""
     before = causes.upstream(row.stage)
@@ -818,6 +852,10 @@ def _analyse(pair: _Pair, row: StageRow, earlier: list[StageRow]) -> StageRow:
     if row.stage in causes.CPU_STAGES:
         found = _tail(pair, row)
         return dataclasses.replace(row, findings=tuple(row.findings) + ((found,) if found is not None else ()))
+    found = _aliased(pair, row) if row.stage == "raw" else _skipped(pair, row, earlier) \
+        if row.stage == "tensor" else None
+    if found is not None:
+        return dataclasses.replace(row, findings=tuple(row.findings) + (found,))
     if not pair.diagnose:
         return row
     raw_matched = any(r.stage == "raw" and r.compared and not r.diverges for r in earlier)
@@ -849,6 +887,29 @@ def _diagnosed(pair: _Pair, row: StageRow, *, dma: bool) -> StageRow:
     findings = tuple(f for f in result.findings if dma or f.kind not in causes.DMA_KINDS)
     hint = result.hint if not findings and (dma or not result.findings) else ""
     return dataclasses.replace(row, findings=tuple(row.findings) + findings, hint=hint)
+
+
+def _aliased(pair: _Pair, row: StageRow):
+    """A raw output of B's that holds another of B's outputs: the two were written to one address."""
+    entry_a, entry_b = _entries(pair, row)
+    others = [b for b in pair.run_b.buffers if b.stage == row.stage and b.key != entry_b.key]
+    if not others or max((b.size for b in others + [entry_b]), default=0) > 64 << 20:
+        return None
+    data = {b.label: pair.run_b.read_buffer(b) for b in others if pair.run_b.has_file(b)}
+    return causes.aliased(row.label, pair.run_a.read_buffer(entry_a), pair.run_b.read_buffer(entry_b), data)
+
+
+def _skipped(pair: _Pair, row: StageRow, earlier: list[StageRow]):
+    """A tensor of B's that is its raw output as the chip laid it out: the relayout was skipped."""
+    entry_b = pair.run_b.buffer(row.stage, row.tensor)
+    raws = [b for b in pair.run_b.buffers if b.key == ("raw", row.tensor)]
+    if not raws or not pair.run_b.has_file(raws[0]) or raws[0].size > 64 << 20 or raws[0].size < entry_b.size:
+        return None
+    raw_row = next((r for r in earlier if (r.stage, r.tensor) == ("raw", row.tensor) and r.diff is not None), None)
+    layout = raw_row.diff.layout if raw_row is not None else None
+    record = layout.record_size if layout is not None and layout.pad_lanes else None
+    return causes.relayout_skipped(row.label, pair.run_b.read_buffer(entry_b), pair.run_b.read_buffer(raws[0]),
+                                   record)
 
 
 def _foreign(pair: _Pair, row: StageRow):

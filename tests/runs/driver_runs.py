@@ -197,3 +197,128 @@ def replace_buffer(buffers, stage, tensor, data=None, meta=None):
             m = m if meta is None else meta
         out.append((s, t, d, m))
     return out
+
+
+# --- a capture whose every stage is computed from the one before it ------------------------------------------
+
+def unpack_records(raw: bytes, n: int, z: int) -> np.ndarray:
+    """What a relayout makes of a raw output: `n` records of `z` bytes, each padded to a 4-byte lane."""
+    stride = -(-z // 4) * 4
+    return np.frombuffer(raw, np.uint8)[:n * stride].reshape(n, stride)[:, :z].copy()
+
+
+def postprocess_rows(deps, boxes_f, scores_f, *, anchors=None, **changed):
+    """The PostProcess rows (class, score, box) of the kernel on dequantized boxes and scores (TFLite's
+    TFLite_Detection_PostProcess, bit-exact in forensics.decode.ssd), the model's options with `changed` ones."""
+    import dataclasses
+
+    from forensics.decode.ssd import postprocess
+
+    options = dataclasses.replace(deps.options, **changed)
+    boxes, classes, scores, num, _ = postprocess(
+        np.asarray(boxes_f, np.float32).reshape(-1, 4), np.asarray(scores_f, np.float32).reshape(1917, -1),
+        deps.anchors if anchors is None else anchors, options).output_tensors()
+    return [(int(classes[i]), float(scores[i]), tuple(map(float, boxes[i]))) for i in range(int(num[0]))]
+
+
+def capture_buffers(facts: SsdFacts, deps, *, input_seed: int = 0, frame=None, inputs=None, params=None,
+                    instructions=None, raw=None, tensors=None, dequantized=None, dequantize=dequantize_once,
+                    quant=None, anchors=None, options=None, raw_pad: int = 0, raw_tail: int = 0, garbage=None,
+                    drop=()):
+    """Every stage of one capture, each computed from the stage before it unless given: the model's params and
+    bitstreams ({name: bytes} replace them, None drops one), the inputs, raw outputs laid out from the frame
+    (boxes, scores), tensors relayouted from raw, dequantized from the tensors (`quant`: {tensor: (scale,
+    zero_point)} the host used), detections from the kernel on the dequantized ones (`options`, `anchors`)."""
+    boxes, scores = ssd_frame() if frame is None else frame
+    out = []
+    blobs = dict(facts.params)
+    blobs.update(params or {})
+    for name, blob in blobs.items():
+        if blob:
+            out.append(("params", name, blob, {"dtype": "uint8"}))
+    streams = dict(facts.bitstreams)
+    streams.update(instructions or {})
+    for name, blob in streams.items():
+        if blob is not None:
+            out.append(("instructions", name, blob, {"dtype": "uint8"}))
+    rng = np.random.default_rng(input_seed)
+    for name, shape in facts.inputs:
+        data = rng.integers(0, 256, shape, dtype=np.uint8)
+        if inputs and name in inputs:
+            data = inputs[name]
+        out.append(("input", name, data, u8(shape, scale=0.023528477, zero_point=0)))
+    raws = {"Squeeze1": chip_layout(boxes, facts.raw_size["Squeeze1"], raw_pad, raw_tail),
+            "convert_scores": chip_layout(scores, facts.raw_size["convert_scores"], raw_pad, raw_tail)}
+    raws.update(raw or {})
+    for name in ("Squeeze1", "convert_scores"):
+        out.append(("raw", name, raws[name], {"dtype": "uint8"}))
+    tens = dict(tensors or {})
+    for name, z in (("Squeeze1", 4), ("convert_scores", 91)):
+        if name not in tens:
+            tens[name] = unpack_records(raws[name], 1917, z)
+    q = dict(facts.quant)
+    out.append(("tensor", "Squeeze1", tens["Squeeze1"], u8((1, 1917, 4), scale=q["Squeeze1"][0],
+                                                            zero_point=q["Squeeze1"][1], role="boxes")))
+    out.append(("tensor", "convert_scores", tens["convert_scores"],
+                u8((1, 1917, 91), scale=q["convert_scores"][0], zero_point=q["convert_scores"][1], role="scores")))
+    q.update(quant or {})
+    deq = {"Squeeze2": dequantize(tens["Squeeze1"], *q["Squeeze1"]).reshape(1, 1917, 4),
+           "convert_scores1": dequantize(tens["convert_scores"], *q["convert_scores"]).reshape(1, 1917, 91)}
+    deq.update(dequantized or {})
+    out.append(("dequantized", "Squeeze2", deq["Squeeze2"], f32((1, 1917, 4))))
+    out.append(("dequantized", "convert_scores1", deq["convert_scores1"], f32((1, 1917, 91))))
+    rows = postprocess_rows(deps, deq["Squeeze2"], deq["convert_scores1"], anchors=anchors, **(options or {}))
+    for name, arr, meta in detection_outputs(rows, max_rows=deps.options.rows, garbage=garbage):
+        out.append(("detections", name, arr, meta))
+    return [b for b in out if b[0] not in drop]
+
+
+def xor_fold(data: bytes) -> int:
+    words = np.frombuffer(bytes(data) + bytes(-len(data) % 8), "<u8")
+    return int(np.bitwise_xor.reduce(words)) if words.size else 0
+
+
+def fp_log_line(tag: str, data: bytes, n: int = 0) -> str:
+    """A DbgView line holding the driver's one-line fingerprint of `data` (`[FP] tag size= crc32= xor64= head@
+    mid@ tail@`, 16 bytes each, mid at size/2 - 8), as DbgPrint writes it."""
+    data = bytes(data)
+    size, mid = len(data), max(0, len(data) // 2 - 8)
+    tail = max(0, size - 16)
+    line = ("[FP] %s size=%d crc32=0x%08x xor64=0x%016x head@0x0=%s mid@0x%x=%s tail@0x%x=%s"
+            % (tag, size, zlib.crc32(data), xor_fold(data), data[:16].hex(" "), mid, data[mid:mid + 16].hex(" "),
+               tail, data[tail:].hex(" ")))
+    return "%08d\t%.8f\t%s\n" % (n, 0.125 * n, line)
+
+
+def add_log(run_path, name: str, text: str, tags=None) -> None:
+    """The driver's log written into a run and named in its manifest's `logs` (size, CRC32, tag map)."""
+    run_path = Path(run_path)
+    data = text.encode("ascii")
+    (run_path / "log").mkdir(exist_ok=True)
+    (run_path / "log" / name).write_bytes(data)
+    manifest = json.loads((run_path / "manifest.json").read_text(encoding="utf-8"))
+    entry = {"name": name, "file": f"log/{name}", "size": len(data), "crc32": f"0x{zlib.crc32(data):08x}"}
+    if tags:
+        entry["tags"] = dict(tags)
+    manifest.setdefault("logs", []).append(entry)
+    (run_path / "manifest.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+
+
+def input_chk_log(data: bytes, page: int = 4096, first_line: int = 0) -> str:
+    """The npu_driver's pre-submit input check as DbgView prints it (Queue.c: "[INPUT-CHK] page[%u] first8=%02x
+    ... last8(@0x%llx)=...", "[INPUT-CHK] page[%u] (last) first8=...", "[INPUT-CHK] xor-fold pre-submit =
+    0x%016llX over %llu bytes (%lu pages)")."""
+    data = bytes(data)
+    lines = []
+    pages = -(-len(data) // page)
+    for i in range(pages):
+        chunk = data[i * page:(i + 1) * page]
+        first = " ".join("%02x" % x for x in chunk[:8])
+        if len(chunk) == page:
+            last = " ".join("%02x" % x for x in chunk[-8:])
+            lines.append("[INPUT-CHK] page[%u] first8=%s  last8(@0x%x)=%s" % (i, first, i * page + page - 8, last))
+        else:
+            lines.append("[INPUT-CHK] page[%u] (last) first8=%s" % (i, first))
+    lines.append("[INPUT-CHK] xor-fold pre-submit = 0x%016X over %u bytes (%u pages)" % (xor_fold(data), len(data),
+                                                                                          pages))
+    return "".join("%08d\t%.8f\t%s\n" % (first_line + n, 0.125 * n, line) for n, line in enumerate(lines))

@@ -240,7 +240,8 @@ def test_ssd_tail_in_each_runtime_and_its_measured_spread(tmp_path, shared_data)
     args = shlex.split(spread["tolerance_args"])
     assert "dequantized:convert_scores1" not in spread["tolerance_args"]  # spread 0: compare is exact already
     runs = [tmp_path / "refs" / "litert", tmp_path / "refs" / "litert-xnnpack"]
-    assert run_cli("compare", *runs).code == 1
+    default = run_cli("compare", *runs, "--json")  # XNNPACK's rounding and the detection boxes it moved: tolerated
+    assert default.code == 0 and json.loads(default.out)["verdict"] == "WITHIN TOLERANCE"
     assert run_cli("compare", *runs, *args).code == 0
     assert run_cli("compare", *runs, "--tolerance-from", tmp_path / "refs").code == 0
 
