@@ -25,7 +25,7 @@ import numpy as np
 
 from forensics.compare.crc import PEEK, crc_dump, format_crc
 from forensics.io.dump import DEFAULT_CHUNK, Dump
-from forensics.io.textdump import CONSOLE_HEAD, CONSOLE_TOTAL, PREFILL_SIZE, DriverRows, driver_buffer
+from forensics.io.textdump import CONSOLE_HEAD, CONSOLE_TOTAL, DRIVER_BUFFERS, PREFILL_SIZE, DriverRows, driver_buffer
 from forensics.core.errors import InputError, verbatim
 from forensics.core.judgement import Judgement, Reason
 from forensics.core.verdict import Verdict
@@ -720,6 +720,7 @@ def _norm(name) -> str:
 
 
 UNTAGGED = "(untagged)"
+_DRIVER_NAMES = frozenset(_norm(name) for name in DRIVER_BUFFERS.values())  # the driver's buffers, as matched
 
 
 def _as_dump(name: str, value, dump_options: dict) -> Dump:
@@ -895,12 +896,20 @@ def _assign(tags: dict, files: list[str], buffers: dict[str, str], sizes: dict) 
             out[key] = f
             left.remove(f)
     free = [k for k in tags if k not in out]
-    if len(left) == 1 and len(free) == 1:
+
+    def other_buffer(f: str, key: str) -> bool:
+        # a file named after one of the driver's buffers (input.bin) is never another's dump (the log holding
+        # only the output's lines): those lines would all DIFFER from a correct file
+        stem, buffer = _norm(default_tag(f)), _norm(driver_buffer(str(tags.get(key, key))))
+        return stem in _DRIVER_NAMES and (buffer in _DRIVER_NAMES or key in _DRIVER_NAMES) and stem not in (
+            key, buffer)
+
+    if len(left) == 1 and len(free) == 1 and not other_buffer(left[0], free[0]):
         out[free[0]] = left.pop()
         free = []
     for f in list(left):
         size = os.path.getsize(f) if os.path.isfile(f) else None
-        fits = [k for k in free if size is not None and size in sizes.get(k, ())]
+        fits = [k for k in free if size is not None and size in sizes.get(k, ()) and not other_buffer(f, k)]
         if len(fits) == 1:
             out[fits[0]] = f
             free.remove(fits[0])
