@@ -249,7 +249,22 @@ def _utf16_without_bom(head: bytes) -> str | None:
     for encoding, zeros, chars in (("utf-16-le", sample[1::2], sample[0::2]), ("utf-16-be", sample[0::2], sample[1::2])):
         if not zeros.strip(b"\0") and len(chars.translate(None, _NOT_PRINTABLE)) == len(chars):
             return encoding
+        # a log with some text that is not ASCII (the story driver's Korean, its arrows and dashes): most code
+        # units ASCII, and every character of the head printable once decoded
+        if zeros.count(0) * 4 >= len(zeros) * 3 and _printable_utf16(sample, encoding):
+            return encoding
     return None
+
+
+def _printable_utf16(sample: bytes, encoding: str) -> bool:
+    try:
+        text = sample.decode(encoding)
+    except UnicodeDecodeError:  # a surrogate pair cut by the sniff window
+        try:
+            text = sample[:-2].decode(encoding)
+        except UnicodeDecodeError:
+            return False
+    return all(c.isprintable() or c in "\t\r\n" for c in text)
 
 
 _NOT_PRINTABLE = bytes(b for b in range(256) if not (32 <= b < 127 or b in (9, 10, 13)))
