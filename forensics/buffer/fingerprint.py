@@ -211,7 +211,7 @@ def _may_hold_values(line: str) -> bool:
     low = line.lower()
     return ("[fp]" in low or "page[" in low or "last8" in low or "xor" in low or "crc" in low or "size" in low
             or "head" in low or "mid" in low or "tail" in low or "-out" in low or "bs-dump" in low
-            or "scan-" in low or "sz=" in low or "--- " in low or "total=" in low or "actual" in low)
+            or "scan-" in low or "bs-scan" in low or "sz=" in low or "--- " in low or "total=" in low or "actual" in low)
 
 
 @dataclass(frozen=True)
@@ -329,7 +329,7 @@ def _parse_line(line: str, lineno: int, page_size: int, pattern, tag_now: str | 
 _B16 = r"((?:[0-9A-Fa-f]{2}[ \t]{1,2}){15}[0-9A-Fa-f]{2})"
 _B32 = r"((?:[0-9A-Fa-f]{2}[ \t]{1,2}){31}[0-9A-Fa-f]{2})"
 _B8 = r"((?:[0-9A-Fa-f]{2}[ \t]{1,2}){7}[0-9A-Fa-f]{2})"
-_DRIVER_TAG = re.compile(r"\[((?:DPC-)?SCAN-[A-Za-z]+|DPC-OUT(?:/\w+)?|DONE-OUT|BS-DUMP|INPUT-VERIFY)\]")
+_DRIVER_TAG = re.compile(r"\[((?:DPC-)?SCAN-[A-Za-z]+|DPC-OUT(?:/\w+)?|DONE-OUT|BS-DUMP|BS-SCAN|INPUT-VERIFY)\]")
 _DPC_OUT = re.compile(r"kernel VA=\S+\s+outVA=0x[0-9A-Fa-f]+\s+size=(\d+)\s+nonzero=(\d+)\s+non-0xCC=(\d+)\s+"
                       r"\(FULL scan\)\s+firstNon0xCC@0x([0-9A-Fa-f]+)")
 _DONE_OUT = re.compile(r"kernel VA=\S+\s+outVA=0x[0-9A-Fa-f]+\s+size=(\d+)\s+nonzero\(first (\d+) B\)=(\d+)")
@@ -340,6 +340,9 @@ _SCAN_HEAD32 = re.compile(r"(?:descs|head)\[0\.\.31\]=" + _B32 + r"\s*\|\s*post-
                           r"firstAt=0x([0-9A-Fa-f]+)")
 _SCAN_FIRST32 = re.compile(r"\bfirst32=" + _B32)
 _SCAN_RING = re.compile(r"\bpost-(\d+) non-0xA5=(\d+) firstAt=0x([0-9A-Fa-f]+)")
+# Queue.c's scan of the bitstream for each patch value, as a 32-bit little-endian dword at offsets stepping by 4:
+# `[BS-SCAN]   %s=0x%x found at off=0x%lx` (the first 4 hits): those 4 bytes there
+_BS_FOUND = re.compile(r"^\s*([\w\[\]]+)=0x([0-9A-Fa-f]{1,8}) found at off=0x([0-9A-Fa-f]+)\s*$")
 _VERIFY_XOR = re.compile(r"xor-fold post-DONE = 0x([0-9A-Fa-f]{16}) \(pre=0x([0-9A-Fa-f]{16})\)")
 _VERIFY_PAGE = re.compile(r"page\[0\] first8 post-DONE=" + _B8)
 _NONE = 0xFFFFFFFF  # the driver's "no such byte" offset (firstNon0xCC, firstAt)
@@ -384,6 +387,12 @@ def _driver_line(line: str, lineno: int) -> list[Logged] | None:
                 Logged(buffer, "nonzero", int(h.group(3)), lineno, f"nonzero (first {scanned} B)", end=scanned)]
     if tag == "BS-DUMP" and (h := _BS_SIZE.search(rest)):
         return [Logged(buffer, "size", int(h.group(1)), lineno, "size")]
+    if tag == "BS-SCAN":
+        if h := _BS_FOUND.search(rest):
+            at = int(h.group(3), 16)
+            return [Logged(buffer, "bytes", int(h.group(2), 16).to_bytes(4, "little"), lineno,
+                           f"{h.group(1)}@0x{at:x}", at, 4)]
+        return None
     if tag == "INPUT-VERIFY":
         if h := _VERIFY_XOR.search(rest):
             return [Logged(buffer, "xor64", int(h.group(1), 16), lineno, "xor64 post-DONE"),
