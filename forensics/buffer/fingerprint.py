@@ -211,7 +211,7 @@ def _may_hold_values(line: str) -> bool:
     low = line.lower()
     return ("[fp]" in low or "page[" in low or "last8" in low or "xor" in low or "crc" in low or "size" in low
             or "head" in low or "mid" in low or "tail" in low or "-out" in low or "bs-dump" in low
-            or "scan-" in low or "bs-scan" in low or "sz=" in low or "--- " in low or "total=" in low or "actual" in low)
+            or "scan-" in low or "bs-scan" in low or "va[0]=" in low or "sz=" in low or "--- " in low or "total=" in low or "actual" in low)
 
 
 @dataclass(frozen=True)
@@ -343,6 +343,12 @@ _SCAN_RING = re.compile(r"\bpost-(\d+) non-0xA5=(\d+) firstAt=0x([0-9A-Fa-f]+)")
 # Queue.c's scan of the bitstream for each patch value, as a 32-bit little-endian dword at offsets stepping by 4:
 # `[BS-SCAN]   %s=0x%x found at off=0x%lx` (the first 4 hits): those 4 bytes there
 _BS_FOUND = re.compile(r"^\s*([\w\[\]]+)=0x([0-9A-Fa-f]{1,8}) found at off=0x([0-9A-Fa-f]+)\s*$")
+# Queue.c's readback of the input's page-table entries (simple addresses, the first up-to-4 pages):
+# `[%s] PTE[%lu+%u]: expected=0x%llX readback=0x%llX %s | VA[0]=0x%llX`, VA[0] the page's first 8 bytes read as
+# one little-endian qword (0xDEADDEAD when the driver could not map the buffer: no value)
+_PTE_VA0 = re.compile(r"\bPTE\[(\d+)\+(\d+)\]: expected=0x[0-9A-Fa-f]+ readback=0x[0-9A-Fa-f]+ \w+ \| "
+                      r"VA\[0\]=0x([0-9A-Fa-f]{1,16})\s*$")
+_NOT_MAPPED = 0xDEADDEAD
 _VERIFY_XOR = re.compile(r"xor-fold post-DONE = 0x([0-9A-Fa-f]{16}) \(pre=0x([0-9A-Fa-f]{16})\)")
 _VERIFY_PAGE = re.compile(r"page\[0\] first8 post-DONE=" + _B8)
 _NONE = 0xFFFFFFFF  # the driver's "no such byte" offset (firstNon0xCC, firstAt)
@@ -368,6 +374,12 @@ def _driver_line(line: str, lineno: int) -> list[Logged] | None:
         return [Logged("output", "size", int(m.group(1)), lineno, "size")] if m else None
     if "[" not in line:
         return None
+    if "VA[0]=" in line and (m := _PTE_VA0.search(line)):
+        page, value = int(m.group(2)), int(m.group(3), 16)
+        if value == _NOT_MAPPED:
+            return []
+        return [Logged("input", "bytes", value.to_bytes(8, "little"), lineno, f"page[{page}] VA[0]",
+                       page * RING_PAGE, EDGE)]
     row = DriverRows().row(line, lineno)  # `[DPC-OUT] [00] ..`, `[DPC-OUT/USER] tail64@0x..: ..`
     if row is not None:
         label = f"[{row.tag}] {row.label}" if row.label.startswith("[") else row.label  # tail64@0x1fc0
