@@ -211,7 +211,7 @@ def _may_hold_values(line: str) -> bool:
     low = line.lower()
     return ("[fp]" in low or "page[" in low or "last8" in low or "xor" in low or "crc" in low or "size" in low
             or "head" in low or "mid" in low or "tail" in low or "-out" in low or "bs-dump" in low
-            or "scan-" in low or "bs-scan" in low or "va[0]=" in low or "sz=" in low or "--- " in low or "total=" in low or "actual" in low)
+            or "scan-" in low or "bs-scan" in low or "va[0]=" in low or "bounce first" in low or "sz=" in low or "--- " in low or "total=" in low or "actual" in low)
 
 
 @dataclass(frozen=True)
@@ -349,6 +349,9 @@ _BS_FOUND = re.compile(r"^\s*([\w\[\]]+)=0x([0-9A-Fa-f]{1,8}) found at off=0x([0
 _PTE_VA0 = re.compile(r"\bPTE\[(\d+)\+(\d+)\]: expected=0x[0-9A-Fa-f]+ readback=0x[0-9A-Fa-f]+ \w+ \| "
                       r"VA\[0\]=0x([0-9A-Fa-f]{1,16})\s*$")
 _NOT_MAPPED = 0xDEADDEAD
+# Device.c's DPC after copying the bounce buffer (what the chip wrote) to the user's output:
+# `[%s] BOUNCE first 16B: %02x x8  %02x x8`, the output's first 16 bytes
+_BOUNCE16 = re.compile(r"\bBOUNCE first 16B: " + _B16 + r"\s*$")
 _VERIFY_XOR = re.compile(r"xor-fold post-DONE = 0x([0-9A-Fa-f]{16}) \(pre=0x([0-9A-Fa-f]{16})\)")
 _VERIFY_PAGE = re.compile(r"page\[0\] first8 post-DONE=" + _B8)
 _NONE = 0xFFFFFFFF  # the driver's "no such byte" offset (firstNon0xCC, firstAt)
@@ -380,6 +383,8 @@ def _driver_line(line: str, lineno: int) -> list[Logged] | None:
             return []
         return [Logged("input", "bytes", value.to_bytes(8, "little"), lineno, f"page[{page}] VA[0]",
                        page * RING_PAGE, EDGE)]
+    if "BOUNCE first 16B" in line and (m := _BOUNCE16.search(line)):
+        return [Logged("output", "bytes", _hexbytes(m.group(1)), lineno, "BOUNCE first 16B", 0, 16)]
     row = DriverRows().row(line, lineno)  # `[DPC-OUT] [00] ..`, `[DPC-OUT/USER] tail64@0x..: ..`
     if row is not None:
         label = f"[{row.tag}] {row.label}" if row.label.startswith("[") else row.label  # tail64@0x1fc0
