@@ -211,7 +211,7 @@ def _may_hold_values(line: str) -> bool:
     low = line.lower()
     return ("[fp]" in low or "page[" in low or "last8" in low or "xor" in low or "crc" in low or "size" in low
             or "head" in low or "mid" in low or "tail" in low or "-out" in low or "bs-dump" in low
-            or "scan-" in low or "bs-scan" in low or "va[0]=" in low or "bounce first" in low or "sz=" in low or "--- " in low or "total=" in low or "actual" in low)
+            or "scan-" in low or "bs-scan" in low or "va[0]=" in low or "bounce first" in low or "host buf" in low or "sz=" in low or "--- " in low or "total=" in low or "actual" in low)
 
 
 @dataclass(frozen=True)
@@ -375,6 +375,8 @@ def _driver_line(line: str, lineno: int) -> list[Logged] | None:
     if "Output buffer pre-filled" in line:
         m = PREFILL_SIZE.search(line)
         return [Logged("output", "size", int(m.group(1)), lineno, "size")] if m else None
+    if "host buf" in line and (m := _HOST_INPUT.match(line)):
+        return [Logged("input", "bytes", _hexbytes(m.group(1)), lineno, "host buf first 16", 0)]
     if "[" not in line:
         return None
     if "VA[0]=" in line and (m := _PTE_VA0.search(line)):
@@ -469,6 +471,9 @@ class _Console:
         return []
 
 
+# add_model_test_console before INFER: `HexDump("input  (host buf, first 16)", in, min(INPUT_SIZE, 16))`, i.e.
+# `  input  (host buf, first 16): xx xx ...` (std::hex, setw(2), setfill('0')): the input's first bytes
+_HOST_INPUT = re.compile(r"^\s*input\s+\(host buf, first 16\):((?:\s[0-9a-f]{2}){1,16})\s*$")
 _ACTUAL = re.compile(r"^\s*actual\s*:((?:\s[0-9a-f]{2})+)\s*$")
 
 
