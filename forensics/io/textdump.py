@@ -1104,6 +1104,8 @@ def _decode(open_lines, *, path: str, fmt: str, gap_fill: int | None, encoding: 
         raise InputError(f"unknown text dump format {fmt!r} (expected auto, {', '.join(FORMATS)})", path)
     if gap_fill is not None and not 0 <= gap_fill <= 255:
         raise InputError(f"gap_fill must be a byte value 0-255, got {gap_fill}", path)
+    if fmt == "auto" and tag is not None and has_driver_rows(open_lines()):
+        fmt = "driver"  # a buffer among the driver's rows was asked for: whatever columns precede them
     if fmt == "auto":
         head = "\n".join(itertools.islice(open_lines(), 400))  # what detect_format and _refusal look at
         found = detect_format(head)

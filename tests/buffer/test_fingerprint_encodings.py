@@ -65,3 +65,17 @@ def test_binary_with_nuls_at_odd_bytes_is_still_binary(tmp_path, cli):
     out.write_bytes(OUT)
     result = cli("verify", path, out)
     assert result.code == 2 and "not text" in result.err
+
+
+def test_import_tag_reads_the_rows_behind_columns_that_look_like_addresses(tmp_path, cli):
+    """DbgView's columns pasted with spaces (`00000001  0.00001250  [DPC-OUT] [00] ..`) start like WinDbg's
+    `ADDRESS  bytes`: with --tag naming a driver buffer, the driver's rows are read, as verify reads them."""
+    lines = [f"{i:08d}  {i * 0.0000125:.8f}  {text}" for i, text in enumerate(drv.dpc_out(OUT, 0x8000000000844000))]
+    log = tmp_path / "pasted.log"
+    log.write_bytes(drv.saved(lines, "utf-8"))
+    rows = tmp_path / "rows.bin"
+    assert cli("import", log, "--tag", "DPC-OUT", "--gap-fill", "0xcc", "-o", rows).code == 0
+    assert rows.read_bytes()[:64] == OUT[:64]
+    out = tmp_path / "output.bin"
+    out.write_bytes(OUT)
+    assert json.loads(cli("verify", log, out, "--json").out)["verdict"] == "MATCH"
