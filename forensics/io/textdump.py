@@ -414,6 +414,8 @@ def detect_format(text: str) -> str | None:
     found = _detect_dump_format(text)
     if found is None and ("[" in text or "--- " in text) and has_driver_rows(iter_lines(text)):
         return "driver"
+    if found == "windbg" and "[" in text and not _rx.FAST_DB.search(text) and has_driver_rows(iter_lines(text)):
+        return "driver"  # DbgView's columns pasted with spaces (`00000001  0.0000125  [DPC-OUT] [00] ..`)
     return found
 
 

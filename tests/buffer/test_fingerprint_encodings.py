@@ -76,6 +76,9 @@ def test_import_tag_reads_the_rows_behind_columns_that_look_like_addresses(tmp_p
     rows = tmp_path / "rows.bin"
     assert cli("import", log, "--tag", "DPC-OUT", "--gap-fill", "0xcc", "-o", rows).code == 0
     assert rows.read_bytes()[:64] == OUT[:64]
+    auto = tmp_path / "auto.bin"  # and found without --tag: no line of it is a WinDbg db line
+    assert cli("import", log, "--gap-fill", "0xcc", "-o", auto).code == 0
+    assert auto.read_bytes() == rows.read_bytes()
     out = tmp_path / "output.bin"
     out.write_bytes(OUT)
     assert json.loads(cli("verify", log, out, "--json").out)["verdict"] == "MATCH"
