@@ -341,7 +341,9 @@ _SCAN_HEAD32 = re.compile(r"(?:descs|head)\[0\.\.31\]=" + _B32 + r"\s*\|\s*post-
 _SCAN_FIRST32 = re.compile(r"\bfirst32=" + _B32)
 _SCAN_RING = re.compile(r"\bpost-(\d+) non-0xA5=(\d+) firstAt=0x([0-9A-Fa-f]+)")
 # Queue.c's scan of the bitstream for each patch value, as a 32-bit little-endian dword at offsets stepping by 4:
-# `[BS-SCAN]   %s=0x%x found at off=0x%lx` (the first 4 hits): those 4 bytes there
+# `[BS-SCAN]   %s=0x%x found at off=0x%lx` (the first 4 hits): those 4 bytes there; `[BS-SCAN] %s 0x%08x: %lu
+# hit(s)%s`: how many dwords at offsets 0, 4, .. (the last whole one) hold the value
+_BS_HITS = re.compile(r"^\s*([\w\[\]]+) 0x([0-9A-Fa-f]{8}): (\d+) hit\(s\)")
 _BS_FOUND = re.compile(r"^\s*([\w\[\]]+)=0x([0-9A-Fa-f]{1,8}) found at off=0x([0-9A-Fa-f]+)\s*$")
 # Queue.c's readback of the input's page-table entries (simple addresses, the first up-to-4 pages):
 # `[%s] PTE[%lu+%u]: expected=0x%llX readback=0x%llX %s | VA[0]=0x%llX`, VA[0] the page's first 8 bytes read as
@@ -411,6 +413,9 @@ def _driver_line(line: str, lineno: int) -> list[Logged] | None:
             at = int(h.group(3), 16)
             return [Logged(buffer, "bytes", int(h.group(2), 16).to_bytes(4, "little"), lineno,
                            f"{h.group(1)}@0x{at:x}", at, 4)]
+        if h := _BS_HITS.search(rest):
+            return [Logged(buffer, "dword_hits", int(h.group(3)), lineno, f"{h.group(1)} 0x{h.group(2).lower()} hits",
+                           sentinel=int(h.group(2), 16))]
         return None
     if tag == "INPUT-VERIFY":
         if h := _VERIFY_XOR.search(rest):
@@ -856,6 +861,9 @@ def _check(item: Logged, dump: Dump, cache: dict, readers: dict, text: str, prog
         return check("xor64", f"0x{item.expected:016x}", f"0x{value:016x}", item.expected == value)
     if item.kind in ("nonzero", "non_sentinel", "first_non_sentinel"):
         return _check_counts(item, dump, cache, check)
+    if item.kind == "dword_hits":
+        count = _cached(cache, ("dwords", path, item.sentinel), lambda: _dword_hits(dump, item.sentinel))
+        return check("dword_hits", f"{item.expected:,}", f"{count:,}", item.expected == count, 0)
     if offset is None:  # MID / TAIL named without an offset: where `forensics crc` takes them
         offset = peek_offsets(dump.size)[item.label]
     got = _read(readers, dump, offset, len(item.expected))
@@ -872,6 +880,18 @@ def _check(item: Logged, dump: Dump, cache: dict, readers: dict, text: str, prog
         # fewer bytes than the form announces, and the buffer does not end there: the run was cut
         return check("truncated", f"{announced} bytes", f"{len(item.expected)} logged (cut short)", False, offset)
     return check("bytes", expected, got.hex(" ") if got else "(past the end)", match, offset)
+
+
+def _dword_hits(dump: Dump, value: int) -> int:
+    """Queue.c's patch scan: the little-endian dwords at offsets 0, 4, .. (every whole one) equal to `value`."""
+    from forensics.io.dump import iter_windows
+
+    whole = dump.size // 4 * 4
+    step = DEFAULT_CHUNK // 4 * 4
+    count = 0
+    for _, view, _ in iter_windows(dump, [(lo, min(lo + step, whole)) for lo in range(0, whole, step)]):
+        count += int(np.count_nonzero(np.frombuffer(view, dtype="<u4") == value))
+    return count
 
 
 def _cached(cache: dict, key: tuple, compute):

@@ -3,7 +3,7 @@ little-endian dword at every 4th offset of the bitstream it mapped and prints th
 (`[BS-SCAN]   %s=0x%x found at off=0x%lx`) and their count (`[BS-SCAN] %s 0x%08x: %lu hit(s)%s`). Built here
 from that loop over the real mobilenet's bitstream as the story driver links it (tests/link/driver.py's
 PatchVAs arithmetic, npu_test_console's addresses): the driver's own bitstream matches, a bit-exact link of the
-same addresses does not (the 4 bytes at offset_bit / 8 differ)."""
+same addresses does not (the 4 bytes at offset_bit / 8 differ, and so does the count)."""
 
 from __future__ import annotations
 
@@ -57,6 +57,9 @@ def test_the_drivers_scan_matches_its_own_bitstream_only(shared_data, tmp_path, 
     for check, line in zip(scanned, found):
         off = int(line.rsplit("0x", 1)[1], 16)
         assert check["what"].endswith(f"@0x{off:x}") and check["expected"] == linked[off:off + 4].hex(" ")
+    counted = [c for c in doc["checks"] if c["kind"] == "dword_hits"]
+    totals = [line.split(": ")[1].split(" hit")[0] for line in lines if " hit(s)" in line]
+    assert len(counted) == 5 and [c["expected"] for c in counted] == [f"{int(t):,}" for t in totals]
     # the same addresses linked bit-exact: the dwords the driver found are not there
     inputs = {layer.name: [addresses["input_va"]] for layer in exe.input_layers}
     layers = [(layer.name, layer.size_bytes) for layer in exe.output_layers]
@@ -66,4 +69,8 @@ def test_the_drivers_scan_matches_its_own_bitstream_only(shared_data, tmp_path, 
     other = cli("verify", log, "--buffer", f"bitstream={right}", "--json")
     doc = json.loads(other.out)
     assert other.code == 1 and doc["verdict"] == "DIFFER"
-    assert {c["what"] for c in doc["checks"] if not c["match"]} <= {c["what"] for c in scanned}
+    failed = {c["what"] for c in doc["checks"] if not c["match"]}
+    assert failed and failed <= {c["what"] for c in scanned} | {c["what"] for c in counted}
+    # 0x00880000 is nowhere whole in the bit-exact stream: its count is 0 there
+    (inputs_hits,) = [c for c in doc["checks"] if c["kind"] == "dword_hits" and c["what"].startswith("INPUT ")]
+    assert inputs_hits["found"] == "0" and not inputs_hits["match"]
