@@ -205,13 +205,15 @@ PATTERN_GROUPS = ("offset", "page", "bytes", "crc32", "xor64", "size")
 def _may_hold_values(line: str) -> bool:
     """False for a line _parse_line finds nothing in without --pattern: every value it reads needs one of these
     words ([FP], page[, last8, xor, crc, size, head / mid / tail; a driver tag's -OUT / BS-DUMP / SCAN-, sz=;
-    the consoles' `--- ` headers and `actual`; its searches are case-blind but [FP]'s). Substring tests of the
-    lowered line: a case-blind alternation search cost 5 us a line. (The consoles' byte rows, which hold none
-    of them, are read by the DriverRows that follows every line.)"""
+    the consoles' `--- ` headers and `actual`; BS-SCAN, VA[0]=, BOUNCE first, host buf; its searches are
+    case-blind but [FP]'s). Substring tests of the lowered line: a case-blind alternation search cost 5 us a
+    line. (The consoles' byte rows, which hold none of them, are read by the DriverRows that follows every
+    line.)"""
     low = line.lower()
     return ("[fp]" in low or "page[" in low or "last8" in low or "xor" in low or "crc" in low or "size" in low
             or "head" in low or "mid" in low or "tail" in low or "-out" in low or "bs-dump" in low
-            or "scan-" in low or "bs-scan" in low or "va[0]=" in low or "bounce first" in low or "host buf" in low or "sz=" in low or "--- " in low or "total=" in low or "actual" in low)
+            or "scan-" in low or "bs-scan" in low or "va[0]=" in low or "bounce first" in low or "host buf" in low
+            or "sz=" in low or "--- " in low or "total=" in low or "actual" in low)
 
 
 @dataclass(frozen=True)

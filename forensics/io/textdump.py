@@ -944,7 +944,8 @@ def _decode_c_array(lines, path: str, encoding: str) -> TextDump:
 # copy of the output it scanned), and the console's output dump. A tag the driver does not use is its own buffer.
 DRIVER_BUFFERS = {
     "DPC-OUT": "output", "DONE-OUT": "output", "console": "output",
-    "BS-DUMP": "bitstream", "BS-SCAN": "bitstream", "DPC-SCAN-INFERBitstream": "bitstream", "SCAN-INFERBitstream": "bitstream",
+    "BS-DUMP": "bitstream", "BS-SCAN": "bitstream", "DPC-SCAN-INFERBitstream": "bitstream",
+    "SCAN-INFERBitstream": "bitstream",
     "INPUT-CHK": "input", "INPUT-VERIFY": "input", "DPC-SCAN-InputImage": "input", "SCAN-InputImage": "input",
     "DPC-SCAN-PARAMBitstream": "param_bitstream", "SCAN-PARAMBitstream": "param_bitstream",
     "SCAN-ParamData": "param_data", "DPC-SCAN-DescRing": "desc_ring", "SCAN-DescRing": "desc_ring",

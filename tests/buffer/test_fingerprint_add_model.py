@@ -33,7 +33,8 @@ def test_the_host_input_line_is_the_inputs_head(tmp_path, cli, size):
     log.write_bytes(drv.saved(capture(inp, out), "utf-16"))
     (tmp_path / "input.bin").write_bytes(inp)
     (tmp_path / "output.bin").write_bytes(out)
-    argv = ["verify", log, "--buffer", f"input={tmp_path / 'input.bin'}", "--buffer", f"output={tmp_path / 'output.bin'}"]
+    argv = ["verify", log, "--buffer", f"input={tmp_path / 'input.bin'}",
+            "--buffer", f"output={tmp_path / 'output.bin'}"]
     doc = json.loads(cli(*argv, "--json").out)
     assert doc["verdict"] == "MATCH"
     (head,) = [c for c in doc["checks"] if c["tag"] == "input"]
