@@ -25,7 +25,7 @@ import numpy as np
 
 from forensics.compare.crc import PEEK, crc_dump, format_crc
 from forensics.io.dump import DEFAULT_CHUNK, Dump
-from forensics.io.textdump import CONSOLE_HEAD, CONSOLE_TOTAL, PREFILL_SIZE, DriverRows, driver_buffer
+from forensics.io.textdump import CONSOLE_HEAD, CONSOLE_TOTAL, DRIVER_BUFFERS, PREFILL_SIZE, DriverRows, driver_buffer
 from forensics.core.errors import InputError, verbatim
 from forensics.core.judgement import Judgement, Reason
 from forensics.core.verdict import Verdict
@@ -205,13 +205,15 @@ PATTERN_GROUPS = ("offset", "page", "bytes", "crc32", "xor64", "size")
 def _may_hold_values(line: str) -> bool:
     """False for a line _parse_line finds nothing in without --pattern: every value it reads needs one of these
     words ([FP], page[, last8, xor, crc, size, head / mid / tail; a driver tag's -OUT / BS-DUMP / SCAN-, sz=;
-    the consoles' `--- ` headers and `actual`; its searches are case-blind but [FP]'s). Substring tests of the
-    lowered line: a case-blind alternation search cost 5 us a line. (The consoles' byte rows, which hold none
-    of them, are read by the DriverRows that follows every line.)"""
+    the consoles' `--- ` headers and `actual`; BS-SCAN, VA[0]=, BOUNCE first, host buf; its searches are
+    case-blind but [FP]'s). Substring tests of the lowered line: a case-blind alternation search cost 5 us a
+    line. (The consoles' byte rows, which hold none of them, are read by the DriverRows that follows every
+    line.)"""
     low = line.lower()
     return ("[fp]" in low or "page[" in low or "last8" in low or "xor" in low or "crc" in low or "size" in low
             or "head" in low or "mid" in low or "tail" in low or "-out" in low or "bs-dump" in low
-            or "scan-" in low or "sz=" in low or "--- " in low or "total=" in low or "actual" in low)
+            or "scan-" in low or "bs-scan" in low or "va[0]=" in low or "bounce first" in low or "host buf" in low
+            or "sz=" in low or "--- " in low or "total=" in low or "actual" in low)
 
 
 @dataclass(frozen=True)
@@ -329,7 +331,7 @@ def _parse_line(line: str, lineno: int, page_size: int, pattern, tag_now: str | 
 _B16 = r"((?:[0-9A-Fa-f]{2}[ \t]{1,2}){15}[0-9A-Fa-f]{2})"
 _B32 = r"((?:[0-9A-Fa-f]{2}[ \t]{1,2}){31}[0-9A-Fa-f]{2})"
 _B8 = r"((?:[0-9A-Fa-f]{2}[ \t]{1,2}){7}[0-9A-Fa-f]{2})"
-_DRIVER_TAG = re.compile(r"\[((?:DPC-)?SCAN-[A-Za-z]+|DPC-OUT(?:/\w+)?|DONE-OUT|BS-DUMP|INPUT-VERIFY)\]")
+_DRIVER_TAG = re.compile(r"\[((?:DPC-)?SCAN-[A-Za-z]+|DPC-OUT(?:/\w+)?|DONE-OUT|BS-DUMP|BS-SCAN|INPUT-VERIFY)\]")
 _DPC_OUT = re.compile(r"kernel VA=\S+\s+outVA=0x[0-9A-Fa-f]+\s+size=(\d+)\s+nonzero=(\d+)\s+non-0xCC=(\d+)\s+"
                       r"\(FULL scan\)\s+firstNon0xCC@0x([0-9A-Fa-f]+)")
 _DONE_OUT = re.compile(r"kernel VA=\S+\s+outVA=0x[0-9A-Fa-f]+\s+size=(\d+)\s+nonzero\(first (\d+) B\)=(\d+)")
@@ -340,6 +342,20 @@ _SCAN_HEAD32 = re.compile(r"(?:descs|head)\[0\.\.31\]=" + _B32 + r"\s*\|\s*post-
                           r"firstAt=0x([0-9A-Fa-f]+)")
 _SCAN_FIRST32 = re.compile(r"\bfirst32=" + _B32)
 _SCAN_RING = re.compile(r"\bpost-(\d+) non-0xA5=(\d+) firstAt=0x([0-9A-Fa-f]+)")
+# Queue.c's scan of the bitstream for each patch value, as a 32-bit little-endian dword at offsets stepping by 4:
+# `[BS-SCAN]   %s=0x%x found at off=0x%lx` (the first 4 hits): those 4 bytes there; `[BS-SCAN] %s 0x%08x: %lu
+# hit(s)%s`: how many dwords at offsets 0, 4, .. (the last whole one) hold the value
+_BS_HITS = re.compile(r"^\s*([\w\[\]]+) 0x([0-9A-Fa-f]{8}): (\d+) hit\(s\)")
+_BS_FOUND = re.compile(r"^\s*([\w\[\]]+)=0x([0-9A-Fa-f]{1,8}) found at off=0x([0-9A-Fa-f]+)\s*$")
+# Queue.c's readback of the input's page-table entries (simple addresses, the first up-to-4 pages):
+# `[%s] PTE[%lu+%u]: expected=0x%llX readback=0x%llX %s | VA[0]=0x%llX`, VA[0] the page's first 8 bytes read as
+# one little-endian qword (0xDEADDEAD when the driver could not map the buffer: no value)
+_PTE_VA0 = re.compile(r"\bPTE\[(\d+)\+(\d+)\]: expected=0x[0-9A-Fa-f]+ readback=0x[0-9A-Fa-f]+ \w+ \| "
+                      r"VA\[0\]=0x([0-9A-Fa-f]{1,16})\s*$")
+_NOT_MAPPED = 0xDEADDEAD
+# Device.c's DPC after copying the bounce buffer (what the chip wrote) to the user's output:
+# `[%s] BOUNCE first 16B: %02x x8  %02x x8`, the output's first 16 bytes
+_BOUNCE16 = re.compile(r"\bBOUNCE first 16B: " + _B16 + r"\s*$")
 _VERIFY_XOR = re.compile(r"xor-fold post-DONE = 0x([0-9A-Fa-f]{16}) \(pre=0x([0-9A-Fa-f]{16})\)")
 _VERIFY_PAGE = re.compile(r"page\[0\] first8 post-DONE=" + _B8)
 _NONE = 0xFFFFFFFF  # the driver's "no such byte" offset (firstNon0xCC, firstAt)
@@ -363,8 +379,18 @@ def _driver_line(line: str, lineno: int) -> list[Logged] | None:
     if "Output buffer pre-filled" in line:
         m = PREFILL_SIZE.search(line)
         return [Logged("output", "size", int(m.group(1)), lineno, "size")] if m else None
+    if "host buf" in line and (m := _HOST_INPUT.match(line)):
+        return [Logged("input", "bytes", _hexbytes(m.group(1)), lineno, "host buf first 16", 0)]
     if "[" not in line:
         return None
+    if "VA[0]=" in line and (m := _PTE_VA0.search(line)):
+        page, value = int(m.group(2)), int(m.group(3), 16)
+        if value == _NOT_MAPPED:
+            return []
+        return [Logged("input", "bytes", value.to_bytes(8, "little"), lineno, f"page[{page}] VA[0]",
+                       page * RING_PAGE, EDGE)]
+    if "BOUNCE first 16B" in line and (m := _BOUNCE16.search(line)):
+        return [Logged("output", "bytes", _hexbytes(m.group(1)), lineno, "BOUNCE first 16B", 0, 16)]
     row = DriverRows().row(line, lineno)  # `[DPC-OUT] [00] ..`, `[DPC-OUT/USER] tail64@0x..: ..`
     if row is not None:
         label = f"[{row.tag}] {row.label}" if row.label.startswith("[") else row.label  # tail64@0x1fc0
@@ -384,6 +410,15 @@ def _driver_line(line: str, lineno: int) -> list[Logged] | None:
                 Logged(buffer, "nonzero", int(h.group(3)), lineno, f"nonzero (first {scanned} B)", end=scanned)]
     if tag == "BS-DUMP" and (h := _BS_SIZE.search(rest)):
         return [Logged(buffer, "size", int(h.group(1)), lineno, "size")]
+    if tag == "BS-SCAN":
+        if h := _BS_FOUND.search(rest):
+            at = int(h.group(3), 16)
+            return [Logged(buffer, "bytes", int(h.group(2), 16).to_bytes(4, "little"), lineno,
+                           f"{h.group(1)}@0x{at:x}", at, 4)]
+        if h := _BS_HITS.search(rest):
+            return [Logged(buffer, "dword_hits", int(h.group(3)), lineno, f"{h.group(1)} 0x{h.group(2).lower()} hits",
+                           sentinel=int(h.group(2), 16))]
+        return None
     if tag == "INPUT-VERIFY":
         if h := _VERIFY_XOR.search(rest):
             return [Logged(buffer, "xor64", int(h.group(1), 16), lineno, "xor64 post-DONE"),
@@ -443,6 +478,9 @@ class _Console:
         return []
 
 
+# add_model_test_console before INFER: `HexDump("input  (host buf, first 16)", in, min(INPUT_SIZE, 16))`, i.e.
+# `  input  (host buf, first 16): xx xx ...` (std::hex, setw(2), setfill('0')): the input's first bytes
+_HOST_INPUT = re.compile(r"^\s*input\s+\(host buf, first 16\):((?:\s[0-9a-f]{2}){1,16})\s*$")
 _ACTUAL = re.compile(r"^\s*actual\s*:((?:\s[0-9a-f]{2})+)\s*$")
 
 
@@ -720,6 +758,7 @@ def _norm(name) -> str:
 
 
 UNTAGGED = "(untagged)"
+_DRIVER_NAMES = frozenset(_norm(name) for name in DRIVER_BUFFERS.values())  # the driver's buffers, as matched
 
 
 def _as_dump(name: str, value, dump_options: dict) -> Dump:
@@ -824,6 +863,9 @@ def _check(item: Logged, dump: Dump, cache: dict, readers: dict, text: str, prog
         return check("xor64", f"0x{item.expected:016x}", f"0x{value:016x}", item.expected == value)
     if item.kind in ("nonzero", "non_sentinel", "first_non_sentinel"):
         return _check_counts(item, dump, cache, check)
+    if item.kind == "dword_hits":
+        count = _cached(cache, ("dwords", path, item.sentinel), lambda: _dword_hits(dump, item.sentinel))
+        return check("dword_hits", f"{item.expected:,}", f"{count:,}", item.expected == count, 0)
     if offset is None:  # MID / TAIL named without an offset: where `forensics crc` takes them
         offset = peek_offsets(dump.size)[item.label]
     got = _read(readers, dump, offset, len(item.expected))
@@ -840,6 +882,18 @@ def _check(item: Logged, dump: Dump, cache: dict, readers: dict, text: str, prog
         # fewer bytes than the form announces, and the buffer does not end there: the run was cut
         return check("truncated", f"{announced} bytes", f"{len(item.expected)} logged (cut short)", False, offset)
     return check("bytes", expected, got.hex(" ") if got else "(past the end)", match, offset)
+
+
+def _dword_hits(dump: Dump, value: int) -> int:
+    """Queue.c's patch scan: the little-endian dwords at offsets 0, 4, .. (every whole one) equal to `value`."""
+    from forensics.io.dump import iter_windows
+
+    whole = dump.size // 4 * 4
+    step = DEFAULT_CHUNK // 4 * 4
+    count = 0
+    for _, view, _ in iter_windows(dump, [(lo, min(lo + step, whole)) for lo in range(0, whole, step)]):
+        count += int(np.count_nonzero(np.frombuffer(view, dtype="<u4") == value))
+    return count
 
 
 def _cached(cache: dict, key: tuple, compute):
@@ -895,12 +949,20 @@ def _assign(tags: dict, files: list[str], buffers: dict[str, str], sizes: dict) 
             out[key] = f
             left.remove(f)
     free = [k for k in tags if k not in out]
-    if len(left) == 1 and len(free) == 1:
+
+    def other_buffer(f: str, key: str) -> bool:
+        # a file named after one of the driver's buffers (input.bin) is never another's dump (the log holding
+        # only the output's lines): those lines would all DIFFER from a correct file
+        stem, buffer = _norm(default_tag(f)), _norm(driver_buffer(str(tags.get(key, key))))
+        return stem in _DRIVER_NAMES and (buffer in _DRIVER_NAMES or key in _DRIVER_NAMES) and stem not in (
+            key, buffer)
+
+    if len(left) == 1 and len(free) == 1 and not other_buffer(left[0], free[0]):
         out[free[0]] = left.pop()
         free = []
     for f in list(left):
         size = os.path.getsize(f) if os.path.isfile(f) else None
-        fits = [k for k in free if size is not None and size in sizes.get(k, ())]
+        fits = [k for k in free if size is not None and size in sizes.get(k, ()) and not other_buffer(f, k)]
         if len(fits) == 1:
             out[fits[0]] = f
             free.remove(fits[0])

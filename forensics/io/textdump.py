@@ -249,7 +249,22 @@ def _utf16_without_bom(head: bytes) -> str | None:
     for encoding, zeros, chars in (("utf-16-le", sample[1::2], sample[0::2]), ("utf-16-be", sample[0::2], sample[1::2])):
         if not zeros.strip(b"\0") and len(chars.translate(None, _NOT_PRINTABLE)) == len(chars):
             return encoding
+        # a log with some text that is not ASCII (the story driver's Korean, its arrows and dashes): most code
+        # units ASCII, and every character of the head printable once decoded
+        if zeros.count(0) * 4 >= len(zeros) * 3 and _printable_utf16(sample, encoding):
+            return encoding
     return None
+
+
+def _printable_utf16(sample: bytes, encoding: str) -> bool:
+    try:
+        text = sample.decode(encoding)
+    except UnicodeDecodeError:  # a surrogate pair cut by the sniff window
+        try:
+            text = sample[:-2].decode(encoding)
+        except UnicodeDecodeError:
+            return False
+    return all(c.isprintable() or c in "\t\r\n" for c in text)
 
 
 _NOT_PRINTABLE = bytes(b for b in range(256) if not (32 <= b < 127 or b in (9, 10, 13)))
@@ -399,6 +414,8 @@ def detect_format(text: str) -> str | None:
     found = _detect_dump_format(text)
     if found is None and ("[" in text or "--- " in text) and has_driver_rows(iter_lines(text)):
         return "driver"
+    if found == "windbg" and "[" in text and not _rx.FAST_DB.search(text) and has_driver_rows(iter_lines(text)):
+        return "driver"  # DbgView's columns pasted with spaces (`00000001  0.0000125  [DPC-OUT] [00] ..`)
     return found
 
 
@@ -927,7 +944,8 @@ def _decode_c_array(lines, path: str, encoding: str) -> TextDump:
 # copy of the output it scanned), and the console's output dump. A tag the driver does not use is its own buffer.
 DRIVER_BUFFERS = {
     "DPC-OUT": "output", "DONE-OUT": "output", "console": "output",
-    "BS-DUMP": "bitstream", "DPC-SCAN-INFERBitstream": "bitstream", "SCAN-INFERBitstream": "bitstream",
+    "BS-DUMP": "bitstream", "BS-SCAN": "bitstream", "DPC-SCAN-INFERBitstream": "bitstream",
+    "SCAN-INFERBitstream": "bitstream",
     "INPUT-CHK": "input", "INPUT-VERIFY": "input", "DPC-SCAN-InputImage": "input", "SCAN-InputImage": "input",
     "DPC-SCAN-PARAMBitstream": "param_bitstream", "SCAN-PARAMBitstream": "param_bitstream",
     "SCAN-ParamData": "param_data", "DPC-SCAN-DescRing": "desc_ring", "SCAN-DescRing": "desc_ring",
@@ -1089,6 +1107,8 @@ def _decode(open_lines, *, path: str, fmt: str, gap_fill: int | None, encoding: 
         raise InputError(f"unknown text dump format {fmt!r} (expected auto, {', '.join(FORMATS)})", path)
     if gap_fill is not None and not 0 <= gap_fill <= 255:
         raise InputError(f"gap_fill must be a byte value 0-255, got {gap_fill}", path)
+    if fmt == "auto" and tag is not None and has_driver_rows(open_lines()):
+        fmt = "driver"  # a buffer among the driver's rows was asked for: whatever columns precede them
     if fmt == "auto":
         head = "\n".join(itertools.islice(open_lines(), 400))  # what detect_format and _refusal look at
         found = detect_format(head)

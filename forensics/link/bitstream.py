@@ -713,7 +713,15 @@ def _decide_by_bits(b: _Buffer) -> None:
 
 
 def _decide_by_expect(b: _Buffer, want: int | None) -> None:
-    if want is None or b.state != "linked":
+    if want is None:
+        return
+    if b.state == "unlinked":
+        # fields as compiled that hold the address expected (address 0 over compiled zeros, as the story's
+        # add_model console maps its input at device address 0): linked there, as the driver meant
+        if b.matches(CHIP, want):
+            b.state, b.decided_by = "linked", None
+        return
+    if b.state != "linked":
         return
     if b.matches(CHIP, want):
         b.reading, b.decided_by = CHIP, None

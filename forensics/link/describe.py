@@ -87,7 +87,8 @@ def finding_text(f: dict) -> str:
                 "every field of a buffer with its one address")
     if kind == "unlinked":
         return (f"unlinked: {', '.join(short(n) for n in f['names'])} still hold the compiled bits: the driver "
-                "never linked them (or linked address 0)")
+                "never linked them (or linked device address 0 where the compiled bits are 0: --expect "
+                "KIND:NAME=0 settles it)")
     if kind == "aliased":
         a, b = (short(n) for n in f["names"])
         if f["same_address"]:
