@@ -66,3 +66,9 @@ def alignment(address: int) -> str:
     if address % PAGE == 0:
         return "page"
     return "tensor" if address % TENSOR_ALIGNMENT == 0 else "none"
+
+
+def hex_address(address: int) -> str:
+    """An address as text: one that needs more than 32 bits is written with all 16 hex digits, so the
+    addresses of one table line up and bit 57 of 0x0200000000022000 is where a reader counts it."""
+    return f"0x{address:016x}" if address > 0xFFFFFFFF else f"0x{address:x}"

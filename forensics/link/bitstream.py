@@ -98,7 +98,7 @@ class Expectation:
     address: int
 
     def to_dict(self) -> dict:
-        return {"kind": self.kind, "name": self.name, "address": f"0x{self.address:x}"}
+        return {"kind": self.kind, "name": self.name, "address": va.hex_address(self.address)}
 
 
 def parse_expect(text: str) -> Expectation:
@@ -496,7 +496,7 @@ def judge_link(result: LinkCheck) -> Judgement:
 
 
 def _hex(v) -> str | None:
-    return None if v is None else f"0x{v:x}"
+    return None if v is None else va.hex_address(v)
 
 
 def _ident(packages, cand) -> dict:
