@@ -404,7 +404,7 @@ def diagnose_dumps(dump_a, dump_b, *, layout: RecordLayout | None = None, previo
     try:
         spans, exact = blocks(dump_b.size, dump_a.size, scan)
         ctx = Context(dump_a, dump_b, src_a, src_b, layout, scan, Region(src_a, src_b, spans, exact),
-                      model_view=model_view, previous_src=prev_src, max_shift=max_shift, fills=fills_of(scan, pats),
+                      model_view=model_view, previous_src=prev_src, max_shift=max_shift, fills=fills_of(scan, pats, dump_b.size),
                       model=model, previous=prev.path if prev is not None else None,
                       pattern_names={bytes(p): name for name, p in pats}, dtype=dtype, inputs=input_crcs)
         search = _Search(ctx, scan)

@@ -244,11 +244,19 @@ def scan_pair(dump_a: Dump, dump_b: Dump, layout: RecordLayout, sentinels, min_r
 # --- heuristics ----------------------------------------------------------------------------------------------
 
 
-def fills_of(scan, sentinels) -> list:
+TAIL_SHARE = 0.9   # a sentinel run to B's end that holds this share of every differing byte is a tail never written
+
+
+def fills_of(scan, sentinels, end_b: int | None = None) -> list:
+    """The sentinel runs that look unwritten: mostly differing bytes; or, reaching B's end (`end_b`), holding
+    nearly every differing byte of the pair (a DMA that stopped into a zeroed buffer of mostly-zero data, a scores
+    output, differs from A only where A is not 0: sparse, yet nothing but the tail differs)."""
     out = []
     pats = dict(sentinels)
     for name, runs in scan.runs.items():
-        hits = [(s, e, w) for s, e, w in runs.runs if 2 * w >= e - s]
+        hits = [(s, e, w) for s, e, w in runs.runs
+                if 2 * w >= e - s or (e == end_b and w >= DEFAULT_MIN_RUN and e - s >= 4 * DEFAULT_MIN_RUN
+                                      and w >= TAIL_SHARE * scan.bytes_differing)]
         if hits:
             out.append((name, pats[name], hits))
     return out
