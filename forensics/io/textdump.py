@@ -1254,7 +1254,7 @@ def text_lines(path: str, what: str):
     ASCII is U+FFFD and counted (`open_lines.non_ascii_lines`). A file whose head is binary (NUL bytes, or
     control bytes beyond a stray one: looks_binary) is an InputError, `what` naming it ("a text hex dump", "a
     driver log")."""
-    from forensics.io.dump import check_readable_file
+    from forensics.io.files import check_readable_file
     from forensics.core.errors import reading
 
     size = check_readable_file(path)
@@ -1369,7 +1369,7 @@ def read_text(path: str, limit: int, what: str, *, too_large: str | None = None)
     """(ASCII text, encoding, lines that held anything else) of a whole text file of at most `limit` bytes,
     read as text_lines reads it (a register trace: parsed as one string). `what` names it ("a register
     trace"), `too_large` in the error of a file over the limit (default `what`)."""
-    from forensics.io.dump import read_small_file
+    from forensics.io.files import read_small_file
 
     data = read_small_file(path, limit, too_large or what)
     encoding = text_encoding(data[:SNIFF_BYTES])
