@@ -1085,18 +1085,7 @@ def _decode(open_lines, *, path: str, fmt: str, gap_fill: int | None, encoding: 
             tag: str | None = None) -> TextDump:
     """decode_text_dump over lines: `open_lines()` gives a fresh iterator of them each time (the format is judged
     on the first lines, od's radix and xxd's byte order in a first pass that usually stops early)."""
-    if fmt not in ("auto",) + FORMATS:
-        raise InputError(f"unknown text dump format {fmt!r} (expected auto, {', '.join(FORMATS)})", path)
-    if gap_fill is not None and not 0 <= gap_fill <= 255:
-        raise InputError(f"gap_fill must be a byte value 0-255, got {gap_fill}", path)
-    if fmt == "auto":
-        head = "\n".join(itertools.islice(open_lines(), 400))  # what detect_format and _refusal look at
-        found = detect_format(head)
-        if found is None and has_driver_rows(open_lines()):  # the driver's rows further down its log
-            found = "driver"
-        if found is None:
-            raise InputError(_refusal(head) or f"not a text hex dump this tool knows ({KNOWN_TEXT})", path)
-        fmt = found
+    fmt = _format_of(open_lines, path, fmt, gap_fill)
     if fmt == "driver":
         return _decode_driver(open_lines, path, gap_fill, encoding, tag)
     if tag is not None:
@@ -1104,129 +1093,216 @@ def _decode(open_lines, *, path: str, fmt: str, gap_fill: int | None, encoding: 
                          params=True)
     if fmt == "c-array":
         return _decode_c_array(open_lines(), path, encoding)
-    radix, little_endian, first_addr = (16, None, "")
+    scan = _Scan(fmt, path)
     if fmt in ("xxd", "od", "hexdump"):
-        radix, little_endian, first_addr = _prepass(fmt, open_lines(), path)
-    b = _Builder(path, gap_fill)
-    variant = {"xxd": "xxd -e" if little_endian else "xxd", "plain": "plain", "certutil": "certutil -encodehex",
-               "format-hex": "Format-Hex"}.get(fmt, "")
-    if fmt == "xxd" and radix == 10:
-        variant += " -d"
-    slack = 0
-    started = False
-    closed = False
-    pending_error: tuple[int, str] | None = None
-    what = FORMAT_NAMES[fmt]
-    keep_blanks = fmt == "xxd"  # its ASCII column may end in spaces
+        scan.radix, scan.little_endian, scan.first_addr = _prepass(fmt, open_lines(), path)
+    scan.b = _Builder(path, gap_fill)
+    scan.variant = _first_variant(fmt, scan.radix, scan.little_endian)
     total = 0
     for first, block in _blocks(open_lines()):
         total = first + len(block) - 1
-        if fmt == "windbg" and pending_error is None and not b.repeat_pending:
-            fast = _fast_db(block)
-            if fast is not None:  # every line a full `db` line, contiguous: decoded at once
-                b.add_block(fast[0], fast[1], len(block), fast[2], first)
-                started, variant = True, "db"
-                continue
-        for lineno, raw in enumerate(block, start=first):
-            line = _strip(raw, keep_blanks)
-            if not line or _rx.PROMPT.match(line) or (fmt == "format-hex" and _rx.PS_HEADER.match(line)):
-                continue
-            if line == "*":
-                if fmt in ("hexdump", "od", "xxd"):
-                    if not started:
-                        b.fail(lineno, "'*' before any dump line")
-                    b.repeat_pending = True
-                    continue
-                b.fail(lineno, "'*' (repeated lines) without addresses: how many lines it stands for is unknown; "
-                               "dump again with -v")
-            size_only = _rx.SIZE_ONLY.match(line) if fmt in ("hexdump", "od") else None
-            if size_only:  # the final line: the total size (also closes a '*' run)
-                try:
-                    end = int(size_only.group(1), radix)
-                except ValueError:
-                    b.fail(lineno, f"address {size_only.group(1)!r} is not base {radix} like the lines before")
-                if pending_error is not None:
-                    b.fail(pending_error[0], f"not a line of {what}: {pending_error[1][:60]!r}")
-                b.end_at(end, lineno, slack)
-                closed = True
-                continue
-            parsed = None
-            if fmt == "windbg":
-                m = _rx.WINDBG_ADDR.match(line) or _rx.WINDBG_PHYS.match(line)
-                if m:
-                    address, data, variant = _windbg_line(line, m, lineno, b)
-                    parsed = (address, data)
-            elif fmt == "xxd":
-                split = _xxd_split(line)
-                if split is not None:
-                    token, hexarea, text_col, bits = split
-                    if bits and variant == "xxd":
-                        variant = "xxd -b"
-                    if not text_col:
-                        b.fail(lineno, f"malformed xxd line (no ASCII column of as many characters as bytes): "
-                                       f"{line[:60]!r}")
-                    try:
-                        data = _xxd_bytes(hexarea, bool(little_endian), bits)
-                    except ValueError:
-                        b.fail(lineno, "malformed hex bytes")
-                    parsed = (int(token, radix), data)
-            elif fmt == "hexdump" and (m := _rx.HEXDUMP.match(line)):
-                parsed = (int(m.group(1), 16), _hexbytes(m.group(2).split(), lineno, b))
-                variant = "hexdump -C"
-            elif fmt in ("od", "hexdump"):
-                words = _words(line)
-                if words is not None:
-                    token, tokens, z = words
-                    try:
-                        address = int(token, radix)
-                    except ValueError:
-                        b.fail(lineno, f"address {token!r} is not base {radix} like the lines before")
-                    data, slack = _word_bytes(tokens)
-                    parsed = (address, data)
-                    if not variant:
-                        variant = _words_variant(radix, first_addr, raw, len(tokens[0]), z)
-            elif fmt == "format-hex":
-                m = _rx.PS7.match(line) or _rx.PS5.match(line)
-                if m:
-                    parsed = (int(m.group(1), 16), _columns(line[m.end():], lineno, b, "Format-Hex"))
-                    variant = "Format-Hex (PowerShell 7)" if len(m.group(1)) == 16 else "Format-Hex (PowerShell 5.1)"
-            elif fmt == "certutil":
-                m = _rx.CERTUTIL.match(line)
-                if m:
-                    parsed = (int(m.group(1), 16), _columns(line[m.end():], lineno, b, "certutil", gap_after_8=True))
-            elif fmt == "plain":
-                if _is_plain(line):
-                    cleaned = line.replace(",", " ").replace("0x", " ").replace("0X", " ")
-                    if not started and raw[:1].isspace():
-                        runs = _hex_runs(cleaned[:_LONG_LINE].rsplit(None, 1)[0] if len(cleaned) > _LONG_LINE
-                                         else cleaned)  # the first words tell
-                        if runs[0] in (4, 8, 16) and (runs == runs[0]).all():
-                            raise InputError("words without addresses (`od -A n -t x2`?): their byte order is "
-                                             "unknown; dump with `od -A x -t x1` instead", path)
-                    parsed = (None, _hexbytes((cleaned,), lineno, b))  # runs of pairs: fromhex skips the blanks
-            if parsed is None:
-                if not started or fmt == "plain":
-                    if fmt == "plain":
-                        b.fail(lineno, f"not a line of {what}: {line[:60]!r}")
-                    continue  # text before the dump (a header, a log message) is skipped
-                pending_error = pending_error or (lineno, line)
-                continue
-            if pending_error is not None:  # a stray line between dump lines: the dump is damaged
-                b.fail(pending_error[0], f"not a line of {what}: {pending_error[1][:60]!r}")
-            if closed:
-                b.fail(lineno, f"a dump line after the closing size line: {line[:60]!r}")
-            started = True
-            b.add(parsed[0], parsed[1], lineno)
+        if not _fast_block(scan, first, block):
+            for lineno, raw in enumerate(block, start=first):
+                _scan_line(scan, raw, lineno)
+    b = scan.b
     if b.repeat_pending and b.last_line:
         b.fail(total, "'*' at the end without a closing address")
-    if not started and not closed:
-        raise InputError(f"no lines of {what} found", path)
+    if not scan.started and not scan.closed:
+        raise InputError(f"no lines of {scan.what} found", path)
+    return TextDump(data=bytes(b.out), format=_settled_format(fmt, scan.variant), variant=scan.variant or fmt,
+                    start_address=b.start, lines=b.lines, encoding=encoding)
+
+
+def _format_of(open_lines, path: str, fmt: str, gap_fill: int | None) -> str:
+    """The format `fmt` names, checked, or for "auto" the one the first lines show (the driver's rows may be
+    further down its log); an InputError when it is none we know."""
+    if fmt not in ("auto",) + FORMATS:
+        raise InputError(f"unknown text dump format {fmt!r} (expected auto, {', '.join(FORMATS)})", path)
+    if gap_fill is not None and not 0 <= gap_fill <= 255:
+        raise InputError(f"gap_fill must be a byte value 0-255, got {gap_fill}", path)
+    if fmt != "auto":
+        return fmt
+    head = "\n".join(itertools.islice(open_lines(), 400))  # what detect_format and _refusal look at
+    found = detect_format(head)
+    if found is None and has_driver_rows(open_lines()):  # the driver's rows further down its log
+        found = "driver"
+    if found is None:
+        raise InputError(_refusal(head) or f"not a text hex dump this tool knows ({KNOWN_TEXT})", path)
+    return found
+
+
+def _first_variant(fmt: str, radix: int, little_endian: bool | None) -> str:
+    """The variant a format's dump is taken for before its lines say more ("" while unknown)."""
+    variant = {"xxd": "xxd -e" if little_endian else "xxd", "plain": "plain", "certutil": "certutil -encodehex",
+               "format-hex": "Format-Hex"}.get(fmt, "")
+    return variant + " -d" if fmt == "xxd" and radix == 10 else variant
+
+
+def _settled_format(fmt: str, variant: str) -> str:
+    """hexdump and od print alike in some modes: the variant the lines showed names the tool."""
     if fmt in ("od", "hexdump") and variant.startswith("hexdump") and variant != "hexdump -C":
-        fmt = "hexdump"
-    elif fmt == "hexdump" and variant.startswith("od"):
-        fmt = "od"
-    return TextDump(data=bytes(b.out), format=fmt, variant=variant or fmt, start_address=b.start, lines=b.lines,
-                    encoding=encoding)
+        return "hexdump"
+    if fmt == "hexdump" and variant.startswith("od"):
+        return "od"
+    return fmt
+
+
+@dataclass
+class _Scan:
+    """What _decode knows while it walks one text dump's lines: the format, its radix / byte order / first
+    address from the prepass, the variant seen so far, and where the dump stands (started, closed by a size
+    line, a stray line waiting to be judged by what follows it)."""
+
+    fmt: str
+    path: str
+    b: _Builder | None = None
+    radix: int = 16
+    little_endian: bool | None = None
+    first_addr: str = ""
+    variant: str = ""
+    slack: int = 0
+    started: bool = False
+    closed: bool = False
+    pending_error: tuple[int, str] | None = None
+
+    @property
+    def what(self) -> str:
+        return FORMAT_NAMES[self.fmt]
+
+    def fail_pending(self) -> None:
+        if self.pending_error is not None:  # a stray line between dump lines: the dump is damaged
+            self.b.fail(self.pending_error[0], f"not a line of {self.what}: {self.pending_error[1][:60]!r}")
+
+
+def _fast_block(scan: _Scan, first: int, block) -> bool:
+    """Whether a WinDbg block was decoded at once (every line a full `db` line, contiguous)."""
+    if scan.fmt != "windbg" or scan.pending_error is not None or scan.b.repeat_pending:
+        return False
+    fast = _fast_db(block)
+    if fast is None:
+        return False
+    scan.b.add_block(fast[0], fast[1], len(block), fast[2], first)
+    scan.started, scan.variant = True, "db"
+    return True
+
+
+def _scan_line(scan: _Scan, raw: str, lineno: int) -> None:
+    """One line of the dump: skipped, a repeat mark, the closing size line, or a dump line added."""
+    fmt, b = scan.fmt, scan.b
+    line = _strip(raw, fmt == "xxd")  # xxd's ASCII column may end in spaces
+    if not line or _rx.PROMPT.match(line) or (fmt == "format-hex" and _rx.PS_HEADER.match(line)):
+        return
+    if line == "*":
+        if fmt not in ("hexdump", "od", "xxd"):
+            b.fail(lineno, "'*' (repeated lines) without addresses: how many lines it stands for is unknown; "
+                           "dump again with -v")
+        if not scan.started:
+            b.fail(lineno, "'*' before any dump line")
+        b.repeat_pending = True
+        return
+    size_only = _rx.SIZE_ONLY.match(line) if fmt in ("hexdump", "od") else None
+    if size_only:  # the final line: the total size (also closes a '*' run)
+        try:
+            end = int(size_only.group(1), scan.radix)
+        except ValueError:
+            b.fail(lineno, f"address {size_only.group(1)!r} is not base {scan.radix} like the lines before")
+        scan.fail_pending()
+        b.end_at(end, lineno, scan.slack)
+        scan.closed = True
+        return
+    parser = _LINE_PARSERS.get(fmt)
+    parsed = parser(scan, line, raw, lineno) if parser is not None else None
+    if parsed is None:
+        if fmt == "plain":
+            b.fail(lineno, f"not a line of {scan.what}: {line[:60]!r}")
+        if scan.started:
+            scan.pending_error = scan.pending_error or (lineno, line)
+        return  # text before the dump (a header, a log message) is skipped
+    scan.fail_pending()
+    if scan.closed:
+        b.fail(lineno, f"a dump line after the closing size line: {line[:60]!r}")
+    scan.started = True
+    b.add(parsed[0], parsed[1], lineno)
+
+
+def _windbg_parsed(scan: _Scan, line: str, raw: str, lineno: int):
+    m = _rx.WINDBG_ADDR.match(line) or _rx.WINDBG_PHYS.match(line)
+    if not m:
+        return None
+    address, data, scan.variant = _windbg_line(line, m, lineno, scan.b)
+    return address, data
+
+
+def _xxd_parsed(scan: _Scan, line: str, raw: str, lineno: int):
+    split = _xxd_split(line)
+    if split is None:
+        return None
+    token, hexarea, text_col, bits = split
+    if bits and scan.variant == "xxd":
+        scan.variant = "xxd -b"
+    if not text_col:
+        scan.b.fail(lineno, f"malformed xxd line (no ASCII column of as many characters as bytes): {line[:60]!r}")
+    try:
+        data = _xxd_bytes(hexarea, bool(scan.little_endian), bits)
+    except ValueError:
+        scan.b.fail(lineno, "malformed hex bytes")
+    return int(token, scan.radix), data
+
+
+def _hexdump_parsed(scan: _Scan, line: str, raw: str, lineno: int):
+    m = _rx.HEXDUMP.match(line)
+    if not m:
+        return _words_parsed(scan, line, raw, lineno)
+    scan.variant = "hexdump -C"
+    return int(m.group(1), 16), _hexbytes(m.group(2).split(), lineno, scan.b)
+
+
+def _words_parsed(scan: _Scan, line: str, raw: str, lineno: int):
+    words = _words(line)
+    if words is None:
+        return None
+    token, tokens, z = words
+    try:
+        address = int(token, scan.radix)
+    except ValueError:
+        scan.b.fail(lineno, f"address {token!r} is not base {scan.radix} like the lines before")
+    data, scan.slack = _word_bytes(tokens)
+    if not scan.variant:
+        scan.variant = _words_variant(scan.radix, scan.first_addr, raw, len(tokens[0]), z)
+    return address, data
+
+
+def _format_hex_parsed(scan: _Scan, line: str, raw: str, lineno: int):
+    m = _rx.PS7.match(line) or _rx.PS5.match(line)
+    if not m:
+        return None
+    scan.variant = "Format-Hex (PowerShell 7)" if len(m.group(1)) == 16 else "Format-Hex (PowerShell 5.1)"
+    return int(m.group(1), 16), _columns(line[m.end():], lineno, scan.b, "Format-Hex")
+
+
+def _certutil_parsed(scan: _Scan, line: str, raw: str, lineno: int):
+    m = _rx.CERTUTIL.match(line)
+    if not m:
+        return None
+    return int(m.group(1), 16), _columns(line[m.end():], lineno, scan.b, "certutil", gap_after_8=True)
+
+
+def _plain_parsed(scan: _Scan, line: str, raw: str, lineno: int):
+    if not _is_plain(line):
+        return None
+    cleaned = line.replace(",", " ").replace("0x", " ").replace("0X", " ")
+    if not scan.started and raw[:1].isspace():
+        runs = _hex_runs(cleaned[:_LONG_LINE].rsplit(None, 1)[0] if len(cleaned) > _LONG_LINE
+                         else cleaned)  # the first words tell
+        if runs[0] in (4, 8, 16) and (runs == runs[0]).all():
+            raise InputError("words without addresses (`od -A n -t x2`?): their byte order is "
+                             "unknown; dump with `od -A x -t x1` instead", scan.path)
+    return None, _hexbytes((cleaned,), lineno, scan.b)  # runs of pairs: fromhex skips the blanks
+
+
+# (address or None, bytes) of one line in each format, or None when it is no dump line of it
+_LINE_PARSERS = {"windbg": _windbg_parsed, "xxd": _xxd_parsed, "hexdump": _hexdump_parsed, "od": _words_parsed,
+                 "format-hex": _format_hex_parsed, "certutil": _certutil_parsed, "plain": _plain_parsed}
 
 
 def _words_variant(radix: int, first_addr: str, raw: str, width: int, z: bool) -> str:
