@@ -799,50 +799,69 @@ def _word_bytes(tokens: list[str]) -> tuple[bytes, int]:
 def _prepass(fmt: str, lines: list[str], path: str) -> tuple[int, bool | None, str]:
     """Settle what a line cannot say alone: the address radix (od, xxd -d) and xxd's byte order (-e).
     Returns (radix, little_endian for xxd, the word format's first address)."""
-    if fmt == "xxd":
-        radix = _Radix((16, 10), prefer_first=True)  # xxd -d (decimal) is rare; -a's '*' must not refuse xxd
-    else:
-        radix = None
-    first_addr = ""
-    word_width = 0
+    return _xxd_prepass(lines, path) if fmt == "xxd" else _words_prepass(fmt, lines, path)
+
+
+def _xxd_prepass(lines, path: str) -> tuple[int, bool, str]:
+    """xxd's address radix (-d is decimal) and byte order (-e: little-endian words), from its first lines."""
+    radix = _Radix((16, 10), prefer_first=True)  # xxd -d (decimal) is rare; -a's '*' must not refuse xxd
     order: bool | None = None
     differs = False
     group = 0
+    for raw in lines:
+        line = _strip(raw, keep_blanks=True)
+        if not line or _rx.PROMPT.match(line):
+            continue
+        if line.rstrip() == "*":
+            radix.star()
+            continue
+        split = _xxd_split(line)
+        if split is None or not split[2]:
+            continue
+        token, hexarea, text, bits = split
+        radix.data(token, b"\0" * len(text), 0)
+        groups = hexarea.split()
+        if not bits:
+            group = max(group, max(len(g) for g in groups) // 2) if groups else group
+            if order is None and group > 1:
+                order, seen = _xxd_order(hexarea, groups, text, group)
+                differs = differs or seen
+        if len(radix.alive) <= 1 and (order is not None or group == 1):
+            break
+    if order is None and differs and group >= 4:
+        raise InputError(f"xxd groups of {group} bytes whose ASCII column cannot tell `xxd -e` (little-endian "
+                         f"words) from `xxd -g {group}` (bytes in order): re-run xxd with -g 1", path)
+    return radix.resolve(path, "xxd"), bool(order), ""
+
+
+def _xxd_order(hexarea: str, groups: list[str], text: str, group: int) -> tuple[bool | None, bool]:
+    """(little-endian, or None when this line cannot tell; whether its bytes read differently in the two
+    orders) of one xxd line with groups of `group` bytes."""
+    if hexarea.startswith(" ") or "  " in hexarea.strip():
+        return True, False  # -e right-aligns a short last group
+    if groups and len(groups[-1]) < 2 * group:
+        return False, False  # without -e a short last group starts right after the one before
+    forward, backward = _xxd_bytes(hexarea, False), _xxd_bytes(hexarea, True)
+    if forward == backward:
+        return None, False
+    ok_f, ok_b = _printable_as_xxd(forward, text), _printable_as_xxd(backward, text)
+    return (ok_b if ok_f != ok_b else None), True
+
+
+def _words_prepass(fmt: str, lines, path: str) -> tuple[int, None, str]:
+    """od's / hexdump's address radix (and the first address, which names the variant) from the first lines."""
+    radix = None
+    first_addr = ""
     first_count = 0
     for raw in lines:
         line = _strip(raw, keep_blanks=fmt != "hexdump")
         padded = line != line.rstrip()
-        if fmt != "xxd":
-            line = line.rstrip()
+        line = line.rstrip()
         if not line or _rx.PROMPT.match(line):
             continue
-        if line.rstrip() == "*":
+        if line == "*":
             if radix is not None:
                 radix.star()
-            continue
-        if fmt == "xxd":
-            split = _xxd_split(line)
-            if split is None or not split[2]:
-                continue
-            token, hexarea, text, bits = split
-            radix.data(token, b"\0" * len(text), 0)
-            groups = hexarea.split()
-            if not bits:
-                group = max(group, max(len(g) for g in groups) // 2) if groups else group
-            if order is None and group > 1 and not bits:
-                if hexarea.startswith(" ") or "  " in hexarea.strip():
-                    order = True  # -e right-aligns a short last group
-                elif groups and len(groups[-1]) < 2 * group:
-                    order = False  # without -e a short last group starts right after the one before
-                else:
-                    forward, backward = _xxd_bytes(hexarea, False), _xxd_bytes(hexarea, True)
-                    if forward != backward:
-                        differs = True
-                        ok_f, ok_b = _printable_as_xxd(forward, text), _printable_as_xxd(backward, text)
-                        if ok_f != ok_b:
-                            order = ok_b
-            if len(radix.alive) <= 1 and (order is not None or group == 1):
-                break
             continue
         if radix is None and _rx.HEXDUMP.match(line):
             return 16, None, ""  # hexdump -C: hexadecimal addresses, bytes in order
@@ -852,37 +871,39 @@ def _prepass(fmt: str, lines: list[str], path: str) -> tuple[int, bool | None, s
             if words is None:
                 continue
             first_addr = words[0]
-            word_width = len(words[1][0])
-            if fmt == "hexdump":
-                candidates: tuple[int, ...] = (16,)
-            elif len(first_addr) == 6:
-                candidates = (16,)  # GNU od -A x pads addresses to 6 digits, -A o / -A d to 7
-            elif len(first_addr) == 7 and word_width != 4:
-                candidates = (8, 10)
-            else:
-                candidates = (8, 16, 10)  # 7 digits and 16-bit words: od -A o/-A d, or hexdump without -C
-            radix = _Radix(candidates)
+            radix = _Radix(_radices(fmt, first_addr, len(words[1][0])))
         if size_only:
             radix.size(size_only.group(1))
         elif words is not None:
             radix.data(words[0], *_word_bytes(words[1]))
             first_count = first_count or len(words[1])
-            if len(words[1]) < first_count and 16 in radix.alive and len(radix.alive) > 1 and not words[2]:
-                # hexdump pads a short last line with blanks to the full width, od does not
-                if padded:
-                    radix.keep(16)
-                else:
-                    radix.drop(16)
+            if len(words[1]) < first_count and not words[2]:
+                _short_line(radix, padded)
         if len(radix.alive) <= 1:
             break
-    if fmt == "xxd":
-        if order is None and differs and group >= 4:
-            raise InputError(f"xxd groups of {group} bytes whose ASCII column cannot tell `xxd -e` (little-endian "
-                             f"words) from `xxd -g {group}` (bytes in order): re-run xxd with -g 1", path)
-        return radix.resolve(path, "xxd"), bool(order), ""
     if radix is None:
         return 16, None, ""
     return radix.resolve(path, "od / hexdump"), None, first_addr
+
+
+def _short_line(radix: _Radix, padded: bool) -> None:
+    """A line shorter than the first: hexdump pads it with blanks to the full width, od does not."""
+    if 16 in radix.alive and len(radix.alive) > 1:
+        if padded:
+            radix.keep(16)
+        else:
+            radix.drop(16)
+
+
+def _radices(fmt: str, first_addr: str, word_width: int) -> tuple[int, ...]:
+    """The address radices a word dump's first line allows (its address's digits, its words' width)."""
+    if fmt == "hexdump":
+        return (16,)
+    if len(first_addr) == 6:
+        return (16,)  # GNU od -A x pads addresses to 6 digits, -A o / -A d to 7
+    if len(first_addr) == 7 and word_width != 4:
+        return (8, 10)
+    return (8, 16, 10)  # 7 digits and 16-bit words: od -A o/-A d, or hexdump without -C
 
 
 def _decode_c_array(lines, path: str, encoding: str) -> TextDump:
