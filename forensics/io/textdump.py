@@ -576,6 +576,13 @@ def _windbg_line(line: str, m: re.Match, lineno: int, b: _Builder) -> tuple[int,
         dyb = _windbg_dyb(body)
         if dyb is not None:
             return address, dyb, "dyb"
+    data, variant = _windbg_words(body, width, lineno, b, fill)
+    return address, data, ("!" if physical else "") + variant
+
+
+def _windbg_words(body: str, width: int, lineno: int, b: _Builder, fill: str | None) -> tuple[bytes, str]:
+    """(bytes, variant) of a dw / dd / dq / dc line's words of `width` hex digits (little-endian), up to the
+    ASCII column (dc, or a partial line)."""
     per_line = {4: 8, 8: 4, 16: 2}.get(width)
     if per_line is None:
         b.fail(lineno, f"malformed WinDbg line: a first value of {width} hex digits")
@@ -598,8 +605,7 @@ def _windbg_line(line: str, m: re.Match, lineno: int, b: _Builder) -> tuple[int,
         words.append(clean)
     if len(words) == per_line and len(rest.split()) > per_line and width == 8:
         variant = "dc"
-    data = b"".join(int(w, 16).to_bytes(width // 2, "little") for w in words)
-    return address, data, ("!" if physical else "") + variant
+    return b"".join(int(w, 16).to_bytes(width // 2, "little") for w in words), variant
 
 
 def _windbg_dyb(body: str) -> bytes | None:
@@ -1046,20 +1052,39 @@ def _decode_driver(open_lines, path: str, gap_fill: int | None, encoding: str, t
     if not rows:
         raise InputError("no rows of the driver's hex dumps found ([DPC-OUT] [00] .., [BS-DUMP] [10] .., "
                          "`--- Output buffer (...) ---` and its `  [0000] ..` rows)", path)
+    wanted = _wanted_buffer(rows, tag, path)
+    found = rows[wanted]
+    held = _held_bytes(found, wanted, path)
+    size = reader.sizes.get(wanted)
+    cut = size is not None and max(held) >= size > min(held)
+    if cut:  # the driver prints whole rows of a shorter buffer: the bytes past its end are not the buffer's
+        held = {at: value for at, value in held.items() if at < size}
+    start = min(held)
+    tags = ", ".join(dict.fromkeys(f"[{r.tag}]" for r in found))
+    variant = f"driver {wanted} {tags}" + (f", cut at its size {size:,}" if cut else "")
+    return TextDump(data=_driver_bytes(held, found, gap_fill, path), format="driver", variant=variant,
+                    start_address=start, lines=len(found), encoding=encoding)
+
+
+def _wanted_buffer(rows: dict, tag: str | None, path: str) -> str:
+    """The buffer whose rows are decoded: the one `tag` names, or the only one the log shows."""
     listing = ", ".join(f"{name} ({', '.join(dict.fromkeys(f'[{r.tag}]' for r in found))}, lines "
                         f"{found[0].line}-{found[-1].line})" for name, found in rows.items())
     if tag is not None:
         wanted = tag if tag in rows else driver_buffer(tag)
         if wanted not in rows:
             raise InputError(f"no hex rows of buffer {tag!r}: the log shows {listing}", path)
-    elif len(rows) > 1:
+        return wanted
+    if len(rows) > 1:
         first = next(iter(rows))
         raise InputError(f"the driver printed hex rows of {len(rows)} buffers: {listing}; import one: "
                          f"forensics import {path} --tag {first} -o {first}.bin", path)
-    else:
-        wanted = next(iter(rows))
-    found = rows[wanted]
-    held: dict[int, tuple[int, int]] = {}  # offset -> (byte, line) of every byte the rows show
+    return next(iter(rows))
+
+
+def _held_bytes(found, wanted: str, path: str) -> dict[int, tuple[int, int]]:
+    """offset -> (byte, line) of every byte the rows show; rows that overlap must agree."""
+    held: dict[int, tuple[int, int]] = {}
     for row in found:
         for k, byte in enumerate(row.data):
             at = row.offset + k
@@ -1068,10 +1093,11 @@ def _decode_driver(open_lines, path: str, gap_fill: int | None, encoding: str, t
                                  f"{held[at][1]} shows 0x{held[at][0]:02x}: two different dumps of {wanted} "
                                  f"(cut the log to one inference)", path)
             held.setdefault(at, (byte, row.line))
-    size = reader.sizes.get(wanted)
-    cut = size is not None and max(held) >= size > min(held)
-    if cut:  # the driver prints whole rows of a shorter buffer: the bytes past its end are not the buffer's
-        held = {at: value for at, value in held.items() if at < size}
+    return held
+
+
+def _driver_bytes(held: dict, found, gap_fill: int | None, path: str) -> bytes:
+    """The bytes from the first held offset to the last; a hole is filled with `gap_fill`, else an error."""
     start, end = min(held), max(held) + 1
     if end - start > MAX_TEXT_BYTES:
         raise InputError(f"rows from 0x{start:x} to 0x{end:x}: more than the {MAX_TEXT_BYTES >> 20} MiB a text dump "
@@ -1087,10 +1113,7 @@ def _decode_driver(open_lines, path: str, gap_fill: int | None, encoding: str, t
         out[:] = bytes([gap_fill]) * len(out)
     for at, (byte, _) in held.items():
         out[at - start] = byte
-    tags = ", ".join(dict.fromkeys(f"[{r.tag}]" for r in found))
-    variant = f"driver {wanted} {tags}" + (f", cut at its size {size:,}" if cut else "")
-    return TextDump(data=bytes(out), format="driver", variant=variant, start_address=start, lines=len(found),
-                    encoding=encoding)
+    return bytes(out)
 
 
 def decode_text_dump(text: str, *, path: str = "<text>", fmt: str = "auto", gap_fill: int | None = None,
