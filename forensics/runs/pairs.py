@@ -81,6 +81,12 @@ def compare_pair(pair_dir: str, policy=None, *, stats: bool = False, name: str |
         row["verdict"] = Verdict.ERROR
         row["error"] = f"{name or pair_dir}: {type(exc).__name__}: {exc}"
         return (row, None) if stats else row
+    _fill_row(row, result)
+    return (row, pair_stats) if stats else row
+
+
+def _fill_row(row: dict, result) -> None:
+    """The summary row's columns of a compared pair (a forensics.runs.compare.CompareResult)."""
     row["source_a"], row["source_b"] = result.run_a.source, result.run_b.source
     first = result.first_divergent
     row["verdict"] = result.verdict
@@ -94,7 +100,6 @@ def compare_pair(pair_dir: str, policy=None, *, stats: bool = False, name: str |
         statuses = [r.status for r in result.rows if r.stage == stage]
         if statuses:
             row[stage] = combined(statuses)
-    return (row, pair_stats) if stats else row
 
 
 def partitioned_summary(path: str) -> bool:
