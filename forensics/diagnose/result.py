@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from forensics.compare.crc import format_crc
+from forensics.core import finding as core_finding
 from forensics.core.judgement import Judgement, Reason
 from forensics.core.verdict import Verdict
 
@@ -14,19 +15,31 @@ EXIT_CODES = {v: v.exit_code for v in VERDICTS}  # forensics.core.verdict decide
 
 
 @dataclass(frozen=True)
-class Finding:
-    """One named bug pattern: `kind` (one of KINDS), the evidence sentence, what to do, structured details;
-    `explains` is the share of the differing bytes its simulation reproduces."""
+class Finding(core_finding.Finding):
+    """One named bug pattern, a forensics.core.finding.Finding: `kind` (one of KINDS), its `sentence` (the
+    evidence), what to do (`hint`), its `facts` (structured details); `explains` is the share of the differing
+    bytes its simulation reproduces. `evidence` and `details` are the names diagnose's callers and its JSON
+    use for the sentence and the facts."""
 
-    kind: str
-    evidence: str
-    hint: str = ""
-    details: dict = field(default_factory=dict, compare=False, hash=False)
     explains: float = 0.0
     command: str = ""  # the command the hint asks to run, printed whole on its own line (the JSON's hint ends with it)
 
+    @property
+    def evidence(self) -> str:
+        return self.sentence
+
+    @property
+    def details(self) -> dict:
+        return self.facts
+
     def __getitem__(self, key):
         return self.to_dict()[key]
+
+    def __iter__(self):
+        return iter(self.to_dict())
+
+    def __len__(self) -> int:
+        return len(self.to_dict())
 
     def to_dict(self) -> dict:
         return {"kind": self.kind, "evidence": self.evidence, "hint": with_command(self.hint, self.command),

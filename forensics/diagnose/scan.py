@@ -150,71 +150,43 @@ def scan_pair(dump_a: Dump, dump_b: Dump, layout: RecordLayout, sentinels, min_r
             ea, eb = a[el], b[el]
         s.max_code = max(s.max_code, lsb_delta(ea, eb, code, keep))
 
-    def consume(lo: int, va: memoryview, vb: memoryview, given) -> None:
-        """One block of both dumps; `given`: the offsets of its differing bytes (None: too many, find them)."""
-        a, b = np.frombuffer(va, np.uint8), np.frombuffer(vb, np.uint8)
-        n = len(va)
-        x = np.bitwise_xor(a, b, out=xbuf[:n])
-        nd = int(np.count_nonzero(x))
-        m = (n // rs) if lo >= off else 0  # whole records in this chunk (chunks from `off` are aligned)
-        s.records += m
-        if m and s.lane_eq is not None and s.lane_sampled < LANE_CAP:
-            k = min(m, LANE_SAMPLE)
-            ar, br = a[:k * rs].reshape(k, rs), b[:k * rs].reshape(k, rs)
-            s.lane_eq += (br[:, :, None] == ar[:, None, :]).sum(axis=0)
-            s.lane_sampled += k
-        if nd == 0:
-            for runs in s.runs.values():
-                runs.breaks(lo)
-            return
-        s.bytes_differing += nd
-        if given is not None:
-            given = np.asarray(given, np.int64)
-        elif nd * 8 <= n:  # sparse: all offsets at once take at most a chunk's bytes
-            given = _nonzero_offsets(x, nd)
-        first = later = None
-        hit = np.zeros(n // 8, bool)  # the aligned words holding differing bytes (for the sentinel skip)
-        span = n if s.hist_bytes < HIST_WHOLE else min(n, _HIST_SLICE)  # value shares: a slice of later chunks
+    def lanes_equal(a: np.ndarray, b: np.ndarray, m: int) -> None:
+        """Which lanes of A equal which of B, over the first records of a chunk (a lane swap's evidence)."""
+        k = min(m, LANE_SAMPLE)
+        ar, br = a[:k * rs].reshape(k, rs), b[:k * rs].reshape(k, rs)
+        s.lane_eq += (br[:, :, None] == ar[:, None, :]).sum(axis=0)
+        s.lane_sampled += k
+
+    def values(a: np.ndarray, b: np.ndarray, n: int) -> None:
+        """The byte values' shares of a chunk with differences: all of the first HIST_WHOLE bytes, then a slice."""
+        span = n if s.hist_bytes < HIST_WHOLE else min(n, _HIST_SLICE)
         for i in range(0, span, _HIST_SLICE):  # bincount widens to intp: slices keep that temporary small
             s.hist_a += np.bincount(a[i:min(span, i + _HIST_SLICE)], minlength=256)
             s.hist_b += np.bincount(b[i:min(span, i + _HIST_SLICE)], minlength=256)
         s.hist_bytes += span
-        # the differing bytes all at once when sparse, else slice by slice: temporaries stay small when all differ
-        whole = given is not None
-        for i in range(0, n, n if whole else step):
-            j = n if whole else min(n, i + step)
-            if whole:
-                pos = given
-            else:
-                xs = x[i:j]
-                pos = _nonzero_offsets(xs, int(np.count_nonzero(xs))) + i
-            if not pos.size:
-                continue
-            if first is None:
-                first = int(pos[0])
-            if later is None and pos[-1] >= n // 2:
-                later = int(pos[int(np.searchsorted(pos, n // 2))])
-            s.last = lo + int(pos[-1])
-            hit[pos[pos < n - n % 8] // 8] = True
-            av, bv = a[pos], b[pos]
-            s.diff_hist_a += np.bincount(av, minlength=256)
-            s.diff_hist_b += np.bincount(bv, minlength=256)
-            d = np.abs(av.astype(np.int16) - bv)
-            s.max_delta = max(s.max_delta, int(d.max()))
-            s.bytes_off_by_one += int(np.count_nonzero(d == 1))
-            codes(lo, a, b, n, pos)
-            if m:
-                inside = pos[:int(np.searchsorted(pos, m * rs))]
-                lane = inside % rs  # chunks from `off` start on a record, slices hold whole records
-                s.lane_diff += np.bincount(lane, minlength=rs)
-                if data.any():
-                    rec = inside[data[lane]] // rs
-                    s.records_differing += int(np.count_nonzero(np.diff(rec))) + 1 if rec.size else 0
-        if s.first is None:
-            s.first = lo + first
-        s.samples.append(lo + first)
-        if later is not None and later != first:
-            s.samples.append(lo + later)
+
+    def differing(lo: int, a: np.ndarray, b: np.ndarray, n: int, m: int, pos: np.ndarray) -> None:
+        """The tallies of differing bytes at the offsets `pos` of a chunk at `lo` holding `m` whole records:
+        their values, deltas, element deltas, lanes and records."""
+        s.last = lo + int(pos[-1])
+        av, bv = a[pos], b[pos]
+        s.diff_hist_a += np.bincount(av, minlength=256)
+        s.diff_hist_b += np.bincount(bv, minlength=256)
+        d = np.abs(av.astype(np.int16) - bv)
+        s.max_delta = max(s.max_delta, int(d.max()))
+        s.bytes_off_by_one += int(np.count_nonzero(d == 1))
+        codes(lo, a, b, n, pos)
+        if m:
+            inside = pos[:int(np.searchsorted(pos, m * rs))]
+            lane = inside % rs  # chunks from `off` start on a record, slices hold whole records
+            s.lane_diff += np.bincount(lane, minlength=rs)
+            if data.any():
+                rec = inside[data[lane]] // rs
+                s.records_differing += int(np.count_nonzero(np.diff(rec))) + 1 if rec.size else 0
+
+    def sentinel_runs(lo: int, b: np.ndarray, x: np.ndarray, n: int, hit: np.ndarray) -> None:
+        """Feed each sentinel's runs with where B holds its pattern in a chunk with differences (`hit`: the
+        aligned words holding differing bytes)."""
         wpos = None
         for name, pat in sentinels:
             runs = s.runs[name]
@@ -233,6 +205,52 @@ def scan_pair(dump_a: Dump, dump_b: Dump, layout: RecordLayout, sentinels, min_r
                     continue
             mask = _pattern_mask(b, pat, lo, mask_buf[:n])
             runs.feed(lo, mask, x)
+
+    def consume(lo: int, va: memoryview, vb: memoryview, given) -> None:
+        """One block of both dumps; `given`: the offsets of its differing bytes (None: too many, find them)."""
+        a, b = np.frombuffer(va, np.uint8), np.frombuffer(vb, np.uint8)
+        n = len(va)
+        x = np.bitwise_xor(a, b, out=xbuf[:n])
+        nd = int(np.count_nonzero(x))
+        m = (n // rs) if lo >= off else 0  # whole records in this chunk (chunks from `off` are aligned)
+        s.records += m
+        if m and s.lane_eq is not None and s.lane_sampled < LANE_CAP:
+            lanes_equal(a, b, m)
+        if nd == 0:
+            for runs in s.runs.values():
+                runs.breaks(lo)
+            return
+        s.bytes_differing += nd
+        if given is not None:
+            given = np.asarray(given, np.int64)
+        elif nd * 8 <= n:  # sparse: all offsets at once take at most a chunk's bytes
+            given = _nonzero_offsets(x, nd)
+        first = later = None
+        hit = np.zeros(n // 8, bool)  # the aligned words holding differing bytes (for the sentinel skip)
+        values(a, b, n)
+        # the differing bytes all at once when sparse, else slice by slice: temporaries stay small when all differ
+        whole = given is not None
+        for i in range(0, n, n if whole else step):
+            j = n if whole else min(n, i + step)
+            if whole:
+                pos = given
+            else:
+                xs = x[i:j]
+                pos = _nonzero_offsets(xs, int(np.count_nonzero(xs))) + i
+            if not pos.size:
+                continue
+            if first is None:
+                first = int(pos[0])
+            if later is None and pos[-1] >= n // 2:
+                later = int(pos[int(np.searchsorted(pos, n // 2))])
+            hit[pos[pos < n - n % 8] // 8] = True
+            differing(lo, a, b, n, m, pos)
+        if s.first is None:
+            s.first = lo + first
+        s.samples.append(lo + first)
+        if later is not None and later != first:
+            s.samples.append(lo + later)
+        sentinel_runs(lo, b, x, n, hit)
 
     # stream_pair reads both files to the end (CRCs of whole files) and hands over their common blocks.
     s.crc_a, s.crc_b = stream_pair(dump_a, dump_b, off, rs, consume, block=max(chunk, rs), progress=progress)

@@ -10,16 +10,16 @@ next to the dump (`ours.bin.json`, or `ours.json`).
 from __future__ import annotations
 
 import errno
-import functools
 import mmap
 import os
 import queue
-import stat
 import threading
 from dataclasses import dataclass, field, fields as dataclass_fields
 from typing import Iterator
 
 from forensics.core.errors import InputError, reading
+from forensics.io.files import (  # noqa: F401  (callers import them from here too)
+    check_readable_file, read_small_file, size_is_trustworthy, unsized_bytes)
 
 DEFAULT_CHUNK = 8 << 20  # 8 MiB: large enough to amortise calls, small enough to stay in cache-friendly RSS
 
@@ -153,79 +153,6 @@ def load_sidecar(path: str) -> DumpMeta | None:
         return parse_sidecar(text.decode("utf-8"), found)
     except UnicodeDecodeError:
         raise InputError("sidecar is not UTF-8 text", found) from None
-
-
-def check_readable_file(path: str) -> int:
-    """Return the size of a regular, readable file, or raise one InputError that says what is wrong."""
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        raise InputError("no such file", path) from None
-    except OSError as exc:
-        raise InputError(f"cannot access: {exc.strerror or exc}", path) from None
-    if stat.S_ISDIR(st.st_mode):
-        raise InputError("is a directory, expected a file", path)
-    if not stat.S_ISREG(st.st_mode):
-        raise InputError("is not a regular file", path)
-    if not os.access(path, os.R_OK):
-        raise InputError("cannot read: permission denied", path)
-    return st.st_size
-
-
-MAX_UNSIZED = 64 << 20  # bytes read from a file that reports no size (procfs, sysfs): they are held in memory
-
-
-@functools.lru_cache(maxsize=1)
-def _pseudo_devices() -> frozenset:
-    """st_dev of /proc and /sys, whose files report a size of 0 or one page whatever they hold."""
-    devices = set()
-    for root in ("/proc", "/sys"):
-        try:
-            devices.add(os.stat(root).st_dev)
-        except OSError:
-            pass
-    return frozenset(devices)
-
-
-def size_is_trustworthy(path: str, size: int) -> bool:
-    """Whether a regular file's st_size is how many bytes it holds. Not on procfs / sysfs (cpuinfo says 0,
-    sysfs attributes 4096), nor for any file that says 0 bytes yet reads some (another pseudo file system)."""
-    try:
-        if os.stat(path).st_dev in _pseudo_devices():
-            return False
-        if size == 0:
-            with open(path, "rb") as fh:
-                return fh.read(1) == b""
-    except OSError:
-        return True  # the ordinary reading reports it
-    return True
-
-
-def unsized_bytes(path: str, limit: int | None = None) -> bytes:
-    """All the bytes of a file whose size cannot be trusted, read until EOF, at most `limit` (MAX_UNSIZED)."""
-    limit = MAX_UNSIZED if limit is None else limit
-    with reading(path, "a dump file", "dump file"), open(path, "rb") as fh:
-        data = fh.read(limit + 1)
-    if len(data) > limit:
-        raise InputError(f"reports no size (a procfs / sysfs file) and holds more than the {limit >> 20} MiB "
-                         f"read from such a file (MAX_UNSIZED); copy it to a regular file", path)
-    return data
-
-
-def read_small_file(path, limit: int, what: str = "file") -> bytes:
-    """The whole of a small regular file (a JSON description, a label list), refusing FIFOs, devices and
-    anything over `limit` bytes: one InputError naming the file."""
-    from forensics.core.errors import reading
-
-    path = os.fspath(path)
-    size = check_readable_file(path)
-    if size > limit:
-        raise InputError(f"is {size} bytes, too large for {what} (at most {limit})", path)
-    with reading(path, what), open(path, "rb") as fh:
-        data = fh.read(limit + 1)
-    if len(data) > limit:
-        raise InputError(f"grew past {limit} bytes while reading", path)
-    return data
 
 
 def _npy_header(path: str, file_size: int, fh=None) -> tuple[int, str, tuple[int, ...]]:
@@ -938,26 +865,51 @@ def open_dump(path, *, allow_empty: bool = False, use_sidecar: bool = True, offs
     in memory and the Dump reads those bytes; `text_format` forces a format ("binary" reads the file as is),
     `gap_fill` fills holes between its addresses. `offset` / `length` cut a slice of the data (e.g. the
     tensor inside a page-rounded DMA allocation); a slice past the end is an InputError naming the file."""
-    import warnings
-
-    from forensics.io import textdump
-
     path, member = npz_path(os.fspath(path))
     file_size = check_readable_file(path)
-    data_offset, npy_dtype, npy_shape = 0, None, None
-    text = opener = data = None
-    source_format = "binary"
+    src = _source(path, member, file_size, text_format, gap_fill)
+    data_offset, size, npy_dtype, npy_shape = src.data_offset, src.size, src.npy_dtype, src.npy_shape
+    if offset or length is not None:
+        size = _sliced_size(path, size, offset, length)
+        data_offset += offset
+        npy_dtype, npy_shape = None, None  # a slice of a .npy is bytes, not the array its header describes
+    if size == 0 and not allow_empty:
+        raise InputError("empty dump (0 data bytes)", path)
+    meta = load_sidecar(path) if use_sidecar else None
+    return Dump(path=path if src.member is None else f"{path}:{src.member}", size=size, data_offset=data_offset,
+                npy_dtype=npy_dtype, npy_shape=npy_shape, meta=meta, source_format=src.source_format,
+                text=src.text, slice_offset=offset, slice_length=length, opener=src.opener, data=src.data)
+
+
+@dataclass
+class _Source:
+    """Where a dump's data bytes are, before a slice: how many, what they were read from, and the .npy / .npz
+    array, decoded text dump or in-memory bytes that hold them."""
+
+    size: int
+    source_format: str = "binary"
+    data_offset: int = 0
+    npy_dtype: str | None = None
+    npy_shape: tuple | None = None
+    text: object = None  # forensics.io.textdump.TextDump
+    opener: object = None
+    data: bytes | None = None
+    member: str | None = None
+
+
+def _source(path: str, member: str | None, file_size: int, text_format: str, gap_fill: int | None) -> _Source:
+    """The data of the file at `path`: read whole when its size cannot be trusted, a .npz member's or a .npy's
+    array, a text hex dump decoded, else the file's bytes."""
     if member is None and not size_is_trustworthy(path, file_size):
         data = unsized_bytes(path)
-        size = len(data)
-        source_format = "binary (read to its end: the file system reports no size)"
-    elif path.lower().endswith(".npz") or member is not None:
+        return _Source(len(data), "binary (read to its end: the file system reports no size)", data=data)
+    if path.lower().endswith(".npz") or member is not None:
         opener, member, (data_offset, npy_dtype, npy_shape) = _npz_array(path, member)
         import numpy as np
 
         size = int(np.prod(npy_shape, dtype=np.int64)) * np.dtype(npy_dtype).itemsize
-        source_format = f"npz ({member})"
-    elif path.lower().endswith(".npy"):
+        return _Source(size, f"npz ({member})", data_offset, npy_dtype, npy_shape, opener=opener, member=member)
+    if path.lower().endswith(".npy"):
         if file_size == 0:
             raise InputError("empty file (no .npy header)", path)
         data_offset, npy_dtype, npy_shape = _npy_header(path, file_size)
@@ -966,41 +918,43 @@ def open_dump(path, *, allow_empty: bool = False, use_sidecar: bool = True, offs
         count = 1
         for dim in npy_shape:
             count *= dim
-        size = count * np.dtype(npy_dtype).itemsize
-        source_format = "npy"
-    elif text_format != "binary":
-        sniffed = textdump.sniff_file(path, file_size) if text_format == "auto" else ("text-dump", 0.0)
-        if sniffed is not None and sniffed[0] == "text-dump":
-            text = textdump.read_text_dump(path, fmt=text_format, gap_fill=gap_fill)
-            size = len(text.data)
-            source_format = f"text ({text.description})"
-            start = "" if text.start_address is None else f" from address 0x{text.start_address:x}"
-            warnings.warn(DumpNotice(f"{path}: a text hex dump ({text.description}): {text.lines:,} lines "
-                                     f"decoded to {size:,} bytes{start}"), stacklevel=2)
-        else:
-            size = file_size
-            # a short printable file without line breaks is likely text too; a long one is a buffer whose bytes
-            # happen to be printable
-            if sniffed is not None and (sniffed[0] == "text" or sniffed[1] >= 0.95 and 256 <= file_size < 4096):
-                warnings.warn(DumpWarning(
-                    f"{path}: looks like text ({sniffed[1]:.0%} printable ASCII) but is no hex dump format "
-                    f"forensics knows ({textdump.KNOWN_TEXT}); "
-                    f"reading its bytes as binary"), stacklevel=2)
-    else:
-        size = file_size
-    if offset or length is not None:
-        if offset < 0 or (length is not None and length <= 0):
-            raise InputError(f"bad slice offset={offset} length={length}", path)
-        if offset > size or (length is not None and offset + length > size):
-            end = "the end" if length is None else f"0x{offset + length:x}"
-            raise InputError(f"slice from 0x{offset:x} to {end} is past the end of the data "
-                             f"({size:,} bytes)", path)
-        data_offset += offset
-        size = size - offset if length is None else length
-        npy_dtype, npy_shape = None, None  # a slice of a .npy is bytes, not the array its header describes
-    if size == 0 and not allow_empty:
-        raise InputError("empty dump (0 data bytes)", path)
-    meta = load_sidecar(path) if use_sidecar else None
-    return Dump(path=path if member is None else f"{path}:{member}", size=size, data_offset=data_offset,
-                npy_dtype=npy_dtype, npy_shape=npy_shape, meta=meta, source_format=source_format, text=text,
-                slice_offset=offset, slice_length=length, opener=opener, data=data)
+        return _Source(count * np.dtype(npy_dtype).itemsize, "npy", data_offset, npy_dtype, npy_shape)
+    if text_format != "binary":
+        return _text_source(path, file_size, text_format, gap_fill)
+    return _Source(file_size)
+
+
+def _text_source(path: str, file_size: int, text_format: str, gap_fill: int | None) -> _Source:
+    """A text hex dump decoded (said in a DumpNotice), or the file's bytes (a DumpWarning when it looks like
+    text nonetheless). The warnings name open_dump's caller (stacklevel 4)."""
+    import warnings
+
+    from forensics.io import textdump
+
+    sniffed = textdump.sniff_file(path, file_size) if text_format == "auto" else ("text-dump", 0.0)
+    if sniffed is not None and sniffed[0] == "text-dump":
+        text = textdump.read_text_dump(path, fmt=text_format, gap_fill=gap_fill)
+        size = len(text.data)
+        start = "" if text.start_address is None else f" from address 0x{text.start_address:x}"
+        warnings.warn(DumpNotice(f"{path}: a text hex dump ({text.description}): {text.lines:,} lines "
+                                 f"decoded to {size:,} bytes{start}"), stacklevel=4)
+        return _Source(size, f"text ({text.description})", text=text)
+    # a short printable file without line breaks is likely text too; a long one is a buffer whose bytes happen
+    # to be printable
+    if sniffed is not None and (sniffed[0] == "text" or sniffed[1] >= 0.95 and 256 <= file_size < 4096):
+        warnings.warn(DumpWarning(
+            f"{path}: looks like text ({sniffed[1]:.0%} printable ASCII) but is no hex dump format "
+            f"forensics knows ({textdump.KNOWN_TEXT}); "
+            f"reading its bytes as binary"), stacklevel=4)
+    return _Source(file_size)
+
+
+def _sliced_size(path: str, size: int, offset: int, length: int | None) -> int:
+    """The size of the slice `offset` / `length` of `size` data bytes; an InputError when it is not inside."""
+    if offset < 0 or (length is not None and length <= 0):
+        raise InputError(f"bad slice offset={offset} length={length}", path)
+    if offset > size or (length is not None and offset + length > size):
+        end = "the end" if length is None else f"0x{offset + length:x}"
+        raise InputError(f"slice from 0x{offset:x} to {end} is past the end of the data "
+                         f"({size:,} bytes)", path)
+    return size - offset if length is None else length

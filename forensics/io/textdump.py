@@ -593,6 +593,13 @@ def _windbg_line(line: str, m: re.Match, lineno: int, b: _Builder) -> tuple[int,
         dyb = _windbg_dyb(body)
         if dyb is not None:
             return address, dyb, "dyb"
+    data, variant = _windbg_words(body, width, lineno, b, fill)
+    return address, data, ("!" if physical else "") + variant
+
+
+def _windbg_words(body: str, width: int, lineno: int, b: _Builder, fill: str | None) -> tuple[bytes, str]:
+    """(bytes, variant) of a dw / dd / dq / dc line's words of `width` hex digits (little-endian), up to the
+    ASCII column (dc, or a partial line)."""
     per_line = {4: 8, 8: 4, 16: 2}.get(width)
     if per_line is None:
         b.fail(lineno, f"malformed WinDbg line: a first value of {width} hex digits")
@@ -615,8 +622,7 @@ def _windbg_line(line: str, m: re.Match, lineno: int, b: _Builder) -> tuple[int,
         words.append(clean)
     if len(words) == per_line and len(rest.split()) > per_line and width == 8:
         variant = "dc"
-    data = b"".join(int(w, 16).to_bytes(width // 2, "little") for w in words)
-    return address, data, ("!" if physical else "") + variant
+    return b"".join(int(w, 16).to_bytes(width // 2, "little") for w in words), variant
 
 
 def _windbg_dyb(body: str) -> bytes | None:
@@ -816,50 +822,69 @@ def _word_bytes(tokens: list[str]) -> tuple[bytes, int]:
 def _prepass(fmt: str, lines: list[str], path: str) -> tuple[int, bool | None, str]:
     """Settle what a line cannot say alone: the address radix (od, xxd -d) and xxd's byte order (-e).
     Returns (radix, little_endian for xxd, the word format's first address)."""
-    if fmt == "xxd":
-        radix = _Radix((16, 10), prefer_first=True)  # xxd -d (decimal) is rare; -a's '*' must not refuse xxd
-    else:
-        radix = None
-    first_addr = ""
-    word_width = 0
+    return _xxd_prepass(lines, path) if fmt == "xxd" else _words_prepass(fmt, lines, path)
+
+
+def _xxd_prepass(lines, path: str) -> tuple[int, bool, str]:
+    """xxd's address radix (-d is decimal) and byte order (-e: little-endian words), from its first lines."""
+    radix = _Radix((16, 10), prefer_first=True)  # xxd -d (decimal) is rare; -a's '*' must not refuse xxd
     order: bool | None = None
     differs = False
     group = 0
+    for raw in lines:
+        line = _strip(raw, keep_blanks=True)
+        if not line or _rx.PROMPT.match(line):
+            continue
+        if line.rstrip() == "*":
+            radix.star()
+            continue
+        split = _xxd_split(line)
+        if split is None or not split[2]:
+            continue
+        token, hexarea, text, bits = split
+        radix.data(token, b"\0" * len(text), 0)
+        groups = hexarea.split()
+        if not bits:
+            group = max(group, max(len(g) for g in groups) // 2) if groups else group
+            if order is None and group > 1:
+                order, seen = _xxd_order(hexarea, groups, text, group)
+                differs = differs or seen
+        if len(radix.alive) <= 1 and (order is not None or group == 1):
+            break
+    if order is None and differs and group >= 4:
+        raise InputError(f"xxd groups of {group} bytes whose ASCII column cannot tell `xxd -e` (little-endian "
+                         f"words) from `xxd -g {group}` (bytes in order): re-run xxd with -g 1", path)
+    return radix.resolve(path, "xxd"), bool(order), ""
+
+
+def _xxd_order(hexarea: str, groups: list[str], text: str, group: int) -> tuple[bool | None, bool]:
+    """(little-endian, or None when this line cannot tell; whether its bytes read differently in the two
+    orders) of one xxd line with groups of `group` bytes."""
+    if hexarea.startswith(" ") or "  " in hexarea.strip():
+        return True, False  # -e right-aligns a short last group
+    if groups and len(groups[-1]) < 2 * group:
+        return False, False  # without -e a short last group starts right after the one before
+    forward, backward = _xxd_bytes(hexarea, False), _xxd_bytes(hexarea, True)
+    if forward == backward:
+        return None, False
+    ok_f, ok_b = _printable_as_xxd(forward, text), _printable_as_xxd(backward, text)
+    return (ok_b if ok_f != ok_b else None), True
+
+
+def _words_prepass(fmt: str, lines, path: str) -> tuple[int, None, str]:
+    """od's / hexdump's address radix (and the first address, which names the variant) from the first lines."""
+    radix = None
+    first_addr = ""
     first_count = 0
     for raw in lines:
         line = _strip(raw, keep_blanks=fmt != "hexdump")
         padded = line != line.rstrip()
-        if fmt != "xxd":
-            line = line.rstrip()
+        line = line.rstrip()
         if not line or _rx.PROMPT.match(line):
             continue
-        if line.rstrip() == "*":
+        if line == "*":
             if radix is not None:
                 radix.star()
-            continue
-        if fmt == "xxd":
-            split = _xxd_split(line)
-            if split is None or not split[2]:
-                continue
-            token, hexarea, text, bits = split
-            radix.data(token, b"\0" * len(text), 0)
-            groups = hexarea.split()
-            if not bits:
-                group = max(group, max(len(g) for g in groups) // 2) if groups else group
-            if order is None and group > 1 and not bits:
-                if hexarea.startswith(" ") or "  " in hexarea.strip():
-                    order = True  # -e right-aligns a short last group
-                elif groups and len(groups[-1]) < 2 * group:
-                    order = False  # without -e a short last group starts right after the one before
-                else:
-                    forward, backward = _xxd_bytes(hexarea, False), _xxd_bytes(hexarea, True)
-                    if forward != backward:
-                        differs = True
-                        ok_f, ok_b = _printable_as_xxd(forward, text), _printable_as_xxd(backward, text)
-                        if ok_f != ok_b:
-                            order = ok_b
-            if len(radix.alive) <= 1 and (order is not None or group == 1):
-                break
             continue
         if radix is None and _rx.HEXDUMP.match(line):
             return 16, None, ""  # hexdump -C: hexadecimal addresses, bytes in order
@@ -869,37 +894,39 @@ def _prepass(fmt: str, lines: list[str], path: str) -> tuple[int, bool | None, s
             if words is None:
                 continue
             first_addr = words[0]
-            word_width = len(words[1][0])
-            if fmt == "hexdump":
-                candidates: tuple[int, ...] = (16,)
-            elif len(first_addr) == 6:
-                candidates = (16,)  # GNU od -A x pads addresses to 6 digits, -A o / -A d to 7
-            elif len(first_addr) == 7 and word_width != 4:
-                candidates = (8, 10)
-            else:
-                candidates = (8, 16, 10)  # 7 digits and 16-bit words: od -A o/-A d, or hexdump without -C
-            radix = _Radix(candidates)
+            radix = _Radix(_radices(fmt, first_addr, len(words[1][0])))
         if size_only:
             radix.size(size_only.group(1))
         elif words is not None:
             radix.data(words[0], *_word_bytes(words[1]))
             first_count = first_count or len(words[1])
-            if len(words[1]) < first_count and 16 in radix.alive and len(radix.alive) > 1 and not words[2]:
-                # hexdump pads a short last line with blanks to the full width, od does not
-                if padded:
-                    radix.keep(16)
-                else:
-                    radix.drop(16)
+            if len(words[1]) < first_count and not words[2]:
+                _short_line(radix, padded)
         if len(radix.alive) <= 1:
             break
-    if fmt == "xxd":
-        if order is None and differs and group >= 4:
-            raise InputError(f"xxd groups of {group} bytes whose ASCII column cannot tell `xxd -e` (little-endian "
-                             f"words) from `xxd -g {group}` (bytes in order): re-run xxd with -g 1", path)
-        return radix.resolve(path, "xxd"), bool(order), ""
     if radix is None:
         return 16, None, ""
     return radix.resolve(path, "od / hexdump"), None, first_addr
+
+
+def _short_line(radix: _Radix, padded: bool) -> None:
+    """A line shorter than the first: hexdump pads it with blanks to the full width, od does not."""
+    if 16 in radix.alive and len(radix.alive) > 1:
+        if padded:
+            radix.keep(16)
+        else:
+            radix.drop(16)
+
+
+def _radices(fmt: str, first_addr: str, word_width: int) -> tuple[int, ...]:
+    """The address radices a word dump's first line allows (its address's digits, its words' width)."""
+    if fmt == "hexdump":
+        return (16,)
+    if len(first_addr) == 6:
+        return (16,)  # GNU od -A x pads addresses to 6 digits, -A o / -A d to 7
+    if len(first_addr) == 7 and word_width != 4:
+        return (8, 10)
+    return (8, 16, 10)  # 7 digits and 16-bit words: od -A o/-A d, or hexdump without -C
 
 
 def _decode_c_array(lines, path: str, encoding: str) -> TextDump:
@@ -1043,20 +1070,39 @@ def _decode_driver(open_lines, path: str, gap_fill: int | None, encoding: str, t
     if not rows:
         raise InputError("no rows of the driver's hex dumps found ([DPC-OUT] [00] .., [BS-DUMP] [10] .., "
                          "`--- Output buffer (...) ---` and its `  [0000] ..` rows)", path)
+    wanted = _wanted_buffer(rows, tag, path)
+    found = rows[wanted]
+    held = _held_bytes(found, wanted, path)
+    size = reader.sizes.get(wanted)
+    cut = size is not None and max(held) >= size > min(held)
+    if cut:  # the driver prints whole rows of a shorter buffer: the bytes past its end are not the buffer's
+        held = {at: value for at, value in held.items() if at < size}
+    start = min(held)
+    tags = ", ".join(dict.fromkeys(f"[{r.tag}]" for r in found))
+    variant = f"driver {wanted} {tags}" + (f", cut at its size {size:,}" if cut else "")
+    return TextDump(data=_driver_bytes(held, found, gap_fill, path), format="driver", variant=variant,
+                    start_address=start, lines=len(found), encoding=encoding)
+
+
+def _wanted_buffer(rows: dict, tag: str | None, path: str) -> str:
+    """The buffer whose rows are decoded: the one `tag` names, or the only one the log shows."""
     listing = ", ".join(f"{name} ({', '.join(dict.fromkeys(f'[{r.tag}]' for r in found))}, lines "
                         f"{found[0].line}-{found[-1].line})" for name, found in rows.items())
     if tag is not None:
         wanted = tag if tag in rows else driver_buffer(tag)
         if wanted not in rows:
             raise InputError(f"no hex rows of buffer {tag!r}: the log shows {listing}", path)
-    elif len(rows) > 1:
+        return wanted
+    if len(rows) > 1:
         first = next(iter(rows))
         raise InputError(f"the driver printed hex rows of {len(rows)} buffers: {listing}; import one: "
                          f"forensics import {path} --tag {first} -o {first}.bin", path)
-    else:
-        wanted = next(iter(rows))
-    found = rows[wanted]
-    held: dict[int, tuple[int, int]] = {}  # offset -> (byte, line) of every byte the rows show
+    return next(iter(rows))
+
+
+def _held_bytes(found, wanted: str, path: str) -> dict[int, tuple[int, int]]:
+    """offset -> (byte, line) of every byte the rows show; rows that overlap must agree."""
+    held: dict[int, tuple[int, int]] = {}
     for row in found:
         for k, byte in enumerate(row.data):
             at = row.offset + k
@@ -1065,10 +1111,11 @@ def _decode_driver(open_lines, path: str, gap_fill: int | None, encoding: str, t
                                  f"{held[at][1]} shows 0x{held[at][0]:02x}: two different dumps of {wanted} "
                                  f"(cut the log to one inference)", path)
             held.setdefault(at, (byte, row.line))
-    size = reader.sizes.get(wanted)
-    cut = size is not None and max(held) >= size > min(held)
-    if cut:  # the driver prints whole rows of a shorter buffer: the bytes past its end are not the buffer's
-        held = {at: value for at, value in held.items() if at < size}
+    return held
+
+
+def _driver_bytes(held: dict, found, gap_fill: int | None, path: str) -> bytes:
+    """The bytes from the first held offset to the last; a hole is filled with `gap_fill`, else an error."""
     start, end = min(held), max(held) + 1
     if end - start > MAX_TEXT_BYTES:
         raise InputError(f"rows from 0x{start:x} to 0x{end:x}: more than the {MAX_TEXT_BYTES >> 20} MiB a text dump "
@@ -1084,10 +1131,7 @@ def _decode_driver(open_lines, path: str, gap_fill: int | None, encoding: str, t
         out[:] = bytes([gap_fill]) * len(out)
     for at, (byte, _) in held.items():
         out[at - start] = byte
-    tags = ", ".join(dict.fromkeys(f"[{r.tag}]" for r in found))
-    variant = f"driver {wanted} {tags}" + (f", cut at its size {size:,}" if cut else "")
-    return TextDump(data=bytes(out), format="driver", variant=variant, start_address=start, lines=len(found),
-                    encoding=encoding)
+    return bytes(out)
 
 
 def decode_text_dump(text: str, *, path: str = "<text>", fmt: str = "auto", gap_fill: int | None = None,
@@ -1103,20 +1147,7 @@ def _decode(open_lines, *, path: str, fmt: str, gap_fill: int | None, encoding: 
             tag: str | None = None) -> TextDump:
     """decode_text_dump over lines: `open_lines()` gives a fresh iterator of them each time (the format is judged
     on the first lines, od's radix and xxd's byte order in a first pass that usually stops early)."""
-    if fmt not in ("auto",) + FORMATS:
-        raise InputError(f"unknown text dump format {fmt!r} (expected auto, {', '.join(FORMATS)})", path)
-    if gap_fill is not None and not 0 <= gap_fill <= 255:
-        raise InputError(f"gap_fill must be a byte value 0-255, got {gap_fill}", path)
-    if fmt == "auto" and tag is not None and has_driver_rows(open_lines()):
-        fmt = "driver"  # a buffer among the driver's rows was asked for: whatever columns precede them
-    if fmt == "auto":
-        head = "\n".join(itertools.islice(open_lines(), 400))  # what detect_format and _refusal look at
-        found = detect_format(head)
-        if found is None and has_driver_rows(open_lines()):  # the driver's rows further down its log
-            found = "driver"
-        if found is None:
-            raise InputError(_refusal(head) or f"not a text hex dump this tool knows ({KNOWN_TEXT})", path)
-        fmt = found
+    fmt = _format_of(open_lines, path, fmt, gap_fill, tag)
     if fmt == "driver":
         return _decode_driver(open_lines, path, gap_fill, encoding, tag)
     if tag is not None:
@@ -1124,129 +1155,219 @@ def _decode(open_lines, *, path: str, fmt: str, gap_fill: int | None, encoding: 
                          params=True)
     if fmt == "c-array":
         return _decode_c_array(open_lines(), path, encoding)
-    radix, little_endian, first_addr = (16, None, "")
+    scan = _Scan(fmt, path)
     if fmt in ("xxd", "od", "hexdump"):
-        radix, little_endian, first_addr = _prepass(fmt, open_lines(), path)
-    b = _Builder(path, gap_fill)
-    variant = {"xxd": "xxd -e" if little_endian else "xxd", "plain": "plain", "certutil": "certutil -encodehex",
-               "format-hex": "Format-Hex"}.get(fmt, "")
-    if fmt == "xxd" and radix == 10:
-        variant += " -d"
-    slack = 0
-    started = False
-    closed = False
-    pending_error: tuple[int, str] | None = None
-    what = FORMAT_NAMES[fmt]
-    keep_blanks = fmt == "xxd"  # its ASCII column may end in spaces
+        scan.radix, scan.little_endian, scan.first_addr = _prepass(fmt, open_lines(), path)
+    scan.b = _Builder(path, gap_fill)
+    scan.variant = _first_variant(fmt, scan.radix, scan.little_endian)
     total = 0
     for first, block in _blocks(open_lines()):
         total = first + len(block) - 1
-        if fmt == "windbg" and pending_error is None and not b.repeat_pending:
-            fast = _fast_db(block)
-            if fast is not None:  # every line a full `db` line, contiguous: decoded at once
-                b.add_block(fast[0], fast[1], len(block), fast[2], first)
-                started, variant = True, "db"
-                continue
-        for lineno, raw in enumerate(block, start=first):
-            line = _strip(raw, keep_blanks)
-            if not line or _rx.PROMPT.match(line) or (fmt == "format-hex" and _rx.PS_HEADER.match(line)):
-                continue
-            if line == "*":
-                if fmt in ("hexdump", "od", "xxd"):
-                    if not started:
-                        b.fail(lineno, "'*' before any dump line")
-                    b.repeat_pending = True
-                    continue
-                b.fail(lineno, "'*' (repeated lines) without addresses: how many lines it stands for is unknown; "
-                               "dump again with -v")
-            size_only = _rx.SIZE_ONLY.match(line) if fmt in ("hexdump", "od") else None
-            if size_only:  # the final line: the total size (also closes a '*' run)
-                try:
-                    end = int(size_only.group(1), radix)
-                except ValueError:
-                    b.fail(lineno, f"address {size_only.group(1)!r} is not base {radix} like the lines before")
-                if pending_error is not None:
-                    b.fail(pending_error[0], f"not a line of {what}: {pending_error[1][:60]!r}")
-                b.end_at(end, lineno, slack)
-                closed = True
-                continue
-            parsed = None
-            if fmt == "windbg":
-                m = _rx.WINDBG_ADDR.match(line) or _rx.WINDBG_PHYS.match(line)
-                if m:
-                    address, data, variant = _windbg_line(line, m, lineno, b)
-                    parsed = (address, data)
-            elif fmt == "xxd":
-                split = _xxd_split(line)
-                if split is not None:
-                    token, hexarea, text_col, bits = split
-                    if bits and variant == "xxd":
-                        variant = "xxd -b"
-                    if not text_col:
-                        b.fail(lineno, f"malformed xxd line (no ASCII column of as many characters as bytes): "
-                                       f"{line[:60]!r}")
-                    try:
-                        data = _xxd_bytes(hexarea, bool(little_endian), bits)
-                    except ValueError:
-                        b.fail(lineno, "malformed hex bytes")
-                    parsed = (int(token, radix), data)
-            elif fmt == "hexdump" and (m := _rx.HEXDUMP.match(line)):
-                parsed = (int(m.group(1), 16), _hexbytes(m.group(2).split(), lineno, b))
-                variant = "hexdump -C"
-            elif fmt in ("od", "hexdump"):
-                words = _words(line)
-                if words is not None:
-                    token, tokens, z = words
-                    try:
-                        address = int(token, radix)
-                    except ValueError:
-                        b.fail(lineno, f"address {token!r} is not base {radix} like the lines before")
-                    data, slack = _word_bytes(tokens)
-                    parsed = (address, data)
-                    if not variant:
-                        variant = _words_variant(radix, first_addr, raw, len(tokens[0]), z)
-            elif fmt == "format-hex":
-                m = _rx.PS7.match(line) or _rx.PS5.match(line)
-                if m:
-                    parsed = (int(m.group(1), 16), _columns(line[m.end():], lineno, b, "Format-Hex"))
-                    variant = "Format-Hex (PowerShell 7)" if len(m.group(1)) == 16 else "Format-Hex (PowerShell 5.1)"
-            elif fmt == "certutil":
-                m = _rx.CERTUTIL.match(line)
-                if m:
-                    parsed = (int(m.group(1), 16), _columns(line[m.end():], lineno, b, "certutil", gap_after_8=True))
-            elif fmt == "plain":
-                if _is_plain(line):
-                    cleaned = line.replace(",", " ").replace("0x", " ").replace("0X", " ")
-                    if not started and raw[:1].isspace():
-                        runs = _hex_runs(cleaned[:_LONG_LINE].rsplit(None, 1)[0] if len(cleaned) > _LONG_LINE
-                                         else cleaned)  # the first words tell
-                        if runs[0] in (4, 8, 16) and (runs == runs[0]).all():
-                            raise InputError("words without addresses (`od -A n -t x2`?): their byte order is "
-                                             "unknown; dump with `od -A x -t x1` instead", path)
-                    parsed = (None, _hexbytes((cleaned,), lineno, b))  # runs of pairs: fromhex skips the blanks
-            if parsed is None:
-                if not started or fmt == "plain":
-                    if fmt == "plain":
-                        b.fail(lineno, f"not a line of {what}: {line[:60]!r}")
-                    continue  # text before the dump (a header, a log message) is skipped
-                pending_error = pending_error or (lineno, line)
-                continue
-            if pending_error is not None:  # a stray line between dump lines: the dump is damaged
-                b.fail(pending_error[0], f"not a line of {what}: {pending_error[1][:60]!r}")
-            if closed:
-                b.fail(lineno, f"a dump line after the closing size line: {line[:60]!r}")
-            started = True
-            b.add(parsed[0], parsed[1], lineno)
+        if not _fast_block(scan, first, block):
+            for lineno, raw in enumerate(block, start=first):
+                _scan_line(scan, raw, lineno)
+    b = scan.b
     if b.repeat_pending and b.last_line:
         b.fail(total, "'*' at the end without a closing address")
-    if not started and not closed:
-        raise InputError(f"no lines of {what} found", path)
+    if not scan.started and not scan.closed:
+        raise InputError(f"no lines of {scan.what} found", path)
+    return TextDump(data=bytes(b.out), format=_settled_format(fmt, scan.variant), variant=scan.variant or fmt,
+                    start_address=b.start, lines=b.lines, encoding=encoding)
+
+
+def _format_of(open_lines, path: str, fmt: str, gap_fill: int | None, tag: str | None = None) -> str:
+    """The format `fmt` names, checked, or for "auto" the one the first lines show (the driver's rows may be
+    further down its log; a `tag` asked for picks the driver's rows whatever columns precede them); an
+    InputError when it is none we know."""
+    if fmt not in ("auto",) + FORMATS:
+        raise InputError(f"unknown text dump format {fmt!r} (expected auto, {', '.join(FORMATS)})", path)
+    if gap_fill is not None and not 0 <= gap_fill <= 255:
+        raise InputError(f"gap_fill must be a byte value 0-255, got {gap_fill}", path)
+    if fmt != "auto":
+        return fmt
+    if tag is not None and has_driver_rows(open_lines()):
+        return "driver"  # a buffer among the driver's rows was asked for: whatever columns precede them
+    head = "\n".join(itertools.islice(open_lines(), 400))  # what detect_format and _refusal look at
+    found = detect_format(head)
+    if found is None and has_driver_rows(open_lines()):  # the driver's rows further down its log
+        found = "driver"
+    if found is None:
+        raise InputError(_refusal(head) or f"not a text hex dump this tool knows ({KNOWN_TEXT})", path)
+    return found
+
+
+def _first_variant(fmt: str, radix: int, little_endian: bool | None) -> str:
+    """The variant a format's dump is taken for before its lines say more ("" while unknown)."""
+    variant = {"xxd": "xxd -e" if little_endian else "xxd", "plain": "plain", "certutil": "certutil -encodehex",
+               "format-hex": "Format-Hex"}.get(fmt, "")
+    return variant + " -d" if fmt == "xxd" and radix == 10 else variant
+
+
+def _settled_format(fmt: str, variant: str) -> str:
+    """hexdump and od print alike in some modes: the variant the lines showed names the tool."""
     if fmt in ("od", "hexdump") and variant.startswith("hexdump") and variant != "hexdump -C":
-        fmt = "hexdump"
-    elif fmt == "hexdump" and variant.startswith("od"):
-        fmt = "od"
-    return TextDump(data=bytes(b.out), format=fmt, variant=variant or fmt, start_address=b.start, lines=b.lines,
-                    encoding=encoding)
+        return "hexdump"
+    if fmt == "hexdump" and variant.startswith("od"):
+        return "od"
+    return fmt
+
+
+@dataclass
+class _Scan:
+    """What _decode knows while it walks one text dump's lines: the format, its radix / byte order / first
+    address from the prepass, the variant seen so far, and where the dump stands (started, closed by a size
+    line, a stray line waiting to be judged by what follows it)."""
+
+    fmt: str
+    path: str
+    b: _Builder | None = None
+    radix: int = 16
+    little_endian: bool | None = None
+    first_addr: str = ""
+    variant: str = ""
+    slack: int = 0
+    started: bool = False
+    closed: bool = False
+    pending_error: tuple[int, str] | None = None
+
+    @property
+    def what(self) -> str:
+        return FORMAT_NAMES[self.fmt]
+
+    def fail_pending(self) -> None:
+        if self.pending_error is not None:  # a stray line between dump lines: the dump is damaged
+            self.b.fail(self.pending_error[0], f"not a line of {self.what}: {self.pending_error[1][:60]!r}")
+
+
+def _fast_block(scan: _Scan, first: int, block) -> bool:
+    """Whether a WinDbg block was decoded at once (every line a full `db` line, contiguous)."""
+    if scan.fmt != "windbg" or scan.pending_error is not None or scan.b.repeat_pending:
+        return False
+    fast = _fast_db(block)
+    if fast is None:
+        return False
+    scan.b.add_block(fast[0], fast[1], len(block), fast[2], first)
+    scan.started, scan.variant = True, "db"
+    return True
+
+
+def _scan_line(scan: _Scan, raw: str, lineno: int) -> None:
+    """One line of the dump: skipped, a repeat mark, the closing size line, or a dump line added."""
+    fmt, b = scan.fmt, scan.b
+    line = _strip(raw, fmt == "xxd")  # xxd's ASCII column may end in spaces
+    if not line or _rx.PROMPT.match(line) or (fmt == "format-hex" and _rx.PS_HEADER.match(line)):
+        return
+    if line == "*":
+        if fmt not in ("hexdump", "od", "xxd"):
+            b.fail(lineno, "'*' (repeated lines) without addresses: how many lines it stands for is unknown; "
+                           "dump again with -v")
+        if not scan.started:
+            b.fail(lineno, "'*' before any dump line")
+        b.repeat_pending = True
+        return
+    size_only = _rx.SIZE_ONLY.match(line) if fmt in ("hexdump", "od") else None
+    if size_only:  # the final line: the total size (also closes a '*' run)
+        try:
+            end = int(size_only.group(1), scan.radix)
+        except ValueError:
+            b.fail(lineno, f"address {size_only.group(1)!r} is not base {scan.radix} like the lines before")
+        scan.fail_pending()
+        b.end_at(end, lineno, scan.slack)
+        scan.closed = True
+        return
+    parser = _LINE_PARSERS.get(fmt)
+    parsed = parser(scan, line, raw, lineno) if parser is not None else None
+    if parsed is None:
+        if fmt == "plain":
+            b.fail(lineno, f"not a line of {scan.what}: {line[:60]!r}")
+        if scan.started:
+            scan.pending_error = scan.pending_error or (lineno, line)
+        return  # text before the dump (a header, a log message) is skipped
+    scan.fail_pending()
+    if scan.closed:
+        b.fail(lineno, f"a dump line after the closing size line: {line[:60]!r}")
+    scan.started = True
+    b.add(parsed[0], parsed[1], lineno)
+
+
+def _windbg_parsed(scan: _Scan, line: str, raw: str, lineno: int):
+    m = _rx.WINDBG_ADDR.match(line) or _rx.WINDBG_PHYS.match(line)
+    if not m:
+        return None
+    address, data, scan.variant = _windbg_line(line, m, lineno, scan.b)
+    return address, data
+
+
+def _xxd_parsed(scan: _Scan, line: str, raw: str, lineno: int):
+    split = _xxd_split(line)
+    if split is None:
+        return None
+    token, hexarea, text_col, bits = split
+    if bits and scan.variant == "xxd":
+        scan.variant = "xxd -b"
+    if not text_col:
+        scan.b.fail(lineno, f"malformed xxd line (no ASCII column of as many characters as bytes): {line[:60]!r}")
+    try:
+        data = _xxd_bytes(hexarea, bool(scan.little_endian), bits)
+    except ValueError:
+        scan.b.fail(lineno, "malformed hex bytes")
+    return int(token, scan.radix), data
+
+
+def _hexdump_parsed(scan: _Scan, line: str, raw: str, lineno: int):
+    m = _rx.HEXDUMP.match(line)
+    if not m:
+        return _words_parsed(scan, line, raw, lineno)
+    scan.variant = "hexdump -C"
+    return int(m.group(1), 16), _hexbytes(m.group(2).split(), lineno, scan.b)
+
+
+def _words_parsed(scan: _Scan, line: str, raw: str, lineno: int):
+    words = _words(line)
+    if words is None:
+        return None
+    token, tokens, z = words
+    try:
+        address = int(token, scan.radix)
+    except ValueError:
+        scan.b.fail(lineno, f"address {token!r} is not base {scan.radix} like the lines before")
+    data, scan.slack = _word_bytes(tokens)
+    if not scan.variant:
+        scan.variant = _words_variant(scan.radix, scan.first_addr, raw, len(tokens[0]), z)
+    return address, data
+
+
+def _format_hex_parsed(scan: _Scan, line: str, raw: str, lineno: int):
+    m = _rx.PS7.match(line) or _rx.PS5.match(line)
+    if not m:
+        return None
+    scan.variant = "Format-Hex (PowerShell 7)" if len(m.group(1)) == 16 else "Format-Hex (PowerShell 5.1)"
+    return int(m.group(1), 16), _columns(line[m.end():], lineno, scan.b, "Format-Hex")
+
+
+def _certutil_parsed(scan: _Scan, line: str, raw: str, lineno: int):
+    m = _rx.CERTUTIL.match(line)
+    if not m:
+        return None
+    return int(m.group(1), 16), _columns(line[m.end():], lineno, scan.b, "certutil", gap_after_8=True)
+
+
+def _plain_parsed(scan: _Scan, line: str, raw: str, lineno: int):
+    if not _is_plain(line):
+        return None
+    cleaned = line.replace(",", " ").replace("0x", " ").replace("0X", " ")
+    if not scan.started and raw[:1].isspace():
+        runs = _hex_runs(cleaned[:_LONG_LINE].rsplit(None, 1)[0] if len(cleaned) > _LONG_LINE
+                         else cleaned)  # the first words tell
+        if runs[0] in (4, 8, 16) and (runs == runs[0]).all():
+            raise InputError("words without addresses (`od -A n -t x2`?): their byte order is "
+                             "unknown; dump with `od -A x -t x1` instead", scan.path)
+    return None, _hexbytes((cleaned,), lineno, scan.b)  # runs of pairs: fromhex skips the blanks
+
+
+# (address or None, bytes) of one line in each format, or None when it is no dump line of it
+_LINE_PARSERS = {"windbg": _windbg_parsed, "xxd": _xxd_parsed, "hexdump": _hexdump_parsed, "od": _words_parsed,
+                 "format-hex": _format_hex_parsed, "certutil": _certutil_parsed, "plain": _plain_parsed}
 
 
 def _words_variant(radix: int, first_addr: str, raw: str, width: int, z: bool) -> str:
@@ -1274,7 +1395,7 @@ def text_lines(path: str, what: str):
     ASCII is U+FFFD and counted (`open_lines.non_ascii_lines`). A file whose head is binary (NUL bytes, or
     control bytes beyond a stray one: looks_binary) is an InputError, `what` naming it ("a text hex dump", "a
     driver log")."""
-    from forensics.io.dump import check_readable_file
+    from forensics.io.files import check_readable_file
     from forensics.core.errors import reading
 
     size = check_readable_file(path)
@@ -1389,7 +1510,7 @@ def read_text(path: str, limit: int, what: str, *, too_large: str | None = None)
     """(ASCII text, encoding, lines that held anything else) of a whole text file of at most `limit` bytes,
     read as text_lines reads it (a register trace: parsed as one string). `what` names it ("a register
     trace"), `too_large` in the error of a file over the limit (default `what`)."""
-    from forensics.io.dump import read_small_file
+    from forensics.io.files import read_small_file
 
     data = read_small_file(path, limit, too_large or what)
     encoding = text_encoding(data[:SNIFF_BYTES])

@@ -53,7 +53,7 @@ def resolve_location(location) -> str:
 def list_pairs(directory) -> list[str]:
     """The pair folders under `directory` (a path or URL), sorted, each resolved on this machine (absolute
     paths, chained URLs with absolute local parts); InputError when there is none."""
-    from forensics.runs.batch import find_pairs
+    from forensics.runs.pairs import find_pairs
 
     text = resolve_location(directory)
     if not is_url(text):
@@ -76,7 +76,7 @@ def check_reachable(directory, kind: str) -> None:
 
 def compare_location(pair: str, policy=None, verify_files: bool = False) -> tuple[dict, dict | None]:
     """The per-pair function every scheduler runs: (summary row, stats for the aggregates). Never raises."""
-    from forensics.runs.batch import compare_pair
+    from forensics.runs.pairs import compare_pair
 
     return compare_pair(pair, policy, stats=True, verify_files=verify_files)
 
@@ -441,9 +441,9 @@ def run_dask(pairs, *, workers=None, scheduler="dask", connect_timeout: float = 
 
 
 def _error_row(pair: str, reason: str) -> tuple[dict, None]:
-    from forensics.runs.batch import COLUMNS, _basename
+    from forensics.runs.pairs import COLUMNS, basename
 
     row = {c: None for c in COLUMNS}
-    row.update(pair=_basename(pair), verdict=Verdict.ERROR,
+    row.update(pair=basename(pair), verdict=Verdict.ERROR,
                error=f"{pair}: {reason}")
     return row, None

@@ -104,14 +104,14 @@ def test_crc_of_procfs_files_reads_them_to_the_end(cli):
 
 
 def test_a_pseudo_file_that_says_zero_bytes_is_read(monkeypatch, tmp_path):
-    from forensics.io import dump as dump_module
+    from forensics.io import dump as dump_module, files
 
     path = tmp_path / "pseudo.bin"
     path.write_bytes(b"abc" * 100)
-    monkeypatch.setattr(dump_module, "_pseudo_devices", lambda: frozenset({os.stat(path).st_dev}))
+    monkeypatch.setattr(files, "_pseudo_devices", lambda: frozenset({os.stat(path).st_dev}))
     d = dump_module.open_dump(str(path))
     assert d.size == 300 and d.read(0, 300) == b"abc" * 100 and "no size" in d.source_format
-    monkeypatch.setattr(dump_module, "MAX_UNSIZED", 100)
+    monkeypatch.setattr(files, "MAX_UNSIZED", 100)
     with pytest.raises(dump_module.InputError, match="MAX_UNSIZED"):
         dump_module.open_dump(str(path))
 

@@ -115,54 +115,69 @@ def _candidates(src_a, src_b, region, scan) -> list:
         return []
     out = []
     for phase in sorted({0, scan.first % PAGE}):
-        looked = []  # (B's page number, its bytes) of the differing whole pages of the scored region
-        for (lo, hi), off in zip(region.blocks, region.starts[:-1].tolist()):
-            for i in range(max(0, -(-(lo - phase) // PAGE)), (hi - phase) // PAGE):
-                s = off + phase + i * PAGE - lo
-                if region.diff[s:s + PAGE].any():
-                    looked.append((i, region.b[s:s + PAGE]))
-        keys = _page_keys(np.stack([p for _, p in looked])) if looked else []
-        if not any(k is not None for k in keys):
-            continue
-        index = _page_index(src_a, phase)
-        n_pages = -(-(src_b.size - phase) // PAGE)
-        order = [-1] * n_pages
-        for (i, page), key in zip(looked, keys):
-            js = index.get(key) if key is not None else None
-            same = [j for j in js or () if np.array_equal(src_a.read(phase + j * PAGE, phase + j * PAGE + PAGE), page)]
-            if len(same) == 1 and same[0] != i:  # found once in A, whole: it proves where the page came from
-                order[i] = same[0]
-        moves = [(i, j) for i, j in enumerate(order) if j >= 0]
+        order = _page_order(src_a, src_b, region, phase)
+        moves = [(i, j) for i, j in enumerate(order or ()) if j >= 0]
         if not moves:
             continue
         size = src_b.size if src_b.size != src_a.size else None
-        steps = {i - j for i, j in moves}
-        if len(steps) == 1:
-            # the rest of B moved by whole pages (a page dropped or repeated): the pages after the first move
-            # follow (checked here on an exact pair; on a sampled one the scoring decides between the two)
-            step = steps.pop()
-            rest = list(order)
-            for i in range(moves[0][0], n_pages):
-                rest[i] = i - step
-            if region.exact:
-                last = moves[-1][0]
-                for i in range(last + 1, n_pages):
-                    lo = phase + i * PAGE
-                    got = region.b[lo:lo + PAGE]
-                    want = src_a.read(lo - step * PAGE, lo - step * PAGE + PAGE)
-                    if not np.array_equal(got[:len(want)], want):
-                        break
-                    last = i
-                if all(order[i] >= 0 or i > moves[-1][0] for i in range(moves[0][0], last + 1)):
-                    order[moves[0][0]:last + 1] = rest[moves[0][0]:last + 1]
-                if 0 in moves[0] and phase == 0 and last == n_pages - 1:
-                    continue  # A moved as a whole by whole pages from its start: a shift (a header, an offset)
-            elif not (0 in moves[0] and phase == 0):
-                out.append(Pages(PAGE, tuple(rest), phase, size=size))
-            else:
-                continue
-        out.append(Pages(PAGE, tuple(order), phase, size=size))
+        out.extend(Pages(PAGE, pages, phase, size=size) for pages in _orders(src_a, region, phase, order, moves))
     return out
+
+
+def _page_order(src_a, src_b, region, phase: int) -> list | None:
+    """For each of B's pages (from `phase`), the page of A it holds when that is proven (the differing whole
+    pages of the scored region, each found once in A, whole, at another place), else -1; None when no
+    differing page could be looked up."""
+    looked = []  # (B's page number, its bytes) of the differing whole pages of the scored region
+    for (lo, hi), off in zip(region.blocks, region.starts[:-1].tolist()):
+        for i in range(max(0, -(-(lo - phase) // PAGE)), (hi - phase) // PAGE):
+            s = off + phase + i * PAGE - lo
+            if region.diff[s:s + PAGE].any():
+                looked.append((i, region.b[s:s + PAGE]))
+    keys = _page_keys(np.stack([p for _, p in looked])) if looked else []
+    if not any(k is not None for k in keys):
+        return None
+    index = _page_index(src_a, phase)
+    order = [-1] * -(-(src_b.size - phase) // PAGE)
+    for (i, page), key in zip(looked, keys):
+        js = index.get(key) if key is not None else None
+        same = [j for j in js or () if np.array_equal(src_a.read(phase + j * PAGE, phase + j * PAGE + PAGE), page)]
+        if len(same) == 1 and same[0] != i:  # found once in A, whole: it proves where the page came from
+            order[i] = same[0]
+    return order
+
+
+def _orders(src_a, region, phase: int, order: list, moves: list) -> list[tuple]:
+    """The page orders to score for the proven `moves`: the order as found, or when every move is by one step
+    the rest of B moved by whole pages (a page dropped or repeated): the pages after the first move follow
+    (checked here on an exact pair; on a sampled one the scoring decides between the two). Nothing when A moved
+    as a whole by whole pages from its start: that is a shift (a header, an offset), not a page list."""
+    steps = {i - j for i, j in moves}
+    if len(steps) != 1:
+        return [tuple(order)]
+    step, first, n_pages = steps.pop(), moves[0][0], len(order)
+    rest = order[:first] + [i - step for i in range(first, n_pages)]
+    from_start = 0 in moves[0] and phase == 0
+    if not region.exact:
+        return [] if from_start else [tuple(rest), tuple(order)]
+    last = _followed_to(src_a, region, phase, step, moves[-1][0], n_pages)
+    if all(order[i] >= 0 or i > moves[-1][0] for i in range(first, last + 1)):
+        order[first:last + 1] = rest[first:last + 1]
+    if from_start and last == n_pages - 1:
+        return []
+    return [tuple(order)]
+
+
+def _followed_to(src_a, region, phase: int, step: int, last: int, n_pages: int) -> int:
+    """The last of B's pages after page `last` up to which each page is A's page `step` pages away."""
+    for i in range(last + 1, n_pages):
+        lo = phase + i * PAGE
+        got = region.b[lo:lo + PAGE]
+        want = src_a.read(lo - step * PAGE, lo - step * PAGE + PAGE)
+        if not np.array_equal(got[:len(want)], want):
+            break
+        last = i
+    return last
 
 
 def parse(args, size, previous=None):

@@ -1,0 +1,29 @@
+"""The count of functions at cyclomatic complexity >= 21 (tools/complexity.py) only goes down: split a big
+function and lower CEILING; a new one above the threshold must be split instead of raising it."""
+
+import ast
+import sys
+
+from tests.conftest import REPO
+
+sys.path.insert(0, str(REPO / "tools"))
+import complexity  # noqa: E402
+
+CEILING = 66  # 72 when first measured; 64 after the splits, 66 with the merged compare tail and driver-log work
+
+
+def _score(source: str) -> int:
+    return complexity.complexity(ast.parse(source).body[0])
+
+
+def test_complexity_counts_branches_and_skips_nested_functions():
+    assert _score("def f():\n    return 1\n") == 1
+    assert _score("def f(a, b):\n    if a and b:\n        pass\n    for x in a:\n        pass\n") == 4
+    assert _score("def f(a):\n    return [x for x in a if x]\n") == 3
+    assert _score("def f(a):\n    def g():\n        if a:\n            pass\n    return g\n") == 1
+
+
+def test_complex_functions_do_not_grow():
+    found = complexity.complex_functions()
+    listing = "\n".join(f"{s} {p}:{line} {name}" for s, p, line, name in found)
+    assert len(found) <= CEILING, f"{len(found)} functions at complexity >= 21 (ceiling {CEILING}):\n{listing}"
