@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # equal as the Mapping of its facts: a Finding == the dict it replaces
 class Finding(Mapping):
     """`kind`: the finding's code (`byte_aligned`, `truncated`, `shift`, ...); `sentence`: the line a person
     acts on (its area's describe module); `hint`: what to do, when it is said apart from the sentence; `facts`:
@@ -38,6 +38,8 @@ class Finding(Mapping):
     def __iter__(self):
         yield "kind"
         yield from (k for k in self.facts if k != "kind")
+
+    __hash__ = None  # equal as a dict is, and unhashable as a dict is
 
     def __len__(self) -> int:
         return 1 + sum(1 for k in self.facts if k != "kind")

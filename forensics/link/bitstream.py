@@ -24,6 +24,7 @@ import numpy as np
 
 from forensics.compare.crc import crc32, format_crc
 from forensics.core.errors import FormatError, InputError
+from forensics.core.finding import Finding
 from forensics.core.judgement import Judgement, Reason
 from forensics.core.verdict import Verdict
 from forensics.link import address as va
@@ -438,11 +439,15 @@ class LinkCheck:
     expected_size: int | None
     fields: tuple[dict, ...] = ()
     addresses: dict | None = None
-    findings: tuple[dict, ...] = ()
+    findings: tuple = ()  # forensics.core.finding.Finding (a dict of facts is made one)
     score: float | None = None
     diagnosis: object = None  # the diagnose result of a differing parameter buffer (model A, dump B)
     buffers: tuple[dict, ...] = ()  # each buffer the fields link: its address read both ways, and which holds
     notes: tuple[dict, ...] = ()  # what the dump cannot say: buffers a byte-aligned write would leave the same
+
+    def __post_init__(self):
+        # each finding is the one core Finding: its facts as the check found them, its sentence from describe
+        object.__setattr__(self, "findings", tuple(Finding.of(f, finding_text) for f in self.findings))
 
     @property
     def judgement(self) -> Judgement:
@@ -463,7 +468,7 @@ class LinkCheck:
              "executable": copy.deepcopy(self.executable), "bitstream": self.bitstream, "size": self.size,
              "expected_size": self.expected_size, "match": None if self.score is None else round(self.score, 6),
              "fields": copy.deepcopy(list(self.fields)), "addresses": copy.deepcopy(self.addresses),
-             "buffers": copy.deepcopy(list(self.buffers)), "findings": copy.deepcopy(list(self.findings)),
+             "buffers": copy.deepcopy(list(self.buffers)), "findings": [f.to_dict() for f in self.findings],
              "notes": copy.deepcopy(list(self.notes))}
         if self.diagnosis is not None:
             d["diagnosis"] = self.diagnosis.to_dict() if hasattr(self.diagnosis, "to_dict") else self.diagnosis
@@ -488,7 +493,7 @@ def judge_link(result: LinkCheck) -> Judgement:
     for f in result.findings:
         if f["kind"] not in seen:
             seen.add(f["kind"])
-            reasons.append(Reason(f["kind"], finding_text(f)))
+            reasons.append(Reason(f["kind"], f.sentence))
     reasons.extend(Reason(n["kind"], note_text(n)) for n in result.notes)
     if result.expected_size is not None and result.size > result.expected_size:
         reasons.append(Reason("longer", describe.longer(d)))
