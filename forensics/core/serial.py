@@ -22,21 +22,33 @@ import typing
 _KEY = "forensics.json"
 
 
-def json(name: str | None = None, *, encode=None, decode=None, skip: bool = False, omit_none: bool = False) -> dict:
+def json(name: str | None = None, *, encode=None, decode=None, skip: bool = False, omit_none: bool = False,
+         omit=None, when=None) -> dict:
     """A field's metadata for the encoder: `name` its key, `encode` / `decode` its value's codec, `skip` not in
-    the document (the decoder leaves the field's default), `omit_none` not written while it is None."""
-    return {_KEY: {"name": name, "encode": encode, "decode": decode, "skip": skip, "omit_none": omit_none}}
+    the document (the decoder leaves the field's default), `omit_none` not written while it is None, `omit` not
+    written while omit(value) is true (a default the document leaves out: `omit=lambda v: v == 0`), `when` written
+    only while when(result) is true (a field that belongs to one kind of result). A field left out reads back as
+    its default."""
+    return {_KEY: {"name": name, "encode": encode, "decode": decode, "skip": skip, "omit_none": omit_none,
+                   "omit": omit, "when": when}}
+
+
+_PLAIN = {"name": None, "encode": None, "decode": None, "skip": False, "omit_none": False, "omit": None, "when": None}
 
 
 def _spec(field: dataclasses.Field) -> dict:
-    return field.metadata.get(_KEY) or {"name": None, "encode": None, "decode": None, "skip": False,
-                                         "omit_none": False}
+    return field.metadata.get(_KEY) or _PLAIN
 
 
 class Serial:
     """A result whose document is its fields (see the module's docstring)."""
 
     JSON_DERIVED: typing.ClassVar[tuple[str, ...]] = ()
+    # The document's keys in this order first (fields and derived properties alike), the rest after in field
+    # order: a document whose key order readers know stays in it.
+    JSON_ORDER: typing.ClassVar[tuple[str, ...]] = ()
+    # Derived properties written only while they are not None (what only one kind of result has).
+    JSON_DERIVED_OPTIONAL: typing.ClassVar[tuple[str, ...]] = ()
 
     def to_dict(self) -> dict:
         return encode(self)
@@ -59,9 +71,18 @@ def encode(value):
             item = getattr(value, field.name)
             if item is None and spec["omit_none"]:
                 continue
+            if (spec["omit"] is not None and spec["omit"](item)) or (spec["when"] is not None
+                                                                      and not spec["when"](value)):
+                continue
             out[spec["name"] or field.name] = (spec["encode"] or encode)(item) if item is not None else None
         for name in getattr(value, "JSON_DERIVED", ()):
             out[name] = encode(getattr(value, name))
+        for name in getattr(value, "JSON_DERIVED_OPTIONAL", ()):
+            if (item := getattr(value, name)) is not None:
+                out[name] = encode(item)
+        order = getattr(value, "JSON_ORDER", ())
+        if order:
+            out = {**{k: out[k] for k in order if k in out}, **{k: v for k, v in out.items() if k not in order}}
         return out
     if isinstance(value, enum.Enum):
         return encode(value.value)

@@ -83,3 +83,31 @@ def test_a_saved_document_that_names_no_report_is_refused(tmp_path):
         reports.load(path)
     with pytest.raises(InputError):
         reports.load({"report": "os.system"})
+
+
+@dataclass(frozen=True)
+class _Sized(serial.Serial):
+    JSON_DERIVED = ("double",)
+    JSON_DERIVED_OPTIONAL = ("half",)
+    JSON_ORDER = ("double", "size")
+
+    size: int
+    offset: int = field(default=0, metadata=serial.json(omit=lambda v: v == 0))
+    lsb: int | None = field(default=None, metadata=serial.json(when=lambda r: r.size > 1))
+
+    @property
+    def double(self) -> int:
+        return 2 * self.size
+
+    @property
+    def half(self) -> int | None:
+        return self.offset // 2 if self.offset else None
+
+
+def test_defaults_left_out_fields_of_one_kind_and_the_key_order():
+    assert list(_Sized(1, 0, None).to_dict()) == ["double", "size"]
+    doc = _Sized(2, 8, None).to_dict()
+    assert list(doc) == ["double", "size", "offset", "lsb", "half"] and doc["offset"] == 8 and doc["lsb"] is None
+    assert doc["half"] == 4
+    assert _Sized.from_dict(_Sized(1).to_dict()) == _Sized(1)
+    assert _Sized.from_dict(doc) == _Sized(2, 8, None)
