@@ -23,6 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from forensics.core import serial
 from forensics.compare.crc import PEEK, crc_dump, format_crc
 from forensics.io.dump import DEFAULT_CHUNK, Dump
 from forensics.io.textdump import CONSOLE_HEAD, CONSOLE_TOTAL, PREFILL_SIZE, DriverRows, driver_buffer
@@ -589,11 +590,13 @@ def parse_log(text, *, path: str = "<log>", page_size: int = 4096, pattern: str 
 # --- checking a log against files ----------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class Check:
+class Check(serial.Serial):
+    JSON_ORDER = ("tag", "file", "kind", "what", "line", "offset", "expected", "found", "match", "past_end")
+
     tag: str | None
     file: str
     kind: str
-    label: str
+    label: str = field(metadata=serial.json("what"))
     line: int
     offset: int | None
     expected: str
@@ -602,14 +605,9 @@ class Check:
     text: str = ""     # the log line the value is on
     past_end: int = 0  # bytes the log shows past the file's end (the driver read past the buffer: not judged)
 
-    def to_dict(self) -> dict:
-        return {"tag": self.tag, "file": self.file, "kind": self.kind, "what": self.label, "line": self.line,
-                "offset": self.offset, "expected": self.expected, "found": self.found, "match": self.match,
-                "past_end": self.past_end, "text": self.text}
-
 
 @dataclass(frozen=True)
-class LogChecks:
+class LogChecks(serial.Serial):
     """Every fingerprint a log states, checked against the buffers given (check_log): `checks` in log order,
     the log's buffers no buffer was given for (`unmatched`) and the names given that no log line is about
     (`unused`)."""
@@ -618,12 +616,8 @@ class LogChecks:
     checks: tuple[Check, ...]
     unmatched: tuple[str, ...]
     unused: tuple[str, ...]
-    sources: tuple[dict, ...] = ()
+    sources: tuple[dict, ...] = field(default=(), metadata=serial.json("files"))
     non_ascii_lines: int = 0
-
-    def to_dict(self) -> dict:
-        return {"log": self.log, "checks": [c.to_dict() for c in self.checks], "unmatched": list(self.unmatched),
-                "unused": list(self.unused), "files": list(self.sources), "non_ascii_lines": self.non_ascii_lines}
 
 
 @dataclass(frozen=True)
