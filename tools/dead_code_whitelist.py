@@ -47,3 +47,4 @@ colon  # forensics/link/bitstream.py: `kind, colon, name = left.partition(":")` 
 # forensics.core.serial.encode reads them by name.
 untouched_ranges_truncated  # forensics/buffer/coverage.py
 expect_match  # forensics/compare/crc.py
+pcie_window  # forensics/csr/registers.py

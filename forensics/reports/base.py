@@ -67,14 +67,16 @@ class Report:
         if cls.RESULT is None:
             raise TypeError(f"a {cls.__name__} cannot be read back from its document")
         result_type = cls.result_type()
-        judgement = None
-        if doc.get("verdict") is not None:
+        judgement, verdict = None, None
+        if doc.get("verdict") is not None and "message" in doc:  # a judgement: its verdict, message and reasons
             from forensics.core.judgement import Reason
 
             judgement = Judgement(Verdict(doc["verdict"]), doc.get("message", ""),
                                   tuple(Reason(r.get("code", ""), r.get("text", "")) for r in doc.get("reasons", ())))
+        elif doc.get("verdict") is not None:  # a verdict alone (csr --name: FOUND / NOT FOUND)
+            verdict = Verdict(doc["verdict"])
         return cls(doc.get("command", ""), result_type.from_dict(doc), warnings=tuple(doc.get("warnings", ())),
-                   rows_key=cls.rows_key_of(doc), judgement=judgement)
+                   rows_key=cls.rows_key_of(doc), judgement=judgement, verdict=verdict)
 
     @classmethod
     def result_type(cls) -> type:

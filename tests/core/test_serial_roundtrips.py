@@ -46,6 +46,10 @@ def _reports():
         ("coverage untouched", reports.coverage(f"{BROKEN}/convert_scores.bin", sentinel="cc")),
         ("coverage written", reports.coverage(f"{LIB}/convert_scores.bin", sentinel="cc")),
         ("coverage runs", reports.coverage("dumps/evidence/convert_scores_alloc.bin", sentinel="00", min_run=4)),
+        ("csr name", reports.csr(name="0x484f8")),
+        ("csr unknown", reports.csr(name="0x12344")),  # its neighbours
+        ("csr find", reports.csr(find="tileconfig")),
+        ("csr not found", reports.csr(find="nosuchregister")),
     ]
 
 
@@ -53,8 +57,10 @@ def _results() -> list:
     """Results no converted command returns whole: the parts of other commands' results."""
     from forensics import reports
     from forensics.buffer.fingerprint import check_log
+    from forensics.csr.registers import beagle_table
 
     return [
+        beagle_table(),
         reports.anchors("dumps/ours/convert_scores.bin", record=4).result,
         reports.anchors(f"{LIB}/Squeeze1.bin", record=4).result,  # no dominant record: its top scores
         reports.diff(f"{LIB}/convert_scores.bin", f"{BROKEN}/convert_scores.bin", scale=0.0039,
