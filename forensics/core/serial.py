@@ -23,17 +23,21 @@ _KEY = "forensics.json"
 
 
 def json(name: str | None = None, *, encode=None, decode=None, skip: bool = False, omit_none: bool = False,
-         omit=None, when=None) -> dict:
+         omit=None, when=None, write=None, read=None, spread: bool = False) -> dict:
     """A field's metadata for the encoder: `name` its key, `encode` / `decode` its value's codec, `skip` not in
     the document (the decoder leaves the field's default), `omit_none` not written while it is None, `omit` not
     written while omit(value) is true (a default the document leaves out: `omit=lambda v: v == 0`), `when` written
     only while when(result) is true (a field that belongs to one kind of result). A field left out reads back as
-    its default."""
+    its default. A value the document writes from more than the field uses `write(result)` for the document's
+    value and `read(document)` for the field's (a hint written with the command it names). `spread`: a dict
+    field whose keys are the document's own, beside the fields' (read back as the keys no field or derived
+    property takes)."""
     return {_KEY: {"name": name, "encode": encode, "decode": decode, "skip": skip, "omit_none": omit_none,
-                   "omit": omit, "when": when}}
+                   "omit": omit, "when": when, "write": write, "read": read, "spread": spread}}
 
 
-_PLAIN = {"name": None, "encode": None, "decode": None, "skip": False, "omit_none": False, "omit": None, "when": None}
+_PLAIN = {"name": None, "encode": None, "decode": None, "skip": False, "omit_none": False, "omit": None, "when": None,
+          "write": None, "read": None, "spread": False}
 
 
 def _spec(field: dataclasses.Field) -> dict:
@@ -73,6 +77,12 @@ def encode(value):
                 continue
             if (spec["omit"] is not None and spec["omit"](item)) or (spec["when"] is not None
                                                                       and not spec["when"](value)):
+                continue
+            if spec["spread"]:
+                out.update(encode(item))
+                continue
+            if spec["write"] is not None:
+                out[spec["name"] or field.name] = encode(spec["write"](value))
                 continue
             out[spec["name"] or field.name] = (spec["encode"] or encode)(item) if item is not None else None
         for name in getattr(value, "JSON_DERIVED", ()):
@@ -152,10 +162,19 @@ def _decode_dataclass(kind, data: dict):
         raise TypeError(f"a {kind.__name__} is read from an object, got {type(data).__name__}")
     hints = typing.get_type_hints(kind)
     values = {}
-    for field in dataclasses.fields(kind):
+    fields = dataclasses.fields(kind)
+    for field in fields:
         spec = _spec(field)
         key = spec["name"] or field.name
+        if spec["spread"] and field.init:
+            taken = {_spec(f)["name"] or f.name for f in fields} | set(getattr(kind, "JSON_DERIVED", ())) \
+                | set(getattr(kind, "JSON_DERIVED_OPTIONAL", ()))
+            values[field.name] = {k: v for k, v in data.items() if k not in taken}
+            continue
         if spec["skip"] or key not in data or not field.init:
+            continue
+        if spec["read"] is not None:
+            values[field.name] = spec["read"](data)
             continue
         raw = data[key]
         values[field.name] = (spec["decode"] or (lambda v, k=hints.get(field.name, typing.Any): decode(k, v)))(raw) \

@@ -50,7 +50,36 @@ def _reports():
         ("csr unknown", reports.csr(name="0x12344")),  # its neighbours
         ("csr find", reports.csr(find="tileconfig")),
         ("csr not found", reports.csr(find="nosuchregister")),
+        ("diagnose identical", reports.diagnose(f"{LIB}/input.bin", "dumps/ours/input.bin")),
+        ("diagnose broken", reports.diagnose(f"{LIB}/convert_scores.bin", f"{BROKEN}/convert_scores.bin")),
+        ("diagnose tolerance", reports.diagnose(f"{LIB}/convert_scores.bin", f"{BROKEN}/convert_scores.bin",
+                                                tolerance=1)),
+        *((f"diagnose {bug}", reports.diagnose(f"{LIB}/convert_scores.bin", _simulated(bug)))
+          for bug in ("shift:4", "rotation:8", "signedness", "fill:100-300:cc", "lane_swap:16")),
     ]
+
+
+def _simulated(bug: str):
+    """B as `bug` makes it from the bundled convert_scores dump (bytes: diagnose reads them as a dump)."""
+    from forensics.diagnose.simulate import simulate
+
+    return _SIMULATED.setdefault(bug, _write(simulate(f"{LIB}/convert_scores.bin", bug).data, bug))
+
+
+_SIMULATED: dict = {}
+
+
+def _write(data: bytes, bug: str) -> str:
+    import atexit
+    import shutil
+    import tempfile
+
+    where = tempfile.mkdtemp(prefix="forensics-serial-")
+    atexit.register(shutil.rmtree, where, True)
+    path = f"{where}/{bug.replace(':', '_')}.bin"
+    with open(path, "wb") as f:
+        f.write(data)
+    return path
 
 
 def _results() -> list:
@@ -59,8 +88,11 @@ def _results() -> list:
     from forensics.buffer.fingerprint import check_log
     from forensics.csr.registers import beagle_table
 
+    from forensics.diagnose.simulate import simulate
+
     return [
         beagle_table(),
+        simulate(f"{LIB}/convert_scores.bin", "shift:4"),
         reports.anchors("dumps/ours/convert_scores.bin", record=4).result,
         reports.anchors(f"{LIB}/Squeeze1.bin", record=4).result,  # no dominant record: its top scores
         reports.diff(f"{LIB}/convert_scores.bin", f"{BROKEN}/convert_scores.bin", scale=0.0039,
