@@ -48,3 +48,5 @@ colon  # forensics/link/bitstream.py: `kind, colon, name = left.partition(":")` 
 untouched_ranges_truncated  # forensics/buffer/coverage.py
 expect_match  # forensics/compare/crc.py
 pcie_window  # forensics/csr/registers.py
+label_offset  # forensics/decode/ssd.py
+first_mismatches  # forensics/decode/ssd_anchors.py: a field of the AnchorCheck document

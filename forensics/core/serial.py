@@ -44,8 +44,20 @@ def _spec(field: dataclasses.Field) -> dict:
     return field.metadata.get(_KEY) or _PLAIN
 
 
+def _derived(kind) -> list[tuple[str, str, bool]]:
+    """(key, attribute, optional) of a result type's derived properties: a JSON_DERIVED entry is the property's
+    name, or (key, name) for a property written under another key."""
+    out = []
+    for names, optional in ((getattr(kind, "JSON_DERIVED", ()), False),
+                            (getattr(kind, "JSON_DERIVED_OPTIONAL", ()), True)):
+        out.extend((*((n, n) if isinstance(n, str) else n), optional) for n in names)
+    return out
+
+
 class Serial:
     """A result whose document is its fields (see the module's docstring)."""
+
+    __slots__ = ()  # a slots dataclass (one per detection row) stays one
 
     JSON_DERIVED: typing.ClassVar[tuple[str, ...]] = ()
     # The document's keys in this order first (fields and derived properties alike), the rest after in field
@@ -85,11 +97,10 @@ def encode(value):
                 out[spec["name"] or field.name] = encode(spec["write"](value))
                 continue
             out[spec["name"] or field.name] = (spec["encode"] or encode)(item) if item is not None else None
-        for name in getattr(value, "JSON_DERIVED", ()):
-            out[name] = encode(getattr(value, name))
-        for name in getattr(value, "JSON_DERIVED_OPTIONAL", ()):
-            if (item := getattr(value, name)) is not None:
-                out[name] = encode(item)
+        for key, attribute, optional in _derived(type(value)):
+            item = getattr(value, attribute)
+            if item is not None or not optional:
+                out[key] = encode(item)
         order = getattr(value, "JSON_ORDER", ())
         if order:
             out = {**{k: out[k] for k in order if k in out}, **{k: v for k, v in out.items() if k not in order}}
@@ -167,8 +178,7 @@ def _decode_dataclass(kind, data: dict):
         spec = _spec(field)
         key = spec["name"] or field.name
         if spec["spread"] and field.init:
-            taken = {_spec(f)["name"] or f.name for f in fields} | set(getattr(kind, "JSON_DERIVED", ())) \
-                | set(getattr(kind, "JSON_DERIVED_OPTIONAL", ()))
+            taken = {_spec(f)["name"] or f.name for f in fields} | {key for key, _, _ in _derived(kind)}
             values[field.name] = {k: v for k, v in data.items() if k not in taken}
             continue
         if spec["skip"] or key not in data or not field.init:

@@ -87,7 +87,7 @@ def test_a_saved_document_that_names_no_report_is_refused(tmp_path):
 
 @dataclass(frozen=True)
 class _Sized(serial.Serial):
-    JSON_DERIVED = ("double",)
+    JSON_DERIVED = ("double", ("twice", "double"))
     JSON_DERIVED_OPTIONAL = ("half",)
     JSON_ORDER = ("double", "size")
 
@@ -105,9 +105,10 @@ class _Sized(serial.Serial):
 
 
 def test_defaults_left_out_fields_of_one_kind_and_the_key_order():
-    assert list(_Sized(1, 0, None).to_dict()) == ["double", "size"]
+    assert list(_Sized(1, 0, None).to_dict()) == ["double", "size", "twice"]
     doc = _Sized(2, 8, None).to_dict()
-    assert list(doc) == ["double", "size", "offset", "lsb", "half"] and doc["offset"] == 8 and doc["lsb"] is None
+    assert list(doc) == ["double", "size", "offset", "lsb", "twice", "half"] and doc["offset"] == 8
+    assert doc["lsb"] is None and doc["twice"] == 4
     assert doc["half"] == 4
     assert _Sized.from_dict(_Sized(1).to_dict()) == _Sized(1)
     assert _Sized.from_dict(doc) == _Sized(2, 8, None)
