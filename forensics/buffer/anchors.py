@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from forensics.core import serial
 from forensics.core.judgement import Judgement, Reason
 from forensics.core.verdict import Verdict
 from forensics.io.dump import Dump
@@ -29,27 +30,20 @@ TIED_SHOWN = 16      # tied records listed (all of them are counted)
 
 
 @dataclass(frozen=True)
-class RecordCount:
-    record: bytes
+class RecordCount(serial.Serial):
+    record: bytes = field(metadata=serial.json("hex", encode=lambda b: b.hex(" "), decode=bytes.fromhex))
     count: int
     first_index: int
 
-    def to_dict(self) -> dict:
-        return {"hex": self.record.hex(" "), "count": self.count, "first_index": self.first_index}
-
 
 @dataclass(frozen=True)
-class LaneSummary:
+class LaneSummary(serial.Serial):
     lane: int
     name: str
     min: int
     max: int
     distinct: int
     pad: bool
-
-    def to_dict(self) -> dict:
-        return {"lane": self.lane, "name": self.name, "min": self.min, "max": self.max,
-                "distinct": self.distinct, "pad": self.pad}
 
 
 @dataclass(frozen=True)
@@ -60,17 +54,14 @@ class NonuniformRecord:
 
 
 @dataclass(frozen=True)
-class TopScore:
+class TopScore(serial.Serial):
     """An anchor of a buffer without a dominant record, by its highest non-background lane."""
 
     index: int
     lane: int
-    name: str
+    name: str = field(metadata=serial.json("class"))
     q: int
-    value: float | None  # dequantized when the layout has a scale
-
-    def to_dict(self) -> dict:
-        return {"index": self.index, "lane": self.lane, "class": self.name, "q": self.q, "score": self.value}
+    value: float | None = field(metadata=serial.json("score"))  # dequantized when the layout has a scale
 
 
 @dataclass(frozen=True)
@@ -114,6 +105,8 @@ class AnchorsResult:
             return False
         return self.first_nonuniform_offset >= self.region.start + self.window_records * self.layout.record_size
 
+    # Kept by hand (not forensics.core.serial): the document flattens the layout and the region (record_size,
+    # offset, trailing_bytes) and lists the records' values, so an AnchorsResult cannot be read back from it.
     def to_dict(self) -> dict:
         out = {
             "path": self.path,

@@ -7,10 +7,11 @@ overwrite check uses 8 bytes). Shorter runs are taken as data that happens to eq
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from forensics.core import serial
 from forensics.core.judgement import Judgement, Reason
 from forensics.core.verdict import Verdict
 from forensics.io.dump import Dump
@@ -89,16 +90,23 @@ class MaskRuns:
 
 
 @dataclass(frozen=True)
-class CoverageResult:
+class CoverageResult(serial.Serial):
+    JSON_DERIVED = ("written_fraction", "untouched_ranges_truncated")
+    JSON_ORDER = ("path", "size", "offset", "length", "sentinel", "min_run", "untouched_bytes", "written_fraction")
+
     path: str
     size: int
-    start: int
+    start: int = field(metadata=serial.json("offset"))
     length: int
     sentinel: bytes
     min_run: int
     untouched_bytes: int
     untouched_ranges: tuple[tuple[int, int], ...]   # [start, end) absolute data offsets, at most MAX_RANGES
-    ranges_total: int
+    ranges_total: int = field(metadata=serial.json("untouched_ranges_total"))
+
+    @property
+    def untouched_ranges_truncated(self) -> bool:
+        return self.ranges_total > len(self.untouched_ranges)
 
     @property
     def written_fraction(self) -> float:
@@ -107,21 +115,6 @@ class CoverageResult:
     @property
     def fully_written(self) -> bool:
         return self.untouched_bytes == 0
-
-    def to_dict(self) -> dict:
-        return {
-            "path": self.path,
-            "size": self.size,
-            "offset": self.start,
-            "length": self.length,
-            "sentinel": self.sentinel.hex(),
-            "min_run": self.min_run,
-            "untouched_bytes": self.untouched_bytes,
-            "written_fraction": self.written_fraction,
-            "untouched_ranges": [list(r) for r in self.untouched_ranges],
-            "untouched_ranges_total": self.ranges_total,
-            "untouched_ranges_truncated": self.ranges_total > len(self.untouched_ranges),
-        }
 
 
 def judge_coverage(result: CoverageResult) -> Judgement:

@@ -23,6 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from forensics.core import serial
 from forensics.compare.crc import PEEK, crc_dump, format_crc
 from forensics.io.dump import DEFAULT_CHUNK, Dump
 from forensics.io.textdump import CONSOLE_HEAD, CONSOLE_TOTAL, DRIVER_BUFFERS, PREFILL_SIZE, DriverRows, driver_buffer
@@ -94,7 +95,7 @@ class PageEdges(NamedTuple):
     last8_offset: int
     last8: bytes
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict:  # a NamedTuple (a million per 4 GiB buffer), not a Serial dataclass
         return {"page": self.index, "first8": self.first8.hex(" "), "last8_offset": self.last8_offset,
                 "last8": self.last8.hex(" ")}
 
@@ -121,6 +122,8 @@ class Fingerprint:
                 f"head@0x0={self.head.hex(' ')} mid@0x{self.mid_offset:x}={self.mid.hex(' ')} "
                 f"tail@0x{self.tail_offset:x}={self.tail.hex(' ')}")
 
+    # Kept by hand (not forensics.core.serial): HEAD/MID/TAIL are written with their offsets as one object each,
+    # the [FP] line beside them and the source's keys spread in.
     def to_dict(self) -> dict:
         return {
             "tag": self.tag, "path": self.path, "size": self.size, "crc32": format_crc(self.crc32),
@@ -627,11 +630,13 @@ def parse_log(text, *, path: str = "<log>", page_size: int = 4096, pattern: str 
 # --- checking a log against files ----------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class Check:
+class Check(serial.Serial):
+    JSON_ORDER = ("tag", "file", "kind", "what", "line", "offset", "expected", "found", "match", "past_end")
+
     tag: str | None
     file: str
     kind: str
-    label: str
+    label: str = field(metadata=serial.json("what"))
     line: int
     offset: int | None
     expected: str
@@ -640,14 +645,9 @@ class Check:
     text: str = ""     # the log line the value is on
     past_end: int = 0  # bytes the log shows past the file's end (the driver read past the buffer: not judged)
 
-    def to_dict(self) -> dict:
-        return {"tag": self.tag, "file": self.file, "kind": self.kind, "what": self.label, "line": self.line,
-                "offset": self.offset, "expected": self.expected, "found": self.found, "match": self.match,
-                "past_end": self.past_end, "text": self.text}
-
 
 @dataclass(frozen=True)
-class LogChecks:
+class LogChecks(serial.Serial):
     """Every fingerprint a log states, checked against the buffers given (check_log): `checks` in log order,
     the log's buffers no buffer was given for (`unmatched`) and the names given that no log line is about
     (`unused`)."""
@@ -656,12 +656,8 @@ class LogChecks:
     checks: tuple[Check, ...]
     unmatched: tuple[str, ...]
     unused: tuple[str, ...]
-    sources: tuple[dict, ...] = ()
+    sources: tuple[dict, ...] = field(default=(), metadata=serial.json("files"))
     non_ascii_lines: int = 0
-
-    def to_dict(self) -> dict:
-        return {"log": self.log, "checks": [c.to_dict() for c in self.checks], "unmatched": list(self.unmatched),
-                "unused": list(self.unused), "files": list(self.sources), "non_ascii_lines": self.non_ascii_lines}
 
 
 @dataclass(frozen=True)
@@ -698,6 +694,8 @@ class VerifyReport:
     def exit_code(self) -> int:
         return self.verdict.exit_code
 
+    # Kept by hand (not forensics.core.serial): the judgement's keys are spread in and past_end is written as
+    # rows of its own, not as the checks it names.
     def to_dict(self) -> dict:
         return {"log": self.log, **self.judgement.to_dict(), "checks": [c.to_dict() for c in self.checks],
                 "matched": sum(c.match for c in self.checks), "differ": sum(not c.match for c in self.checks),

@@ -62,6 +62,7 @@ class AnchorHeat:
         finite = np.where(np.isfinite(self.values), self.values, -np.inf)
         return int(np.argmax(finite)) if len(finite) and np.isfinite(finite.max()) else None
 
+    # Kept by hand (not forensics.core.serial): the document says the peak of `values` and not the values.
     def to_dict(self) -> dict:
         peak = self.peak_anchor
         return {"label": self.label, "marked": list(self.marked), "vmin": self.vmin, "vmax": self.vmax,

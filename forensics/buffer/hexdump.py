@@ -47,6 +47,8 @@ class HexdumpResult:
     def differing_rows(self) -> int:
         return sum(1 for r in self.rows if r.differing)
 
+    # Kept by hand (not forensics.core.serial): a row's values come from the layout, which the document reduces
+    # to its record size, so a HexdumpResult cannot be read back from it.
     def to_dict(self) -> dict:
         rows = []
         for r in self.rows:

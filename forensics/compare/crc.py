@@ -8,7 +8,9 @@ at once (both implementations release the GIL), joined with `crc32_combine`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from forensics.core import serial
 
 from forensics.core.checksum import CRC32_BACKEND, crc32  # noqa: F401  (re-exported: forensics.compare.crc.crc32)
 from forensics.core.judgement import Judgement, Reason
@@ -65,43 +67,49 @@ def format_crc(value: int) -> str:
     return f"0x{value:08x}"
 
 
+def _hex_bytes():
+    return serial.json(encode=lambda b: b.hex(" "), decode=bytes.fromhex)
+
+
+def _crc_field():
+    return serial.json(encode=format_crc, decode=lambda s: int(s, 16))
+
+
 @dataclass(frozen=True)
-class FileCrc:
+class FileCrc(serial.Serial):
+    JSON_ORDER = ("path", "size", "crc32", "head", "mid", "mid_offset", "tail", "data_offset", "source_format")
+
     path: str
     size: int
-    crc32: int
-    head: bytes
-    mid: bytes
+    crc32: int = field(metadata=_crc_field())
+    head: bytes = field(metadata=_hex_bytes())
+    mid: bytes = field(metadata=_hex_bytes())
     mid_offset: int
-    tail: bytes
-    data_offset: int = 0
-    chunk_crcs: tuple[int, ...] | None = None
-    source_format: str = "binary"
-
-    def to_dict(self) -> dict:
-        out = {
-            "path": self.path,
-            "size": self.size,
-            "crc32": format_crc(self.crc32),
-            "head": self.head.hex(" "),
-            "mid": self.mid.hex(" "),
-            "mid_offset": self.mid_offset,
-            "tail": self.tail.hex(" "),
-        }
-        if self.data_offset:
-            out["data_offset"] = self.data_offset
-        if self.source_format not in ("binary", "npy"):
-            out["source_format"] = self.source_format
-        if self.chunk_crcs is not None:
-            out["chunk_crcs"] = [format_crc(c) for c in self.chunk_crcs]
-        return out
+    tail: bytes = field(metadata=_hex_bytes())
+    data_offset: int = field(default=0, metadata=serial.json(omit=lambda v: v == 0))
+    chunk_crcs: tuple[int, ...] | None = field(default=None, metadata=serial.json(
+        omit_none=True, encode=lambda crcs: [format_crc(c) for c in crcs],
+        decode=lambda crcs: tuple(int(c, 16) for c in crcs)))
+    # a binary or .npy dump is the document's default (a saved .npy reads back as binary)
+    source_format: str = field(default="binary", metadata=serial.json(omit=lambda v: v in ("binary", "npy")))
 
 
 @dataclass(frozen=True)
-class CrcReport:
+class CrcReport(serial.Serial):
+    JSON_DERIVED = ("match", "first_differing_chunk")
+    JSON_DERIVED_OPTIONAL = ("expect_match",)
+    JSON_ORDER = ("files", "match", "first_differing_chunk", "chunk_size")
+
     files: tuple[FileCrc, ...]
-    chunk_size: int | None = None
-    expect: int | None = None  # a CRC32 the files should have (e.g. one a driver logged)
+    chunk_size: int | None = field(default=None, metadata=serial.json(omit_none=True))
+    # a CRC32 the files should have (e.g. one a driver logged)
+    expect: int | None = field(default=None, metadata=serial.json(omit_none=True, encode=format_crc,
+                                                                   decode=lambda s: int(s, 16)))
+
+    @property
+    def expect_match(self) -> bool | None:
+        """Every file has the expected CRC32 (None without `expect`)."""
+        return None if self.expect is None else all(self.expect_matches)
 
     @property
     def expect_matches(self) -> tuple[bool, ...] | None:
@@ -147,16 +155,6 @@ class CrcReport:
 
     def __bool__(self) -> bool:
         return self.match is not False
-
-    def to_dict(self) -> dict:
-        out = {"files": [f.to_dict() for f in self.files], "match": self.match,
-               "first_differing_chunk": self.first_differing_chunk}
-        if self.chunk_size is not None:
-            out["chunk_size"] = self.chunk_size
-        if self.expect is not None:
-            out["expect"] = format_crc(self.expect)
-            out["expect_match"] = all(self.expect_matches)
-        return out
 
 
 def judge_crc(report: CrcReport) -> Judgement:

@@ -34,6 +34,7 @@ class DifferingRecord:
     def xor(self) -> bytes:
         return bytes(x ^ y for x, y in zip(self.a, self.b))
 
+    # Kept by hand (not forensics.core.serial): the record's values come from the layout it is listed under.
     def to_dict(self, layout: RecordLayout | None = None) -> dict:
         out = {"index": self.index, "offset": self.offset, "a": self.a.hex(" "), "b": self.b.hex(" "),
                "xor": self.xor.hex(" ")}
@@ -96,6 +97,8 @@ class DiffResult:
     def __bool__(self) -> bool:
         return self.passed
 
+    # Kept by hand (not forensics.core.serial): the document flattens the layout into record_size, pad_lanes and
+    # named lanes and leaves out its scale and element type, so a DiffResult cannot be read back from it.
     def to_dict(self) -> dict:
         out = {
             "verdict": self.verdict,

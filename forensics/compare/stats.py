@@ -28,11 +28,13 @@ Definitions (A the reference, errors over the elements where both sides are fini
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from forensics.core import serial
 from forensics.core.parallel import both, two_cores
 
 CHUNK = 1 << 17          # elements converted to float64 at a time (1 MiB of float64: stays in cache)
@@ -264,17 +266,19 @@ def _nearest_rank(q: float, n: int) -> int:
 
 # --- the result ---------------------------------------------------------------------------------------
 
-def _json_number(value):
-    if value is None:
-        return None
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
+def _lsb():
+    """An LSB statistic: in the document of an integer buffer's statistics only."""
+    return serial.json(when=lambda stats: stats.integer)
 
 
 @dataclass(frozen=True)
-class ErrorStats:
-    """How far B is from A; values in dequantized units when the quantization is known, raw units otherwise."""
+class ErrorStats(serial.Serial):
+    """How far B is from A; values in dequantized units when the quantization is known, raw units otherwise.
+    Its document leaves out what only the pictures and the verdict need (integer is read back from the LSB
+    statistics being there)."""
+
+    JSON_ORDER = ("max_abs", "mean_abs", "median_abs", "p99_abs", "max_rel", "cosine", "sqnr_db", "nan", "inf",
+                  "nonfinite_mismatch", "min_atol", "worst", "count", "differing", "units")
 
     count: int
     differing: int
@@ -290,30 +294,27 @@ class ErrorStats:
     nonfinite_mismatch: int
     min_atol: float | None
     worst: dict | None
-    integer: bool = False
-    scale: float | None = None        # dequantized unit per LSB (integer buffers with known quantization)
-    max_abs_lsb: int | None = None
-    mean_abs_lsb: float | None = None
-    median_abs_lsb: float | None = None
-    p99_abs_lsb: float | None = None
-    min_atol_lsb: int | None = None
-    violations: int = 0               # elements outside the tolerance the statistics were computed for
+    integer: bool = field(default=False, metadata=serial.json(skip=True))
+    # dequantized unit per LSB (integer buffers with known quantization)
+    scale: float | None = field(default=None, metadata=serial.json(skip=True))
+    max_abs_lsb: int | None = field(default=None, metadata=_lsb())
+    mean_abs_lsb: float | None = field(default=None, metadata=_lsb())
+    median_abs_lsb: float | None = field(default=None, metadata=_lsb())
+    p99_abs_lsb: float | None = field(default=None, metadata=_lsb())
+    min_atol_lsb: int | None = field(default=None, metadata=_lsb())
+    # elements outside the tolerance the statistics were computed for
+    violations: int = field(default=0, metadata=serial.json(skip=True))
     units: str = "raw"                # "dequantized" or "raw"
-    per_lane_max: tuple = field(default=(), repr=False)  # per lane (record buffers): max |b - a|
-    histogram: tuple = field(default=(), repr=False, compare=False)  # (edges, counts) of the non-zero |b - a|
-    sample: ErrorSample | None = field(default=None, repr=False, compare=False)  # for pictures, when asked
+    # per lane (record buffers): max |b - a|
+    per_lane_max: tuple = field(default=(), repr=False, metadata=serial.json(skip=True))
+    # (edges, counts) of the non-zero |b - a|
+    histogram: tuple = field(default=(), repr=False, compare=False, metadata=serial.json(skip=True))
+    # for pictures, when asked
+    sample: ErrorSample | None = field(default=None, repr=False, compare=False, metadata=serial.json(skip=True))
 
-    def to_dict(self) -> dict:
-        out = {"max_abs": self.max_abs, "mean_abs": self.mean_abs, "median_abs": self.median_abs,
-               "p99_abs": self.p99_abs, "max_rel": self.max_rel, "cosine": self.cosine, "sqnr_db": self.sqnr_db,
-               "nan": self.nan, "inf": self.inf, "nonfinite_mismatch": self.nonfinite_mismatch,
-               "min_atol": self.min_atol, "worst": self.worst, "count": self.count,
-               "differing": self.differing, "units": self.units}
-        if self.integer:
-            out.update({"max_abs_lsb": self.max_abs_lsb, "mean_abs_lsb": self.mean_abs_lsb,
-                        "median_abs_lsb": self.median_abs_lsb, "p99_abs_lsb": self.p99_abs_lsb,
-                        "min_atol_lsb": self.min_atol_lsb})
-        return {k: (_json_number(v) if not isinstance(v, dict) else v) for k, v in out.items()}
+    @classmethod
+    def from_dict(cls, doc: dict) -> "ErrorStats":
+        return dataclasses.replace(serial.decode(cls, doc), integer="max_abs_lsb" in doc)
 
 
 # --- the accumulator ------------------------------------------------------------------------------------

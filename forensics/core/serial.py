@@ -22,21 +22,49 @@ import typing
 _KEY = "forensics.json"
 
 
-def json(name: str | None = None, *, encode=None, decode=None, skip: bool = False, omit_none: bool = False) -> dict:
+def json(name: str | None = None, *, encode=None, decode=None, skip: bool = False, omit_none: bool = False,
+         omit=None, when=None, write=None, read=None, spread: bool = False) -> dict:
     """A field's metadata for the encoder: `name` its key, `encode` / `decode` its value's codec, `skip` not in
-    the document (the decoder leaves the field's default), `omit_none` not written while it is None."""
-    return {_KEY: {"name": name, "encode": encode, "decode": decode, "skip": skip, "omit_none": omit_none}}
+    the document (the decoder leaves the field's default), `omit_none` not written while it is None, `omit` not
+    written while omit(value) is true (a default the document leaves out: `omit=lambda v: v == 0`), `when` written
+    only while when(result) is true (a field that belongs to one kind of result). A field left out reads back as
+    its default. A value the document writes from more than the field uses `write(result)` for the document's
+    value and `read(document)` for the field's (a hint written with the command it names). `spread`: a dict
+    field whose keys are the document's own, beside the fields' (read back as the keys no field or derived
+    property takes)."""
+    return {_KEY: {"name": name, "encode": encode, "decode": decode, "skip": skip, "omit_none": omit_none,
+                   "omit": omit, "when": when, "write": write, "read": read, "spread": spread}}
+
+
+_PLAIN = {"name": None, "encode": None, "decode": None, "skip": False, "omit_none": False, "omit": None, "when": None,
+          "write": None, "read": None, "spread": False}
 
 
 def _spec(field: dataclasses.Field) -> dict:
-    return field.metadata.get(_KEY) or {"name": None, "encode": None, "decode": None, "skip": False,
-                                         "omit_none": False}
+    return field.metadata.get(_KEY) or _PLAIN
+
+
+def _derived(kind) -> list[tuple[str, str, bool]]:
+    """(key, attribute, optional) of a result type's derived properties: a JSON_DERIVED entry is the property's
+    name, or (key, name) for a property written under another key."""
+    out = []
+    for names, optional in ((getattr(kind, "JSON_DERIVED", ()), False),
+                            (getattr(kind, "JSON_DERIVED_OPTIONAL", ()), True)):
+        out.extend((*((n, n) if isinstance(n, str) else n), optional) for n in names)
+    return out
 
 
 class Serial:
     """A result whose document is its fields (see the module's docstring)."""
 
+    __slots__ = ()  # a slots dataclass (one per detection row) stays one
+
     JSON_DERIVED: typing.ClassVar[tuple[str, ...]] = ()
+    # The document's keys in this order first (fields and derived properties alike), the rest after in field
+    # order: a document whose key order readers know stays in it.
+    JSON_ORDER: typing.ClassVar[tuple[str, ...]] = ()
+    # Derived properties written only while they are not None (what only one kind of result has).
+    JSON_DERIVED_OPTIONAL: typing.ClassVar[tuple[str, ...]] = ()
 
     def to_dict(self) -> dict:
         return encode(self)
@@ -59,9 +87,23 @@ def encode(value):
             item = getattr(value, field.name)
             if item is None and spec["omit_none"]:
                 continue
+            if (spec["omit"] is not None and spec["omit"](item)) or (spec["when"] is not None
+                                                                      and not spec["when"](value)):
+                continue
+            if spec["spread"]:
+                out.update(encode(item))
+                continue
+            if spec["write"] is not None:
+                out[spec["name"] or field.name] = encode(spec["write"](value))
+                continue
             out[spec["name"] or field.name] = (spec["encode"] or encode)(item) if item is not None else None
-        for name in getattr(value, "JSON_DERIVED", ()):
-            out[name] = encode(getattr(value, name))
+        for key, attribute, optional in _derived(type(value)):
+            item = getattr(value, attribute)
+            if item is not None or not optional:
+                out[key] = encode(item)
+        order = getattr(value, "JSON_ORDER", ())
+        if order:
+            out = {**{k: out[k] for k in order if k in out}, **{k: v for k, v in out.items() if k not in order}}
         return out
     if isinstance(value, enum.Enum):
         return encode(value.value)
@@ -131,10 +173,18 @@ def _decode_dataclass(kind, data: dict):
         raise TypeError(f"a {kind.__name__} is read from an object, got {type(data).__name__}")
     hints = typing.get_type_hints(kind)
     values = {}
-    for field in dataclasses.fields(kind):
+    fields = dataclasses.fields(kind)
+    for field in fields:
         spec = _spec(field)
         key = spec["name"] or field.name
+        if spec["spread"] and field.init:
+            taken = {_spec(f)["name"] or f.name for f in fields} | {key for key, _, _ in _derived(kind)}
+            values[field.name] = {k: v for k, v in data.items() if k not in taken}
+            continue
         if spec["skip"] or key not in data or not field.init:
+            continue
+        if spec["read"] is not None:
+            values[field.name] = spec["read"](data)
             continue
         raw = data[key]
         values[field.name] = (spec["decode"] or (lambda v, k=hints.get(field.name, typing.Any): decode(k, v)))(raw) \

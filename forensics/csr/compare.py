@@ -216,6 +216,8 @@ class CsrComparison:
         for index in sorted(index for index, (kind, _) in self.judged.items() if kind in MISMATCH_KINDS):
             yield self._row_dict(self._row(index))
 
+    # Kept by hand (not forensics.core.serial): the document is a summary of the rows (counts, mismatches streamed
+    # by a writer, offsets as hex keys) with the judgement's keys spread in, not the rows themselves.
     def to_dict(self, *, mismatches: bool = True) -> dict:
         """The JSON document; `mismatches=False` leaves its "mismatches" list empty for a writer that streams
         mismatch_dicts() in its place."""

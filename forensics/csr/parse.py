@@ -91,7 +91,7 @@ class Access(NamedTuple):
     def is_read(self) -> bool:
         return self.op != "W"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict:  # a NamedTuple (a trace holds 10^5 of them), not a Serial dataclass
         return {"op": self.op, "offset": f"0x{self.offset:x}", "value": format_value(self.value, self.width),
                 "width": self.width, "line": self.line, "format": self.format, "count": self.count,
                 "label": self.label, "tag": self.tag}
@@ -165,6 +165,8 @@ class Trace:
             named.append((tag if seen[tag] == 1 else f"{tag}#{seen[tag]}", tuple(run)))
         return tuple(named)
 
+    # Kept by hand (not forensics.core.serial): the document summarises the accesses (their count, how they were
+    # taken, the dumps' tags) and does not list them.
     def to_dict(self) -> dict:
         out = {"path": self.path, "kind": self.kind, "formats": dict(self.formats), "lines": self.lines,
                "ignored_lines": self.ignored, "malformed_lines": self.malformed,

@@ -10,10 +10,11 @@ block is reached by the kernel driver (SCU, OMC, MSI-X, page table) or exists on
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 
+from forensics.core import serial
 from forensics.core.errors import InputError
 
 PCIE_WINDOWS = (0x40000, 0x44000, 0x48000)
@@ -27,24 +28,23 @@ def in_pcie_window(offset: int) -> bool:
 
 
 @dataclass(frozen=True)
-class Register:
-    offset: int
+class Register(serial.Serial):
+    JSON_DERIVED = ("pcie_window",)
+
+    offset: int = field(metadata=serial.json(encode=lambda o: f"0x{o:05x}", decode=lambda s: int(s, 16)))
     name: str
     group: str
     groups: tuple[str, ...]
     width: int
     usb_only: bool
 
-    def to_dict(self) -> dict:
-        return {
-            "offset": f"0x{self.offset:05x}", "name": self.name, "group": self.group,
-            "groups": list(self.groups), "width": self.width, "usb_only": self.usb_only,
-            "pcie_window": in_pcie_window(self.offset),
-        }
+    @property
+    def pcie_window(self) -> bool:
+        return in_pcie_window(self.offset)
 
 
 @dataclass(frozen=True)
-class RegisterTable:
+class RegisterTable(serial.Serial):
     """All registers libedgetpu names for one chip, with where the list came from."""
 
     chip: str
@@ -89,9 +89,6 @@ class RegisterTable:
             raise InputError(f"offset must not be negative: {text!r}")
         return offset
 
-    def to_dict(self) -> dict:
-        return {"chip": self.chip, "source": dict(self.source),
-                "registers": [r.to_dict() for r in self.registers]}
 
 
 def parse_table(document: dict) -> RegisterTable:
@@ -113,28 +110,37 @@ def beagle_table() -> RegisterTable:
 
 
 @dataclass(frozen=True)
-class RegisterLookup:
+class RegisterLookup(serial.Serial):
     """`forensics csr --name 0x484f8` / `--find tileconfig`: what the table says about a query."""
+
+    JSON_DERIVED = ("found",)
+    JSON_DERIVED_OPTIONAL = ("name", "pcie_window")
+    JSON_ORDER = ("query", "mode", "found", "registers", "offset", "name", "pcie_window")
 
     query: str
     mode: str                              # "name" (an offset or exact name) or "find" (a fragment)
     registers: tuple[Register, ...]
-    offset: int | None = None              # the offset asked for, with --name
-    neighbours: tuple[Register, ...] = ()  # nearest named registers around an UNKNOWN offset
+    # the offset asked for, with --name
+    offset: int | None = field(default=None, metadata=serial.json(omit_none=True, encode=lambda o: f"0x{o:x}",
+                                                                   decode=lambda s: int(s, 16)))
+    # nearest named registers around an UNKNOWN offset (in the document with --name)
+    neighbours: tuple[Register, ...] = field(default=(), metadata=serial.json(when=lambda r: r.offset is not None))
 
     @property
     def found(self) -> bool:
         return bool(self.registers)
 
-    def to_dict(self) -> dict:
-        out = {"query": self.query, "mode": self.mode, "found": self.found,
-               "registers": [r.to_dict() for r in self.registers]}
-        if self.offset is not None:
-            out["offset"] = f"0x{self.offset:x}"
-            out["name"] = self.registers[0].name if self.registers else UNKNOWN
-            out["pcie_window"] = in_pcie_window(self.offset)
-            out["neighbours"] = [r.to_dict() for r in self.neighbours]
-        return out
+    @property
+    def name(self) -> str | None:
+        """With --name: the register's name (UNKNOWN when the table has none there)."""
+        if self.offset is None:
+            return None
+        return self.registers[0].name if self.registers else UNKNOWN
+
+    @property
+    def pcie_window(self) -> bool | None:
+        """With --name: whether libedgetpu's PCIe driver can reach the offset."""
+        return None if self.offset is None else in_pcie_window(self.offset)
 
 
 def lookup_register(query: str, *, find: bool = False, table: RegisterTable | None = None) -> RegisterLookup:

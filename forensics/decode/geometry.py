@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from forensics.core import serial
 from forensics.core.errors import InputError
 
 # Two anchors belong to the same cell when their centres agree this closely. Real float32 anchors of one
@@ -47,12 +48,12 @@ class AnchorPlace:
         """`L0 r3 c7 b2`, the `where` column."""
         return f"L{self.layer} r{self.row} c{self.col} b{self.box}"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict:  # by hand: the anchor is the row the place is written beside, not in the place
         return {"layer": self.layer, "row": self.row, "col": self.col, "box": self.box}
 
 
 @dataclass(frozen=True)
-class GridLayer:
+class GridLayer(serial.Serial):
     """One feature map: `rows` x `cols` cells of `boxes` anchors each, starting at anchor `first_anchor`.
 
     `stride` and `offset` are (y, x) in normalised image coordinates as measured from the centres (the TF OD
@@ -60,7 +61,10 @@ class GridLayer:
     cell's boxes, in box order.
     """
 
-    index: int
+    JSON_DERIVED = ("last_anchor", "count")
+    JSON_ORDER = ("layer", "rows", "cols", "boxes", "first_anchor", "last_anchor", "count")
+
+    index: int = field(metadata=serial.json("layer"))
     rows: int
     cols: int
     boxes: int
@@ -82,33 +86,23 @@ class GridLayer:
         """`19x19x3`: rows x cols x boxes, as model cards write feature maps."""
         return f"{self.rows}x{self.cols}x{self.boxes}"
 
-    def to_dict(self) -> dict:
-        return {
-            "layer": self.index,
-            "rows": self.rows,
-            "cols": self.cols,
-            "boxes": self.boxes,
-            "first_anchor": self.first_anchor,
-            "last_anchor": self.last_anchor,
-            "count": self.count,
-            "stride": list(self.stride),
-            "offset": list(self.offset),
-            "box_shapes": [list(s) for s in self.box_shapes],
-        }
 
 
 @dataclass(frozen=True)
-class AnchorGeometry:
+class AnchorGeometry(serial.Serial):
     """The grid read off an anchors tensor, or why there is none (`reason`; then `layers` is empty).
 
     `anchors` keeps the [N, 4] ycenter, xcenter, h, w array so a caller can show an anchor's prior box.
     """
 
+    JSON_DERIVED = (("grid", "is_grid"),)
+    JSON_ORDER = ("grid",)
+
     num_anchors: int
     layers: tuple[GridLayer, ...]
     reason: str | None = None
     source: str | None = None
-    anchors: np.ndarray | None = field(default=None, compare=False, repr=False)
+    anchors: np.ndarray | None = field(default=None, compare=False, repr=False, metadata=serial.json(skip=True))
 
     @property
     def is_grid(self) -> bool:
@@ -188,15 +182,6 @@ class AnchorGeometry:
             block[:, 2] = col
             block[:, 3] = box
         return out
-
-    def to_dict(self) -> dict:
-        return {
-            "grid": self.is_grid,
-            "num_anchors": self.num_anchors,
-            "layers": [layer.to_dict() for layer in self.layers],
-            "reason": self.reason,
-            "source": self.source,
-        }
 
 
 def _as_anchor_array(anchors) -> np.ndarray:

@@ -27,10 +27,11 @@ causing set it holds, marked not minimal) and cheap where exactness allows:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from forensics.core import serial
 from forensics.core.errors import InputError
 from forensics.core.judgement import Judgement, Reason
 from forensics.core.verdict import Verdict
@@ -78,34 +79,31 @@ class ClassifierModel:
 
 # --- the result -----------------------------------------------------------------------------------------
 
+_OPTIONAL = serial.json(omit_none=True)
+
+
 @dataclass(frozen=True)
-class Change:
+class Change(serial.Serial):
     """One detection (or top-k entry) that differs between A and B, and the records that cause it."""
+
+    JSON_DERIVED = ("detection",)
+    JSON_ORDER = ("kind", "detection")
 
     kind: str                          # one of KINDS
     a: dict | None                     # the row in A (None when added)
     b: dict | None                     # the row in B (None when removed)
     records: tuple[int, ...]           # the causing records (anchor or class indices), ascending
     minimal: bool                      # 1-minimal (False: the search ran out of decodes first)
-    iou: float | None = None           # matched rows: their IoU
-    shift: float | None = None         # moved: the largest coordinate change, normalised
-    px: float | None = None            # moved: the same in model input pixels (when the input size is known)
-    score_delta: float | None = None   # matched rows: B's score - A's
-    ranks: int | None = None           # a classifier's moved entry: rank in B - rank in A
+    iou: float | None = field(default=None, metadata=_OPTIONAL)          # matched rows: their IoU
+    shift: float | None = field(default=None, metadata=_OPTIONAL)        # moved: the largest coordinate change
+    px: float | None = field(default=None, metadata=_OPTIONAL)           # moved: the same in input pixels
+    score_delta: float | None = field(default=None, metadata=_OPTIONAL)  # matched rows: B's score - A's
+    ranks: int | None = field(default=None, metadata=_OPTIONAL)          # a classifier's: rank in B - rank in A
 
     @property
     def detection(self) -> dict:
         """The row the change is about: A's, or B's for an added one."""
         return self.a if self.a is not None else self.b
-
-    def to_dict(self) -> dict:
-        out = {"kind": self.kind, "detection": self.detection, "a": self.a, "b": self.b,
-               "records": list(self.records), "minimal": self.minimal}
-        for name in ("iou", "shift", "px", "score_delta", "ranks"):
-            value = getattr(self, name)
-            if value is not None:
-                out[name] = value
-        return out
 
 
 @dataclass(frozen=True)
@@ -142,6 +140,8 @@ class ImpactResult:
     def causing(self) -> tuple[int, ...]:
         return tuple(sorted({r for c in self.changes for r in c.records}))
 
+    # Kept by hand (not forensics.core.serial): the document groups the search's fields and both sides'
+    # detections into objects of their own, and writes the counts the changes make.
     def to_dict(self) -> dict:
         out = {"model": self.model_kind, "record_unit": self.record_unit, "num_records": self.num_records,
                "differing": list(self.differing), "changes": [c.to_dict() for c in self.changes],

@@ -10,19 +10,23 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from forensics.core import serial
 from forensics.core.errors import InputError
 from forensics.core.layout import RecordLayout, layout_from
 
 
 @dataclass(frozen=True)
-class TensorFit:
+class TensorFit(serial.Serial):
     """Which of a detection model's two tensors (box deltas, class scores) a dump holds, as --model / --deps
     describe them, and how much of it: a dump shorter than the whole tensor holds only its head (the story's
     trap: 256 bytes of `ff 00 80 80` said nothing of anchor 1,278)."""
+
+    JSON_DERIVED = (("anchors_held", "held"), "head_window")
+    JSON_ORDER = ("tensor", "role", "mode", "anchors", "anchors_held", "record_size", "full_size", "size", "chosen_by")
 
     tensor: str | None
     role: str                 # "scores" / "boxes"
@@ -31,7 +35,7 @@ class TensorFit:
     record_size: int          # bytes per anchor in that layout
     full_size: int            # bytes of the whole tensor in that layout
     size: int                 # the dump's bytes
-    how: str                  # what chose it: "sidecar", "size", "content" (pad lanes constant or not)
+    how: str = field(metadata=serial.json("chosen_by"))  # what chose it: "sidecar", "size", "content" (pad lanes)
 
     @property
     def held(self) -> int:
@@ -48,10 +52,6 @@ class TensorFit:
         return (f"{self.held:,} of the {self.anchors:,} anchors the model has: the head-window trap ({self.size:,} "
                 f"of the {self.full_size:,} bytes of {name}, {self.mode} layout); judge the whole buffer")
 
-    def to_dict(self) -> dict:
-        return {"tensor": self.tensor, "role": self.role, "mode": self.mode, "anchors": self.anchors,
-                "anchors_held": self.held, "record_size": self.record_size, "full_size": self.full_size,
-                "size": self.size, "chosen_by": self.how, "head_window": self.head_window}
 
 
 @dataclass(frozen=True)

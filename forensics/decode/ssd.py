@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from forensics.core import serial
 from forensics.core.errors import InputError
 from forensics.core.layout import dequantize as dequantize_as
 
@@ -50,8 +51,11 @@ def _f32(value) -> float:
 
 
 @dataclass(frozen=True)
-class PostProcessOptions:
+class PostProcessOptions(serial.Serial):
     """The kernel's options under its own key names (the flexbuffer map of TFLite_Detection_PostProcess)."""
+
+    JSON_ORDER = ("max_detections", "max_classes_per_detection", "detections_per_class", "use_regular_nms",
+                  "nms_score_threshold", "nms_iou_threshold", "num_classes")
 
     num_classes: int
     max_detections: int = 10
@@ -119,15 +123,10 @@ class PostProcessOptions:
     def nms(self) -> str:
         return "regular" if self.use_regular_nms else "fast"
 
-    def to_dict(self) -> dict:
-        return {k: getattr(self, k) for k in ("max_detections", "max_classes_per_detection",
-                                              "detections_per_class", "use_regular_nms", "nms_score_threshold",
-                                              "nms_iou_threshold", "num_classes", "y_scale", "x_scale",
-                                              "h_scale", "w_scale")}
 
 
 @dataclass(frozen=True)
-class Quantization:
+class Quantization(serial.Serial):
     """uint8 affine quantization of one tensor: real = (q - zero_point) * scale, scale held as float32."""
 
     scale: float
@@ -141,9 +140,6 @@ class Quantization:
             raise InputError(f"quantization zero_point must be an integer, got {self.zero_point!r}")
         object.__setattr__(self, "scale", _f32(self.scale))
         object.__setattr__(self, "zero_point", int(self.zero_point))
-
-    def to_dict(self) -> dict:
-        return {"scale": self.scale, "zero_point": self.zero_point}
 
 
 def dequantize_single(q, quant: Quantization) -> np.ndarray:
@@ -606,57 +602,47 @@ class _Ranked:
 
 
 @dataclass(frozen=True, slots=True)  # slots: a third cheaper to build, and fast NMS builds one per row
-class Detection:
+class Detection(serial.Serial):
     """One row the kernel writes: output slot, anchor, class (background excluded), float32 score, box."""
 
     row: int
     anchor: int
-    class_id: int
+    class_id: int = field(metadata=serial.json("class"))
     score: float
     box: tuple[float, float, float, float]  # ymin, xmin, ymax, xmax (normalised, float32 values)
-    score_code: int | None = None  # the raw uint8 byte, when the scores were quantized
-
-    def to_dict(self) -> dict:
-        out = {"row": self.row, "anchor": self.anchor, "class": self.class_id, "score": self.score,
-               "box": list(self.box)}
-        if self.score_code is not None:
-            out["score_byte"] = self.score_code
-        return out
+    # the raw uint8 byte, when the scores were quantized
+    score_code: int | None = field(default=None, metadata=serial.json("score_byte", omit_none=True))
 
 
 @dataclass(frozen=True)
-class DecodeResult:
+class DecodeResult(serial.Serial):
     """What TFLite_Detection_PostProcess writes, row by row, with how it was computed."""
+
+    JSON_DERIVED = ("nms", "label_offset")
+    JSON_ORDER = ("num_detections", "detections", "nms", "dequantize", "num_anchors", "score_columns",
+                  "label_offset", "candidates", "options")
 
     num_detections: int
     detections: tuple[Detection, ...]
     options: PostProcessOptions
     num_anchors: int
     score_columns: int
-    rounding: str  # "reference" / "litert" for uint8 inputs, "none" when the inputs were float32
-    boxes_quant: Quantization | None = None
-    scores_quant: Quantization | None = None
+    # "reference" / "litert" for uint8 inputs, "none" when the inputs were float32
+    rounding: str = field(metadata=serial.json("dequantize"))
+    boxes_quant: Quantization | None = field(default=None, metadata=serial.json("boxes_quantization"))
+    scores_quant: Quantization | None = field(default=None, metadata=serial.json("scores_quantization"))
     candidates: int = 0  # scores at or above nms_score_threshold that entered NMS
-    decoded_boxes: np.ndarray | None = field(default=None, repr=False, compare=False)
+    decoded_boxes: np.ndarray | None = field(default=None, repr=False, compare=False,
+                                             metadata=serial.json(skip=True))
+
+    @property
+    def nms(self) -> str:
+        """The options' NMS ("fast" or "regular")."""
+        return self.options.nms
 
     @property
     def label_offset(self) -> int:
         return self.score_columns - self.options.num_classes
-
-    def to_dict(self) -> dict:
-        return {
-            "num_detections": self.num_detections,
-            "detections": [d.to_dict() for d in self.detections],
-            "nms": self.options.nms,
-            "dequantize": self.rounding,
-            "num_anchors": self.num_anchors,
-            "score_columns": self.score_columns,
-            "label_offset": self.label_offset,
-            "candidates": self.candidates,
-            "options": self.options.to_dict(),
-            "boxes_quantization": self.boxes_quant.to_dict() if self.boxes_quant else None,
-            "scores_quantization": self.scores_quant.to_dict() if self.scores_quant else None,
-        }
 
     def output_tensors(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(boxes [R,4], classes [R], scores [R], num_detections [1], written [R]) as the kernel's outputs.

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from forensics.core import serial
 from forensics.core.errors import InputError
 from forensics.core.layout import MAX_ANCHORS
 from forensics.io.outputs import write_bytes_atomic
@@ -38,8 +39,10 @@ def _float32(value, what: str) -> float:
 
 
 @dataclass(frozen=True)
-class AnchorConfig:
+class AnchorConfig(serial.Serial):
     """ssd_anchor_generator {...} of a TF OD API pipeline config (defaults are the API's)."""
+
+    JSON_DERIVED = ("num_anchors",)
 
     feature_map_sizes: tuple[tuple[int, int], ...]
     min_scale: float = 0.2
@@ -117,15 +120,6 @@ class AnchorConfig:
     def num_anchors(self) -> int:
         return sum(h * w * len(s) for (h, w), s in zip(self.feature_map_sizes, self.box_specs()))
 
-    def to_dict(self) -> dict:
-        return {"feature_map_sizes": [list(s) for s in self.feature_map_sizes], "min_scale": self.min_scale,
-                "max_scale": self.max_scale, "aspect_ratios": list(self.aspect_ratios),
-                "interpolated_scale_aspect_ratio": self.interpolated_scale_aspect_ratio,
-                "reduce_boxes_in_lowest_layer": self.reduce_boxes_in_lowest_layer,
-                "base_anchor_size": list(self.base_anchor_size),
-                "scales": list(self.scales) if self.scales is not None else None,
-                "num_anchors": self.num_anchors}
-
 
 def mobilenet_feature_maps(input_size: int, num_layers: int = 6) -> tuple[int, ...]:
     """Grid sizes of the SSD MobileNet feature extractors: ceil(input / 16), then halved (ceil) per layer.
@@ -181,7 +175,7 @@ def generate_anchors(config: AnchorConfig) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class AnchorCheck:
+class AnchorCheck(serial.Serial):
     """Does a model's anchors tensor equal a generated configuration?"""
 
     matches: bool
@@ -192,16 +186,10 @@ class AnchorCheck:
     mismatched: int
     tolerance: float
     config: AnchorConfig
-    first_mismatches: tuple = field(default=())
+    first_mismatches: tuple[dict, ...] = field(default=())
 
     def __bool__(self) -> bool:
         return self.matches
-
-    def to_dict(self) -> dict:
-        return {"matches": self.matches, "num_anchors": self.num_anchors, "expected_anchors": self.expected_anchors,
-                "max_abs_diff": self.max_abs_diff, "worst_anchor": self.worst_anchor, "mismatched": self.mismatched,
-                "tolerance": self.tolerance, "config": self.config.to_dict(),
-                "first_mismatches": [dict(m) for m in self.first_mismatches]}
 
 
 def check_anchors(anchors, config: AnchorConfig, tolerance: float = 1e-6) -> AnchorCheck:
@@ -239,6 +227,8 @@ class AnchorsGenResult:
     check: AnchorCheck | None = None
     check_source: str | None = None      # the model or deps directory whose anchors were checked
 
+    # Kept by hand (not forensics.core.serial): the check is written without its configuration (the document's
+    # own) and with the source it was checked against.
     def to_dict(self) -> dict:
         check = None
         if self.check is not None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from forensics.compare.crc import format_crc
 from forensics.core import finding as core_finding
+from forensics.core import serial
 from forensics.core.judgement import Judgement, Reason
 from forensics.core.verdict import Verdict
 
@@ -14,13 +15,37 @@ VERDICTS = (Verdict.IDENTICAL, Verdict.WITHIN, Verdict.EXPLAINED, Verdict.PARTLY
 EXIT_CODES = {v: v.exit_code for v in VERDICTS}  # forensics.core.verdict decides them
 
 
+def with_command(hint: str, command: str) -> str:
+    """`look at the differing records: forensics diff A B`: a hint and the command it asks for, in one sentence."""
+    return f"{hint}: {command}" if command and hint else (command or hint)
+
+
+def _hint_of(doc: dict) -> str:
+    """The hint a document's `hint` holds beside its `command` (with_command read back)."""
+    text, command = doc.get("hint") or "", doc.get("command") or ""
+    if not command:
+        return text
+    return text[:-len(command) - 2] if text.endswith(f": {command}") else ("" if text == command else text)
+
+
+def _hint_field():
+    """A hint: written with the command it asks for (with_command), read back without it."""
+    return serial.json(write=lambda r: with_command(r.hint, r.command), read=_hint_of)
+
+
 @dataclass(frozen=True)
-class Finding(core_finding.Finding):
+class Finding(core_finding.Finding, serial.Serial):
     """One named bug pattern, a forensics.core.finding.Finding: `kind` (one of KINDS), its `sentence` (the
     evidence), what to do (`hint`), its `facts` (structured details); `explains` is the share of the differing
     bytes its simulation reproduces. `evidence` and `details` are the names diagnose's callers and its JSON
     use for the sentence and the facts."""
 
+    JSON_ORDER = ("kind", "evidence", "hint", "command", "explains")
+
+    sentence: str = field(default="", metadata=serial.json(name="evidence"))
+    hint: str = field(default="", metadata=_hint_field())
+    # the kind's own keys, written beside the others
+    facts: dict = field(default_factory=dict, compare=False, hash=False, metadata=serial.json(spread=True))
     explains: float = 0.0
     command: str = ""  # the command the hint asks to run, printed whole on its own line (the JSON's hint ends with it)
 
@@ -41,24 +66,24 @@ class Finding(core_finding.Finding):
     def __len__(self) -> int:
         return len(self.to_dict())
 
-    def to_dict(self) -> dict:
-        return {"kind": self.kind, "evidence": self.evidence, "hint": with_command(self.hint, self.command),
-                "command": self.command, "explains": self.explains, **self.details}
-
-
-def with_command(hint: str, command: str) -> str:
-    """`look at the differing records: forensics diff A B`: a hint and the command it asks for, in one sentence."""
-    return f"{hint}: {command}" if command and hint else (command or hint)
+    to_dict = serial.Serial.to_dict  # the fields' document (evidence, hint with its command, the facts spread)
 
 
 @dataclass(frozen=True)
-class DiagnoseResult:
+class DiagnoseResult(serial.Serial):
+    JSON_DERIVED = ("exit_code", "identical")
+    JSON_ORDER = ("verdict", "exit_code", "primary", "explained_fraction", "exact", "path_a", "path_b", "previous",
+                  "size_a", "size_b", "crc32_a", "crc32_b", "identical", "record_size", "tolerance",
+                  "records_compared", "records_differing", "bytes_differing", "first_differing_offset", "findings",
+                  "residual", "characterization", "hint", "command", "dtype", "pad_only_bytes", "inputs",
+                  "pad_bytes_differing", "pad_lanes")
+
     path_a: str
     path_b: str
     size_a: int
     size_b: int
-    crc32_a: int
-    crc32_b: int
+    crc32_a: int = field(metadata=serial.json(encode=format_crc, decode=lambda s: int(s, 16)))
+    crc32_b: int = field(metadata=serial.json(encode=format_crc, decode=lambda s: int(s, 16)))
     record_size: int
     records_compared: int
     records_differing: int
@@ -72,14 +97,14 @@ class DiagnoseResult:
     characterization: dict | None = None
     tolerance: int | None = None
     exact: bool = True
-    hint: str = ""
+    hint: str = field(default="", metadata=_hint_field())
     primary: str | None = None  # the kind that explains the most
     dtype: str | None = None    # the elements' dtype the tolerance and value maps were judged in (None: bytes)
     pad_only_bytes: int = 0     # differing bytes in pad lanes only (ignored, as diff ignores them)
     inputs: dict | None = None  # the inputs' CRCs and whether they are equal, when given
     command: str = ""           # the command the hint asks to run (printed whole on its own line)
     pad_bytes_differing: int = 0  # differing bytes in the pad lanes (not counted in bytes_differing, as diff)
-    pad_lanes: tuple = ()
+    pad_lanes: tuple[int, ...] = ()
 
     @property
     def identical(self) -> bool:
@@ -113,23 +138,6 @@ class DiagnoseResult:
 
     def finding(self, kind: str) -> Finding | None:
         return next((f for f in self.findings if f.kind == kind), None)
-
-    def to_dict(self) -> dict:
-        return {
-            "verdict": self.verdict, "exit_code": self.exit_code, "primary": self.primary,
-            "explained_fraction": self.explained_fraction, "exact": self.exact,
-            "path_a": self.path_a, "path_b": self.path_b, "previous": self.previous,
-            "size_a": self.size_a, "size_b": self.size_b,
-            "crc32_a": format_crc(self.crc32_a), "crc32_b": format_crc(self.crc32_b),
-            "identical": self.identical, "record_size": self.record_size, "tolerance": self.tolerance,
-            "records_compared": self.records_compared, "records_differing": self.records_differing,
-            "bytes_differing": self.bytes_differing, "first_differing_offset": self.first_differing_offset,
-            "findings": [f.to_dict() for f in self.findings],
-            "residual": self.residual, "characterization": self.characterization,
-            "hint": with_command(self.hint, self.command), "command": self.command,
-            "dtype": self.dtype, "pad_only_bytes": self.pad_only_bytes, "inputs": self.inputs,
-            "pad_bytes_differing": self.pad_bytes_differing, "pad_lanes": list(self.pad_lanes),
-        }
 
 
 def percent(x: float) -> str:

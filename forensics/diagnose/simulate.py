@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from forensics.core import serial
 from forensics.diagnose.kinds import bug_help, parse_bug, register  # noqa: F401 (register: the kinds hook)
 from forensics.core.errors import InputError
 from forensics.diagnose.kinds.base import FILL_BYTE, ArraySource, Bug, Kind, compress_lanes, gather  # noqa: F401
@@ -35,20 +36,16 @@ def __getattr__(name):
 
 
 @dataclass(frozen=True)
-class SimulateResult:
+class SimulateResult(serial.Serial):
     source: str
     bug: str
     kind: str
     params: dict
     size_a: int
     size_b: int
-    data: bytes = field(repr=False, compare=False)
+    data: bytes = field(default=b"", repr=False, compare=False, metadata=serial.json(skip=True))  # B, written to output
     output: str | None = None
-    exit_code: int = 0
-
-    def to_dict(self) -> dict:
-        return {"source": self.source, "bug": self.bug, "kind": self.kind, "params": self.params,
-                "size_a": self.size_a, "size_b": self.size_b, "output": self.output}
+    exit_code: int = field(default=0, metadata=serial.json(skip=True))
 
 
 MAX_SIMULATED = 256 << 20  # bytes of a simulated B: it is built in memory with an index per byte (~10x its size)

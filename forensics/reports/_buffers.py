@@ -10,6 +10,12 @@ from forensics.reports.base import Report, _limit, _slice, spellings
 
 
 class CrcReport(Report):
+    RESULT = "forensics.compare.crc:CrcReport"
+
+    @classmethod
+    def rows_key_of(cls, doc: dict) -> str | None:
+        return "files"
+
     def renderables(self) -> list:
         from forensics.render.buffers import render_crc
 
@@ -249,6 +255,12 @@ def anchors(file, *, record=None, offset=None, count=None, fields=None, pad=None
 
 
 class CoverageReport(Report):
+    RESULT = "forensics.buffer.coverage:CoverageResult"
+
+    @classmethod
+    def rows_key_of(cls, doc: dict) -> str | None:
+        return "untouched_ranges"
+
     def renderables(self) -> list:
         from forensics.render.buffers import render_coverage
 

@@ -21,6 +21,12 @@ class CsrReport(Report):
 
 
 class RegisterReport(Report):
+    RESULT = "forensics.csr.registers:RegisterLookup"
+
+    @classmethod
+    def rows_key_of(cls, doc: dict) -> str | None:
+        return "registers"
+
     def renderables(self) -> list:
         from forensics.render.csr import render_lookup
 

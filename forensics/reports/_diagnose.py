@@ -10,6 +10,12 @@ from forensics.core.options import checked, each, hex_bytes
 
 
 class DiagnoseReport(Report):
+    RESULT = "forensics.diagnose.result:DiagnoseResult"
+
+    @classmethod
+    def rows_key_of(cls, doc: dict) -> str | None:
+        return "findings"
+
     def renderables(self) -> list:
         from forensics.render.diagnose import render_diagnose
 

@@ -27,8 +27,9 @@ class Report:
     judgement: Judgement | None = field(default=None, kw_only=True)  # the result's one judgement, when it has one
 
     # The result type (a forensics.core.serial.Serial) the report is built on: a saved document of a report that
-    # names one reads back (from_dict, forensics.reports.load) and renders again.
-    RESULT: ClassVar[type | None] = None
+    # names one reads back (from_dict, forensics.reports.load) and renders again. Named "module:Class" so that
+    # importing a report module loads no result module before a command runs (benchmarks/bench_startup.py).
+    RESULT: ClassVar[type | str | None] = None
 
     def __post_init__(self):
         if self.judgement is not None:  # the verdict is the judgement's: never a second one beside it
@@ -65,14 +66,27 @@ class Report:
         judgement as saved): it renders as the command printed it, less what only the files gave (pictures)."""
         if cls.RESULT is None:
             raise TypeError(f"a {cls.__name__} cannot be read back from its document")
-        judgement = None
-        if doc.get("verdict") is not None:
+        result_type = cls.result_type()
+        judgement, verdict = None, None
+        if doc.get("verdict") is not None and "message" in doc:  # a judgement: its verdict, message and reasons
             from forensics.core.judgement import Reason
 
             judgement = Judgement(Verdict(doc["verdict"]), doc.get("message", ""),
                                   tuple(Reason(r.get("code", ""), r.get("text", "")) for r in doc.get("reasons", ())))
-        return cls(doc.get("command", ""), cls.RESULT.from_dict(doc), warnings=tuple(doc.get("warnings", ())),
-                   rows_key=cls.rows_key_of(doc), judgement=judgement)
+        elif doc.get("verdict") is not None:  # a verdict alone (csr --name: FOUND / NOT FOUND)
+            verdict = Verdict(doc["verdict"])
+        return cls(doc.get("command", ""), result_type.from_dict(doc), warnings=tuple(doc.get("warnings", ())),
+                   rows_key=cls.rows_key_of(doc), judgement=judgement, verdict=verdict)
+
+    @classmethod
+    def result_type(cls) -> type:
+        """RESULT, imported when it is named "module:Class"."""
+        if isinstance(cls.RESULT, str):
+            import importlib
+
+            module, _, name = cls.RESULT.partition(":")
+            return getattr(importlib.import_module(module), name)
+        return cls.RESULT
 
     @classmethod
     def rows_key_of(cls, doc: dict) -> str | None:

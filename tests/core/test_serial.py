@@ -83,3 +83,53 @@ def test_a_saved_document_that_names_no_report_is_refused(tmp_path):
         reports.load(path)
     with pytest.raises(InputError):
         reports.load({"report": "os.system"})
+
+
+@dataclass(frozen=True)
+class _Sized(serial.Serial):
+    JSON_DERIVED = ("double", ("twice", "double"))
+    JSON_DERIVED_OPTIONAL = ("half",)
+    JSON_ORDER = ("double", "size")
+
+    size: int
+    offset: int = field(default=0, metadata=serial.json(omit=lambda v: v == 0))
+    lsb: int | None = field(default=None, metadata=serial.json(when=lambda r: r.size > 1))
+
+    @property
+    def double(self) -> int:
+        return 2 * self.size
+
+    @property
+    def half(self) -> int | None:
+        return self.offset // 2 if self.offset else None
+
+
+def test_defaults_left_out_fields_of_one_kind_and_the_key_order():
+    assert list(_Sized(1, 0, None).to_dict()) == ["double", "size", "twice"]
+    doc = _Sized(2, 8, None).to_dict()
+    assert list(doc) == ["double", "size", "offset", "lsb", "twice", "half"] and doc["offset"] == 8
+    assert doc["lsb"] is None and doc["twice"] == 4
+    assert doc["half"] == 4
+    assert _Sized.from_dict(_Sized(1).to_dict()) == _Sized(1)
+    assert _Sized.from_dict(doc) == _Sized(2, 8, None)
+
+
+@dataclass(frozen=True)
+class _Hinted(serial.Serial):
+    JSON_ORDER = ("kind", "hint", "command")
+
+    kind: str
+    hint: str = field(default="", metadata=serial.json(
+        write=lambda r: f"{r.hint}: {r.command}" if r.command else r.hint,
+        read=lambda doc: doc["hint"].removesuffix(f": {doc['command']}") if doc.get("command") else doc["hint"]))
+    details: dict = field(default_factory=dict, metadata=serial.json(spread=True))
+    command: str = ""
+
+
+def test_a_value_written_from_the_whole_result_and_keys_spread_into_the_document():
+    result = _Hinted("shift", "look", {"by": 4, "lanes": [1, 2]}, "forensics diff A B")
+    doc = result.to_dict()
+    assert doc == {"kind": "shift", "hint": "look: forensics diff A B", "command": "forensics diff A B", "by": 4,
+                   "lanes": [1, 2]}
+    assert list(doc)[:3] == ["kind", "hint", "command"]
+    assert _Hinted.from_dict(doc) == result

@@ -1,0 +1,218 @@
+"""Every result type that derives from forensics.core.serial.Serial reads back from its own document (built
+from running the library on the bundled dumps), and every command whose result is one loads back from its saved
+`--json` (forensics.reports.load) and renders the same terminal text."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import io
+import json
+import math
+import pkgutil
+import sys
+
+import pytest
+
+import forensics
+from forensics.core import serial
+
+LIB = "dumps/libedgetpu"
+BROKEN = "dumps/broken"
+
+
+def _serial_types() -> set[type]:
+    for info in pkgutil.walk_packages(forensics.__path__, "forensics."):
+        if ".cli" in info.name or info.name.endswith("__main__"):
+            continue
+        importlib.import_module(info.name)
+    found, todo = set(), [serial.Serial]
+    while todo:
+        for sub in todo.pop().__subclasses__():
+            if sub not in found and sub.__module__.startswith("forensics."):
+                found.add(sub)
+                todo.append(sub)
+    # a slots dataclass is a new class: the one it replaced stays a subclass until collected
+    return {kind for kind in found if getattr(sys.modules[kind.__module__], kind.__name__, None) is kind}
+
+
+def _reports():
+    """(command name, report) for the converted commands on the bundled dumps."""
+    from forensics import reports
+
+    return [
+        ("crc pair", reports.crc(f"{LIB}/input.bin", "dumps/ours/input.bin")),
+        ("crc chunks", reports.crc(f"{LIB}/input.bin", f"{BROKEN}/input.bin", chunk=960)),
+        ("crc expect", reports.crc(f"{LIB}/input.bin", expect=0x12345678)),
+        ("crc one", reports.crc(f"{LIB}/input.bin")),
+        ("coverage untouched", reports.coverage(f"{BROKEN}/convert_scores.bin", sentinel="cc")),
+        ("coverage written", reports.coverage(f"{LIB}/convert_scores.bin", sentinel="cc")),
+        ("coverage runs", reports.coverage("dumps/evidence/convert_scores_alloc.bin", sentinel="00", min_run=4)),
+        ("csr name", reports.csr(name="0x484f8")),
+        ("csr unknown", reports.csr(name="0x12344")),  # its neighbours
+        ("csr find", reports.csr(find="tileconfig")),
+        ("csr not found", reports.csr(find="nosuchregister")),
+        ("diagnose identical", reports.diagnose(f"{LIB}/input.bin", "dumps/ours/input.bin")),
+        ("diagnose broken", reports.diagnose(f"{LIB}/convert_scores.bin", f"{BROKEN}/convert_scores.bin")),
+        ("diagnose tolerance", reports.diagnose(f"{LIB}/convert_scores.bin", f"{BROKEN}/convert_scores.bin",
+                                                tolerance=1)),
+        *((f"diagnose {bug}", reports.diagnose(f"{LIB}/convert_scores.bin", _simulated(bug)))
+          for bug in ("shift:4", "rotation:8", "signedness", "fill:100-300:cc", "lane_swap:16")),
+    ]
+
+
+def _simulated(bug: str):
+    """B as `bug` makes it from the bundled convert_scores dump (bytes: diagnose reads them as a dump)."""
+    from forensics.diagnose.simulate import simulate
+
+    return _SIMULATED.setdefault(bug, _write(simulate(f"{LIB}/convert_scores.bin", bug).data, bug))
+
+
+_SIMULATED: dict = {}
+
+
+def _write(data: bytes, bug: str) -> str:
+    import atexit
+    import shutil
+    import tempfile
+
+    where = tempfile.mkdtemp(prefix="forensics-serial-")
+    atexit.register(shutil.rmtree, where, True)
+    path = f"{where}/{bug.replace(':', '_')}.bin"
+    with open(path, "wb") as f:
+        f.write(data)
+    return path
+
+
+def _impact():
+    """The story's records that matter, found by ssd_impact on the bundled dumps (scores: the data lanes)."""
+    import numpy as np
+
+    from forensics.decode.deps import read_deps
+    from forensics.decode.impact import SsdArrays, SsdModel, ssd_impact
+
+    boxes = np.fromfile(f"{LIB}/Squeeze1.bin", np.uint8).reshape(-1, 4)
+
+    def scores(path):
+        return np.ascontiguousarray(np.fromfile(path, np.uint8).reshape(-1, 4)[:, :2])
+
+    return ssd_impact(SsdArrays(boxes, scores(f"{LIB}/convert_scores.bin")),
+                      SsdArrays(boxes, scores(f"{BROKEN}/convert_scores.bin")),
+                      SsdModel(read_deps("dumps/face_ssd"), input_size=(320, 320)))
+
+
+def _results() -> list:
+    """Results no converted command returns whole: the parts of other commands' results."""
+    from forensics import reports
+    from forensics.buffer.fingerprint import check_log
+    from forensics.csr.registers import beagle_table
+
+    from forensics.diagnose.simulate import simulate
+
+    return [
+        _impact(),
+        reports.decode(f"{BROKEN}/Squeeze1.bin", f"{BROKEN}/convert_scores.bin", deps="dumps/face_ssd"),
+        reports.decode("dumps/ours/Squeeze1.bin", "dumps/ours/convert_scores.bin", deps="dumps/face_ssd",
+                       image_size="640x480"),
+        reports.anchors_gen(input_size="320x320", check_deps="dumps/face_ssd", show=3),
+        reports.diff(f"{LIB}/convert_scores.bin", f"{BROKEN}/convert_scores.bin", deps="dumps/face_ssd"),
+        beagle_table(),
+        simulate(f"{LIB}/convert_scores.bin", "shift:4"),
+        reports.anchors("dumps/ours/convert_scores.bin", record=4).result,
+        reports.anchors(f"{LIB}/Squeeze1.bin", record=4).result,  # no dominant record: its top scores
+        reports.diff(f"{LIB}/convert_scores.bin", f"{BROKEN}/convert_scores.bin", scale=0.0039,
+                     zero_point=0).result,  # the LSB statistics of an integer buffer
+        reports.diff(f"{LIB}/Squeeze1.bin", f"{BROKEN}/Squeeze1.bin").result,
+        reports.verify("dumps/evidence/driver.log", f"{LIB}/convert_scores.bin").result,
+        check_log("dumps/evidence/driver.log", {"output": f"{LIB}/convert_scores.bin"}),
+    ]
+
+
+def _saved(report) -> dict:
+    from forensics.render.console import to_json
+
+    return json.loads(to_json(report.to_dict()))
+
+
+def _text(report) -> str:
+    from forensics.render.console import make_console, print_all
+
+    out = io.StringIO()
+    print_all(make_console(out, width=100, color_system=None), report.renderables())
+    return out.getvalue()
+
+
+def _instances() -> dict[type, list]:
+    """Real results of every Serial type, from the reports and the results they hold."""
+    found: dict[type, list] = {}
+
+    def walk(value):
+        if isinstance(value, serial.Serial):
+            found.setdefault(type(value), []).append(value)
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            for f in dataclasses.fields(value):
+                walk(getattr(value, f.name))
+        elif isinstance(value, (tuple, list)):
+            for item in value:
+                walk(item)
+        elif isinstance(value, dict):
+            for item in value.values():
+                walk(item)
+
+    for _, report in REPORTS:
+        walk(report.result)
+    for result in _results():
+        walk(result)
+    return found
+
+
+REPORTS = _reports()
+INSTANCES = _instances()
+
+
+@pytest.mark.parametrize("kind", sorted(_serial_types(), key=lambda t: f"{t.__module__}.{t.__qualname__}"),
+                         ids=lambda t: f"{t.__module__}.{t.__qualname__}")
+def test_every_result_type_reads_back_from_its_document(kind):
+    if kind.__module__.startswith("tests."):
+        pytest.skip("a test's own type")
+    assert kind in INSTANCES, f"no real {kind.__qualname__} built: add a case to _reports()"
+    for result in INSTANCES[kind]:
+        doc = json.loads(json.dumps(result.to_dict()))  # as a saved file holds it
+        back = kind.from_dict(doc)
+        assert json.loads(json.dumps(back.to_dict())) == doc
+        if getattr(result, "source_format", "binary") == "binary":  # a .npy dump's format is not saved
+            assert _with_unsaved(back, result) == result
+
+
+def _with_unsaved(back, result):
+    """`back` with the fields its document does not carry (skip=True: pictures, internals) taken from `result`:
+    every other field must have read back equal."""
+    unsaved = {f.name: getattr(result, f.name) for f in dataclasses.fields(result)
+               if f.init and (serial._spec(f)["skip"] or _non_finite(getattr(result, f.name)))}
+    return dataclasses.replace(back, **unsaved)
+
+
+def _non_finite(value) -> bool:
+    """JSON has no NaN or infinity: such a float is saved as null."""
+    return isinstance(value, float) and not math.isfinite(value)
+
+
+@pytest.mark.parametrize("name, report", REPORTS, ids=[name for name, _ in REPORTS])
+def test_a_saved_document_loads_back_and_renders_the_same(name, report):
+    from forensics import reports
+
+    loaded = reports.load(_saved(report))
+    assert type(loaded) is type(report) and loaded.verdict == report.verdict
+    assert loaded.exit_code == report.exit_code
+    assert _text(loaded) == _text(report)
+    assert _saved(loaded) == _saved(report)
+
+
+def test_a_saved_file_loads_back(tmp_path):
+    from forensics import reports
+    from forensics.render.console import to_json
+
+    report = reports.crc(f"{LIB}/input.bin", f"{BROKEN}/input.bin", chunk=960)
+    path = tmp_path / "crc.json"
+    path.write_text(to_json(report.to_dict()))
+    assert _text(reports.load(path)) == _text(report)
