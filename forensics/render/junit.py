@@ -33,8 +33,9 @@ def _stats_text(row, message: str) -> str:
     return message + "\n" + "\n".join(f"{k}: {d[k]}" for k in keys if k in d)
 
 
-def junit_xml(result, *, name: str | None = None) -> str:
-    """The JUnit XML document (testsuites > testsuite > testcase) of a forensics.runs.compare.CompareResult."""
+def junit_xml(result, *, name: str | None = None, judgement=None) -> str:
+    """The JUnit XML document (testsuites > testsuite > testcase) of a forensics.runs.compare.CompareResult;
+    the suite carries `judgement` (the report's; judge_compare's when None) as it is."""
     a, b = result.run_a, result.run_b
     suite_name = name or f"forensics compare {a.source} vs {b.source}"
     cases = []
@@ -55,7 +56,7 @@ def junit_xml(result, *, name: str | None = None) -> str:
             out = ET.SubElement(case, "system-out")
             out.text = xml_text(f"{j.verdict}: {j.message}")
         cases.append(case)
-    judgement = result.judgement
+    judgement = judgement if judgement is not None else result.judgement
     root = ET.Element("testsuites", {"name": "forensics", "tests": str(len(cases)), "failures": str(failures),
                                      "skipped": str(skipped), "errors": "0"})
     suite = ET.SubElement(root, "testsuite", {"name": xml_text(suite_name), "tests": str(len(cases)),

@@ -140,7 +140,7 @@ class CompareReport(Report):
     def tables(self) -> list:
         from forensics.render.runs import render_compare
 
-        return list(render_compare(self.result))
+        return list(render_compare(self.result, self.judgement))
 
     def renderables(self) -> list:
         out = self.tables()
@@ -163,7 +163,7 @@ class BatchReport(CompareReport):
     def tables(self) -> list:
         from forensics.render.runs import render_batch
 
-        return list(render_batch(self.result))
+        return list(render_batch(self.result, self.judgement))
 
 
 def _run_geometry(model, deps, run_a):
@@ -280,7 +280,7 @@ def compare(*runs, html=None, previous=None, model=None, deps=None, limit: int =
                              f"summary is in {output}", batch)
         if html:
             _batch_html(html, batch, result, geometry)
-        return BatchReport("compare", result, rows_key="rows", verdict=result.verdict,
+        return BatchReport("compare", result, rows_key="rows", judgement=result.judgement,
                            html=os.fspath(html) if html else None)
     if scheduler != "local" or stall_timeout is not None:
         which = "{scheduler}" if scheduler != "local" else "{stall_timeout}"
