@@ -52,7 +52,7 @@ def render_fingerprint(fp) -> list[str]:
 TABLE_ROWS = 1000
 
 
-def render_verify(report) -> list:
+def render_verify(report, judgement) -> list:
     out = []
     for source in report.sources:
         if source.get("source_format", "binary") not in ("binary", "npy") or source.get("slice"):
@@ -85,5 +85,5 @@ def render_verify(report) -> list:
     if report.unassigned:
         out.append(Text(f"not checked (no file for these buffers): {', '.join(report.unassigned)}; "
                         f"give --buffer TAG=FILE"))
-    out.append(judgement_line(report.judgement))
+    out.append(judgement_line(judgement))  # the report's (buffer.fingerprint.judge_verify), as it is
     return out
