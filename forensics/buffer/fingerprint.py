@@ -602,6 +602,11 @@ class Check:
     text: str = ""     # the log line the value is on
     past_end: int = 0  # bytes the log shows past the file's end (the driver read past the buffer: not judged)
 
+    @property
+    def verdict(self) -> Verdict:
+        """This check's own verdict: MATCH, TRUNCATED (the logged value was cut short) or DIFFER."""
+        return Verdict.MATCH if self.match else Verdict.TRUNCATED if self.kind == "truncated" else Verdict.DIFFER
+
     def to_dict(self) -> dict:
         return {"tag": self.tag, "file": self.file, "kind": self.kind, "what": self.label, "line": self.line,
                 "offset": self.offset, "expected": self.expected, "found": self.found, "match": self.match,

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from forensics.render.style import judgement_line
+from forensics.render.style import VERDICT_STYLES, judgement_line
 from forensics.render.style import table as _table
-from forensics.core.verdict import Verdict
 
 
 def render_import(result) -> list:
@@ -70,9 +69,7 @@ def render_verify(report, judgement) -> list:
         checks = shown
     table = _table(("line", "right"), "buffer", "what", "expected", "found", "")
     for c in checks:
-        status = Text(Verdict.MATCH, style="green") if c.match else \
-            Text(Verdict.TRUNCATED, style="bold yellow") if c.kind == "truncated" else \
-            Text(Verdict.DIFFER, style="bold red")
+        status = Text(c.verdict, style=VERDICT_STYLES[c.verdict])  # the check's own verdict
         found = c.found if not c.match or c.past_end else "(same)"
         table.add_row(str(c.line), c.tag or "-", c.label, c.expected, found, status)
     if checks:

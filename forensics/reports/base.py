@@ -70,7 +70,8 @@ class Report:
             from forensics.core.judgement import Reason
 
             judgement = Judgement(Verdict(doc["verdict"]), doc.get("message", ""),
-                                  tuple(Reason(r.get("code", ""), r.get("text", "")) for r in doc.get("reasons", ())))
+                                  tuple(Reason(r.get("code", ""), r.get("text", ""), bool(r.get("worded")))
+                                        for r in doc.get("reasons", ())))
         return cls(doc.get("command", ""), cls.RESULT.from_dict(doc), warnings=tuple(doc.get("warnings", ())),
                    rows_key=cls.rows_key_of(doc), judgement=judgement)
 
