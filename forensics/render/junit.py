@@ -1,4 +1,5 @@
-"""compare as JUnit XML for CI dashboards: one test case per (stage, tensor) of the two runs.
+"""compare as JUnit XML for CI dashboards: one test case per (stage, tensor) of the two runs (per pair for
+compare --batch).
 
 Each case follows its row's judgement (forensics.runs.compare.judge_row): a buffer that MATCHes or is WITHIN
 TOLERANCE passes; DIFFER and MISSING, and a file changed after capture, are failures (message: the verdict and
@@ -69,5 +70,41 @@ def junit_xml(result, *, name: str | None = None, judgement=None) -> str:
     suite.extend(cases)
     out = ET.SubElement(suite, "system-out")
     out.text = xml_text(judgement.line)
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def junit_batch(result, *, judgement=None) -> str:
+    """compare --batch as JUnit XML: one test case per pair (a pair that does not pass is a failure, one that
+    could not be compared an error); the suite carries the batch's one verdict line (`judgement`, the report's;
+    judge_batch's when None)."""
+    from forensics.core.verdict import Verdict
+
+    judgement = judgement if judgement is not None else result.judgement
+    cases, failures, errors = [], 0, 0
+    for row in result.rows:
+        case = ET.Element("testcase", {"classname": "forensics.compare.batch", "name": xml_text(row["pair"]),
+                                       "time": "0"})
+        verdict = Verdict(row["verdict"])
+        said = f"{verdict}: {row.get('summary') or row.get('error') or ''}".rstrip(": ")
+        if verdict is Verdict.ERROR:
+            errors += 1
+            ET.SubElement(case, "error", {"message": xml_text(said), "type": str(verdict)})
+        elif not verdict.passed:
+            failures += 1
+            ET.SubElement(case, "failure", {"message": xml_text(said), "type": str(verdict)}).text = xml_text(said)
+        else:
+            ET.SubElement(case, "system-out").text = xml_text(said)
+        cases.append(case)
+    counts = {"tests": str(len(cases)), "failures": str(failures), "skipped": "0", "errors": str(errors)}
+    root = ET.Element("testsuites", {"name": "forensics", **counts})
+    suite = ET.SubElement(root, "testsuite", {"name": xml_text(f"forensics compare --batch {result.directory}"),
+                                              **counts, "time": "0"})
+    props = ET.SubElement(suite, "properties")
+    for key, value in (("directory", result.directory), ("verdict", judgement.verdict),
+                       ("message", judgement.message)):
+        ET.SubElement(props, "property", {"name": key, "value": xml_text(value)})
+    suite.extend(cases)
+    ET.SubElement(suite, "system-out").text = xml_text(judgement.line)
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

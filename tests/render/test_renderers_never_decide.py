@@ -93,9 +93,11 @@ def file_faces(report, judgement) -> dict:
         return {"html": html_report(report.result, judgement=judgement),
                 "junit": junit_xml(report.result, judgement=judgement)}
     if kind == "BatchReport":
+        from forensics.render.junit import junit_batch
         from forensics.render.runs import html_batch
 
-        return {"html": html_batch(report.result, judgement=judgement)}
+        return {"html": html_batch(report.result, judgement=judgement),
+                "junit": junit_batch(report.result, judgement=judgement)}
     if kind == "RepeatReport":
         from forensics.render.repeat import html_repeat, junit_repeat
 

@@ -139,7 +139,9 @@ CASES = {
              "within": lambda t: ["diff", *_pair_bytes(t, _small), "--tolerance", "1"],
              "pad lanes": lambda t: ["diff", *_pad_only(t), "--record", "4", "--pad", "2,3"],
              "head window": lambda t: ["diff", *_heads(t), "--deps", "dumps/face_ssd"]},
-    "anchors": {"uniform": lambda t: ["anchors", _put(t / "s.bin", _scores()), "--record", "4"],
+    "anchors": {"uniform": lambda t: ["anchors", _put(t / "s.bin", np.tile(np.array([255, 0, 128, 128], np.uint8),
+                                                                          (2034, 1))), "--record", "4"],
+                "five depart": lambda t: ["anchors", _put(t / "s.bin", _scores()), "--record", "4"],
                 "nonuniform": lambda t: ["anchors", f"{OURS}/convert_scores.bin"],
                 "broken": lambda t: ["anchors", f"{BROKEN}/convert_scores.bin"]},
     "coverage": {"covered": lambda t: ["coverage", f"{LIB}/convert_scores.bin", "--sentinel", "cc"],
@@ -212,14 +214,15 @@ EXPECT = {
     ("crc", "same"): "MATCH", ("crc", "differ"): "DIFFER", ("crc", "expect"): "DIFFER",
     ("diff", "same"): "MATCH", ("diff", "differ"): "DIFFER", ("diff", "within"): "WITHIN TOLERANCE",
     ("diff", "pad lanes"): "MATCH", ("diff", "head window"): "HEAD WINDOW",
-    ("anchors", "uniform"): "NONUNIFORM", ("anchors", "broken"): "NONUNIFORM",  # five records depart: listed
+    ("anchors", "uniform"): "OK", ("anchors", "five depart"): "NONUNIFORM", ("anchors", "broken"): "NONUNIFORM",
     ("coverage", "covered"): "OK", ("coverage", "sentinel left"): "WARNING",
     ("decode", "replay"): "MATCH", ("anchors-gen", "check"): "MATCH",
     ("anchors-gen", "check differ"): "DIFFER",  # 300x300 makes 1,917 anchors, face_ssd has 2,034
     ("compare", "match"): "MATCH", ("compare", "differ"): "DIFFER", ("compare", "within"): "WITHIN TOLERANCE",
     ("compare", "pad lanes"): "MATCH", ("compare", "changed after capture"): "DIFFER",
     ("compare", "batch match"): "MATCH", ("compare", "batch differ"): "DIFFER",
-    ("diagnose", "identical"): "IDENTICAL", ("diagnose", "differ"): "EXPLAINED",  # the broken driver's fill ("diagnose", "pad lanes"): "IDENTICAL",
+    ("diagnose", "identical"): "IDENTICAL", ("diagnose", "pad lanes"): "IDENTICAL",
+    ("diagnose", "differ"): "EXPLAINED",  # the broken driver's fill and truncation
     ("csr", "same"): "PASSED", ("csr", "pair"): "FAILED", ("csr", "name"): "FOUND", ("csr", "unknown"): "NOT FOUND",
     ("csr", "find"): "FOUND", ("csr", "find none"): "NOT FOUND",  # 0x48788 is tileconfig0 in the Beagle table
     ("verify", "ok"): "MATCH", ("verify", "broken logged"): "MATCH", ("verify", "differ"): "DIFFER",
@@ -299,8 +302,7 @@ def test_one_verdict_line_and_it_is_the_json(tmp_path, command, case):
     if flags:
         argv = build(out_dir)
         page, xml = out_dir / "report.html", out_dir / "report.xml"
-        extra = (["--html", page] if "html" in flags else []) + \
-                (["--junit", xml] if "junit" in flags and "--batch" not in argv else [])
+        extra = (["--html", page] if "html" in flags else []) + (["--junit", xml] if "junit" in flags else [])
         assert run_cli(*argv, *extra).code == term.code
         expected = f"{doc['verdict']} | {' '.join(doc['message'].split())}"
         if "html" in flags:
@@ -317,3 +319,55 @@ def test_the_cases_judge_both_ways():
         exits.setdefault(command, set()).add(Verdict(word).exit_code)
     # anchors lists and never fails; a replay that disagrees needs a kernel other than LiteRT's (not shipped)
     assert {c for c, codes in exits.items() if codes != {0, 1}} == {"anchors", "decode"}
+
+
+# --- issue 33's three wrong outputs, on every face ------------------------------------------------------------
+
+def _faces(argv: list, tmp: Path, *, files: bool) -> dict:
+    """Each face's verdict line (the terminal's, the JSON's, the --html page's and the --junit suite's when
+    `files`) and each face's exit code."""
+    term = run_cli(*argv, width=400)
+    lines = verdict_lines(term.out)
+    assert len(lines) == 1, term.out
+    doc = json.loads(run_cli(*argv, "--json").out)
+    out = {"terminal": " | ".join(lines[0]), "json": f"{doc['verdict']} | {doc['message']}"}
+    codes = {term.code, doc["exit_code"], Verdict(doc["verdict"]).exit_code}
+    if files:
+        page, xml = tmp / "r.html", tmp / "r.xml"
+        codes.add(run_cli(*argv, "--html", page, "--junit", xml).code)
+        out["html"] = html_verdict(page.read_text(encoding="utf-8"))
+        out["junit"] = junit_verdict(xml.read_text(encoding="utf-8"))
+    assert len(codes) == 1, codes
+    assert len(set(out.values())) == 1, out
+    return {"line": out["json"], "code": codes.pop()}
+
+
+def test_a_file_changed_after_capture_is_differ_on_every_face(tmp_path):
+    """It printed WITHIN TOLERANCE on the terminal and --html while --json and --junit said DIFFER, exit 1."""
+    for extra in ((), ("--tolerance", "1")):
+        said = _faces(["compare", *_changed_pair(tmp_path / f"c{len(extra)}"), *extra], tmp_path, files=True)
+        assert said["code"] == 1 and said["line"].startswith("DIFFER | ") and "changed after capture" in said["line"]
+
+
+def test_a_pair_differing_only_in_declared_pad_lanes_passes_in_every_command(tmp_path):
+    """diff and diagnose exited 0 and compare of runs holding the same files exited 1."""
+    a, b = _pair(tmp_path / "runs", _pads)
+    files = [Path(a) / "raw" / "convert_scores.bin", Path(b) / "raw" / "convert_scores.bin"]
+    assert files[0].read_bytes() != files[1].read_bytes()  # the pad lanes do differ
+    said = {"compare": _faces(["compare", a, b], tmp_path, files=True)}
+    for command in ("diff", "diagnose"):
+        said[command] = _faces([command, *files, "--record", "4", "--pad", "2,3"], tmp_path, files=False)
+    assert {c: s["code"] for c, s in said.items()} == {"compare": 0, "diff": 0, "diagnose": 0}
+    assert said["compare"]["line"].startswith("MATCH | ") and said["diff"]["line"].startswith("MATCH | ")
+    assert said["diagnose"]["line"].startswith("IDENTICAL | ")
+
+
+def test_two_256_byte_heads_with_deps_print_one_head_window_line(tmp_path):
+    """`diff` of two 256-byte heads with --deps printed `MATCH | ...` and then `HEAD WINDOW | ...`, exit 1."""
+    said = _faces(["diff", *_heads(tmp_path), "--deps", "dumps/face_ssd"], tmp_path, files=False)
+    assert said["code"] == 1 and said["line"].startswith("HEAD WINDOW | the 256 bytes compared match, but ")
+    from forensics import reports
+
+    report = reports.diff(*_heads(tmp_path / "lib"), deps="dumps/face_ssd")  # the notebook's face
+    page = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", report._repr_html_())).split())
+    assert page.count("HEAD WINDOW |") == 1 and "MATCH |" not in page
