@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from forensics.core.errors import DependencyError, ForensicsError, InputError
 from forensics.core.judgement import Judgement, Reason
@@ -120,9 +121,9 @@ class BatchResult:
     def counts(self) -> Counter:
         return Counter(r["verdict"] for r in self.rows)
 
-    @property
+    @cached_property
     def judgement(self) -> Judgement:
-        """The batch's one judgement (judge_batch): its verdict line on every face."""
+        """The batch's one judgement (judge_batch): its verdict line on every face (made once: a farm's rows)."""
         return judge_batch(self)
 
     @property
