@@ -182,7 +182,7 @@ def judge_anchors(result: AnchorsResult, fit=None) -> Judgement:
         message = (f"{n:,} {'anchor departs' if n == 1 else 'anchors depart'} from {record_hex(dom.record)}; the "
                    f"first is anchor {first:,} (byte {result.first_nonuniform_offset:#x})")
     if fit is not None and fit.head_window:  # the story's trap: only the head of the tensor was read
-        reasons.append(Reason("head_window", fit.describe()))
+        reasons.append(Reason("head_window", fit.describe(), worded=True))
         verdict, message = Verdict.HEAD_WINDOW, f"{fit.describe()} ({message})"
     return Judgement(verdict, message, tuple(reasons))
 

@@ -645,6 +645,11 @@ class Check(serial.Serial):
     text: str = ""     # the log line the value is on
     past_end: int = 0  # bytes the log shows past the file's end (the driver read past the buffer: not judged)
 
+    @property
+    def verdict(self) -> Verdict:
+        """This check's own verdict: MATCH, TRUNCATED (the logged value was cut short) or DIFFER."""
+        return Verdict.MATCH if self.match else Verdict.TRUNCATED if self.kind == "truncated" else Verdict.DIFFER
+
 
 @dataclass(frozen=True)
 class LogChecks(serial.Serial):

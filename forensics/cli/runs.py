@@ -134,7 +134,8 @@ def register(subparsers, parents) -> None:
                         "each tensor's tolerance is their measured spread (forensics tolerance); put it after "
                         "RUN_A RUN_B")
     p.add_argument("--labels", metavar="FILE", help="class names for the detections (one per line)")
-    p.add_argument("--junit", metavar="OUT.xml", help="also write a JUnit XML report: one test case per (stage, tensor)")
+    p.add_argument("--junit", metavar="OUT.xml",
+                   help="also write a JUnit XML report: one test case per (stage, tensor); per pair with --batch")
     p.add_argument("--impact", action="store_true",
                    help="also say which differing anchors change the detections after NMS (forensics impact; with "
                         "--model/--deps or run A's model)")

@@ -292,8 +292,9 @@ def judge_diff(r: DiffResult, *, fits=(), classes: bool = False) -> Judgement:
         reasons += more
     window = _head_window_text(fits)
     if window is not None:
-        reasons.append(Reason("head_window", window))
-        if verdict.passed:  # the story's trap: a side holding only the head is named even when its bytes pass
+        worded = verdict.passed  # the story's trap: a side holding only the head is named even when its bytes pass
+        reasons.append(Reason("head_window", window, worded=worded))
+        if worded:
             done = "match" if verdict is MATCH else "are within tolerance"
             message = f"the {min(r.size_a, r.size_b):,} bytes compared {done}, but {window}"
             verdict = HEAD_WINDOW

@@ -20,9 +20,10 @@ class Reason:
 
     code: str
     text: str = ""
+    worded: bool = False  # the judgement's message already says this clause: faces print it there only
 
     def to_dict(self) -> dict:
-        return {"code": self.code, "text": self.text}
+        return {"code": self.code, "text": self.text, **({"worded": True} if self.worded else {})}
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,8 @@ from importlib import resources
 
 from forensics.core import serial
 from forensics.core.errors import InputError
+from forensics.core.judgement import Judgement
+from forensics.core.verdict import Verdict
 
 PCIE_WINDOWS = (0x40000, 0x44000, 0x48000)
 PCIE_WINDOW_SIZE = 0x1000
@@ -141,6 +143,21 @@ class RegisterLookup(serial.Serial):
     def pcie_window(self) -> bool | None:
         """With --name: whether libedgetpu's PCIe driver can reach the offset."""
         return None if self.offset is None else in_pcie_window(self.offset)
+
+
+def judge_lookup(result: RegisterLookup) -> Judgement:
+    """csr --name / --find's one judgement: FOUND (the registers named) or NOT FOUND (with the nearest named
+    registers around an unknown offset)."""
+    if result.mode == "find":
+        message = f"{len(result.registers)} registers match {result.query!r}"
+    elif result.registers:
+        message = ", ".join(f"0x{r.offset:05x} {r.name} ({r.group})" for r in result.registers)
+    else:
+        where = f"0x{result.offset:x}" if result.offset is not None else repr(result.query)
+        message = f"{where}: UNKNOWN (not a register libedgetpu names)"
+        if result.neighbours:
+            message += "; nearest: " + ", ".join(f"0x{r.offset:05x} {r.name}" for r in result.neighbours)
+    return Judgement(Verdict.FOUND if result.found else Verdict.NOT_FOUND, message)
 
 
 def lookup_register(query: str, *, find: bool = False, table: RegisterTable | None = None) -> RegisterLookup:

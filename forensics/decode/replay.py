@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from forensics.core.errors import InputError
+from forensics.core.judgement import Judgement, Reason
+from forensics.core.verdict import Verdict
 from forensics.model.runtime import load_runtime as _load_runtime
 
 BOX_TOLERANCE = 1e-6
@@ -96,6 +98,17 @@ class ReplayResult:
                 "num_detections": self.num_detections, "max_box_diff": self.max_box_diff,
                 "detections": [{"row": r, "class": c, "score": s, "box": list(b)} for r, c, s, b in self.rows],
                 "mismatches": list(self.mismatches)}
+
+
+def judge_replay(replay: ReplayResult) -> Judgement:
+    """decode --replay's one judgement: MATCH when the official kernel's detections are ours, else MISMATCH
+    with the first three differences."""
+    if replay.match:
+        how = "bit for bit" if replay.exact_boxes else f"boxes within 1e-6 (max {replay.max_box_diff:.2g})"
+        return Judgement(Verdict.MATCH, f"{replay.runtime} {replay.source}: {replay.num_detections} detection(s), "
+                                        f"classes, scores and order equal, {how}")
+    return Judgement(Verdict.MISMATCH, f"{replay.runtime} {replay.source}: " + "; ".join(replay.mismatches[:3]),
+                     (Reason("replay_mismatch", f"{len(replay.mismatches)} difference(s)"),))
 
 
 def kernel_outputs(outputs: dict) -> tuple:

@@ -21,6 +21,8 @@ import numpy as np
 
 from forensics.core import serial
 from forensics.core.errors import InputError
+from forensics.core.judgement import Judgement, Reason
+from forensics.core.verdict import Verdict
 from forensics.core.layout import MAX_ANCHORS
 from forensics.io.outputs import write_bytes_atomic
 
@@ -210,6 +212,20 @@ def check_anchors(anchors, config: AnchorConfig, tolerance: float = 1e-6) -> Anc
     return AnchorCheck(bad.size == 0, int(anchors.shape[0]), int(expected.shape[0]),
                        float(per_anchor.max()) if per_anchor.size else 0.0, worst, int(bad.size), tolerance,
                        config, firsts)
+
+
+def judge_check(check: AnchorCheck, source) -> Judgement:
+    """anchors-gen --check-*'s one judgement: MATCH when `source`'s anchors are the generated ones, else DIFFER
+    (another count, or the anchors that differ by more than the tolerance)."""
+    if check.matches:
+        return Judgement(Verdict.MATCH, f"{source}: all {check.num_anchors} anchors equal the generated ones within "
+                                        f"{check.tolerance:.2g} (max diff {check.max_abs_diff:.2g})")
+    if check.max_abs_diff is None:
+        return Judgement(Verdict.DIFFER, f"{source}: {check.num_anchors} anchors, the config makes "
+                                         f"{check.expected_anchors}", (Reason("anchor_count"),))
+    return Judgement(Verdict.DIFFER, f"{source}: {check.mismatched} anchor(s) differ by more than "
+                                     f"{check.tolerance:.2g}; worst anchor {check.worst_anchor} by "
+                                     f"{check.max_abs_diff:.3g}", (Reason("anchors_differ"),))
 
 
 # --- `forensics anchors-gen`: generate, write, check a model's or a deps directory's anchors ----------------

@@ -384,9 +384,8 @@ def render_diff(result, judgement, geometry=None, *, unicode: bool | None = None
     out = [judgement_line(judgement)]
     if result.bytes_identical and result.sizes_equal:
         return out
-    window = next((r.text for r in judgement.reasons if r.code == "head_window"), None)
-    if window is not None and window not in judgement.message:  # a differing pair that is also a head window
-        out.append(Text(window))
+    # a differing pair that is also a head window: the clause its message does not word, on its own line
+    out.extend(Text(r.text) for r in judgement.reasons if r.code == "head_window" and not r.worded)
     files = _table("", "file", ("size", "right"), "CRC32", overflow="fold")  # a long path folds, whole
     files.add_row("A", result.path_a, f"{result.size_a:,}", format_crc(result.crc32_a))
     files.add_row("B", result.path_b, f"{result.size_b:,}", format_crc(result.crc32_b))
@@ -470,7 +469,7 @@ def _differing_records(result, geometry) -> list:
 def _notes(judgement) -> list:
     """The judgement's clauses its message does not already say, one line each (a tied mode, the head-window
     trap): printed as they are, under the one verdict line."""
-    return [Text(r.text, style="yellow") for r in judgement.reasons if r.text and r.text not in judgement.message]
+    return [Text(r.text, style="yellow") for r in judgement.reasons if r.text and not r.worded]
 
 
 def _render_top_scores(result, geometry) -> list:

@@ -107,7 +107,7 @@ def _dump_cell(access, dump_side: bool) -> str:
     return f"{access.op} {_cell(access)}"
 
 
-def render_comparison(result, *, limit: int | None = 200, show_all: bool = False) -> list:
+def render_comparison(result, judgement, *, limit: int | None = 200, show_all: bool = False) -> list:
     """Header lines, the aligned table, and the one-line verdict."""
     out = [Text(_source_line("A", result.trace_a)), Text(_source_line("B", result.trace_b))]
     dumps = result.mode == "dump"
@@ -178,7 +178,7 @@ def render_comparison(result, *, limit: int | None = 200, show_all: bool = False
         out.append(Text(f"note: dumps on one side only (not compared): {', '.join(result.unpaired_dumps)}"))
     if dumps and result.untouched:
         out.append(Text(f"note: {result.untouched} registers the other side accessed are in no dump"))
-    out.append(judgement_line(result.judgement))
+    out.append(judgement_line(judgement))  # the report's (csr.compare's judgement), printed as it is
     return out
 
 
@@ -194,7 +194,8 @@ def _rich_table(cells: list[tuple[str, ...]], styles: list[str | None], columns=
     return table
 
 
-def render_lookup(result) -> list:
+def render_lookup(result, judgement) -> list:
+    """The registers named, then the report's one judgement (FOUND / NOT FOUND: csr.registers.judge_lookup)."""
     out = []
     if result.registers:
         table = titled_table(None, ("offset", "right"), ("name", "left"), ("group", "left"), ("width", "right"),
@@ -207,13 +208,7 @@ def render_lookup(result) -> list:
                 notes.append("also in " + ", ".join(other))
             table.add_row(f"0x{reg.offset:05x}", reg.name, reg.group, str(reg.width), "; ".join(notes))
         out.append(table)
-    if result.mode == "find":
-        out.append(Text(f"{len(result.registers)} registers match {result.query!r}"))
-    elif not result.registers:
-        line = f"0x{result.offset:x}: UNKNOWN (not a register libedgetpu names)"
-        if result.neighbours:
-            line += "; nearest: " + ", ".join(f"0x{r.offset:05x} {r.name}" for r in result.neighbours)
-        out.append(Text(line))
+    out.append(judgement_line(judgement))
     return out
 
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 from rich.table import Table  # noqa: F401  (type of the tables returned)
 from rich.text import Text
 
-from forensics.render.style import table as styled_table, verdict, wrote
-from forensics.core.verdict import Verdict
+from forensics.render.style import judgement_line, table as styled_table, wrote
 
 
 def _f(v: float, digits: int = 3) -> str:
@@ -30,7 +29,7 @@ def _tuple(values, digits: int = 3) -> str:
     return "(" + ", ".join(_f(v, digits) for v in values) + ")"
 
 
-def render_decode(report, *, score_threshold: float | None = None, geometry=None) -> list:
+def render_decode(report, judgement=None, *, score_threshold: float | None = None, geometry=None) -> list:
     """The kernel's rows (with where each anchor is), then per anchor its prior box and the decoded box in
     model and image pixels: two tables, so each stays readable at 100 columns."""
     doc = report.to_dict()
@@ -56,7 +55,7 @@ def render_decode(report, *, score_threshold: float | None = None, geometry=None
         table.add_row(*cells)
     if not rows:
         return [head, Text("no detections" + (" above the display threshold" if res.detections else ""))] + \
-            ([render_replay(report.replay)] if report.replay is not None else [])
+            ([judgement_line(judgement)] if judgement is not None else [])
     out = [head, table]
     if geometry is not None:
         out.append(Text(_grid_line(geometry)))
@@ -66,8 +65,8 @@ def render_decode(report, *, score_threshold: float | None = None, geometry=None
         out.append(Text(f"image {lb.image_width}x{lb.image_height} -> input {lb.input_width}x{lb.input_height}: "
                         f"scale {lb.scale:.6g} (image at top-left, {lb.resized[0]}x{lb.resized[1]}, padding right "
                         f"and bottom); image px = model px / {lb.scale:.6g}"))
-    if report.replay is not None:
-        out.append(render_replay(report.replay))
+    if judgement is not None:  # --replay: the report's one judgement (decode.replay.judge_replay)
+        out.append(judgement_line(judgement))
     return out
 
 
@@ -124,21 +123,13 @@ def render_overlay(report, other_rows, *, names=("other", "this"), image=None, i
                                  "boxes": [shown[0], shown[1]]}}
 
 
-def render_replay(replay) -> Text:
-    if replay.match:
-        how = "bit for bit" if replay.exact_boxes else f"boxes within 1e-6 (max {replay.max_box_diff:.2g})"
-        return verdict(Verdict.MATCH, f"{replay.runtime} {replay.source}: {replay.num_detections} detection(s), "
-                                f"classes, scores and order equal, {how}")
-    return verdict(Verdict.MISMATCH, f"{replay.runtime} {replay.source}: " + "; ".join(replay.mismatches[:3]))
-
-
 def render_tail(result) -> list:
     """`tail`: what was written (a forensics.model.tflite.tail.TailResult)."""
     return [Text(f"{result.operators} operator(s) after removing {result.removed!r}; inputs now "
                  f"{', '.join(result.inputs)}"), Text(wrote(result.output))]
 
 
-def render_anchors_gen(result, show: int = 5) -> list:
+def render_anchors_gen(result, judgement=None, show: int = 5) -> list:
     """`anchors-gen`: the configuration, the anchors shown, the file written and the check's verdict
     (a forensics.decode.ssd_anchors.AnchorsGenResult)."""
     cfg = result.config
@@ -154,23 +145,12 @@ def render_anchors_gen(result, show: int = 5) -> list:
         out.append(table)
     if result.output:
         out.append(Text(f"{wrote(result.output)}: float32 [N, 4] ycenter, xcenter, h, w"))
-    check, source = result.check, result.check_source
-    if check is not None:
-        if check.matches:
-            out.append(verdict(Verdict.MATCH, f"{source}: all {check.num_anchors} anchors equal the "
-                                        f"generated ones within {check.tolerance:.2g} (max diff "
-                                        f"{check.max_abs_diff:.2g})"))
-        elif check.max_abs_diff is None:
-            out.append(verdict(Verdict.DIFFER, f"{source}: {check.num_anchors} anchors, the config makes "
-                                         f"{check.expected_anchors}"))
-        else:
-            out.append(verdict(Verdict.DIFFER, f"{source}: {check.mismatched} anchor(s) differ by more "
-                                         f"than {check.tolerance:.2g}; worst anchor {check.worst_anchor} by "
-                                         f"{check.max_abs_diff:.3g}"))
+    if judgement is not None:  # --check-*: the report's one judgement (decode.ssd_anchors.judge_check)
+        out.append(judgement_line(judgement))
     return out
 
 
-def render_classes(result, *, names=("A", "B")) -> list:
+def render_classes(result, judgement, *, names=("A", "B")) -> list:
     """Both sides' top-k side by side: rank, class, score, and where the class ranks on the other side."""
     table = styled_table(("#", "right"), f"A: {names[0]}", ("score", "right"), ("rank in B", "right"),
                          f"B: {names[1]}", ("score", "right"), ("rank in A", "right"),
@@ -178,7 +158,7 @@ def render_classes(result, *, names=("A", "B")) -> list:
     for i, (a, b) in enumerate(zip(result.top_a, result.top_b), 1):
         table.add_row(str(i), a.name, f"{a.score_a:.4f}", _rank(a.rank_b, i), b.name, f"{b.score_b:.4f}",
                       _rank(b.rank_a, i))
-    return [verdict(result.verdict, result.message), table]
+    return [judgement_line(judgement), table]
 
 
 def _rank(rank: int, here: int) -> str:

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from forensics.render.style import judgement_line
+from forensics.render.style import VERDICT_STYLES, judgement_line
 from forensics.render.style import table as _table
-from forensics.core.verdict import Verdict
 
 
 def render_import(result) -> list:
@@ -52,7 +51,7 @@ def render_fingerprint(fp) -> list[str]:
 TABLE_ROWS = 1000
 
 
-def render_verify(report) -> list:
+def render_verify(report, judgement) -> list:
     out = []
     for source in report.sources:
         if source.get("source_format", "binary") not in ("binary", "npy") or source.get("slice"):
@@ -70,9 +69,7 @@ def render_verify(report) -> list:
         checks = shown
     table = _table(("line", "right"), "buffer", "what", "expected", "found", "")
     for c in checks:
-        status = Text(Verdict.MATCH, style="green") if c.match else \
-            Text(Verdict.TRUNCATED, style="bold yellow") if c.kind == "truncated" else \
-            Text(Verdict.DIFFER, style="bold red")
+        status = Text(c.verdict, style=VERDICT_STYLES[c.verdict])  # the check's own verdict
         found = c.found if not c.match or c.past_end else "(same)"
         table.add_row(str(c.line), c.tag or "-", c.label, c.expected, found, status)
     if checks:
@@ -85,5 +82,5 @@ def render_verify(report) -> list:
     if report.unassigned:
         out.append(Text(f"not checked (no file for these buffers): {', '.join(report.unassigned)}; "
                         f"give --buffer TAG=FILE"))
-    out.append(judgement_line(report.judgement))
+    out.append(judgement_line(judgement))  # the report's (buffer.fingerprint.judge_verify), as it is
     return out

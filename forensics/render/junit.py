@@ -1,4 +1,5 @@
-"""compare as JUnit XML for CI dashboards: one test case per (stage, tensor) of the two runs.
+"""compare as JUnit XML for CI dashboards: one test case per (stage, tensor) of the two runs (per pair for
+compare --batch).
 
 Each case follows its row's judgement (forensics.runs.compare.judge_row): a buffer that MATCHes or is WITHIN
 TOLERANCE passes; DIFFER and MISSING, and a file changed after capture, are failures (message: the verdict and
@@ -33,8 +34,9 @@ def _stats_text(row, message: str) -> str:
     return message + "\n" + "\n".join(f"{k}: {d[k]}" for k in keys if k in d)
 
 
-def junit_xml(result, *, name: str | None = None) -> str:
-    """The JUnit XML document (testsuites > testsuite > testcase) of a forensics.runs.compare.CompareResult."""
+def junit_xml(result, *, name: str | None = None, judgement=None) -> str:
+    """The JUnit XML document (testsuites > testsuite > testcase) of a forensics.runs.compare.CompareResult;
+    the suite carries `judgement` (the report's; judge_compare's when None) as it is."""
     a, b = result.run_a, result.run_b
     suite_name = name or f"forensics compare {a.source} vs {b.source}"
     cases = []
@@ -55,7 +57,7 @@ def junit_xml(result, *, name: str | None = None) -> str:
             out = ET.SubElement(case, "system-out")
             out.text = xml_text(f"{j.verdict}: {j.message}")
         cases.append(case)
-    judgement = result.judgement
+    judgement = judgement if judgement is not None else result.judgement
     root = ET.Element("testsuites", {"name": "forensics", "tests": str(len(cases)), "failures": str(failures),
                                      "skipped": str(skipped), "errors": "0"})
     suite = ET.SubElement(root, "testsuite", {"name": xml_text(suite_name), "tests": str(len(cases)),
@@ -68,5 +70,41 @@ def junit_xml(result, *, name: str | None = None) -> str:
     suite.extend(cases)
     out = ET.SubElement(suite, "system-out")
     out.text = xml_text(judgement.line)
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def junit_batch(result, *, judgement=None) -> str:
+    """compare --batch as JUnit XML: one test case per pair (a pair that does not pass is a failure, one that
+    could not be compared an error); the suite carries the batch's one verdict line (`judgement`, the report's;
+    judge_batch's when None)."""
+    from forensics.core.verdict import Verdict
+
+    judgement = judgement if judgement is not None else result.judgement
+    cases, failures, errors = [], 0, 0
+    for row in result.rows:
+        case = ET.Element("testcase", {"classname": "forensics.compare.batch", "name": xml_text(row["pair"]),
+                                       "time": "0"})
+        verdict = Verdict(row["verdict"])
+        said = f"{verdict}: {row.get('summary') or row.get('error') or ''}".rstrip(": ")
+        if verdict is Verdict.ERROR:
+            errors += 1
+            ET.SubElement(case, "error", {"message": xml_text(said), "type": str(verdict)})
+        elif not verdict.passed:
+            failures += 1
+            ET.SubElement(case, "failure", {"message": xml_text(said), "type": str(verdict)}).text = xml_text(said)
+        else:
+            ET.SubElement(case, "system-out").text = xml_text(said)
+        cases.append(case)
+    counts = {"tests": str(len(cases)), "failures": str(failures), "skipped": "0", "errors": str(errors)}
+    root = ET.Element("testsuites", {"name": "forensics", **counts})
+    suite = ET.SubElement(root, "testsuite", {"name": xml_text(f"forensics compare --batch {result.directory}"),
+                                              **counts, "time": "0"})
+    props = ET.SubElement(suite, "properties")
+    for key, value in (("directory", result.directory), ("verdict", judgement.verdict),
+                       ("message", judgement.message)):
+        ET.SubElement(props, "property", {"name": key, "value": xml_text(value)})
+    suite.extend(cases)
+    ET.SubElement(suite, "system-out").text = xml_text(judgement.line)
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

@@ -117,7 +117,8 @@ def row_message(row) -> str:
     return j.message if j is not None else row.summary
 
 
-def render_compare(result, *, unicode: bool | None = None) -> list:
+def render_compare(result, judgement=None, *, unicode: bool | None = None) -> list:
+    """The run pair's stages and its one verdict line: `judgement`, the report's (judge_compare's when None)."""
     a, b = result.run_a, result.run_b
     out = [Text(f"A: {a.path} (source {a.source})    B: {b.path} (source {b.source})")]
     table = _table("stage", "tensor", "status", "CRC32 A", "CRC32 B", "summary")
@@ -128,7 +129,7 @@ def render_compare(result, *, unicode: bool | None = None) -> list:
         table.add_row(stage, row.tensor if row.tensor != row.stage else "", status, _crc(row.crc32_a),
                       _crc(row.crc32_b), row_message(row))
     out.append(table)
-    out.append(judgement_line(result.judgement))
+    out.append(judgement_line(judgement if judgement is not None else result.judgement))
     if result.not_captured:
         out.append(Text(f"not captured in both runs: {', '.join(result.not_captured)} (nothing is concluded "
                         f"about {'it' if len(result.not_captured) == 1 else 'them'})"))
@@ -156,25 +157,19 @@ def render_compare(result, *, unicode: bool | None = None) -> list:
 
 # --- batch ------------------------------------------------------------------------------------------------
 
-def render_batch(result, limit: int = 30) -> list:
+def render_batch(result, judgement=None, limit: int = 30) -> list:
+    """The batch's one verdict line (`judgement`, the report's: judge_batch) and the pairs that do not pass."""
+    judgement = judgement if judgement is not None else result.judgement
     table = _table("pair", "verdict", "first divergent", ("differing", "right"), "summary")
-    shown = [r for r in result.rows if r["verdict"] not in (Verdict.MATCH, Verdict.WITHIN)][:limit]
+    failing = [r for r in result.rows if not Verdict(r["verdict"]).passed]
+    shown = failing[:limit]
     for r in shown:
         table.add_row(r["pair"], r["verdict"], r.get("first_divergent_stage") or "-", str(r.get("stages_differing", "")),
                       r.get("summary") or r.get("error") or "")
-    counts = result.counts
-    within = f"{counts[Verdict.WITHIN]} within tolerance, " if counts.get(Verdict.WITHIN) else ""
-    engine = (f"{result.workers} worker processes" if getattr(result, "scheduler", "local") == "local"
-              else f"{result.scheduler}, {result.workers} workers")
-    line = (f"{len(result.rows)} pairs: {counts.get(Verdict.MATCH, 0)} match, {within}"
-            f"{counts.get(Verdict.DIFFER, 0)} differ, "
-            f"{counts.get(Verdict.ERROR, 0)} errors ({engine})")
-    if getattr(result, "retried", 0):
-        line += f"; {result.retried} pairs run again after a worker was lost"
-    out = [Text(line)]
+    out = [judgement_line(judgement)]
     if shown:
         out.append(table)
-        hidden = sum(1 for r in result.rows if r["verdict"] not in (Verdict.MATCH, Verdict.WITHIN)) - len(shown)
+        hidden = len(failing) - len(shown)
         if hidden > 0:
             out.append(Text(f"... {hidden} more differing pairs in the summary files"))
     if getattr(result, "aggregates", None) is not None:
@@ -247,10 +242,11 @@ def _e(value) -> str:
     return html.escape(str(value), quote=True)
 
 
-def html_report(result, *, pictures: dict | None = None, title: str | None = None) -> str:
+def html_report(result, *, pictures: dict | None = None, title: str | None = None, judgement=None) -> str:
     """The compare report as one self-contained HTML page (no external resources: CSS inline, PNGs as data URIs).
 
-    `pictures` maps a row label (`tensor:Squeeze1`) to a forensics.render.pictures.Picture.
+    `pictures` maps a row label (`tensor:Squeeze1`) to a forensics.render.pictures.Picture; `judgement` is the
+    report's (judge_compare's when None): the page prints it as it is.
     """
     pictures = pictures or {}
     a, b = result.run_a, result.run_b
@@ -267,7 +263,7 @@ def html_report(result, *, pictures: dict | None = None, title: str | None = Non
                      f"<td class=\"mono\">{_e(model_text)}</td><td>{_e(run.created or '-')}</td>"
                      f"<td>{_e(run.tool or '-')}</td></tr>")
     parts.append("</table>")
-    j = result.judgement
+    j = judgement if judgement is not None else result.judgement
     parts.append(f"<div class=\"verdict {'ok' if j.passed else 'bad'}\" id=\"verdict\"><b>{_e(j.verdict)}</b> | "
                  f"{_e(j.message)}</div>")
     for w in result.warnings:
@@ -420,22 +416,19 @@ def _html_table(table_id: str, headers, rows) -> str:
     return "\n".join(out + ["</table>"])
 
 
-def html_batch(result, *, reports: dict | None = None, pictures: dict | None = None, limit: int = 500) -> str:
+def html_batch(result, *, reports: dict | None = None, pictures: dict | None = None, limit: int = 500,
+               judgement=None) -> str:
     """One page for a batch: counts, verdict shares per stage, the worst anchors (and their heatmaps), the delta
     distributions, detection agreement, and the pairs that are not MATCH, each linking its report
     (`reports` maps a pair name to a relative link)."""
     reports, pictures = reports or {}, pictures or {}
     agg = result.aggregates
-    counts = result.counts
     title = f"forensics compare --batch: {result.directory}"
     parts = ["<!DOCTYPE html>", "<html lang=\"en\"><head><meta charset=\"utf-8\">",
              f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>", f"<h1>{_e(title)}</h1>"]
-    bad = counts.get(Verdict.DIFFER, 0) + counts.get(Verdict.ERROR, 0)
-    parts.append(f"<div class=\"verdict {'bad' if bad else 'ok'}\" id=\"verdict\"><b>{len(result.rows):,} pairs</b>: "
-                 f"{counts.get(Verdict.MATCH, 0):,} match, {counts.get(Verdict.DIFFER, 0):,} differ, "
-                 f"{counts.get(Verdict.ERROR, 0):,} "
-                 f"errors (scheduler {_e(result.scheduler)}, {result.workers} workers"
-                 f"{f', {result.retried} pairs run again' if result.retried else ''})</div>")
+    j = judgement if judgement is not None else result.judgement
+    parts.append(f"<div class=\"verdict {'ok' if j.passed else 'bad'}\" id=\"verdict\"><b>{_e(j.verdict)}</b> | "
+                 f"{_e(j.message)}</div>")
     if agg is not None and agg.stages:
         parts.append("<h2>Verdicts per stage</h2>")
         columns = ("stage", "tensor", "pairs", Verdict.MATCH, Verdict.WITHIN, Verdict.DIFFER)

@@ -6,7 +6,6 @@ from dataclasses import dataclass
 
 from forensics.core.errors import InputError
 from forensics.reports.base import Report, spellings
-from forensics.core.verdict import Verdict
 
 
 @dataclass(frozen=True, repr=False)
@@ -17,7 +16,7 @@ class CsrReport(Report):
     def renderables(self) -> list:
         from forensics.render.csr import render_comparison
 
-        return render_comparison(self.result, limit=self.limit, show_all=self.show_all)
+        return render_comparison(self.result, self.judgement, limit=self.limit, show_all=self.show_all)
 
 
 class RegisterReport(Report):
@@ -30,7 +29,7 @@ class RegisterReport(Report):
     def renderables(self) -> list:
         from forensics.render.csr import render_lookup
 
-        return render_lookup(self.result)
+        return render_lookup(self.result, self.judgement)
 
 
 @spellings()
@@ -46,11 +45,10 @@ def csr(a=None, b=None, *, reads: bool = False, mask=None, snapshot: bool = Fals
             raise InputError("{name}/{find} take no trace files", params=True)
         if len(lookups) > 1:
             raise InputError("give {name} or {find}, not both", params=True)
-        from forensics.csr.registers import lookup_register
+        from forensics.csr.registers import judge_lookup, lookup_register
 
         result = lookup_register(find if find is not None else name, find=find is not None)
-        return RegisterReport("csr", result, rows_key="registers",
-                              verdict=Verdict.FOUND if result.found else Verdict.NOT_FOUND)
+        return RegisterReport("csr", result, rows_key="registers", judgement=judge_lookup(result))
     if a is None or b is None:
         raise InputError("expected two traces A B, or {name:OFFSET}, or {find:TEXT}", params=True)
     from forensics.csr.compare import compare_files

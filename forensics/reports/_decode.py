@@ -7,7 +7,6 @@ from dataclasses import dataclass
 
 from forensics.core.errors import InputError
 from forensics.reports.base import Report, _slice, spellings
-from forensics.core.verdict import Verdict
 
 
 @dataclass(frozen=True, repr=False)
@@ -34,7 +33,8 @@ class DecodeReport(Report):
 
         from forensics.render.decode import render_decode
 
-        out = list(render_decode(self.result, score_threshold=self.score_threshold, geometry=self.geometry))
+        out = list(render_decode(self.result, self.judgement, score_threshold=self.score_threshold,
+                                 geometry=self.geometry))
         drawn = self.drawing
         if drawn and "overlay" in drawn:
             (name_a, name_b), (n_a, n_b) = drawn["overlay"]["names"], drawn["overlay"]["boxes"]
@@ -79,7 +79,7 @@ class ClassesReport(Report):
     def renderables(self) -> list:
         from forensics.render.decode import render_classes
 
-        return render_classes(self.result, names=self.names)
+        return render_classes(self.result, self.judgement, names=self.names)
 
 
 def _classes(a, b, *, model, top_k: int, labels, dump_options=None) -> ClassesReport:
@@ -89,7 +89,10 @@ def _classes(a, b, *, model, top_k: int, labels, dump_options=None) -> ClassesRe
         raise InputError("{top_k} needs {model:MODEL} (the classifier: its output's size and quantization)",
                          params=True)
     result = classify_dumps(a, b, model=model, k=top_k, labels_path=labels, dump_options=dump_options)
-    return ClassesReport("decode", result, names=(os.fspath(a), os.fspath(b)), verdict=result.verdict)
+    from forensics.core.judgement import Judgement
+
+    return ClassesReport("decode", result, names=(os.fspath(a), os.fspath(b)),
+                         judgement=Judgement(result.verdict, result.message))
 
 
 @spellings()
@@ -154,8 +157,10 @@ def decode(boxes, scores, *, model=None, deps=None, layout: str = "auto", dequan
 
         drawn = draw_detections(image, os.fspath(draw), result, score_threshold=score_threshold)
     # Only --replay judges: the official kernel's detections beside ours (MATCH / MISMATCH).
-    judged = None if result.replay is None else Verdict.of(result.replay.match, differ=Verdict.MISMATCH)
-    return DecodeReport("decode", result, rows_key="detections", verdict=judged, geometry=geometry, drawing=drawn,
+    from forensics.decode.replay import judge_replay
+
+    judged = None if result.replay is None else judge_replay(result.replay)
+    return DecodeReport("decode", result, rows_key="detections", judgement=judged, geometry=geometry, drawing=drawn,
                         score_threshold=score_threshold)
 
 
@@ -194,7 +199,7 @@ class AnchorsGenReport(Report):
     def renderables(self) -> list:
         from forensics.render.decode import render_anchors_gen
 
-        return render_anchors_gen(self.result, show=len(self.result.anchors))
+        return render_anchors_gen(self.result, self.judgement, show=len(self.result.anchors))
 
 
 @spellings()
@@ -209,5 +214,7 @@ def anchors_gen(*, input_size=None, feature_maps=None, min_scale: float = 0.2, m
                       aspect_ratios=aspect_ratios, interpolated_scale_aspect_ratio=interpolated_scale_aspect_ratio,
                       reduce_boxes_in_lowest_layer=not no_reduce_lowest, output=output, check_model=check_model,
                       check_deps=check_deps, show=show, anchor=anchor)
-    judged = None if result.check is None else Verdict.of(result.check.matches)
-    return AnchorsGenReport("anchors-gen", result, rows_key="anchors", verdict=judged)
+    from forensics.decode.ssd_anchors import judge_check
+
+    judged = None if result.check is None else judge_check(result.check, result.check_source)
+    return AnchorsGenReport("anchors-gen", result, rows_key="anchors", judgement=judged)

@@ -54,7 +54,7 @@ class VerifyReport(Report):
     def renderables(self) -> list:
         from forensics.render.evidence import render_verify
 
-        return render_verify(self.result)
+        return render_verify(self.result, self.judgement)
 
 
 @spellings()

@@ -140,7 +140,7 @@ class CompareReport(Report):
     def tables(self) -> list:
         from forensics.render.runs import render_compare
 
-        return list(render_compare(self.result))
+        return list(render_compare(self.result, self.judgement))
 
     def renderables(self) -> list:
         out = self.tables()
@@ -163,7 +163,7 @@ class BatchReport(CompareReport):
     def tables(self) -> list:
         from forensics.render.runs import render_batch
 
-        return list(render_batch(self.result))
+        return list(render_batch(self.result, self.judgement))
 
 
 def _run_geometry(model, deps, run_a):
@@ -229,8 +229,8 @@ def compare(*runs, html=None, previous=None, model=None, deps=None, limit: int =
     """`forensics compare RUN_A RUN_B` (stage by stage) or `compare --batch DIR -o SUMMARY.csv`. `tolerance`:
     K (LSB for every integer buffer) and/or (TENSOR, SPEC) pairs; with atol / rtol / check they judge
     differing buffers MATCH / WITHIN TOLERANCE / DIFFER (forensics.core.tolerance). `labels` names detection
-    classes; `junit` writes a JUnit XML report (one test case per stage and tensor). With `batch`: `scheduler`
-    local / dask / tcp://HOST:PORT, `html` the one-page summary, `model`/`deps` the anchors, `verify_files`
+    classes; `junit` writes a JUnit XML report (one test case per stage and tensor; per pair with `batch`). With
+    `batch`: `scheduler` local / dask / tcp://HOST:PORT, `html` the one-page summary, `model`/`deps` the anchors, `verify_files`
     every buffer's CRC taken again instead of trusting the manifests (one pair is always verified),
     `stall_timeout` the seconds without a finished pair after which the batch ends (exit 2), its finished
     rows written to `output`. `impact`: which differing anchors change the detections (forensics impact), with
@@ -257,10 +257,11 @@ def compare(*runs, html=None, previous=None, model=None, deps=None, limit: int =
         from forensics.runs.engine import Stalled
 
         check_summary_output(output)  # before the first pair: a batch of hours must not end in 'cannot write'
-        if html:
-            from forensics.io.outputs import check_writable
+        for path in (html, junit):
+            if path:
+                from forensics.io.outputs import check_writable
 
-            check_writable(html)
+                check_writable(path)
         geometry = None
         if model or deps:
             from forensics.decode.geometry import geometry_for
@@ -280,7 +281,12 @@ def compare(*runs, html=None, previous=None, model=None, deps=None, limit: int =
                              f"summary is in {output}", batch)
         if html:
             _batch_html(html, batch, result, geometry)
-        return BatchReport("compare", result, rows_key="rows", verdict=result.verdict,
+        if junit:
+            from forensics.io.outputs import write_text_atomic
+            from forensics.render.junit import junit_batch
+
+            write_text_atomic(junit, junit_batch(result))
+        return BatchReport("compare", result, rows_key="rows", judgement=result.judgement,
                            html=os.fspath(html) if html else None)
     if scheduler != "local" or stall_timeout is not None:
         which = "{scheduler}" if scheduler != "local" else "{stall_timeout}"

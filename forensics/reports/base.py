@@ -72,7 +72,8 @@ class Report:
             from forensics.core.judgement import Reason
 
             judgement = Judgement(Verdict(doc["verdict"]), doc.get("message", ""),
-                                  tuple(Reason(r.get("code", ""), r.get("text", "")) for r in doc.get("reasons", ())))
+                                  tuple(Reason(r.get("code", ""), r.get("text", ""), bool(r.get("worded")))
+                                        for r in doc.get("reasons", ())))
         elif doc.get("verdict") is not None:  # a verdict alone (csr --name: FOUND / NOT FOUND)
             verdict = Verdict(doc["verdict"])
         return cls(doc.get("command", ""), result_type.from_dict(doc), warnings=tuple(doc.get("warnings", ())),

@@ -12,8 +12,10 @@ from __future__ import annotations
 import os
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from forensics.core.errors import DependencyError, InputError
+from forensics.core.judgement import Judgement, Reason
 from forensics.core.verdict import Verdict, overall
 from forensics.runs.pairs import COLUMNS, compare_pair, partitioned_summary  # noqa: F401  (compare_pair: bench_scale's)
 
@@ -32,11 +34,16 @@ class BatchResult:
     def counts(self) -> Counter:
         return Counter(r["verdict"] for r in self.rows)
 
+    @cached_property
+    def judgement(self) -> Judgement:
+        """The batch's one judgement (judge_batch): its verdict line on every face (made once: a farm's rows)."""
+        return judge_batch(self)
+
     @property
     def verdict(self) -> Verdict:
         """MATCH / WITHIN TOLERANCE when every pair passes; DIFFER when some differ (or failed); ERROR when none
         could be compared."""
-        return overall(r["verdict"] for r in self.rows)
+        return self.judgement.verdict
 
     @property
     def exit_code(self) -> int:
@@ -56,6 +63,30 @@ class BatchResult:
         if self.aggregates is not None:
             out["aggregates"] = self.aggregates.to_dict()
         return out
+
+
+def judge_batch(result: BatchResult) -> Judgement:
+    """A batch's one judgement: the pairs' verdicts as one (forensics.core.verdict.overall), and the message
+    counting them (`6 pairs: 4 match, 1 differ, 1 errors (2 worker processes)`), with a reason per kind of pair
+    that does not pass."""
+    counts = Counter(Verdict(r["verdict"]) for r in result.rows)
+    verdict = overall(counts.elements())
+    within = f"{counts[Verdict.WITHIN]} within tolerance, " if counts[Verdict.WITHIN] else ""
+    engine = (f"{result.workers} worker processes" if result.scheduler == "local"
+              else f"{result.scheduler}, {result.workers} workers")
+    differing = sum(n for v, n in counts.items() if not v.passed and v is not Verdict.ERROR)
+    message = (f"{len(result.rows)} pairs: {counts[Verdict.MATCH]} match, {within}{differing} differ, "
+               f"{counts[Verdict.ERROR]} errors ({engine})")
+    if result.retried:
+        message += f"; {result.retried} pairs run again after a worker was lost"
+    reasons = []
+    if differing:
+        reasons.append(Reason("pairs_differ", f"{differing} pairs differ"))
+    if counts[Verdict.ERROR]:
+        reasons.append(Reason("pairs_failed", f"{counts[Verdict.ERROR]} pairs could not be compared"))
+    if verdict is Verdict.WITHIN:
+        reasons.append(Reason("within_tolerance", f"{counts[Verdict.WITHIN]} pairs within tolerance"))
+    return Judgement(verdict, message, tuple(reasons))
 
 
 def batch_compare(directory, *, workers: int | None = None, scheduler: str = "local", geometry=None,

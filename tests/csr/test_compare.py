@@ -320,7 +320,8 @@ def test_a_table_past_the_rich_row_limit_has_the_same_cells(open_traces, monkeyp
     def table_lines(rich_rows, keep_colour=False):
         monkeypatch.setattr(render_csr, "RICH_TABLE_ROWS", rich_rows)
         out = io.StringIO()
-        Output(out, width=250, color=color).print(*render_csr.render_comparison(result, show_all=True))
+        Output(out, width=250, color=color).print(*render_csr.render_comparison(result, result.judgement,
+                                                                                show_all=True))
         lines = out.getvalue().splitlines()
         plain = [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in lines]
         start = next(k for k, line in enumerate(plain) if line.lstrip().startswith("#"))
