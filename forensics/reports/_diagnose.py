@@ -20,6 +20,7 @@ def _diagnose_context(dump_a, dump_b, *, model, tensor, deps=None, **layout):
     """The layout from model/tensor (fitted to A's size, else B's: one side may be raw, the other the tensor),
     or from the detection tensor --model alone or --deps says a side holds (its quantization: where the output's
     zero point is), else the sidecars; the layout options override either."""
+    from forensics.core.options import ModelContext
     from forensics.decode.modeldumps import dump_context
 
     if tensor is None and model is None and deps is None:
@@ -27,7 +28,7 @@ def _diagnose_context(dump_a, dump_b, *, model, tensor, deps=None, **layout):
     tried, first = [], None
     for dump in (dump_a, dump_b):
         try:
-            context = dump_context(dump, model=model, tensor=tensor, deps=deps, **layout)
+            context = dump_context(dump, ModelContext(model=model, tensor=tensor, deps=deps), **layout)
         except InputError as exc:
             first = first or exc
             continue

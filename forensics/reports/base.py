@@ -128,10 +128,10 @@ def _slice(offset=None, length=None, gap_fill=None, *, layout: bool = False) -> 
     """(open_dump keywords, layout offset): forensics.core.options.Slice. offset/length cut a slice of every dump
     (e.g. the tensor in a page-rounded DMA allocation); gap_fill fills holes in text dumps. For the record
     commands (`layout`), offset alone stays the layout offset (where records start); with length it cuts the
-    slice."""
+    slice. The values come parsed (@spellings): the group is built, not parsed again."""
     from forensics.core.options import Slice
 
-    where = Slice.parse(offset=offset, length=length, gap_fill=gap_fill)
+    where = Slice(offset=offset, length=length, gap_fill=gap_fill)
     return where.split() if layout else (where.dump_options(), None)
 
 
