@@ -263,3 +263,18 @@ def test_diff_parses_each_option_once(monkeypatch):
     report = reports.diff(SCORES_A, SCORES_B, pad="2,3", scale="1/256")
     assert dict(calls) == {"pad": 1, "scale": 1}
     assert report.to_dict()["pad_lanes"] == [2, 3] and report.context.layout.scale == 1 / 256
+
+
+def test_the_command_line_parses_each_option_once(monkeypatch):
+    # The argument types read `--pad 2,3 --scale 1/256` in the library's grammar; the report takes those values
+    # as they are (forensics.core.options.Parsed) rather than reading them a second time.
+    import io
+
+    from forensics.cli import main
+
+    calls = _counting_grammars(monkeypatch)
+    out = io.StringIO()
+    code = main(["diff", SCORES_A, SCORES_B, "--pad", "2,3", "--scale", "1/256", "--json"], stdout=out,
+                stderr=io.StringIO())  # not run_cli: its --width is one more number read
+    assert code == 1 and json.loads(out.getvalue())["pad_lanes"] == [2, 3]
+    assert dict(calls) == {"options.lanes": 1, "options.scale": 1}

@@ -390,9 +390,21 @@ GRAMMARS = {
 }
 
 
+class Parsed:
+    """A value already read in its option's grammar: the CLI's argument types (forensics.cli.args) call the same
+    grammar, so the CLI hands its typed values over marked, and `parsed` takes them as they are (each option is
+    parsed once, on the command line as in the library)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+
 def parsed(**options) -> dict:
-    """Each keyword through its grammar (GRAMMARS; others as given)."""
-    return {name: checked(name, GRAMMARS[name], value) if name in GRAMMARS else value
+    """Each keyword through its grammar (GRAMMARS; others as given; a Parsed value as it is)."""
+    return {name: value.value if isinstance(value, Parsed) else
+            checked(name, GRAMMARS[name], value) if name in GRAMMARS else value
             for name, value in options.items()}
 
 

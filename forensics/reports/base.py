@@ -144,9 +144,10 @@ def spellings(*own: str):
     def wrap(function):
         @functools.wraps(function)
         def report(*args, **kwargs):
-            from forensics.core.options import parsed
+            from forensics.core.options import Parsed, parsed
 
             mine = {k: kwargs.pop(k) for k in own if k in kwargs}
+            mine = {k: v.value if isinstance(v, Parsed) else v for k, v in mine.items()}  # the function parses
             return function(*args, **parsed(**kwargs), **mine)
 
         return report
