@@ -80,12 +80,17 @@ class ArgumentParser(argparse.ArgumentParser):
 
 # Attributes of the parsed arguments that are the CLI's own; every other one is a keyword of the command's
 # report function (forensics.reports), named after its long flag.
-_CLI_ONLY = frozenset({"json", "traceback", "width", "color", "handler", "command"})
+_CLI_ONLY = frozenset({"json", "traceback", "width", "color", "handler", "command", "typed_by_cli"})
 
 
 def options(args, *positional: str) -> dict:
-    """The report function's keywords from the parsed arguments (all but the CLI's own and `positional`)."""
-    return {k: v for k, v in vars(args).items() if k not in _CLI_ONLY and k not in positional}
+    """The report function's keywords from the parsed arguments (all but the CLI's own and `positional`); a
+    value an argument type read (the library's grammar) is marked parsed, so the report does not parse it again."""
+    from forensics.core.options import Parsed
+
+    typed = getattr(args, "typed_by_cli", ())
+    return {k: Parsed(v) if k in typed and v is not None else v
+            for k, v in vars(args).items() if k not in _CLI_ONLY and k not in positional}
 
 
 def call_report(args, out) -> int:
@@ -263,6 +268,9 @@ def parse(argv: list[str]):
         unknown = next((word.partition("=")[0] for word in extras if word.startswith("-")), None)
         hint = _closest(unknown, flags) if unknown else ""
         raise UsageError(f"{where.prog}: unrecognized arguments: {' '.join(extras)}{hint} (see {where.prog} --help)")
+    command = _command_parser(parser, args.command)
+    args.typed_by_cli = frozenset(action.dest for action in (command._actions if command is not None else ())
+                                  if action.option_strings and action.type is not None)
     return parser, args
 
 

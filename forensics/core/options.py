@@ -390,15 +390,31 @@ GRAMMARS = {
 }
 
 
+class Parsed:
+    """A value already read in its option's grammar: the CLI's argument types (forensics.cli.args) call the same
+    grammar, so the CLI hands its typed values over marked, and `parsed` takes them as they are (each option is
+    parsed once, on the command line as in the library)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+
 def parsed(**options) -> dict:
-    """Each keyword through its grammar (GRAMMARS; others as given)."""
-    return {name: checked(name, GRAMMARS[name], value) if name in GRAMMARS else value
+    """Each keyword through its grammar (GRAMMARS; others as given; a Parsed value as it is)."""
+    return {name: value.value if isinstance(value, Parsed) else
+            checked(name, GRAMMARS[name], value) if name in GRAMMARS else value
             for name, value in options.items()}
 
 
 # --- the groups ---------------------------------------------------------------------------------------------
 
 class _Group:
+    """An option group: built from typed values (a report function's keywords, parsed once by its @spellings), or
+    by `parse` from the command line's spellings; its `__post_init__` holds the rules between its options, so a
+    layer below takes the group as it is and checks nothing again."""
+
     @classmethod
     def parse(cls, **options):
         """The group from report keywords, each through its grammar; unknown names are a TypeError (a bug)."""
@@ -465,19 +481,16 @@ class Tolerances(_Group):
     rtol: str | float | None = None
     check: str | None = None
 
-    @classmethod
-    def parse(cls, **options):
-        values = parsed(**options)
-        atol = values.get("atol")
+    def __post_init__(self):
+        atol = self.atol
         if atol is not None and not isinstance(atol, str):  # a number is a value tolerance, as `0.01` is
             if isinstance(atol, bool) or not isinstance(atol, (int, float)):
                 raise InputError(f"expected a number of LSB like 1lsb or a value like 0.01, got {atol!r}",
                                  param="atol", value=atol)
-            values["atol"] = repr(float(atol))
-        rtol = values.get("rtol")
+            object.__setattr__(self, "atol", repr(float(atol)))
+        rtol = self.rtol
         if rtol is not None and (isinstance(rtol, bool) or not isinstance(rtol, (str, int, float))):
             raise InputError(f"expected a number like 0.01, got {rtol!r}", param="rtol", value=rtol)
-        return cls(**values)
 
     def policy(self):
         """The forensics.core.tolerance.TolerancePolicy these options give (exact when none is given)."""
@@ -495,6 +508,16 @@ class ModelContext(_Group):
     deps: object = None
     tensor: str | None = None
     labels: object = None
+
+    def __post_init__(self):
+        # The group's rules, said once: forensics.decode.modeldumps.dump_context takes the group as it is.
+        if self.tensor is not None and self.model is None:
+            raise InputError("{tensor} needs {model} (the model that says what the tensor looks like)", params=True)
+        if self.labels is not None and self.tensor is None:
+            raise InputError("{labels} names the classes of a model's score tensor: give {model} and {tensor} too",
+                             params=True)
+        if self.model is not None and self.deps is not None:
+            raise InputError("give either {model} or {deps}, not both", params=True)
 
     @property
     def given(self) -> bool:

@@ -17,6 +17,7 @@ import numpy as np
 from forensics.core import serial
 from forensics.core.errors import InputError
 from forensics.core.layout import RecordLayout, layout_from
+from forensics.core.options import ModelContext
 
 
 @dataclass(frozen=True)
@@ -86,15 +87,10 @@ class DumpContext:
         return out
 
 
-def dump_context(dump, *, model=None, tensor=None, labels=None, deps=None, **flags) -> DumpContext:
-    """Layout (model tensor, else sidecar; flags override either) and geometry (model or deps) for one dump."""
-    if tensor is not None and model is None:
-        raise InputError("{tensor} needs {model} (the model that says what the tensor looks like)", params=True)
-    if labels is not None and tensor is None:
-        raise InputError("{labels} names the classes of a model's score tensor: give {model} and {tensor} too",
-                         params=True)
-    if model is not None and deps is not None:
-        raise InputError("give either {model} or {deps}, not both", params=True)
+def dump_context(dump, known: ModelContext = ModelContext(), **flags) -> DumpContext:
+    """Layout (model tensor, else sidecar; flags override either) and geometry (model or deps) for one dump.
+    `known`: the --model/--tensor/--labels/--deps group, whose rules (tensor needs model, ...) it holds."""
+    model, tensor, labels, deps = known.model, known.tensor, known.labels, known.deps
     geometry = None
     if model is not None or deps is not None:
         from forensics.decode.geometry import geometry_for
@@ -426,13 +422,14 @@ def annotate_rows(rows: list[dict], geometry) -> list[dict]:
     return [annotate(geometry, row, row["index"]) if row.get("index", -1) >= 0 else row for row in rows]
 
 
-def pair_context(dump_a, dump_b, *, model=None, tensor=None, labels=None, deps=None, record_given: bool = False,
+def pair_context(dump_a, dump_b, known: ModelContext = ModelContext(), *, record_given: bool = False,
                  **flags) -> tuple[np.dtype, DumpContext, object]:
     """The element type and context two dumps are compared with, and the dump the context is of: the one that
     says what it holds (A's sidecar, else B's); both dumps in the same layout of a model tensor (raw chip layout
     or the TFLite tensor's: else an InputError saying to relayout one); the dtype their data lanes are read as."""
     first = dump_a if dump_a.meta is not None or dump_b.meta is None else dump_b
-    context = dump_context(first, model=model, tensor=tensor, labels=labels, deps=deps, **flags)
+    context = dump_context(first, known, **flags)
+    model, tensor = known.model, known.tensor
     if context.view is not None:
         other = tensor_view(dump_b, model, tensor)
         if other.mode != context.view.mode:

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import os
-
 from forensics.core.errors import InputError
-from forensics.reports.base import Report, _slice, spellings
+from forensics.reports.base import Report, spellings
 from forensics.core.options import checked, each, hex_bytes
 
 
@@ -20,31 +18,6 @@ class DiagnoseReport(Report):
         from forensics.render.diagnose import render_diagnose
 
         return render_diagnose(self.result, self.judgement)
-
-
-def _diagnose_context(dump_a, dump_b, *, model, tensor, deps=None, **layout):
-    """The layout from model/tensor (fitted to A's size, else B's: one side may be raw, the other the tensor),
-    or from the detection tensor --model alone or --deps says a side holds (its quantization: where the output's
-    zero point is), else the sidecars; the layout options override either."""
-    from forensics.decode.modeldumps import dump_context
-
-    if tensor is None and model is None and deps is None:
-        return dump_context(dump_a if dump_a.meta is not None else dump_b, **layout)
-    tried, first = [], None
-    for dump in (dump_a, dump_b):
-        try:
-            context = dump_context(dump, model=model, tensor=tensor, deps=deps, **layout)
-        except InputError as exc:
-            first = first or exc
-            continue
-        if tensor is not None or context.fit is not None:  # this side is the model's tensor
-            return context
-        tried.append(context)
-    if tried:  # neither side is one of the detection tensors: the sidecars' layout
-        return tried[0]
-    if model is not None and tensor is None:
-        raise InputError("{model} needs {tensor} (the output tensor the dumps hold)", params=True) from None
-    raise first
 
 
 def _lsb(tolerance, atol):
@@ -70,32 +43,23 @@ def diagnose(a, b, *, previous=None, model=None, tensor=None, deps=None, record=
     EXPLAINED / UNEXPLAINED exit 1) and the named bugs behind a differing pair. `inputs`: the two inputs A and B
     were computed from (paths), compared by CRC when B is unexplained. `model` (with or without `tensor`) or
     `deps` say the layout and quantization (the output's zero point: not_computed)."""
-    from forensics.diagnose import diagnose_dumps
-    from forensics.diagnose.result import judge_diagnose
-    from forensics.io.dump import open_dump
+    from forensics.core.options import Layout, Slice
+    from forensics.diagnose import usecases
 
-    options, offset = _slice(offset, length, gap_fill, layout=True)
-    dump_a, dump_b = open_dump(a, **options), open_dump(b, **options)
+    where = Slice(offset=offset, length=length, gap_fill=gap_fill)
+    dump_a, dump_b = usecases.open_pair(a, b, where)
     if model is not None and tensor is None:  # link: a pair of instruction bitstreams gets the link check
         from forensics.reports._link import diagnose_link
 
         linked = diagnose_link(model, dump_a, dump_b)
         if linked is not None:
             return linked
-    earlier = open_dump(previous, **options) if previous else None
-    context = _diagnose_context(dump_a, dump_b, model=model, tensor=tensor, deps=deps, record_size=record, offset=offset,
-                                fields=fields, pad_lanes=pad, scale=scale, zero_point=zero_point)
+    layout = Layout(record=record, offset=offset, fields=fields, pad=pad, scale=scale, zero_point=zero_point)
     patterns = checked("sentinel", each(hex_bytes), sentinel) or []
-    sentinels = [(f"0x{p.hex().upper()}", p) for p in patterns]
-    if inputs is not None and (isinstance(inputs, (str, bytes, os.PathLike)) or len(inputs) != 2):
-        raise InputError("{inputs} takes two paths: the input A was computed from, then B's", params=True)
-    given = tuple(open_dump(p) for p in inputs) if inputs is not None else None
-    result = diagnose_dumps(dump_a, dump_b, layout=context.layout, previous=earlier, model_view=context.view,
-                            model=os.fspath(model) if model is not None else None, sentinels=sentinels,
-                            tolerance=_lsb(tolerance, atol), min_run=min_run, max_shift=max_shift, window=window,
-                            progress=progress, inputs=given)
-    return DiagnoseReport("diagnose", result, rows_key="findings", dumps=(dump_a, dump_b, earlier),
-                          judgement=judge_diagnose(result))
+    case = usecases.diagnose(dump_a, dump_b, where=where, previous=previous, model=model, tensor=tensor, deps=deps,
+                             layout=layout, sentinels=patterns, tolerance=_lsb(tolerance, atol), min_run=min_run,
+                             window=window, max_shift=max_shift, inputs=inputs, progress=progress)
+    return DiagnoseReport("diagnose", case.result, rows_key="findings", dumps=case.dumps, judgement=case.judgement)
 
 
 class SimulateReport(Report):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from forensics.core import exitcodes
 from forensics.core.errors import InputError
 from forensics.reports.base import Report, _slice, spellings
 from forensics.core.verdict import Verdict
@@ -166,22 +165,6 @@ class BatchReport(CompareReport):
         return list(render_batch(self.result, self.judgement))
 
 
-def _run_geometry(model, deps, run_a):
-    if model or deps:
-        from forensics.decode.geometry import geometry_for
-
-        return geometry_for(model=model, deps=deps)
-    path = (run_a.model or {}).get("path")
-    if path and os.path.isfile(path):
-        from forensics.decode.geometry import geometry_for
-
-        try:
-            return geometry_for(model=path)
-        except InputError:  # a model without PostProcess: no anchors, no pictures
-            return None
-    return None
-
-
 def _batch_html(html, batch, result, geometry, limit: int = 100) -> None:
     """The one-page batch summary, and beside it (OUT_pairs/) the reports of the first `limit` differing pairs."""
     from forensics.core.errors import ForensicsError
@@ -253,32 +236,11 @@ def compare(*runs, html=None, previous=None, model=None, deps=None, limit: int =
             raise InputError("{batch} needs {output:SUMMARY.csv} (a Parquet file is written beside it)", params=True)
         if model and deps:
             raise InputError("give {model} or {deps}, not both", params=True)
-        from forensics.runs.batch import batch_compare, check_summary_output, write_summary
-        from forensics.runs.engine import Stalled
+        from forensics.runs import usecases
 
-        check_summary_output(output)  # before the first pair: a batch of hours must not end in 'cannot write'
-        for path in (html, junit):
-            if path:
-                from forensics.io.outputs import check_writable
-
-                check_writable(path)
-        geometry = None
-        if model or deps:
-            from forensics.decode.geometry import geometry_for
-
-            geometry = geometry_for(model=model, deps=deps)
-        try:
-            result = batch_compare(batch, workers=workers, scheduler=scheduler, geometry=geometry, policy=policy,
-                                   progress=progress, verify_files=verify_files, stall_timeout=stall_timeout)
-        except Stalled as exc:
-            kept = write_summary(exc.partial, output) if exc.partial.rows else None
-            where = f"the {exc.done:,} finished rows are in {kept.outputs[0]}" if kept else "no row was finished"
-            raise InputError(f"{exc}; {where}", batch) from None
-        result = write_summary(result, output)
-        if result.exit_code == exitcodes.ERROR:  # every pair failed: say why on stderr, as for any input error
-            first = result.rows[0].get("error") if result.rows else None
-            raise InputError(f"no pair could be compared ({len(result.rows)} failed; first: {first}); the "
-                             f"summary is in {output}", batch)
+        result, geometry = usecases.batch(batch, output, workers=workers, scheduler=scheduler, model=model, deps=deps,
+                                          policy=policy, progress=progress, verify_files=verify_files,
+                                          stall_timeout=stall_timeout, writes=tuple(p for p in (html, junit) if p))
         if html:
             _batch_html(html, batch, result, geometry)
         if junit:
@@ -297,18 +259,11 @@ def compare(*runs, html=None, previous=None, model=None, deps=None, limit: int =
         raise InputError("{output} is the {batch} summary; for one pair use {html:OUT.html} or {json}", params=True)
     if model and deps:
         raise InputError("give {model} or {deps}, not both", params=True)
-    from forensics.runs.compare import compare_runs
-    from forensics.runs.run import load_run
+    from forensics.runs import usecases
 
-    run_a, run_b = load_run(runs[0]), load_run(runs[1])
-    earlier = load_run(previous) if previous else None
-    names = None
-    if labels:
-        from forensics.io.labels import read_labels
-
-        names = read_labels(labels)
-    result = compare_runs(run_a, run_b, previous=earlier, geometry=_run_geometry(model, deps, run_a), limit=limit,
-                          policy=policy, labels=names, model=model)
+    pair = usecases.compare(runs[0], runs[1], previous=previous, model=model, deps=deps, limit=limit, policy=policy,
+                            labels=labels, impact=impact)
+    result = pair.result
     if html:
         from forensics.io.outputs import write_text_atomic
         from forensics.render.runs import html_report, pictures_for
@@ -319,10 +274,6 @@ def compare(*runs, html=None, previous=None, model=None, deps=None, limit: int =
         from forensics.render.junit import junit_xml
 
         write_text_atomic(junit, junit_xml(result))
-    impacted = None
-    if impact:  # issue 34
-        from forensics.runs.impact import compare_impact
-
-        impacted = compare_impact(run_a, run_b, model=model, deps=deps, labels=labels)
+    impacted = pair.impact
     return CompareReport("compare", result, judgement=result.judgement, impact=impacted,
                          warnings=tuple(result.warnings), rows_key="stages", html=os.fspath(html) if html else None)

@@ -143,10 +143,10 @@ def _slice(offset=None, length=None, gap_fill=None, *, layout: bool = False) -> 
     """(open_dump keywords, layout offset): forensics.core.options.Slice. offset/length cut a slice of every dump
     (e.g. the tensor in a page-rounded DMA allocation); gap_fill fills holes in text dumps. For the record
     commands (`layout`), offset alone stays the layout offset (where records start); with length it cuts the
-    slice."""
+    slice. The values come parsed (@spellings): the group is built, not parsed again."""
     from forensics.core.options import Slice
 
-    where = Slice.parse(offset=offset, length=length, gap_fill=gap_fill)
+    where = Slice(offset=offset, length=length, gap_fill=gap_fill)
     return where.split() if layout else (where.dump_options(), None)
 
 
@@ -159,9 +159,10 @@ def spellings(*own: str):
     def wrap(function):
         @functools.wraps(function)
         def report(*args, **kwargs):
-            from forensics.core.options import parsed
+            from forensics.core.options import Parsed, parsed
 
             mine = {k: kwargs.pop(k) for k in own if k in kwargs}
+            mine = {k: v.value if isinstance(v, Parsed) else v for k, v in mine.items()}  # the function parses
             return function(*args, **parsed(**kwargs), **mine)
 
         return report

@@ -83,8 +83,9 @@ def test_diff_of_equal_dumps_loads_only_what_it_uses():
                                                     "forensics.reports._model", "forensics.reports._csr",
                                                     "forensics.runs", "forensics.decode", "forensics.model.tflite",
                                                     "forensics.csr", "forensics.cli.runs", "rich.table"))
-                and m not in ("forensics.decode", "forensics.decode.modeldumps")]  # the package and the
-    # dump-as-tensor helpers diff's rows are annotated through (their model imports stay inside functions)
+                and m not in ("forensics.decode", "forensics.decode.modeldumps", "forensics.decode.usecases")]
+    # the package, the dump-as-tensor helpers diff's rows are annotated through and diff's use case (their model
+    # imports stay inside functions)
     assert unwanted == []
     assert "forensics.reports._buffers" in modules and "forensics.compare.diff" in modules  # the test sees the command run
 

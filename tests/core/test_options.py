@@ -233,3 +233,48 @@ def test_one_number_grammar_for_flags_keywords_and_register_traces():
     for bad in ("", "0x", "1.5", "twelve", "0xg1"):
         with pytest.raises(ValueError):
             options.integer(bad)
+
+
+def _counting_grammars(monkeypatch):
+    """Every grammar wrapped to count its calls by option name (GRAMMARS) and by function (the module's
+    grammar functions a lower layer or the CLI's argument types would call by name)."""
+    import collections
+
+    calls = collections.Counter()
+
+    def counted(label, grammar):
+        def parse(value):
+            calls[label] += 1
+            return grammar(value)
+
+        return parse
+
+    for name, grammar in list(options.GRAMMARS.items()):
+        monkeypatch.setitem(options.GRAMMARS, name, counted(name, grammar))
+    for name in ("lanes", "scale", "integer", "non_negative", "positive", "record_size", "zero_point", "names"):
+        monkeypatch.setattr(options, name, counted(f"options.{name}", getattr(options, name)))
+    return calls
+
+
+def test_diff_parses_each_option_once(monkeypatch):
+    # Issue 33 item 2: `diff --pad 2,3 --scale 1/256` ran each grammar in three layers (the keyword, the option
+    # group, the model context). Now @spellings parses each keyword once and the groups are built from the values.
+    calls = _counting_grammars(monkeypatch)
+    report = reports.diff(SCORES_A, SCORES_B, pad="2,3", scale="1/256")
+    assert dict(calls) == {"pad": 1, "scale": 1}
+    assert report.to_dict()["pad_lanes"] == [2, 3] and report.context.layout.scale == 1 / 256
+
+
+def test_the_command_line_parses_each_option_once(monkeypatch):
+    # The argument types read `--pad 2,3 --scale 1/256` in the library's grammar; the report takes those values
+    # as they are (forensics.core.options.Parsed) rather than reading them a second time.
+    import io
+
+    from forensics.cli import main
+
+    calls = _counting_grammars(monkeypatch)
+    out = io.StringIO()
+    code = main(["diff", SCORES_A, SCORES_B, "--pad", "2,3", "--scale", "1/256", "--json"], stdout=out,
+                stderr=io.StringIO())  # not run_cli: its --width is one more number read
+    assert code == 1 and json.loads(out.getvalue())["pad_lanes"] == [2, 3]
+    assert dict(calls) == {"options.lanes": 1, "options.scale": 1}
