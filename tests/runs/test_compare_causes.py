@@ -14,8 +14,8 @@ import pytest
 from forensics.runs import causes
 from forensics.runs.compare import compare_runs
 from forensics.runs.run import BufferEntry, load_run
-from tests.runs.driver_runs import (CORAL_SSD_V2, DETECTIONS, SsdFacts, dequantize_once, replace_buffer, ssd_buffers,
-                                    ssd_frame, u8, write_driver_run)
+from tests.runs.driver_runs import (CORAL_SSD_V2, DETECTIONS, SsdFacts, dequantize_once, input_chk_log,
+                                    replace_buffer, ssd_buffers, ssd_frame, u8, write_driver_run)
 
 
 # --- pure functions -----------------------------------------------------------------------------------------
@@ -150,25 +150,6 @@ def test_the_same_image_placed_elsewhere_is_explained_by_the_placement(tmp_path,
     assert f"{shift} rows lower" in result.judgement.message
 
 
-def _input_chk_log(data: bytes, page: int = 4096) -> str:
-    """The npu_driver's pre-submit input check (Queue.c: DbgPrint "[INPUT-CHK] page[%u] first8=%02x ..." and
-    "[INPUT-CHK] xor-fold pre-submit = 0x%016llX over %llu bytes (%lu pages)") as DbgView prints it."""
-    lines = []
-    pages = -(-len(data) // page)
-    for i in range(pages):
-        chunk = data[i * page:(i + 1) * page]
-        first = " ".join("%02x" % x for x in chunk[:8])
-        if len(chunk) == page:
-            last = " ".join("%02x" % x for x in chunk[-8:])
-            lines.append("[INPUT-CHK] page[%u] first8=%s  last8(@0x%x)=%s" % (i, first, i * page + page - 8, last))
-        else:
-            lines.append("[INPUT-CHK] page[%u] (last) first8=%s" % (i, first))
-    words = np.frombuffer(data + bytes(-len(data) % 8), "<u8")
-    fold = int(np.bitwise_xor.reduce(words)) if words.size else 0
-    lines.append("[INPUT-CHK] xor-fold pre-submit = 0x%016X over %u bytes (%u pages)" % (fold, len(data), pages))
-    return "".join("%08d\t%.8f\t%s\n" % (n, 0.125 * n, line) for n, line in enumerate(lines))
-
-
 def test_a_logged_fingerprint_that_disagrees_with_its_dump_is_the_first_divergent_stage(tmp_path, shared_data):
     facts = SsdFacts(shared_data / CORAL_SSD_V2)
     image = np.random.default_rng(4).integers(0, 256, (1, 300, 300, 3), dtype=np.uint8)
@@ -177,7 +158,7 @@ def test_a_logged_fingerprint_that_disagrees_with_its_dump_is_the_first_divergen
     b = write_driver_run(tmp_path / "b", "ours", ref, model=facts.record)  # the dumps match A's byte for byte
     read = bytearray(image.tobytes())
     read[len(read) // 2:] = bytes(len(read) - len(read) // 2)  # the DMA read the input before it was complete
-    log = _input_chk_log(bytes(read))
+    log = input_chk_log(bytes(read))
     result = compare_runs(load_run(a), _with(b, "log", "dbgview.log", log.encode()))
     first = result.first_divergent
     assert first.label == "input" and first.status == "DIFFER"
@@ -188,7 +169,7 @@ def test_a_logged_fingerprint_that_disagrees_with_its_dump_is_the_first_divergen
     assert result.judgement.message.startswith("first divergent stage: input: logged_fingerprint")
     assert all(r.follows for r in result.rows if r.diverges and r is not first)
     # the log of the bytes dumped agrees: nothing differs
-    agreeing = _with(b, "log", "agree.log", _input_chk_log(image.tobytes()).encode())
+    agreeing = _with(b, "log", "agree.log", input_chk_log(image.tobytes()).encode())
     assert compare_runs(load_run(a), agreeing).judgement.verdict == "MATCH"
 
 
