@@ -34,9 +34,9 @@ VERDICT_WORDS = {v.value for v in Verdict}
 ALLOWED = {
     ("junit.py", "junit_batch", "compares a verdict"):
         "a pair's own verdict (judge_pair's, in the batch row) picks its JUnit element: error, failure or pass",
-    ("runs.py", "html_report", "compares a verdict"):
+    ("runs.py", "_status_class", "compares a verdict"):
         "a stage's own status (judge_row's) picks its CSS class; WITHIN TOLERANCE's class is one word",
-    ("runs.py", "html_batch", "compares a verdict"):
+    ("runs.py", "_html_pairs", "compares a verdict"):
         "lists the pairs whose own verdict (judge_pair's, in the batch row) is not MATCH",
     ("style.py", "judgement_line", "writes a verdict line"):
         "judgement_line is the one place a verdict line is written, from the judgement it is given",
