@@ -133,16 +133,31 @@ def render_compare(result, judgement=None, *, unicode: bool | None = None) -> li
     if result.not_captured:
         out.append(Text(f"not captured in both runs: {', '.join(result.not_captured)} (nothing is concluded "
                         f"about {'it' if len(result.not_captured) == 1 else 'them'})"))
+    out += _finding_lines(result)
+    out += _own_differences(result, unicode)
+    if result.detections is not None and not result.detections.same:
+        out.append(_detections_table(result.detections))
+    return out
+
+
+def _finding_lines(result) -> list:
+    """Each stage's findings (kind: evidence) and its hint, as the library worded them."""
+    out = []
     for row in result.rows:
         for f in row.findings:
             d = f.to_dict() if hasattr(f, "to_dict") else dict(f)
             out.append(Text(f"  {row.label}: {d.get('kind')}: {d.get('evidence', '')}"))
         if row.hint:
             out.append(Text(f"  {row.label}: {row.hint}"))
+    return out
+
+
+def _own_differences(result, unicode) -> list:
+    """The statistics and records of what differs on its own; a stage that follows from it is one table row
+    (its figures are in --json and --html)."""
     from forensics.render.buffers import stats_lines
 
-    # the statistics and records of what differs on its own; a stage that follows from it is one table row
-    # (its figures are in --json and --html)
+    out = []
     own = [row for row in result.rows if not row.follows]
     for row in own:
         if row.stats is not None and row.stats.differing:
@@ -150,8 +165,6 @@ def render_compare(result, judgement=None, *, unicode: bool | None = None) -> li
     for row in own:
         if row.diff is not None and row.diff.records and not numbers_only(row):
             out.append(_diff_records_table(row))
-    if result.detections is not None and not result.detections.same:
-        out.append(_detections_table(result.detections))
     return out
 
 
