@@ -337,34 +337,11 @@ def stats_lines(stats, *, where: str = "", unicode: bool | None = None) -> list:
     if stats is None or not stats.differing:
         return []
     lsb = stats.integer and stats.units == "dequantized"
-    worst = stats.worst or {}
-    at = ""
-    if "anchor" in worst:
-        at = f" at anchor {worst['anchor']} lane {worst['lane']}"
-    elif "class" in worst:
-        at = f" at class {worst['class']}" + (f" ({worst['label']})" if worst.get("label") else "")
-    elif "record" in worst:
-        at = f" at record {worst['record']} lane {worst['lane']}"
-    elif "y" in worst:
-        at = f" at y={worst['y']} x={worst['x']} z={worst['z']}"
-    elif worst:
-        at = f" at element {worst['index']}"
-    parts = [f"max {_stat(stats.max_abs, stats.max_abs_lsb if lsb else None)}{at}",
+    parts = [f"max {_stat(stats.max_abs, stats.max_abs_lsb if lsb else None)}{_worst_at(stats.worst or {})}",
              f"mean {_stat(stats.mean_abs)}"]
-    more = [f"median {_stat(stats.median_abs)}", f"p99 {_stat(stats.p99_abs, stats.p99_abs_lsb if lsb else None)}"]
-    if stats.max_rel is not None:
-        more.append(f"max rel {_num(stats.max_rel)}")
-    more.append(f"cosine {'-' if stats.cosine is None else f'{stats.cosine:.6f}'}")
-    sqnr = stats.sqnr_db
-    more.append(f"SQNR {'inf' if sqnr == float('inf') else ('-inf' if sqnr == -float('inf') else f'{sqnr:.2f}')} dB")
-    if stats.nan or stats.inf:
-        more.append(f"NaN {stats.nan}, Inf {stats.inf} ({stats.nonfinite_mismatch} do not match)")
     line = f"error{where}: " + "; ".join(parts)
-    atol = "none (non-finite values differ)" if stats.min_atol is None else _stat(
-        stats.min_atol, stats.min_atol_lsb if lsb else None)
-    if stats.integer and not lsb and stats.min_atol is not None:
-        atol += " LSB"
-    out = [Text(line), Text("  " + "; ".join(more)), Text(f"  smallest atol that passes: {atol}")]
+    out = [Text(line), Text("  " + "; ".join(_more_stats(stats, lsb))),
+           Text(f"  smallest atol that passes: {_atol_text(stats, lsb)}")]
     if stats.histogram:
         from forensics.render.errorplot import terminal_histogram, unicode_ok
 
@@ -374,6 +351,39 @@ def stats_lines(stats, *, where: str = "", unicode: bool | None = None) -> list:
             unicode = unicode_ok(sys.stdout)
         out.extend(Text(t) for t in terminal_histogram(*stats.histogram, unicode=unicode))
     return out
+
+
+def _worst_at(worst: dict) -> str:
+    """Where the largest difference is, as the statistics located it (anchor, class, record, y/x/z, element)."""
+    if "anchor" in worst:
+        return f" at anchor {worst['anchor']} lane {worst['lane']}"
+    if "class" in worst:
+        return f" at class {worst['class']}" + (f" ({worst['label']})" if worst.get("label") else "")
+    if "record" in worst:
+        return f" at record {worst['record']} lane {worst['lane']}"
+    if "y" in worst:
+        return f" at y={worst['y']} x={worst['x']} z={worst['z']}"
+    return f" at element {worst['index']}" if worst else ""
+
+
+def _more_stats(stats, lsb: bool) -> list[str]:
+    more = [f"median {_stat(stats.median_abs)}", f"p99 {_stat(stats.p99_abs, stats.p99_abs_lsb if lsb else None)}"]
+    if stats.max_rel is not None:
+        more.append(f"max rel {_num(stats.max_rel)}")
+    more.append(f"cosine {'-' if stats.cosine is None else f'{stats.cosine:.6f}'}")
+    sqnr = stats.sqnr_db
+    more.append(f"SQNR {'inf' if sqnr == float('inf') else ('-inf' if sqnr == -float('inf') else f'{sqnr:.2f}')} dB")
+    if stats.nan or stats.inf:
+        more.append(f"NaN {stats.nan}, Inf {stats.inf} ({stats.nonfinite_mismatch} do not match)")
+    return more
+
+
+def _atol_text(stats, lsb: bool) -> str:
+    atol = "none (non-finite values differ)" if stats.min_atol is None else _stat(
+        stats.min_atol, stats.min_atol_lsb if lsb else None)
+    if stats.integer and not lsb and stats.min_atol is not None:
+        atol += " LSB"
+    return atol
 
 
 def render_diff(result, judgement, geometry=None, *, unicode: bool | None = None, classes: bool = False,
@@ -489,44 +499,13 @@ def _render_top_scores(result, geometry) -> list:
 
 def render_anchors(result, judgement, geometry=None) -> list:
     """The anchors table under the buffer's one judgement (forensics.buffer.anchors.judge_anchors)."""
-    layout = result.layout
-    dom = result.dominant
     if not result.dominated and result.top_scores and result.nonuniform is None:
         return ([judgement_line(judgement)] + _notes(judgement) + _render_top_scores(result, geometry)
                 + _render_summary_tables(result))
-    pct = 100.0 * dom.count / result.records
-    head = Text()
-    head.append(f"{dom.count:,} / {result.records:,} anchors match ", style="bold")
-    head.append(_hex(dom.record), style="bold cyan")
-    head.append(f" ({pct:.2f}%)")
-    if layout.has_values:
-        head.append(f"  values: {_values(layout, dom.record)}")
-    out = [head, judgement_line(judgement)] + _notes(judgement)
+    out = [_dominant_head(result), judgement_line(judgement)] + _notes(judgement)
     if result.nonuniform is not None:
         if result.nonuniform:
-            cols = [("anchor", "right")] + (["where", "prior box"] if geometry is not None else [])
-            cols += [("offset", "right"), "bytes"]
-            names = layout.field_names
-            wide = layout.record_size > WIDE
-            if wide:
-                cols.append("departs from the dominant record in")
-            elif layout.element is not None:
-                cols.append("values")
-            elif layout.quantized:
-                cols += [(n, "right") for lane, n in enumerate(names) if lane not in layout.pad_lanes]
-            rows = []
-            for r in result.nonuniform:
-                row = [str(r.index)] + (_where(geometry, r.index) if geometry is not None else [])
-                row += [f"{r.offset:#x}", _hex(r.record)]
-                if wide:
-                    row.append(_changes(layout, dom.record, r.record))
-                elif layout.element is not None:
-                    row.append(_values(layout, r.record))
-                elif layout.quantized:
-                    row += [_num(v) for lane, v in enumerate(layout.values(r.record)) if lane not in layout.pad_lanes]
-                rows.append(row)
-            out.append(Listing(*cols, rows=rows, title="anchors that depart from the dominant record",
-                               whole=RECORD_COLUMNS))
+            out.append(_departing(result, geometry))
             if result.nonuniform_truncated:
                 more = result.nonuniform_total - len(result.nonuniform)
                 out.append(Text(f"... and {more:,} more (--all or --limit N to list them)"))
@@ -535,6 +514,45 @@ def render_anchors(result, judgement, geometry=None) -> list:
         if not result.uniform:
             out.append(Text("--nonuniform lists every anchor that departs from the dominant record"))
     return out
+
+
+def _dominant_head(result) -> Text:
+    """`N / M anchors match RECORD (P%)`, with the record's values when the layout has them."""
+    layout, dom = result.layout, result.dominant
+    head = Text()
+    head.append(f"{dom.count:,} / {result.records:,} anchors match ", style="bold")
+    head.append(_hex(dom.record), style="bold cyan")
+    head.append(f" ({100.0 * dom.count / result.records:.2f}%)")
+    if layout.has_values:
+        head.append(f"  values: {_values(layout, dom.record)}")
+    return head
+
+
+def _departing(result, geometry) -> Listing:
+    """The anchors that depart from the dominant record: where (with geometry), the bytes, and how they depart
+    (the lanes that changed for a wide record, the values, or each quantized lane but the pad lanes)."""
+    layout, dom = result.layout, result.dominant
+    cols = [("anchor", "right")] + (["where", "prior box"] if geometry is not None else [])
+    cols += [("offset", "right"), "bytes"]
+    wide = layout.record_size > WIDE
+    if wide:
+        cols.append("departs from the dominant record in")
+    elif layout.element is not None:
+        cols.append("values")
+    elif layout.quantized:
+        cols += [(n, "right") for lane, n in enumerate(layout.field_names) if lane not in layout.pad_lanes]
+    rows = []
+    for r in result.nonuniform:
+        row = [str(r.index)] + (_where(geometry, r.index) if geometry is not None else [])
+        row += [f"{r.offset:#x}", _hex(r.record)]
+        if wide:
+            row.append(_changes(layout, dom.record, r.record))
+        elif layout.element is not None:
+            row.append(_values(layout, r.record))
+        elif layout.quantized:
+            row += [_num(v) for lane, v in enumerate(layout.values(r.record)) if lane not in layout.pad_lanes]
+        rows.append(row)
+    return Listing(*cols, rows=rows, title="anchors that depart from the dominant record", whole=RECORD_COLUMNS)
 
 
 def _render_summary_tables(result) -> list:

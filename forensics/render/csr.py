@@ -109,9 +109,28 @@ def _dump_cell(access, dump_side: bool) -> str:
 
 def render_comparison(result, judgement, *, limit: int | None = 200, show_all: bool = False) -> list:
     """Header lines, the aligned table, and the one-line verdict."""
-    out = [Text(_source_line("A", result.trace_a)), Text(_source_line("B", result.trace_b))]
+    out = [Text(_source_line("A", result.trace_a)), Text(_source_line("B", result.trace_b)), Text(_mode_line(result))]
     dumps = result.mode == "dump"
-    if dumps:
+    rows, hidden_matches, truncated = _shown_rows(result, limit, show_all)
+    unchecked = 0
+    if dumps and not show_all:  # the registers the other side never touched: counted, listed with --all
+        shown = [row for row in rows if row.kind != "unchecked"]
+        unchecked, rows = len(rows) - len(shown), shown
+    if rows:
+        cells = [_row_cells(result, row) for row in rows]
+        styles = ["red" if row.kind in MISMATCH_KINDS else None for row in rows]
+        columns = DUMP_COLUMNS if dumps else COLUMNS
+        out.append(_rich_table(cells, styles, columns) if len(cells) <= RICH_TABLE_ROWS
+                   else FixedWidthTable(cells, styles, columns))
+        out.extend(Text(f"note: {line}") for line in _register_notes(result, rows).values())
+    out.extend(Text(line) for line in _tail_lines(result, unchecked, hidden_matches, truncated))
+    out.append(judgement_line(judgement))  # the report's (csr.compare's judgement), printed as it is
+    return out
+
+
+def _mode_line(result) -> str:
+    """What was compared: a dump comparison (whose dumps against whose accesses) or the traces' accesses."""
+    if result.mode == "dump":
         whose = {"a": "A's", "b": "B's", "both": "A's and B's"}[result.dump_side]
         other = {"a": "B's", "b": "A's", "both": "the same dump's"}[result.dump_side]
         line = (f"dump comparison: {whose} register dumps by offset, each read against {other} last read or "
@@ -121,64 +140,65 @@ def render_comparison(result, judgement, *, limit: int | None = 200, show_all: b
         line = f"{result.mode} comparison of {reads}"
     if result.masks:
         line += "; masked bits: " + ", ".join(f"0x{o:x} ignores 0x{m:x}" for o, m in sorted(result.masks.items()))
-    out.append(Text(line))
-    hidden_matches = truncated = 0
+    return line
+
+
+def _shown_rows(result, limit: int | None, show_all: bool):
+    """(rows, matches hidden, differing rows past the limit): above `limit` rows only the first `limit`
+    differing rows are built, never the matches nor rows past the limit."""
     if not show_all and limit is not None and result.row_count > limit:
-        # Only the first `limit` differing rows are built: never the matches, nor rows past the limit.
         rows = result.mismatch_rows(limit)
-        hidden_matches = result.row_count - result.differing
-        truncated = result.differing - len(rows)
-    else:
-        rows = result.rows
-    unchecked = 0
-    if dumps and not show_all:  # the registers the other side never touched: counted, listed with --all
-        shown = [row for row in rows if row.kind != "unchecked"]
-        unchecked, rows = len(rows) - len(shown), shown
-    if rows:
-        cells: list[tuple[str, ...]] = []
-        styles: list[str | None] = []
-        noted: dict[int, str] = {}
-        for row in rows:
-            reg = result.registers[row.offset]
-            verdict = VERDICT_TEXT[row.kind]
-            if row.masked:
-                verdict += " (masked)"
-            if row.index in result.low_bits:
-                verdict += " (32 bits)"
-            if row.kind != "match" or not reg["known"] or not reg["pcie_window"]:
-                notes = register_notes(reg)
-                if row.offset in result.label_notes:
-                    notes.append(result.label_notes[row.offset])
-                if notes and row.offset not in noted:
-                    noted[row.offset] = f"0x{row.offset:05x} {reg['name']}: " + "; ".join(notes)
-            if dumps:
-                first = result.dump_side != "b"  # the dump is A's (or both sides are dumps)
-                cells.append((str(row.index), result.row_dumps[row.index], f"0x{row.offset:05x}", reg["name"],
-                              reg["group"], _dump_cell(row.a, first), _dump_cell(row.b, result.dump_side != "a"),
-                              verdict))
-            else:
-                cells.append((str(row.index), _op(row), f"0x{row.offset:05x}", reg["name"], reg["group"],
-                              _cell(row.a), _cell(row.b), verdict))
-            styles.append("red" if row.kind in MISMATCH_KINDS else None)
-        columns = DUMP_COLUMNS if dumps else COLUMNS
-        out.append(_rich_table(cells, styles, columns) if len(cells) <= RICH_TABLE_ROWS
-                   else FixedWidthTable(cells, styles, columns))
-        out.extend(Text(f"note: {line}") for line in noted.values())
+        return rows, result.row_count - result.differing, result.differing - len(rows)
+    return result.rows, 0, 0
+
+
+def _row_cells(result, row) -> tuple[str, ...]:
+    """A row's cells: its kind as the table words it (masked, 32 bits), the dump or op, both sides' accesses."""
+    reg = result.registers[row.offset]
+    verdict = VERDICT_TEXT[row.kind]
+    if row.masked:
+        verdict += " (masked)"
+    if row.index in result.low_bits:
+        verdict += " (32 bits)"
+    if result.mode == "dump":
+        first = result.dump_side != "b"  # the dump is A's (or both sides are dumps)
+        return (str(row.index), result.row_dumps[row.index], f"0x{row.offset:05x}", reg["name"], reg["group"],
+                _dump_cell(row.a, first), _dump_cell(row.b, result.dump_side != "a"), verdict)
+    return (str(row.index), _op(row), f"0x{row.offset:05x}", reg["name"], reg["group"], _cell(row.a), _cell(row.b),
+            verdict)
+
+
+def _register_notes(result, rows) -> dict[int, str]:
+    """One note per register shown that differs, is unknown or lies outside the PCIe window, in row order."""
+    noted: dict[int, str] = {}
+    for row in rows:
+        reg = result.registers[row.offset]
+        if row.kind != "match" or not reg["known"] or not reg["pcie_window"]:
+            notes = register_notes(reg)
+            if row.offset in result.label_notes:
+                notes.append(result.label_notes[row.offset])
+            if notes and row.offset not in noted:
+                noted[row.offset] = f"0x{row.offset:05x} {reg['name']}: " + "; ".join(notes)
+    return noted
+
+
+def _tail_lines(result, unchecked: int, hidden_matches: int, truncated: int) -> list[str]:
+    """The rows not shown, then the comparison's notes."""
+    dumps = result.mode == "dump"
+    out = []
     if unchecked:
-        out.append(Text(f"{unchecked} unchecked rows not shown: registers the dump reads that the other side never "
-                        "touched (--all shows every row)"))
+        out.append(f"{unchecked} unchecked rows not shown: registers the dump reads that the other side never "
+                   "touched (--all shows every row)")
     if hidden_matches:
-        out.append(Text(f"{hidden_matches} matching{' or unchecked' if dumps else ''} rows not shown "
-                        "(--all shows every row)"))
+        out.append(f"{hidden_matches} matching{' or unchecked' if dumps else ''} rows not shown "
+                   "(--all shows every row)")
     if truncated:
-        out.append(Text(f"... {truncated} more differing rows (--limit N or --all)"))
-    for note in result.notes:
-        out.append(Text(f"note: {note}"))
+        out.append(f"... {truncated} more differing rows (--limit N or --all)")
+    out.extend(f"note: {note}" for note in result.notes)
     if dumps and result.unpaired_dumps:
-        out.append(Text(f"note: dumps on one side only (not compared): {', '.join(result.unpaired_dumps)}"))
+        out.append(f"note: dumps on one side only (not compared): {', '.join(result.unpaired_dumps)}")
     if dumps and result.untouched:
-        out.append(Text(f"note: {result.untouched} registers the other side accessed are in no dump"))
-    out.append(judgement_line(judgement))  # the report's (csr.compare's judgement), printed as it is
+        out.append(f"note: {result.untouched} registers the other side accessed are in no dump")
     return out
 
 

@@ -171,7 +171,7 @@ def load_detections(path) -> list[dict]:
     try:
         doc = loads(text, path, "JSON")
     except InputError as exc:
-        raise InputError(f"is not a decode --json output ({str(exc).split(': ', 1)[-1]})", path) from None
+        raise InputError(f"is not a decode --json output ({exc.reason})", path) from None
     rows = doc.get("detections") if isinstance(doc, dict) else doc
     if not isinstance(rows, list):
         raise InputError("has no \"detections\" list (is it a decode --json output?)", path)

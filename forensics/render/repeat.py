@@ -12,8 +12,11 @@ from rich.text import Text
 from forensics.compare.crc import format_crc
 from forensics.core.verdict import Verdict
 from forensics.render.runs import _CSS, _e, _html_table, render_buffers
+from forensics.runs.repeat import MODAL, OUTLIER
 from forensics.render.style import judgement_line, table, wrote
 
+# The CSS class of a run's status (the library's fact, forensics.runs.repeat): the page's colours, not a verdict
+_STATUS_CLASS = {MODAL: Verdict.MATCH, OUTLIER: Verdict.DIFFER}
 _NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
@@ -103,7 +106,7 @@ def html_repeat(result, judgement, *, title: str | None = None) -> str:
     rows = []
     for r in result.runs:
         first = r.first_divergent_stage or "-"
-        rows.append((r.index, (r.run, "mono"), (r.status, Verdict.MATCH if r.status == "modal" else Verdict.DIFFER), first,
+        rows.append((r.index, (r.run, "mono"), (r.status, _STATUS_CLASS[r.status]), first,
                      r.finding or "-", r.evidence or "", _depends(r, result)))
     parts.append(_html_table("runs", ("#", "run", "status", "first divergent", "finding", "evidence", "depends"),
                              rows))
@@ -116,7 +119,7 @@ def junit_repeat(result, judgement) -> str:
     cases, failures = [], 0
     for r in result.runs:
         case = ET.Element("testcase", {"classname": "forensics.repeat", "name": _xml_text(r.run), "time": "0"})
-        if r.status == "outlier":
+        if r.status == OUTLIER:
             failures += 1
             first = r.first_divergent_stage or "-"
             failure = ET.SubElement(case, "failure", {
@@ -160,12 +163,10 @@ def render_tolerance(result, judgement) -> list:
         out.append(Text(f"{t.label}: {t.spec or 'no tolerance'}: {t.reason}"))
     for label, why in result.skipped:
         out.append(Text(f"{label}: not measured: {why}"))
-    if result.tolerance_args:
+    if result.tolerance_flags:
         # one flag a line, continued with a backslash: a shell takes the block as pasted, however narrow
-        flags = result.tolerance_args.split(" --tolerance ")
-        lines = [flags[0]] + [f"--tolerance {f}" for f in flags[1:]]
         out.append(Text("compare takes (after RUN_A RUN_B):"))
-        out.append(Text(" \\\n".join(lines), overflow="fold"))
+        out.append(Text(" \\\n".join(result.tolerance_flags), overflow="fold"))
     out.append(judgement_line(judgement))
     return out
 

@@ -133,16 +133,31 @@ def render_compare(result, judgement=None, *, unicode: bool | None = None) -> li
     if result.not_captured:
         out.append(Text(f"not captured in both runs: {', '.join(result.not_captured)} (nothing is concluded "
                         f"about {'it' if len(result.not_captured) == 1 else 'them'})"))
+    out += _finding_lines(result)
+    out += _own_differences(result, unicode)
+    if result.detections is not None and not result.detections.same:
+        out.append(_detections_table(result.detections))
+    return out
+
+
+def _finding_lines(result) -> list:
+    """Each stage's findings (kind: evidence) and its hint, as the library worded them."""
+    out = []
     for row in result.rows:
         for f in row.findings:
             d = f.to_dict() if hasattr(f, "to_dict") else dict(f)
             out.append(Text(f"  {row.label}: {d.get('kind')}: {d.get('evidence', '')}"))
         if row.hint:
             out.append(Text(f"  {row.label}: {row.hint}"))
+    return out
+
+
+def _own_differences(result, unicode) -> list:
+    """The statistics and records of what differs on its own; a stage that follows from it is one table row
+    (its figures are in --json and --html)."""
     from forensics.render.buffers import stats_lines
 
-    # the statistics and records of what differs on its own; a stage that follows from it is one table row
-    # (its figures are in --json and --html)
+    out = []
     own = [row for row in result.rows if not row.follows]
     for row in own:
         if row.stats is not None and row.stats.differing:
@@ -150,8 +165,6 @@ def render_compare(result, judgement=None, *, unicode: bool | None = None) -> li
     for row in own:
         if row.diff is not None and row.diff.records and not numbers_only(row):
             out.append(_diff_records_table(row))
-    if result.detections is not None and not result.detections.same:
-        out.append(_detections_table(result.detections))
     return out
 
 
@@ -251,96 +264,137 @@ def html_report(result, *, pictures: dict | None = None, title: str | None = Non
     pictures = pictures or {}
     a, b = result.run_a, result.run_b
     title = title or f"forensics compare: {a.source} vs {b.source}"
-    first = result.first_divergent
-    parts = ["<!DOCTYPE html>", "<html lang=\"en\"><head><meta charset=\"utf-8\">",
-             f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>",
-             f"<h1>{_e(title)}</h1>",
-             "<table><tr><th></th><th>run</th><th>source</th><th>model</th><th>captured</th><th>tool</th></tr>"]
-    for name, run in (("A", a), ("B", b)):
-        model = run.model or {}
-        model_text = f"{model.get('path', '')} (sha256 {model['sha256'][:12]}…)" if model.get("sha256") else "-"
-        parts.append(f"<tr><td>{name}</td><td class=\"mono\">{_e(run.path)}</td><td>{_e(run.source)}</td>"
-                     f"<td class=\"mono\">{_e(model_text)}</td><td>{_e(run.created or '-')}</td>"
-                     f"<td>{_e(run.tool or '-')}</td></tr>")
+    parts = _html_head(title)
+    parts.append("<table><tr><th></th><th>run</th><th>source</th><th>model</th><th>captured</th><th>tool</th></tr>")
+    parts += [_html_run(name, run) for name, run in (("A", a), ("B", b))]
     parts.append("</table>")
-    j = judgement if judgement is not None else result.judgement
-    parts.append(f"<div class=\"verdict {'ok' if j.passed else 'bad'}\" id=\"verdict\"><b>{_e(j.verdict)}</b> | "
-                 f"{_e(j.message)}</div>")
+    parts.append(_html_verdict(judgement if judgement is not None else result.judgement))
     for w in result.warnings:
         parts.append(f"<div class=\"warn\">warning: {_e(w)}</div>")
-    parts.append("<h2>Stages</h2><table id=\"stages\"><tr><th>stage</th><th>tensor</th><th>status</th>"
-                 "<th>size A</th><th>size B</th><th>CRC32 A</th><th>CRC32 B</th><th>summary</th></tr>")
+    parts += _html_stages(result)
+    parts += _html_findings(result)
     for row in result.rows:
-        cls = "CHANGED" if row.changed else ("WITHIN" if row.status == Verdict.WITHIN else row.status)
+        if row.diff is not None:
+            parts += _html_buffer(row, pictures)
+    if result.detections is not None:
+        parts += _html_detections(result.detections)
+    parts.append("</body></html>\n")
+    return "\n".join(parts)
+
+
+def _html_head(title: str) -> list[str]:
+    return ["<!DOCTYPE html>", "<html lang=\"en\"><head><meta charset=\"utf-8\">",
+            f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>", f"<h1>{_e(title)}</h1>"]
+
+
+def _html_verdict(j) -> str:
+    """The page's one verdict line: the judgement it is given, as it is (its class follows `passed`)."""
+    return (f"<div class=\"verdict {'ok' if j.passed else 'bad'}\" id=\"verdict\"><b>{_e(j.verdict)}</b> | "
+            f"{_e(j.message)}</div>")
+
+
+def _html_run(name: str, run) -> str:
+    model = run.model or {}
+    model_text = f"{model.get('path', '')} (sha256 {model['sha256'][:12]}…)" if model.get("sha256") else "-"
+    return (f"<tr><td>{name}</td><td class=\"mono\">{_e(run.path)}</td><td>{_e(run.source)}</td>"
+            f"<td class=\"mono\">{_e(model_text)}</td><td>{_e(run.created or '-')}</td>"
+            f"<td>{_e(run.tool or '-')}</td></tr>")
+
+
+def _status_class(row) -> str:
+    """The CSS class of a stage's status cell: its own status (judge_row's), CHANGED first."""
+    return "CHANGED" if row.changed else ("WITHIN" if row.status == Verdict.WITHIN else row.status)
+
+
+def _html_stages(result) -> list[str]:
+    first = result.first_divergent
+    parts = ["<h2>Stages</h2><table id=\"stages\"><tr><th>stage</th><th>tensor</th><th>status</th>"
+             "<th>size A</th><th>size B</th><th>CRC32 A</th><th>CRC32 B</th><th>summary</th></tr>"]
+    for row in result.rows:
         first_cls = ' class="first"' if row is first else ""
         parts.append(f"<tr{first_cls}><td>{_e(row.stage)}</td>"
                      f"<td class=\"mono\">{_e(row.tensor if row.tensor != row.stage else '')}</td>"
-                     f"<td class=\"{cls}\">{_e(status_text(row))}</td><td class=\"num\">{_size(row.size_a)}</td>"
+                     f"<td class=\"{_status_class(row)}\">{_e(status_text(row))}</td>"
+                     f"<td class=\"num\">{_size(row.size_a)}</td>"
                      f"<td class=\"num\">{_size(row.size_b)}</td><td class=\"mono\">{_crc(row.crc32_a)}</td>"
                      f"<td class=\"mono\">{_crc(row.crc32_b)}</td><td>{_e(row_message(row))}</td></tr>")
     parts.append("</table>")
+    return parts
+
+
+def _html_findings(result) -> list[str]:
     findings = [(row, f.to_dict() if hasattr(f, "to_dict") else dict(f)) for row in result.rows for f in row.findings]
     findings += [(row, {"kind": "-", "evidence": "no finding names this difference", "hint": row.hint})
                  for row in result.rows if row.hint]
-    if findings:
-        parts.append("<h2>Diagnosis</h2><table><tr><th>buffer</th><th>finding</th><th>evidence</th><th>what to do"
-                     "</th></tr>")
-        for row, d in findings:
-            parts.append(f"<tr><td>{_e(row.label)}</td><td><b>{_e(d.get('kind'))}</b></td>"
-                         f"<td>{_e(d.get('evidence', ''))}</td><td>{_e(d.get('hint', ''))}</td></tr>")
-        parts.append("</table>")
-    for row in result.rows:
-        if row.diff is None:
-            continue
-        diff = row.diff
-        parts.append(f"<h2>{_e(row.label)}</h2><p>{_e(row.summary)}; {diff.layout.record_size} bytes per record"
-                     f"{'; pad lanes ' + ','.join(map(str, diff.layout.pad_lanes)) if diff.layout.pad_lanes else ''}.</p>")
-        if row.stats is not None and row.stats.differing:
-            parts.append(_stats_html(row.stats))
-        if diff.records and not numbers_only(row):
-            unit = row.unit[:-1] if row.unit.endswith("s") else row.unit
-            parts.append(f"<table><tr><th>{_e(unit)}</th><th>offset</th><th>A</th><th>B</th></tr>")
-            for r in diff.records:
-                parts.append(f"<tr><td class=\"num\">{r.index}</td><td class=\"mono\">{r.offset:#x}</td>"
-                             f"<td class=\"mono\">{_e(r.a.hex(' '))}</td><td class=\"mono\">{_e(r.b.hex(' '))}</td></tr>")
-            parts.append("</table>")
-            if diff.records_truncated:
-                parts.append(f"<p>… {diff.records_differing - len(diff.records):,} more</p>")
-        plot = pictures.get(("error", row.label))
-        if plot is not None:
-            parts.append(f"<figure><img alt=\"{_e(row.label)} error picture\" src=\"{plot.data_uri()}\" "
-                         f"width=\"{plot.width}\" height=\"{plot.height}\"><figcaption>{_e(row.label)}: |B − A| "
-                         "histogram, B against A, error map, per-lane maximum</figcaption></figure>")
-        picture = pictures.get(row.label)
-        if picture is not None:
-            parts.append(f"<figure><img alt=\"{_e(row.label)} per-anchor difference heatmap\" "
-                         f"src=\"{picture.data_uri()}\" width=\"{picture.width}\" height=\"{picture.height}\">"
-                         f"<figcaption>{_e(row.label)}: max |A − B| per anchor cell (LSB); framed cells hold a "
-                         "differing anchor</figcaption></figure>")
-    det = result.detections
-    if det is not None:
-        parts.append(f"<h2>Detections</h2><p>{det.num_a} in A, {det.num_b} in B; matched one-to-one by IoU ≥ "
-                     f"{det.iou_threshold}</p><table id=\"detections\"><tr><th>A row</th><th>B row</th><th>class A/B"
-                     "</th><th>score A</th><th>score B</th><th>score delta</th><th>IoU</th><th>box A</th><th>box B"
-                     "</th></tr>")
-        for p in det.pairs:
-            cls = _class(det, p.a) if p.class_a == p.class_b else f"{_class(det, p.a)} / {_class(det, p.b)}"
-            parts.append(f"<tr><td class=\"num\">{p.row_a}</td><td class=\"num\">{p.row_b}</td>"
-                         f"<td>{_e(cls)}</td>"
-                         f"<td class=\"num\">{p.score_a:.6f}</td><td class=\"num\">{p.score_b:.6f}</td>"
-                         f"<td class=\"num\">{p.score_delta:+.6f}</td><td class=\"num\">{p.iou:.4f}</td>"
-                         f"<td class=\"mono\">{_e(_box(p.box_a))}</td><td class=\"mono\">{_e(_box(p.box_b))}</td></tr>")
-        for d in det.only_a:
-            parts.append(f"<tr><td class=\"num\">{d.row}</td><td>-</td><td>{_e(_class(det, d))}</td>"
-                         f"<td class=\"num\">{d.score:.6f}</td><td>-</td><td>-</td><td>-</td>"
-                         f"<td class=\"mono\">{_e(_box(d.box))}</td><td>-</td></tr>")
-        for d in det.only_b:
-            parts.append(f"<tr><td>-</td><td class=\"num\">{d.row}</td><td>{_e(_class(det, d))}</td><td>-</td>"
-                         f"<td class=\"num\">{d.score:.6f}</td><td>-</td><td>-</td><td>-</td>"
-                         f"<td class=\"mono\">{_e(_box(d.box))}</td></tr>")
-        parts.append("</table>")
-    parts.append("</body></html>\n")
-    return "\n".join(parts)
+    if not findings:
+        return []
+    parts = ["<h2>Diagnosis</h2><table><tr><th>buffer</th><th>finding</th><th>evidence</th><th>what to do"
+             "</th></tr>"]
+    for row, d in findings:
+        parts.append(f"<tr><td>{_e(row.label)}</td><td><b>{_e(d.get('kind'))}</b></td>"
+                     f"<td>{_e(d.get('evidence', ''))}</td><td>{_e(d.get('hint', ''))}</td></tr>")
+    parts.append("</table>")
+    return parts
+
+
+def _html_records(row) -> list[str]:
+    diff = row.diff
+    unit = row.unit[:-1] if row.unit.endswith("s") else row.unit
+    parts = [f"<table><tr><th>{_e(unit)}</th><th>offset</th><th>A</th><th>B</th></tr>"]
+    for r in diff.records:
+        parts.append(f"<tr><td class=\"num\">{r.index}</td><td class=\"mono\">{r.offset:#x}</td>"
+                     f"<td class=\"mono\">{_e(r.a.hex(' '))}</td><td class=\"mono\">{_e(r.b.hex(' '))}</td></tr>")
+    parts.append("</table>")
+    if diff.records_truncated:
+        parts.append(f"<p>… {diff.records_differing - len(diff.records):,} more</p>")
+    return parts
+
+
+def _html_buffer(row, pictures: dict) -> list[str]:
+    """A differing buffer's section: its summary and layout, statistics, records and pictures."""
+    diff = row.diff
+    parts = [f"<h2>{_e(row.label)}</h2><p>{_e(row.summary)}; {diff.layout.record_size} bytes per record"
+             f"{'; pad lanes ' + ','.join(map(str, diff.layout.pad_lanes)) if diff.layout.pad_lanes else ''}.</p>"]
+    if row.stats is not None and row.stats.differing:
+        parts.append(_stats_html(row.stats))
+    if diff.records and not numbers_only(row):
+        parts += _html_records(row)
+    plot = pictures.get(("error", row.label))
+    if plot is not None:
+        parts.append(f"<figure><img alt=\"{_e(row.label)} error picture\" src=\"{plot.data_uri()}\" "
+                     f"width=\"{plot.width}\" height=\"{plot.height}\"><figcaption>{_e(row.label)}: |B − A| "
+                     "histogram, B against A, error map, per-lane maximum</figcaption></figure>")
+    picture = pictures.get(row.label)
+    if picture is not None:
+        parts.append(f"<figure><img alt=\"{_e(row.label)} per-anchor difference heatmap\" "
+                     f"src=\"{picture.data_uri()}\" width=\"{picture.width}\" height=\"{picture.height}\">"
+                     f"<figcaption>{_e(row.label)}: max |A − B| per anchor cell (LSB); framed cells hold a "
+                     "differing anchor</figcaption></figure>")
+    return parts
+
+
+def _html_detections(det) -> list[str]:
+    parts = [f"<h2>Detections</h2><p>{det.num_a} in A, {det.num_b} in B; matched one-to-one by IoU ≥ "
+             f"{det.iou_threshold}</p><table id=\"detections\"><tr><th>A row</th><th>B row</th><th>class A/B"
+             "</th><th>score A</th><th>score B</th><th>score delta</th><th>IoU</th><th>box A</th><th>box B"
+             "</th></tr>"]
+    for p in det.pairs:
+        cls = _class(det, p.a) if p.class_a == p.class_b else f"{_class(det, p.a)} / {_class(det, p.b)}"
+        parts.append(f"<tr><td class=\"num\">{p.row_a}</td><td class=\"num\">{p.row_b}</td>"
+                     f"<td>{_e(cls)}</td>"
+                     f"<td class=\"num\">{p.score_a:.6f}</td><td class=\"num\">{p.score_b:.6f}</td>"
+                     f"<td class=\"num\">{p.score_delta:+.6f}</td><td class=\"num\">{p.iou:.4f}</td>"
+                     f"<td class=\"mono\">{_e(_box(p.box_a))}</td><td class=\"mono\">{_e(_box(p.box_b))}</td></tr>")
+    for d in det.only_a:
+        parts.append(f"<tr><td class=\"num\">{d.row}</td><td>-</td><td>{_e(_class(det, d))}</td>"
+                     f"<td class=\"num\">{d.score:.6f}</td><td>-</td><td>-</td><td>-</td>"
+                     f"<td class=\"mono\">{_e(_box(d.box))}</td><td>-</td></tr>")
+    for d in det.only_b:
+        parts.append(f"<tr><td>-</td><td class=\"num\">{d.row}</td><td>{_e(_class(det, d))}</td><td>-</td>"
+                     f"<td class=\"num\">{d.score:.6f}</td><td>-</td><td>-</td><td>-</td>"
+                     f"<td class=\"mono\">{_e(_box(d.box))}</td></tr>")
+    parts.append("</table>")
+    return parts
 
 
 def _stats_html(stats) -> str:
@@ -423,12 +477,18 @@ def html_batch(result, *, reports: dict | None = None, pictures: dict | None = N
     (`reports` maps a pair name to a relative link)."""
     reports, pictures = reports or {}, pictures or {}
     agg = result.aggregates
-    title = f"forensics compare --batch: {result.directory}"
-    parts = ["<!DOCTYPE html>", "<html lang=\"en\"><head><meta charset=\"utf-8\">",
-             f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>", f"<h1>{_e(title)}</h1>"]
-    j = judgement if judgement is not None else result.judgement
-    parts.append(f"<div class=\"verdict {'ok' if j.passed else 'bad'}\" id=\"verdict\"><b>{_e(j.verdict)}</b> | "
-                 f"{_e(j.message)}</div>")
+    parts = _html_head(f"forensics compare --batch: {result.directory}")
+    parts.append(_html_verdict(judgement if judgement is not None else result.judgement))
+    parts += _html_aggregates(agg, pictures)
+    parts += _html_pairs(result, reports, limit)
+    parts.append("</body></html>\n")
+    return "\n".join(parts)
+
+
+def _html_aggregates(agg, pictures: dict) -> list[str]:
+    """The batch's aggregates (None: not aggregated): verdict shares per stage, the anchors that differ most often
+    (and their heatmaps), the deltas and the detection agreement."""
+    parts = []
     if agg is not None and agg.stages:
         parts.append("<h2>Verdicts per stage</h2>")
         columns = ("stage", "tensor", "pairs", Verdict.MATCH, Verdict.WITHIN, Verdict.DIFFER)
@@ -452,16 +512,25 @@ def html_batch(result, *, reports: dict | None = None, pictures: dict | None = N
              (d["max_abs"], "num"), (d["p99_abs"], "num"),
              (", ".join(f"{k:+d}: {v:,}" for k, v in d["histogram"][:40]), "mono")) for role, d in agg.deltas.items()]))
     if agg is not None and agg.detections is not None:
-        det = agg.detections
-        parts.append(f"<h2>Detections</h2><p id=\"detections\">{_e(detections_line(det))}</p>")
-        parts.append(_html_table("classes", ("class", "in A", "in B", "TP", "FP", "FN", "precision", "recall", "F1",
-                                             "AP@[.5:.95]"), [
-            tuple((v, "num") for v in (c["class"], f"{c['truth']:,}", f"{c['found']:,}", f"{c['tp']:,}", f"{c['fp']:,}",
-                                      f"{c['fn']:,}", _num(c["precision"]), _num(c["recall"]), _num(c["f1"]),
-                                      _num(c["ap"]))) for c in det["per_class"]]))
+        parts += _html_batch_detections(agg.detections)
+    return parts
+
+
+def _html_batch_detections(det: dict) -> list[str]:
+    return [f"<h2>Detections</h2><p id=\"detections\">{_e(detections_line(det))}</p>",
+            _html_table("classes", ("class", "in A", "in B", "TP", "FP", "FN", "precision", "recall", "F1",
+                                    "AP@[.5:.95]"), [
+                tuple((v, "num") for v in (c["class"], f"{c['truth']:,}", f"{c['found']:,}", f"{c['tp']:,}",
+                                          f"{c['fp']:,}", f"{c['fn']:,}", _num(c["precision"]), _num(c["recall"]),
+                                          _num(c["f1"]), _num(c["ap"]))) for c in det["per_class"]])]
+
+
+def _html_pairs(result, reports: dict, limit: int) -> list[str]:
+    """The pairs whose own verdict (judge_pair's, in the batch row) is not MATCH, up to `limit`, linked to their
+    reports."""
     listed = [r for r in result.rows if r["verdict"] != Verdict.MATCH][:limit]
-    parts.append("<h2>Pairs that do not match</h2><table id=\"pairs\"><tr><th>pair</th><th>verdict</th>"
-                 "<th>first divergent</th><th>summary</th></tr>")
+    parts = ["<h2>Pairs that do not match</h2><table id=\"pairs\"><tr><th>pair</th><th>verdict</th>"
+             "<th>first divergent</th><th>summary</th></tr>"]
     for r in listed:
         name = _e(r["pair"])
         link = reports.get(r["pair"])
@@ -473,8 +542,7 @@ def html_batch(result, *, reports: dict | None = None, pictures: dict | None = N
     hidden = sum(1 for r in result.rows if r["verdict"] != Verdict.MATCH) - len(listed)
     if hidden > 0:
         parts.append(f"<p>… {hidden:,} more in the summary files</p>")
-    parts.append("</body></html>\n")
-    return "\n".join(parts)
+    return parts
 
 
 def batch_pictures(aggregates, geometry) -> dict:

@@ -142,12 +142,19 @@ class SpreadResult:
         return tuple((t.name, t.spec) for t in self.tensors if not t.exact and t.passable)
 
     @property
+    def tolerance_flags(self) -> tuple[str, ...]:
+        """One shell-quoted `--tolerance NAME=SPEC` per tolerance item: the flags a renderer lays out one a line."""
+        return tuple(f"--tolerance {shlex.quote(f'{name}={spec}')}" for name, spec in self.tolerance_items)
+
+    @property
     def tolerance_args(self) -> str:
-        return " ".join(f"--tolerance {shlex.quote(f'{name}={spec}')}" for name, spec in self.tolerance_items)
+        """The flags joined into the one line a shell takes after `compare RUN_A RUN_B`."""
+        return " ".join(self.tolerance_flags)
 
     def to_dict(self) -> dict:
         return {"runs": list(self.runs), "sources": list(self.sources),
                 "tensors": [t.to_dict() for t in self.tensors], "tolerance_args": self.tolerance_args,
+                "tolerance_flags": list(self.tolerance_flags),
                 "skipped": [{"buffer": label, "reason": why} for label, why in self.skipped]}
 
 

@@ -165,6 +165,8 @@ def test_hexdump_shows_and_does_not_judge():
 
 # --- no renderer chooses a verdict ---------------------------------------------------------------------------
 
+# The buffer commands' renderers name no Verdict at all; every module of forensics/render/ decides no verdict and
+# parses no prose by tests/render/test_renderers_read_facts.py's rule.
 RENDERERS = ("forensics/render/buffers.py", "forensics/render/diagnose.py", "forensics/render/errorplot.py")
 
 

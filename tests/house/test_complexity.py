@@ -9,7 +9,9 @@ from tests.conftest import REPO
 sys.path.insert(0, str(REPO / "tools"))
 import complexity  # noqa: E402
 
-CEILING = 66  # 72 when first measured; 64 after the splits, 66 with the merged compare tail and driver-log work
+CEILING = 60  # 72 when first measured; 64 after the splits, 66 with the merged compare tail and driver-log work; 60
+# after splitting the renderers that decided (html_report, html_batch, render_comparison, stats_lines,
+# render_anchors, render_compare)
 
 
 def _score(source: str) -> int:
