@@ -412,16 +412,6 @@ def stale_lines_other_frame(m):
     return Built(m.capture(), m.capture(raw={"Squeeze1": bytes(raw)}))
 
 
-def stale_score_lines_other_frame(m):
-    boxes, scores = _changed_frame(2)
-    scores = scores.copy()
-    scores[:, 0] = np.random.default_rng(2).integers(200, 256, scores.shape[0])  # another frame's background
-    raw, old = m.raw(), m.raw((boxes, scores))
-    for line in (12, 300, 901, 1700, 2600):
-        raw[line * 64:(line + 1) * 64] = old[line * 64:(line + 1) * 64]
-    return Built(m.capture(), m.capture(raw={"convert_scores": bytes(raw)}))
-
-
 def dma_stopped_zeroed_scores(m):
     raw = m.raw()  # the scores (99% zeros) into a buffer the driver zeroed; the DMA stopped at byte 60,000
     raw[60_000:] = bytes(len(raw) - 60_000)
@@ -557,8 +547,6 @@ SCENARIOS = [
     S("page_hole_zero_in_mostly_zero", page_hole_zero, stage="raw", tensor="convert_scores", kinds=("page", "fill"),
       words="page"),
     S("stale_lines_of_another_frame", stale_lines_other_frame, stage="raw", tensor="Squeeze1", kinds=("cacheline",)),
-    S("stale_score_lines_of_another_frame", stale_score_lines_other_frame, stage="raw", tensor="convert_scores",
-      kinds=("cacheline",)),
     S("dma_stopped_zeroed_scores", dma_stopped_zeroed_scores, stage="raw", tensor="convert_scores",
       kinds=("truncation", "fill")),
     S("scores_shifted", shifted_scores, stage="raw", tensor="convert_scores", kinds=("shift",)),
