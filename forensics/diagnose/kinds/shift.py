@@ -13,8 +13,7 @@ from forensics.diagnose.result import Finding
 SHIFT_WINDOW = 64             # bytes of B searched for in A
 SHIFT_SAMPLES = 16            # windows sampled across the differing chunks
 TOP_SHIFTS = 6                # the most voted shifts become candidates
-NEAR_REACH = 4096             # each window is looked for this near first ...
-MAX_MATCHES = 64              # ... and over the whole reach, up to this many matches each time
+MAX_MATCHES = 64              # matches of a window taken per reach (SHIFT_WINDOW, 4x that ... the whole reach)
 
 
 @dataclass(frozen=True)
@@ -82,10 +81,14 @@ def votes(ctx) -> dict:
         window = dump_b.read(wlo, SHIFT_WINDOW)
         if len(set(window)) < 2:
             continue
-        # the nearest matches first, then the whole reach: in periodic data (records that repeat) a window
-        # matches every period along, and the first matches of the whole reach would all be far ones
+        # the nearest matches first, then ever farther up to the whole reach: in periodic data (records that
+        # repeat) a window matches every period along, and the first matches of the whole reach are far ones
         found: set[int] = set()
-        for reach in sorted({min(max_shift, NEAR_REACH), max_shift}):
+        reaches, r = {max_shift}, SHIFT_WINDOW
+        while r < max_shift:
+            reaches.add(r)
+            r *= 4
+        for reach in sorted(reaches):
             alo = max(0, wlo - reach)
             hay = dump_a.read(alo, min(dump_a.size, wlo + reach + SHIFT_WINDOW) - alo)
             at, seen = hay.find(window), 0
