@@ -14,6 +14,7 @@ from forensics.io.dump import Dump, DumpReader
 from forensics.core.layout import RecordLayout
 from forensics.compare.stats import element_dtype
 from forensics.core.tolerance import lsb_delta
+from forensics.diagnose.region import PAGE
 
 DEFAULT_CHUNK = 2 << 20       # bytes per paired read; three reused buffers of this size per scan
 DEFAULT_MIN_RUN = 16          # a sentinel run shorter than this is taken as data that happens to match
@@ -262,24 +263,40 @@ def scan_pair(dump_a: Dump, dump_b: Dump, layout: RecordLayout, sentinels, min_r
 # --- heuristics ----------------------------------------------------------------------------------------------
 
 
-TAIL_SHARE = 0.9   # a sentinel run to B's end that holds this share of every differing byte is a tail never written
+TAIL_SHARE = 0.9   # a sentinel run holding this share of every differing byte, to B's end or over whole pages, was
+                   # never written (a DMA stopped, a page of the scatter-gather list missing)
+
+
+def _page_span(start: int, end: int) -> tuple[int, int] | None:
+    """The whole 4 KiB pages inside [start, end), as one span (None: not one whole page)."""
+    lo, hi = -(-start // PAGE) * PAGE, end // PAGE * PAGE
+    return (lo, hi) if hi > lo else None
 
 
 def fills_of(scan, sentinels, end_b: int | None = None) -> list:
-    """The sentinel runs that look unwritten: mostly differing bytes; or, reaching B's end (`end_b`), holding
-    nearly every differing byte of the pair (a DMA that stopped into a zeroed buffer of mostly-zero data, a scores
-    output, differs from A only where A is not 0: sparse, yet nothing but the tail differs)."""
+    """The sentinel runs that look unwritten: mostly differing bytes; or holding nearly every differing byte of
+    the pair (TAIL_SHARE) and either reaching B's end (`end_b`: a DMA that stopped into a zeroed buffer) or
+    covering whole pages (a page never written), the run then cut to those pages. Why the second rule: in
+    mostly-zero data (a scores output) a zero hole differs from A only where A is not 0, sparse within its run,
+    yet nothing but the hole differs; the run reaches into the data beside the hole where A holds 0 too, so a
+    page hole is named by the pages it covers."""
     out = []
     pats = dict(sentinels)
     for name, runs in scan.runs.items():
-        hits = [(s, e, w) for s, e, w in runs.runs
-                if 2 * w >= e - s or (e == end_b and w >= DEFAULT_MIN_RUN and e - s >= 4 * DEFAULT_MIN_RUN
-                                      and w >= TAIL_SHARE * scan.bytes_differing)]
+        hits = []
+        for s, e, w in runs.runs:
+            if 2 * w >= e - s:
+                hits.append((s, e, w))
+                continue
+            if w < DEFAULT_MIN_RUN or e - s < 4 * DEFAULT_MIN_RUN or w < TAIL_SHARE * scan.bytes_differing:
+                continue
+            if e == end_b:
+                hits.append((s, e, w))
+            elif (pages := _page_span(s, e)) is not None:
+                hits.append((*pages, w))
         if hits:
             out.append((name, pats[name], hits))
     return out
-
-
 
 
 def files_equal(x: Dump, y: Dump, chunk: int) -> bool:

@@ -398,6 +398,40 @@ def letterbox_with_the_model(m):
     return letterbox_centred(m, model=True)
 
 
+def page_hole_zero(m):
+    raw = m.raw()  # one page never written in a buffer the driver zeroed: the scores are mostly 0 there too
+    raw[5 * 4096:6 * 4096] = bytes(4096)
+    return Built(m.capture(), m.capture(raw={"convert_scores": bytes(raw)}))
+
+
+def stale_lines_other_frame(m):
+    raw = m.raw(name="Squeeze1")  # lines never invalidated keep the previous frame's box deltas
+    old = m.raw(_changed_frame(3), name="Squeeze1")
+    for line in (5, 19, 42, 77, 101):
+        raw[line * 64:(line + 1) * 64] = old[line * 64:(line + 1) * 64]
+    return Built(m.capture(), m.capture(raw={"Squeeze1": bytes(raw)}))
+
+
+def dma_stopped_zeroed_scores(m):
+    raw = m.raw()  # the scores (99% zeros) into a buffer the driver zeroed; the DMA stopped at byte 60,000
+    raw[60_000:] = bytes(len(raw) - 60_000)
+    return Built(m.capture(), m.capture(raw={"convert_scores": bytes(raw)}))
+
+
+def shifted_scores(m, head=PREFILL):
+    raw = m.raw()  # the scores repeat every record: the DMA wrote 24 bytes late, its head the prefill
+    return Built(m.capture(), m.capture(raw={"convert_scores": head * 24 + bytes(raw[:-24])}))
+
+
+def shifted_scores_zeroed(m):
+    return shifted_scores(m, head=b"\x00")
+
+
+def rotated_scores(m):
+    raw = np.frombuffer(bytes(m.raw()), np.uint8)  # the periodic scores read from a ring's wrong slot
+    return Built(m.capture(), m.capture(raw={"convert_scores": np.roll(raw, 4096 + 24).tobytes()}))
+
+
 # --- the harmless controls -----------------------------------------------------------------------------------
 
 def pad_lanes_differ(m):
@@ -510,6 +544,13 @@ SCENARIOS = [
       words="[INPUT-CHK]"),
     S("params_half_sent_logged", params_half_sent_logged, stage="params", kinds=("logged_fingerprint",)),
     S("different_images", different_images, stage="input", kinds=("image",), words="different images"),
+    S("page_hole_zero_in_mostly_zero", page_hole_zero, stage="raw", tensor="convert_scores", kinds=("page", "fill")),
+    S("stale_lines_of_another_frame", stale_lines_other_frame, stage="raw", tensor="Squeeze1", kinds=("cacheline",)),
+    S("dma_stopped_zeroed_scores", dma_stopped_zeroed_scores, stage="raw", tensor="convert_scores",
+      kinds=("truncation", "fill")),
+    S("scores_shifted", shifted_scores, stage="raw", tensor="convert_scores", kinds=("shift",)),
+    S("scores_shifted_zero_head", shifted_scores_zeroed, stage="raw", tensor="convert_scores", kinds=("shift",)),
+    S("scores_ring_rotation", rotated_scores, stage="raw", tensor="convert_scores", kinds=("rotation",)),
     # controls
     S("control_pad_lanes", pad_lanes_differ, code=0),
     S("control_rows_past_num_detections", rows_past_num_detections, code=0),

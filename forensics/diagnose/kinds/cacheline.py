@@ -22,9 +22,23 @@ class CacheLines(Bug):
     line: int = 64
     pattern: bytes | None = b"\x00"
     previous: object = field(default=None, compare=False, hash=False)
+    unchecked: bool = False  # the lines hold well-formed data, not A's, with no previous run to check it against
     kind = "cacheline"
 
+    @property
+    def tie_group(self):
+        """Unchecked lines explain their bytes only by letting them hold anything: any kind that predicts the
+        same bytes exactly comes first."""
+        return UNCHECKED_GROUP if self.unchecked else None
+
+    def index(self, n, pos):
+        if not self.unchecked:
+            return pos
+        return np.where(np.isin(pos // self.line, np.asarray(self.lines, np.int64)), -1, pos)
+
     def values(self, source, pos, pred, defined):
+        if self.unchecked:
+            return
         hit = np.isin(pos // self.line, np.asarray(self.lines, np.int64))
         if self.previous is not None:
             hit &= pos < self.previous.size
@@ -36,13 +50,39 @@ class CacheLines(Bug):
             pred[hit] = pattern_at(self.pattern, pos[hit])
         defined[hit] = True
 
+    def source(self) -> str:
+        return "previous" if self.previous is not None else "unchecked" if self.unchecked else self.pattern.hex()
+
     def params(self):
         return {"line_bytes": self.line, "lines": len(self.lines), "first_lines": list(self.lines[:16]),
-                "source": "previous" if self.previous is not None else self.pattern.hex()}
+                "source": self.source()}
 
     def spec(self):
-        src = "previous" if self.previous is not None else self.pattern.hex()
-        return f"cacheline:{len(self.lines)}:{src}"
+        return f"cacheline:{len(self.lines)}:{self.source()}"
+
+
+UNCHECKED_GROUP = 99    # after every kind's group
+WELL_FORMED_SHARE = 0.9  # of B's bytes in the lines hold values A holds too (data, not a prefill) ...
+REWRITTEN_SHARE = 0.5    # ... and at least this share of the lines' bytes differ (whole lines, not drift)
+SAMPLE_LINES = 256
+
+
+def _well_formed_other(ctx, lines: np.ndarray) -> bool:
+    """Whether B's bytes in the differing cache lines look like another frame's data: most bytes of the lines
+    differ, their values are ones A holds (A's histogram), several distinct values, no prefill run the scan found
+    (a stale line of the previous frame, as the CPU cached it, without the previous frame to check)."""
+    if ctx.fills or ctx.n_a != ctx.n_b:
+        return False
+    picked = lines[np.linspace(0, lines.size - 1, min(SAMPLE_LINES, lines.size)).astype(np.int64)]
+    got, ref = [], []
+    for line in picked.tolist():
+        lo, hi = line * LINE, min(ctx.n_b, (line + 1) * LINE)
+        got.append(ctx.src_b.read(lo, hi))
+        ref.append(ctx.src_a.read(lo, hi))
+    b, a = np.concatenate(got), np.concatenate(ref)
+    if np.count_nonzero(a != b) < REWRITTEN_SHARE * b.size or np.unique(b).size < 3:
+        return False
+    return np.count_nonzero(ctx.scan.hist_a[b] > 0) >= WELL_FORMED_SHARE * b.size
 
 
 def parse(args, size, previous=None):
@@ -73,6 +113,8 @@ def candidates(ctx) -> list:
         pat != p for _, p, _ in ctx.fills)]
     if ctx.previous_src is not None:
         out.append(CacheLines(lines_t, LINE, None, ctx.previous_src))
+    elif _well_formed_other(ctx, lines):
+        out.append(CacheLines(lines_t, LINE, None, unchecked=True))
     return out
 
 
@@ -80,13 +122,21 @@ def finding(c, ctx, explains):
     bug = c.bug
     details = dict(bug.params())
     lines = len(bug.lines)
-    src = "the previous run's bytes" if bug.previous is not None else pattern_name(ctx, bug.pattern)
+    if bug.unchecked:
+        src = "other well-formed data (values A holds, no prefill), likely a previous frame's"
+    elif bug.previous is not None:
+        src = "the previous run's bytes"
+    else:
+        src = pattern_name(ctx, bug.pattern)
     first = ", ".join(f"0x{l * bug.line:x}" for l in bug.lines[:4]) + (" ..." if lines > 4 else "")
-    details.update({"source": "previous" if bug.previous is not None else src})
+    details.update({"source": bug.source() if bug.previous is not None or bug.unchecked else src})
     text = (f"{lines} separate {bug.line}-byte cache lines of B (at {first}) hold {src} where A has data, the "
             "rest matches: the CPU read lines it still cached instead of what the device wrote by DMA")
-    hint = (f"the buffer of {ctx.b} is not coherent: flush / invalidate the cache over it after the DMA completes "
-            "(KeFlushIoBuffers, or a common buffer allocated non-cached) before reading it")
+    if bug.unchecked:
+        text += ("; stale cache lines most likely, not checked against the previous frame (none given: rerun with "
+                 "--previous PREVIOUS_B to confirm)")
+    hint = (f"the buffer of {ctx.b} is not coherent (stale cache lines): flush / invalidate the cache over it "
+            "after the DMA completes (KeFlushIoBuffers, or a common buffer allocated non-cached) before reading it")
     return [Finding("cacheline", text, hint, details, explains)]
 
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from forensics.diagnose.kinds.base import Bug, Kind, n, parse_hex, parse_ranges, pattern_at, pattern_name, records_of
 from forensics.diagnose.result import Finding
+from forensics.diagnose.region import PAGE
 
 
 @dataclass(frozen=True)
@@ -48,11 +49,18 @@ def candidates(ctx) -> list:
 def fill_finding(ctx, name: str, ranges, explains) -> Finding:
     total = sum(e - s for s, e in ranges)
     s0, e0 = ranges[0]
+    paged = all(s % PAGE == 0 and e % PAGE == 0 for s, e in ranges)
+    pages = sum(e - s for s, e in ranges) // PAGE
+    where = (f"{'whole 4 KiB page' + ('s' if pages > 1 else '')} {s0 // PAGE}"
+             + (f"-{e0 // PAGE - 1}" if e0 - s0 > PAGE else "") + ", " if paged else "")
+    check = ("the DMA length / completion before reading the buffer" if not paged else
+             "the scatter-gather list / MDL for those pages (each page mapped and written) and the DMA completion")
     return Finding("fill", (
         f"B holds {name} in {len(ranges)} run{'s' if len(ranges) > 1 else ''} of {n(total)} bytes "
-        f"(first at 0x{s0:x}-0x{e0:x}, records {records_of(ctx.layout, s0, e0)}) where A has data: never written"),
-        f"those bytes of {ctx.b} were never written: check the DMA length / completion before reading the buffer",
-        {"bytes": total, "ranges": [{"sentinel": name, "start": s, "end": e} for s, e in ranges[:20]],
+        f"(first at {where}0x{s0:x}-0x{e0:x}, records {records_of(ctx.layout, s0, e0)}) where A has data: "
+        "never written"),
+        f"those bytes of {ctx.b} were never written: check {check}",
+        {"bytes": total, "pages": pages if paged else None, "ranges": [{"sentinel": name, "start": s, "end": e} for s, e in ranges[:20]],
          "sentinels": [name]}, explains)
 
 

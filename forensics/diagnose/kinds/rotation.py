@@ -65,7 +65,29 @@ def candidates(ctx) -> list:
                 if at > 0:
                     rs.add(size - at)
                     break
-    return [Rotation(r) for r in sorted(rs) if _wraps(ctx, r)]
+        # in periodic data (records that repeat) A's head matches every period along: the window around A's
+        # rarest byte value places A's content in B whatever the period
+        rare = _rare_window(ctx)
+        if rare is not None:
+            q, window = rare
+            at = _find(ctx.src_b, window)
+            if at >= 0:
+                rs.add((q - at) % size)
+    return [Rotation(r) for r in sorted(rs) if 0 < r < size and _wraps(ctx, r)]
+
+
+def _rare_window(ctx) -> tuple[int, bytes] | None:
+    """(offset, bytes) of the PROBE bytes of A around the first byte of the value rarest in A's histogram."""
+    hist = ctx.scan.hist_a
+    present = np.flatnonzero(hist)
+    if present.size < 2:
+        return None
+    value = int(present[np.argmin(hist[present])])
+    at = _find(ctx.src_a, bytes([value]))
+    if at < 0:
+        return None
+    q = max(0, min(at - PROBE // 2, ctx.n_a - PROBE))
+    return q, ctx.src_a.read(q, q + PROBE).tobytes()
 
 
 def _find(src, needle: bytes, chunk: int = 2 << 20) -> int:
@@ -81,11 +103,16 @@ CHECK_SLICES, CHECK_SLICE = 16, 4096  # slices of each part compared before a ro
 
 
 def _wraps(ctx, r: int) -> bool:
-    """Both parts hold: B's last r bytes are A's first r (the wrap a shift by -r would leave as vacated bytes)
+    """Both parts hold and the shorter one is not all one value: B's last r bytes are A's first r (the wrap a shift by -r would leave as vacated bytes)
     and B's first n - r bytes are A's last, each over at least PROBE bytes and (nearly) byte for byte (checked on
     slices spread over each part)."""
     size = ctx.n_a
     if min(r, size - r) < MIN_PART:
+        return False
+    # the part that wraps must carry data: A's bytes all one value there (zeros at A's end) wrapped to B's head
+    # are as well a shift whose vacated bytes hold that fill, and a shift is what moved B (by what is at the ends)
+    short = ctx.src_a.read(r, size) if size - r <= r else ctx.src_a.read(0, r)
+    if np.unique(short[:1 << 16]).size < 2:
         return False
     for b_lo, a_lo, length in ((0, r, size - r), (size - r, 0, r)):
         wrong = total = 0

@@ -13,6 +13,7 @@ from forensics.diagnose.result import Finding
 SHIFT_WINDOW = 64             # bytes of B searched for in A
 SHIFT_SAMPLES = 16            # windows sampled across the differing chunks
 TOP_SHIFTS = 6                # the most voted shifts become candidates
+MAX_MATCHES = 64              # matches of a window taken per reach (SHIFT_WINDOW, 4x that ... the whole reach)
 
 
 @dataclass(frozen=True)
@@ -80,15 +81,25 @@ def votes(ctx) -> dict:
         window = dump_b.read(wlo, SHIFT_WINDOW)
         if len(set(window)) < 2:
             continue
-        alo = max(0, wlo - max_shift)
-        hay = dump_a.read(alo, min(dump_a.size, wlo + max_shift + SHIFT_WINDOW) - alo)
-        found, at = 0, hay.find(window)
-        while at >= 0 and found < 64:
-            k = wlo - (alo + at)
-            if k:
-                out[k] = out.get(k, 0) + 1
-            found += 1
-            at = hay.find(window, at + 1)
+        # the nearest matches first, then ever farther up to the whole reach: in periodic data (records that
+        # repeat) a window matches every period along, and the first matches of the whole reach are far ones
+        found: set[int] = set()
+        reaches, r = {max_shift}, SHIFT_WINDOW
+        while r < max_shift:
+            reaches.add(r)
+            r *= 4
+        for reach in sorted(reaches):
+            alo = max(0, wlo - reach)
+            hay = dump_a.read(alo, min(dump_a.size, wlo + reach + SHIFT_WINDOW) - alo)
+            at, seen = hay.find(window), 0
+            while at >= 0 and seen < MAX_MATCHES:
+                k = wlo - (alo + at)
+                if k:
+                    found.add(k)
+                seen += 1
+                at = hay.find(window, at + 1)
+        for k in found:
+            out[k] = out.get(k, 0) + 1
     return out
 
 
