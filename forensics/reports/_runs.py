@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from forensics.core.errors import InputError
 from forensics.reports.base import Report, _slice, spellings
+from forensics.core.options import each
 from forensics.core.verdict import Verdict
 
 
@@ -192,10 +193,9 @@ def _batch_html(html, batch, result, geometry, limit: int = 100) -> None:
 
 def _policy(tolerance, atol, rtol, check):
     """The tolerance policy from compare's parameters: `tolerance` K, or (TENSOR, SPEC) pairs, or a list of both."""
-    from forensics.core.options import checked, each, tolerance_item
     from forensics.core.tolerance import make_policy
 
-    items = checked("tolerance", each(tolerance_item), [tolerance] if isinstance(tolerance, int) else tolerance)
+    items = tolerance  # read once, by @spellings
     ks = [item for item in items or () if isinstance(item, int)]
     per_tensor = [item for item in items or () if isinstance(item, tuple)]
     if len(ks) > 1:
@@ -203,7 +203,7 @@ def _policy(tolerance, atol, rtol, check):
     return make_policy(tolerance=ks[0] if ks else None, atol=atol, rtol=rtol, check=check, per_tensor=per_tensor)
 
 
-@spellings("tolerance")
+@spellings(tolerance=each("tolerance_item"))  # K and/or TENSOR=SPEC, repeated
 def compare(*runs, html=None, previous=None, model=None, deps=None, limit: int = 8, batch=None, output=None,
             workers: int | None = None, tolerance=None, atol=None, rtol=None, check=None, labels=None,
             junit=None, progress=None, scheduler: str = "local", verify_files: bool = False,

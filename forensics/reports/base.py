@@ -150,20 +150,24 @@ def _slice(offset=None, length=None, gap_fill=None, *, layout: bool = False) -> 
     return where.split() if layout else (where.dump_options(), None)
 
 
-def spellings(*own: str):
+def spellings(*own: str, **grammars):
     """A report function whose keywords also take the command line's spellings (`pad="2,3"`, `limit="0x10"`):
     each keyword forensics.core.options.GRAMMARS knows is parsed (or refused with one InputError naming it) before
-    the function runs; `own` names keywords the function parses itself (compare's per-tensor tolerance)."""
+    the function runs; `grammars` gives a keyword the grammar this command reads it in, where it differs from
+    GRAMMARS' (diagnose's repeated `sentinel`, compare's per-tensor `tolerance`); `own` names keywords the
+    function parses itself (link's NAME=ADDR). A value the CLI's argument type read (Parsed) is not read again."""
     import functools
 
     def wrap(function):
         @functools.wraps(function)
         def report(*args, **kwargs):
-            from forensics.core.options import Parsed, parsed
+            from forensics.core.options import Parsed, checked, parsed
 
             mine = {k: kwargs.pop(k) for k in own if k in kwargs}
             mine = {k: v.value if isinstance(v, Parsed) else v for k, v in mine.items()}  # the function parses
-            return function(*args, **parsed(**kwargs), **mine)
+            read = {k: kwargs.pop(k) for k in grammars if k in kwargs}
+            read = {k: v.value if isinstance(v, Parsed) else checked(k, grammars[k], v) for k, v in read.items()}
+            return function(*args, **parsed(**kwargs), **mine, **read)
 
         return report
 
