@@ -94,3 +94,52 @@ def batch(directory, output, *, workers: int | None = None, scheduler: str = "lo
         raise InputError(f"no pair could be compared ({len(result.rows)} failed; first: {first}); the "
                          f"summary is in {output}", directory)
     return result, geometry
+
+
+@dataclass(frozen=True)
+class ImpactCase:
+    """What `impact RUN_A RUN_B` found, whole: the result (forensics.decode.impact.ImpactResult, its judgement
+    inside), the model context it was decoded in, the anchors' geometry (an SSD's deps) and the canvas size an
+    image or --image-size gives (what --draw draws on: the report draws, as render is a layer above)."""
+
+    result: object
+    context: object                # forensics.runs.impact.ImpactContext
+    geometry: object = None        # forensics.decode.geometry.AnchorGeometry
+    image_wh: tuple | None = None
+
+
+def impact(run_a, run_b, *, model=None, deps=None, dequantize: str = "reference", labels=None, image=None,
+           image_size=None, input_size=None, top_k: int | None = None, max_decodes: int | None = None,
+           draw=None) -> ImpactCase:
+    """`forensics impact RUN_A RUN_B (--model M | --deps DIR)` whole: the model context (`dequantize` the
+    rounding, `image` / `image_size` the original picture's size), both runs loaded, each differing detection's
+    1-minimal set of anchors found within `max_decodes` decodes. `draw`, the picture the caller draws after, is
+    checked writable (and not an input) before the work."""
+    from forensics.decode.impact import MAX_DECODES
+    from forensics.runs.impact import impact_context, impact_of_runs
+    from forensics.runs.run import load_run
+
+    if (model is None) == (deps is None):
+        raise InputError("give exactly one of {model:MODEL} or {deps:DIR}", params=True)
+    if image is not None and image_size is not None:
+        raise InputError("give {image} or {image_size}, not both", params=True)
+    if draw:
+        from forensics.io.outputs import check_not_input, check_writable
+
+        check_not_input(draw, image, model, deps, labels, run_a, run_b)
+        check_writable(draw)
+    image_wh = image_size
+    if image is not None:
+        from forensics.decode.report import image_size as size_of
+
+        image_wh = size_of(image)
+    context = impact_context(model=model, deps=deps, rounding=dequantize, input_size=input_size, labels=labels,
+                             top_k=top_k, image_wh=image_wh)
+    a, b = load_run(run_a), load_run(run_b)
+    result = impact_of_runs(a, b, context, max_decodes=MAX_DECODES if max_decodes is None else max_decodes)
+    geometry = None
+    if context.deps is not None:
+        from forensics.decode.geometry import infer_geometry
+
+        geometry = infer_geometry(context.deps.anchors, source=context.deps.source)
+    return ImpactCase(result, context, geometry, image_wh)
