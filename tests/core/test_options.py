@@ -306,6 +306,10 @@ def test_diagnose_reads_each_sentinel_once(monkeypatch):
 
 
 def test_compare_reads_each_tolerance_once(monkeypatch, tmp_path):
+    # compare's --tolerance is K or TENSOR=SPEC, repeated: each item read once, by the CLI's argument type or by
+    # the report's own grammar (@spellings), never both.
+    assert options.tolerance_item("convert_scores=2lsb") == ("convert_scores", "2lsb")
+    assert options.tolerance_item("0x2") == 2
     a, b = _runs(tmp_path)
     calls = _counting_grammars(monkeypatch)
     code, doc = _cli_json(["compare", str(a), str(b), "--tolerance", "1", "--tolerance", "convert_scores=2lsb"])
