@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass
 
 from forensics.core.errors import InputError
-from forensics.reports.base import Report, _slice, spellings
+from forensics.reports.base import Report, spellings
 from forensics.core.options import each
 from forensics.core.verdict import Verdict
 
@@ -38,22 +38,14 @@ def capture(*, model, output, source: str | None = None, image=None, input=None,
         return capture_all_runtimes(model=model, output=output, source=source, image=image, input=input,
                                     resampling=resampling, tail_only=tail_only, delegate=delegate, replace=replace,
                                     images=images)
-    source = source or runtime or "litert"
-    if images is not None:
-        from forensics.runs.capture_many import capture_many
+    from forensics.runs import usecases
 
-        if replace:
-            raise InputError("{images} resumes: runs already captured are kept (remove a run to capture it again)",
-                             params=True)
-        result = capture_many(model, images, output, source=source, resampling=resampling, tail_only=tail_only,
-                              delegate=delegate, runtime=runtime,
-                              progress=(lambda done, total, _name: progress(done, total)) if progress else None)
+    result = usecases.capture(model, output, source=source, image=image, input=input, resampling=resampling,
+                              tail_only=tail_only, delegate=delegate, replace=replace, images=images,
+                              progress=progress, runtime=runtime)
+    if images is not None:
         warnings = tuple(error if image in error else f"{image}: {error}" for image, error in result.failed)
         return CaptureManyReport("capture", result, result.exit_code, warnings=warnings)
-    from forensics.runs.capture import capture as capture_run
-
-    result = capture_run(model, output, source=source, image=image, inputs=input, resampling=resampling,
-                         tail_only=tail_only, delegate=delegate, replace=replace, progress=progress, runtime=runtime)
     return CaptureReport("capture", result, rows_key="buffers")
 
 
@@ -85,22 +77,14 @@ def ingest(run, buffers, *, source: str | None = None, model=None, from_format: 
     the picture the input was made from, `log[:NAME]=FILE` the driver's log); with `from_format` (npz /
     polygraphy) `buffers` is one file whose arrays are brought in. A buffer the run holds is replaced only with
     `replace`."""
-    from forensics.runs.ingest import ingest as ingest_run
+    from forensics.core.options import Slice
+    from forensics.runs import usecases
 
-    if isinstance(buffers, (str, os.PathLike)):
-        buffers = [buffers]
+    result = usecases.ingest(run, buffers, source=source, model=model, from_format=from_format,
+                             where=Slice(offset=offset, length=length, gap_fill=gap_fill), replace=replace)
     if from_format is not None:
-        from forensics.runs.interop import ingest_arrays
-
-        if len(buffers) != 1 or model:
-            raise InputError("{from_format} FILE brings in one file's arrays; give no STAGE=FILE or {model} with it",
-                             params=True)
-        result = ingest_arrays(run, from_format, buffers[0], source=source, replace=replace)
-        return ArraysIngestReport("ingest", result, rows_key="buffers", path=os.fspath(buffers[0]))
-    if not source:
-        raise InputError("ingest needs {source:NAME} (who produced the dumps)", params=True)
-    result = ingest_run(run, source, list(buffers), model=model,
-                        dump_options=_slice(offset, length, gap_fill)[0], replace=replace)
+        one = buffers if isinstance(buffers, (str, os.PathLike)) else buffers[0]
+        return ArraysIngestReport("ingest", result, rows_key="buffers", path=os.fspath(one))
     warnings = tuple(f"{run}: replaced the run's {label}{'' if label.startswith('log:') else ' buffer'}"
                      for label in result.replaced)
     return IngestReport("ingest", result, warnings=warnings, rows_key="buffers")

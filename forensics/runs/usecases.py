@@ -143,3 +143,90 @@ def impact(run_a, run_b, *, model=None, deps=None, dequantize: str = "reference"
 
         geometry = infer_geometry(context.deps.anchors, source=context.deps.source)
     return ImpactCase(result, context, geometry, image_wh)
+
+
+def repeat(runs, *, reference=None, scheduler: str = "local", workers: int | None = None,
+           verify_files: bool = False, stall_timeout: float | None = None, progress=None, writes=()) -> tuple:
+    """`forensics repeat RUN... [--reference RUN]` whole: (the forensics.runs.repeat result, its judgement): per
+    buffer the modal content, per stage the divergence rate, each outlier's first divergent stage. `writes` (the
+    pages the caller writes after: --html, --junit) are checked writable before the runs are read."""
+    from forensics.runs.repeat import judge_repeat, repeat_runs
+
+    if not runs:
+        raise InputError("repeat needs the runs of one input: RUN... (or a folder of them)")
+    for path in writes:
+        from forensics.io.outputs import check_writable
+
+        check_writable(path)
+    result = repeat_runs(list(runs), reference=reference, scheduler=scheduler, workers=workers,
+                         verify_files=verify_files, stall_timeout=stall_timeout, progress=progress)
+    return result, judge_repeat(result)
+
+
+def tolerance(runs) -> tuple:
+    """`forensics tolerance RUN RUN [RUN...]` whole: (the spread between reference runs, forensics.runs.noise,
+    its judgement)."""
+    from forensics.runs.noise import judge_spread, measure_spread
+
+    if not runs:
+        raise InputError("tolerance needs reference runs of one model and input: RUN RUN [RUN...] (or a folder)")
+    result = measure_spread(list(runs))
+    return result, judge_spread(result)
+
+
+def capture(model, output, *, source: str | None = None, image=None, input=None,  # noqa: A002
+            resampling: str = "lanczos", tail_only: bool = False, delegate=None, replace: bool = False,
+            images=None, progress=None, runtime=None):
+    """`forensics capture --model M -o RUN` whole: the model run in LiteRT (or `runtime`, one of
+    forensics.model.runtime.REFERENCES) and every stage recorded as a run (forensics.runs.capture); with `images`
+    (a folder or a list file) one run per image under `output`, resumed (forensics.runs.capture_many,
+    progress(images_done, images)); `runtime="all"` one run per reference runtime this machine has, as
+    OUTPUT/<runtime> (forensics.runs.runtimes)."""
+    if runtime == "all":
+        from forensics.runs.runtimes import capture_runtimes
+
+        if images is not None:
+            raise InputError("{runtime} all writes one run per runtime of one input; with {images} capture once "
+                             "per runtime ({runtime} NAME {source:NAME})", params=True)
+        if source:
+            raise InputError("{runtime} all names each run after its runtime: give no {source}", params=True)
+        return capture_runtimes(model, output, replace=replace, image=image, inputs=input, resampling=resampling,
+                                tail_only=tail_only, delegate=delegate)
+    source = source or runtime or "litert"
+    if images is not None:
+        from forensics.runs.capture_many import capture_many
+
+        if replace:
+            raise InputError("{images} resumes: runs already captured are kept (remove a run to capture it again)",
+                             params=True)
+        return capture_many(model, images, output, source=source, resampling=resampling, tail_only=tail_only,
+                            delegate=delegate, runtime=runtime,
+                            progress=(lambda done, total, _name: progress(done, total)) if progress else None)
+    from forensics.runs.capture import capture as capture_run
+
+    return capture_run(model, output, source=source, image=image, inputs=input, resampling=resampling,
+                       tail_only=tail_only, delegate=delegate, replace=replace, progress=progress, runtime=runtime)
+
+
+def ingest(run, buffers, *, source: str | None = None, model=None, from_format: str | None = None,
+           where=None, replace: bool = False):
+    """`forensics ingest RUN STAGE[:TENSOR]=FILE... --source NAME` whole: a driver's dumps (each read with the
+    forensics.core.options.Slice `where`) brought into the run (forensics.runs.ingest); with `from_format` (npz
+    / polygraphy) `buffers` is one file whose arrays are brought in (forensics.runs.interop)."""
+    from forensics.core.options import Slice
+
+    if isinstance(buffers, (str, os.PathLike)):
+        buffers = [buffers]
+    if from_format is not None:
+        from forensics.runs.interop import ingest_arrays
+
+        if len(buffers) != 1 or model:
+            raise InputError("{from_format} FILE brings in one file's arrays; give no STAGE=FILE or {model} with it",
+                             params=True)
+        return ingest_arrays(run, from_format, buffers[0], source=source, replace=replace)
+    if not source:
+        raise InputError("ingest needs {source:NAME} (who produced the dumps)", params=True)
+    from forensics.runs.ingest import ingest as ingest_run
+
+    return ingest_run(run, source, list(buffers), model=model, dump_options=(where or Slice()).dump_options(),
+                      replace=replace)
