@@ -77,16 +77,10 @@ class SimulateReport(Report):
 def simulate(a=None, *, bug: str, output=None, previous=None, model=None) -> SimulateReport:
     """`forensics simulate A --bug KIND[:PARAMS] -o B`: what A becomes under the bug, written atomically;
     `bug="list"` lists the kinds."""
-    from forensics.diagnose.simulate import BUG_HELP
-    from forensics.diagnose.simulate import simulate as run
+    from forensics.link import usecases
 
-    from forensics.link.bugs import BUG_HELP as LINK_BUGS, is_link_bug, simulate_link  # link: issue 23
-
+    result = usecases.simulate(a, bug=bug, output=output, previous=previous, model=model)
     if bug == "list":
-        return SimulateReport("simulate", {"bugs": [{"kind": k, "usage": u, "description": d}
-                                                    for k, u, d in BUG_HELP + LINK_BUGS]}, rows_key="bugs")
-    if a is None or output is None:
-        raise InputError("simulate needs A and {output} B (or bug 'list')", params=True)
-    if is_link_bug(bug) or model is not None:  # link: a bug on an instruction bitstream needs its model
-        return SimulateReport("simulate", simulate_link(a, bug, model=model, output=output))
-    return SimulateReport("simulate", run(a, bug, previous=previous, output=output))
+        return SimulateReport("simulate", {"bugs": [{"kind": k, "usage": u, "description": d} for k, u, d in result]},
+                              rows_key="bugs")
+    return SimulateReport("simulate", result)
