@@ -9,8 +9,8 @@ from forensics.core.errors import InputError
 def csr(a=None, b=None, *, reads: bool = False, mask=None, snapshot: bool = False, name=None, find=None,
         line_pattern: str | None = None) -> tuple:
     """`forensics csr A B` or `csr --name OFFSET` / `csr --find TEXT` whole: (the result, its judgement): the
-    forensics.csr.registers.RegisterLookup with `name` / `find`, else the traces' comparison. `mask`: (offset or register name, bits that may
-    differ) pairs, the bits of one register OR-ed together."""
+    forensics.csr.registers.RegisterLookup with `name` / `find`, else the traces' comparison. `mask`: (offset or
+    register name, bits that may differ) pairs, the bits of one register OR-ed together."""
     lookups = [q for q in (name, find) if q is not None]
     if lookups:
         if a is not None or b is not None:
