@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from forensics.core.errors import InputError
 from forensics.reports.base import Report, spellings
 from forensics.core.options import each
 from forensics.core.verdict import Verdict
@@ -175,18 +174,6 @@ def _batch_html(html, batch, result, geometry, limit: int = 100) -> None:
     write_text_atomic(html, html_batch(result, reports=reports, pictures=batch_pictures(result.aggregates, geometry)))
 
 
-def _policy(tolerance, atol, rtol, check):
-    """The tolerance policy from compare's parameters: `tolerance` K, or (TENSOR, SPEC) pairs, or a list of both."""
-    from forensics.core.tolerance import make_policy
-
-    items = tolerance  # read once, by @spellings
-    ks = [item for item in items or () if isinstance(item, int)]
-    per_tensor = [item for item in items or () if isinstance(item, tuple)]
-    if len(ks) > 1:
-        raise InputError("{tolerance} K is given more than once", params=True)
-    return make_policy(tolerance=ks[0] if ks else None, atol=atol, rtol=rtol, check=check, per_tensor=per_tensor)
-
-
 @spellings(tolerance=each("tolerance_item"))  # K and/or TENSOR=SPEC, repeated
 def compare(*runs, html=None, previous=None, model=None, deps=None, limit: int = 8, batch=None, output=None,
             workers: int | None = None, tolerance=None, atol=None, rtol=None, check=None, labels=None,
@@ -203,25 +190,11 @@ def compare(*runs, html=None, previous=None, model=None, deps=None, limit: int =
     rows written to `output`. `impact`: which differing anchors change the detections (forensics impact), with
     `model`/`deps` or run A's model; it does not change the verdict. `tolerance_from`: reference runs whose
     measured spread is each tensor's tolerance (forensics.runs.noise; a tensor given its own `tolerance` keeps it)."""
-    if tolerance_from:
-        from forensics.runs.noise import with_measured
+    from forensics.runs import usecases
 
-        tolerance = with_measured(tolerance, tolerance_from)
-    policy = _policy(tolerance, atol, rtol, check)
+    policy = usecases.compare_policy(tolerance, atol=atol, rtol=rtol, check=check, tolerance_from=tolerance_from)
     if batch:
-        if impact:
-            raise InputError("{impact} is for one pair (RUN_A RUN_B)", params=True)
-        if runs:
-            raise InputError("give RUN_A RUN_B or {batch:DIR}, not both", params=True)
-        if previous:
-            raise InputError("{batch} takes {output:SUMMARY.csv}, {workers}, {scheduler}, {html}, {model}/{deps}; "
-                             "{previous} is for one pair", params=True)
-        if not output:
-            raise InputError("{batch} needs {output:SUMMARY.csv} (a Parquet file is written beside it)", params=True)
-        if model and deps:
-            raise InputError("give {model} or {deps}, not both", params=True)
-        from forensics.runs import usecases
-
+        usecases.check_batch(runs, previous=previous, output=output, model=model, deps=deps, impact=impact)
         result, geometry = usecases.batch(batch, output, workers=workers, scheduler=scheduler, model=model, deps=deps,
                                           policy=policy, progress=progress, verify_files=verify_files,
                                           stall_timeout=stall_timeout, writes=tuple(p for p in (html, junit) if p))
@@ -234,17 +207,8 @@ def compare(*runs, html=None, previous=None, model=None, deps=None, limit: int =
             write_text_atomic(junit, junit_batch(result))
         return BatchReport("compare", result, rows_key="rows", judgement=result.judgement,
                            html=os.fspath(html) if html else None)
-    if scheduler != "local" or stall_timeout is not None:
-        which = "{scheduler}" if scheduler != "local" else "{stall_timeout}"
-        raise InputError(which + " is for {batch:DIR}; one pair is compared here", params=True)
-    if len(runs) != 2:
-        raise InputError("compare needs two runs: RUN_A RUN_B (or {batch:DIR} {output:summary.csv})", params=True)
-    if output:
-        raise InputError("{output} is the {batch} summary; for one pair use {html:OUT.html} or {json}", params=True)
-    if model and deps:
-        raise InputError("give {model} or {deps}, not both", params=True)
-    from forensics.runs import usecases
-
+    usecases.check_pair(runs, output=output, model=model, deps=deps, scheduler=scheduler,
+                        stall_timeout=stall_timeout)
     pair = usecases.compare(runs[0], runs[1], previous=previous, model=model, deps=deps, limit=limit, policy=policy,
                             labels=labels, impact=impact)
     result = pair.result

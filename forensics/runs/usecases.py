@@ -230,3 +230,50 @@ def ingest(run, buffers, *, source: str | None = None, model=None, from_format: 
 
     return ingest_run(run, source, list(buffers), model=model, dump_options=(where or Slice()).dump_options(),
                       replace=replace)
+
+
+def compare_policy(tolerance=None, *, atol=None, rtol=None, check=None, tolerance_from=None):
+    """compare's forensics.core.tolerance policy: `tolerance` the items read (K and/or (TENSOR, SPEC) pairs: a
+    list), with atol / rtol / check; `tolerance_from` reference runs whose measured spread is each tensor's
+    tolerance (forensics.runs.noise; a tensor given its own keeps it)."""
+    from forensics.core.tolerance import make_policy
+
+    if tolerance_from:
+        from forensics.runs.noise import with_measured
+
+        tolerance = with_measured(tolerance, tolerance_from)
+    items = tolerance or ()
+    ks = [item for item in items if isinstance(item, int)]
+    per_tensor = [item for item in items if isinstance(item, tuple)]
+    if len(ks) > 1:
+        raise InputError("{tolerance} K is given more than once", params=True)
+    return make_policy(tolerance=ks[0] if ks else None, atol=atol, rtol=rtol, check=check, per_tensor=per_tensor)
+
+
+def check_batch(runs=(), *, previous=None, output=None, model=None, deps=None, impact: bool = False) -> None:
+    """What `compare --batch DIR` cannot take with it: one pair's options, and no summary to write."""
+    if impact:
+        raise InputError("{impact} is for one pair (RUN_A RUN_B)", params=True)
+    if runs:
+        raise InputError("give RUN_A RUN_B or {batch:DIR}, not both", params=True)
+    if previous:
+        raise InputError("{batch} takes {output:SUMMARY.csv}, {workers}, {scheduler}, {html}, {model}/{deps}; "
+                         "{previous} is for one pair", params=True)
+    if not output:
+        raise InputError("{batch} needs {output:SUMMARY.csv} (a Parquet file is written beside it)", params=True)
+    if model and deps:
+        raise InputError("give {model} or {deps}, not both", params=True)
+
+
+def check_pair(runs, *, output=None, model=None, deps=None, scheduler: str = "local",
+               stall_timeout: float | None = None) -> None:
+    """What `compare RUN_A RUN_B` cannot take: the batch's options, other than two runs."""
+    if scheduler != "local" or stall_timeout is not None:
+        which = "{scheduler}" if scheduler != "local" else "{stall_timeout}"
+        raise InputError(which + " is for {batch:DIR}; one pair is compared here", params=True)
+    if len(runs) != 2:
+        raise InputError("compare needs two runs: RUN_A RUN_B (or {batch:DIR} {output:summary.csv})", params=True)
+    if output:
+        raise InputError("{output} is the {batch} summary; for one pair use {html:OUT.html} or {json}", params=True)
+    if model and deps:
+        raise InputError("give {model} or {deps}, not both", params=True)
