@@ -341,7 +341,9 @@ def tolerance_item(value):
 
 
 def each(grammar):
-    """A repeated option (`--mask A --mask B`): one value or a list of them, each through `grammar`."""
+    """A repeated option (`--mask A --mask B`): one value or a list of them, each through `grammar` (a function,
+    or the name of one of this module's, looked up when a value is read: the one function the CLI's argument
+    types call too)."""
     def parse(value):
         if isinstance(value, dict):  # {tag: file}
             value = list(value.items())
@@ -349,10 +351,12 @@ def each(grammar):
             isinstance(value, tuple) and not (value and isinstance(value[0], (tuple, list))))
         if not one and not isinstance(value, (list, tuple)):
             raise ValueError(f"expected one value or a list of them, got {value!r}")
-        return [grammar(v) for v in ([value] if one else value)]
+        item = globals()[grammar] if isinstance(grammar, str) else grammar
+        return [item(v) for v in ([value] if one else value)]
 
-    parse.__doc__ = f"one or more of: {grammar.__doc__ or grammar.__name__}"
-    parse.item = grammar
+    named = globals()[grammar] if isinstance(grammar, str) else grammar
+    parse.__doc__ = f"one or more of: {named.__doc__ or named.__name__}"
+    parse.item = named
     return parse
 
 

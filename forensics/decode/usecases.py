@@ -145,3 +145,132 @@ def hexdump(file, file2=None, *, layout: Layout = Layout(), gap_fill: int | None
         anchor = int(order[anchor]) if anchor < len(order) else anchor
     result = hexdump_of(dump_a, dump_b, found.layout, anchor=anchor, context=context, offset=at, length=length)
     return result, (dump_a, dump_b)
+
+
+def check_decode_options(*, model, deps, image, image_size, overlay, overlay_boxes, overlay_scores, names,
+                         draw) -> bool:
+    """Option combinations a decode cannot take; returns whether an overlay was asked for."""
+    if (model is None) == (deps is None):
+        raise InputError("give exactly one of {model:MODEL} or {deps:DIR}", params=True)
+    if image and image_size:
+        raise InputError("give {image} or {image_size}, not both", params=True)
+    pair = (overlay_boxes, overlay_scores)
+    if any(p is not None for p in pair) and not all(p is not None for p in pair):
+        raise InputError("{overlay_boxes} and {overlay_scores} go together (the other decode's two dumps)", params=True)
+    if overlay is not None and pair[0] is not None:
+        raise InputError("give {overlay:OTHER.json} or {overlay_boxes}/{overlay_scores}, not both", params=True)
+    overlaying = overlay is not None or pair[0] is not None
+    if overlaying and not draw:
+        raise InputError("{overlay} needs {draw:OUT.png} (the picture with both decodes' boxes)", params=True)
+    if names is not None and not overlaying:
+        raise InputError("{names} names the two decodes of an {overlay} picture; there is no {overlay}", params=True)
+    if draw and not image and not (overlaying and image_size):
+        raise InputError("{draw} needs {image:IMG} (the original image to draw on; with {overlay}, "
+                         "{image_size:WxH} gives a blank canvas)", params=True)
+    return overlaying
+
+
+def _check_order(decode_deps, pairs, dump_options) -> None:
+    """One line naming the swap when a (BOXES, SCORES) pair looks given in each other's place."""
+    from forensics.decode.inputs import swapped_order
+
+    raw = decode_deps.raw_sizes or {}
+    sizes = {"boxes": raw.get(decode_deps.boxes.name), "scores": raw.get(decode_deps.scores.name)}
+    for boxes, scores in pairs:
+        if boxes is None or scores is None:
+            continue
+        why = swapped_order(boxes, scores, decode_deps.num_anchors, decode_deps.box_columns,
+                            decode_deps.score_columns, raw_sizes=sizes, dump_options=dump_options)
+        if why is not None:
+            raise InputError(f"box deltas and scores look swapped: {why}; give BOXES first, then SCORES "
+                             "(or {no_order_check} to decode them as given)", params=True)
+
+
+@dataclass(frozen=True)
+class DecodeCase:
+    """What `decode BOXES SCORES` found, whole: the result (forensics.decode.report.DecodeResult), its judgement
+    (only --replay judges), the anchors' geometry, and for an overlay from two dumps the other decode's rows and
+    where they came from (the report draws the picture: render is above decode)."""
+
+    result: object
+    judgement: Judgement | None
+    geometry: object                  # forensics.decode.geometry.AnchorGeometry
+    overlaying: bool = False
+    other: list | None = None         # the --overlay-boxes/--overlay-scores decode's detection rows
+    other_source: str | None = None
+
+
+def decode(boxes, scores, *, model=None, deps=None, labels=None, layout: str = "auto",
+           dequantize: str = "reference", image=None, image_size=None, input_size=None, draw=None, overlay=None,
+           overlay_boxes=None, overlay_scores=None, names=None, replay: bool = False, where: Slice = Slice(),
+           no_order_check: bool = False) -> DecodeCase:
+    """`forensics decode BOXES SCORES (--model M | --deps DIR)` whole: the decode's options checked (and `draw`
+    writable), the deps from `model` (its CPU tail and relayouts too) or `deps`, the pair's order checked unless
+    `no_order_check`, the TFLite_Detection_PostProcess kernel's result (`replay`: beside LiteRT's, judged) and,
+    with `overlay_boxes` / `overlay_scores`, the other decode."""
+    from forensics.decode.geometry import infer_geometry
+    from forensics.decode.report import decode_dumps
+
+    overlaying = check_decode_options(model=model, deps=deps, image=image, image_size=image_size, overlay=overlay,
+                                      overlay_boxes=overlay_boxes, overlay_scores=overlay_scores, names=names,
+                                      draw=draw)
+    if draw:
+        from forensics.io.outputs import check_not_input, check_writable
+
+        check_not_input(draw, image, overlay, overlay_boxes, overlay_scores, model, boxes, scores)
+        check_writable(draw)
+    relayouts, tail = {}, None
+    if deps is not None:
+        from forensics.decode.deps import read_deps
+
+        decode_deps = read_deps(deps)
+    else:
+        from forensics.decode.model_deps import deps_from_model
+
+        decode_deps, relayouts, tail = deps_from_model(model)
+    options = where.dump_options()
+    if not no_order_check:
+        _check_order(decode_deps, ((boxes, scores), (overlay_boxes, overlay_scores)), options)
+    result = decode_dumps(decode_deps, boxes, scores, layout=layout, rounding=dequantize, image=image,
+                          image_wh=image_size, input_wh=input_size, labels_path=labels, replay=replay,
+                          relayouts=relayouts, tail_model=tail, dump_options=options)
+    geometry = infer_geometry(decode_deps.anchors, source=decode_deps.source)
+    other = source = None
+    if overlaying and overlay is None:
+        other = decode_dumps(decode_deps, overlay_boxes, overlay_scores, layout=layout, rounding=dequantize,
+                             input_wh=input_size, labels_path=labels, relayouts=relayouts,
+                             dump_options=options).rows()
+        source = f"{overlay_boxes} + {overlay_scores}"
+    # Only --replay judges: the official kernel's detections beside ours (MATCH / MISMATCH).
+    from forensics.decode.replay import judge_replay
+
+    judged = None if result.replay is None else judge_replay(result.replay)
+    return DecodeCase(result, judged, geometry, overlaying, other, source)
+
+
+def classes(a, b, *, model, top_k: int, labels=None, where: Slice = Slice()) -> tuple:
+    """`forensics decode A B --model CLASSIFIER --top-k K` whole: (both sides' top-k and rank changes,
+    forensics.model.classes, its judgement)."""
+    from forensics.model.classes import classify_dumps
+
+    if model is None:
+        raise InputError("{top_k} needs {model:MODEL} (the classifier: its output's size and quantization)",
+                         params=True)
+    result = classify_dumps(a, b, model=model, k=top_k, labels_path=labels, dump_options=where.dump_options())
+    return result, Judgement(result.verdict, result.message)
+
+
+def anchors_gen(*, input_size=None, feature_maps=None, min_scale: float = 0.2, max_scale: float = 0.95,
+                aspect_ratios=(1.0, 2.0, 0.5, 3.0, 0.3333), interpolated_scale_aspect_ratio: float = 1.0,
+                reduce_lowest: bool = True, output=None, check_model=None, check_deps=None, show: int = 5,
+                anchor: int | None = None) -> tuple:
+    """`forensics anchors-gen` whole: (the TF OD API multiple-grid anchors, forensics.decode.ssd_anchors, and
+    the judgement of a checked model's or deps' anchors against them, None without a check)."""
+    from forensics.decode.ssd_anchors import anchors_gen as generate
+    from forensics.decode.ssd_anchors import judge_check
+
+    result = generate(input_size=input_size, feature_maps=feature_maps, min_scale=min_scale, max_scale=max_scale,
+                      aspect_ratios=aspect_ratios, interpolated_scale_aspect_ratio=interpolated_scale_aspect_ratio,
+                      reduce_boxes_in_lowest_layer=reduce_lowest, output=output, check_model=check_model,
+                      check_deps=check_deps, show=show, anchor=anchor)
+    return result, None if result.check is None else judge_check(result.check, result.check_source)

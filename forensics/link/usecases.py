@@ -177,3 +177,20 @@ def diagnose_pair(model, dump_a, dump_b):
                 if ref.addresses[kind]:
                     expect.append(lk.Expectation(kind, None, int(ref.addresses[kind], 16)))
     return lk.check(packages, data_b, executable=plain.executable["index"], expect=expect)
+
+
+def simulate(a=None, *, bug: str, output=None, previous=None, model=None):
+    """`forensics simulate A --bug KIND[:PARAMS] -o B` whole: what A becomes under the bug (a link bug on an
+    instruction bitstream with its `model`: forensics.link.bugs; else forensics.diagnose.simulate), written
+    atomically; `bug="list"` the kinds, as (kind, usage, description) triples, the link bugs' last."""
+    from forensics.diagnose.simulate import BUG_HELP
+    from forensics.diagnose.simulate import simulate as run
+    from forensics.link.bugs import BUG_HELP as LINK_BUGS, is_link_bug, simulate_link  # link: issue 23
+
+    if bug == "list":
+        return tuple(BUG_HELP + LINK_BUGS)
+    if a is None or output is None:
+        raise InputError("simulate needs A and {output} B (or bug 'list')", params=True)
+    if is_link_bug(bug) or model is not None:  # link: a bug on an instruction bitstream needs its model
+        return simulate_link(a, bug, model=model, output=output)
+    return run(a, bug, previous=previous, output=output)

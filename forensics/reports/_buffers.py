@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass
 
 from forensics.core.options import Layout, ModelContext, Slice, Tolerances
-from forensics.reports.base import Report, _limit, _slice, spellings
+from forensics.reports.base import Report, _limit, spellings
 
 
 def _layout(record, offset, count, fields, pad, scale, zero_point) -> Layout:
@@ -33,13 +33,11 @@ def crc(*files, chunk: int | None = None, expect: int | None = None, offset: int
         length: int | None = None, gap_fill: int | None = None, progress=None) -> CrcReport:
     """`forensics crc FILE... [--chunk N] [--expect CRC]`: size, CRC32 and head/mid/tail bytes; each file
     against the first, and against `expect` (a CRC32 a driver logged) when given."""
-    from forensics.compare.crc import crc_files, judge_crc
+    from forensics.compare import usecases
 
-    options, _ = _slice(offset, length, gap_fill)
-    result = crc_files([os.fspath(f) for f in files], chunk_size=chunk, expect=expect, progress=progress,
-                       **options)
-    # One file and no expected CRC: nothing is compared (OK); else MATCH / DIFFER.
-    return CrcReport("crc", result, rows_key="files", judgement=judge_crc(result))
+    result, judgement = usecases.crc(files, chunk=chunk, expect=expect, progress=progress,
+                                     where=Slice(offset=offset, length=length, gap_fill=gap_fill))
+    return CrcReport("crc", result, rows_key="files", judgement=judgement)
 
 
 def _draw_heatmap(context, heat, title: str, heatmap) -> dict | None:
@@ -196,13 +194,11 @@ class CoverageReport(Report):
 def coverage(file, *, sentinel, min_run: int = 8, offset: int | None = None,
              length: int | None = None, gap_fill: int | None = None) -> CoverageReport:
     """`forensics coverage FILE --sentinel HEX`: exit code 0 fully written, 1 untouched ranges remain."""
-    from forensics.buffer.coverage import analyse_coverage, judge_coverage
-    from forensics.io.dump import open_dump
+    from forensics.buffer import usecases
 
-    dump = open_dump(file, **_slice(gap_fill=gap_fill)[0])  # offset/length: the region coverage looks at
-    result = analyse_coverage(dump, sentinel, min_run=min_run, offset=offset or 0, length=length)
-    return CoverageReport("coverage", result, rows_key="untouched_ranges", dumps=(dump,),
-                          judgement=judge_coverage(result))
+    result, judgement, dump = usecases.coverage(file, sentinel=sentinel, min_run=min_run, offset=offset,
+                                                length=length, gap_fill=gap_fill)
+    return CoverageReport("coverage", result, rows_key="untouched_ranges", dumps=(dump,), judgement=judgement)
 
 
 class HexdumpReport(Report):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from forensics.core.errors import InputError
 from forensics.reports.base import Report, spellings
 
 
@@ -39,27 +38,11 @@ def csr(a=None, b=None, *, reads: bool = False, mask=None, snapshot: bool = Fals
     """`forensics csr A B` (two register traces or snapshots) or `csr --name OFFSET` / `csr --find TEXT`.
 
     `mask` is a list of (offset or register name, bits that may differ) pairs."""
-    lookups = [q for q in (name, find) if q is not None]
-    if lookups:
-        if a is not None or b is not None:
-            raise InputError("{name}/{find} take no trace files", params=True)
-        if len(lookups) > 1:
-            raise InputError("give {name} or {find}, not both", params=True)
-        from forensics.csr.registers import judge_lookup, lookup_register
+    from forensics.csr import usecases
 
-        result = lookup_register(find if find is not None else name, find=find is not None)
-        return RegisterReport("csr", result, rows_key="registers", judgement=judge_lookup(result))
-    if a is None or b is None:
-        raise InputError("expected two traces A B, or {name:OFFSET}, or {find:TEXT}", params=True)
-    from forensics.csr.compare import compare_files
-    from forensics.csr.registers import beagle_table
-
-    table = beagle_table()
-    masks: dict[int, int] = {}
-    for key, bits in mask or ():
-        offset = table.resolve(key)
-        masks[offset] = masks.get(offset, 0) | bits
-    result = compare_files(a, b, include_reads=reads, masks=masks, snapshot=snapshot, table=table,
-                           line_pattern=line_pattern)
-    return CsrReport("csr", result, judgement=result.judgement, rows_key="rows",
+    result, judgement = usecases.csr(a, b, reads=reads, mask=mask, snapshot=snapshot, name=name, find=find,
+                                     line_pattern=line_pattern)
+    if name is not None or find is not None:
+        return RegisterReport("csr", result, rows_key="registers", judgement=judgement)
+    return CsrReport("csr", result, judgement=judgement, rows_key="rows",
                      limit=None if limit == 0 else limit, show_all=all)

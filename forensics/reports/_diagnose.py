@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from forensics.core.errors import InputError
 from forensics.reports.base import Report, spellings
-from forensics.core.options import checked, each, hex_bytes
+from forensics.core.options import each
 
 
 class DiagnoseReport(Report):
@@ -34,7 +34,7 @@ def _lsb(tolerance, atol):
     return int(number)
 
 
-@spellings("sentinel")
+@spellings(sentinel=each("hex_bytes"))  # repeated: one or more patterns (coverage takes one)
 def diagnose(a, b, *, previous=None, model=None, tensor=None, deps=None, record=None, offset=None, fields=None, pad=None,
              scale=None, zero_point=None, sentinel=None, min_run: int = 16, window: int = 256,
              max_shift: int | None = None, length: int | None = None, gap_fill: int | None = None,
@@ -55,9 +55,8 @@ def diagnose(a, b, *, previous=None, model=None, tensor=None, deps=None, record=
         if linked is not None:
             return linked
     layout = Layout(record=record, offset=offset, fields=fields, pad=pad, scale=scale, zero_point=zero_point)
-    patterns = checked("sentinel", each(hex_bytes), sentinel) or []
     case = usecases.diagnose(dump_a, dump_b, where=where, previous=previous, model=model, tensor=tensor, deps=deps,
-                             layout=layout, sentinels=patterns, tolerance=_lsb(tolerance, atol), min_run=min_run,
+                             layout=layout, sentinels=sentinel or [], tolerance=_lsb(tolerance, atol), min_run=min_run,
                              window=window, max_shift=max_shift, inputs=inputs, progress=progress)
     return DiagnoseReport("diagnose", case.result, rows_key="findings", dumps=case.dumps, judgement=case.judgement)
 
@@ -78,16 +77,10 @@ class SimulateReport(Report):
 def simulate(a=None, *, bug: str, output=None, previous=None, model=None) -> SimulateReport:
     """`forensics simulate A --bug KIND[:PARAMS] -o B`: what A becomes under the bug, written atomically;
     `bug="list"` lists the kinds."""
-    from forensics.diagnose.simulate import BUG_HELP
-    from forensics.diagnose.simulate import simulate as run
+    from forensics.link import usecases
 
-    from forensics.link.bugs import BUG_HELP as LINK_BUGS, is_link_bug, simulate_link  # link: issue 23
-
+    result = usecases.simulate(a, bug=bug, output=output, previous=previous, model=model)
     if bug == "list":
-        return SimulateReport("simulate", {"bugs": [{"kind": k, "usage": u, "description": d}
-                                                    for k, u, d in BUG_HELP + LINK_BUGS]}, rows_key="bugs")
-    if a is None or output is None:
-        raise InputError("simulate needs A and {output} B (or bug 'list')", params=True)
-    if is_link_bug(bug) or model is not None:  # link: a bug on an instruction bitstream needs its model
-        return SimulateReport("simulate", simulate_link(a, bug, model=model, output=output))
-    return SimulateReport("simulate", run(a, bug, previous=previous, output=output))
+        return SimulateReport("simulate", {"bugs": [{"kind": k, "usage": u, "description": d} for k, u, d in result]},
+                              rows_key="bugs")
+    return SimulateReport("simulate", result)

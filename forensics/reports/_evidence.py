@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from forensics.reports.base import Report, _slice, spellings
+from forensics.reports.base import Report, spellings
 
 
 class ImportReport(Report):
@@ -42,12 +42,12 @@ def fingerprint(file, *, page: int = 4096, tag: str | None = None, offset: int |
                 length: int | None = None, gap_fill: int | None = None, progress=None) -> FingerprintReport:
     """`forensics fingerprint FILE`: what a driver can log for a buffer (pages' first8/last8, xor-fold, size,
     CRC32, HEAD/MID/TAIL, the [FP] line)."""
-    from forensics.io.dump import open_dump
-    from forensics.buffer.fingerprint import fingerprint_dump
+    from forensics.buffer import usecases
+    from forensics.core.options import Slice
 
-    dump = open_dump(file, allow_empty=True, use_sidecar=False, **_slice(offset, length, gap_fill)[0])
-    return FingerprintReport("fingerprint", fingerprint_dump(dump, page_size=page, tag=tag, progress=progress),
-                             rows_key="pages")
+    result = usecases.fingerprint(file, page=page, tag=tag, where=Slice(offset=offset, length=length,
+                                                                          gap_fill=gap_fill), progress=progress)
+    return FingerprintReport("fingerprint", result, rows_key="pages")
 
 
 class VerifyReport(Report):
@@ -62,8 +62,9 @@ def verify(log, *files, buffer=None, pattern: str | None = None, page: int = 409
            length: int | None = None, gap_fill: int | None = None) -> VerifyReport:
     """`forensics verify LOG FILE...`: every fingerprint a driver logged, checked against the files; exit code
     1 when one differs. `buffer` is a list of (tag, file) pairs."""
-    from forensics.buffer.fingerprint import verify_log
+    from forensics.buffer import usecases
+    from forensics.core.options import Slice
 
-    result = verify_log(os.fspath(log), [os.fspath(f) for f in files], buffers=dict(buffer or ()), page_size=page,
-                        pattern=pattern, **_slice(offset, length, gap_fill)[0])
+    result = usecases.verify(log, files, buffer=buffer, pattern=pattern, page=page,
+                             where=Slice(offset=offset, length=length, gap_fill=gap_fill))
     return VerifyReport("verify", result, rows_key="checks", judgement=result.judgement)

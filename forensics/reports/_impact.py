@@ -6,7 +6,6 @@ import os
 from dataclasses import dataclass
 
 from forensics.core.errors import InputError
-from forensics.decode.impact import MAX_DECODES
 from forensics.reports.base import Report, spellings
 
 
@@ -86,32 +85,12 @@ def impact(run_a, run_b, *, model=None, deps=None, dequantize: str = "reference"
     removed, moved, rescored, relabelled) with the 1-minimal set of differing anchors that causes it (B's records
     substituted into A, decoded again, delta debugging within `max_decodes` decodes), and the harmless rest. A
     classifier `model` gets the same over its `top_k` (default 5). Exit 0 when nothing changes, 1 otherwise."""
-    from forensics.runs.impact import impact_context, impact_of_runs
-    from forensics.runs.run import load_run
+    from forensics.runs import usecases
 
-    if (model is None) == (deps is None):
-        raise InputError("give exactly one of {model:MODEL} or {deps:DIR}", params=True)
-    if image is not None and image_size is not None:
-        raise InputError("give {image} or {image_size}, not both", params=True)
-    if draw:
-        from forensics.io.outputs import check_not_input, check_writable
-
-        check_not_input(draw, image, model, deps, labels, run_a, run_b)
-        check_writable(draw)
-    image_wh = image_size
-    if image is not None:
-        from forensics.decode.report import image_size as size_of
-
-        image_wh = size_of(image)
-    context = impact_context(model=model, deps=deps, rounding=dequantize, input_size=input_size, labels=labels,
-                             top_k=top_k, image_wh=image_wh)
-    a, b = load_run(run_a), load_run(run_b)
-    result = impact_of_runs(a, b, context, max_decodes=MAX_DECODES if max_decodes is None else max_decodes)
-    geometry = None
-    if context.deps is not None:
-        from forensics.decode.geometry import infer_geometry
-
-        geometry = infer_geometry(context.deps.anchors, source=context.deps.source)
-    drawn = _draw(result, context, draw, image, image_wh) if draw else None
-    return ImpactReport("impact", result, judgement=result.judgement, rows_key="changes", geometry=geometry,
+    case = usecases.impact(run_a, run_b, model=model, deps=deps, dequantize=dequantize, labels=labels, image=image,
+                           image_size=image_size, input_size=input_size, top_k=top_k, max_decodes=max_decodes,
+                           draw=draw)
+    result = case.result
+    drawn = _draw(result, case.context, draw, image, case.image_wh) if draw else None
+    return ImpactReport("impact", result, judgement=result.judgement, rows_key="changes", geometry=case.geometry,
                         drawing=drawn, runs=(os.fspath(run_a), os.fspath(run_b)))

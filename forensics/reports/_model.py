@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
-from forensics.core.errors import InputError
-from forensics.reports.base import Report, _slice, spellings
+from forensics.reports.base import Report, spellings
 
 
 @dataclass(frozen=True)
@@ -19,14 +17,6 @@ class Document:
         import copy
 
         return copy.deepcopy(self.doc)
-
-
-def _open_model(path):
-    from forensics.model.tflite.edgetpu import read_packages
-    from forensics.model.tflite.model import open_model
-
-    model = open_model(path)
-    return model, read_packages(model)
 
 
 class GraphReport(Report):
@@ -43,17 +33,9 @@ class GraphReport(Report):
 @spellings()
 def graph(model, *, params_out=None) -> GraphReport:
     """`forensics graph MODEL`: op chain, constants, CPU tail, Edge TPU package; params_out writes the blobs."""
-    from forensics.model.tflite.graph import graph_summary
+    from forensics.model import usecases
 
-    opened, packages = _open_model(model)
-    summary = graph_summary(opened, packages).to_dict()
-    if params_out:
-        from forensics.model.tflite.edgetpu import write_parameters
-
-        if not packages:
-            raise InputError("has no edgetpu-custom-op, so no parameter blobs to write ({params_out})", model,
-                             params=True)
-        summary["params_written"] = [w for pkg in packages for w in write_parameters(pkg, params_out)]
+    summary = usecases.graph(model, params_out=params_out)
     return GraphReport("graph", Document(summary), rows_key="operators")
 
 
@@ -73,15 +55,10 @@ class ExtractReport(Report):
 @spellings()
 def extract(model, *, output, force: bool = False) -> ExtractReport:
     """`forensics extract MODEL -o DIR`: anchors.bin and postprocess.json for a standalone decoder."""
-    from forensics.io.outputs import check_not_input
-    from forensics.model.tflite.extract import extract as extract_deps
-    from forensics.model.tflite.extract import write_extract
+    from forensics.model import usecases
 
-    check_not_input(output, model)
-    opened, packages = _open_model(model)
-    result = extract_deps(opened, packages)
-    files = write_extract(result, output, replace=force)
-    return ExtractReport("extract", result, files=tuple(files))
+    result, files = usecases.extract(model, output, force=force)
+    return ExtractReport("extract", result, files=files)
 
 
 class RelayoutReport(Report):
@@ -96,35 +73,9 @@ def relayout(input, *, model, layer: str, output, inverse: bool = False,  # noqa
              pad_byte: int = 0x80, offset: int | None = None, length: int | None = None,
              gap_fill: int | None = None) -> RelayoutReport:
     """`forensics relayout RAW --model M --layer NAME -o OUT`: chip layout <-> TFLite tensor layout."""
-    from forensics.io.dump import open_dump
-    from forensics.io.outputs import write_bytes_atomic
-    from forensics.model.tflite.relayout import inverse_relayout, layer_map
-    from forensics.model.tflite.relayout import relayout as relayout_array
+    from forensics.core.options import Slice
+    from forensics.model import usecases
 
-    _, packages = _open_model(model)
-    found = next((p.output_layer(layer) for p in packages if p.output_layer(layer) is not None), None)
-    if found is None:
-        names = sorted({lay.name for p in packages for e in p.executables for lay in e.output_layers})
-        raise InputError(f"no Edge TPU output layer named {layer!r} (output layers: "
-                         f"{', '.join(names) or 'none: not an Edge TPU model'})", model)
-    from forensics.core.errors import FormatError
-    from forensics.io.outputs import check_not_input
-
-    check_not_input(output, input, model)
-    dump = open_dump(input, use_sidecar=False, **_slice(offset, length, gap_fill)[0])
-    try:  # sizes first: a hostile layer or a wrong dump fails before the map is built
-        lmap = layer_map(found, dump_size=dump.size)
-    except FormatError as exc:
-        raise exc.with_path(os.fspath(model)) from None
-    except InputError as exc:
-        raise InputError(str(exc), input) from None
-    data = dump.read_array()  # a .bin, a .npy's data bytes, a text dump's bytes, or a slice
-    try:
-        result = inverse_relayout(data, lmap, pad_byte) if inverse else relayout_array(data, lmap)
-    except InputError as exc:
-        raise InputError(str(exc), input) from None
-    write_bytes_atomic(output, result.tobytes())
-    doc = dict(lmap.to_dict(), inverse=bool(inverse), input=os.fspath(input), output=os.fspath(output),
-               input_size=int(data.size),
-               output_size=int(result.size), pad_byte=pad_byte)
+    doc = usecases.relayout(input, model, layer, output, inverse=inverse, pad_byte=pad_byte,
+                            where=Slice(offset=offset, length=length, gap_fill=gap_fill))
     return RelayoutReport("relayout", Document(doc))

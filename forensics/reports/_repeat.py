@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from forensics.core.errors import InputError
 from forensics.reports.base import Report, spellings
 
 
@@ -34,18 +33,11 @@ def repeat(*runs, reference=None, html=None, junit=None, scheduler: str = "local
     they ran): per buffer the modal content, per stage the divergence rate, each outlier's first divergent
     stage, its finding there and how it depends on the runs before it (forensics.runs.repeat). `html` / `junit`
     write the page and the JUnit XML; `scheduler` / `workers` / `verify_files` as compare --batch."""
-    from forensics.runs.repeat import judge_repeat, repeat_runs
+    from forensics.runs import usecases
 
-    if not runs:
-        raise InputError("repeat needs the runs of one input: RUN... (or a folder of them)")
-    for path in (html, junit):
-        if path:
-            from forensics.io.outputs import check_writable
-
-            check_writable(path)
-    result = repeat_runs(list(runs), reference=reference, scheduler=scheduler, workers=workers,
-                         verify_files=verify_files, stall_timeout=stall_timeout, progress=progress)
-    judgement = judge_repeat(result)
+    result, judgement = usecases.repeat(runs, reference=reference, scheduler=scheduler, workers=workers,
+                                        verify_files=verify_files, stall_timeout=stall_timeout, progress=progress,
+                                        writes=tuple(p for p in (html, junit) if p))
     from forensics.io.outputs import write_text_atomic
 
     if html:
@@ -72,12 +64,10 @@ def tolerance(*runs) -> ToleranceReport:
     """`forensics tolerance RUN RUN [RUN...]`: per tensor the spread between reference runs of one model and
     input (`capture --runtime all`) and the `--tolerance TENSOR=SPEC` flags compare takes for it
     (forensics.runs.noise)."""
-    from forensics.runs.noise import judge_spread, measure_spread
+    from forensics.runs import usecases
 
-    if not runs:
-        raise InputError("tolerance needs reference runs of one model and input: RUN RUN [RUN...] (or a folder)")
-    result = measure_spread(list(runs))
-    return ToleranceReport("tolerance", result, judgement=judge_spread(result), rows_key="tensors")
+    result, judgement = usecases.tolerance(runs)
+    return ToleranceReport("tolerance", result, judgement=judgement, rows_key="tensors")
 
 
 class CaptureRuntimesReport(Report):
@@ -91,14 +81,9 @@ def capture_all_runtimes(*, model, output, source=None, image=None, input=None, 
                          resampling: str = "lanczos", tail_only: bool = False, delegate=None, replace: bool = False,
                          images=None) -> CaptureRuntimesReport:
     """`capture --runtime all`: one run per reference runtime this machine has, as OUTPUT/<runtime>
-    (forensics.runs.runtimes); forensics.reports.capture calls it for `runtime="all"`."""
-    from forensics.runs.runtimes import capture_runtimes
+    (forensics.runs.usecases.capture); forensics.reports.capture calls it for `runtime="all"`."""
+    from forensics.runs import usecases
 
-    if images is not None:
-        raise InputError("{runtime} all writes one run per runtime of one input; with {images} capture once per "
-                         "runtime ({runtime} NAME {source:NAME})", params=True)
-    if source:
-        raise InputError("{runtime} all names each run after its runtime: give no {source}", params=True)
-    result = capture_runtimes(model, output, replace=replace, image=image, inputs=input, resampling=resampling,
-                              tail_only=tail_only, delegate=delegate)
+    result = usecases.capture(model, output, source=source, image=image, input=input, resampling=resampling,
+                              tail_only=tail_only, delegate=delegate, replace=replace, images=images, runtime="all")
     return CaptureRuntimesReport("capture", result, rows_key="runs")  # the tables say which were skipped, and why

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from forensics.core.errors import InputError
-from forensics.reports.base import Report, _slice, spellings
+from forensics.reports.base import Report, spellings
+from forensics.core.options import each
 from forensics.core.verdict import Verdict
 
 
@@ -37,22 +37,14 @@ def capture(*, model, output, source: str | None = None, image=None, input=None,
         return capture_all_runtimes(model=model, output=output, source=source, image=image, input=input,
                                     resampling=resampling, tail_only=tail_only, delegate=delegate, replace=replace,
                                     images=images)
-    source = source or runtime or "litert"
-    if images is not None:
-        from forensics.runs.capture_many import capture_many
+    from forensics.runs import usecases
 
-        if replace:
-            raise InputError("{images} resumes: runs already captured are kept (remove a run to capture it again)",
-                             params=True)
-        result = capture_many(model, images, output, source=source, resampling=resampling, tail_only=tail_only,
-                              delegate=delegate, runtime=runtime,
-                              progress=(lambda done, total, _name: progress(done, total)) if progress else None)
+    result = usecases.capture(model, output, source=source, image=image, input=input, resampling=resampling,
+                              tail_only=tail_only, delegate=delegate, replace=replace, images=images,
+                              progress=progress, runtime=runtime)
+    if images is not None:
         warnings = tuple(error if image in error else f"{image}: {error}" for image, error in result.failed)
         return CaptureManyReport("capture", result, result.exit_code, warnings=warnings)
-    from forensics.runs.capture import capture as capture_run
-
-    result = capture_run(model, output, source=source, image=image, inputs=input, resampling=resampling,
-                         tail_only=tail_only, delegate=delegate, replace=replace, progress=progress, runtime=runtime)
     return CaptureReport("capture", result, rows_key="buffers")
 
 
@@ -84,22 +76,14 @@ def ingest(run, buffers, *, source: str | None = None, model=None, from_format: 
     the picture the input was made from, `log[:NAME]=FILE` the driver's log); with `from_format` (npz /
     polygraphy) `buffers` is one file whose arrays are brought in. A buffer the run holds is replaced only with
     `replace`."""
-    from forensics.runs.ingest import ingest as ingest_run
+    from forensics.core.options import Slice
+    from forensics.runs import usecases
 
-    if isinstance(buffers, (str, os.PathLike)):
-        buffers = [buffers]
+    result = usecases.ingest(run, buffers, source=source, model=model, from_format=from_format,
+                             where=Slice(offset=offset, length=length, gap_fill=gap_fill), replace=replace)
     if from_format is not None:
-        from forensics.runs.interop import ingest_arrays
-
-        if len(buffers) != 1 or model:
-            raise InputError("{from_format} FILE brings in one file's arrays; give no STAGE=FILE or {model} with it",
-                             params=True)
-        result = ingest_arrays(run, from_format, buffers[0], source=source, replace=replace)
-        return ArraysIngestReport("ingest", result, rows_key="buffers", path=os.fspath(buffers[0]))
-    if not source:
-        raise InputError("ingest needs {source:NAME} (who produced the dumps)", params=True)
-    result = ingest_run(run, source, list(buffers), model=model,
-                        dump_options=_slice(offset, length, gap_fill)[0], replace=replace)
+        one = buffers if isinstance(buffers, (str, os.PathLike)) else buffers[0]
+        return ArraysIngestReport("ingest", result, rows_key="buffers", path=os.fspath(one))
     warnings = tuple(f"{run}: replaced the run's {label}{'' if label.startswith('log:') else ' buffer'}"
                      for label in result.replaced)
     return IngestReport("ingest", result, warnings=warnings, rows_key="buffers")
@@ -190,20 +174,7 @@ def _batch_html(html, batch, result, geometry, limit: int = 100) -> None:
     write_text_atomic(html, html_batch(result, reports=reports, pictures=batch_pictures(result.aggregates, geometry)))
 
 
-def _policy(tolerance, atol, rtol, check):
-    """The tolerance policy from compare's parameters: `tolerance` K, or (TENSOR, SPEC) pairs, or a list of both."""
-    from forensics.core.options import checked, each, tolerance_item
-    from forensics.core.tolerance import make_policy
-
-    items = checked("tolerance", each(tolerance_item), [tolerance] if isinstance(tolerance, int) else tolerance)
-    ks = [item for item in items or () if isinstance(item, int)]
-    per_tensor = [item for item in items or () if isinstance(item, tuple)]
-    if len(ks) > 1:
-        raise InputError("{tolerance} K is given more than once", params=True)
-    return make_policy(tolerance=ks[0] if ks else None, atol=atol, rtol=rtol, check=check, per_tensor=per_tensor)
-
-
-@spellings("tolerance")
+@spellings(tolerance=each("tolerance_item"))  # K and/or TENSOR=SPEC, repeated
 def compare(*runs, html=None, previous=None, model=None, deps=None, limit: int = 8, batch=None, output=None,
             workers: int | None = None, tolerance=None, atol=None, rtol=None, check=None, labels=None,
             junit=None, progress=None, scheduler: str = "local", verify_files: bool = False,
@@ -219,25 +190,11 @@ def compare(*runs, html=None, previous=None, model=None, deps=None, limit: int =
     rows written to `output`. `impact`: which differing anchors change the detections (forensics impact), with
     `model`/`deps` or run A's model; it does not change the verdict. `tolerance_from`: reference runs whose
     measured spread is each tensor's tolerance (forensics.runs.noise; a tensor given its own `tolerance` keeps it)."""
-    if tolerance_from:
-        from forensics.runs.noise import with_measured
+    from forensics.runs import usecases
 
-        tolerance = with_measured(tolerance, tolerance_from)
-    policy = _policy(tolerance, atol, rtol, check)
+    policy = usecases.compare_policy(tolerance, atol=atol, rtol=rtol, check=check, tolerance_from=tolerance_from)
     if batch:
-        if impact:
-            raise InputError("{impact} is for one pair (RUN_A RUN_B)", params=True)
-        if runs:
-            raise InputError("give RUN_A RUN_B or {batch:DIR}, not both", params=True)
-        if previous:
-            raise InputError("{batch} takes {output:SUMMARY.csv}, {workers}, {scheduler}, {html}, {model}/{deps}; "
-                             "{previous} is for one pair", params=True)
-        if not output:
-            raise InputError("{batch} needs {output:SUMMARY.csv} (a Parquet file is written beside it)", params=True)
-        if model and deps:
-            raise InputError("give {model} or {deps}, not both", params=True)
-        from forensics.runs import usecases
-
+        usecases.check_batch(runs, previous=previous, output=output, model=model, deps=deps, impact=impact)
         result, geometry = usecases.batch(batch, output, workers=workers, scheduler=scheduler, model=model, deps=deps,
                                           policy=policy, progress=progress, verify_files=verify_files,
                                           stall_timeout=stall_timeout, writes=tuple(p for p in (html, junit) if p))
@@ -250,17 +207,8 @@ def compare(*runs, html=None, previous=None, model=None, deps=None, limit: int =
             write_text_atomic(junit, junit_batch(result))
         return BatchReport("compare", result, rows_key="rows", judgement=result.judgement,
                            html=os.fspath(html) if html else None)
-    if scheduler != "local" or stall_timeout is not None:
-        which = "{scheduler}" if scheduler != "local" else "{stall_timeout}"
-        raise InputError(which + " is for {batch:DIR}; one pair is compared here", params=True)
-    if len(runs) != 2:
-        raise InputError("compare needs two runs: RUN_A RUN_B (or {batch:DIR} {output:summary.csv})", params=True)
-    if output:
-        raise InputError("{output} is the {batch} summary; for one pair use {html:OUT.html} or {json}", params=True)
-    if model and deps:
-        raise InputError("give {model} or {deps}, not both", params=True)
-    from forensics.runs import usecases
-
+    usecases.check_pair(runs, output=output, model=model, deps=deps, scheduler=scheduler,
+                        stall_timeout=stall_timeout)
     pair = usecases.compare(runs[0], runs[1], previous=previous, model=model, deps=deps, limit=limit, policy=policy,
                             labels=labels, impact=impact)
     result = pair.result

@@ -139,31 +139,24 @@ def _limit(limit, show_all: bool):
     return None if show_all else (None if limit == 0 else limit)
 
 
-def _slice(offset=None, length=None, gap_fill=None, *, layout: bool = False) -> tuple[dict, int | None]:
-    """(open_dump keywords, layout offset): forensics.core.options.Slice. offset/length cut a slice of every dump
-    (e.g. the tensor in a page-rounded DMA allocation); gap_fill fills holes in text dumps. For the record
-    commands (`layout`), offset alone stays the layout offset (where records start); with length it cuts the
-    slice. The values come parsed (@spellings): the group is built, not parsed again."""
-    from forensics.core.options import Slice
-
-    where = Slice(offset=offset, length=length, gap_fill=gap_fill)
-    return where.split() if layout else (where.dump_options(), None)
-
-
-def spellings(*own: str):
+def spellings(*own: str, **grammars):
     """A report function whose keywords also take the command line's spellings (`pad="2,3"`, `limit="0x10"`):
     each keyword forensics.core.options.GRAMMARS knows is parsed (or refused with one InputError naming it) before
-    the function runs; `own` names keywords the function parses itself (compare's per-tensor tolerance)."""
+    the function runs; `grammars` gives a keyword the grammar this command reads it in, where it differs from
+    GRAMMARS' (diagnose's repeated `sentinel`, compare's per-tensor `tolerance`); `own` names keywords the
+    function parses itself (link's NAME=ADDR). A value the CLI's argument type read (Parsed) is not read again."""
     import functools
 
     def wrap(function):
         @functools.wraps(function)
         def report(*args, **kwargs):
-            from forensics.core.options import Parsed, parsed
+            from forensics.core.options import Parsed, checked, parsed
 
             mine = {k: kwargs.pop(k) for k in own if k in kwargs}
             mine = {k: v.value if isinstance(v, Parsed) else v for k, v in mine.items()}  # the function parses
-            return function(*args, **parsed(**kwargs), **mine)
+            read = {k: kwargs.pop(k) for k in grammars if k in kwargs}
+            read = {k: v.value if isinstance(v, Parsed) else checked(k, grammars[k], v) for k, v in read.items()}
+            return function(*args, **parsed(**kwargs), **mine, **read)
 
         return report
 

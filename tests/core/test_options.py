@@ -251,7 +251,8 @@ def _counting_grammars(monkeypatch):
 
     for name, grammar in list(options.GRAMMARS.items()):
         monkeypatch.setitem(options.GRAMMARS, name, counted(name, grammar))
-    for name in ("lanes", "scale", "integer", "non_negative", "positive", "record_size", "zero_point", "names"):
+    for name in ("lanes", "scale", "integer", "non_negative", "positive", "record_size", "zero_point", "names",
+                 "hex_bytes", "tolerance_item"):
         monkeypatch.setattr(options, name, counted(f"options.{name}", getattr(options, name)))
     return calls
 
@@ -278,3 +279,42 @@ def test_the_command_line_parses_each_option_once(monkeypatch):
                 stderr=io.StringIO())  # not run_cli: its --width is one more number read
     assert code == 1 and json.loads(out.getvalue())["pad_lanes"] == [2, 3]
     assert dict(calls) == {"options.lanes": 1, "options.scale": 1}
+
+
+def _cli_json(argv):
+    import io
+
+    from forensics.cli import main
+
+    out = io.StringIO()
+    code = main([*argv, "--json"], stdout=out, stderr=io.StringIO())
+    return code, json.loads(out.getvalue())
+
+
+def test_diagnose_reads_each_sentinel_once(monkeypatch):
+    # diagnose's --sentinel is repeated (coverage's is one): its argument type read each pattern, and the report
+    # read the list again; now the report's own grammar (@spellings) takes the CLI's values as they are.
+    calls = _counting_grammars(monkeypatch)
+    code, doc = _cli_json(["diagnose", SCORES_A, SCORES_B, "--sentinel", "cc", "--sentinel", "0xDEAD"])
+    assert code in (0, 1) and doc["verdict"]
+    assert calls["options.hex_bytes"] == 2
+    calls.clear()
+    reports.diagnose(SCORES_A, SCORES_B, sentinel=["cc", "de ad"])
+    assert calls["options.hex_bytes"] == 2
+    with pytest.raises(InputError, match="^sentinel: expected hex bytes"):
+        reports.diagnose(SCORES_A, SCORES_B, sentinel=["cc", "xyz"])
+
+
+def test_compare_reads_each_tolerance_once(monkeypatch, tmp_path):
+    # compare's --tolerance is K or TENSOR=SPEC, repeated: each item read once, by the CLI's argument type or by
+    # the report's own grammar (@spellings), never both.
+    assert options.tolerance_item("convert_scores=2lsb") == ("convert_scores", "2lsb")
+    assert options.tolerance_item("0x2") == 2
+    a, b = _runs(tmp_path)
+    calls = _counting_grammars(monkeypatch)
+    code, doc = _cli_json(["compare", str(a), str(b), "--tolerance", "1", "--tolerance", "convert_scores=2lsb"])
+    assert code in (0, 1) and doc["verdict"]
+    assert calls["options.tolerance_item"] == 2
+    calls.clear()
+    typed = reports.compare(a, b, tolerance=[1, "convert_scores=2lsb"])
+    assert calls["options.tolerance_item"] == 2 and typed.to_dict()["verdict"] == doc["verdict"]
