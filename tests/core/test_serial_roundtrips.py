@@ -58,7 +58,31 @@ def _reports():
                                                 tolerance=1)),
         *((f"diagnose {bug}", reports.diagnose(f"{LIB}/convert_scores.bin", _simulated(bug)))
           for bug in ("shift:4", "rotation:8", "signedness", "fill:100-300:cc", "lane_swap:16")),
+        ("link plan", reports.link(LINK_MODEL, plan=True)),
+        ("link linked", reports.link(LINK_MODEL, check="dumps/link/libedgetpu_0_0.bin")),
+        ("link mislinked", reports.link(LINK_MODEL, check="dumps/link/seed_driver_0_0.bin")),
+        ("link parameter caching", reports.link(LINK_MODEL, check="dumps/link/seed_driver_1_0.bin")),
+        ("link expect", reports.link(LINK_MODEL, check="dumps/link/libedgetpu_0_0.bin", expect=["scratch=0x1000"])),
+        ("link foreign", reports.link(LINK_MODEL, check=f"{LIB}/input.bin")),
+        ("link parameters", reports.link(LINK_MODEL, check=_parameters())),
     ]
+
+
+LINK_MODEL = "dumps/link/tiny_edgetpu.tflite"
+
+
+def _parameters() -> str:
+    """The tiny model's parameter bytes, written by `link --parameters` (a check of them: MATCH)."""
+    import atexit
+    import shutil
+    import tempfile
+
+    from forensics import reports
+
+    where = tempfile.mkdtemp(prefix="forensics-serial-")
+    atexit.register(shutil.rmtree, where, True)
+    reports.link(LINK_MODEL, parameters=True, out=f"{where}/parameters.bin")
+    return f"{where}/parameters.bin"
 
 
 def _simulated(bug: str):
@@ -108,6 +132,7 @@ def _results() -> list:
     from forensics.csr.registers import beagle_table
 
     from forensics.diagnose.simulate import simulate
+    from forensics.link.bitstream import parse_expect
 
     return [
         _impact(),
@@ -125,6 +150,7 @@ def _results() -> list:
         reports.diff(f"{LIB}/Squeeze1.bin", f"{BROKEN}/Squeeze1.bin").result,
         reports.verify("dumps/evidence/driver.log", f"{LIB}/convert_scores.bin").result,
         check_log("dumps/evidence/driver.log", {"output": f"{LIB}/convert_scores.bin"}),
+        parse_expect("output:Squeeze1=0x8000000000844000"),
     ]
 
 
