@@ -50,3 +50,5 @@ expect_match  # forensics/compare/crc.py
 pcie_window  # forensics/csr/registers.py
 label_offset  # forensics/decode/ssd.py
 first_mismatches  # forensics/decode/ssd_anchors.py: a field of the AnchorCheck document
+crc32_text  # forensics/runs/repeat.py: BufferModal's crc32
+outlier_count  # forensics/runs/repeat.py: RepeatResult's outliers

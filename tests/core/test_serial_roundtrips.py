@@ -65,7 +65,44 @@ def _reports():
         ("link expect", reports.link(LINK_MODEL, check="dumps/link/libedgetpu_0_0.bin", expect=["scratch=0x1000"])),
         ("link foreign", reports.link(LINK_MODEL, check=f"{LIB}/input.bin")),
         ("link parameters", reports.link(LINK_MODEL, check=_parameters())),
+        ("repeat modal", reports.repeat(f"{_runs()}/loop")),
+        ("repeat reference", reports.repeat(f"{_runs()}/loop", reference=f"{_runs()}/loop/run-5")),
+        ("repeat periodic", reports.repeat(f"{_runs()}/periodic")),
     ]
+
+
+_RUNS: list = []
+
+
+def _runs() -> str:
+    """A folder of runs ingested from the bundled dumps: lib, broken and ours (each driver's three buffers), and
+    loop/run-1..6 (one input, run-3 and run-4 the broken driver's scores) and periodic/run-1..9 (every third
+    run the broken driver's scores)."""
+    if not _RUNS:
+        import atexit
+        import shutil
+        import tempfile
+
+        from forensics import reports
+
+        where = tempfile.mkdtemp(prefix="forensics-serial-runs-")
+        atexit.register(shutil.rmtree, where, True)
+        for name, source in (("lib", "libedgetpu"), ("broken", "broken"), ("ours", "ours")):
+            reports.ingest(f"{where}/{name}", [f"input=dumps/{source}/input.bin",
+                                               f"raw:convert_scores=dumps/{source}/convert_scores.bin",
+                                               f"tensor:Squeeze1=dumps/{source}/Squeeze1.bin"], source=source)
+        for i in range(1, 7):
+            scores = "broken" if i in (3, 4) else "libedgetpu"
+            reports.ingest(f"{where}/loop/run-{i}", [f"input={LIB}/input.bin",
+                                                     f"raw:convert_scores=dumps/{scores}/convert_scores.bin"],
+                           source="ours")
+        for i in range(1, 10):
+            periodic = "broken" if i % 3 == 0 else "libedgetpu"  # every 3rd run: a Period
+            reports.ingest(f"{where}/periodic/run-{i}", [f"input={LIB}/input.bin",
+                                                         f"raw:convert_scores=dumps/{periodic}/convert_scores.bin"],
+                           source="ours")
+        _RUNS.append(where)
+    return _RUNS[0]
 
 
 LINK_MODEL = "dumps/link/tiny_edgetpu.tflite"
