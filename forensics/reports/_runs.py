@@ -106,6 +106,12 @@ def ingest(run, buffers, *, source: str | None = None, model=None, from_format: 
 
 
 class ExportReport(Report):
+    RESULT = "forensics.runs.interop:ExportResult"
+
+    @classmethod
+    def rows_key_of(cls, doc: dict) -> str | None:
+        return "arrays"
+
     def renderables(self) -> list:
         from rich.text import Text
 

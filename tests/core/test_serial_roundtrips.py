@@ -68,6 +68,8 @@ def _reports():
         ("repeat modal", reports.repeat(f"{_runs()}/loop")),
         ("repeat reference", reports.repeat(f"{_runs()}/loop", reference=f"{_runs()}/loop/run-5")),
         ("repeat periodic", reports.repeat(f"{_runs()}/periodic")),
+        ("export npz", reports.export(f"{_runs()}/broken", format="npz", output=f"{_runs()}/broken.npz")),
+        ("export polygraphy", reports.export(f"{_runs()}/lib", format="polygraphy", output=f"{_runs()}/lib.json")),
     ]
 
 
@@ -188,6 +190,8 @@ def _results() -> list:
         reports.verify("dumps/evidence/driver.log", f"{LIB}/convert_scores.bin").result,
         check_log("dumps/evidence/driver.log", {"output": f"{LIB}/convert_scores.bin"}),
         parse_expect("output:Squeeze1=0x8000000000844000"),
+        reports.ingest(f"{_runs()}/logged", [f"input={LIB}/input.bin", "log:dbgview=dumps/evidence/dbgview.log"],
+                       source="ours").result,  # its buffers' and log's manifest entries
     ]
 
 
