@@ -52,3 +52,4 @@ label_offset  # forensics/decode/ssd.py
 first_mismatches  # forensics/decode/ssd_anchors.py: a field of the AnchorCheck document
 crc32_text  # forensics/runs/repeat.py: BufferModal's crc32
 outlier_count  # forensics/runs/repeat.py: RepeatResult's outliers
+rank_change  # forensics/model/classes.py: RankedClass's document

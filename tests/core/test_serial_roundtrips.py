@@ -11,6 +11,7 @@ import json
 import math
 import pkgutil
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -108,6 +109,22 @@ def _runs() -> str:
 
 
 LINK_MODEL = "dumps/link/tiny_edgetpu.tflite"
+CORAL = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "coral"
+CLASSIFIER = CORAL / "mobilenet_v1_0.25_128_quant_edgetpu.tflite"
+NEEDS_CLASSIFIER = ("forensics.model.classes",)  # types only a classifier model's top-k builds
+
+
+def _classified() -> list:
+    """decode --top-k of 1001 bytes of the bundled input dumps (where the broken driver's differ) read as the
+    real classifier's scores, with and without labels; none when ../shared is absent."""
+    if not CLASSIFIER.is_file():
+        return []
+    from forensics import reports
+
+    return [reports.decode(f"{LIB}/input.bin", f"{BROKEN}/input.bin", model=CLASSIFIER, top_k=5, offset=112320,
+                           length=1001).result,
+            reports.decode(f"{LIB}/input.bin", f"{BROKEN}/input.bin", model=CLASSIFIER, top_k=3, offset=0,
+                           length=1001, labels=CORAL / "coco_labels.txt").result]
 
 
 def _parameters() -> str:
@@ -190,6 +207,7 @@ def _results() -> list:
         reports.verify("dumps/evidence/driver.log", f"{LIB}/convert_scores.bin").result,
         check_log("dumps/evidence/driver.log", {"output": f"{LIB}/convert_scores.bin"}),
         parse_expect("output:Squeeze1=0x8000000000844000"),
+        *_classified(),
         reports.ingest(f"{_runs()}/logged", [f"input={LIB}/input.bin", "log:dbgview=dumps/evidence/dbgview.log"],
                        source="ours").result,  # its buffers' and log's manifest entries
     ]
@@ -242,6 +260,8 @@ INSTANCES = _instances()
 def test_every_result_type_reads_back_from_its_document(kind):
     if kind.__module__.startswith("tests."):
         pytest.skip("a test's own type")
+    if kind.__module__ in NEEDS_CLASSIFIER and not CLASSIFIER.is_file():
+        pytest.skip("../shared/data/coral is absent: no classifier to build a top-k with")
     assert kind in INSTANCES, f"no real {kind.__qualname__} built: add a case to _reports()"
     for result in INSTANCES[kind]:
         doc = json.loads(json.dumps(result.to_dict()))  # as a saved file holds it
