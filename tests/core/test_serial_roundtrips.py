@@ -188,6 +188,7 @@ def _results() -> list:
     from forensics.csr.registers import beagle_table
 
     from forensics.diagnose.simulate import simulate
+    from forensics.io.dump import parse_sidecar
     from forensics.link.bitstream import parse_expect
 
     return [
@@ -208,6 +209,7 @@ def _results() -> list:
         check_log("dumps/evidence/driver.log", {"output": f"{LIB}/convert_scores.bin"}),
         parse_expect("output:Squeeze1=0x8000000000844000"),
         *_classified(),
+        parse_sidecar(open(f"{LIB}/convert_scores.json").read(), f"{LIB}/convert_scores.json"),
         reports.ingest(f"{_runs()}/logged", [f"input={LIB}/input.bin", "log:dbgview=dumps/evidence/dbgview.log"],
                        source="ours").result,  # its buffers' and log's manifest entries
     ]
