@@ -69,6 +69,8 @@ def _reports():
         ("repeat modal", reports.repeat(f"{_runs()}/loop")),
         ("repeat reference", reports.repeat(f"{_runs()}/loop", reference=f"{_runs()}/loop/run-5")),
         ("repeat periodic", reports.repeat(f"{_runs()}/periodic")),
+        ("graph edgetpu", reports.graph(LINK_MODEL)),
+        ("graph tail", reports.graph("dumps/face_ssd/face_ssd_tail.tflite")),
         ("export npz", reports.export(f"{_runs()}/broken", format="npz", output=f"{_runs()}/broken.npz")),
         ("export polygraphy", reports.export(f"{_runs()}/lib", format="polygraphy", output=f"{_runs()}/lib.json")),
     ]
@@ -189,6 +191,9 @@ def _results() -> list:
 
     from forensics.diagnose.simulate import simulate
     from forensics.io.dump import parse_sidecar
+    from forensics.model.tflite.edgetpu import read_packages
+    from forensics.model.tflite.graph import graph_summary
+    from forensics.model.tflite.model import open_model
     from forensics.link.bitstream import parse_expect
 
     return [
@@ -209,6 +214,7 @@ def _results() -> list:
         check_log("dumps/evidence/driver.log", {"output": f"{LIB}/convert_scores.bin"}),
         parse_expect("output:Squeeze1=0x8000000000844000"),
         *_classified(),
+        graph_summary(open_model(LINK_MODEL), read_packages(open_model(LINK_MODEL))),
         parse_sidecar(open(f"{LIB}/convert_scores.json").read(), f"{LIB}/convert_scores.json"),
         reports.ingest(f"{_runs()}/logged", [f"input={LIB}/input.bin", "log:dbgview=dumps/evidence/dbgview.log"],
                        source="ours").result,  # its buffers' and log's manifest entries
