@@ -181,6 +181,8 @@ def _check_order(decode_deps, pairs, dump_options) -> None:
 
 
 class TailReport(Report):
+    RESULT = "forensics.model.tflite.tail:TailResult"
+
     def renderables(self) -> list:
         from forensics.render.decode import render_tail
 

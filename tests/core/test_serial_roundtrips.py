@@ -71,6 +71,7 @@ def _reports():
         ("repeat periodic", reports.repeat(f"{_runs()}/periodic")),
         ("graph edgetpu", reports.graph(LINK_MODEL)),
         ("graph tail", reports.graph("dumps/face_ssd/face_ssd_tail.tflite")),
+        ("tail", reports.tail(LINK_MODEL, output=f"{_runs()}/tail.tflite")),
         ("export npz", reports.export(f"{_runs()}/broken", format="npz", output=f"{_runs()}/broken.npz")),
         ("export polygraphy", reports.export(f"{_runs()}/lib", format="polygraphy", output=f"{_runs()}/lib.json")),
     ]
@@ -215,6 +216,7 @@ def _results() -> list:
         parse_expect("output:Squeeze1=0x8000000000844000"),
         *_classified(),
         graph_summary(open_model(LINK_MODEL), read_packages(open_model(LINK_MODEL))),
+        read_packages(open_model(LINK_MODEL)),  # their executables' field offsets
         parse_sidecar(open(f"{LIB}/convert_scores.json").read(), f"{LIB}/convert_scores.json"),
         reports.ingest(f"{_runs()}/logged", [f"input={LIB}/input.bin", "log:dbgview=dumps/evidence/dbgview.log"],
                        source="ours").result,  # its buffers' and log's manifest entries

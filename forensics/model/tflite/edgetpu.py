@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from forensics.compare.crc import crc32, format_crc
+from forensics.core import serial
 from forensics.core.errors import FormatError, InputError
 from forensics.model.tflite.flat import Buffer, Node
 from forensics.model.tflite.options import loads
@@ -43,7 +44,7 @@ def _address(view) -> int:
 
 
 @dataclass(frozen=True)
-class FieldOffset:
+class FieldOffset(serial.Serial):
     """One entry of an instruction bitstream's patch table (filled in by the driver at link time)."""
 
     bitstream: int
@@ -52,10 +53,6 @@ class FieldOffset:
     name: str | None
     batch: int
     offset_bit: int
-
-    def to_dict(self) -> dict:
-        return {"bitstream": self.bitstream, "desc": self.desc, "position": self.position, "name": self.name,
-                "batch": self.batch, "offset_bit": self.offset_bit}
 
 
 @dataclass(frozen=True)
