@@ -53,3 +53,4 @@ first_mismatches  # forensics/decode/ssd_anchors.py: a field of the AnchorCheck 
 crc32_text  # forensics/runs/repeat.py: BufferModal's crc32
 outlier_count  # forensics/runs/repeat.py: RepeatResult's outliers
 rank_change  # forensics/model/classes.py: RankedClass's document
+box_tolerance  # forensics/decode/replay.py: ReplayResult's document

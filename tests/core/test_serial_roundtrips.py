@@ -117,6 +117,18 @@ CLASSIFIER = CORAL / "mobilenet_v1_0.25_128_quant_edgetpu.tflite"
 NEEDS_CLASSIFIER = ("forensics.model.classes",)  # types only a classifier model's top-k builds
 
 
+def _replayed() -> list:
+    """decode --replay of the bundled dumps in LiteRT (its ReplayResult); none without a runtime."""
+    from forensics import reports
+    from forensics.core.errors import DependencyError
+
+    try:
+        return [reports.decode(f"{d}/Squeeze1.bin", f"{d}/convert_scores.bin", deps="dumps/face_ssd", replay=True)
+                for d in ("dumps/ours", BROKEN)]
+    except DependencyError:
+        return []
+
+
 def _classified() -> list:
     """decode --top-k of 1001 bytes of the bundled input dumps (where the broken driver's differ) read as the
     real classifier's scores, with and without labels; none when ../shared is absent."""
@@ -201,7 +213,8 @@ def _results() -> list:
         _impact(),
         reports.decode(f"{BROKEN}/Squeeze1.bin", f"{BROKEN}/convert_scores.bin", deps="dumps/face_ssd"),
         reports.decode("dumps/ours/Squeeze1.bin", "dumps/ours/convert_scores.bin", deps="dumps/face_ssd",
-                       image_size="640x480"),
+                       image_size="640x480"),  # its letterbox
+        *_replayed(),
         reports.anchors_gen(input_size="320x320", check_deps="dumps/face_ssd", show=3),
         reports.diff(f"{LIB}/convert_scores.bin", f"{BROKEN}/convert_scores.bin", deps="dumps/face_ssd"),
         beagle_table(),
@@ -270,6 +283,8 @@ INSTANCES = _instances()
 def test_every_result_type_reads_back_from_its_document(kind):
     if kind.__module__.startswith("tests."):
         pytest.skip("a test's own type")
+    if kind.__module__ == "forensics.decode.replay" and not _replayed():
+        pytest.skip("no LiteRT runtime to replay the kernel in")
     if kind.__module__ in NEEDS_CLASSIFIER and not CLASSIFIER.is_file():
         pytest.skip("../shared/data/coral is absent: no classifier to build a top-k with")
     assert kind in INSTANCES, f"no real {kind.__qualname__} built: add a case to _reports()"
