@@ -54,3 +54,4 @@ crc32_text  # forensics/runs/repeat.py: BufferModal's crc32
 outlier_count  # forensics/runs/repeat.py: RepeatResult's outliers
 rank_change  # forensics/model/classes.py: RankedClass's document
 box_tolerance  # forensics/decode/replay.py: ReplayResult's document
+pair_count  # forensics/runs/batch.py: BatchResult's pairs

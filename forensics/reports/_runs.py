@@ -165,6 +165,18 @@ class CompareReport(Report):
 class BatchReport(CompareReport):
     """compare --batch: the summary rows (html: the summary page written)."""
 
+    RESULT = "forensics.runs.batch:BatchResult"
+
+    @classmethod
+    def from_dict(cls, doc: dict) -> "BatchReport":
+        import dataclasses
+
+        return dataclasses.replace(super().from_dict(doc), html=doc.get("html"))
+
+    @classmethod
+    def rows_key_of(cls, doc: dict) -> str | None:
+        return "rows"
+
     def tables(self) -> list:
         from forensics.render.runs import render_batch
 

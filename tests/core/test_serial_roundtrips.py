@@ -71,6 +71,8 @@ def _reports():
         ("repeat periodic", reports.repeat(f"{_runs()}/periodic")),
         ("graph edgetpu", reports.graph(LINK_MODEL)),
         ("graph tail", reports.graph("dumps/face_ssd/face_ssd_tail.tflite")),
+        ("batch", reports.compare(batch=_farm(), output=f"{_runs()}/summary.csv")),
+        ("batch deps", reports.compare(batch=_farm(), output=f"{_runs()}/summary-deps.csv", deps="dumps/face_ssd")),
         ("tail", reports.tail(LINK_MODEL, output=f"{_runs()}/tail.tflite")),
         ("export npz", reports.export(f"{_runs()}/broken", format="npz", output=f"{_runs()}/broken.npz")),
         ("export polygraphy", reports.export(f"{_runs()}/lib", format="polygraphy", output=f"{_runs()}/lib.json")),
@@ -115,6 +117,19 @@ LINK_MODEL = "dumps/link/tiny_edgetpu.tflite"
 CORAL = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "coral"
 CLASSIFIER = CORAL / "mobilenet_v1_0.25_128_quant_edgetpu.tflite"
 NEEDS_CLASSIFIER = ("forensics.model.classes",)  # types only a classifier model's top-k builds
+
+
+def _farm() -> str:
+    """A batch folder of the runs: ours (lib against ours) and broken (lib against broken)."""
+    import os
+    import shutil
+
+    farm = f"{_runs()}/farm"
+    if not os.path.isdir(farm):
+        for pair, b in (("ours", "ours"), ("broken", "broken")):
+            shutil.copytree(f"{_runs()}/lib", f"{farm}/{pair}/a_lib")
+            shutil.copytree(f"{_runs()}/{b}", f"{farm}/{pair}/b_{b}")
+    return farm
 
 
 def _replayed() -> list:
