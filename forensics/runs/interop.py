@@ -235,6 +235,7 @@ class ArraysIngest:
     added: tuple[str, ...]
     source_format: str
 
+    # kept: the run is written as its path and buffers, not the whole Run
     def to_dict(self) -> dict:
         return {"run": self.run.path, "format": self.source_format, "added": list(self.added),
                 "buffers": [b.to_dict() for b in self.run.buffers]}

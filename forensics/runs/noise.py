@@ -119,6 +119,7 @@ class TensorSpread:
             text += "; its name holds '=', which --tolerance cannot name: set it with --atol instead"
         return text
 
+    # kept: the document leaves out `integer` and `scale`, so no TensorSpread reads back from it
     def to_dict(self) -> dict:
         return {"tensor": self.tensor, "stage": self.stage, "label": self.label, "name": self.name,
                 "dtype": self.dtype, "elements": self.elements, "differing": self.differing,
@@ -145,6 +146,7 @@ class SpreadResult:
     def tolerance_args(self) -> str:
         return " ".join(f"--tolerance {shlex.quote(f'{name}={spec}')}" for name, spec in self.tolerance_items)
 
+    # kept: its tensors are TensorSpreads (above), and skipped pairs are written as {buffer, reason}
     def to_dict(self) -> dict:
         return {"runs": list(self.runs), "sources": list(self.sources),
                 "tensors": [t.to_dict() for t in self.tensors], "tolerance_args": self.tolerance_args,

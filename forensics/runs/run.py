@@ -133,6 +133,7 @@ class LogEvidence:
     buffers: dict = field(default_factory=dict)
     labels: dict = field(default_factory=dict)
 
+    # kept: each log is written with the path its bytes are read from beside its entry
     def to_dict(self) -> dict:
         return {"logs": [dict(log.to_dict(), path=path) for log, path in self.logs], "buffers": dict(self.buffers),
                 "labels": dict(self.labels)}
@@ -166,6 +167,7 @@ class ImageInfo:
             return "centred"
         return "offset"
 
+    # kept: the entry is written as its label, file, size and CRC, not the whole BufferEntry
     def to_dict(self) -> dict:
         out = {"label": self.entry.label, "file": self.entry.file, "size": self.entry.size,
                "crc32": format_crc(self.entry.crc32), "width": self.width, "height": self.height,
@@ -318,6 +320,7 @@ class Run:
                          offset=_pair(x.get("offset")),
                          resampling=x.get("resampling") if isinstance(x.get("resampling"), str) else None)
 
+    # kept: the manifest (manifest_dict), which load_run reads back checking every key
     def to_dict(self) -> dict:
         return manifest_dict(self.source, self.buffers, model=self.model, input_image=self.input_image,
                              created=self.created, tool=self.tool, capture=self.capture, path=self.path,
