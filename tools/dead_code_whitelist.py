@@ -50,3 +50,8 @@ expect_match  # forensics/compare/crc.py
 pcie_window  # forensics/csr/registers.py
 label_offset  # forensics/decode/ssd.py
 first_mismatches  # forensics/decode/ssd_anchors.py: a field of the AnchorCheck document
+crc32_text  # forensics/runs/repeat.py: BufferModal's crc32
+outlier_count  # forensics/runs/repeat.py: RepeatResult's outliers
+rank_change  # forensics/model/classes.py: RankedClass's document
+box_tolerance  # forensics/decode/replay.py: ReplayResult's document
+pair_count  # forensics/runs/batch.py: BatchResult's pairs

@@ -41,6 +41,7 @@ class TensorInfo:
     def columns(self) -> int | None:
         return int(self.shape[-1]) if self.shape else None
 
+    # kept: the document holds the quantization's scale and zero point, not the Quantization it came from
     def to_dict(self) -> dict:
         return {"tensor": self.name, "scale": self.quant.scale if self.quant else None,
                 "zero_point": self.quant.zero_point if self.quant else None,
@@ -74,6 +75,7 @@ class DecodeDeps:
     def box_columns(self) -> int:
         return self.boxes.columns or 4
 
+    # kept: the document holds no anchors (numpy rows from anchors.bin or the model), so no DecodeDeps reads back
     def to_dict(self) -> dict:
         return {"source": self.source, "num_anchors": self.num_anchors, "options": self.options.to_dict(),
                 "boxes": self.boxes.to_dict(), "scores": self.scores.to_dict(),

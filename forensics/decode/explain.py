@@ -177,6 +177,7 @@ class TailExplanation:
                 return e
         return None
 
+    # kept: the cause is written as its stage name, not the Explanation it is
     def to_dict(self) -> dict:
         return {"dequantized": self.dequantized.to_dict() if self.dequantized else None,
                 "detections": self.detections.to_dict() if self.detections else None,

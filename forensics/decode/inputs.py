@@ -33,6 +33,7 @@ class LoadedInput:
     def dequantized(self) -> bool:
         return self.array.dtype == np.float32
 
+    # kept: the document holds the array's dtype and shape, not its values
     def to_dict(self) -> dict:
         return {"path": self.path, "layout": self.layout, "size_bytes": self.size_bytes,
                 "dtype": str(self.array.dtype), "shape": list(self.array.shape)}

@@ -9,17 +9,26 @@ to the caller.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from forensics.core import serial
 from forensics.core.errors import InputError
 
 
+def _size(key: str, width: str, height: str, index: int):
+    """One side of a (width, height) pair the document writes as one list under `key`."""
+    return field(metadata=serial.json(key, write=lambda b: [getattr(b, width), getattr(b, height)],
+                                      read=lambda doc: doc[key][index]))
+
+
 @dataclass(frozen=True)
-class Letterbox:
-    image_width: int
-    image_height: int
-    input_width: int
-    input_height: int
+class Letterbox(serial.Serial):
+    JSON_DERIVED = ("scale", "resized")
+
+    image_width: int = _size("image_size", "image_width", "image_height", 0)
+    image_height: int = _size("image_size", "image_width", "image_height", 1)
+    input_width: int = _size("input_size", "input_width", "input_height", 0)
+    input_height: int = _size("input_size", "input_width", "input_height", 1)
 
     def __post_init__(self):
         for name in ("image_width", "image_height", "input_width", "input_height"):
@@ -60,8 +69,3 @@ class Letterbox:
         s = self.scale
         return (image_box["ymin"] * s / self.input_height, image_box["xmin"] * s / self.input_width,
                 image_box["ymax"] * s / self.input_height, image_box["xmax"] * s / self.input_width)
-
-    def to_dict(self) -> dict:
-        return {"image_size": [self.image_width, self.image_height],
-                "input_size": [self.input_width, self.input_height],
-                "scale": self.scale, "resized": list(self.resized)}

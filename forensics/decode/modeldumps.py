@@ -75,6 +75,7 @@ class DumpContext:
         hits = np.flatnonzero(order == index)
         return int(hits[0]) if len(hits) else None
 
+    # kept: the document holds the geometry's source and kind, not the geometry
     def to_dict(self) -> dict:
         out = {}
         if self.view is not None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from forensics.core import serial
 from forensics.core.errors import InputError
 from forensics.core.judgement import Judgement, Reason
 from forensics.core.verdict import Verdict
@@ -77,27 +78,31 @@ def postprocess_model(anchors, options, *, score_columns: int, boxes_quant=None,
 
 
 @dataclass(frozen=True)
-class ReplayResult:
+class ReplayResult(serial.Serial):
     """The official kernel's rows beside ours, and the verdict."""
+
+    JSON_DERIVED = ("box_tolerance",)
+    JSON_ORDER = ("match", "runtime", "source", "exact_boxes", "box_tolerance", "num_detections", "max_box_diff",
+                  "detections", "mismatches")
 
     match: bool
     runtime: str
     exact_boxes: bool  # True when box coordinates must be bit-equal (same rounding as the runtime)
     num_detections: int
-    rows: tuple = field(default=())  # (row, class, score, box) the runtime wrote
-    mismatches: tuple = field(default=())  # human-readable reasons
+    # (row, class, score, box) the runtime wrote, written as {"row", "class", "score", "box"}
+    rows: tuple = field(default=(), metadata=serial.json(
+        "detections", encode=lambda rows: [{"row": r, "class": c, "score": s, "box": list(b)} for r, c, s, b in rows],
+        decode=lambda docs: tuple((d["row"], d["class"], d["score"], tuple(d["box"])) for d in docs)))
+    mismatches: tuple[str, ...] = field(default=())  # human-readable reasons
     max_box_diff: float = 0.0
     source: str = ""
 
+    @property
+    def box_tolerance(self) -> float:
+        return 0.0 if self.exact_boxes else BOX_TOLERANCE
+
     def __bool__(self) -> bool:
         return self.match
-
-    def to_dict(self) -> dict:
-        return {"match": self.match, "runtime": self.runtime, "source": self.source,
-                "exact_boxes": self.exact_boxes, "box_tolerance": 0.0 if self.exact_boxes else BOX_TOLERANCE,
-                "num_detections": self.num_detections, "max_box_diff": self.max_box_diff,
-                "detections": [{"row": r, "class": c, "score": s, "box": list(b)} for r, c, s, b in self.rows],
-                "mismatches": list(self.mismatches)}
 
 
 def judge_replay(replay: ReplayResult) -> Judgement:

@@ -87,6 +87,7 @@ class DecodeReport:
         return [row if row.get("image_box") else {**row, "image_box": self.letterbox.to_image(row["box"])}
                 for row in rows]
 
+    # kept: the document holds the detections' rows and the inputs' shapes, not the arrays decoded
     def to_dict(self) -> dict:
         doc = self.result.to_dict()
         doc["detections"] = self.rows()

@@ -17,6 +17,7 @@ import threading
 from dataclasses import dataclass, field, fields as dataclass_fields
 from typing import Iterator
 
+from forensics.core import serial
 from forensics.core.errors import InputError, reading
 from forensics.io.files import (  # noqa: F401  (callers import them from here too)
     check_readable_file, read_small_file, size_is_trustworthy, unsized_bytes)
@@ -26,27 +27,26 @@ DEFAULT_CHUNK = 8 << 20  # 8 MiB: large enough to amortise calls, small enough t
 _NPY_MAGIC = b"\x93NUMPY"
 
 
+def _optional():
+    return field(default=None, metadata=serial.json(omit_none=True))
+
+
 @dataclass(frozen=True)
-class DumpMeta:
-    """What a sidecar says about a dump. Every field is optional; flags on the command line win."""
+class DumpMeta(serial.Serial):
+    """What a sidecar says about a dump. Every field is optional; flags on the command line win. Its document is
+    the sidecar (the keys it gave; the ones this version does not know spread back beside them)."""
 
-    tensor: str | None = None
-    shape: tuple[int, ...] | None = None
-    dtype: str | None = None
-    record_size: int | None = None
-    fields: tuple[str, ...] | None = None
-    pad_lanes: tuple[int, ...] | None = None
-    scale: float | None = None
-    zero_point: int | None = None
-    source: str | None = None
-    extra: dict = field(default_factory=dict)
-    path: str | None = None
-
-    def to_dict(self) -> dict:
-        out = {f.name: getattr(self, f.name) for f in dataclass_fields(self) if f.name not in ("extra", "path")}
-        out = {k: (list(v) if isinstance(v, tuple) else v) for k, v in out.items() if v is not None}
-        out.update(self.extra)
-        return out
+    tensor: str | None = _optional()
+    shape: tuple[int, ...] | None = _optional()
+    dtype: str | None = _optional()
+    record_size: int | None = _optional()
+    fields: tuple[str, ...] | None = _optional()
+    pad_lanes: tuple[int, ...] | None = _optional()
+    scale: float | None = _optional()
+    zero_point: int | None = _optional()
+    source: str | None = _optional()
+    extra: dict = field(default_factory=dict, metadata=serial.json(spread=True))
+    path: str | None = field(default=None, metadata=serial.json(skip=True))  # the sidecar's own path
 
 
 def _expect(cond: bool, message: str, path: str) -> None:

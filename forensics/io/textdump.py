@@ -163,6 +163,7 @@ class TextDump:
         return name + (", UTF-16" if self.encoding.startswith("utf-16") else ", a code page" if self.encoding == "8-bit"
                        else "")
 
+    # kept: the document holds the decoded bytes' size, not the bytes, so it cannot be read back into a TextDump
     def to_dict(self) -> dict:
         return {"format": self.format, "variant": self.variant, "start_address": self.start_address,
                 "lines": self.lines, "encoding": self.encoding, "non_ascii_lines": self.non_ascii_lines,
@@ -1567,6 +1568,7 @@ class ImportResult:
     output: str
     text: TextDump
 
+    # kept: its document is the TextDump's (no bytes) beside where they were written
     def to_dict(self) -> dict:
         return {"source": self.source, "output": self.output, "bytes_written": len(self.text.data),
                 "source_format": f"text ({self.text.description})", **self.text.to_dict()}

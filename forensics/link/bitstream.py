@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from forensics.compare.crc import crc32, format_crc
+from forensics.core import serial
 from forensics.core.errors import FormatError, InputError
 from forensics.core.finding import Finding
 from forensics.core.judgement import Judgement, Reason
@@ -93,13 +94,10 @@ def parse_named(text: str) -> tuple[str, list[int]]:
 
 
 @dataclass(frozen=True)
-class Expectation:
+class Expectation(serial.Serial):
     kind: str
     name: str | None
-    address: int
-
-    def to_dict(self) -> dict:
-        return {"kind": self.kind, "name": self.name, "address": va.hex_address(self.address)}
+    address: int = field(metadata=serial.json(encode=va.hex_address, decode=lambda s: int(s, 16)))
 
 
 def parse_expect(text: str) -> Expectation:
@@ -225,16 +223,10 @@ def _layer_entry(layer, batch_size: int) -> dict:
 
 
 @dataclass(frozen=True)
-class LinkPlan:
+class LinkPlan(serial.Serial):
     model: str | None
     executables: tuple[dict, ...]
     order: tuple[dict, ...]
-
-    def to_dict(self) -> dict:
-        import copy
-
-        return {"model": self.model, "executables": copy.deepcopy(list(self.executables)),
-                "order": copy.deepcopy(list(self.order))}
 
 
 def plan(packages, model_path: str | None = None) -> LinkPlan:
@@ -284,6 +276,7 @@ class LinkResult:
     linked: tuple[dict, ...]
     unlinked: tuple[dict, ...]
 
+    # kept: the document holds the bitstream's size and CRC, not its bytes, so it cannot be read back into one
     def to_dict(self) -> dict:
         return {"executable": {"index": self.executable, "type": self.type}, "bitstream": self.bitstream,
                 "size": len(self.data), "crc32": format_crc(crc32(self.data)),
@@ -426,11 +419,21 @@ def _better(best, cand, size: int):
     return cand if key > old else best
 
 
+def _findings_of(docs) -> tuple:
+    """The core Findings a saved check's `findings` hold: the facts under their keys, the sentence its own."""
+    return tuple(Finding(d["kind"], d.get("sentence", ""),
+                         facts={k: v for k, v in d.items() if k != "sentence"}) for d in docs)
+
+
 @dataclass(frozen=True)
-class LinkCheck:
+class LinkCheck(serial.Serial):
     """What a dump is against a model: `kind` "bitstream" (an executable's instruction bitstream, its fields read
     back), "parameters" (its parameter blob) or None (FOREIGN: none of the model's). Its verdict, message and
     reasons come from judge_link."""
+
+    JSON_DERIVED = ("verdict",)
+    JSON_ORDER = ("verdict", "kind", "executable", "bitstream", "size", "expected_size", "match", "fields",
+                  "addresses", "buffers", "findings", "notes")
 
     kind: str | None
     executable: dict | None
@@ -439,9 +442,13 @@ class LinkCheck:
     expected_size: int | None
     fields: tuple[dict, ...] = ()
     addresses: dict | None = None
-    findings: tuple = ()  # forensics.core.finding.Finding (a dict of facts is made one)
-    score: float | None = None
-    diagnosis: object = None  # the diagnose result of a differing parameter buffer (model A, dump B)
+    # forensics.core.finding.Finding (a dict of facts is made one)
+    findings: tuple = field(default=(), metadata=serial.json(encode=lambda fs: [serial.encode(f.to_dict()) for f in fs],
+                                                              decode=_findings_of))
+    score: float | None = field(default=None, metadata=serial.json("match", encode=lambda v: round(v, 6)))
+    # the diagnose result of a differing parameter buffer (model A, dump B); read back as its document (link
+    # imports no diagnose)
+    diagnosis: object = field(default=None, metadata=serial.json(omit_none=True))
     buffers: tuple[dict, ...] = ()  # each buffer the fields link: its address read both ways, and which holds
     notes: tuple[dict, ...] = ()  # what the dump cannot say: buffers a byte-aligned write would leave the same
 
@@ -461,18 +468,6 @@ class LinkCheck:
     def exit_code(self) -> int:
         return self.verdict.exit_code
 
-    def to_dict(self) -> dict:
-        import copy
-
-        d = {"verdict": self.verdict, "kind": self.kind,
-             "executable": copy.deepcopy(self.executable), "bitstream": self.bitstream, "size": self.size,
-             "expected_size": self.expected_size, "match": None if self.score is None else round(self.score, 6),
-             "fields": copy.deepcopy(list(self.fields)), "addresses": copy.deepcopy(self.addresses),
-             "buffers": copy.deepcopy(list(self.buffers)), "findings": [f.to_dict() for f in self.findings],
-             "notes": copy.deepcopy(list(self.notes))}
-        if self.diagnosis is not None:
-            d["diagnosis"] = self.diagnosis.to_dict() if hasattr(self.diagnosis, "to_dict") else self.diagnosis
-        return d
 
 
 def judge_link(result: LinkCheck) -> Judgement:

@@ -130,6 +130,7 @@ class LinkSimulation:
     def kind(self) -> str:
         return self.bug.split(":", 1)[0]
 
+    # kept: the document holds the bitstream's size, not its bytes, so it cannot be read back into one
     def to_dict(self) -> dict:
         return {"source": self.source, "bug": self.bug, "kind": self.kind, "params": {"executable": self.executable,
                                                                                        "bitstream": self.bitstream},

@@ -8,10 +8,11 @@ ignored. Ranks are 1-based, by score (highest first), ties by the lower class id
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from forensics.core import serial
 from forensics.core.errors import InputError
 from forensics.core.layout import dequantize
 from forensics.compare.stats import element_dtype
@@ -22,18 +23,16 @@ MAX_PADDING = 63
 
 
 @dataclass(frozen=True)
-class ClassVector:
+class ClassVector(serial.Serial):
     """A classifier output tensor: its element count, dtype and quantization (from a model or given)."""
+
+    JSON_ORDER = ("tensor",)
 
     num_classes: int
     dtype: str = "uint8"
     scale: float | None = None
     zero_point: int = 0
-    name: str | None = None
-
-    def to_dict(self) -> dict:
-        return {"tensor": self.name, "num_classes": self.num_classes, "dtype": self.dtype, "scale": self.scale,
-                "zero_point": self.zero_point}
+    name: str | None = field(default=None, metadata=serial.json("tensor"))
 
 
 def class_vector_of(model) -> ClassVector | None:
@@ -66,8 +65,10 @@ def ranking(scores: np.ndarray) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class RankedClass:
-    class_id: int
+class RankedClass(serial.Serial):
+    JSON_DERIVED = ("rank_change",)
+
+    class_id: int = field(metadata=serial.json("class"))
     label: str | None
     score_a: float
     score_b: float
@@ -78,19 +79,22 @@ class RankedClass:
     def name(self) -> str:
         return self.label or f"class {self.class_id}"
 
-    def to_dict(self) -> dict:
-        return {"class": self.class_id, "label": self.label, "score_a": self.score_a, "score_b": self.score_b,
-                "rank_a": self.rank_a, "rank_b": self.rank_b, "rank_change": self.rank_b - self.rank_a}
+    @property
+    def rank_change(self) -> int:
+        return self.rank_b - self.rank_a
 
 
 @dataclass(frozen=True)
-class TopKComparison:
+class TopKComparison(serial.Serial):
     """Both sides' top-k and where each of those classes ranks on the other side."""
+
+    JSON_DERIVED = ("verdict", "top1_same", "same_order", "message")
+    JSON_ORDER = ("verdict", "k", "top1_same", "same_order", "message", "classes")
 
     k: int
     top_a: tuple[RankedClass, ...]
     top_b: tuple[RankedClass, ...]
-    vector: ClassVector
+    vector: ClassVector = field(metadata=serial.json("classes"))
 
     @property
     def top1_same(self) -> bool:
@@ -112,10 +116,6 @@ class TopKComparison:
         tail = "same top-{} order".format(self.k) if self.same_order else f"the top-{self.k} order differs"
         return f"top-1 agrees: {a.name} {a.score_a:.2f} vs {b.score_b:.2f}; {tail}"
 
-    def to_dict(self) -> dict:
-        return {"verdict": self.verdict, "k": self.k, "top1_same": self.top1_same, "same_order": self.same_order,
-                "message": self.message, "classes": self.vector.to_dict(),
-                "top_a": [c.to_dict() for c in self.top_a], "top_b": [c.to_dict() for c in self.top_b]}
 
 
 def compare_top_k(scores_a: np.ndarray, scores_b: np.ndarray, vector: ClassVector, *, k: int = 5,

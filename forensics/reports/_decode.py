@@ -103,6 +103,8 @@ def decode(boxes, scores, *, model=None, deps=None, layout: str = "auto", dequan
 
 
 class TailReport(Report):
+    RESULT = "forensics.model.tflite.tail:TailResult"
+
     def renderables(self) -> list:
         from forensics.render.decode import render_tail
 

@@ -23,6 +23,20 @@ class Written:
 
 
 class LinkReport(Report):
+    RESULT = "forensics.link.bitstream:LinkCheck"  # and LinkPlan, for --plan (result_type_of)
+
+    @classmethod
+    def result_type_of(cls, doc: dict) -> type:
+        if "written" in doc:  # what -o wrote: the document holds its size and CRC, not the bytes
+            raise TypeError("a link report of what it wrote cannot be read back from its document")
+        from forensics.link.bitstream import LinkCheck, LinkPlan
+
+        return LinkPlan if "executables" in doc else LinkCheck
+
+    @classmethod
+    def rows_key_of(cls, doc: dict) -> str | None:
+        return "executables" if "executables" in doc else "fields"
+
     def renderables(self) -> list:
         from forensics.render.link import render_link
 

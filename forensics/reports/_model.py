@@ -18,8 +18,19 @@ class Document:
 
         return copy.deepcopy(self.doc)
 
+    @classmethod
+    def from_dict(cls, doc: dict) -> "Document":
+        """A saved document as the result it is (the report's own keys are the report's)."""
+        return cls({k: v for k, v in doc.items() if k not in ("command", "report")})
+
 
 class GraphReport(Report):
+    RESULT = Document  # forensics.model.tflite.graph.GraphSummary's document (and the parameter blobs written)
+
+    @classmethod
+    def rows_key_of(cls, doc: dict) -> str | None:
+        return "operators"
+
     def renderables(self) -> list:
         from forensics.render.model import render_graph, render_params
 

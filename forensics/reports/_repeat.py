@@ -13,6 +13,18 @@ class RepeatReport(Report):
     html: str | None = None
     junit: str | None = None
 
+    RESULT = "forensics.runs.repeat:RepeatResult"
+
+    @classmethod
+    def from_dict(cls, doc: dict) -> "RepeatReport":
+        import dataclasses
+
+        return dataclasses.replace(super().from_dict(doc), html=doc.get("html"), junit=doc.get("junit"))
+
+    @classmethod
+    def rows_key_of(cls, doc: dict) -> str | None:
+        return "runs"
+
     def to_dict(self) -> dict:
         doc = self._sources(self.result.to_dict())
         for key in ("html", "junit"):

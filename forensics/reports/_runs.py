@@ -90,6 +90,12 @@ def ingest(run, buffers, *, source: str | None = None, model=None, from_format: 
 
 
 class ExportReport(Report):
+    RESULT = "forensics.runs.interop:ExportResult"
+
+    @classmethod
+    def rows_key_of(cls, doc: dict) -> str | None:
+        return "arrays"
+
     def renderables(self) -> list:
         from rich.text import Text
 
@@ -142,6 +148,18 @@ class CompareReport(Report):
 
 class BatchReport(CompareReport):
     """compare --batch: the summary rows (html: the summary page written)."""
+
+    RESULT = "forensics.runs.batch:BatchResult"
+
+    @classmethod
+    def from_dict(cls, doc: dict) -> "BatchReport":
+        import dataclasses
+
+        return dataclasses.replace(super().from_dict(doc), html=doc.get("html"))
+
+    @classmethod
+    def rows_key_of(cls, doc: dict) -> str | None:
+        return "rows"
 
     def tables(self) -> list:
         from forensics.render.runs import render_batch

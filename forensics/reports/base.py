@@ -66,7 +66,7 @@ class Report:
         judgement as saved): it renders as the command printed it, less what only the files gave (pictures)."""
         if cls.RESULT is None:
             raise TypeError(f"a {cls.__name__} cannot be read back from its document")
-        result_type = cls.result_type()
+        result_type = cls.result_type_of(doc)
         judgement, verdict = None, None
         if doc.get("verdict") is not None and "message" in doc:  # a judgement: its verdict, message and reasons
             from forensics.core.judgement import Reason
@@ -88,6 +88,12 @@ class Report:
             module, _, name = cls.RESULT.partition(":")
             return getattr(importlib.import_module(module), name)
         return cls.RESULT
+
+    @classmethod
+    def result_type_of(cls, doc: dict) -> type:
+        """The result type a saved document reads back as: RESULT (a report of several kinds of result tells
+        them apart by the document's keys)."""
+        return cls.result_type()
 
     @classmethod
     def rows_key_of(cls, doc: dict) -> str | None:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from forensics.core import serial
 from forensics.core.errors import InputError
 from forensics.core.verdict import STAGE_VERDICTS, Verdict, stage_verdict
 
@@ -233,7 +234,7 @@ def average_precision(table: dict, truth: int) -> list[float]:
 
 
 @dataclass(frozen=True)
-class BatchAggregates:
+class BatchAggregates(serial.Serial):
     """What `compare --batch --json` prints under `aggregates` (plus `pairs` counted)."""
 
     pairs: int
@@ -241,11 +242,8 @@ class BatchAggregates:
     anchors: tuple[dict, ...]
     deltas: dict
     detections: dict | None
-    anchor_counts: dict = field(default_factory=dict, repr=False, compare=False)  # label -> (stage, tensor, counts)
-
-    def to_dict(self) -> dict:
-        return {"pairs": self.pairs, "stages": list(self.stages), "anchors": list(self.anchors),
-                "deltas": self.deltas, "detections": self.detections}
+    # label -> (stage, tensor, counts): for the pictures, not in the document
+    anchor_counts: dict = field(default_factory=dict, repr=False, compare=False, metadata=serial.json(skip=True))
 
 
 class Aggregator:

@@ -14,25 +14,41 @@ from collections import Counter
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from forensics.core import serial
 from forensics.core.errors import DependencyError, InputError
 from forensics.core.judgement import Judgement, Reason
 from forensics.core.verdict import Verdict, overall
 from forensics.runs.pairs import COLUMNS, compare_pair, partitioned_summary  # noqa: F401  (compare_pair: bench_scale's)
 
 
+def _aggregates_of(doc: dict):
+    from forensics.runs.aggregate import BatchAggregates
+
+    return BatchAggregates.from_dict(doc)
+
+
 @dataclass(frozen=True)
-class BatchResult:
+class BatchResult(serial.Serial):
+    JSON_DERIVED = (("pairs", "pair_count"), "counts")
+    JSON_ORDER = ("directory", "pairs", "workers", "counts", "outputs", "rows", "scheduler", "retried")
+
     directory: str
     rows: tuple[dict, ...]
     workers: int
     outputs: tuple[str, ...] = field(default=())
-    aggregates: object | None = field(default=None, compare=False)  # forensics.runs.aggregate.BatchAggregates
+    # forensics.runs.aggregate.BatchAggregates
+    aggregates: object | None = field(default=None, compare=False,
+                                      metadata=serial.json(omit_none=True, decode=_aggregates_of))
     scheduler: str = "local"
     retried: int | None = 0  # pairs whose worker was lost and that the scheduler ran again (None: not known)
 
     @property
     def counts(self) -> Counter:
         return Counter(r["verdict"] for r in self.rows)
+
+    @property
+    def pair_count(self) -> int:
+        return len(self.rows)
 
     @cached_property
     def judgement(self) -> Judgement:
@@ -56,13 +72,6 @@ class BatchResult:
             raise DependencyError("batch summaries need pandas: pip install 'npu-forensics[export]'") from None
         return pd.DataFrame(list(self.rows), columns=list(COLUMNS))
 
-    def to_dict(self) -> dict:
-        out = {"directory": self.directory, "pairs": len(self.rows), "workers": self.workers,
-               "counts": dict(self.counts), "outputs": list(self.outputs), "rows": list(self.rows),
-               "scheduler": self.scheduler, "retried": self.retried}
-        if self.aggregates is not None:
-            out["aggregates"] = self.aggregates.to_dict()
-        return out
 
 
 def judge_batch(result: BatchResult) -> Judgement:

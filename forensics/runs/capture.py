@@ -45,6 +45,7 @@ class PreparedImage:
     scale: float
     resampling: str
 
+    # kept: the document holds the sizes, not the input tensor's array
     def to_dict(self) -> dict:
         return {"image_size": list(self.image_size), "resized": list(self.resized), "scale": self.scale,
                 "resampling": self.resampling}
@@ -191,6 +192,7 @@ class CaptureResult:
     delegate: str | None
     image: PreparedImage | None = None
 
+    # kept: the run is written as its path, source, model and buffers, not the whole Run
     def to_dict(self) -> dict:
         return {"run": self.run.path, "source": self.run.source, "runtime": self.runtime, "mode": self.mode,
                 "delegate": self.delegate, "model": self.run.model,

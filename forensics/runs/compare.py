@@ -178,6 +178,7 @@ class StageRow:
     def finding(self, kind: str):
         return next((f for f in self.findings if _kind(f) == kind), None)
 
+    # kept: the diff is written as a subset of its document (and stats beside it), not a DiffResult
     def to_dict(self) -> dict:
         j = self.judgement
         out = {"stage": self.stage, "tensor": self.tensor, "match": self.match,
@@ -300,6 +301,7 @@ class CompareResult:
     def changed(self) -> tuple[str, ...]:
         return tuple(f"{row.label} ({', '.join(row.changed)})" for row in self.rows if row.changed)
 
+    # kept: the runs are written as path, source and model only, and the rows as StageRow's documents
     def to_dict(self) -> dict:
         first = self.first_divergent
         return {

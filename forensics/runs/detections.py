@@ -64,6 +64,7 @@ class DetectionPair:
     def same(self) -> bool:
         return self.class_a == self.class_b and self.score_a == self.score_b and self.box_a == self.box_b
 
+    # kept: the two Detections are written as each one's row, class, score and box beside the other's
     def to_dict(self) -> dict:
         out = {"row_a": self.row_a, "row_b": self.row_b, "class_a": self.class_a, "class_b": self.class_b,
                "score_a": self.score_a, "score_b": self.score_b, "score_delta": self.score_delta, "iou": self.iou,
@@ -95,6 +96,7 @@ class DetectionsComparison:
     def same(self) -> bool:
         return not self.only_a and not self.only_b and all(p.same for p in self.pairs)
 
+    # kept: the unpaired detections are written with their labels, not as Detection objects
     def to_dict(self) -> dict:
         return {"num_detections_a": self.num_a, "num_detections_b": self.num_b, "iou_threshold": self.iou_threshold,
                 "pairs": [p.to_dict() for p in self.pairs],

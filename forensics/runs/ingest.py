@@ -66,6 +66,7 @@ class IngestResult:
     relayouted: tuple[str, ...]
     derived: tuple[str, ...] = ()  # labels of the buffers forensics derived (tensor:X or relayouted:X)
 
+    # kept: the run is written as its path, source, model, buffers and logs, not the whole Run
     def to_dict(self) -> dict:
         return {"run": self.run.path, "source": self.run.source, "created": self.created,
                 "added": list(self.added), "replaced": list(self.replaced), "relayouted": list(self.relayouted),

@@ -20,10 +20,11 @@ import io
 import json
 import os
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from forensics.core import serial
 from forensics.core.errors import InputError
 from forensics.runs.run import STAGES, BufferCheck, Run, load_run, verify_run, write_run
 from forensics.compare.stats import element_dtype
@@ -96,22 +97,29 @@ def tail_arrays(run, deps=None):
                       scores_dequantized=pick("dequantized", "scores", columns=columns), detections=detections)
 
 
+def _no_changed(docs: list) -> tuple:
+    """A saved export's changed buffers: their documents name no file, so none reads back into a BufferCheck."""
+    if docs:
+        raise TypeError("an export of changed buffers cannot be read back (their checks name no file)")
+    return ()
+
+
 @dataclass(frozen=True)
-class ExportResult:
+class ExportResult(serial.Serial):
     run: str
     format: str
     output: str
-    arrays: tuple[tuple[str, str, tuple[int, ...]], ...]  # (name, dtype, shape)
-    changed: tuple[BufferCheck, ...] = ()  # buffers whose bytes no longer match the manifest (allow_changed)
+    # (name, dtype, shape), written as {"name", "dtype", "shape"}
+    arrays: tuple[tuple[str, str, tuple[int, ...]], ...] = field(metadata=serial.json(
+        encode=lambda arrays: [{"name": n, "dtype": d, "shape": list(s)} for n, d, s in arrays],
+        decode=lambda docs: tuple((d["name"], d["dtype"], tuple(d["shape"])) for d in docs)))
+    # buffers whose bytes no longer match the manifest (allow_changed)
+    changed: tuple[BufferCheck, ...] = field(default=(), metadata=serial.json(
+        encode=lambda checks: [c.to_dict() for c in checks], decode=_no_changed))
 
     @property
     def warnings(self) -> tuple[str, ...]:
         return tuple(f"{c.message(self.run)}: exported as it is now" for c in self.changed)
-
-    def to_dict(self) -> dict:
-        return {"run": self.run, "format": self.format, "output": self.output,
-                "arrays": [{"name": n, "dtype": d, "shape": list(s)} for n, d, s in self.arrays],
-                "changed": [c.to_dict() for c in self.changed]}
 
 
 def _npy_bytes(array: np.ndarray) -> bytes:
@@ -227,6 +235,7 @@ class ArraysIngest:
     added: tuple[str, ...]
     source_format: str
 
+    # kept: the run is written as its path and buffers, not the whole Run
     def to_dict(self) -> dict:
         return {"run": self.run.path, "format": self.source_format, "added": list(self.added),
                 "buffers": [b.to_dict() for b in self.run.buffers]}

@@ -119,6 +119,7 @@ class TensorSpread:
             text += "; its name holds '=', which --tolerance cannot name: set it with --atol instead"
         return text
 
+    # kept: the document leaves out `integer` and `scale`, so no TensorSpread reads back from it
     def to_dict(self) -> dict:
         return {"tensor": self.tensor, "stage": self.stage, "label": self.label, "name": self.name,
                 "dtype": self.dtype, "elements": self.elements, "differing": self.differing,
@@ -151,6 +152,7 @@ class SpreadResult:
         """The flags joined into the one line a shell takes after `compare RUN_A RUN_B`."""
         return " ".join(self.tolerance_flags)
 
+    # kept: its tensors are TensorSpreads (above), and skipped pairs are written as {buffer, reason}
     def to_dict(self) -> dict:
         return {"runs": list(self.runs), "sources": list(self.sources),
                 "tensors": [t.to_dict() for t in self.tensors], "tolerance_args": self.tolerance_args,

@@ -28,6 +28,7 @@ import os
 from collections import Counter
 from dataclasses import dataclass, field
 
+from forensics.core import serial
 from forensics.core.errors import ForensicsError, InputError
 from forensics.core.judgement import Judgement, Reason
 from forensics.core.verdict import Verdict
@@ -76,14 +77,25 @@ def _contents(signature: dict) -> dict:
 
 # --- the result -----------------------------------------------------------------------------------------------
 
+def _content_of(doc: dict) -> tuple | None:
+    """A saved buffer's baseline content: its (size, crc32), None when it was not judged."""
+    return None if doc.get("size") is None else (doc["size"], int(doc["crc32"], 16))
+
+
 @dataclass(frozen=True)
-class BufferModal:
+class BufferModal(serial.Serial):
     """One buffer over the runs: its baseline content (the modal one, or the reference's) and who holds it."""
+
+    JSON_DERIVED = ("label", "judged", ("crc32", "crc32_text"))
+    JSON_ORDER = ("stage", "tensor", "label", "judged", "baseline", "size", "crc32", "runs_holding", "runs",
+                  "distinct")
 
     stage: str
     tensor: str
-    content: tuple | None  # (size, crc32) of the baseline; None when it is not judged
-    holding: int           # runs holding the baseline content
+    # (size, crc32) of the baseline; None when it is not judged. Written as its size (the CRC: crc32_text)
+    content: tuple | None = field(metadata=serial.json(
+        "size", write=lambda b: b.content[0] if b.content is not None else None, read=_content_of))
+    holding: int = field(metadata=serial.json("runs_holding"))  # runs holding the baseline content
     runs: int              # runs in the list
     distinct: int          # distinct contents among the runs (lacking the buffer is one)
     baseline: str          # "modal" / "reference"
@@ -96,15 +108,13 @@ class BufferModal:
     def judged(self) -> bool:
         return self.content is not None
 
-    def to_dict(self) -> dict:
-        size, crc = self.content if self.content is not None else (None, None)
-        return {"stage": self.stage, "tensor": self.tensor, "label": self.label, "judged": self.judged,
-                "baseline": self.baseline, "size": size, "crc32": format_crc(crc) if crc is not None else None,
-                "runs_holding": self.holding, "runs": self.runs, "distinct": self.distinct}
+    @property
+    def crc32_text(self) -> str | None:
+        return format_crc(self.content[1]) if self.content is not None else None
 
 
 @dataclass(frozen=True)
-class RunRow:
+class RunRow(serial.Serial):
     """One run of the list: modal or outlier, and for an outlier where and how it differs."""
 
     index: int
@@ -119,20 +129,18 @@ class RunRow:
     depends: str | None = None           # PREVIOUS / COLD / None
     against: str | None = None           # the run it was diagnosed against (the modal run or the reference)
 
+    JSON_ORDER = ("run", "index", "source", "status", "first_divergent_stage", "first_divergent_tensor", "differing")
+
     @property
     def name(self) -> str:
         return _name(self.run)
 
-    def to_dict(self) -> dict:
-        return {"run": self.run, "index": self.index, "source": self.source, "status": self.status,
-                "first_divergent_stage": self.first_divergent_stage,
-                "first_divergent_tensor": self.first_divergent_tensor, "differing": list(self.differing),
-                "finding": self.finding, "evidence": self.evidence, "depends": self.depends,
-                "against": self.against}
-
 
 @dataclass(frozen=True)
-class StageRate:
+class StageRate(serial.Serial):
+    JSON_DERIVED = ("divergence_rate",)
+    JSON_ORDER = ("stage", "divergence_rate", "runs_differing", "runs")
+
     stage: str
     runs: int
     runs_differing: int
@@ -141,25 +149,21 @@ class StageRate:
     def divergence_rate(self) -> float:
         return self.runs_differing / self.runs if self.runs else 0.0
 
-    def to_dict(self) -> dict:
-        return {"stage": self.stage, "divergence_rate": self.divergence_rate, "runs_differing": self.runs_differing,
-                "runs": self.runs}
-
 
 @dataclass(frozen=True)
-class Period:
+class Period(serial.Serial):
     """Outliers every `every`-th run from run index `first` on, to the end of the list."""
 
     every: int
     first: int
     runs: tuple[int, ...]
 
-    def to_dict(self) -> dict:
-        return {"every": self.every, "first": self.first, "runs": list(self.runs)}
-
 
 @dataclass(frozen=True)
-class RepeatResult:
+class RepeatResult(serial.Serial):
+    JSON_DERIVED = (("outliers", "outlier_count"), "not_judged")
+    JSON_ORDER = ("runs", "stages", "buffers", "reference", "modal_run", "outliers", "period", "not_judged")
+
     runs: tuple[RunRow, ...]
     stages: tuple[StageRate, ...]
     buffers: tuple[BufferModal, ...]
@@ -178,12 +182,9 @@ class RepeatResult:
     def not_judged(self) -> tuple[str, ...]:
         return tuple(b.label for b in self.buffers if not b.judged)
 
-    def to_dict(self) -> dict:
-        return {"runs": [r.to_dict() for r in self.runs], "stages": [s.to_dict() for s in self.stages],
-                "buffers": [b.to_dict() for b in self.buffers], "reference": self.reference,
-                "modal_run": self.modal_run, "outliers": len(self.outliers),
-                "period": self.period.to_dict() if self.period else None, "not_judged": list(self.not_judged),
-                "warnings": list(self.warnings), "scheduler": self.scheduler, "workers": self.workers}
+    @property
+    def outlier_count(self) -> int:
+        return len(self.outliers)
 
 
 def _name(location: str) -> str:

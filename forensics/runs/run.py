@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from forensics import __version__
 from forensics.compare.crc import crc32, format_crc
+from forensics.core import serial
 from forensics.io.dump import RUN_DTYPES
 from forensics.core.errors import ForensicsError, FormatError, InputError
 from forensics.io.outputs import atomic_directory, exclusive, make_parents, recover, write_text_atomic
@@ -45,25 +46,39 @@ _COPY_BLOCK = 1 << 20
 _CONTROL = re.compile(r"[\x00-\x1f]")
 
 
+def _crc_field():
+    return serial.json(encode=format_crc, decode=lambda s: int(s, 16))
+
+
+def _optional():
+    return serial.json(omit_none=True)
+
+
 @dataclass(frozen=True)
-class BufferEntry:
-    """One captured buffer: which stage and tensor it is, where its bytes are, and their size and CRC32."""
+class BufferEntry(serial.Serial):
+    """One captured buffer: which stage and tensor it is, where its bytes are, and their size and CRC32. Its
+    document is its manifest entry (a manifest is read back through _entry, which checks every key)."""
+
+    JSON_ORDER = ("stage", "tensor", "file", "size", "crc32", "dtype", "scale", "zero_point", "record_size", "role",
+                  "derived_from", "shape")
 
     stage: str
     tensor: str
     file: str  # relative to the run directory, '/' separated
     size: int
-    crc32: int
-    dtype: str | None = None
-    shape: tuple[int, ...] | None = None
-    scale: float | None = None
-    zero_point: int | None = None
-    record_size: int | None = None
-    role: str | None = None  # boxes / scores (decode inputs), boxes / classes / scores / num_detections (outputs)
+    crc32: int = field(metadata=_crc_field())
+    dtype: str | None = field(default=None, metadata=_optional())
+    shape: tuple[int, ...] | None = field(default=None, metadata=_optional())
+    scale: float | None = field(default=None, metadata=_optional())
+    zero_point: int | None = field(default=None, metadata=_optional())
+    record_size: int | None = field(default=None, metadata=_optional())
+    # boxes / scores (decode inputs), boxes / classes / scores / num_detections (outputs)
+    role: str | None = field(default=None, metadata=_optional())
     # The label of the buffer forensics computed this one from (`raw:convert_scores` for its relayout); None
     # for a buffer the driver or the runtime provided, which is evidence and never replaced by a derived one.
-    derived_from: str | None = None
-    extra: dict = field(default_factory=dict, compare=False)
+    derived_from: str | None = field(default=None, metadata=_optional())
+    # keys of the manifest entry this version does not know, kept as they were
+    extra: dict = field(default_factory=dict, compare=False, metadata=serial.json(spread=True))
 
     @property
     def key(self) -> tuple[str, str]:
@@ -77,21 +92,9 @@ class BufferEntry:
     def label(self) -> str:
         return self.stage if self.tensor == self.stage else f"{self.stage}:{self.tensor}"
 
-    def to_dict(self) -> dict:
-        out = {"stage": self.stage, "tensor": self.tensor, "file": self.file, "size": self.size,
-               "crc32": format_crc(self.crc32)}
-        for name in ("dtype", "scale", "zero_point", "record_size", "role", "derived_from"):
-            value = getattr(self, name)
-            if value is not None:
-                out[name] = value
-        if self.shape is not None:
-            out["shape"] = list(self.shape)
-        out.update(self.extra)
-        return out
-
 
 @dataclass(frozen=True)
-class LogEntry:
+class LogEntry(serial.Serial):
     """A log the driver wrote while it made the run's buffers (DbgView, a console): stored as the bytes it was
     given, in whatever code page, with its size and CRC32; `tags` maps a tag the log names to a buffer label
     where the buffers' own names do not say it."""
@@ -99,9 +102,11 @@ class LogEntry:
     name: str
     file: str
     size: int
-    crc32: int
-    tags: tuple[tuple[str, str], ...] = ()  # (logged tag, buffer label)
-    extra: dict = field(default_factory=dict, compare=False)
+    crc32: int = field(metadata=_crc_field())
+    # (logged tag, buffer label), written as {tag: label}
+    tags: tuple[tuple[str, str], ...] = field(default=(), metadata=serial.json(
+        omit=lambda tags: not tags, encode=dict, decode=lambda d: tuple(d.items())))
+    extra: dict = field(default_factory=dict, compare=False, metadata=serial.json(spread=True))
 
     stage = "log"  # as a BufferCheck reads an entry
 
@@ -117,13 +122,6 @@ class LogEntry:
     def label(self) -> str:
         return f"log:{self.name}"
 
-    def to_dict(self) -> dict:
-        out = {"name": self.name, "file": self.file, "size": self.size, "crc32": format_crc(self.crc32)}
-        if self.tags:
-            out["tags"] = dict(self.tags)
-        out.update(self.extra)
-        return out
-
 
 @dataclass(frozen=True)
 class LogEvidence:
@@ -135,6 +133,7 @@ class LogEvidence:
     buffers: dict = field(default_factory=dict)
     labels: dict = field(default_factory=dict)
 
+    # kept: each log is written with the path its bytes are read from beside its entry
     def to_dict(self) -> dict:
         return {"logs": [dict(log.to_dict(), path=path) for log, path in self.logs], "buffers": dict(self.buffers),
                 "labels": dict(self.labels)}
@@ -168,6 +167,7 @@ class ImageInfo:
             return "centred"
         return "offset"
 
+    # kept: the entry is written as its label, file, size and CRC, not the whole BufferEntry
     def to_dict(self) -> dict:
         out = {"label": self.entry.label, "file": self.entry.file, "size": self.entry.size,
                "crc32": format_crc(self.entry.crc32), "width": self.width, "height": self.height,
@@ -320,6 +320,7 @@ class Run:
                          offset=_pair(x.get("offset")),
                          resampling=x.get("resampling") if isinstance(x.get("resampling"), str) else None)
 
+    # kept: the manifest (manifest_dict), which load_run reads back checking every key
     def to_dict(self) -> dict:
         return manifest_dict(self.source, self.buffers, model=self.model, input_image=self.input_image,
                              created=self.created, tool=self.tool, capture=self.capture, path=self.path,
@@ -614,6 +615,7 @@ class BufferCheck:
         return (f"{where}: buffer {self.entry.label} changed after capture: CRC32 {format_crc(self.crc32)}, the "
                 f"manifest says {format_crc(self.entry.crc32)}")
 
+    # kept: the document names the entry's stage, tensor, size and CRC, not its file, so no entry is read back
     def to_dict(self) -> dict:
         return {"stage": self.entry.stage, "tensor": self.entry.tensor, "status": self.status,
                 "size": self.size, "crc32": format_crc(self.crc32) if self.crc32 is not None else None,

@@ -25,6 +25,7 @@ class CaptureRuntimesResult:
     def runtimes(self) -> tuple[str, ...]:
         return tuple(r.run.source for r in self.runs)
 
+    # kept: its runs are CaptureResults, whose documents do not read back (forensics.runs.capture)
     def to_dict(self) -> dict:
         return {"output": self.output, "runtimes": list(self.runtimes),
                 "runs": [r.to_dict() for r in self.runs],

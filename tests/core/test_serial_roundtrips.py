@@ -11,6 +11,7 @@ import json
 import math
 import pkgutil
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -58,7 +59,116 @@ def _reports():
                                                 tolerance=1)),
         *((f"diagnose {bug}", reports.diagnose(f"{LIB}/convert_scores.bin", _simulated(bug)))
           for bug in ("shift:4", "rotation:8", "signedness", "fill:100-300:cc", "lane_swap:16")),
+        ("link plan", reports.link(LINK_MODEL, plan=True)),
+        ("link linked", reports.link(LINK_MODEL, check="dumps/link/libedgetpu_0_0.bin")),
+        ("link mislinked", reports.link(LINK_MODEL, check="dumps/link/seed_driver_0_0.bin")),
+        ("link parameter caching", reports.link(LINK_MODEL, check="dumps/link/seed_driver_1_0.bin")),
+        ("link expect", reports.link(LINK_MODEL, check="dumps/link/libedgetpu_0_0.bin", expect=["scratch=0x1000"])),
+        ("link foreign", reports.link(LINK_MODEL, check=f"{LIB}/input.bin")),
+        ("link parameters", reports.link(LINK_MODEL, check=_parameters())),
+        ("repeat modal", reports.repeat(f"{_runs()}/loop")),
+        ("repeat reference", reports.repeat(f"{_runs()}/loop", reference=f"{_runs()}/loop/run-5")),
+        ("repeat periodic", reports.repeat(f"{_runs()}/periodic")),
+        ("graph edgetpu", reports.graph(LINK_MODEL)),
+        ("graph tail", reports.graph("dumps/face_ssd/face_ssd_tail.tflite")),
+        ("batch", reports.compare(batch=_farm(), output=f"{_runs()}/summary.csv")),
+        ("batch deps", reports.compare(batch=_farm(), output=f"{_runs()}/summary-deps.csv", deps="dumps/face_ssd")),
+        ("tail", reports.tail(LINK_MODEL, output=f"{_runs()}/tail.tflite")),
+        ("export npz", reports.export(f"{_runs()}/broken", format="npz", output=f"{_runs()}/broken.npz")),
+        ("export polygraphy", reports.export(f"{_runs()}/lib", format="polygraphy", output=f"{_runs()}/lib.json")),
     ]
+
+
+_RUNS: list = []
+
+
+def _runs() -> str:
+    """A folder of runs ingested from the bundled dumps: lib, broken and ours (each driver's three buffers), and
+    loop/run-1..6 (one input, run-3 and run-4 the broken driver's scores) and periodic/run-1..9 (every third
+    run the broken driver's scores)."""
+    if not _RUNS:
+        import atexit
+        import shutil
+        import tempfile
+
+        from forensics import reports
+
+        where = tempfile.mkdtemp(prefix="forensics-serial-runs-")
+        atexit.register(shutil.rmtree, where, True)
+        for name, source in (("lib", "libedgetpu"), ("broken", "broken"), ("ours", "ours")):
+            reports.ingest(f"{where}/{name}", [f"input=dumps/{source}/input.bin",
+                                               f"raw:convert_scores=dumps/{source}/convert_scores.bin",
+                                               f"tensor:Squeeze1=dumps/{source}/Squeeze1.bin"], source=source)
+        for i in range(1, 7):
+            scores = "broken" if i in (3, 4) else "libedgetpu"
+            reports.ingest(f"{where}/loop/run-{i}", [f"input={LIB}/input.bin",
+                                                     f"raw:convert_scores=dumps/{scores}/convert_scores.bin"],
+                           source="ours")
+        for i in range(1, 10):
+            periodic = "broken" if i % 3 == 0 else "libedgetpu"  # every 3rd run: a Period
+            reports.ingest(f"{where}/periodic/run-{i}", [f"input={LIB}/input.bin",
+                                                         f"raw:convert_scores=dumps/{periodic}/convert_scores.bin"],
+                           source="ours")
+        _RUNS.append(where)
+    return _RUNS[0]
+
+
+LINK_MODEL = "dumps/link/tiny_edgetpu.tflite"
+CORAL = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "coral"
+CLASSIFIER = CORAL / "mobilenet_v1_0.25_128_quant_edgetpu.tflite"
+NEEDS_CLASSIFIER = ("forensics.model.classes",)  # types only a classifier model's top-k builds
+
+
+def _farm() -> str:
+    """A batch folder of the runs: ours (lib against ours) and broken (lib against broken)."""
+    import os
+    import shutil
+
+    farm = f"{_runs()}/farm"
+    if not os.path.isdir(farm):
+        for pair, b in (("ours", "ours"), ("broken", "broken")):
+            shutil.copytree(f"{_runs()}/lib", f"{farm}/{pair}/a_lib")
+            shutil.copytree(f"{_runs()}/{b}", f"{farm}/{pair}/b_{b}")
+    return farm
+
+
+def _replayed() -> list:
+    """decode --replay of the bundled dumps in LiteRT (its ReplayResult); none without a runtime."""
+    from forensics import reports
+    from forensics.core.errors import DependencyError
+
+    try:
+        return [reports.decode(f"{d}/Squeeze1.bin", f"{d}/convert_scores.bin", deps="dumps/face_ssd", replay=True)
+                for d in ("dumps/ours", BROKEN)]
+    except DependencyError:
+        return []
+
+
+def _classified() -> list:
+    """decode --top-k of 1001 bytes of the bundled input dumps (where the broken driver's differ) read as the
+    real classifier's scores, with and without labels; none when ../shared is absent."""
+    if not CLASSIFIER.is_file():
+        return []
+    from forensics import reports
+
+    return [reports.decode(f"{LIB}/input.bin", f"{BROKEN}/input.bin", model=CLASSIFIER, top_k=5, offset=112320,
+                           length=1001).result,
+            reports.decode(f"{LIB}/input.bin", f"{BROKEN}/input.bin", model=CLASSIFIER, top_k=3, offset=0,
+                           length=1001, labels=CORAL / "coco_labels.txt").result]
+
+
+def _parameters() -> str:
+    """The tiny model's parameter bytes, written by `link --parameters` (a check of them: MATCH)."""
+    import atexit
+    import shutil
+    import tempfile
+
+    from forensics import reports
+
+    where = tempfile.mkdtemp(prefix="forensics-serial-")
+    atexit.register(shutil.rmtree, where, True)
+    reports.link(LINK_MODEL, parameters=True, out=f"{where}/parameters.bin")
+    return f"{where}/parameters.bin"
 
 
 def _simulated(bug: str):
@@ -108,12 +218,18 @@ def _results() -> list:
     from forensics.csr.registers import beagle_table
 
     from forensics.diagnose.simulate import simulate
+    from forensics.io.dump import parse_sidecar
+    from forensics.model.tflite.edgetpu import read_packages
+    from forensics.model.tflite.graph import graph_summary
+    from forensics.model.tflite.model import open_model
+    from forensics.link.bitstream import parse_expect
 
     return [
         _impact(),
         reports.decode(f"{BROKEN}/Squeeze1.bin", f"{BROKEN}/convert_scores.bin", deps="dumps/face_ssd"),
         reports.decode("dumps/ours/Squeeze1.bin", "dumps/ours/convert_scores.bin", deps="dumps/face_ssd",
-                       image_size="640x480"),
+                       image_size="640x480"),  # its letterbox
+        *_replayed(),
         reports.anchors_gen(input_size="320x320", check_deps="dumps/face_ssd", show=3),
         reports.diff(f"{LIB}/convert_scores.bin", f"{BROKEN}/convert_scores.bin", deps="dumps/face_ssd"),
         beagle_table(),
@@ -125,6 +241,13 @@ def _results() -> list:
         reports.diff(f"{LIB}/Squeeze1.bin", f"{BROKEN}/Squeeze1.bin").result,
         reports.verify("dumps/evidence/driver.log", f"{LIB}/convert_scores.bin").result,
         check_log("dumps/evidence/driver.log", {"output": f"{LIB}/convert_scores.bin"}),
+        parse_expect("output:Squeeze1=0x8000000000844000"),
+        *_classified(),
+        graph_summary(open_model(LINK_MODEL), read_packages(open_model(LINK_MODEL))),
+        read_packages(open_model(LINK_MODEL)),  # their executables' field offsets
+        parse_sidecar(open(f"{LIB}/convert_scores.json").read(), f"{LIB}/convert_scores.json"),
+        reports.ingest(f"{_runs()}/logged", [f"input={LIB}/input.bin", "log:dbgview=dumps/evidence/dbgview.log"],
+                       source="ours").result,  # its buffers' and log's manifest entries
     ]
 
 
@@ -175,6 +298,10 @@ INSTANCES = _instances()
 def test_every_result_type_reads_back_from_its_document(kind):
     if kind.__module__.startswith("tests."):
         pytest.skip("a test's own type")
+    if kind.__module__ == "forensics.decode.replay" and not _replayed():
+        pytest.skip("no LiteRT runtime to replay the kernel in")
+    if kind.__module__ in NEEDS_CLASSIFIER and not CLASSIFIER.is_file():
+        pytest.skip("../shared/data/coral is absent: no classifier to build a top-k with")
     assert kind in INSTANCES, f"no real {kind.__qualname__} built: add a case to _reports()"
     for result in INSTANCES[kind]:
         doc = json.loads(json.dumps(result.to_dict()))  # as a saved file holds it

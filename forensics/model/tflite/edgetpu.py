@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from forensics.compare.crc import crc32, format_crc
+from forensics.core import serial
 from forensics.core.errors import FormatError, InputError
 from forensics.model.tflite.flat import Buffer, Node
 from forensics.model.tflite.options import loads
@@ -43,7 +44,7 @@ def _address(view) -> int:
 
 
 @dataclass(frozen=True)
-class FieldOffset:
+class FieldOffset(serial.Serial):
     """One entry of an instruction bitstream's patch table (filled in by the driver at link time)."""
 
     bitstream: int
@@ -52,10 +53,6 @@ class FieldOffset:
     name: str | None
     batch: int
     offset_bit: int
-
-    def to_dict(self) -> dict:
-        return {"bitstream": self.bitstream, "desc": self.desc, "position": self.position, "name": self.name,
-                "batch": self.batch, "offset_bit": self.offset_bit}
 
 
 @dataclass(frozen=True)
@@ -107,6 +104,7 @@ class Layer:
         """x_dim * y_dim * z_dim * bytes per element (executable.fbs Layer.size_bytes comment)."""
         return self.y_dim * self.x_dim * self.z_dim * self.data_type_size * self.execution_count_per_inference
 
+    # kept: written two ways (with or without its layout), so no one document is its fields
     def to_dict(self, with_layout: bool = False) -> dict:
         d = {"name": self.name, "y_dim": self.y_dim, "x_dim": self.x_dim, "z_dim": self.z_dim,
              "data_type": self.data_type_name, "size_bytes": self.size_bytes,
@@ -145,6 +143,7 @@ class Executable:
     def bitstream_size(self) -> int:
         return sum(self.bitstream_sizes)
 
+    # kept: its output layers are written with their layouts, its input layers without
     def to_dict(self) -> dict:
         return {"index": self.index, "type": self.type, "name": self.name, "chip": self.chip,
                 "version": self.version, "batch_size": self.batch_size,
@@ -181,6 +180,7 @@ class Package:
                     return layer
         return None
 
+    # kept: its options' blobs are written as their sizes, not the bytes
     def to_dict(self) -> dict:
         return {"operator": self.operator, "offset": self.offset, "size": self.size,
                 "min_runtime_version": self.min_runtime_version, "compiler_version": self.compiler_version,

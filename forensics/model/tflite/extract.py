@@ -47,6 +47,7 @@ class Extracted:
     anchors: np.ndarray  # float32 [N, 4]
     postprocess: dict
 
+    # kept: the document is the post-processing options; the anchors go to anchors.bin
     def to_dict(self) -> dict:
         return dict(self.postprocess)
 

@@ -7,9 +7,10 @@ tensors whose bytes the chip (or a driver) produces — the scales and zero poin
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from forensics.compare.crc import crc32, format_crc
+from forensics.core import serial
 from forensics.core.errors import FormatError
 from forensics.model.tflite.edgetpu import EDGETPU_CUSTOM_CODE, Package
 from forensics.model.tflite.model import Model, Operator, Tensor
@@ -81,8 +82,8 @@ def tensor_entry(model: Model, t: Tensor) -> dict:
 
 
 @dataclass(frozen=True)
-class GraphSummary:
-    path: str | None
+class GraphSummary(serial.Serial):
+    path: str | None = field(metadata=serial.json("model"))
     size: int
     version: int
     description: str | None
@@ -92,17 +93,8 @@ class GraphSummary:
     operators: tuple[dict, ...]
     constants: tuple[dict, ...]
     boundary: tuple[dict, ...]
-    postprocess: dict | None
-    edgetpu: dict | None
-
-    def to_dict(self) -> dict:
-        d = {"model": self.path, "size": self.size, "version": self.version, "description": self.description,
-             "subgraphs": self.subgraphs, "inputs": list(self.inputs), "outputs": list(self.outputs),
-             "operators": list(self.operators), "constants": list(self.constants),
-             "boundary": list(self.boundary), "postprocess_options": self.postprocess}
-        if self.edgetpu is not None:
-            d["edgetpu"] = self.edgetpu
-        return d
+    postprocess: dict | None = field(metadata=serial.json("postprocess_options"))
+    edgetpu: dict | None = field(metadata=serial.json(omit_none=True))
 
 
 def cpu_tail(model: Model, op: Operator, subgraph: int = 0) -> dict:

@@ -39,6 +39,7 @@ class Quantization:
     def per_channel(self) -> bool:
         return len(self.scale) > 1
 
+    # kept: a per-channel quantization is written as a summary (min, max, the first zero points)
     def to_dict(self) -> dict:
         if not self.per_channel:
             return {"scale": self.scale[0] if self.scale else None,
@@ -84,6 +85,7 @@ class Tensor:
     def size_bytes(self) -> int | None:
         return self.num_elements * self.itemsize if self.itemsize else None
 
+    # kept: its quantization is written as Quantization's summary (above)
     def to_dict(self) -> dict:
         d = {"index": self.index, "name": self.name, "shape": list(self.shape), "dtype": self.dtype,
              "scale": self.scale, "zero_point": self.zero_point}

@@ -183,6 +183,7 @@ class PostProcessOptions:
             return values[name]
         raise AttributeError(name)
 
+    # kept: custom options' blobs are written as their sizes, not the bytes
     def to_dict(self) -> dict:
         d = dict(self.values)
         d.update({k: _jsonable(v) for k, v in self.extra.items()})

@@ -53,6 +53,7 @@ class LayerMap:
         mask[self.index] = False
         return mask
 
+    # kept: the document holds the sizes, not the index maps
     def to_dict(self) -> dict:
         return {"layer": self.name, "raw_size": self.raw_size, "tensor_size": self.tensor_size,
                 "z_bytes": self.z_bytes, "z_bytes_padded": self.z_bytes_padded,

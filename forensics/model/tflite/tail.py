@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import flatbuffers
 
+from forensics.core import serial
 from forensics.core.errors import FormatError, InputError
 from forensics.model.tflite.flat import Buffer
 from forensics.model.tflite.model import TFLITE_IDENTIFIER, read_model
@@ -115,7 +116,7 @@ def remove_custom_op(model_bytes: bytes, custom_code: str = EDGETPU_CUSTOM_CODE,
 
 
 @dataclass(frozen=True)
-class TailResult:
+class TailResult(serial.Serial):
     """What `write_tail` wrote: the tail model's file, size, operator count and graph inputs/outputs."""
 
     model: str
@@ -126,9 +127,6 @@ class TailResult:
     inputs: tuple[str, ...]
     outputs: tuple[str, ...]
 
-    def to_dict(self) -> dict:
-        return {"model": self.model, "output": self.output, "removed": self.removed, "size_bytes": self.size_bytes,
-                "operators": self.operators, "inputs": list(self.inputs), "outputs": list(self.outputs)}
 
 
 def write_tail(model_path, output) -> TailResult:

@@ -40,6 +40,7 @@ class ModelTensorView:
         """A classifier's score vector ([C] or [1, C]): one record whose lanes are classes, not anchors."""
         return _is_class_vector(self.tensor, self.role)
 
+    # kept: the tensor and its layout are written as a few of their facts, not the objects
     def to_dict(self) -> dict:
         return {"tensor": self.tensor.name, "mode": self.mode, "role": self.role, "raw_size": self.raw_size,
                 "tensor_size": self.tensor_size, "record_size": self.layout.record_size,
