@@ -418,65 +418,95 @@ def _dump_judge(read: Access, other: Access, masks: dict) -> tuple[str, bool, bo
     return "value", False, low
 
 
+def _paired_dumps(a: Trace, b: Trace) -> tuple[list, list]:
+    """Both sides dumps: (B's dumps as (name, reads, A's dump of that name by offset or None), the unpaired
+    names); one dump each, named differently, is one pair."""
+    theirs = dict(a.dumps)
+    mine = b.dumps
+    if len(mine) == len(theirs) == 1 and mine[0][0] not in theirs:  # one dump each, named differently
+        theirs = {mine[0][0]: next(iter(theirs.values()))}
+    pairs = []
+    for name, reads in mine:
+        ref = theirs.get(name)
+        pairs.append((name, reads, None if ref is None else {r.offset: r for r in ref}))
+    unpaired = [f"A {name}" for name in theirs if name not in dict(mine)]
+    unpaired += [f"B {name}" for name, _, ref in pairs if ref is None]
+    return pairs, unpaired
+
+
+@dataclass
+class _DumpRows:
+    """The rows of a dump comparison as they are judged: both sides, each row's dump name, the rows not
+    plainly matching (index -> (kind, masked)), the rows compared in 32 bits and the count of each kind."""
+
+    side_a: list = field(default_factory=list)
+    side_b: list = field(default_factory=list)
+    names: list = field(default_factory=list)
+    judged: dict = field(default_factory=dict)
+    low: set = field(default_factory=set)
+    counts: dict = field(default_factory=lambda: dict.fromkeys(KINDS + DUMP_KINDS[2:], 0))
+
+
+def _dump_rows(pairs: list, side: str, masks: dict) -> _DumpRows:
+    """Each dump's reads against the reference state paired with it, in the order read."""
+    rows = _DumpRows()
+    mine_first = side == "a"
+    for name, reads, ref in pairs:
+        for read in reads:
+            index = len(rows.names)
+            theirs = (ref or {}).get(read.offset)
+            rows.names.append(name)
+            rows.side_a.append(read if mine_first else (theirs or _GAP))
+            rows.side_b.append((theirs or _GAP) if mine_first else read)
+            if theirs is None:
+                rows.judged[index] = ("unchecked", False)
+                rows.counts["unchecked"] += 1
+                continue
+            kind, was_masked, in_low = _dump_judge(read, theirs, masks)
+            if in_low:
+                rows.low.add(index)
+            if kind != "match" or was_masked:
+                rows.judged[index] = (kind, was_masked)
+            rows.counts[kind] += 1
+    return rows
+
+
+def _nothing_in_common(a: Trace, b: Trace, side: str, pairs: list) -> InputError:
+    what = "the dumps of A and B share no register" if side == "both" else \
+        f"no register {'A' if side == 'a' else 'B'}'s [CSR@tag] dumps read is one " \
+        f"{'B' if side == 'a' else 'A'} read or wrote"
+    return InputError(f"nothing to compare: {what} (dumps {', '.join(n for n, _, _ in pairs)})",
+                      (a if side != "b" else b).path)
+
+
 def _compare_dumps(a: Trace, b: Trace, masks: dict, table: RegisterTable) -> CsrComparison:
     """Register dumps by offset: each dump of the dump side (both sides: dumps of one name paired) against the
     value the other side last read or wrote at each offset it reads."""
     side = "both" if a.kind == b.kind == "dump" else ("a" if a.kind == "dump" else "b")
     dumps, other = (a, b) if side == "a" else (b, a)
-    pairs: list = []          # (name, reads, reference state or None)
     unpaired: list = []
     if side == "both":
-        theirs = dict(a.dumps)
-        mine = b.dumps
-        if len(mine) == len(theirs) == 1 and mine[0][0] not in theirs:  # one dump each, named differently
-            theirs = {mine[0][0]: next(iter(theirs.values()))}
-        for name, reads in mine:
-            ref = theirs.get(name)
-            pairs.append((name, reads, None if ref is None else {r.offset: r for r in ref}))
-        unpaired = [f"A {name}" for name in theirs if name not in dict(mine)]
-        unpaired += [f"B {name}" for name, _, ref in pairs if ref is None]
+        pairs, unpaired = _paired_dumps(a, b)  # (name, reads, reference state or None)
         untouched = 0
     else:
         state = _reference_state(other)
         pairs = [(name, reads, state) for name, reads in dumps.dumps]
         read_offsets = {r.offset for _, reads, _ in pairs for r in reads}
         untouched = len(set(state) - read_offsets)
-    side_a, side_b, names, judged, low = [], [], [], {}, set()
-    counts = dict.fromkeys(KINDS + DUMP_KINDS[2:], 0)
-    for name, reads, ref in pairs:
-        for read in reads:
-            index = len(names)
-            theirs = (ref or {}).get(read.offset)
-            names.append(name)
-            mine_first = side == "a"
-            side_a.append(read if mine_first else (theirs or _GAP))
-            side_b.append((theirs or _GAP) if mine_first else read)
-            if theirs is None:
-                judged[index] = ("unchecked", False)
-                counts["unchecked"] += 1
-                continue
-            kind, was_masked, in_low = _dump_judge(read, theirs, masks)
-            if in_low:
-                low.add(index)
-            if kind != "match" or was_masked:
-                judged[index] = (kind, was_masked)
-            counts[kind] += 1
+    rows = _dump_rows(pairs, side, masks)
+    side_a, side_b, counts = rows.side_a, rows.side_b, rows.counts
     if not counts["match"] and not counts["value"]:
-        what = "the dumps of A and B share no register" if side == "both" else \
-            f"no register {'A' if side == 'a' else 'B'}'s [CSR@tag] dumps read is one " \
-            f"{'B' if side == 'a' else 'A'} read or wrote"
-        raise InputError(f"nothing to compare: {what} (dumps {', '.join(n for n, _, _ in pairs)})",
-                         (a if side != "b" else b).path)
-    masked = sum(was for _, was in judged.values())
+        raise _nothing_in_common(a, b, side, pairs)
+    masked = sum(was for _, was in rows.judged.values())
     offsets = {x.offset for x in (*side_a, *side_b) if x is not _GAP}
     registers = {offset: describe_offset(offset, table) for offset in offsets}
     notes = [f"mask for 0x{offset:x} matched no access" for offset in masks if offset not in registers]
     return CsrComparison(
-        mode="dump", trace_a=a.to_dict(), trace_b=b.to_dict(), side_a=side_a, side_b=side_b, judged=judged,
+        mode="dump", trace_a=a.to_dict(), trace_b=b.to_dict(), side_a=side_a, side_b=side_b, judged=rows.judged,
         include_reads=True, masks=masks, counts=counts, masked=masked,
         accesses_a=sum(x is not _GAP for x in side_a), accesses_b=sum(x is not _GAP for x in side_b),
         registers=registers, label_notes=_label_notes(a, b, registers, table), notes=tuple(notes),
-        row_dumps=names, low_bits=frozenset(low), dump_side=side, unpaired_dumps=tuple(unpaired),
+        row_dumps=rows.names, low_bits=frozenset(rows.low), dump_side=side, unpaired_dumps=tuple(unpaired),
         untouched=untouched,
     )
 

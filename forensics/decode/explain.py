@@ -581,6 +581,119 @@ def _anchor_variant(anchors: np.ndarray, order) -> np.ndarray:
     return np.stack([y - h / 2, x - w / 2, y + h / 2, x + w / 2], axis=1).astype(np.float32)
 
 
+def _found(option, value_a, value_b, value_range=None, kind=OPTION) -> tuple:
+    """One explanation found: (kind, option, value_a, value_b, value_range)."""
+    return kind, option, value_a, value_b, value_range
+
+
+def _try_dequantize(rep: _Replayer, deps: DecodeDeps, options, target, upstream):
+    """The DEQUANTIZE B's host did before the kernel: another rounding, or the outputs' quantizations swapped."""
+    if upstream != "tensor" or deps.boxes_into_kernel:
+        return None
+    rep.searched.append("dequantize")
+    if rep.matches(options, kernel={"rounding": "reference"}):
+        return _found(None, "litert", "reference", kind=ROUNDING)
+    if rep.matches(options, kernel={"boxes_quant": deps.scores.quant, "scores_quant": deps.boxes.quant}):
+        return _found("scale and zero_point", None, None, kind=DEQUANTIZE_SWAPPED)
+    return None
+
+
+def _try_rows(rep: _Replayer, deps: DecodeDeps, options, target, upstream):
+    """The output's row count says max_detections x max_classes_per_detection."""
+    if target.rows == options.rows:
+        return None
+    rep.searched += ["max_detections", "max_classes_per_detection"]
+    pers = [options.max_classes_per_detection] + [p for p in (1, 2, 3, 4) if p != options.max_classes_per_detection]
+    for per in pers:
+        if target.rows % per:
+            continue
+        md = target.rows // per
+        try:
+            changed = dataclasses.replace(options, max_detections=md, max_classes_per_detection=per)
+        except InputError:
+            continue
+        if rep.matches(changed):
+            if per != options.max_classes_per_detection and md == options.max_detections:
+                return _found("max_classes_per_detection", options.max_classes_per_detection, per)
+            return _found("max_detections", options.max_detections, md)
+    return None
+
+
+def _try_regular_nms(rep: _Replayer, deps: DecodeDeps, options, target, upstream):
+    rep.searched.append("use_regular_nms")
+    if rep.matches(dataclasses.replace(options, use_regular_nms=not options.use_regular_nms)):
+        return _found("use_regular_nms", options.use_regular_nms, not options.use_regular_nms)
+    return None
+
+
+def _try_iou(rep: _Replayer, deps: DecodeDeps, options, target, upstream):
+    hit = _float_option(rep, options, "nms_iou_threshold", GRID + (1.0,), refine=0.01)
+    return _found("nms_iou_threshold", options.nms_iou_threshold, hit[0], hit[1]) if hit else None
+
+
+def _try_score(rep: _Replayer, deps: DecodeDeps, options, target, upstream):
+    hit = _float_option(rep, options, "nms_score_threshold", _score_candidates(scores_of(rep), target, options))
+    if hit:
+        return _found("nms_score_threshold", options.nms_score_threshold, hit[0], _score_range(scores_of(rep), hit[0]))
+    return None
+
+
+def _try_max_detections(rep: _Replayer, deps: DecodeDeps, options, target, upstream):
+    rep.searched.append("max_detections")
+    n = int(target.num_detections) if math.isfinite(target.num_detections) else 0
+    for md in dict.fromkeys([n] + list(COUNT_GRID)):
+        if md <= 0 or md == options.max_detections or md > options.max_detections:
+            continue  # more rows than the output holds would show in its row count
+        if rep.matches(dataclasses.replace(options, max_detections=md)):
+            return _found("max_detections", options.max_detections, md)
+    return None
+
+
+def _try_detections_per_class(rep: _Replayer, deps: DecodeDeps, options, target, upstream):
+    if not options.use_regular_nms:
+        return None
+    rep.searched.append("detections_per_class")
+    written = target.written(options)
+    counts = np.unique(target.classes[:written], return_counts=True)[1] if written else np.array([0])
+    for dpc in dict.fromkeys([int(counts.max())] + list(COUNT_GRID)):
+        if dpc <= 0 or dpc == options.detections_per_class:
+            continue
+        if rep.matches(dataclasses.replace(options, detections_per_class=dpc)):
+            return _found("detections_per_class", options.detections_per_class, dpc)
+    return None
+
+
+def _try_scales(rep: _Replayer, options, base_result):
+    solved = _solved_scales(rep, options, base_result)
+    for key in ("y_scale", "x_scale", "h_scale", "w_scale"):
+        candidates = (_round_candidates(solved[key]) if key in solved else []) + list(SCALE_GRID)
+        hit = _float_option(rep, options, key, list(dict.fromkeys(candidates)))
+        if hit:
+            return _found(key, getattr(options, key), hit[0])
+    return None
+
+
+def _try_anchor_variants(rep: _Replayer, deps: DecodeDeps, options, base_result):
+    rep.searched.append("anchors")
+    for name, order in ANCHOR_VARIANTS:
+        if rep.matches(options, _anchor_variant(deps.anchors, order)):
+            return _found("anchors", None, name, kind=ANCHORS)
+    if not rep.exhausted and _box_only(rep, base_result):  # after every scale was tried
+        return _found("anchors", None, None, kind=ANCHORS)
+    return None
+
+
+def _first_hypothesis(rep: _Replayer, deps: DecodeDeps, target: Detections, upstream, base_result):
+    """The first hypothesis, in the order searched, whose replay gives B's detections; None when none does."""
+    options = deps.options
+    for attempt in (_try_dequantize, _try_rows, _try_regular_nms, _try_iou, _try_score, _try_max_detections,
+                    _try_detections_per_class):
+        found = attempt(rep, deps, options, target, upstream)
+        if found is not None:
+            return found
+    return _try_scales(rep, options, base_result) or _try_anchor_variants(rep, deps, options, base_result)
+
+
 def explain_detections(deps: DecodeDeps, a: TailArrays, b: TailArrays, *,
                        max_replays: int = MAX_REPLAYS) -> Explanation | None:
     """What makes B's detections from B's own upstream stage (None when neither run has detections)."""
@@ -605,93 +718,13 @@ def explain_detections(deps: DecodeDeps, a: TailArrays, b: TailArrays, *,
     if same:
         return _done(Explanation(stage, FOLLOWS, upstream=upstream, evidence=evidence, replays=rep.replays,
                                  searched=tuple(rep.searched)))
-    found = []  # (option, value_a, value_b, range) in the order searched
-
-    def explain(option, value_a, value_b, value_range=None, kind=OPTION):
-        found.append((kind, option, value_a, value_b, value_range))
-
-    if upstream == "tensor" and not deps.boxes_into_kernel:  # the DEQUANTIZE B's host did before the kernel
-        rep.searched.append("dequantize")
-        if rep.matches(options, kernel={"rounding": "reference"}):
-            explain(None, "litert", "reference", kind=ROUNDING)
-        elif rep.matches(options, kernel={"boxes_quant": deps.scores.quant, "scores_quant": deps.boxes.quant}):
-            explain("scale and zero_point", None, None, kind=DEQUANTIZE_SWAPPED)
-
-    # the output's row count says max_detections x max_classes_per_detection
-    if not found and b.detections.rows != options.rows:
-        rep.searched += ["max_detections", "max_classes_per_detection"]
-        pers = [options.max_classes_per_detection] + [p for p in (1, 2, 3, 4) if p != options.max_classes_per_detection]
-        for per in pers:
-            if b.detections.rows % per:
-                continue
-            md = b.detections.rows // per
-            try:
-                changed = dataclasses.replace(options, max_detections=md, max_classes_per_detection=per)
-            except InputError:
-                continue
-            if rep.matches(changed):
-                if per == options.max_classes_per_detection:
-                    explain("max_detections", options.max_detections, md)
-                elif md == options.max_detections:
-                    explain("max_classes_per_detection", options.max_classes_per_detection, per)
-                else:
-                    explain("max_detections", options.max_detections, md)
-                break
-    if not found:
-        rep.searched.append("use_regular_nms")
-        if rep.matches(dataclasses.replace(options, use_regular_nms=not options.use_regular_nms)):
-            explain("use_regular_nms", options.use_regular_nms, not options.use_regular_nms)
-    if not found:
-        hit = _float_option(rep, options, "nms_iou_threshold", GRID + (1.0,), refine=0.01)
-        if hit:
-            explain("nms_iou_threshold", options.nms_iou_threshold, hit[0], hit[1])
-    if not found:
-        hit = _float_option(rep, options, "nms_score_threshold", _score_candidates(scores_of(rep), b.detections,
-                                                                                   options))
-        if hit:
-            explain("nms_score_threshold", options.nms_score_threshold, hit[0],
-                    _score_range(scores_of(rep), hit[0]))
-    if not found:
-        rep.searched.append("max_detections")
-        n = int(b.detections.num_detections) if math.isfinite(b.detections.num_detections) else 0
-        for md in dict.fromkeys([n] + list(COUNT_GRID)):
-            if md <= 0 or md == options.max_detections or md > options.max_detections:
-                continue  # more rows than the output holds would show in its row count
-            if rep.matches(dataclasses.replace(options, max_detections=md)):
-                explain("max_detections", options.max_detections, md)
-                break
-    if not found and options.use_regular_nms:
-        rep.searched.append("detections_per_class")
-        written = b.detections.written(options)
-        counts = np.unique(b.detections.classes[:written], return_counts=True)[1] if written else np.array([0])
-        for dpc in dict.fromkeys([int(counts.max())] + list(COUNT_GRID)):
-            if dpc <= 0 or dpc == options.detections_per_class:
-                continue
-            if rep.matches(dataclasses.replace(options, detections_per_class=dpc)):
-                explain("detections_per_class", options.detections_per_class, dpc)
-                break
-    if not found:
-        solved = _solved_scales(rep, options, base_result)
-        for key in ("y_scale", "x_scale", "h_scale", "w_scale"):
-            candidates = (_round_candidates(solved[key]) if key in solved else []) + list(SCALE_GRID)
-            hit = _float_option(rep, options, key, list(dict.fromkeys(candidates)))
-            if hit:
-                explain(key, getattr(options, key), hit[0])
-                break
-    if not found:
-        rep.searched.append("anchors")
-        for name, order in ANCHOR_VARIANTS:
-            if rep.matches(options, _anchor_variant(deps.anchors, order)):
-                explain("anchors", None, name, kind=ANCHORS)
-                break
-    if not found and not rep.exhausted and _box_only(rep, base_result):  # after every scale was tried
-        explain("anchors", None, None, kind=ANCHORS)
-    if not found:
+    found = _first_hypothesis(rep, deps, b.detections, upstream, base_result)
+    if found is None:
         if rep.exhausted:
             evidence["stopped"] = True  # the budget of replays ran out: not every hypothesis was tried
         return _done(Explanation(stage, UNEXPLAINED, upstream=upstream, evidence=evidence, replays=rep.replays,
                                  searched=tuple(dict.fromkeys(rep.searched))))
-    kind, option, value_a, value_b, value_range = found[0]
+    kind, option, value_a, value_b, value_range = found
     if kind == ANCHORS and value_b is None:
         evidence.update(_needed_anchor(rep, base_result))
     return _done(Explanation(stage, kind, upstream=upstream, option=option, value_a=value_a, value_b=value_b,

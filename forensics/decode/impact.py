@@ -606,12 +606,9 @@ def ssd_impact(a: SsdArrays, b: SsdArrays, model: SsdModel, *, max_decodes: int 
 
 # --- classifiers ----------------------------------------------------------------------------------------
 
-def classifier_impact(scores_a, scores_b, model: ClassifierModel, *, max_decodes: int = MAX_DECODES,
-                      inputs: dict | None = None) -> ImpactResult:
-    """Which of the class scores that differ between A and B change the top-k (entries added, removed, moved
-    in rank, rescored; the top-1 relabelled), with the same search as ssd_impact over class indices."""
-    from forensics.model.classes import ranking
-
+def _class_scores(scores_a, scores_b, max_decodes) -> tuple[np.ndarray, np.ndarray]:
+    """The two score vectors as float64, refused when the budget is no positive integer, their lengths differ
+    or they hold NaN or infinity."""
     if isinstance(max_decodes, bool) or not isinstance(max_decodes, int) or max_decodes < 1:
         raise InputError(f"max_decodes must be a positive integer, got {max_decodes!r}")
     a = np.asarray(scores_a, dtype=np.float64).reshape(-1)
@@ -620,34 +617,12 @@ def classifier_impact(scores_a, scores_b, model: ClassifierModel, *, max_decodes
         raise InputError(f"the two score vectors differ in length ({a.size} and {b.size} classes)")
     if not (np.isfinite(a).all() and np.isfinite(b).all()):
         raise InputError("the class scores contain NaN or infinity")
-    k = min(int(model.k), a.size)
-    differing = np.flatnonzero(a != b)
-    # A class below the k-th of min(A, B) on both sides is below k classes in every mix: never in the top-k.
-    low = np.minimum(a, b)
-    kth = float(np.sort(low)[-k])
-    inert_mask = np.maximum(a, b) < kth
-    inert = [int(r) for r in differing if inert_mask[r]]
-    live = [int(r) for r in differing if not inert_mask[r]]
+    return a, b
 
-    def top(values):
-        order = ranking(values)[:k]
-        return tuple((int(c), float(values[c])) for c in order)
 
-    def decode(records):
-        x = a.copy()
-        x[records] = b[records]
-        return top(x)
-
-    top_a, top_b = top(a), top(b)
-    labels = model.labels
-
-    def row(entry, rank):
-        c, score = entry
-        label = labels[c] if labels is not None and c < len(labels) and labels[c] else None
-        return {"class": c, "label": label, "score": score, "rank": rank}
-
-    rows_a = tuple(row(e, r) for r, e in enumerate(top_a, 1))
-    rows_b = tuple(row(e, r) for r, e in enumerate(top_b, 1))
+def _topk_changes(top_a: tuple, top_b: tuple) -> tuple[list, list, list]:
+    """Each change between A's and B's top-k ((rank in A, rank in B, info), its predicate on a mix's top-k, the
+    classes to try first): moved, rescored, removed, added, and the top-1 relabelled."""
     rank_a = {c: r for r, (c, _) in enumerate(top_a, 1)}
     rank_b = {c: r for r, (c, _) in enumerate(top_b, 1)}
     found, predicates, hints = [], [], []
@@ -678,7 +653,45 @@ def classifier_impact(scores_a, scores_b, model: ClassifierModel, *, max_decodes
         found.append((0, 0, {"kind": "relabelled", "score_delta": top_b[0][1] - top_a[0][1]}))
         predicates.append(lambda x, c=top_b[0][0]: x[0][0] == c)
         hints.append({top_a[0][0], top_b[0][0]})
+    return found, predicates, hints
 
+
+def classifier_impact(scores_a, scores_b, model: ClassifierModel, *, max_decodes: int = MAX_DECODES,
+                      inputs: dict | None = None) -> ImpactResult:
+    """Which of the class scores that differ between A and B change the top-k (entries added, removed, moved
+    in rank, rescored; the top-1 relabelled), with the same search as ssd_impact over class indices."""
+    from forensics.model.classes import ranking
+
+    a, b = _class_scores(scores_a, scores_b, max_decodes)
+    k = min(int(model.k), a.size)
+    differing = np.flatnonzero(a != b)
+    # A class below the k-th of min(A, B) on both sides is below k classes in every mix: never in the top-k.
+    low = np.minimum(a, b)
+    kth = float(np.sort(low)[-k])
+    inert_mask = np.maximum(a, b) < kth
+    inert = [int(r) for r in differing if inert_mask[r]]
+    live = [int(r) for r in differing if not inert_mask[r]]
+
+    def top(values):
+        order = ranking(values)[:k]
+        return tuple((int(c), float(values[c])) for c in order)
+
+    def decode(records):
+        x = a.copy()
+        x[records] = b[records]
+        return top(x)
+
+    top_a, top_b = top(a), top(b)
+    labels = model.labels
+
+    def row(entry, rank):
+        c, score = entry
+        label = labels[c] if labels is not None and c < len(labels) and labels[c] else None
+        return {"class": c, "label": label, "score": score, "rank": rank}
+
+    rows_a = tuple(row(e, r) for r, e in enumerate(top_a, 1))
+    rows_b = tuple(row(e, r) for r, e in enumerate(top_b, 1))
+    found, predicates, hints = _topk_changes(top_a, top_b)
     budget = _Budget(decode, max_decodes)
     budget.cache[frozenset()], budget.cache[frozenset(live)] = top_a, top_b
     live.sort(key=lambda r: (-max(a[r], b[r]), r))

@@ -43,6 +43,56 @@ def padded_columns(columns: int) -> int:
     return -(-columns // LANE) * LANE
 
 
+def _npy_input(dump, what: str, anchors: int, columns: int) -> LoadedInput:
+    """A .npy dump as [anchors, columns]: uint8 (the tensor) or finite float32 values."""
+    path = dump.path
+    tensor_size = anchors * columns
+    dtype = np.dtype(dump.npy_dtype)
+    count = int(np.prod(dump.npy_shape)) if dump.npy_shape else 1
+    if dtype not in (np.dtype("u1"), np.dtype("<f4"), np.dtype(">f4")):
+        raise InputError(f"{what} .npy must be uint8 or float32, got {dtype}", path)
+    if count != tensor_size:
+        raise InputError(f"{what} .npy has shape {list(dump.npy_shape)} ({count} values); expected "
+                         f"{anchors} x {columns} = {tensor_size} values", path)
+    data = dump.read(0, dump.size)
+    array = np.frombuffer(data, dtype=dtype).astype(dtype.newbyteorder("=")).reshape(anchors, columns)
+    if array.dtype.kind == "f":
+        array = array.astype(np.float32)
+        if not np.all(np.isfinite(array)):
+            bad = np.argwhere(~np.isfinite(array))[0]
+            raise InputError(f"{what} contain NaN or infinity (anchor {int(bad[0])}, column {int(bad[1])})",
+                             path)
+        return LoadedInput(path, array, "float32 .npy", dump.size)
+    return LoadedInput(path, array, "tensor", dump.size)
+
+
+def _accepted_sizes(anchors: int, columns: int, raw_size: int | None) -> list:
+    """The sizes a dump of [anchors, columns] may have, each with its layout: the tensor, padded records, the
+    Edge TPU raw layer."""
+    tensor_size = anchors * columns
+    padded_size = anchors * padded_columns(columns)
+    accepted = [f"{tensor_size} (tensor {anchors} x {columns})"]
+    if padded_size != tensor_size:
+        accepted.append(f"{padded_size} (records padded to {padded_columns(columns)}-byte lanes)")
+    if raw_size is not None and raw_size not in (tensor_size, padded_size):
+        accepted.append(f"{raw_size} (Edge TPU raw layer)")
+    return accepted
+
+
+def _expected_sizes(what: str, size: int, anchors: int, tensor_size: int, padded_size: int, accepted: list) -> str:
+    """The error for a dump of no accepted size: the sizes accepted, and for whole records of a shorter dump
+    how many anchors it holds."""
+    expected = f"{what} is {size} bytes; expected " + " or ".join(accepted)
+    # Whole records of a shorter dump: a pasted head, the story's own trap. Name how many anchors it holds in
+    # each layout it fits (padded 4-byte records first: what the chip writes).
+    held = [f"{size // (s // anchors):,}" + (" padded" if s == padded_size != tensor_size else "")
+            for s in dict.fromkeys((padded_size, tensor_size)) if size < s and size % (s // anchors) == 0]
+    if size and held:
+        expected += (f": {' or '.join(held)} of the {anchors:,} anchors the model has, the head-window trap (a "
+                     "pasted or partial read?); dump the whole buffer")
+    return expected
+
+
 def load_input(path, what: str, anchors: int, columns: int, *, layout: str = "auto", raw_size: int | None = None,
                relayout=None, dump_options: dict | None = None) -> LoadedInput:
     """Read one dump as [anchors, columns]; `relayout(raw_bytes) -> tensor bytes` for a model's raw layer.
@@ -54,30 +104,9 @@ def load_input(path, what: str, anchors: int, columns: int, *, layout: str = "au
     tensor_size = anchors * columns
     padded_size = anchors * padded_columns(columns)
     if dump.npy_dtype is not None:
-        dtype = np.dtype(dump.npy_dtype)
-        count = int(np.prod(dump.npy_shape)) if dump.npy_shape else 1
-        if dtype not in (np.dtype("u1"), np.dtype("<f4"), np.dtype(">f4")):
-            raise InputError(f"{what} .npy must be uint8 or float32, got {dtype}", path)
-        if count != tensor_size:
-            raise InputError(f"{what} .npy has shape {list(dump.npy_shape)} ({count} values); expected "
-                             f"{anchors} x {columns} = {tensor_size} values", path)
-        data = dump.read(0, dump.size)
-        array = np.frombuffer(data, dtype=dtype).astype(dtype.newbyteorder("=")).reshape(anchors, columns)
-        if array.dtype.kind == "f":
-            array = array.astype(np.float32)
-            if not np.all(np.isfinite(array)):
-                bad = np.argwhere(~np.isfinite(array))[0]
-                raise InputError(f"{what} contain NaN or infinity (anchor {int(bad[0])}, column {int(bad[1])})",
-                                 path)
-            return LoadedInput(path, array, "float32 .npy", dump.size)
-        return LoadedInput(path, array, "tensor", dump.size)
-
+        return _npy_input(dump, what, anchors, columns)
     size = dump.size
-    accepted = [f"{tensor_size} (tensor {anchors} x {columns})"]
-    if padded_size != tensor_size:
-        accepted.append(f"{padded_size} (records padded to {padded_columns(columns)}-byte lanes)")
-    if raw_size is not None and raw_size not in (tensor_size, padded_size):
-        accepted.append(f"{raw_size} (Edge TPU raw layer)")
+    accepted = _accepted_sizes(anchors, columns, raw_size)
     if layout == "tensor" and size != tensor_size:
         raise InputError(f"{what} is {size} bytes; the tensor layout is {tensor_size} bytes "
                          f"({anchors} x {columns})", path)
@@ -97,15 +126,7 @@ def load_input(path, what: str, anchors: int, columns: int, *, layout: str = "au
     if size == padded_size:
         records = np.frombuffer(data, np.uint8).reshape(anchors, padded_columns(columns))
         return LoadedInput(path, np.ascontiguousarray(records[:, :columns]), "padded records", size)
-    expected = f"{what} is {size} bytes; expected " + " or ".join(accepted)
-    # Whole records of a shorter dump: a pasted head, the story's own trap. Name how many anchors it holds in
-    # each layout it fits (padded 4-byte records first: what the chip writes).
-    held = [f"{size // (s // anchors):,}" + (" padded" if s == padded_size != tensor_size else "")
-            for s in dict.fromkeys((padded_size, tensor_size)) if size < s and size % (s // anchors) == 0]
-    if size and held:
-        expected += (f": {' or '.join(held)} of the {anchors:,} anchors the model has, the head-window trap (a "
-                     "pasted or partial read?); dump the whole buffer")
-    raise InputError(expected, path)
+    raise InputError(_expected_sizes(what, size, anchors, tensor_size, padded_size, accepted), path)
 
 
 # --- the order of the two dumps ---------------------------------------------------------------------------

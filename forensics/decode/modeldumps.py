@@ -202,15 +202,9 @@ def _pad_lanes_constant(dump, candidate) -> bool | None:
     return bool(np.all(pads == pads[0]))
 
 
-def fit_detection_tensor(dump, decode_deps, flags: dict) -> tuple[TensorFit | None, dict | None]:
-    """Which detection tensor (and layout) the dump holds, by its sidecar's tensor name and record size, the
-    flags' record size, its size, and where sizes coincide (the face model's 2,034 x 4 box deltas and its
-    scores padded to 4-byte lanes are both 8,136 bytes) its content: padded scores have constant pad lanes,
-    box deltas do not. A dump shorter than every layout it could be is the head of one: a head-window fit.
-    (None, None) when nothing fits or the choice stays open."""
-    meta = dump.meta
-    size = dump.size
-    candidates = _candidates(decode_deps)
+def _narrowed(candidates: list, meta, flags: dict) -> tuple[list, str, int | None]:
+    """The candidates the sidecar's tensor name and the flags' (else sidecar's) record size leave, how they
+    were chosen (sidecar / size) and that record size."""
     how = "size"
     said_tensor = getattr(meta, "tensor", None)
     if said_tensor and any(c["tensor"] == said_tensor for c in candidates):
@@ -219,29 +213,51 @@ def fit_detection_tensor(dump, decode_deps, flags: dict) -> tuple[TensorFit | No
     record = flags.get("record_size") or getattr(meta, "record_size", None)
     if record is not None:
         candidates = [c for c in candidates if c["record_size"] == record] or candidates
+    return candidates, how, record
+
+
+def _by_content(dump, pool: list, how: str) -> tuple[list, str]:
+    """Where sizes coincide: padded scores have constant pad lanes, box deltas do not."""
+    constant = [(c, _pad_lanes_constant(dump, c)) for c in pool]
+    padded = [c for c, same in constant if same]
+    unpadded = [c for c, same in constant if same is None]
+    varying = [c for c, same in constant if same is False]
+    if padded and len({c["role"] for c in padded}) == 1:
+        return padded[:1], "content"
+    if varying and len({c["role"] for c in unpadded}) == 1:
+        return unpadded, "content"  # pad lanes that vary: the dump is the tensor without pad lanes
+    return pool, how
+
+
+def _open_roles(pool: list, size: int, how: str) -> tuple[TensorFit | None, None]:
+    """A pool of several roles: one shape (box deltas and scores of 4 columns each, no pad lanes) is a fit of
+    either role, the same anchors either way; several shapes fit nothing."""
+    if len({(c["record_size"], c["full_size"]) for c in pool}) > 1:
+        return None, None
+    c = pool[0]
+    roles = " or ".join(sorted({p["role"] for p in pool}))
+    return TensorFit(None, roles, c["mode"], c["anchors"], c["record_size"], c["full_size"], size, how), None
+
+
+def fit_detection_tensor(dump, decode_deps, flags: dict) -> tuple[TensorFit | None, dict | None]:
+    """Which detection tensor (and layout) the dump holds, by its sidecar's tensor name and record size, the
+    flags' record size, its size, and where sizes coincide (the face model's 2,034 x 4 box deltas and its
+    scores padded to 4-byte lanes are both 8,136 bytes) its content: padded scores have constant pad lanes,
+    box deltas do not. A dump shorter than every layout it could be is the head of one: a head-window fit.
+    (None, None) when nothing fits or the choice stays open."""
+    size = dump.size
+    candidates, how, record = _narrowed(_candidates(decode_deps), dump.meta, flags)
     exact = [c for c in candidates if c["full_size"] == size]
     pool = exact or [c for c in candidates if c["full_size"] > size]
     if not pool:
         return None, None
     if len(pool) > 1:
-        constant = [(c, _pad_lanes_constant(dump, c)) for c in pool]
-        padded = [c for c, same in constant if same]
-        unpadded = [c for c, same in constant if same is None]
-        varying = [c for c, same in constant if same is False]
-        if padded and len({c["role"] for c in padded}) == 1:
-            pool, how = padded[:1], "content"
-        elif varying and len({c["role"] for c in unpadded}) == 1:
-            pool, how = unpadded, "content"  # pad lanes that vary: the dump is the tensor without pad lanes
+        pool, how = _by_content(dump, pool, how)
         if not exact and len({c["record_size"] for c in pool}) > 1:
             # a head too short to tell: the candidates with the record the flags, sidecar or default (4) say
             pool = [c for c in pool if c["record_size"] == (record or 4)] or pool
         if len({c["role"] for c in pool}) > 1:
-            if len({(c["record_size"], c["full_size"]) for c in pool}) > 1:
-                return None, None
-            # box deltas and scores of one shape (4 columns each, no pad lanes): the same anchors either way
-            c = pool[0]
-            roles = " or ".join(sorted({p["role"] for p in pool}))
-            return TensorFit(None, roles, c["mode"], c["anchors"], c["record_size"], c["full_size"], size, how), None
+            return _open_roles(pool, size, how)
     chosen = pool[0]
     fit = TensorFit(chosen["tensor"], chosen["role"], chosen["mode"], chosen["anchors"], chosen["record_size"],
                     chosen["full_size"], size, how)

@@ -344,8 +344,8 @@ def delegate_label(edgetpu: str | None, delegate: str | None, default_delegates:
     return ", ".join(names) or None
 
 
-def _capture_full(model, model_bytes, record, output, source, image, feeds, resampling, delegate, edgetpu,
-                  replace, progress=None, reference=None) -> CaptureResult:
+def _full_delegates(delegate, edgetpu, reference) -> tuple[list, object, bool]:
+    """(the delegates to load, the Edge TPU library, whether the runtime's default delegates stay on)."""
     delegates, library = [], None
     default_delegates = reference == "litert-xnnpack" or bool(delegate and delegate.lower() == "xnnpack")
     if edgetpu:
@@ -353,14 +353,12 @@ def _capture_full(model, model_bytes, record, output, source, image, feeds, resa
         delegates.append(handle)
     if delegate and delegate.lower() != "xnnpack":
         delegates.append(load_external_delegate(delegate, "the delegate"))
-    delegate_name = delegate_label(library, delegate, default_delegates)
-    it, runtime = make_interpreter(model_bytes, delegates=delegates, default_delegates=default_delegates,
-                                   reference=reference)
-    if progress is not None:
-        progress(1, 3)
-    details = it.get_input_details()
-    sg = model.main
-    prepared = None
+    return delegates, library, default_delegates
+
+
+def _input_values(model, details, image, feeds, resampling) -> tuple[object, dict]:
+    """(the prepared image or None, input name -> value): one image for a one-input model, else a file for
+    each input the model has."""
     values = {}
     if image is not None:
         if len(details) != 1:
@@ -370,17 +368,55 @@ def _capture_full(model, model_bytes, record, output, source, image, feeds, resa
         d = details[0]
         prepared = prepare_image(image, d["shape"], model.tensor(d["name"]).dtype, resampling)
         values[d["name"]] = prepared.array
-    else:
-        names = [d["name"] for d in details]
-        unknown = [n for n in feeds if n not in names]
-        if unknown:
-            raise InputError(f"the model has no input {unknown[0]!r} (inputs: {', '.join(names)})")
-        missing = [n for n in names if n not in feeds]
-        if missing:
-            raise InputError(f"none given for {', '.join(missing)} (the model has {len(names)} inputs)", param="input")
-        for d in details:
-            values[d["name"]] = read_input_file(feeds[d["name"]], d["name"], d["shape"],
-                                                model.tensor(d["name"]).dtype)
+        return prepared, values
+    names = [d["name"] for d in details]
+    unknown = [n for n in feeds if n not in names]
+    if unknown:
+        raise InputError(f"the model has no input {unknown[0]!r} (inputs: {', '.join(names)})")
+    missing = [n for n in names if n not in feeds]
+    if missing:
+        raise InputError(f"none given for {', '.join(missing)} (the model has {len(names)} inputs)", param="input")
+    for d in details:
+        values[d["name"]] = read_input_file(feeds[d["name"]], d["name"], d["shape"], model.tensor(d["name"]).dtype)
+    return None, values
+
+
+def _add_parameters(builder, model) -> None:
+    """Each Edge TPU executable's parameters, as the package in the model holds them."""
+    from forensics.model.tflite.edgetpu import read_packages
+
+    for package in read_packages(model):
+        for exe in package.executables:
+            builder.add_bytes("params", f"op{package.operator}_exe{exe.index}_{exe.type.lower()}",
+                              bytes(exe.parameters), dtype="uint8")
+
+
+def _produced_tensors(model) -> list:
+    """The tensors a full capture records: the Edge TPU operators' outputs, else (a CPU model) the decode's
+    inputs."""
+    sg = model.main
+    produced = []
+    for op in _edgetpu_ops(model):
+        produced += [sg.tensors[i] for i in op.outputs]
+    if not produced:  # a CPU model: the decode's inputs
+        from forensics.model.tflite.graph import postprocess_info
+
+        pp = postprocess_info(model)
+        if pp is not None:
+            produced = [pp.boxes, pp.scores]
+    return produced
+
+
+def _capture_full(model, model_bytes, record, output, source, image, feeds, resampling, delegate, edgetpu,
+                  replace, progress=None, reference=None) -> CaptureResult:
+    delegates, library, default_delegates = _full_delegates(delegate, edgetpu, reference)
+    delegate_name = delegate_label(library, delegate, default_delegates)
+    it, runtime = make_interpreter(model_bytes, delegates=delegates, default_delegates=default_delegates,
+                                   reference=reference)
+    if progress is not None:
+        progress(1, 3)
+    details = it.get_input_details()
+    prepared, values = _input_values(model, details, image, feeds, resampling)
     for d in details:
         it.set_tensor(d["index"], values[d["name"]])
     try:
@@ -399,12 +435,7 @@ def _capture_full(model, model_bytes, record, output, source, image, feeds, resa
         builder.input_image = os.fspath(image) if image is not None else None
         builder.capture = {k: v for k, v in capture_info.items() if v is not None}
         if edgetpu:
-            from forensics.model.tflite.edgetpu import read_packages
-
-            for package in read_packages(model):
-                for exe in package.executables:
-                    builder.add_bytes("params", f"op{package.operator}_exe{exe.index}_{exe.type.lower()}",
-                                      bytes(exe.parameters), dtype="uint8")
+            _add_parameters(builder, model)
         if prepared is not None:  # the picture itself, and how the input was made from it (top-left, pycoral)
             from forensics.runs.ingest import image_meta
 
@@ -417,16 +448,7 @@ def _capture_full(model, model_bytes, record, output, source, image, feeds, resa
             # One input is named `input`, as a driver's ingested `input=FILE`, so the two compare.
             builder.add_bytes("input", "input" if single else t.name, np.ascontiguousarray(values[d["name"]]),
                               model_tensor=t.name, **_meta_of(t, values[d["name"]]))
-        produced = []
-        for op in _edgetpu_ops(model):
-            produced += [sg.tensors[i] for i in op.outputs]
-        if not produced:  # a CPU model: the decode's inputs
-            from forensics.model.tflite.graph import postprocess_info
-
-            pp = postprocess_info(model)
-            if pp is not None:
-                produced = [pp.boxes, pp.scores]
-        for t in produced:
+        for t in _produced_tensors(model):
             value = it.get_tensor(index_of[t.name])
             builder.add_bytes("tensor", t.name, np.ascontiguousarray(value), role=_tensor_role(model, t.name),
                               **_meta_of(t, value))

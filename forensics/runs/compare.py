@@ -332,6 +332,48 @@ def _cause_text(row: StageRow) -> str | None:
     return None
 
 
+def _divergence_reasons(result: CompareResult, first) -> list:
+    """The first divergent stage's reason, each other stage differing on its own, and the stages that follow."""
+    reasons = [Reason("first_divergent", f"{first.label}: {_cause_text(first) or result.advice}")]
+    for row in result.independent:
+        if row is not first:
+            reasons.append(Reason("also_divergent", f"{row.label} differs on its own: "
+                                                    f"{_cause_text(row) or row.summary}"))
+    follow = [row.label for row in result.rows if row.diverges and row.follows]
+    if follow:
+        reasons.append(Reason("follows", f"{_names(follow)} {'is' if len(follow) == 1 else 'are'} expected to "
+                                         "differ: each follows from an earlier stage"))
+    return reasons
+
+
+def _setting_reasons(result: CompareResult) -> list:
+    """What differs around the buffers: the images, the models, what only one run captured."""
+    reasons = []
+    if result.images is not None and not result.images["same"]:
+        reasons.append(Reason("images_differ", f"the runs' inputs were made from different images "
+                                               f"({result.images['name_a']}, {result.images['name_b']})"))
+    if result.models_differ:
+        reasons.append(Reason("models_differ", "the runs were captured with different models"))
+    if result.not_captured:
+        reasons.append(Reason("not_captured", f"not captured in both runs: {', '.join(result.not_captured)}"))
+    return reasons
+
+
+def _within_message(within: list) -> str:
+    named = [r.label + (": another runtime's dequantize rounding" if any(x.code == "dequantize_rounding"
+                                                                          for x in r.reasons) else "")
+             for r in within]
+    return (f"{len(within)} buffer{'s differ' if len(within) != 1 else ' differs'} within tolerance "
+            f"({', '.join(named)}); the others match")
+
+
+def _match_message(rows, harmless: list) -> str:
+    message = f"all {len([row for row in rows if row.compared])} common buffers match"
+    if harmless:
+        message += " (" + "; ".join(f"{row.label}: {reason.text}" for row, reason in harmless) + ")"
+    return message
+
+
 def judge_compare(result: CompareResult) -> Judgement:
     """The run pair's one judgement: DIFFER when a buffer differs (the first divergent stage and what to do:
     its named cause, else the stage's advice) or a file changed after capture; WITHIN TOLERANCE when every
@@ -345,49 +387,26 @@ def judge_compare(result: CompareResult) -> Judgement:
                               f"{_names(result.changed)} changed after capture: not the evidence captured"))
     first = result.first_divergent
     if first is not None:
-        reasons.append(Reason("first_divergent", f"{first.label}: {_cause_text(first) or result.advice}"))
-        for row in result.independent:
-            if row is not first:
-                reasons.append(Reason("also_divergent", f"{row.label} differs on its own: "
-                                                        f"{_cause_text(row) or row.summary}"))
-        follow = [row.label for row in rows if row.diverges and row.follows]
-        if follow:
-            reasons.append(Reason("follows", f"{_names(follow)} {'is' if len(follow) == 1 else 'are'} expected to "
-                                             "differ: each follows from an earlier stage"))
+        reasons += _divergence_reasons(result, first)
     within = [row for row in rows if row.status == WITHIN]
     if within:
         reasons.append(Reason("within_tolerance", f"{_names([r.label for r in within])} differ within tolerance"))
     harmless = [(row, reason) for row in rows for reason in row.reasons]
     reasons += [Reason(reason.code, f"{row.label}: {reason.text}") for row, reason in harmless]
-    if result.images is not None and not result.images["same"]:
-        reasons.append(Reason("images_differ", f"the runs' inputs were made from different images "
-                                               f"({result.images['name_a']}, {result.images['name_b']})"))
-    if result.models_differ:
-        reasons.append(Reason("models_differ", "the runs were captured with different models"))
-    if result.not_captured:
-        reasons.append(Reason("not_captured", f"not captured in both runs: {', '.join(result.not_captured)}"))
-    compared = [row for row in rows if row.compared]
+    reasons += _setting_reasons(result)
     if first is not None:
         verdict = DIFFER
         message = f"first divergent stage: {first.label}: {_cause_text(first) or result.advice}"
+        if changed:
+            message = f"{_names(result.changed)} changed after capture; {message}"
     elif changed:
         verdict = DIFFER
         message = (f"{_names(result.changed)} changed after capture: the files are not the evidence captured "
                    "(every common buffer matches as the files are now)")
     elif within:
-        verdict = WITHIN
-        named = [r.label + (": another runtime's dequantize rounding" if any(x.code == "dequantize_rounding"
-                                                                              for x in r.reasons) else "")
-                 for r in within]
-        message = (f"{len(within)} buffer{'s differ' if len(within) != 1 else ' differs'} within tolerance "
-                   f"({', '.join(named)}); the others match")
+        verdict, message = WITHIN, _within_message(within)
     else:
-        verdict = MATCH
-        message = f"all {len(compared)} common buffers match"
-        if harmless:
-            message += " (" + "; ".join(f"{row.label}: {reason.text}" for row, reason in harmless) + ")"
-    if first is not None and changed:
-        message = f"{_names(result.changed)} changed after capture; {message}"
+        verdict, message = MATCH, _match_message(rows, harmless)
     return Judgement(verdict, message, tuple(reasons))
 
 

@@ -142,6 +142,68 @@ def _sidecar_meta(path: str) -> dict:
     return {k: v for k, v in out.items() if v is not None}
 
 
+def _check_specs(specs: list) -> None:
+    """Refuse what no run can hold before anything is read: nothing, a buffer given twice, two images, an
+    empty file."""
+    if not specs:
+        raise InputError("nothing to ingest: give STAGE[:TENSOR]=FILE")
+    seen = set()
+    for s in specs:
+        if (s.stage, s.tensor) in seen:
+            raise InputError(f"{s.label} is given twice")
+        seen.add((s.stage, s.tensor))
+    if sum(s.stage == "image" for s in specs) > 1:
+        raise InputError("a run holds one image (the one its input was made from)")
+    from forensics.io.dump import check_readable_file, npz_path
+
+    for s in specs:
+        if check_readable_file(npz_path(s.path)[0] if s.stage not in ("image", LOG) else s.path) == 0:
+            raise InputError(f"empty {'log' if s.stage == LOG else 'dump'} (0 bytes)", s.path)
+
+
+def _opened_dumps(specs: list, opened, dump_options: dict) -> list:
+    """(spec, meta, dump) of every spec, each dump opened and checked before the first byte is written."""
+    from forensics.io.dump import open_dump
+
+    dumps = []
+    for s in specs:
+        if s.stage in ("image", LOG):
+            dumps.append((s, image_meta(s.path) if s.stage == "image" else {}, None))
+            continue
+        # opened once (a text dump is decoded here) and handed to every step below
+        dump = open_dump(s.path, allow_empty=True, use_sidecar=False, **dump_options)
+        meta = {**_array_meta(dump, s), **_sidecar_meta(s.path)}
+        if opened is not None and s.stage in ("input", "tensor", "dequantized"):
+            meta.update(_tensor_meta(opened, s.tensor))
+        if s.stage == "raw":
+            meta.pop("shape", None)  # a sidecar's tensor shape is not the raw buffer's
+        else:
+            _check_size(s, meta, dump)
+        dumps.append((s, meta, dump))
+    return dumps
+
+
+def _write_dumps(builder, dumps: list) -> list:
+    """Add what the driver provided (logs, the image, the dumps) to the run; the labels added."""
+    added = []
+    for s, meta, dump in dumps:
+        if s.stage == LOG:
+            builder.add_log(s.tensor, s.path, from_file=os.path.abspath(s.path))
+        elif s.stage == "image":  # the picture's own bytes, never decoded as a text dump
+            builder.add_file("image", s.tensor, s.path, from_file=os.path.abspath(s.path), **meta)
+            builder.input_image = builder.input_image or s.path
+        else:
+            _add_dump(builder, s, meta, dump)
+        added.append(s.label)
+    return added
+
+
+def _check_model(existing, record, model, run_path) -> None:
+    if record and existing is not None and existing.model_sha256 and existing.model_sha256 != record["sha256"]:
+        raise InputError(f"the run was made with another model ({existing.model.get('path')}, sha256 "
+                         f"{existing.model_sha256[:12]}...), not {model}", run_path)
+
+
 def ingest(run_path, source: str, specs, *, model=None, dump_options: dict | None = None,
            replace: bool = False) -> IngestResult:
     """Create the run at `run_path` or add to it (atomically: the old run stays whole until the new one is in).
@@ -152,27 +214,14 @@ def ingest(run_path, source: str, specs, *, model=None, dump_options: dict | Non
     dump_options = dict(dump_options or {})
     run_path = os.fspath(run_path)
     specs = [s if isinstance(s, IngestSpec) else parse_spec(s) for s in specs]
-    if not specs:
-        raise InputError("nothing to ingest: give STAGE[:TENSOR]=FILE")
-    seen = set()
-    for s in specs:
-        if (s.stage, s.tensor) in seen:
-            raise InputError(f"{s.label} is given twice")
-        seen.add((s.stage, s.tensor))
-    if sum(s.stage == "image" for s in specs) > 1:
-        raise InputError("a run holds one image (the one its input was made from)")
-    from forensics.io.dump import check_readable_file, npz_path, open_dump
-
-    for s in specs:
-        if check_readable_file(npz_path(s.path)[0] if s.stage not in ("image", LOG) else s.path) == 0:
-            raise InputError(f"empty {'log' if s.stage == LOG else 'dump'} (0 bytes)", s.path)
+    _check_specs(specs)
     record = model_record(model) if model is not None else None
     opened = None
     if model is not None:
         from forensics.model.tflite.model import open_model
 
         opened = open_model(model)
-    added, relayouted, derived = [], [], []
+    relayouted, derived = [], []
     try:
         if opened is not None:  # a tensor named on the command line must be the model's (a typo, else)
             for s in specs:
@@ -183,36 +232,11 @@ def ingest(run_path, source: str, specs, *, model=None, dump_options: dict | Non
         with write_run(run_path, source, add=True, replace_buffers=replace) as builder:
             existing = builder.base
             created = existing is None
-            if record and existing is not None and existing.model_sha256 and \
-                    existing.model_sha256 != record["sha256"]:
-                raise InputError(f"the run was made with another model ({existing.model.get('path')}, sha256 "
-                                 f"{existing.model_sha256[:12]}...), not {model}", run_path)
+            _check_model(existing, record, model, run_path)
             if record is not None:
                 builder.model = record
-            dumps = []
-            for s in specs:  # every dump opened and checked before the first byte is written
-                if s.stage in ("image", LOG):
-                    dumps.append((s, image_meta(s.path) if s.stage == "image" else {}, None))
-                    continue
-                # opened once (a text dump is decoded here) and handed to every step below
-                dump = open_dump(s.path, allow_empty=True, use_sidecar=False, **dump_options)
-                meta = {**_array_meta(dump, s), **_sidecar_meta(s.path)}
-                if opened is not None and s.stage in ("input", "tensor", "dequantized"):
-                    meta.update(_tensor_meta(opened, s.tensor))
-                if s.stage == "raw":
-                    meta.pop("shape", None)  # a sidecar's tensor shape is not the raw buffer's
-                else:
-                    _check_size(s, meta, dump)
-                dumps.append((s, meta, dump))
-            for s, meta, dump in dumps:  # what the driver provided first, then what forensics derives from it
-                if s.stage == LOG:
-                    builder.add_log(s.tensor, s.path, from_file=os.path.abspath(s.path))
-                elif s.stage == "image":  # the picture's own bytes, never decoded as a text dump
-                    builder.add_file("image", s.tensor, s.path, from_file=os.path.abspath(s.path), **meta)
-                    builder.input_image = builder.input_image or s.path
-                else:
-                    _add_dump(builder, s, meta, dump)
-                added.append(s.label)
+            dumps = _opened_dumps(specs, opened, dump_options)
+            added = _write_dumps(builder, dumps)  # what the driver provided first, then what forensics derives
             for s, meta, dump in dumps:
                 if s.stage == "raw" and opened is not None:
                     entry = _relayout_into(builder, opened, s, dump)

@@ -18,6 +18,55 @@ ITEMSIZE = {"uint8": 1, "int8": 1, "int16": 2, "uint16": 2, "float16": 2, "int32
             "int64": 8, "uint64": 8, "float64": 8, "bool": 1}
 
 
+def _shaped_record(entry, shape, itemsize: int, size: int, pad: tuple, unit: str) -> tuple[int, str, tuple]:
+    """(record size, unit, pad lanes) of a buffer whose manifest gives a shape of two or more axes: its last
+    axis's bytes, else the manifest's record size, else an equal share per row; bytes past the channels are pad."""
+    channels = shape[-1] * itemsize
+    n = math.prod(shape[:-1])
+    if n * channels == size:
+        record = channels
+    elif entry.record_size and size % entry.record_size == 0:
+        record = entry.record_size
+    elif n and size % n == 0:
+        record = size // n
+    else:
+        record = channels
+    if record > channels and not pad:
+        pad = tuple(range(channels, record))
+    if len(shape) == 2 and shape[0] == 1 and record == channels and itemsize > 1:
+        # [1, K] of wider elements (a detection output's classes or scores): K values, not one record
+        record, unit = itemsize, "rows" if entry.stage == "detections" else "elements"
+    elif len(shape) != 3:
+        unit = "records"
+    return record, unit, pad
+
+
+def _unshaped_record(entry, itemsize: int, unit: str) -> tuple[int | None, str]:
+    """(record size, unit) of a buffer without a shape of two axes."""
+    if entry.record_size:
+        return entry.record_size, unit
+    if itemsize > 1:
+        # a one-dimensional (or shapeless) buffer of wider elements: its elements are compared as numbers, so
+        # a tolerance (--atol) applies to them as `diff` applies it (issue 35)
+        return itemsize, "elements"
+    if entry.stage == "raw":
+        return 4, unit  # the chip's lane width
+    return None, unit
+
+
+def _fixed_layout(entry, size: int, view, itemsize: int, pad: tuple) -> tuple[RecordLayout, str] | None:
+    """The layouts a buffer's stage fixes: parameters are bytes, a raw buffer the manifest leaves open is the
+    model's layer, an NCHW input whose bytes are all there is rows; else None."""
+    shape = entry.shape
+    if entry.stage == "params":
+        return RecordLayout(record_size=1), "bytes"
+    if view is not None and entry.stage == "raw" and not pad and not entry.record_size:
+        return view.layout, "anchors"
+    if entry.stage == "input" and shape and len(shape) == 4 and shape[2] * shape[3] * itemsize * shape[1] == size:
+        return RecordLayout(record_size=shape[2] * shape[3] * itemsize), "rows"
+    return None
+
+
 def buffer_layout(entry, size: int, view=None) -> tuple[RecordLayout, str]:
     """How to cut a buffer into records for the diff, and what to call a record (anchors, rows, elements,
     bytes). `view` (forensics.model.tflite.tensors.ModelTensorView of the run's model) lays out a raw buffer
@@ -25,50 +74,22 @@ def buffer_layout(entry, size: int, view=None) -> tuple[RecordLayout, str]:
     itemsize = ITEMSIZE.get(entry.dtype or "uint8", 1)
     shape = entry.shape
     pad = tuple(entry.extra.get("pad_lanes") or ())
-    quant = {}
-    if itemsize == 1 and entry.scale is not None:
-        quant = {"scale": entry.scale, "zero_point": entry.zero_point or 0}
-    if entry.stage == "params":
-        return RecordLayout(record_size=1), "bytes"
-    if view is not None and entry.stage == "raw" and not pad and not entry.record_size:
-        return view.layout, "anchors"
-    if entry.stage == "input" and shape and len(shape) == 4 and shape[2] * shape[3] * itemsize * shape[1] == size:
-        return RecordLayout(record_size=shape[2] * shape[3] * itemsize), "rows"
+    fixed = _fixed_layout(entry, size, view, itemsize, pad)
+    if fixed is not None:
+        return fixed
     unit = "anchors" if entry.stage in ("raw", "tensor", "dequantized") else "records"
-    record = None
     if shape and len(shape) >= 2 and shape[-1] > 0:
-        channels = shape[-1] * itemsize
-        n = math.prod(shape[:-1])
-        if n * channels == size:
-            record = channels
-        elif entry.record_size and size % entry.record_size == 0:
-            record = entry.record_size
-        elif n and size % n == 0:
-            record = size // n
-        else:
-            record = channels
-        if record > channels and not pad:
-            pad = tuple(range(channels, record))
-        if len(shape) == 2 and shape[0] == 1 and record == channels and itemsize > 1:
-            # [1, K] of wider elements (a detection output's classes or scores): K values, not one record
-            record, unit = itemsize, "rows" if entry.stage == "detections" else "elements"
-        elif len(shape) != 3:
-            unit = "records"
-    elif entry.record_size:
-        record = entry.record_size
-    elif itemsize > 1:
-        # a one-dimensional (or shapeless) buffer of wider elements: its elements are compared as numbers, so
-        # a tolerance (--atol) applies to them as `diff` applies it (issue 35)
-        record, unit = itemsize, "elements"
-    elif entry.stage == "raw":
-        record = 4  # the chip's lane width
+        record, unit, pad = _shaped_record(entry, shape, itemsize, size, pad, unit)
+    else:
+        record, unit = _unshaped_record(entry, itemsize, unit)
     if not record or record == 1:
         return RecordLayout(record_size=1), "bytes"
     pad = tuple(p for p in pad if p < record)
     fields = entry.extra.get("fields")
     fields = tuple(fields) if isinstance(fields, list) and len(fields) == record else None
-    return RecordLayout(record_size=record, pad_lanes=pad, fields=fields,
-                        **(quant if itemsize == 1 else {})), unit
+    quant = {"scale": entry.scale, "zero_point": entry.zero_point or 0} if itemsize == 1 and entry.scale is not None \
+        else {}
+    return RecordLayout(record_size=record, pad_lanes=pad, fields=fields, **quant), unit
 
 
 def record_count(entry, size: int, layout: RecordLayout) -> int:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -249,11 +249,71 @@ def _real(raw: np.ndarray, integer: bool, scale, zero_point) -> np.ndarray:
     return values
 
 
-def _measure(runs, key) -> TensorSpread | str:
-    """One buffer's spread over the runs, or why it cannot be measured."""
-    from forensics.runs.compare import _locate, buffer_layout
+@dataclass
+class _Streamed:
+    """What _measure keeps over the windows of one buffer: the maximum spread and where it is, the count of
+    differing elements, the k largest spreads seen so far (for the p99, nearest rank), the widest code / ulp
+    spread, and each run's dot product with the first run and its norm (for the cosines)."""
 
-    entries = [next(b for b in run.buffers if b.key == key) for run in runs]
+    dtype: np.dtype
+    integer: bool
+    scale: float | None
+    zero_point: int | None
+    keep: int
+    runs: int
+    top: np.ndarray = field(init=False)
+    max_abs: float = 0.0
+    worst: int | None = None
+    count: int = 0
+    max_lsb: int = 0
+    max_ulps: int = 0
+    dots: np.ndarray = field(init=False)
+    norms: np.ndarray = field(init=False)
+    largest: float = 0.0
+
+    def __post_init__(self):
+        self.top = np.zeros(0, np.float64)
+        self.dots, self.norms = np.zeros(self.runs), np.zeros(self.runs)
+
+    def add(self, raws: list, at: int) -> None:
+        """One window of every run's elements, the first at element `at`."""
+        bits = np.dtype(f"<u{self.dtype.itemsize}")
+        # the same bits in every run is no spread (NaN and NaN of one pattern too); any other difference is one
+        same = np.logical_and.reduce([r.view(bits) == raws[0].view(bits) for r in raws[1:]])
+        stack = np.stack([_real(r, self.integer, self.scale, self.zero_point) for r in raws])
+        with np.errstate(invalid="ignore"):
+            spread = np.nan_to_num(stack.max(0) - stack.min(0), nan=np.inf, posinf=np.inf)
+        spread[same] = 0.0
+        self.count += int(np.count_nonzero(~same))
+        if self.integer:
+            codes = np.stack([r.astype(np.int64) for r in raws])
+            self.max_lsb = max(self.max_lsb, int((codes.max(0) - codes.min(0)).max(initial=0)))
+        else:
+            ordered = np.stack([_ordered(r.astype(self.dtype.newbyteorder("="))) for r in raws])
+            ulp = ordered.max(0) - ordered.min(0)
+            ulp[same] = 0
+            self.max_ulps = max(self.max_ulps, int(ulp.max(initial=0)))
+        if spread.size and (self.worst is None or spread.max() > self.max_abs):
+            i = int(np.argmax(spread))
+            if spread[i] > 0:
+                self.max_abs, self.worst = float(spread[i]), at + i
+        top = np.concatenate([self.top, spread])
+        if top.size > self.keep:
+            top = np.partition(top, top.size - self.keep)[top.size - self.keep:]
+        self.top = top
+        finite = np.where(np.isfinite(stack), stack, 0.0)
+        self.dots += finite @ finite[0]
+        self.norms += (finite * finite).sum(1)
+        self.largest = max(self.largest, float(np.abs(finite).max(initial=0.0)))
+
+    def cosines(self) -> list:
+        dots, norms = self.dots, self.norms
+        return [dots[k] / math.sqrt(norms[0] * norms[k]) if norms[0] and norms[k] else (1.0 if norms[0] == norms[k]
+                else 0.0) for k in range(1, self.runs)]
+
+
+def _unmeasurable(entries) -> str | None:
+    """Why one buffer's spread cannot be measured, or None."""
     first = entries[0]
     if len({e.size for e in entries}) > 1:
         return "its size differs between the runs"
@@ -262,6 +322,28 @@ def _measure(runs, key) -> TensorSpread | str:
     dtype = np.dtype(first.dtype or "uint8").newbyteorder("<")
     if dtype.kind not in "iuf" or first.size % dtype.itemsize:
         return f"its elements ({dtype}) are not numbers this measures"
+    return None
+
+
+def _worst_place(first, dtype: np.dtype, dumps: list, worst: int, scale) -> tuple:
+    """Where the widest spread is (the buffer's layout names it) and each run's real value there."""
+    from forensics.runs.compare import _locate, buffer_layout
+
+    layout, unit = buffer_layout(first, first.size)
+    where = _locate(first, layout, unit, dtype.itemsize)(worst) or None
+    values = tuple(float(_real(np.frombuffer(d.read(worst * dtype.itemsize, dtype.itemsize), dtype),
+                               dtype.kind in "iu", scale, first.zero_point)[0]) for d in dumps)
+    return where, values
+
+
+def _measure(runs, key) -> TensorSpread | str:
+    """One buffer's spread over the runs, or why it cannot be measured."""
+    entries = [next(b for b in run.buffers if b.key == key) for run in runs]
+    first = entries[0]
+    why = _unmeasurable(entries)
+    if why is not None:
+        return why
+    dtype = np.dtype(first.dtype or "uint8").newbyteorder("<")
     integer = dtype.kind in "iu"
     scale = first.scale if integer else None
     dumps = [run.open_buffer(e) for run, e in zip(runs, entries)]
@@ -269,55 +351,21 @@ def _measure(runs, key) -> TensorSpread | str:
     # Streamed over windows: the maximum and where it is, the count, and for the p99 (nearest rank) the k largest
     # spreads seen so far (k = n - ceil(0.99 n) + 1: a hundredth of the elements).
     keep = n - math.ceil(0.99 * n) + 1 if n else 0
-    top = np.zeros(0, np.float64)
-    max_abs, worst, count, max_lsb, max_ulps = 0.0, None, 0, 0, 0
-    dots, norms, largest = np.zeros(len(runs)), np.zeros(len(runs)), 0.0
-    bits = np.dtype(f"<u{dtype.itemsize}")
+    acc = _Streamed(dtype, integer, scale, first.zero_point, keep, len(runs))
     window = max(dtype.itemsize, _WINDOW // dtype.itemsize * dtype.itemsize)
     for lo in range(0, first.size, window):
         raws = [np.frombuffer(d.read(lo, window), dtype) for d in dumps]
         if len({r.size for r in raws}) > 1:
             raise InputError("a buffer file is shorter than its manifest says (it changed since capture)",
                              runs[0].path)
-        at = lo // dtype.itemsize
-        # the same bits in every run is no spread (NaN and NaN of one pattern too); any other difference is one
-        same = np.logical_and.reduce([r.view(bits) == raws[0].view(bits) for r in raws[1:]])
-        stack = np.stack([_real(r, integer, scale, first.zero_point) for r in raws])
-        with np.errstate(invalid="ignore"):
-            spread = np.nan_to_num(stack.max(0) - stack.min(0), nan=np.inf, posinf=np.inf)
-        spread[same] = 0.0
-        count += int(np.count_nonzero(~same))
-        if integer:
-            codes = np.stack([r.astype(np.int64) for r in raws])
-            max_lsb = max(max_lsb, int((codes.max(0) - codes.min(0)).max(initial=0)))
-        else:
-            ordered = np.stack([_ordered(r.astype(dtype.newbyteorder("="))) for r in raws])
-            ulp = ordered.max(0) - ordered.min(0)
-            ulp[same] = 0
-            max_ulps = max(max_ulps, int(ulp.max(initial=0)))
-        if spread.size and (worst is None or spread.max() > max_abs):
-            i = int(np.argmax(spread))
-            if spread[i] > 0:
-                max_abs, worst = float(spread[i]), at + i
-        top = np.concatenate([top, spread])
-        if top.size > keep:
-            top = np.partition(top, top.size - keep)[top.size - keep:]
-        finite = np.where(np.isfinite(stack), stack, 0.0)
-        dots += finite @ finite[0]
-        norms += (finite * finite).sum(1)
-        largest = max(largest, float(np.abs(finite).max(initial=0.0)))
-    cosines = [dots[k] / math.sqrt(norms[0] * norms[k]) if norms[0] and norms[k] else (1.0 if norms[0] == norms[k]
-               else 0.0) for k in range(1, len(runs))]
-    where = values = None
-    if worst is not None:
-        layout, unit = buffer_layout(first, first.size)
-        where = _locate(first, layout, unit, dtype.itemsize)(worst) or None
-        values = tuple(float(_real(np.frombuffer(d.read(worst * dtype.itemsize, dtype.itemsize), dtype), integer,
-                                   scale, first.zero_point)[0]) for d in dumps)
-    p99 = float(top.min()) if keep and top.size else 0.0
-    return TensorSpread(key[0], key[1], str(dtype.newbyteorder("=")), n, count, max_abs,
-                        max_lsb if integer else None, None if integer else max_ulps, p99, worst, where, values,
-                        float(min(cosines)) if cosines else None, largest, integer, scale)
+        acc.add(raws, lo // dtype.itemsize)
+    cosines = acc.cosines()
+    worst = acc.worst
+    where, values = _worst_place(first, dtype, dumps, worst, scale) if worst is not None else (None, None)
+    p99 = float(acc.top.min()) if keep and acc.top.size else 0.0
+    return TensorSpread(key[0], key[1], str(dtype.newbyteorder("=")), n, acc.count, acc.max_abs,
+                        acc.max_lsb if integer else None, None if integer else acc.max_ulps, p99, worst, where, values,
+                        float(min(cosines)) if cosines else None, acc.largest, integer, scale)
 
 
 def measure_spread(locations) -> SpreadResult:

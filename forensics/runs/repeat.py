@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from forensics.core import serial
 from forensics.core.errors import ForensicsError, InputError
@@ -330,18 +330,32 @@ def _diagnose(loaded: _Loaded, base: str, location: str, previous: str | None, k
     return finding.kind, finding.evidence
 
 
-def analyse(signatures: list[dict], reference: dict | None = None, *, locations=None, reference_location=None,
-            diagnose: bool = True, scheduler: str = "local", workers: int = 1) -> RepeatResult:
-    """The repeat result of runs' signatures (read_signature, in the order given) and a reference's.
-    `locations`, `reference_location`: the runs as given (default: the signatures' locations), which the result
-    names."""
-    locations = list(locations) if locations is not None else [s["location"] for s in signatures]
-    if reference is not None and reference_location is None:
-        reference_location = reference["location"]
-    contents = [_contents(s) for s in signatures]
-    ref_contents = _contents(reference) if reference is not None else None
-    keys = _ordered_keys(signatures + ([reference] if reference is not None else []))
-    n = len(signatures)
+@dataclass
+class _Judged:
+    """The state analyse shares with its helpers: the runs' contents, the baseline and who holds it."""
+
+    locations: list
+    contents: list
+    baseline: dict
+    differing: list
+    reference_location: str | None
+    modal_index: int | None
+    modal_run: str | None
+    produced: set
+    loaded: _Loaded
+
+    def holder(self, key):
+        """Where the baseline bytes of `key` are read: the reference, the modal run, or the first run holding them."""
+        if self.modal_index is None:
+            return self.reference_location
+        if self.contents[self.modal_index].get(key) == self.baseline[key]:
+            return self.modal_run
+        return next(self.locations[i] for i in range(len(self.contents))
+                    if self.contents[i].get(key) == self.baseline[key])
+
+
+def _baseline(keys, contents, ref_contents, n: int) -> tuple[list, dict]:
+    """Each buffer's modal entry and the baseline content per key (the reference's, else the modal one)."""
     buffers, baseline = [], {}
     for key in keys:
         values = [c.get(key) for c in contents]
@@ -355,63 +369,88 @@ def analyse(signatures: list[dict], reference: dict | None = None, *, locations=
             baseline[key] = content
         buffers.append(BufferModal(key[0], key[1], content, sum(1 for v in values if v == content) if content else 0,
                                    n, len(set(values)), kind))
+    return buffers, baseline
+
+
+def _depends(judged: _Judged, i: int, at_stage: list):
+    """PREVIOUS when every first-stage difference of run `i` carries the previous run's bytes, else None."""
+    contents, location, previous = judged.contents, judged.locations[i], judged.locations[i - 1]
+    if not all(contents[i].get(k) not in (None, MISSING) and k in judged.produced for k in at_stage):
+        return None
+    carried = []
+    for key in at_stage:
+        if contents[i - 1].get(key) == contents[i][key]:
+            carried.append(True)  # the same bytes as the previous run's (its CRC): nothing to read
+            continue
+        base, here, prev = (judged.loaded.dump(where, key)[1] for where in (judged.holder(key), location, previous))
+        carried.append(None not in (base, here, prev) and _carries_previous(base, here, prev))
+    return PREVIOUS if all(carried) else None
+
+
+def _run_row(judged: _Judged, i: int, sig: dict, diagnose: bool) -> RunRow:
+    """One run's row: modal, or an outlier with its first differing stage, diagnose's finding and dependence."""
+    differing, locations = judged.differing[i], judged.locations
+    if not differing:
+        return RunRow(i, locations[i], sig.get("source"), MODAL)
+    first = differing[0]
+    at_stage = [key for key in differing if key[0] == first[0]]
+    location, previous = locations[i], locations[i - 1] if i else None
+    finding = evidence = None
+    if diagnose and judged.contents[i].get(first) not in (None, MISSING):
+        finding, evidence = _diagnose(judged.loaded, judged.holder(first), location, previous, first)
+    depends = _depends(judged, i, at_stage) if previous is not None else None
+    return RunRow(i, locations[i], sig.get("source"), OUTLIER, tuple(_label(k) for k in differing),
+                  first[0], first[1], finding, evidence, depends, judged.modal_run)
+
+
+def _stage_rates(baseline: dict, differing: list, n: int) -> list:
+    """Per judged stage, how many runs differ there."""
+    stages = []
+    for stage in STAGES:
+        judged = [key for key in baseline if key[0] == stage]
+        if judged:
+            stages.append(StageRate(stage, n, sum(1 for d in differing if any(k[0] == stage for k in d))))
+    return stages
+
+
+def _cold_or_period(rows: list, n: int) -> tuple[list, Period | None]:
+    """A first outlier every later one carries is COLD (no period); otherwise the period of the independent
+    outliers."""
+    outliers = [r for r in rows if r.status == OUTLIER]
+    if n >= 2 and rows[0].status == OUTLIER and all(r.depends == PREVIOUS for r in outliers[1:]):
+        rows[0] = replace(rows[0], depends=COLD)
+        return rows, None
+    return rows, _period([r.index for r in outliers if r.depends is None], n)
+
+
+def analyse(signatures: list[dict], reference: dict | None = None, *, locations=None, reference_location=None,
+            diagnose: bool = True, scheduler: str = "local", workers: int = 1) -> RepeatResult:
+    """The repeat result of runs' signatures (read_signature, in the order given) and a reference's.
+    `locations`, `reference_location`: the runs as given (default: the signatures' locations), which the result
+    names."""
+    locations = list(locations) if locations is not None else [s["location"] for s in signatures]
+    if reference is not None and reference_location is None:
+        reference_location = reference["location"]
+    everyone = signatures + ([reference] if reference is not None else [])
+    contents = [_contents(s) for s in signatures]
+    keys = _ordered_keys(everyone)
+    n = len(signatures)
+    buffers, baseline = _baseline(keys, contents, _contents(reference) if reference is not None else None, n)
     differing = [[key for key in keys if key in baseline and c.get(key) != baseline[key]] for c in contents]
     if reference is not None:
         modal_index, modal_run = None, reference_location
     else:
         modal_index = min(range(n), key=lambda i: (len(differing[i]), i))
         modal_run = locations[modal_index]
-
-    def holder(key):
-        """Where the baseline bytes of `key` are read: the reference, the modal run, or the first run holding them."""
-        if reference is not None:
-            return reference_location
-        if contents[modal_index].get(key) == baseline[key]:
-            return modal_run
-        return next(locations[i] for i in range(n) if contents[i].get(key) == baseline[key])
-
     # A buffer no run holds the baseline of differs the same way in every run: a consistent difference, which
     # says nothing about one run depending on another.
     produced = {key for key in baseline if any(c.get(key) == baseline[key] for c in contents)}
-    loaded = _Loaded()  # the runs as given: the client reads them where the user named them
-    rows = []
-    for i, sig in enumerate(signatures):
-        if not differing[i]:
-            rows.append(RunRow(i, locations[i], sig.get("source"), MODAL))
-            continue
-        first = differing[i][0]
-        at_stage = [key for key in differing[i] if key[0] == first[0]]
-        location, previous = locations[i], locations[i - 1] if i else None
-        finding = evidence = None
-        if diagnose and contents[i].get(first) not in (None, MISSING):
-            finding, evidence = _diagnose(loaded, holder(first), location, previous, first)
-        depends = None
-        if previous is not None and all(contents[i].get(k) not in (None, MISSING) and k in produced
-                                        for k in at_stage):
-            carried = []
-            for key in at_stage:
-                if contents[i - 1].get(key) == contents[i][key]:
-                    carried.append(True)  # the same bytes as the previous run's (its CRC): nothing to read
-                    continue
-                base, here, prev = (loaded.dump(where, key)[1] for where in (holder(key), location, previous))
-                carried.append(None not in (base, here, prev) and _carries_previous(base, here, prev))
-            depends = PREVIOUS if all(carried) else None
-        rows.append(RunRow(i, locations[i], sig.get("source"), OUTLIER, tuple(_label(k) for k in differing[i]),
-                           first[0], first[1], finding, evidence, depends, modal_run))
-    outliers = [r for r in rows if r.status == OUTLIER]
-    period = None
-    if n >= 2 and rows[0].status == OUTLIER and all(r.depends == PREVIOUS for r in outliers[1:]):
-        from dataclasses import replace
-
-        rows[0] = replace(rows[0], depends=COLD)
-    else:
-        period = _period([r.index for r in outliers if r.depends is None], n)
-    stages = []
-    for stage in STAGES:
-        judged = [key for key in baseline if key[0] == stage]
-        if judged:
-            stages.append(StageRate(stage, n, sum(1 for d in differing if any(k[0] == stage for k in d))))
-    warnings = tuple(w for s in signatures + ([reference] if reference is not None else []) for w in s["warnings"])
+    # the runs as given: the client reads them where the user named them
+    judged = _Judged(locations, contents, baseline, differing, reference_location, modal_index, modal_run, produced,
+                     _Loaded())
+    rows, period = _cold_or_period([_run_row(judged, i, sig, diagnose) for i, sig in enumerate(signatures)], n)
+    stages = _stage_rates(baseline, differing, n)
+    warnings = tuple(w for s in everyone for w in s["warnings"])
     return RepeatResult(tuple(rows), tuple(stages), tuple(buffers), reference=reference_location,
                         modal_run=modal_run, period=period, warnings=warnings, scheduler=scheduler, workers=workers)
 
