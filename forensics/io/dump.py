@@ -20,7 +20,7 @@ from typing import Iterator
 from forensics.core import serial
 from forensics.core.errors import InputError, reading
 from forensics.io.files import (  # noqa: F401  (callers import them from here too)
-    check_readable_file, read_small_file, size_is_trustworthy, unsized_bytes)
+    ascii_share, check_readable_file, read_head, read_small_file, size_is_trustworthy, unsized_bytes)
 
 DEFAULT_CHUNK = 8 << 20  # 8 MiB: large enough to amortise calls, small enough to stay in cache-friendly RSS
 
@@ -924,10 +924,6 @@ def _source(path: str, member: str | None, file_size: int, text_format: str, gap
     return _Source(file_size)
 
 
-_SNIFF_BYTES = 64 << 10  # textdump.SNIFF_BYTES: the head textdump.sniff_file judges
-_PRINTABLE_DELETE = bytes(b for b in range(256) if not (32 <= b < 127 or b in (9, 10, 13)))
-
-
 def _certainly_binary(path: str, file_size: int) -> bool:
     """Whether textdump.sniff_file would call this file binary and open_dump warn of nothing, decided without
     importing textdump (every binary dump a command opens is sniffed; its regular expressions cost ~8 ms of a
@@ -936,11 +932,7 @@ def _certainly_binary(path: str, file_size: int) -> bool:
     file open_dump warns about. Anything else takes textdump's own sniff."""
     if file_size == 0:
         return False
-    from forensics.core.errors import reading
-
-    with reading(path):
-        with open(path, "rb") as fh:
-            head = fh.read(_SNIFF_BYTES)
+    head = read_head(path)
     if b"\0" not in head or head.startswith((b"\xff\xfe", b"\xfe\xff")):
         return False
     sample = head[:4096]
@@ -948,8 +940,7 @@ def _certainly_binary(path: str, file_size: int) -> bool:
     for zeros in (sample[0::2], sample[1::2]):
         if zeros.count(0) * 4 >= len(zeros) * 3:
             return False
-    printable = len(head.translate(None, _PRINTABLE_DELETE)) / len(head)
-    return not (printable >= 0.95 and 256 <= file_size < 4096)
+    return not (ascii_share(head) >= 0.95 and 256 <= file_size < 4096)
 
 
 def _text_source(path: str, file_size: int, text_format: str, gap_fill: int | None) -> _Source:

@@ -80,3 +80,21 @@ def read_small_file(path, limit: int, what: str = "file") -> bytes:
     if len(data) > limit:
         raise InputError(f"grew past {limit} bytes while reading", path)
     return data
+
+
+SNIFF_BYTES = 64 << 10  # the head a file is judged by: binary, text, or a text hex dump (forensics.io.textdump)
+NOT_PRINTABLE = bytes(b for b in range(256) if not (32 <= b < 127 or b in (9, 10, 13)))
+
+
+def read_head(path: str, size: int = SNIFF_BYTES) -> bytes:
+    """The first `size` bytes of a file (fewer when it is shorter), an OSError as one InputError naming it."""
+    with reading(path), open(path, "rb") as fh:
+        return fh.read(size)
+
+
+def ascii_share(head: bytes) -> float:
+    """The share of printable ASCII (and tab / CR / LF) bytes: what a warning quotes for near-text files.
+    Counted at C speed (every binary dump a command opens is sniffed): what is left once the others are deleted."""
+    if not head:
+        return 0.0
+    return len(bytes(head).translate(None, NOT_PRINTABLE)) / len(head)

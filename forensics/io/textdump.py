@@ -52,11 +52,11 @@ import re
 from dataclasses import dataclass
 
 from forensics.core.errors import InputError
+from forensics.io.files import NOT_PRINTABLE, SNIFF_BYTES, ascii_share, read_head  # textdump's names too
 
 MAX_TEXT_BYTES = 256 << 20  # bytes a text dump may decode to (with `*` repeats and gap fills); held in memory
 MAX_TEXT_FILE = 1 << 30  # a text file (dump or driver log) is read line by line; beyond this, split it
 MAX_NUMBER_DIGITS = 20  # digits of a decimal number in a text dump (xxd -i's NAME_len): 2^64 has 20
-SNIFF_BYTES = 64 << 10
 MAX_DRIVER_LOG = 64 << 20  # a text read to its end to find a driver's hex rows past its head (larger: not)
 _BLOCK = 4096  # lines decoded together where they are all of the common form (one regular expression per block)
 _TEXT_CHUNK = 1 << 20  # characters of a text file read at a time (text_lines)
@@ -248,7 +248,7 @@ def _utf16_without_bom(head: bytes) -> str | None:
         return None
     sample = sample[: len(sample) // 2 * 2]
     for encoding, zeros, chars in (("utf-16-le", sample[1::2], sample[0::2]), ("utf-16-be", sample[0::2], sample[1::2])):
-        if not zeros.strip(b"\0") and len(chars.translate(None, _NOT_PRINTABLE)) == len(chars):
+        if not zeros.strip(b"\0") and len(chars.translate(None, NOT_PRINTABLE)) == len(chars):
             return encoding
         # a log with some text that is not ASCII (the story driver's Korean, its arrows and dashes): most code
         # units ASCII, and every character of the head printable once decoded
@@ -266,17 +266,6 @@ def _printable_utf16(sample: bytes, encoding: str) -> bool:
         except UnicodeDecodeError:
             return False
     return all(c.isprintable() or c in "\t\r\n" for c in text)
-
-
-_NOT_PRINTABLE = bytes(b for b in range(256) if not (32 <= b < 127 or b in (9, 10, 13)))
-
-
-def ascii_share(head: bytes) -> float:
-    """The share of printable ASCII (and tab / CR / LF) bytes: what a warning quotes for near-text files.
-    Counted at C speed (every binary dump a command opens is sniffed): what is left once the others are deleted."""
-    if not head:
-        return 0.0
-    return len(bytes(head).translate(None, _NOT_PRINTABLE)) / len(head)
 
 
 def iter_lines(text: str):
@@ -1397,14 +1386,12 @@ def text_lines(path: str, what: str):
     control bytes beyond a stray one: looks_binary) is an InputError, `what` naming it ("a text hex dump", "a
     driver log")."""
     from forensics.io.files import check_readable_file
-    from forensics.core.errors import reading
 
     size = check_readable_file(path)
     if size > MAX_TEXT_FILE:
         raise InputError(f"{size:,} bytes is larger than the {MAX_TEXT_FILE >> 20} MiB limit for {what} "
                          f"(MAX_TEXT_FILE); split it", path)
-    with reading(path), open(path, "rb") as fh:
-        head = fh.read(SNIFF_BYTES)
+    head = read_head(path)
     encoding = text_encoding(head)
     if encoding is None:
         raise InputError(f"not text (binary bytes): not {what}", path)
@@ -1533,11 +1520,7 @@ def sniff_file(path: str, file_size: int) -> tuple[str, float] | None:
     text of no known format, None when it is binary (share = printable ASCII share of the head)."""
     if file_size == 0:
         return None
-    from forensics.core.errors import reading
-
-    with reading(path):
-        with open(path, "rb") as fh:
-            head = fh.read(SNIFF_BYTES)
+    head = read_head(path)
     decoded = decode_text(head)
     share = ascii_share(head)
     if decoded is None:
