@@ -51,7 +51,8 @@ DEFAULT_MODEL = os.path.join(os.path.dirname(REPO), "shared", "data", "coral",
 def per_pair_cpu(root: str, passes: int = 3) -> tuple[float, dict, int]:
     """(best CPU seconds a pair, CPU seconds by phase over one pass, pairs) of compare_pair with statistics,
     in this process, as a worker runs it."""
-    from forensics.runs import aggregate, batch, compare
+    from forensics.runs import aggregate, compare
+    from forensics.runs.pairs import compare_pair
 
     pairs = [os.path.join(root, n) for n in sorted(os.listdir(root)) if not n.startswith(".")]
     phases: dict[str, float] = {}
@@ -69,12 +70,12 @@ def per_pair_cpu(root: str, passes: int = 3) -> tuple[float, dict, int]:
         return real, wrapper
 
     for p in pairs[:20]:  # imports and first-use caches out of the measurement
-        batch.compare_pair(p, stats=True)
+        compare_pair(p, stats=True)
     best = float("inf")
     for _ in range(passes):
         c0 = time.process_time()
         for p in pairs:
-            batch.compare_pair(p, stats=True)
+            compare_pair(p, stats=True)
         best = min(best, (time.process_time() - c0) / len(pairs))
     patches = [(compare, "load_run", None), (compare, "verify_run", None),
                (compare, "_compare_pair", lambda *a: f"diff: {a[2].entry.stage}"),
@@ -87,7 +88,7 @@ def per_pair_cpu(root: str, passes: int = 3) -> tuple[float, dict, int]:
     try:
         c0 = time.process_time()
         for p in pairs:
-            batch.compare_pair(p, stats=True)
+            compare_pair(p, stats=True)
         phases["total"] = time.process_time() - c0
     finally:
         for module, name, real in saved:

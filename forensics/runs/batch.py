@@ -18,7 +18,7 @@ from forensics.core import serial
 from forensics.core.errors import DependencyError, InputError
 from forensics.core.judgement import Judgement, Reason
 from forensics.core.verdict import Verdict, overall
-from forensics.runs.pairs import COLUMNS, compare_pair, partitioned_summary  # noqa: F401  (compare_pair: bench_scale's)
+from forensics.runs.pairs import COLUMNS, partitioned_summary
 
 
 def _aggregates_of(doc: dict):
