@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from rich.text import Text
-
 from forensics.compare.crc import format_crc
-from forensics.render.style import judgement_line
+from forensics.render.line import Line, judgement_line
 from forensics.render.style import table as _table
 
 
@@ -47,6 +45,8 @@ class Listing:
                 for i in range(0, len(self.rows), self.PART)]
 
     def rich_table(self):
+        from rich.text import Text
+
         out = _table(*self.columns, title=self.title, whole=self.whole)
         for i, row in enumerate(self.rows):
             cells = list(row)
@@ -312,7 +312,7 @@ def render_crc(report, judgement) -> list:
             line += f"; first differing chunk: {chunk} (bytes {lo:,}..{lo + report.chunk_size:,})"
         elif len(report.files) == 2:
             line += "; every chunk matches"
-        out.append(Text(line))
+        out.append(Line(line))
     out.append(judgement_line(judgement))
     return out
 
@@ -340,8 +340,8 @@ def stats_lines(stats, *, where: str = "", unicode: bool | None = None) -> list:
     parts = [f"max {_stat(stats.max_abs, stats.max_abs_lsb if lsb else None)}{_worst_at(stats.worst or {})}",
              f"mean {_stat(stats.mean_abs)}"]
     line = f"error{where}: " + "; ".join(parts)
-    out = [Text(line), Text("  " + "; ".join(_more_stats(stats, lsb))),
-           Text(f"  smallest atol that passes: {_atol_text(stats, lsb)}")]
+    out = [Line(line), Line("  " + "; ".join(_more_stats(stats, lsb))),
+           Line(f"  smallest atol that passes: {_atol_text(stats, lsb)}")]
     if stats.histogram:
         from forensics.render.errorplot import terminal_histogram, unicode_ok
 
@@ -349,7 +349,7 @@ def stats_lines(stats, *, where: str = "", unicode: bool | None = None) -> list:
             import sys
 
             unicode = unicode_ok(sys.stdout)
-        out.extend(Text(t) for t in terminal_histogram(*stats.histogram, unicode=unicode))
+        out.extend(Line(t) for t in terminal_histogram(*stats.histogram, unicode=unicode))
     return out
 
 
@@ -395,7 +395,7 @@ def render_diff(result, judgement, geometry=None, *, unicode: bool | None = None
     if result.bytes_identical and result.sizes_equal:
         return out
     # a differing pair that is also a head window: the clause its message does not word, on its own line
-    out.extend(Text(r.text) for r in judgement.reasons if r.code == "head_window" and not r.worded)
+    out.extend(Line(r.text) for r in judgement.reasons if r.code == "head_window" and not r.worded)
     files = _table("", "file", ("size", "right"), "CRC32", overflow="fold")  # a long path folds, whole
     files.add_row("A", result.path_a, f"{result.size_a:,}", format_crc(result.crc32_a))
     files.add_row("B", result.path_b, f"{result.size_b:,}", format_crc(result.crc32_b))
@@ -417,14 +417,14 @@ def _facts(result, fits) -> list:
         facts.append(f"compared from offset {result.region_start:#x}")
     if result.trailing_bytes:
         facts.append(f"{result.trailing_bytes} trailing bytes after the last whole record")
-    out = [Text("   ".join(facts))]
+    out = [Line("   ".join(facts))]
     from forensics.compare.diff import configured, size_note
 
     if configured(result):
-        out.append(Text(configured(result)))
+        out.append(Line(configured(result)))
     note = size_note(result, fits).text
     if note is not None:
-        out.append(Text(note))
+        out.append(Line(note))
     return out
 
 
@@ -442,7 +442,7 @@ def _lanes(result) -> list:
             hidden += 1
             continue
         lanes.add_row(str(lane), name, f"{n:,}", str(d))
-    return [lanes] + ([Text(f"{hidden} lanes without differences not shown")] if hidden else [])
+    return [lanes] + ([Line(f"{hidden} lanes without differences not shown")] if hidden else [])
 
 
 def _differing_records(result, geometry) -> list:
@@ -470,7 +470,7 @@ def _differing_records(result, geometry) -> list:
     out = Listing(*cols, rows=rows, title="differing records", whole=RECORD_COLUMNS).parts()
     if result.records_truncated:
         more = result.records_differing - len(result.records)
-        out.append(Text(f"... and {more:,} more (--all or --limit N to list them)"))
+        out.append(Line(f"... and {more:,} more (--all or --limit N to list them)"))
     return out
 
 
@@ -479,7 +479,7 @@ def _differing_records(result, geometry) -> list:
 def _notes(judgement) -> list:
     """The judgement's clauses its message does not already say, one line each (a tied mode, the head-window
     trap): printed as they are, under the one verdict line."""
-    return [Text(r.text, style="yellow") for r in judgement.reasons if r.text and not r.worded]
+    return [Line(r.text, style="yellow") for r in judgement.reasons if r.text and not r.worded]
 
 
 def _render_top_scores(result, geometry) -> list:
@@ -508,18 +508,18 @@ def render_anchors(result, judgement, geometry=None) -> list:
             out.append(_departing(result, geometry))
             if result.nonuniform_truncated:
                 more = result.nonuniform_total - len(result.nonuniform)
-                out.append(Text(f"... and {more:,} more (--all or --limit N to list them)"))
+                out.append(Line(f"... and {more:,} more (--all or --limit N to list them)"))
     else:
         out += _render_summary_tables(result)
         if not result.uniform:
-            out.append(Text("--nonuniform lists every anchor that departs from the dominant record"))
+            out.append(Line("--nonuniform lists every anchor that departs from the dominant record"))
     return out
 
 
-def _dominant_head(result) -> Text:
+def _dominant_head(result) -> Line:
     """`N / M anchors match RECORD (P%)`, with the record's values when the layout has them."""
     layout, dom = result.layout, result.dominant
-    head = Text()
+    head = Line()
     head.append(f"{dom.count:,} / {result.records:,} anchors match ", style="bold")
     head.append(_hex(dom.record), style="bold cyan")
     head.append(f" ({100.0 * dom.count / result.records:.2f}%)")
@@ -567,7 +567,7 @@ def _render_summary_tables(result) -> list:
                         str(r.first_index))
         out.append(top)
     if layout.element is not None:  # byte lanes of float32 or int16 elements say nothing of their values
-        out.append(Text(f"records of {layout.record_size // layout.element_dtype.itemsize} "
+        out.append(Line(f"records of {layout.record_size // layout.element_dtype.itemsize} "
                         f"{layout.element_dtype.name} values"))
         return out
     lanes = _table(("lane", "right"), "name", ("min", "right"), ("max", "right"), ("distinct", "right"),
@@ -577,7 +577,7 @@ def _render_summary_tables(result) -> list:
         lanes.add_row(str(lane.lane), lane.name, f"{lane.min:#04x}", f"{lane.max:#04x}", str(lane.distinct))
     out.append(lanes)
     if len(shown) < len(result.lanes):
-        out.append(Text(f"{len(result.lanes) - len(shown)} lanes hold one value throughout (not shown)"))
+        out.append(Line(f"{len(result.lanes) - len(shown)} lanes hold one value throughout (not shown)"))
     return out
 
 
@@ -586,13 +586,13 @@ def _render_summary_tables(result) -> list:
 def render_coverage(result, judgement, limit: int = 20) -> list:
     out = [judgement_line(judgement)]
     if result.untouched_ranges:
-        out.append(Text("untouched ranges [start, end):"))
+        out.append(Line("untouched ranges [start, end):"))
         table = _table(("start", "right"), ("end", "right"), ("bytes", "right"))
         for start, end in result.untouched_ranges[:limit]:
             table.add_row(f"{start:#x}", f"{end:#x}", f"{end - start:,}")
         out.append(table)
         if result.ranges_total > min(limit, len(result.untouched_ranges)):
-            out.append(Text(f"... and {result.ranges_total - min(limit, len(result.untouched_ranges)):,} more "
+            out.append(Line(f"... and {result.ranges_total - min(limit, len(result.untouched_ranges)):,} more "
                             f"(--json lists up to {len(result.untouched_ranges):,})"))
     return out
 
@@ -628,8 +628,8 @@ def render_hexdump(result) -> list:
         if values:
             row.append(_values(layout, r.a) if len(r.a) == rs else "")
         rows.append(row)
-    out = [Text(f"{result.path_a}" + (f"  vs  {result.path_b}" if two else "")),
+    out = [Line(f"{result.path_a}" + (f"  vs  {result.path_b}" if two else "")),
            *Listing(*cols, rows=rows, whole=RECORD_COLUMNS, marks=marks, marked=(3, 5)).parts()]
     if two:
-        out.append(Text(f"{result.differing_rows} of {len(result.rows)} records shown differ"))
+        out.append(Line(f"{result.differing_rows} of {len(result.rows)} records shown differ"))
     return out

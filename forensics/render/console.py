@@ -156,7 +156,34 @@ class Output:
         return self._console
 
     def print(self, *renderables) -> None:
+        plain = self._plain_lines(renderables)
+        if plain is not None:
+            self.stdout.write("".join(line + "\n" for line in plain))
+            return
         print_all(self.console, renderables)
+
+    def _plain_lines(self, renderables) -> list[str] | None:
+        """The renderables as the plain text rich would write, when they are lines only (forensics.render.line)
+        going where no colour is drawn, each one printable ASCII that fits the width: rich is then not needed
+        (a third of `diff`'s start-up: benchmarks/bench_startup.py). None for anything else, which rich draws."""
+        if self._console is not None or not renderables:
+            return None
+        from forensics.render.line import Line
+
+        is_tty = hasattr(self.stdout, "isatty") and self.stdout.isatty()
+        if (self.color if self.color is not None else is_tty) or (is_tty and self.width is None):
+            return None  # colour, or a terminal whose width only rich asks for
+        width = self.width or PIPED_WIDTH
+        out = []
+        for renderable in renderables:
+            if type(renderable) is not Line:  # a Paste is printed whole (soft-wrapped): rich's way
+                return None
+            text = escape_controls(renderable.plain)
+            # what rich writes unchanged: no wrapping, no tab expansion, no cell widths other than one
+            if len(text) > width or not (text.isascii() and text.isprintable()) or text != text.rstrip():
+                return None
+            out.append(text)
+        return out
 
     def lines(self, lines) -> None:
         """Plain lines to stdout, never wrapped (they are compared with a driver's log line by line)."""
@@ -184,13 +211,11 @@ def make_console(file, **options):
 
 
 def print_all(console, renderables) -> None:
-    """Print renderables one by one; a line to paste (forensics.render.style.Paste) whole, at any width, and a
-    renderable whose lines already fit (`whole_lines`: forensics.render.buffers.Listing, 10^5 records) without
-    rich cutting each line again."""
-    from forensics.render.style import Paste
-
+    """Print renderables one by one; a line to paste (forensics.render.line.Paste) whole, at any width, and a
+    renderable whose lines already fit (forensics.render.buffers.Listing, 10^5 records) without rich cutting each
+    line again: both say `whole_lines`."""
     for renderable in renderables:
-        whole = isinstance(renderable, Paste) or getattr(renderable, "whole_lines", False)
+        whole = getattr(renderable, "whole_lines", False)
         console.print(renderable, soft_wrap=True if whole else None)
 
 

@@ -8,7 +8,8 @@ from rich.table import Table
 from rich.text import Text
 
 from forensics.csr.compare import MISMATCH_KINDS, register_notes
-from forensics.render.style import judgement_line, titled_table
+from forensics.render.line import judgement_line
+from forensics.render.style import titled_table
 
 VERDICT_TEXT = {"match": "match", "value": "VALUE", "width": "WIDTH", "only_a": "ONLY A", "only_b": "ONLY B",
                 "unchecked": "unchecked"}

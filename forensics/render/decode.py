@@ -5,7 +5,8 @@ from __future__ import annotations
 from rich.table import Table  # noqa: F401  (type of the tables returned)
 from rich.text import Text
 
-from forensics.render.style import judgement_line, table as styled_table, wrote
+from forensics.render.line import judgement_line
+from forensics.render.style import table as styled_table, wrote
 
 
 def _f(v: float, digits: int = 3) -> str:

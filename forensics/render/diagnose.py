@@ -8,11 +8,11 @@ from rich.table import Table
 from rich.text import Text
 
 from forensics.diagnose.result import percent as _pct
-from forensics.render.style import Paste, judgement_line
+from forensics.render.line import Paste, judgement_line
 
 
 def command_line(command: str) -> Paste:
-    """A suggested command as the shell takes it, whole, alone on its line at any width (forensics.render.style.
+    """A suggested command as the shell takes it, whole, alone on its line at any width (forensics.render.line.
     Paste), indented by two spaces, which the shell ignores when it is pasted (a line that starts with
     `forensics ` or `$ forensics ` reads as a command a docs page shows)."""
     return Paste(f"  {command}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from forensics.render.style import VERDICT_STYLES, judgement_line
+from forensics.render.line import VERDICT_STYLES, judgement_line
 from forensics.render.style import table as _table
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from rich.text import Text
 
 from forensics.link.describe import finding_text, note_text, short
-from forensics.render.style import judgement_line, titled_table, wrote
+from forensics.render.line import judgement_line
+from forensics.render.style import titled_table, wrote
 
 
 def _name(name) -> str:

@@ -1,6 +1,6 @@
 """Rendering for repeated runs and the reference's noise: the repeat tables, its HTML page and JUnit XML, the
 tolerance table with the `--tolerance` line, and `capture --runtime all`'s summary. Every face prints the
-result's one judgement (style.judgement_line) as it is."""
+result's one judgement (line.judgement_line) as it is."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from forensics.compare.crc import format_crc
 from forensics.core.verdict import Verdict
 from forensics.render.runs import _CSS, _e, _html_table, render_buffers
 from forensics.runs.repeat import MODAL, OUTLIER
-from forensics.render.style import judgement_line, table, wrote
+from forensics.render.line import judgement_line
+from forensics.render.style import table, wrote
 
 # The CSS class of a run's status (the library's fact, forensics.runs.repeat): the page's colours, not a verdict
 _STATUS_CLASS = {MODAL: Verdict.MATCH, OUTLIER: Verdict.DIFFER}

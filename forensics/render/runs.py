@@ -9,9 +9,10 @@ from rich.table import Table
 from rich.text import Text
 
 from forensics.compare.crc import format_crc
-from forensics.render.style import VERDICT_STYLES as STATUS_STYLE
+from forensics.render.line import VERDICT_STYLES as STATUS_STYLE
 from forensics.render.style import table as _table
-from forensics.render.style import judgement_line, wrote
+from forensics.render.line import judgement_line
+from forensics.render.style import wrote
 from forensics.core.verdict import Verdict
 
 

@@ -1,21 +1,10 @@
-"""The look shared by every table: compact rich tables and one-line `VERDICT | message` lines."""
+"""The look shared by every table: compact rich tables (the verdict line and other lines: forensics.render.line)."""
 
 from __future__ import annotations
 
-from rich import box
-from rich.cells import cell_len
-from rich.segment import Segment
-from rich.text import Text
-
-from forensics.core.verdict import Verdict
-
-# Green for "the same / fine", red for "different / found", yellow for "look here", dim for "not compared".
-# A verdict that exits 0 is green and one that exits 1 red, unless it is listed here; a stage's status that is
-# no verdict (CHANGED after capture, a buffer in one run only) is styled by name.
-_STYLES = {Verdict.WARNING: "bold yellow", Verdict.MISSING: "bold yellow", Verdict.ERROR: "bold yellow",
-           Verdict.FOUND: "bold red", Verdict.NOT_FOUND: "bold yellow", Verdict.NONUNIFORM: "bold yellow",
-           "CHANGED": "bold yellow", "ONLY_A": "dim", "ONLY_B": "dim"}
-VERDICT_STYLES = {**{v: "bold green" if v.passed else "bold red" for v in Verdict}, **_STYLES}
+# rich is imported where a table is drawn: a command whose output is verdict lines only is written without it
+# (forensics.render.line)
+from forensics.render.line import Paste
 
 
 def table(*columns, title=None, overflow="fold", whole=()) -> Table:
@@ -23,6 +12,7 @@ def table(*columns, title=None, overflow="fold", whole=()) -> Table:
     for a narrow console folds onto the next line, never cut with an ellipsis (what a reader must read or paste
     is never lost); the columns named in `whole` (byte records such as `01 ff 80 80`) never break, the others
     fold around them."""
+    from rich import box
     from rich.table import Table  # here: a one-line verdict (`diff` of equal dumps) needs no table
 
     out = Table(box=box.SIMPLE_HEAD, title=title, title_justify="left", pad_edge=False, show_edge=False)
@@ -30,12 +20,6 @@ def table(*columns, title=None, overflow="fold", whole=()) -> Table:
         name, justify = col if isinstance(col, tuple) else (col, "left")
         out.add_column(name, justify=justify, overflow=overflow, no_wrap=name in whole)
     return out
-
-
-class Paste(Text):
-    """A line to paste (a command, a `cd`): printed whole on its own line at any width, never wrapped or cut;
-    a terminal folds it only on the screen, so that a copy of it is still the one line (forensics.render.console
-    prints it soft-wrapped)."""
 
 
 def paste(command: str, *, prompt: str = "$ ") -> Paste:
@@ -69,6 +53,9 @@ class RowsTable:
         return out
 
     def __rich_console__(self, console, options):
+        from rich.cells import cell_len
+        from rich.segment import Segment
+
         names = [c[0] if isinstance(c, tuple) else c for c in self.columns]
         justify = [c[1] if isinstance(c, tuple) else "left" for c in self.columns]
         widths = [max([cell_len(name)] + [cell_len(row[i]) for row in self.rows]) for i, name in enumerate(names)]
@@ -94,19 +81,6 @@ class RowsTable:
                 cells.append(cell)
             yield Segment("   ".join(cells))
             yield Segment.line()
-
-
-def verdict(kind: str, message: str) -> Text:
-    """`MATCH | 2 files, 307,200 bytes each`: the one line a reader looks at first."""
-    text = Text()
-    text.append(kind, style=VERDICT_STYLES.get(kind, "bold"))
-    text.append(f" | {message}")
-    return text
-
-
-def judgement_line(judgement) -> Text:
-    """A result's one judgement as its verdict line (forensics.core.judgement.Judgement): printed, never re-derived."""
-    return verdict(judgement.verdict, judgement.message)
 
 
 def wrote(path) -> str:

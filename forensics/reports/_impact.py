@@ -52,7 +52,7 @@ class ImpactReport(Report):
             n_a, n_b = self.drawing["boxes"]
             out.append(Text(f"drew {n_a} changed box(es) of A in green and {n_b} of B in red"))
             out.append(Text(wrote(self.drawing["output"])))
-        from forensics.render.style import judgement_line
+        from forensics.render.line import judgement_line
 
         out.append(judgement_line(self.judgement))
         return out

@@ -172,8 +172,8 @@ RENDERERS = ("forensics/render/buffers.py", "forensics/render/diagnose.py", "for
 
 def verdict_choices(source: str) -> list[str]:
     """Where a renderer module decides a verdict: it names Verdict (a member, a comparison, a construction),
-    compares something's `.verdict`, or writes a verdict line of its own (style.verdict instead of
-    style.judgement_line)."""
+    compares something's `.verdict`, or writes a verdict line of its own (line.verdict instead of
+    line.judgement_line)."""
     found = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Name) and node.id == "Verdict":

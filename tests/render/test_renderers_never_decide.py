@@ -149,7 +149,7 @@ def test_every_face_shows_a_planted_judgement(tmp_path, monkeypatch, command, ca
 def test_a_renderer_that_derives_its_own_verdict_is_caught(tmp_path, monkeypatch):
     """The check above fails for a renderer that words the result's verdict instead of the report's."""
     from forensics.render import runs
-    from forensics.render.style import judgement_line
+    from forensics.render.line import judgement_line
 
     report = captured_report(CASES["compare"]["differ"](tmp_path), monkeypatch)
     shipped = runs.render_compare

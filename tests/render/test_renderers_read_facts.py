@@ -1,8 +1,8 @@
 """Facts out, sentences at the edge (issue 33 item 5): every module of forensics/render/ prints what the library
 judged and worded, read from a result's fields. A small AST rule over each module:
 
-- it decides nothing: it calls no judge_* / overall / combined, writes no verdict line of its own (style.verdict
-  outside style.py), picks no verdict with a condition (`Verdict.MATCH if ... else Verdict.DIFFER`), and compares
+- it decides nothing: it calls no judge_* / overall / combined, writes no verdict line of its own (line.verdict
+  outside line.py), picks no verdict with a condition (`Verdict.MATCH if ... else Verdict.DIFFER`), and compares
   no verdict (`judgement.verdict is ...`, `row["verdict"] != Verdict.MATCH`) except where ALLOWED says why;
 - it parses no prose: no .split / .startswith / .endswith / .partition / .find / .index / `in` / a regex over
   a sentence (an attribute or key named message, summary, note, text, evidence, sentence, hint, reason, why,
@@ -38,7 +38,7 @@ ALLOWED = {
         "a stage's own status (judge_row's) picks its CSS class; WITHIN TOLERANCE's class is one word",
     ("runs.py", "_html_pairs", "compares a verdict"):
         "lists the pairs whose own verdict (judge_pair's, in the batch row) is not MATCH",
-    ("style.py", "judgement_line", "writes a verdict line"):
+    ("line.py", "judgement_line", "writes a verdict line"):
         "judgement_line is the one place a verdict line is written, from the judgement it is given",
 }
 
@@ -141,7 +141,7 @@ def _bare(found: list[str]) -> set[tuple[str, str]]:
 
 PLANTED = '''
 from forensics.core.verdict import Verdict
-from forensics.render.style import verdict
+from forensics.render.line import verdict
 
 
 def headline(result, judgement):

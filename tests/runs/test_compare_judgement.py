@@ -134,7 +134,7 @@ def test_a_renderer_that_chooses_its_own_verdict_is_caught(tmp_path, monkeypatch
     _one(faces(tmp_path, a, b))  # as shipped: one line
 
     import forensics.render.runs as render
-    from forensics.render.style import verdict
+    from forensics.render.line import verdict
 
     shipped = render.render_compare
 
