@@ -46,6 +46,21 @@ def _context(dump_a, dump_b, model, tensor, deps, layout: dict):
     raise first
 
 
+def tolerance_lsb(tolerance: int | None, atol) -> int | None:
+    """diagnose's tolerance: `tolerance` K or `atol` 'Klsb' (whole LSB of the elements' codes: the bug kinds
+    compare codes, not dequantized values); None without either."""
+    if atol is None:
+        return tolerance
+    text = str(atol).strip().lower()
+    number = text[:-3] if text.endswith("lsb") else text
+    if not number.isdigit():
+        raise InputError(f"{atol!r}: diagnose takes whole LSB of the quantized elements (e.g. 1lsb)", param="atol",
+                         value=atol)
+    if tolerance is not None and tolerance != int(number):
+        raise InputError("give {tolerance} or {atol}, not both", params=True)
+    return int(number)
+
+
 @dataclass(frozen=True)
 class DiagnoseCase:
     """What diagnose found, whole: the result (forensics.diagnose.result.DiagnoseResult), its judgement and the
@@ -57,15 +72,17 @@ class DiagnoseCase:
 
 
 def diagnose(dump_a, dump_b, *, where: Slice = Slice(), previous=None, model=None, tensor=None, deps=None,
-             layout: Layout = Layout(), sentinels=(), tolerance: int | None = None, min_run: int = 16,
+             layout: Layout = Layout(), sentinels=(), tolerance: int | None = None, atol=None, min_run: int = 16,
              window: int = 256, max_shift: int | None = None, inputs=None, progress=None) -> DiagnoseCase:
     """`forensics diagnose A B` whole, on the pair open_pair opened: the earlier dump `previous` opened, the layout
     fitted, `inputs` (the two inputs A and B were computed from, paths) opened, the bug named and judged.
-    `sentinels`: the fill patterns (bytes) to look for; `tolerance`: whole LSB of the elements' codes."""
+    `sentinels`: the fill patterns (bytes) to look for; `tolerance` K or `atol` 'Klsb': whole LSB of the elements'
+    codes (tolerance_lsb)."""
     from forensics.diagnose.engine import diagnose_dumps
     from forensics.diagnose.result import judge_diagnose
     from forensics.io.dump import open_dump
 
+    tolerance = tolerance_lsb(tolerance, atol)
     options, offset = where.split()
     earlier = open_dump(previous, **options) if previous else None
     flags = {**layout.context_keywords(), "offset": offset}

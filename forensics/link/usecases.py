@@ -146,13 +146,16 @@ def _link(path, mode, *, check, executable, bitstream, input, output, parameter,
     return LinkCase(mode, result, dump=dump, warnings=tuple(warnings), judgement=lk.judge_link(result))
 
 
-def diagnose_pair(model, dump_a, dump_b):
+def diagnose_pair(model, dump_a, dump_b, *, tensor=None):
     """`diagnose A B --model M` when B is one of M's instruction bitstreams: the link check of B (a
     forensics.link.bitstream result), with A's addresses as the expected ones when A is the same bitstream linked
-    correctly; None otherwise (the pair is diagnosed as any other, and a bad model is reported there)."""
+    correctly; None otherwise (the pair is diagnosed as any other, and a bad model is reported there). A `tensor`
+    (or no model) says the dumps are output tensors: no link check."""
     from forensics.core.errors import ForensicsError
     from forensics.link import bitstream as lk
 
+    if model is None or tensor is not None:
+        return None
     try:
         _, packages = open_packages(model)
         largest = max([sum(e.bitstream_sizes) for _, e in lk.executables(packages)] + [1])

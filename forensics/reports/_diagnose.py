@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from forensics.core.errors import InputError
 from forensics.reports.base import Report, spellings
 from forensics.core.options import each
 
@@ -20,20 +19,6 @@ class DiagnoseReport(Report):
         return render_diagnose(self.result, self.judgement)
 
 
-def _lsb(tolerance, atol):
-    """`tolerance` K or `atol` 'Klsb' (whole LSB of the elements' codes); None without either."""
-    if atol is None:
-        return tolerance
-    text = str(atol).strip().lower()
-    number = text[:-3] if text.endswith("lsb") else text
-    if not number.isdigit():
-        raise InputError(f"{atol!r}: diagnose takes whole LSB of the quantized elements (e.g. 1lsb)", param="atol",
-                         value=atol)
-    if tolerance is not None and tolerance != int(number):
-        raise InputError("give {tolerance} or {atol}, not both", params=True)
-    return int(number)
-
-
 @spellings(sentinel=each("hex_bytes"))  # repeated: one or more patterns (coverage takes one)
 def diagnose(a, b, *, previous=None, model=None, tensor=None, deps=None, record=None, offset=None, fields=None, pad=None,
              scale=None, zero_point=None, sentinel=None, min_run: int = 16, window: int = 256,
@@ -48,15 +33,15 @@ def diagnose(a, b, *, previous=None, model=None, tensor=None, deps=None, record=
 
     where = Slice(offset=offset, length=length, gap_fill=gap_fill)
     dump_a, dump_b = usecases.open_pair(a, b, where)
-    if model is not None and tensor is None:  # link: a pair of instruction bitstreams gets the link check
-        from forensics.reports._link import diagnose_link
+    from forensics.reports._link import diagnose_link
 
-        linked = diagnose_link(model, dump_a, dump_b)
-        if linked is not None:
-            return linked
+    linked = diagnose_link(model, tensor, dump_a, dump_b)  # a pair of instruction bitstreams: the link check
+    if linked is not None:
+        return linked
     layout = Layout(record=record, offset=offset, fields=fields, pad=pad, scale=scale, zero_point=zero_point)
     case = usecases.diagnose(dump_a, dump_b, where=where, previous=previous, model=model, tensor=tensor, deps=deps,
-                             layout=layout, sentinels=sentinel or [], tolerance=_lsb(tolerance, atol), min_run=min_run,
+                             layout=layout, sentinels=sentinel or [], tolerance=tolerance, atol=atol,
+                             min_run=min_run,
                              window=window, max_shift=max_shift, inputs=inputs, progress=progress)
     return DiagnoseReport("diagnose", case.result, rows_key="findings", dumps=case.dumps, judgement=case.judgement)
 

@@ -95,13 +95,13 @@ def link(model, *, plan: bool = False, check=None, parameters: bool = False, exe
                       judgement=case.judgement)
 
 
-def diagnose_link(model, dump_a, dump_b):
+def diagnose_link(model, tensor, dump_a, dump_b):
     """`diagnose A B --model M` when B is one of M's instruction bitstreams: the link check's report
     (forensics.link.usecases.diagnose_pair); None otherwise."""
     from forensics.link import bitstream as lk
     from forensics.link.usecases import diagnose_pair
 
-    result = diagnose_pair(model, dump_a, dump_b)
+    result = diagnose_pair(model, dump_a, dump_b, tensor=tensor)
     if result is None:
         return None
     return LinkReport("diagnose", result, rows_key="fields", dumps=(dump_a, dump_b), judgement=lk.judge_link(result))
