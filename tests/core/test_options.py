@@ -14,6 +14,7 @@ from forensics import reports
 from forensics.core import options
 from forensics.cli import build_parser
 from forensics.core.errors import InputError
+from forensics.core.verdict import Verdict
 from forensics.render.console import to_json
 from tests.conftest import run_cli
 
@@ -296,7 +297,7 @@ def test_diagnose_reads_each_sentinel_once(monkeypatch):
     # read the list again; now the report's own grammar (@spellings) takes the CLI's values as they are.
     calls = _counting_grammars(monkeypatch)
     code, doc = _cli_json(["diagnose", SCORES_A, SCORES_B, "--sentinel", "cc", "--sentinel", "0xDEAD"])
-    assert code in (0, 1) and doc["verdict"]
+    assert code == doc["exit_code"] == 1 and doc["verdict"]  # the broken driver's scores differ
     assert calls["options.hex_bytes"] == 2
     calls.clear()
     reports.diagnose(SCORES_A, SCORES_B, sentinel=["cc", "de ad"])
@@ -313,7 +314,7 @@ def test_compare_reads_each_tolerance_once(monkeypatch, tmp_path):
     a, b = _runs(tmp_path)
     calls = _counting_grammars(monkeypatch)
     code, doc = _cli_json(["compare", str(a), str(b), "--tolerance", "1", "--tolerance", "convert_scores=2lsb"])
-    assert code in (0, 1) and doc["verdict"]
+    assert code == doc["exit_code"] == Verdict(doc["verdict"]).exit_code
     assert calls["options.tolerance_item"] == 2
     calls.clear()
     typed = reports.compare(a, b, tolerance=[1, "convert_scores=2lsb"])

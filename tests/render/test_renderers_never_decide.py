@@ -58,9 +58,10 @@ def captured_report(argv, monkeypatch):
                     return _shown(report, args, out)
                 monkeypatch.setattr(module, "show", keep)
     result = run_cli(*argv)
-    assert result.code in (0, 1), result.err
-    assert len(kept) <= 1 and made, (kept, made)
-    return kept[0] if kept else made[-1]
+    assert len(kept) <= 1 and made, (kept, made, result.err)
+    shown = kept[0] if kept else made[-1]
+    assert result.code == shown.exit_code, result.err  # the exit is the report's, as it was judged
+    return shown
 
 
 def terminal_lines(report) -> list[str]:

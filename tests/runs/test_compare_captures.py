@@ -34,8 +34,9 @@ def _pair(tmp_path, facts, drv_buffers, *, ref_buffers=None, model=True):
 
 def _doc(cli, a, b, *extra):
     result = cli("compare", a, b, "--json", *extra)
-    assert result.code in (0, 1), result.err
-    return result.code, json.loads(result.out)
+    doc = json.loads(result.out) if result.out else None
+    assert doc is not None and result.code == doc["exit_code"], result.err
+    return result.code, doc
 
 
 def _row(doc, label):
