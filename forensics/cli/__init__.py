@@ -384,22 +384,28 @@ def _swapped(args, argv: list[str], exc) -> str | None:
     command line is one: the two were given in swapped order. Say so, with the command line that has them the
     other way round (the two words exchanged: it runs as printed), instead of the model reader's complaint about a
     file identifier."""
-    import os
     import shlex
 
     given = {getattr(args, dest, None) for dest in _MODEL_DESTS} - {None}
     failed = getattr(exc, "path", None)
     if failed is None or failed not in given or _is_tflite(failed):
         return None
-    paths = [v for k, v in vars(args).items() if k not in _CLI_ONLY and k not in _MODEL_DESTS
-             for v in (v if isinstance(v, (list, tuple)) else [v]) if isinstance(v, str) and os.path.isfile(v)]
-    models = [path for path in dict.fromkeys(paths) if path != failed and _is_tflite(path)]
+    models = [path for path in dict.fromkeys(_other_files(args)) if path != failed and _is_tflite(path)]
     if len(models) != 1 or argv.count(failed) != 1 or argv.count(models[0]) != 1:
         return None
     other = models[0]
     fixed = [other if word == failed else failed if word == other else word for word in argv]
     return (f"{failed} is not a TFLite model but {other} is: the model and the dump look swapped; the other way round: "
             f"forensics {shlex.join(fixed)}")
+
+
+def _other_files(args) -> list[str]:
+    """The existing files the command line names outside the model flags (a list option's every item), in the
+    parsed arguments' order: where _swapped looks for the model given in the dump's place."""
+    import os
+
+    return [v for k, v in vars(args).items() if k not in _CLI_ONLY and k not in _MODEL_DESTS
+            for v in (v if isinstance(v, (list, tuple)) else [v]) if isinstance(v, str) and os.path.isfile(v)]
 
 
 def _closed_stdout(stream=None) -> int:

@@ -319,6 +319,32 @@ class ErrorStats(serial.Serial):
 
 # --- the accumulator ------------------------------------------------------------------------------------
 
+def _cosine(s_aa: float, s_bb: float, s_ab: float) -> float | None:
+    """Cosine similarity from the sums of squares and products: 1 when both sides are all zeros, None when one
+    is (no direction to compare), clipped to [-1, 1] against rounding."""
+    if s_aa == 0 and s_bb == 0:
+        return 1.0
+    if s_aa == 0 or s_bb == 0:
+        return None
+    return max(-1.0, min(1.0, s_ab / math.sqrt(s_aa * s_bb)))
+
+
+def _sqnr(s_aa: float, s_err2: float) -> float:
+    """Signal-to-quantization-noise ratio in dB: infinite without error, minus infinite for a zero signal."""
+    if s_err2 == 0:
+        return math.inf
+    if s_aa == 0:
+        return -math.inf
+    return 10.0 * math.log10(s_aa / s_err2)
+
+
+def _min_lsb(min_atol: float | None, unit: float) -> int | None:
+    """The smallest tolerance in LSB that passes (min_atol in units of one code step, rounded up)."""
+    if min_atol is None:
+        return None
+    return int(math.ceil(min_atol / unit - 1e-9)) if unit else 0
+
+
 class ErrorAccumulator:
     """Streams a pair into ErrorStats. `integer` buffers hold codes (zero point subtracted by the caller's
     `zero_point`); `scale` turns LSB into units. `atol` (in units) / `rtol` / `check` describe the tolerance
@@ -657,18 +683,8 @@ class ErrorAccumulator:
         s_aa = self.s_aa
         s_bb = s_aa + self.d_bb
         s_ab = s_aa + self.d_ab
-        if s_aa == 0 and s_bb == 0:
-            cosine = 1.0
-        elif s_aa == 0 or s_bb == 0:
-            cosine = None
-        else:
-            cosine = max(-1.0, min(1.0, s_ab / math.sqrt(s_aa * s_bb)))
-        if self.s_err2 == 0:
-            sqnr = math.inf
-        elif s_aa == 0:
-            sqnr = -math.inf
-        else:
-            sqnr = 10.0 * math.log10(s_aa / self.s_err2)
+        cosine = _cosine(s_aa, s_bb, s_ab)
+        sqnr = _sqnr(s_aa, self.s_err2)
         denom = max(1, finite_n)
         nonzero = self.tail.total
         zeros = finite_n - nonzero
@@ -683,12 +699,7 @@ class ErrorAccumulator:
         mean = self.s_err / denom
         max_abs = self.max_err * unit
         min_atol = self._min_atol(max_abs, mean * unit, p99 * unit, denom, finite_n)
-        worst = None
-        index = self.first_nonfinite_mismatch if self.nonfinite_mismatch else self.worst_index
-        if index is not None:
-            worst = {"index": int(index)}
-            if locate is not None:
-                worst.update(locate(int(index)))
+        worst = self._worst(locate)
         nan_b = self.nan_a + self.nan_b_delta
         inf_b = self.inf_a + self.inf_b_delta
         out = dict(count=n, differing=self.differing + self.nonfinite_mismatch, max_abs=max_abs,
@@ -699,6 +710,29 @@ class ErrorAccumulator:
                    violations=self.violations + self.nonfinite_mismatch,
                    units="dequantized" if self.integer and self.scale is not None else "raw",
                    per_lane_max=tuple(float(v) for v in self.lane_max) if self.lane_max is not None else ())
+        out["histogram"] = self._histogram(max_abs)
+        if self.sample is not None:
+            out["sample"] = self.sample.finish(unit, self.zero_point if self.integer else 0)
+        if self.integer:
+            out.update(max_abs_lsb=int(self.max_err), mean_abs_lsb=mean, median_abs_lsb=median, p99_abs_lsb=p99,
+                       min_atol_lsb=_min_lsb(min_atol, unit))
+        return ErrorStats(**out)
+
+    def _worst(self, locate) -> dict | None:
+        """Where the worst element is: the first non-finite mismatch if any (it outweighs every finite error),
+        else the largest error's; `locate` adds its anchor/lane or y/x/z."""
+        index = self.first_nonfinite_mismatch if self.nonfinite_mismatch else self.worst_index
+        if index is None:
+            return None
+        worst = {"index": int(index)}
+        if locate is not None:
+            worst.update(locate(int(index)))
+        return worst
+
+    def _histogram(self, max_abs: float) -> tuple:
+        """(edges, counts) of the nonzero errors: one bin per LSB (centred on 1, 2, ...) for codes whose largest
+        error fits HIST_BINS, else HIST_BINS equal bins up to the largest error (errors clipped into the last)."""
+        unit = self.unit
         values, weights = self.tail.weighted()
         if self.integer and 0 < self.max_err <= HIST_BINS:  # one bin per LSB, centred on 1, 2, ...
             edges = (np.arange(int(self.max_err) + 1) + 0.5) * unit
@@ -706,16 +740,7 @@ class ErrorAccumulator:
             edges = np.linspace(0.0, max_abs if max_abs > 0 else 1.0, HIST_BINS + 1)
         counts = np.histogram(np.minimum(values * unit, edges[-1]), bins=edges, weights=weights)[0] \
             if values.size else np.zeros(HIST_BINS)
-        out["histogram"] = (edges, counts.astype(np.int64))
-        if self.sample is not None:
-            out["sample"] = self.sample.finish(unit, self.zero_point if self.integer else 0)
-        if self.integer:
-            min_lsb = None
-            if min_atol is not None:
-                min_lsb = int(math.ceil(min_atol / unit - 1e-9)) if unit else 0
-            out.update(max_abs_lsb=int(self.max_err), mean_abs_lsb=mean, median_abs_lsb=median, p99_abs_lsb=p99,
-                       min_atol_lsb=min_lsb)
-        return ErrorStats(**out)
+        return edges, counts.astype(np.int64)
 
     def _min_atol(self, max_abs, mean_abs, p99_abs, denom, finite_n):
         if self.nonfinite_mismatch:

@@ -83,12 +83,23 @@ class RecordLayout:
     element: str | None = None  # numpy dtype of multi-byte elements (a .npy of float32, int16): values decode it
 
     def __post_init__(self):
+        self._check_record_size()
+        if self.zero_point is not None and not -128 <= self.zero_point <= 255:
+            raise InputError(f"zero point {self.zero_point} is outside uint8 (0..255) and int8 (-128..127)")
+        self._check_records()
+        self._check_scale()
+        if self.element is not None:
+            self._check_elements()
+
+    def _check_record_size(self):
+        """A positive integer, bounded: a hostile --record or sidecar must not make us allocate without end."""
         if not isinstance(self.record_size, int) or self.record_size <= 0:
             raise InputError(f"record size must be a positive integer, got {self.record_size}")
         if self.record_size > MAX_RECORD_SIZE:
             raise InputError(f"record size {self.record_size} is more than {MAX_RECORD_SIZE} bytes per record")
-        if self.zero_point is not None and not -128 <= self.zero_point <= 255:
-            raise InputError(f"zero point {self.zero_point} is outside uint8 (0..255) and int8 (-128..127)")
+
+    def _check_records(self):
+        """Where the records start, how many there are, and that lane names and pad lanes fit one record."""
         if self.offset < 0:
             raise InputError(f"offset must not be negative, got {self.offset}")
         if self.count is not None and self.count <= 0:
@@ -98,18 +109,23 @@ class RecordLayout:
         bad = [lane for lane in self.pad_lanes if not 0 <= lane < self.record_size]
         if bad:
             raise InputError(f"pad lane {bad[0]} is outside a {self.record_size}-byte record (lanes 0..{self.record_size - 1})")
+
+    def _check_scale(self):
+        """A positive finite scale, and none of a zero point without one (TFLite's affine quantization)."""
         if self.scale is not None and not (math.isfinite(self.scale) and self.scale > 0):
             raise InputError(f"scale must be a positive finite number, got {self.scale}")
         if (self.scale is None) != (self.zero_point is None) and self.scale is None:
             raise InputError("a zero point needs a scale ({scale})", params=True)
-        if self.element is not None:
-            itemsize = self.element_dtype.itemsize
-            if self.record_size % itemsize:
-                raise InputError(f"a record of {self.record_size} bytes is not a whole number of "
-                                 f"{self.element_dtype.name} elements ({itemsize} bytes each)")
-            if self.fields is not None or self.pad_lanes:
-                raise InputError(f"field names and pad lanes name bytes: they do not apply to "
-                                 f"{self.element_dtype.name} elements")
+
+    def _check_elements(self):
+        """Multi-byte elements: a record holds whole ones, and byte names (fields, pad lanes) do not apply."""
+        itemsize = self.element_dtype.itemsize
+        if self.record_size % itemsize:
+            raise InputError(f"a record of {self.record_size} bytes is not a whole number of "
+                             f"{self.element_dtype.name} elements ({itemsize} bytes each)")
+        if self.fields is not None or self.pad_lanes:
+            raise InputError(f"field names and pad lanes name bytes: they do not apply to "
+                             f"{self.element_dtype.name} elements")
 
     @property
     def element_dtype(self):
@@ -190,15 +206,9 @@ def layout_from(meta=None, *, record_size=None, offset=None, count=None, fields=
     chosen_zp = pick(zero_point, "zero_point")
     if chosen_scale is not None and chosen_zp is None:
         chosen_zp = 0
-    dtype = getattr(meta, "dtype", None) if meta is not None else None
-    low, high = {"uint8": (0, 255), "int8": (-128, 127)}.get(dtype, (-128, 255))
-    if chosen_zp is not None and not low <= chosen_zp <= high:
-        raise InputError(f"zero point {chosen_zp} is outside {dtype or 'uint8/int8'} ({low}..{high})",
-                         getattr(meta, "path", None) if zero_point is None else None)
+    _check_zero_point(chosen_zp, meta, zero_point)
     sidecar = getattr(meta, "path", None) if meta is not None else None
-    shaped_by_sidecar = sidecar is not None and any(
-        flag is None and getattr(meta, attr, None) is not None
-        for flag, attr in ((record_size, "record_size"), (fields, "fields"), (pad_lanes, "pad_lanes")))
+    shaped_by_sidecar = sidecar is not None and _shaped_by(meta, record_size, fields, pad_lanes)
     try:
         return RecordLayout(
             record_size=chosen_size,
@@ -213,6 +223,23 @@ def layout_from(meta=None, *, record_size=None, offset=None, count=None, fields=
         if exc.path is not None or not shaped_by_sidecar:
             raise
         raise InputError(exc.template or str(exc), sidecar, params=exc.template is not None) from None
+
+
+def _check_zero_point(chosen_zp, meta, flag) -> None:
+    """The zero point within the sidecar's dtype (uint8 or int8; either without one), the sidecar named when
+    it, not the flag, gave the zero point."""
+    dtype = getattr(meta, "dtype", None) if meta is not None else None
+    low, high = {"uint8": (0, 255), "int8": (-128, 127)}.get(dtype, (-128, 255))
+    if chosen_zp is not None and not low <= chosen_zp <= high:
+        raise InputError(f"zero point {chosen_zp} is outside {dtype or 'uint8/int8'} ({low}..{high})",
+                         getattr(meta, "path", None) if flag is None else None)
+
+
+def _shaped_by(meta, record_size, fields, pad_lanes) -> bool:
+    """Whether the sidecar, not a flag, gave the record's shape (size, field names or pad lanes): then a
+    record that does not hold together is the sidecar's fault, and the error names it."""
+    return any(flag is None and getattr(meta, attr, None) is not None
+               for flag, attr in ((record_size, "record_size"), (fields, "fields"), (pad_lanes, "pad_lanes")))
 
 
 def value_lanes(layout: RecordLayout, lane: int | None = None) -> tuple[tuple[int, ...], str]:

@@ -122,28 +122,71 @@ def _unique_anchors(a, alo, ahi, b, blo, bhi):
     return chain
 
 
-def _greedy(a, alo, ahi, b, blo, bhi, out):
-    """Fallback for wildly different regions: walk both; at a difference take the smallest substitution,
-    deletion or insertion after which GREEDY_CONFIRM accesses agree, else skip to the nearer next occurrence.
-    O((N+M)·GREEDY_WINDOW·GREEDY_CONFIRM); not minimal, but it re-synchronises after local damage."""
-    pos_a, pos_b = {}, {}
-    for i in range(alo, ahi):
-        pos_a.setdefault(a[i], []).append(i)
-    for j in range(blo, bhi):
-        pos_b.setdefault(b[j], []).append(j)
+def _positions(seq, lo: int, hi: int) -> dict:
+    """Each key of seq[lo:hi] -> its indices, ascending: where the greedy walk finds a key's next occurrence."""
+    positions = {}
+    for i in range(lo, hi):
+        positions.setdefault(seq[i], []).append(i)
+    return positions
 
-    def next_at(positions, key, start):
-        lst = positions.get(key)
-        if not lst:
-            return None
-        k = bisect_left(lst, start)
-        return lst[k] if k < len(lst) else None
 
+def _next_at(positions: dict, key, start: int):
+    """The first index >= start at which `key` occurs (None: it does not occur again)."""
+    lst = positions.get(key)
+    if not lst:
+        return None
+    k = bisect_left(lst, start)
+    return lst[k] if k < len(lst) else None
+
+
+def _local_repair(a, i, ahi, b, j, bhi, out):
+    """The cheapest local repair at a difference (a[i] != b[j]) that the following accesses confirm: s
+    substituted, deleted or inserted accesses, s = 1, 2, ... GREEDY_WINDOW, appended to `out`; the positions
+    after it, or None when no repair within the window is confirmed.
+    (Each check of GREEDY_CONFIRM agreeing accesses is first tried on its first pair, inline: on repetitive
+    traces most fail there.)"""
     def agrees(i, j, n=GREEDY_CONFIRM):
         """a and b agree for n elements from (i, j) (or to the end of either)."""
         n = min(n, ahi - i, bhi - j)
         return a[i:i + n] == b[j:j + n]
 
+    a_i, b_j = a[i], b[j]
+    for s in range(1, GREEDY_WINDOW + 1):
+        x, y = i + s, j + s
+        if x <= ahi and y <= bhi and (x == ahi or y == bhi or a[x] == b[y]) and agrees(x, y):
+            out.extend((ii, None) for ii in range(i, x))
+            out.extend((None, jj) for jj in range(j, y))
+            return x, y
+        if x <= ahi and (x == ahi or a[x] == b_j) and agrees(x, j):
+            out.extend((ii, None) for ii in range(i, x))
+            return x, j
+        if y <= bhi and (y == bhi or a_i == b[y]) and agrees(i, y):
+            out.extend((None, jj) for jj in range(j, y))
+            return i, y
+    return None
+
+
+def _skip_ahead(a, i, pos_a, b, j, pos_b, out) -> tuple[int, int]:
+    """No local repair: skip to the nearer next occurrence of a[i] in b or of b[j] in a (the skipped accesses
+    one-sided in `out`); neither occurring again, a[i] and b[j] are one substitution."""
+    jb = _next_at(pos_b, a[i], j)   # where a[i] shows up again in b
+    ia = _next_at(pos_a, b[j], i)   # where b[j] shows up again in a
+    if jb is not None and (ia is None or jb - j <= ia - i):
+        out.extend((None, jj) for jj in range(j, jb))
+        return i, jb
+    if ia is not None:
+        out.extend((ii, None) for ii in range(i, ia))
+        return ia, j
+    out.append((i, None))
+    out.append((None, j))
+    return i + 1, j + 1
+
+
+def _greedy(a, alo, ahi, b, blo, bhi, out):
+    """Fallback for wildly different regions: walk both; at a difference take the smallest substitution,
+    deletion or insertion after which GREEDY_CONFIRM accesses agree, else skip to the nearer next occurrence.
+    O((N+M)·GREEDY_WINDOW·GREEDY_CONFIRM); not minimal, but it re-synchronises after local damage."""
+    pos_a, pos_b = _positions(a, alo, ahi), _positions(b, blo, bhi)
     i, j = alo, blo
     while i < ahi and j < bhi:
         if a[i] == b[j]:
@@ -151,39 +194,8 @@ def _greedy(a, alo, ahi, b, blo, bhi, out):
             i += 1
             j += 1
             continue
-        # The cheapest local repair that the following accesses confirm: s substituted, deleted or
-        # inserted accesses, s = 1, 2, ... GREEDY_WINDOW.
-        # (Each agrees() is first tried on its first pair, inline: on repetitive traces most fail there.)
-        a_i, b_j = a[i], b[j]
-        for s in range(1, GREEDY_WINDOW + 1):
-            x, y = i + s, j + s
-            if x <= ahi and y <= bhi and (x == ahi or y == bhi or a[x] == b[y]) and agrees(x, y):
-                out.extend((ii, None) for ii in range(i, x))
-                out.extend((None, jj) for jj in range(j, y))
-                i, j = x, y
-                break
-            if x <= ahi and (x == ahi or a[x] == b_j) and agrees(x, j):
-                out.extend((ii, None) for ii in range(i, x))
-                i = x
-                break
-            if y <= bhi and (y == bhi or a_i == b[y]) and agrees(i, y):
-                out.extend((None, jj) for jj in range(j, y))
-                j = y
-                break
-        else:
-            jb = next_at(pos_b, a[i], j)   # where a[i] shows up again in b
-            ia = next_at(pos_a, b[j], i)   # where b[j] shows up again in a
-            if jb is not None and (ia is None or jb - j <= ia - i):
-                out.extend((None, jj) for jj in range(j, jb))
-                j = jb
-            elif ia is not None:
-                out.extend((ii, None) for ii in range(i, ia))
-                i = ia
-            else:
-                out.append((i, None))
-                out.append((None, j))
-                i += 1
-                j += 1
+        repaired = _local_repair(a, i, ahi, b, j, bhi, out)
+        i, j = repaired if repaired is not None else _skip_ahead(a, i, pos_a, b, j, pos_b, out)
     out.extend((ii, None) for ii in range(i, ahi))
     out.extend((None, jj) for jj in range(j, bhi))
 

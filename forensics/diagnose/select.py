@@ -36,19 +36,10 @@ def select(scored: list, d_total: float, scale: float, missing: int, chance: flo
     union = None
     chosen, missing_done = [], False
     need_right = min(0.5, 3 * chance)
-    remaining = [c for c in scored if not c.bug.relocates or (
-        c.right >= need_right * c.touched and c.right >= MIN_EVIDENCE and c.distinct >= MIN_DISTINCT)]
+    remaining = [c for c in scored if not c.bug.relocates or _beats_chance(c, need_right)]
     while remaining:
-        gains = []
-        for c in remaining:
-            own = float(np.count_nonzero(c.hits)) * scale + (missing if c.missing else 0)
-            if c.false * scale > MAX_FALSE * own:
-                continue
-            new = c.hits if union is None else c.hits & ~union
-            g = float(np.count_nonzero(new)) * scale + (missing if c.missing and not missing_done else 0)
-            need = MIN_SHARE * d_total if not chosen else max(0.01 * d_total, 8)
-            if g >= need and g > 0:
-                gains.append((g, c))
+        need = MIN_SHARE * d_total if not chosen else max(0.01 * d_total, 8)
+        gains = _gains(remaining, union, missing_done, need, scale, missing)
         if not gains:
             break
         top = max(g for g, _ in gains)
@@ -61,6 +52,27 @@ def select(scored: list, d_total: float, scale: float, missing: int, chance: flo
     if union is None:
         union = np.zeros(0 if not scored else scored[0].hits.size, bool)
     return chosen, union, missing_done
+
+
+def _beats_chance(c, need_right: float) -> bool:
+    """A move (shift, lane swap, page) predicts the differing bytes right far more often than chance would, on
+    informative evidence: MIN_EVIDENCE bytes predicted exactly, of MIN_DISTINCT values or more."""
+    return c.right >= need_right * c.touched and c.right >= MIN_EVIDENCE and c.distinct >= MIN_DISTINCT
+
+
+def _gains(remaining: list, union, missing_done: bool, need: float, scale: float, missing: int) -> list:
+    """(what it explains beyond `union`, candidate) of each remaining candidate that changes (almost) no equal
+    bytes (MAX_FALSE of what it explains) and explains at least `need` of what is left."""
+    gains = []
+    for c in remaining:
+        own = float(np.count_nonzero(c.hits)) * scale + (missing if c.missing else 0)
+        if c.false * scale > MAX_FALSE * own:
+            continue
+        new = c.hits if union is None else c.hits & ~union
+        g = float(np.count_nonzero(new)) * scale + (missing if c.missing and not missing_done else 0)
+        if g >= need and g > 0:
+            gains.append((g, c))
+    return gains
 
 
 def unrelated_cut(chosen: list, union: np.ndarray, missing_done: bool, region, scale: float,

@@ -54,6 +54,11 @@ def _expect(cond: bool, message: str, path: str) -> None:
         raise InputError(message, path)
 
 
+def _is_int(v) -> bool:
+    """A JSON integer (not a boolean, which Python counts as one)."""
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
 def parse_sidecar(text: str, path: str) -> DumpMeta:
     """Validate a sidecar's JSON text; every problem is an InputError naming the sidecar."""
     from forensics.io.jsonio import loads
@@ -62,10 +67,14 @@ def parse_sidecar(text: str, path: str) -> DumpMeta:
     _expect(isinstance(raw, dict), "sidecar must be a JSON object", path)
     known = {f.name for f in dataclass_fields(DumpMeta)} - {"extra", "path"}
     values: dict = {"extra": {k: v for k, v in raw.items() if k not in known}, "path": path}
+    _sidecar_names(raw, path, values)
+    _sidecar_record(raw, path, values)
+    _sidecar_quantization(raw, path, values)
+    return DumpMeta(**values)
 
-    def is_int(v):
-        return isinstance(v, int) and not isinstance(v, bool)
 
+def _sidecar_names(raw: dict, path: str, values: dict) -> None:
+    """The sidecar's strings (tensor, dtype, source) into `values`; the dtype a numeric one."""
     for key in ("tensor", "dtype", "source"):
         if raw.get(key) is not None:
             _expect(isinstance(raw[key], str), f"sidecar field {key!r} must be a string", path)
@@ -73,12 +82,16 @@ def parse_sidecar(text: str, path: str) -> DumpMeta:
     if "dtype" in values:
         _expect(is_numeric_dtype(values["dtype"]),
                 f"sidecar field 'dtype' must name a numeric dtype (e.g. uint8, float32), got {values['dtype']!r}", path)
+
+
+def _sidecar_record(raw: dict, path: str, values: dict) -> None:
+    """The sidecar's shape and record layout (record_size, fields, pad_lanes) into `values`, checked."""
     if raw.get("shape") is not None:
-        _expect(isinstance(raw["shape"], list) and all(is_int(d) and d >= 0 for d in raw["shape"]),
+        _expect(isinstance(raw["shape"], list) and all(_is_int(d) and d >= 0 for d in raw["shape"]),
                 "sidecar field 'shape' must be a list of non-negative integers", path)
         values["shape"] = tuple(raw["shape"])
     if raw.get("record_size") is not None:
-        _expect(is_int(raw["record_size"]) and raw["record_size"] > 0,
+        _expect(_is_int(raw["record_size"]) and raw["record_size"] > 0,
                 "sidecar field 'record_size' must be a positive integer", path)
         values["record_size"] = raw["record_size"]
     if raw.get("fields") is not None:
@@ -86,18 +99,21 @@ def parse_sidecar(text: str, path: str) -> DumpMeta:
                 "sidecar field 'fields' must be a list of strings", path)
         values["fields"] = tuple(raw["fields"])
     if raw.get("pad_lanes") is not None:
-        _expect(isinstance(raw["pad_lanes"], list) and all(is_int(v) and v >= 0 for v in raw["pad_lanes"]),
+        _expect(isinstance(raw["pad_lanes"], list) and all(_is_int(v) and v >= 0 for v in raw["pad_lanes"]),
                 "sidecar field 'pad_lanes' must be a list of lane indices", path)
         values["pad_lanes"] = tuple(raw["pad_lanes"])
+
+
+def _sidecar_quantization(raw: dict, path: str, values: dict) -> None:
+    """The sidecar's scale (positive, finite) and zero point (an integer) into `values`."""
     if raw.get("scale") is not None:
         s = raw["scale"]
         _expect(isinstance(s, (int, float)) and not isinstance(s, bool) and s > 0 and s == s and s != float("inf"),
                 "sidecar field 'scale' must be a positive finite number", path)
         values["scale"] = float(s)
     if raw.get("zero_point") is not None:
-        _expect(is_int(raw["zero_point"]), "sidecar field 'zero_point' must be an integer", path)
+        _expect(_is_int(raw["zero_point"]), "sidecar field 'zero_point' must be an integer", path)
         values["zero_point"] = raw["zero_point"]
-    return DumpMeta(**values)
 
 
 # The dtypes a run's manifest may name: numpy's canonical names, nothing else (no "u8", which numpy reads as
@@ -158,6 +174,23 @@ def load_sidecar(path: str) -> DumpMeta | None:
 def _npy_header(path: str, file_size: int, fh=None) -> tuple[int, str, tuple[int, ...]]:
     """Parse a .npy header (format versions 1-3): data offset, dtype string, shape. `fh`: read it from this
     file object (an .npz member) instead of opening `path`."""
+    start, header_len, header = _npy_header_text(path, file_size, fh)
+    descr, shape = _npy_descr_shape(header, path)
+    dtype = _npy_dtype(descr, path)
+    count = 1
+    for dim in shape:
+        count *= dim
+    data_offset = start + header_len
+    if data_offset + count * dtype.itemsize > file_size:
+        raise InputError(
+            f"truncated .npy data: header says {count * dtype.itemsize} bytes, file has {file_size - data_offset}",
+            path)
+    return data_offset, dtype.str, shape
+
+
+def _npy_header_text(path: str, file_size: int, fh=None) -> tuple[int, int, str]:
+    """Where the header's dictionary starts, its length as the file says it and its text (latin-1, as the format says), after the magic and
+    the version's header length (2 bytes in version 1, 4 in versions 2 and 3), bounded by the file and 1 MiB."""
     with (open(path, "rb") if fh is None else fh) as fh:
         head = fh.read(12)
         if not head.startswith(_NPY_MAGIC) or len(head) < 10:
@@ -177,6 +210,12 @@ def _npy_header(path: str, file_size: int, fh=None) -> tuple[int, str, tuple[int
             raise InputError("truncated .npy header", path)
         fh.seek(start)
         header = fh.read(header_len).decode("latin1")
+    return start, header_len, header
+
+
+def _npy_descr_shape(header: str, path: str) -> tuple:
+    """The header dictionary's dtype descr and shape: a literal (never evaluated code), a shape of
+    non-negative integers, no structured descr, no Fortran order for more than one dimension."""
     import ast  # only .npy dumps need it
 
     try:
@@ -192,6 +231,11 @@ def _npy_header(path: str, file_size: int, fh=None) -> tuple[int, str, tuple[int
         raise InputError("structured .npy arrays are not supported", path)
     if fortran and len(shape) > 1:
         raise InputError("Fortran-ordered .npy arrays are not supported; save with np.ascontiguousarray", path)
+    return descr, shape
+
+
+def _npy_dtype(descr: str, path: str):
+    """The numpy dtype a descr names: plain elements only (no subarray, structured or object dtype)."""
     import numpy as np
 
     try:
@@ -202,15 +246,7 @@ def _npy_header(path: str, file_size: int, fh=None) -> tuple[int, str, tuple[int
         raise InputError(f"subarray or structured .npy dtype {descr!r} is not supported", path)
     if dtype.hasobject:
         raise InputError(".npy arrays of Python objects are not supported", path)
-    count = 1
-    for dim in shape:
-        count *= dim
-    data_offset = start + header_len
-    if data_offset + count * dtype.itemsize > file_size:
-        raise InputError(
-            f"truncated .npy data: header says {count * dtype.itemsize} bytes, file has {file_size - data_offset}",
-            path)
-    return data_offset, dtype.str, shape
+    return dtype
 
 
 class _NpzMember:

@@ -127,6 +127,30 @@ def _written_through(path: str) -> bool:
         return False
 
 
+def _check_output(output: str, kind: str, named: str, inputs: list) -> None:
+    """check_outputs' rules for one output (a path, not a URL) against every input; `named`: the flag and a
+    space, or nothing."""
+    real = _real(output)
+    cwd = _real(os.getcwd())
+    if kind == "dir" and (cwd == real or _within(cwd, real)):
+        raise InputError("is the current directory (or contains it); refusing to replace it", output)
+    # a device, FIFO or stream is written through, not replaced: `import /dev/stdin -o /dev/stdout` on a
+    # terminal names one device twice and destroys nothing
+    exists = os.path.exists(output) and not (kind == "file" and _written_through(output))
+    for item in inputs:
+        if exists and _same_file(output, item):
+            raise InputError(f"is also an input ({item}): {named}would overwrite it; choose another path",
+                             output)
+        item_real = _real(item)
+        for whole, what in _wholes_of(item, item_real, real):
+            if _within(real, whole):
+                raise InputError(f"is inside {item if whole == item_real else whole}, a {what} this command "
+                                 f"reads: {named}would change it; write it elsewhere", output)
+        if kind == "dir" and _within(item_real, real):
+            raise InputError(f"holds the input {item}: {named}would replace this directory with it; choose "
+                             "another directory", output)
+
+
 def check_outputs(outputs, inputs) -> None:
     """The one rule every command's outputs pass, before anything is read or written: refuse an output that
 
@@ -153,26 +177,7 @@ def check_outputs(outputs, inputs) -> None:
         output = os.fspath(output)
         if "://" in output:
             continue
-        named = f"{flag} " if flag else ""
-        real = _real(output)
-        cwd = _real(os.getcwd())
-        if kind == "dir" and (cwd == real or _within(cwd, real)):
-            raise InputError("is the current directory (or contains it); refusing to replace it", output)
-        # a device, FIFO or stream is written through, not replaced: `import /dev/stdin -o /dev/stdout` on a
-        # terminal names one device twice and destroys nothing
-        exists = os.path.exists(output) and not (kind == "file" and _written_through(output))
-        for item in inputs:
-            if exists and _same_file(output, item):
-                raise InputError(f"is also an input ({item}): {named}would overwrite it; choose another path",
-                                 output)
-            item_real = _real(item)
-            for whole, what in _wholes_of(item, item_real, real):
-                if _within(real, whole):
-                    raise InputError(f"is inside {item if whole == item_real else whole}, a {what} this command "
-                                     f"reads: {named}would change it; write it elsewhere", output)
-            if kind == "dir" and _within(item_real, real):
-                raise InputError(f"holds the input {item}: {named}would replace this directory with it; choose "
-                                 "another directory", output)
+        _check_output(output, kind, f"{flag} " if flag else "", inputs)
 
 
 def check_distinct(outputs) -> None:

@@ -153,8 +153,6 @@ def _scan(dump_a, dump_b, size: int, record_size: int, lanes: list, *, anchors: 
 def pair_stats(result) -> dict:
     """The compact statistics of one compared pair (a forensics.runs.compare.CompareResult) for the Aggregator:
     small and picklable, so a worker can send it back cheaply."""
-    from forensics.runs.compare import buffer_layout, record_count
-
     stages, anchors, deltas = [], {}, {}
     run_a, run_b = result.run_a, result.run_b
     for row in result.rows:
@@ -162,40 +160,63 @@ def pair_stats(result) -> dict:
         stages.append((row.stage, row.tensor, verdict))
         if verdict is None or row.size_a is None or row.size_a != row.size_b or not row.size_a:
             continue
-        entry = next(b for b in run_a.buffers if b.key == (row.stage, row.tensor))
-        layout, unit = buffer_layout(entry, row.size_a)
-        role = entry.role if row.stage == "tensor" and (entry.dtype or "uint8") == "uint8" else None
-        wants_anchors = unit == "anchors" and layout.record_size > 1
-        if verdict == Verdict.MATCH:
-            if wants_anchors:
-                anchors[row.label] = (row.stage, row.tensor, record_count(entry, row.size_a, layout), ())
-            if role in DELTA_ROLES:
-                deltas.setdefault(role, {})
-                deltas[role][0] = deltas[role].get(0, 0) + row.size_a
-            continue
-        if not (wants_anchors or role in DELTA_ROLES) or row.status == Verdict.MISSING:
-            continue
-        entry_b = next(b for b in run_b.buffers if b.key == (row.stage, row.tensor))
-        try:
-            differing, counts = _scan(run_a.open_buffer(entry), run_b.open_buffer(entry_b), row.size_a,
-                                      layout.record_size, list(layout.data_lanes), anchors=wants_anchors,
-                                      deltas=role in DELTA_ROLES)
-        except (OSError, InputError):  # a file that changed or went since its CRC: its statistics are left out
-            continue
-        if wants_anchors:
-            n = record_count(entry, row.size_a, layout)
-            anchors[row.label] = (row.stage, row.tensor, n, tuple(d for d in differing if d < n))
-        if role in DELTA_ROLES:
-            hist = deltas.setdefault(role, {})
-            for i in np.flatnonzero(counts):
-                hist[int(i) - 255] = hist.get(int(i) - 255, 0) + int(counts[i])
-    detections = None
-    if result.detections is not None:  # both runs' detection rows could be read (compare_detections)
-        def rows(dets):
-            return [d.to_dict() if hasattr(d, "to_dict") else d for d in dets]
+        _fold_row(row, verdict, run_a, run_b, anchors, deltas)
+    return {"stages": stages, "anchors": anchors, "deltas": deltas, "detections": _pair_detections(result)}
 
-        detections = evaluate_image(rows(result.detections.rows_a), rows(result.detections.rows_b))
-    return {"stages": stages, "anchors": anchors, "deltas": deltas, "detections": detections}
+
+def _fold_row(row, verdict, run_a, run_b, anchors: dict, deltas: dict) -> None:
+    """One judged row of equal, nonzero sizes into `anchors` (label -> (stage, tensor, records, differing
+    records)) and `deltas` (role -> {B - A: bytes}): a matching buffer counts whole without reading it; a
+    differing one is scanned, when anchors or deltas want it."""
+    from forensics.runs.compare import buffer_layout, record_count
+
+    entry = next(b for b in run_a.buffers if b.key == (row.stage, row.tensor))
+    layout, unit = buffer_layout(entry, row.size_a)
+    role = entry.role if row.stage == "tensor" and (entry.dtype or "uint8") == "uint8" else None
+    wants_anchors = unit == "anchors" and layout.record_size > 1
+    if verdict == Verdict.MATCH:
+        if wants_anchors:
+            anchors[row.label] = (row.stage, row.tensor, record_count(entry, row.size_a, layout), ())
+        if role in DELTA_ROLES:
+            deltas.setdefault(role, {})
+            deltas[role][0] = deltas[role].get(0, 0) + row.size_a
+        return
+    _fold_scanned(row, entry, layout, role, wants_anchors, run_a, run_b, anchors, deltas)
+
+
+def _fold_scanned(row, entry, layout, role, wants_anchors: bool, run_a, run_b, anchors: dict, deltas: dict) -> None:
+    """A differing row's anchors and deltas, from both buffers scanned (_scan); a buffer missing from B, or
+    wanted by neither, is left out, and so is one that changed or went since its CRC was taken."""
+    from forensics.runs.compare import record_count
+
+    if not (wants_anchors or role in DELTA_ROLES) or row.status == Verdict.MISSING:
+        return
+    entry_b = next(b for b in run_b.buffers if b.key == (row.stage, row.tensor))
+    try:
+        differing, counts = _scan(run_a.open_buffer(entry), run_b.open_buffer(entry_b), row.size_a,
+                                  layout.record_size, list(layout.data_lanes), anchors=wants_anchors,
+                                  deltas=role in DELTA_ROLES)
+    except (OSError, InputError):  # a file that changed or went since its CRC: its statistics are left out
+        return
+    if wants_anchors:
+        n = record_count(entry, row.size_a, layout)
+        anchors[row.label] = (row.stage, row.tensor, n, tuple(d for d in differing if d < n))
+    if role in DELTA_ROLES:
+        hist = deltas.setdefault(role, {})
+        for i in np.flatnonzero(counts):
+            hist[int(i) - 255] = hist.get(int(i) - 255, 0) + int(counts[i])
+
+
+def _pair_detections(result):
+    """The pair's detections evaluated against A's as ground truth (evaluate_image), when both runs' detection
+    rows could be read (compare_detections); else None."""
+    if result.detections is None:
+        return None
+
+    def rows(dets):
+        return [d.to_dict() if hasattr(d, "to_dict") else d for d in dets]
+
+    return evaluate_image(rows(result.detections.rows_a), rows(result.detections.rows_b))
 
 
 # --- over the batch (runs where the results arrive) ----------------------------------------------------------

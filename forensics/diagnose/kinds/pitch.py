@@ -56,18 +56,8 @@ def candidates(ctx) -> list:
     d = math.gcd(*ks) if ks else 0
     if n_a == n_b:
         return _same_size(ctx, ranked, d)
-    rows = set(_model_rows(ctx.model_view))
     small, big = min(n_a, n_b), max(n_a, n_b)
-    for r in _divisors(small):
-        row = small // r
-        if r < 2 or row < 8:
-            continue
-        if row in rows or (d and (big - small) % d == 0 and (big - small) // d in (r, r - 1)):
-            rows.add(row)
-        for pitch in ((big - row) // (r - 1) if (big - row) % (r - 1) == 0 else 0,
-                      big // r if big % r == 0 else 0):
-            if pitch > row and pitch - row <= max(4096, row) and (row in rows or pitch % 16 == 0):
-                rows.add(row)
+    rows = _pitched_rows(set(_model_rows(ctx.model_view)), small, big, d)
     out = []
     for row in sorted(rows):
         if row >= small or small % row:
@@ -79,6 +69,24 @@ def candidates(ctx) -> list:
                 out.append(Strided(row, row, pitch, size=n_b, kind_name="pitch") if n_b > n_a else
                            Strided(row, pitch, row, size=n_b, kind_name="pitch"))
     return out
+
+
+def _pitched_rows(rows: set, small: int, big: int, d: int) -> set:
+    """`rows` (the model's) and every row size dividing the smaller dump into 2 or more rows of 8 bytes or more
+    whose pitch would fill the larger: the size difference a whole number of the voted shifts' gcd `d` per row,
+    or a pitch padding a row a little (a known row, or 16-byte aligned). Updated in place: a row added counts as
+    known for the next."""
+    for r in _divisors(small):
+        row = small // r
+        if r < 2 or row < 8:
+            continue
+        if row in rows or (d and (big - small) % d == 0 and (big - small) // d in (r, r - 1)):
+            rows.add(row)
+        for pitch in ((big - row) // (r - 1) if (big - row) % (r - 1) == 0 else 0,
+                      big // r if big % r == 0 else 0):
+            if pitch > row and pitch - row <= max(4096, row) and (row in rows or pitch % 16 == 0):
+                rows.add(row)
+    return rows
 
 
 def _same_size(ctx, ranked, d: int) -> list:

@@ -140,17 +140,25 @@ def candidates(ctx) -> list:
         for p, t in periods:
             strides.update(p - i for i in range(1, t + 1))
     if n_a != n_b:
-        for w in range(1, MAX_STRIDE_Z + 1):
-            for p in {ceil_to(w, m) for m in LANE_ALIGN} - {w}:
-                for sa, sb in ((p, w), (w, p)):
-                    r = n_a // sa
-                    if r >= 2 and 0 <= n_a - r * sa < STRIDE_SLACK and 0 <= n_b - r * sb < STRIDE_SLACK:
-                        strides.add(w)
+        strides.update(_sized_widths(n_a, n_b))
     out = []
     for w in sorted(strides):
         for p in sorted({ceil_to(w, m) for m in LANE_ALIGN} - {w}):
             out += [Strided(w, p, w, size=n_b), Strided(w, w, p, size=n_b)]
     return out
+
+
+def _sized_widths(n_a: int, n_b: int) -> list[int]:
+    """Every z (up to MAX_STRIDE_Z) for which one size is whole records of z padded to a lane alignment and the
+    other the same records packed, each within the slack a layout may leave: sizes differing say nothing else."""
+    widths = []
+    for w in range(1, MAX_STRIDE_Z + 1):
+        for p in {ceil_to(w, m) for m in LANE_ALIGN} - {w}:
+            for sa, sb in ((p, w), (w, p)):
+                r = n_a // sa
+                if r >= 2 and 0 <= n_a - r * sa < STRIDE_SLACK and 0 <= n_b - r * sb < STRIDE_SLACK:
+                    widths.append(w)
+    return widths
 
 
 def _evidence(bug, ctx, recs) -> dict:
