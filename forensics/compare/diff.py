@@ -74,6 +74,15 @@ def _lanes_read(key: str):
     return lambda doc: tuple(int(lane[key]) for lane in doc["lanes"])
 
 
+def _non_finite(stats: ErrorStats) -> dict:
+    """The statistics that are infinite or NaN (`stats` writes them as null): {"sqnr_db": "inf"}."""
+    import dataclasses
+    import math
+
+    return {f.name: str(v) for f in dataclasses.fields(stats)
+            if isinstance(v := getattr(stats, f.name), float) and not math.isfinite(v)}
+
+
 def _stats_read(doc: dict) -> ErrorStats:
     """`stats` with what `stats_detail` adds to it (a document saved without it: the statistics alone)."""
     import dataclasses
@@ -86,7 +95,8 @@ def _stats_read(doc: dict) -> ErrorStats:
     if histogram:
         histogram = (np.asarray(histogram[0], dtype=np.float64), np.asarray(histogram[1], dtype=np.int64))
     return dataclasses.replace(stats, violations=detail.get("violations", 0), scale=detail.get("scale"),
-                               per_lane_max=tuple(detail.get("per_lane_max") or ()), histogram=tuple(histogram))
+                               per_lane_max=tuple(detail.get("per_lane_max") or ()), histogram=tuple(histogram),
+                               **{name: float(value) for name, value in (detail.get("non_finite") or {}).items()})
 
 
 @dataclass(frozen=True)
@@ -146,7 +156,7 @@ class DiffResult(serial.Serial):
             return None
         s = self.stats
         return {"violations": s.violations, "scale": s.scale, "per_lane_max": serial.encode(s.per_lane_max),
-                "histogram": serial.encode(s.histogram)}
+                "histogram": serial.encode(s.histogram), "non_finite": _non_finite(s)}
 
     @property
     def record_size(self) -> int:

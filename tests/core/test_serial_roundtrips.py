@@ -76,6 +76,34 @@ def _reports():
         ("tail", reports.tail(LINK_MODEL, output=f"{_runs()}/tail.tflite")),
         ("export npz", reports.export(f"{_runs()}/broken", format="npz", output=f"{_runs()}/broken.npz")),
         ("export polygraphy", reports.export(f"{_runs()}/lib", format="polygraphy", output=f"{_runs()}/lib.json")),
+        # h1: diff, anchors and hexdump (RecordsReport, HexdumpReport) with their layouts, model context, fits, sources
+        ("diff broken", reports.diff(f"{LIB}/convert_scores.bin", f"{BROKEN}/convert_scores.bin", limit=3)),
+        ("diff same", reports.diff(f"{LIB}/convert_scores.bin", "dumps/ours/convert_scores.bin")),
+        ("diff no stats", reports.diff(f"{LIB}/convert_scores.bin", f"{BROKEN}/convert_scores.bin", no_stats=True,
+                                       tolerance=1, all=True)),
+        ("diff atol mean", reports.diff(f"{LIB}/convert_scores.bin", f"{BROKEN}/convert_scores.bin", atol="1lsb",
+                                        rtol="0.5", check="mean")),
+        ("diff deps", reports.diff(f"{LIB}/convert_scores.bin", f"{BROKEN}/convert_scores.bin", deps="dumps/face_ssd")),
+        ("diff model", reports.diff(f"{LIB}/convert_scores.bin", f"{BROKEN}/convert_scores.bin",
+                                    model="dumps/face_ssd/face_ssd_tail.tflite", limit=2)),
+        ("diff allocation", reports.diff(f"{LIB}/convert_scores.bin", "dumps/evidence/convert_scores_alloc.bin",
+                                         deps="dumps/face_ssd")),
+        ("diff head", reports.diff("dumps/evidence/short_input.bin", f"{LIB}/input.bin")),
+        ("diff slice", reports.diff(f"{LIB}/convert_scores.bin", f"{BROKEN}/convert_scores.bin", offset=4000,
+                                    length=2000, limit=1)),
+        ("diff text dump", reports.diff("dumps/evidence/windbg_db.txt", f"{LIB}/convert_scores.bin")),
+        ("anchors", reports.anchors("dumps/ours/convert_scores.bin")),
+        ("anchors nonuniform deps", reports.anchors("dumps/ours/convert_scores.bin", nonuniform=True,
+                                                    deps="dumps/face_ssd")),
+        ("anchors head", reports.anchors("dumps/evidence/short_input.bin", model="dumps/face_ssd/face_ssd_tail.tflite")),
+        ("anchors ranked deps", reports.anchors(_write(bytes((i * 37 % 256, (i * 101 + 7) % 256, 0x80, 0x80)[k]
+                                                             for i in range(2034) for k in range(4)), "h1_ranked"),
+                                                deps="dumps/face_ssd")),  # its top scores' places
+        ("hexdump pair", reports.hexdump(f"{LIB}/convert_scores.bin", f"{BROKEN}/convert_scores.bin", anchor=1500,
+                                         context=1)),
+        ("hexdump deps", reports.hexdump(f"{LIB}/Squeeze1.bin", f"{BROKEN}/Squeeze1.bin", deps="dumps/face_ssd",
+                                         anchor=3)),
+        ("hexdump text dump", reports.hexdump("dumps/evidence/windbg_db.txt", at=0, length=32)),
     ]
 
 
