@@ -104,6 +104,16 @@ def _reports():
         ("hexdump deps", reports.hexdump(f"{LIB}/Squeeze1.bin", f"{BROKEN}/Squeeze1.bin", deps="dumps/face_ssd",
                                          anchor=3)),
         ("hexdump text dump", reports.hexdump("dumps/evidence/windbg_db.txt", at=0, length=32)),
+        ("fingerprint", reports.fingerprint("dumps/ours/input.bin", page=65536, tag="input")),
+        ("fingerprint short", reports.fingerprint("dumps/evidence/short_input.bin", page=1024)),
+        ("fingerprint slice", reports.fingerprint(f"{LIB}/input.bin", offset=100, length=3000)),
+        ("fingerprint text dump", reports.fingerprint("dumps/evidence/windbg_db.txt")),
+        ("verify match", reports.verify("dumps/evidence/driver.log", "dumps/ours/input.bin",
+                                        "dumps/ours/convert_scores.bin")),
+        ("verify differ", reports.verify("dumps/evidence/npu_driver.log", "dumps/ours/input.bin",
+                                         "dumps/evidence/broken_scores_alloc.bin")),
+        ("verify past end", reports.verify("dumps/evidence/short_input.log", "dumps/evidence/short_input.bin")),
+        ("verify unassigned", reports.verify("dumps/evidence/driver.log", f"{LIB}/convert_scores.bin")),
     ]
 
 
