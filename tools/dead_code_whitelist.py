@@ -55,3 +55,7 @@ outlier_count  # forensics/runs/repeat.py: RepeatResult's outliers
 rank_change  # forensics/model/classes.py: RankedClass's document
 box_tolerance  # forensics/decode/replay.py: ReplayResult's document
 pair_count  # forensics/runs/batch.py: BatchResult's pairs
+dominant_values  # forensics/buffer/anchors.py: AnchorsResult's document
+xor_hex  # forensics/compare/diff.py: DifferingRecord's xor
+stats_detail  # forensics/compare/diff.py: DiffResult's document
+past_end_rows  # forensics/buffer/fingerprint.py: VerifyReport's past_end

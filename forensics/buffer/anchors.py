@@ -47,10 +47,12 @@ class LaneSummary(serial.Serial):
 
 
 @dataclass(frozen=True)
-class NonuniformRecord:
+class NonuniformRecord(serial.Serial):
+    """An anchor whose record departs from the dominant one; its document's `values` come from the layout."""
+
     index: int
     offset: int
-    record: bytes
+    record: bytes = field(metadata=serial.json("hex", encode=lambda b: b.hex(" "), decode=bytes.fromhex))
 
 
 @dataclass(frozen=True)
@@ -64,21 +66,42 @@ class TopScore(serial.Serial):
     value: float | None = field(metadata=serial.json("score"))  # dequantized when the layout has a scale
 
 
+def _region(doc: dict) -> Region:
+    return Region(doc["offset"], doc["records"], doc["record_size"], doc["trailing_bytes"])
+
+
+def _listed(r: "AnchorsResult") -> list[dict]:
+    return [{**record.to_dict(), "values": r.layout.values(record.record)} for record in r.nonuniform]
+
+
 @dataclass(frozen=True)
-class AnchorsResult:
+class AnchorsResult(serial.Serial):
+    """The dominant record and the anchors that depart from it. Its document flattens the region (offset,
+    records, record_size, trailing_bytes) and lists the records' values under the layout; `layout` (the whole
+    record layout) and `window_records` were added after the rest so that a saved document reads back."""
+
+    JSON_DERIVED = ("records", "record_size", "trailing_bytes", "dominant_values", "head_window_trap", "dominated")
+    JSON_ORDER = ("path", "size", "offset", "records", "record_size", "trailing_bytes", "dominant", "dominant_values",
+                  "tied", "tied_total", "distinct", "top", "lanes", "nonuniform_count", "first_nonuniform_offset",
+                  "window", "head_window_trap", "dominated", "top_scores", "nonuniform", "nonuniform_truncated",
+                  "layout", "window_records")
+
     path: str
     size: int
-    layout: RecordLayout
-    region: Region
+    layout: RecordLayout = field(metadata=serial.json(decode=lambda doc: serial.decode(RecordLayout, doc)))
+    region: Region = field(metadata=serial.json("offset", write=lambda r: r.region.start, read=_region))
     dominant: RecordCount
     tied: tuple[RecordCount, ...]        # other records as frequent as the dominant one (the first TIED_SHOWN)
     tied_total: int
     distinct: int
     top: tuple[RecordCount, ...]
     lanes: tuple[LaneSummary, ...]
-    nonuniform: tuple[NonuniformRecord, ...] | None  # None unless asked for
-    nonuniform_total: int
-    nonuniform_truncated: bool
+    # None unless asked for
+    nonuniform: tuple[NonuniformRecord, ...] | None = field(default=None, kw_only=True,
+                                                            metadata=serial.json(omit_none=True, write=_listed))
+    nonuniform_total: int = field(metadata=serial.json("nonuniform_count"))
+    nonuniform_truncated: bool = field(default=False, kw_only=True,
+                                       metadata=serial.json(when=lambda r: r.nonuniform is not None))
     first_nonuniform_offset: int | None
     window: int
     window_records: int
@@ -87,6 +110,18 @@ class AnchorsResult:
     @property
     def records(self) -> int:
         return self.region.records
+
+    @property
+    def record_size(self) -> int:
+        return self.layout.record_size
+
+    @property
+    def trailing_bytes(self) -> int:
+        return self.region.trailing
+
+    @property
+    def dominant_values(self) -> list:
+        return self.layout.values(self.dominant.record)
 
     @property
     def dominated(self) -> bool:
@@ -104,37 +139,6 @@ class AnchorsResult:
         if self.uniform or self.window_records == 0:
             return False
         return self.first_nonuniform_offset >= self.region.start + self.window_records * self.layout.record_size
-
-    # Kept by hand (not forensics.core.serial): the document flattens the layout and the region (record_size,
-    # offset, trailing_bytes) and lists the records' values, so an AnchorsResult cannot be read back from it.
-    def to_dict(self) -> dict:
-        out = {
-            "path": self.path,
-            "size": self.size,
-            "offset": self.region.start,
-            "records": self.records,
-            "record_size": self.layout.record_size,
-            "trailing_bytes": self.region.trailing,
-            "dominant": self.dominant.to_dict(),
-            "dominant_values": self.layout.values(self.dominant.record),
-            "tied": [t.to_dict() for t in self.tied],
-            "tied_total": self.tied_total,
-            "distinct": self.distinct,
-            "top": [t.to_dict() for t in self.top],
-            "lanes": [lane.to_dict() for lane in self.lanes],
-            "nonuniform_count": self.nonuniform_total,
-            "first_nonuniform_offset": self.first_nonuniform_offset,
-            "window": self.window,
-            "head_window_trap": self.head_window_trap,
-            "dominated": self.dominated,
-            "top_scores": [t.to_dict() for t in self.top_scores],
-        }
-        if self.nonuniform is not None:
-            out["nonuniform"] = [
-                {"index": r.index, "offset": r.offset, "hex": r.record.hex(" "), "values": self.layout.values(r.record)}
-                for r in self.nonuniform]
-            out["nonuniform_truncated"] = self.nonuniform_truncated
-        return out
 
 
 WIDE = 16  # records longer than this (e.g. 91 COCO classes + pad) are named by their head, not spelled out

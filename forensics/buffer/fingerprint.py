@@ -100,21 +100,45 @@ class PageEdges(NamedTuple):
                 "last8": self.last8.hex(" ")}
 
 
+def _peek(offset_of, bytes_of):
+    """A HEAD / MID / TAIL field pair: its document is one object {"offset", "bytes"} under the peek's name."""
+    def write(fp):
+        return {"offset": offset_of(fp), "bytes": bytes_of(fp).hex(" ")}
+
+    return write
+
+
+def _pages(doc: list) -> tuple[PageEdges, ...]:
+    return tuple(PageEdges(p["page"], bytes.fromhex(p["first8"]), p["last8_offset"], bytes.fromhex(p["last8"]))
+                 for p in doc)
+
+
 @dataclass(frozen=True)
-class Fingerprint:
+class Fingerprint(serial.Serial):
+    """Every value a driver may log for a buffer. Its document writes HEAD / MID / TAIL with their offsets as one
+    object each, the [FP] line beside them, and the source's keys (a text dump's, a slice's) spread in."""
+
+    JSON_DERIVED = (("fp_line", "line"),)
+    JSON_ORDER = ("tag", "path", "size", "crc32", "xor64", "head", "mid", "tail", "page_size", "pages", "fp_line")
+
     tag: str
     path: str
     size: int
-    crc32: int
-    xor64: int
-    head: bytes
-    mid_offset: int
-    mid: bytes
-    tail_offset: int
-    tail: bytes
+    crc32: int = field(metadata=serial.json(encode=format_crc))
+    xor64: int = field(metadata=serial.json(encode=lambda x: f"0x{x:016x}"))
+    head: bytes = field(metadata=serial.json(write=_peek(lambda fp: 0, lambda fp: fp.head),
+                                             read=lambda doc: bytes.fromhex(doc["head"]["bytes"])))
+    mid_offset: int = field(metadata=serial.json("mid", write=_peek(lambda fp: fp.mid_offset, lambda fp: fp.mid),
+                                                 read=lambda doc: doc["mid"]["offset"]))
+    mid: bytes = field(metadata=serial.json(omit=lambda _: True, read=lambda doc: bytes.fromhex(doc["mid"]["bytes"])))
+    tail_offset: int = field(metadata=serial.json("tail", write=_peek(lambda fp: fp.tail_offset, lambda fp: fp.tail),
+                                                  read=lambda doc: doc["tail"]["offset"]))
+    tail: bytes = field(metadata=serial.json(omit=lambda _: True,
+                                             read=lambda doc: bytes.fromhex(doc["tail"]["bytes"])))
     page_size: int
-    pages: tuple[PageEdges, ...]
-    source: dict = field(default_factory=dict)
+    pages: tuple[PageEdges, ...] = field(metadata=serial.json(encode=lambda pages: [p.to_dict() for p in pages],
+                                                              decode=_pages))
+    source: dict = field(default_factory=dict, metadata=serial.json(spread=True))
 
     def fp_line(self) -> str:
         """The one-line `[FP]` form (lowercase hex)."""
@@ -122,17 +146,10 @@ class Fingerprint:
                 f"head@0x0={self.head.hex(' ')} mid@0x{self.mid_offset:x}={self.mid.hex(' ')} "
                 f"tail@0x{self.tail_offset:x}={self.tail.hex(' ')}")
 
-    # Kept by hand (not forensics.core.serial): HEAD/MID/TAIL are written with their offsets as one object each,
-    # the [FP] line beside them and the source's keys spread in.
-    def to_dict(self) -> dict:
-        return {
-            "tag": self.tag, "path": self.path, "size": self.size, "crc32": format_crc(self.crc32),
-            "xor64": f"0x{self.xor64:016x}", "head": {"offset": 0, "bytes": self.head.hex(" ")},
-            "mid": {"offset": self.mid_offset, "bytes": self.mid.hex(" ")},
-            "tail": {"offset": self.tail_offset, "bytes": self.tail.hex(" ")},
-            "page_size": self.page_size, "pages": [p.to_dict() for p in self.pages],
-            "fp_line": self.fp_line(), **self.source,
-        }
+    @property
+    def line(self) -> str:
+        """The `[FP]` line, as the document writes it (`fp_line`)."""
+        return self.fp_line()
 
 
 MAX_PAGES = 1 << 20  # pages listed by a fingerprint (a 4 GiB buffer in 4 KiB pages); beyond, a larger page
@@ -666,11 +683,19 @@ class LogChecks(serial.Serial):
 
 
 @dataclass(frozen=True)
-class VerifyReport:
+class VerifyReport(serial.Serial):
+    """A log's fingerprints checked against files. Its document spreads the judgement's keys in after `log`
+    (read back from the checks: they decide it) and writes past_end as rows of its own."""
+
+    JSON_DERIVED = ("verdict", "exit_code", "message", "reasons", "matched", "differ", ("past_end", "past_end_rows"))
+    JSON_ORDER = ("log", "verdict", "exit_code", "message", "reasons", "checks", "matched", "differ", "past_end",
+                  "unassigned_tags", "files", "non_ascii_lines")
+
     log: str
     checks: tuple[Check, ...]
-    unassigned: tuple[str, ...]  # tags in the log with no file to check them against
-    sources: tuple[dict, ...] = ()
+    # tags in the log with no file to check them against
+    unassigned: tuple[str, ...] = field(metadata=serial.json("unassigned_tags"))
+    sources: tuple[dict, ...] = field(default=(), metadata=serial.json("files"))
     non_ascii_lines: int = 0
 
     @property
@@ -699,15 +724,26 @@ class VerifyReport:
     def exit_code(self) -> int:
         return self.verdict.exit_code
 
-    # Kept by hand (not forensics.core.serial): the judgement's keys are spread in and past_end is written as
-    # rows of its own, not as the checks it names.
-    def to_dict(self) -> dict:
-        return {"log": self.log, **self.judgement.to_dict(), "checks": [c.to_dict() for c in self.checks],
-                "matched": sum(c.match for c in self.checks), "differ": sum(not c.match for c in self.checks),
-                "past_end": [{"line": c.line, "tag": c.tag, "what": c.label, "bytes": c.past_end}
-                             for c in self.past_end],
-                "unassigned_tags": list(self.unassigned), "files": list(self.sources),
-                "non_ascii_lines": self.non_ascii_lines}
+    @property
+    def message(self) -> str:
+        return self.judgement.message
+
+    @property
+    def reasons(self) -> tuple[Reason, ...]:
+        return self.judgement.reasons
+
+    @property
+    def matched(self) -> int:
+        return sum(c.match for c in self.checks)
+
+    @property
+    def differ(self) -> int:
+        return sum(not c.match for c in self.checks)
+
+    @property
+    def past_end_rows(self) -> list[dict]:
+        """past_end as the document writes it: line, tag, what and the bytes past the file's end."""
+        return [{"line": c.line, "tag": c.tag, "what": c.label, "bytes": c.past_end} for c in self.past_end]
 
 
 def _files(n: int) -> str:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from forensics.core import serial
 from forensics.io.dump import Dump
 from forensics.core.errors import InputError
 from forensics.core.layout import RecordLayout
@@ -15,13 +16,21 @@ DEFAULT_LENGTH = 256  # the story's first 256 bytes, the view that hides the ans
 MAX_BYTES = 1 << 20
 
 
+def _hex(data: bytes) -> str:
+    return data.hex(" ")
+
+
 @dataclass(frozen=True)
-class HexRow:
+class HexRow(serial.Serial):
+    """One record of the view; its document's `values_a` / `values_b` come from the layout (HexdumpResult)."""
+
     index: int            # record index, counted from the layout's offset
     offset: int           # absolute data offset
-    a: bytes
-    b: bytes | None = None
-    lanes: tuple[int, ...] | None = None  # the differing lanes, when hexdump() found them already
+    a: bytes = field(metadata=serial.json(encode=_hex))
+    b: bytes | None = field(default=None, metadata=serial.json(encode=_hex, omit_none=True))
+    # the differing lanes, when hexdump() found them already
+    lanes: tuple[int, ...] | None = field(default=None, metadata=serial.json(
+        "differing_lanes", write=lambda r: r.differing, when=lambda r: r.b is not None))
 
     @property
     def differing(self) -> tuple[int, ...]:
@@ -34,35 +43,38 @@ class HexRow:
         return tuple(i for i in range(width)
                      if i >= len(self.a) or i >= len(self.b) or self.a[i] != self.b[i])
 
+    def listed(self, layout: RecordLayout) -> dict:
+        """The row's document under `layout`: each side's values after its bytes, where the layout has them."""
+        out = {}
+        for key, value in self.to_dict().items():
+            out[key] = value
+            side = getattr(self, key) if key in ("a", "b") else None
+            if side is not None and layout.has_values and len(side) == layout.record_size:
+                out[f"values_{key}"] = layout.values(side)
+        return out
+
 
 @dataclass(frozen=True)
-class HexdumpResult:
+class HexdumpResult(serial.Serial):
+    """The rows shown. Its document reduces the layout to its record size beside rows that carry their values;
+    `layout` (the whole record layout) was added after the rest so that a saved document reads back."""
+
+    JSON_DERIVED = ("record_size",)
+    JSON_ORDER = ("path_a", "path_b", "record_size", "focus", "rows", "layout")
+
     path_a: str
     path_b: str | None
-    layout: RecordLayout
-    rows: tuple[HexRow, ...]
+    layout: RecordLayout = field(metadata=serial.json(decode=lambda doc: serial.decode(RecordLayout, doc)))
+    rows: tuple[HexRow, ...] = field(metadata=serial.json(write=lambda r: [row.listed(r.layout) for row in r.rows]))
     focus: int | None       # the record asked for with --anchor
+
+    @property
+    def record_size(self) -> int:
+        return self.layout.record_size
 
     @property
     def differing_rows(self) -> int:
         return sum(1 for r in self.rows if r.differing)
-
-    # Kept by hand (not forensics.core.serial): a row's values come from the layout, which the document reduces
-    # to its record size, so a HexdumpResult cannot be read back from it.
-    def to_dict(self) -> dict:
-        rows = []
-        for r in self.rows:
-            row = {"index": r.index, "offset": r.offset, "a": r.a.hex(" ")}
-            if self.layout.has_values and len(r.a) == self.layout.record_size:
-                row["values_a"] = self.layout.values(r.a)
-            if r.b is not None:
-                row["b"] = r.b.hex(" ")
-                if self.layout.has_values and len(r.b) == self.layout.record_size:
-                    row["values_b"] = self.layout.values(r.b)
-                row["differing_lanes"] = list(r.differing)
-            rows.append(row)
-        return {"path_a": self.path_a, "path_b": self.path_b, "record_size": self.layout.record_size,
-                "focus": self.focus, "rows": rows}
 
 
 def hexdump(dump_a: Dump, dump_b: Dump | None, layout: RecordLayout, *, anchor: int | None = None,

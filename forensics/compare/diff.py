@@ -6,12 +6,13 @@ examined record by record, so a 1 GiB pair with a handful of differences costs a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from forensics.compare.blocks import PARALLEL_MIN, stream_halves
 from forensics.compare.crc import format_crc
+from forensics.core import serial
 from forensics.io.dump import Dump, DumpReader
 from forensics.core.layout import RecordLayout
 from forensics.core.parallel import two_cores
@@ -23,57 +24,147 @@ from forensics.core.verdict import Verdict
 DEFAULT_LIMIT = 20
 
 
+def _hex(data: bytes) -> str:
+    return data.hex(" ")
+
+
+
+def layout_field(**kwargs):
+    """The `layout` key: the record layout the bytes were read with, whole (record size, offset, count, lane
+    names, pad lanes, quantization, element type). The older keys beside it (record_size, pad_lanes, a row's
+    values) flatten it and leave out its scale and element type; this key lets a saved document be read back."""
+    return field(metadata=serial.json("layout", decode=lambda doc: serial.decode(RecordLayout, doc)), **kwargs)
+
+
 @dataclass(frozen=True)
-class DifferingRecord:
+class DifferingRecord(serial.Serial):
+    """One listed differing record; its document's `values_a` / `values_b` come from the layout it is listed
+    under (DiffResult's `records`)."""
+
+    JSON_DERIVED = (("xor", "xor_hex"),)
+
     index: int   # record index within the compared region (the anchor index when the region starts at 0)
     offset: int  # absolute data offset of the record's first byte
-    a: bytes
-    b: bytes
+    a: bytes = field(metadata=serial.json(encode=_hex))
+    b: bytes = field(metadata=serial.json(encode=_hex))
 
     @property
     def xor(self) -> bytes:
         return bytes(x ^ y for x, y in zip(self.a, self.b))
 
-    # Kept by hand (not forensics.core.serial): the record's values come from the layout it is listed under.
-    def to_dict(self, layout: RecordLayout | None = None) -> dict:
-        out = {"index": self.index, "offset": self.offset, "a": self.a.hex(" "), "b": self.b.hex(" "),
-               "xor": self.xor.hex(" ")}
-        if layout is not None and layout.has_values:
+    @property
+    def xor_hex(self) -> str:
+        return self.xor.hex(" ")
+
+    def listed(self, layout: RecordLayout) -> dict:
+        """The record's document under `layout`: its values too, where the layout has them."""
+        out = self.to_dict()
+        if layout.has_values:
             out["values_a"] = layout.values(self.a)
             out["values_b"] = layout.values(self.b)
         return out
 
 
+def _lane_table(r: "DiffResult") -> list[dict]:
+    return [{"lane": i, "name": name, "records_differing": n, "max_delta": d}
+            for i, (name, n, d) in enumerate(zip(r.layout.field_names, r.lane_differences, r.lane_max_delta))]
+
+
+def _lanes_read(key: str):
+    return lambda doc: tuple(int(lane[key]) for lane in doc["lanes"])
+
+
+def _non_finite(stats: ErrorStats) -> dict:
+    """The statistics that are infinite or NaN (`stats` writes them as null): {"sqnr_db": "inf"}."""
+    import dataclasses
+    import math
+
+    return {f.name: str(v) for f in dataclasses.fields(stats)
+            if isinstance(v := getattr(stats, f.name), float) and not math.isfinite(v)}
+
+
+def _stats_read(doc: dict) -> ErrorStats:
+    """`stats` with what `stats_detail` adds to it (a document saved without it: the statistics alone)."""
+    import dataclasses
+
+    stats = ErrorStats.from_dict(doc["stats"])
+    detail = doc.get("stats_detail")
+    if not detail:
+        return stats
+    histogram = detail.get("histogram") or ()
+    if histogram:
+        histogram = (np.asarray(histogram[0], dtype=np.float64), np.asarray(histogram[1], dtype=np.int64))
+    return dataclasses.replace(stats, violations=detail.get("violations", 0), scale=detail.get("scale"),
+                               per_lane_max=tuple(detail.get("per_lane_max") or ()), histogram=tuple(histogram),
+                               **{name: float(value) for name, value in (detail.get("non_finite") or {}).items()})
+
+
 @dataclass(frozen=True)
-class DiffResult:
-    """The facts of one comparison; its verdict (MATCH / WITHIN TOLERANCE / DIFFER) is `judge_diff`'s."""
+class DiffResult(serial.Serial):
+    """The facts of one comparison; its verdict (MATCH / WITHIN TOLERANCE / DIFFER) is `judge_diff`'s.
+
+    Its document is its fields, in the order readers know, with the layout's record size and pad lanes and a
+    `lanes` table (name, records differing, max delta per lane) flattened from the layout and the per-lane
+    tuples; `layout`, `data_differ` and `trailing_any` were added after the rest so that a saved document reads
+    back (the verdict depends on them)."""
+
+    JSON_DERIVED = ("verdict", "identical", "record_size", "pad_lanes")
+    JSON_ORDER = ("verdict", "identical", "bytes_identical", "path_a", "path_b", "size_a", "size_b", "crc32_a",
+                  "crc32_b", "record_size", "offset", "pad_lanes", "tolerance", "records_compared",
+                  "records_differing", "bytes_differing", "pad_bytes_differing", "first_differing_offset", "lanes",
+                  "trailing_bytes", "trailing_differ", "records", "records_truncated", "check", "dtype", "stats",
+                  "layout", "data_differ", "trailing_any", "stats_detail")
+    JSON_DERIVED_OPTIONAL = ("stats_detail",)
 
     path_a: str
     path_b: str
     size_a: int
     size_b: int
-    crc32_a: int
-    crc32_b: int
-    layout: RecordLayout
-    region_start: int
+    crc32_a: int = field(metadata=serial.json(encode=format_crc))
+    crc32_b: int = field(metadata=serial.json(encode=format_crc))
+    layout: RecordLayout = layout_field()
+    region_start: int = field(metadata=serial.json("offset"))
     records_compared: int
     records_differing: int
     bytes_differing: int               # differing bytes compared (data lanes beyond the tolerance, trailing)
     first_differing_offset: int | None
-    lane_differences: tuple[int, ...]  # per lane: records whose lane differs (as configured)
-    lane_max_delta: tuple[int, ...]    # per lane: the largest |a - b| seen, in LSB
-    records: tuple[DifferingRecord, ...]
+    # per lane: records whose lane differs (as configured), and the largest |a - b| seen, in LSB: the `lanes` table
+    lane_differences: tuple[int, ...] = field(metadata=serial.json("lanes", write=_lane_table,
+                                                                   read=_lanes_read("records_differing")))
+    lane_max_delta: tuple[int, ...] = field(metadata=serial.json("lanes", omit=lambda _: True,
+                                                                 read=_lanes_read("max_delta")))
+    records: tuple[DifferingRecord, ...] = field(metadata=serial.json(
+        write=lambda r: [record.listed(r.layout) for record in r.records]))
     records_truncated: bool
     trailing_bytes: int                # bytes after the last whole record in the compared region
     trailing_differ: bool
     bytes_identical: bool
     tolerance: int = 0
-    stats: ErrorStats | None = None    # over the data lanes of the whole records, as `dtype` elements
-    policy: Tolerance | None = None    # the tolerance the verdict was judged by
-    dtype: str = "uint8"
+    stats: ErrorStats | None = field(default=None, metadata=serial.json(omit_none=True, read=_stats_read))
+    policy: Tolerance | None = field(default=None, metadata=serial.json("check", omit_none=True))  # judged by it
+    dtype: str = field(default="uint8", metadata=serial.json(when=lambda r: r.stats is not None))  # stats' elements
     data_differ: bool = False          # a data byte of a whole record differs at all (within tolerance or not)
     trailing_any: bool = False         # a trailing byte differs at all
     pad_bytes_differing: int = 0       # bytes in the pad lanes that differ: not compared, stated
+
+    @property
+    def stats_detail(self) -> dict | None:
+        """What the verdict and the terminal's histogram need of the statistics beyond their own document (kept
+        out of `stats`, which other documents carry as it is): the tolerance violations, the scale, the
+        per-lane maxima and the |B-A| histogram (edges, counts)."""
+        if self.stats is None:
+            return None
+        s = self.stats
+        return {"violations": s.violations, "scale": s.scale, "per_lane_max": serial.encode(s.per_lane_max),
+                "histogram": serial.encode(s.histogram), "non_finite": _non_finite(s)}
+
+    @property
+    def record_size(self) -> int:
+        return self.layout.record_size
+
+    @property
+    def pad_lanes(self) -> tuple[int, ...]:
+        return self.layout.pad_lanes
 
     @property
     def sizes_equal(self) -> bool:
@@ -96,43 +187,6 @@ class DiffResult:
 
     def __bool__(self) -> bool:
         return self.passed
-
-    # Kept by hand (not forensics.core.serial): the document flattens the layout into record_size, pad_lanes and
-    # named lanes and leaves out its scale and element type, so a DiffResult cannot be read back from it.
-    def to_dict(self) -> dict:
-        out = {
-            "verdict": self.verdict,
-            "identical": self.identical,
-            "bytes_identical": self.bytes_identical,
-            "path_a": self.path_a,
-            "path_b": self.path_b,
-            "size_a": self.size_a,
-            "size_b": self.size_b,
-            "crc32_a": format_crc(self.crc32_a),
-            "crc32_b": format_crc(self.crc32_b),
-            "record_size": self.layout.record_size,
-            "offset": self.region_start,
-            "pad_lanes": list(self.layout.pad_lanes),
-            "tolerance": self.tolerance,
-            "records_compared": self.records_compared,
-            "records_differing": self.records_differing,
-            "bytes_differing": self.bytes_differing,
-            "pad_bytes_differing": self.pad_bytes_differing,
-            "first_differing_offset": self.first_differing_offset,
-            "lanes": [{"lane": i, "name": name, "records_differing": n, "max_delta": d}
-                      for i, (name, n, d) in enumerate(zip(self.layout.field_names, self.lane_differences,
-                                                           self.lane_max_delta))],
-            "trailing_bytes": self.trailing_bytes,
-            "trailing_differ": self.trailing_differ,
-            "records": [r.to_dict(self.layout) for r in self.records],
-            "records_truncated": self.records_truncated,
-        }
-        if self.policy is not None:
-            out["check"] = self.policy.to_dict()
-        if self.stats is not None:
-            out["dtype"] = self.dtype
-            out["stats"] = self.stats.to_dict()
-        return out
 
 
 # --- the judgement -----------------------------------------------------------------------------------------

@@ -9,21 +9,20 @@ reasons: facts with a stable code that scripts read from the JSON, and whose wor
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from forensics.core import serial
 from forensics.core.verdict import Verdict
 
 
 @dataclass(frozen=True)
-class Reason:
+class Reason(serial.Serial):
     """One clause of a judgement: a stable `code` (snake_case, for scripts) and what it says in words."""
 
     code: str
     text: str = ""
-    worded: bool = False  # the judgement's message already says this clause: faces print it there only
-
-    def to_dict(self) -> dict:
-        return {"code": self.code, "text": self.text, **({"worded": True} if self.worded else {})}
+    # the judgement's message already says this clause: faces print it there only (written only when it does)
+    worded: bool = field(default=False, metadata=serial.json(omit=lambda worded: not worded))
 
 
 @dataclass(frozen=True)

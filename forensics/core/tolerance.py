@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from forensics.core import serial
 from forensics.core.errors import InputError
 from forensics.core.verdict import Verdict
 
@@ -25,11 +26,12 @@ VERDICTS = (MATCH, WITHIN, DIFFER)
 
 
 @dataclass(frozen=True)
-class Tolerance:
+class Tolerance(serial.Serial):
     """One tolerance: atol (in LSB when `lsb`, else in units), rtol, and the statistic that must pass."""
 
     atol: float = 0.0
-    lsb: bool = True
+    lsb: bool = field(default=True, metadata=serial.json("atol_unit", encode=lambda lsb: "lsb" if lsb else "value",
+                                                          decode=lambda unit: unit == "lsb"))
     rtol: float = 0.0
     check: str = "max"
 
@@ -68,10 +70,6 @@ class Tolerance:
         if self.check != "max":
             parts.append(f"check {self.check}")
         return ", ".join(parts) or "exact"
-
-    def to_dict(self) -> dict:
-        return {"atol": self.atol, "atol_unit": "lsb" if self.lsb else "value", "rtol": self.rtol,
-                "check": self.check}
 
 
 def _number(value: float) -> str:

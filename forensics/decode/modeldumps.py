@@ -88,6 +88,80 @@ class DumpContext:
         return out
 
 
+    @classmethod
+    def from_dict(cls, doc: dict, layout: RecordLayout, rows=()) -> "DumpContext":
+        """The context a saved diff or anchors document was read with, as far as it says: the layout, the
+        model tensor's facts (SavedTensorView), the geometry's source and kind with the places and priors of
+        the anchors `rows` list (SavedGeometry: the listed rows carry them), and the tensor fit."""
+        view = SavedTensorView(doc["model_tensor"]) if isinstance(doc.get("model_tensor"), dict) else None
+        geometry = None
+        if "geometry_source" in doc:
+            geometry = SavedGeometry.from_rows(doc["geometry_source"], bool(doc.get("grid")), rows)
+        fit = doc.get("tensor_fit")
+        fit = TensorFit.from_dict(fit) if isinstance(fit, dict) and "role" in fit else None
+        return cls(layout, view, geometry, fit)
+
+
+@dataclass(frozen=True)
+class SavedTensorView:
+    """A model tensor's facts as a saved document holds them (forensics.model.tflite.tensors.ModelTensorView's
+    document): written back as they were; no record order (the records were mapped to anchors already)."""
+
+    facts: dict
+    record_order: None = None
+
+    @property
+    def role(self) -> str | None:
+        return self.facts.get("role")
+
+    @property
+    def class_vector(self) -> bool:
+        """A classifier's score vector: no detection role and one record (the document keeps no tensor shape)."""
+        return self.facts.get("role") is None and self.facts.get("records") == 1
+
+    def to_dict(self) -> dict:
+        return dict(self.facts)
+
+
+@dataclass(frozen=True)
+class SavedGeometry:
+    """An anchor geometry as a saved document holds it: its source, whether it is a grid, and the place
+    (layer, row, col, box) and prior box of each anchor the document lists: what the renderers and
+    `annotate` ask of forensics.decode.geometry.AnchorGeometry for those anchors."""
+
+    source: str | None
+    is_grid: bool
+    places: dict = field(default_factory=dict)   # anchor -> {"layer", "row", "col", "box"} or None
+    priors: dict = field(default_factory=dict)   # anchor -> (ycenter, xcenter, h, w) or None
+
+    @classmethod
+    def from_rows(cls, source, is_grid: bool, rows) -> "SavedGeometry":
+        places, priors = {}, {}
+        for row in rows:
+            if isinstance(row, dict) and "geometry" in row and isinstance(row.get("index"), int):
+                places[row["index"]] = row["geometry"]
+                prior = row.get("prior")
+                priors[row["index"]] = None if prior is None else (
+                    prior["ycenter"], prior["xcenter"], prior["h"], prior["w"])
+        return cls(source, is_grid, places, priors)
+
+    def __bool__(self) -> bool:
+        return self.is_grid
+
+    def geometry_of(self, anchor: int) -> dict | None:
+        return self.places.get(int(anchor))
+
+    def where(self, anchor: int) -> str:
+        """`L0 r3 c7 b2`, or `#203` (no grid, or an anchor the document does not list)."""
+        place = self.places.get(int(anchor))
+        if place is None:
+            return f"#{int(anchor)}"
+        return f"L{place['layer']} r{place['row']} c{place['col']} b{place['box']}"
+
+    def prior(self, anchor: int):
+        return self.priors.get(int(anchor))
+
+
 def dump_context(dump, known: ModelContext = ModelContext(), **flags) -> DumpContext:
     """Layout (model tensor, else sidecar; flags override either) and geometry (model or deps) for one dump.
     `known`: the --model/--tensor/--labels/--deps group, whose rules (tensor needs model, ...) it holds."""

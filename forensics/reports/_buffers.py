@@ -51,9 +51,36 @@ def _draw_heatmap(context, heat, title: str, heatmap) -> dict | None:
     return {"path": os.fspath(heatmap), **picture.to_dict(), **heat.to_dict()}
 
 
+@dataclass(frozen=True)
+class SavedSource:
+    """A dump as a saved document's `sources` names it (a text dump, a slice): forensics.io.dump.with_sources
+    writes it back as it was."""
+
+    doc: dict
+    slice: None = None
+
+    @property
+    def text(self) -> dict | None:
+        return self.doc.get("text") or {}  # not None: the document named it, so it is named again
+
+    def source(self) -> dict:
+        return dict(self.doc)
+
+
+def _saved_dumps(doc: dict) -> tuple:
+    return tuple(SavedSource(s) for s in doc.get("sources") or () if isinstance(s, dict))
+
+
 @dataclass(frozen=True, repr=False)
 class RecordsReport(Report):
-    """diff and anchors: a result whose listed records carry anchor geometry, plus the pictures drawn."""
+    """diff and anchors: a result whose listed records carry anchor geometry, plus the pictures drawn.
+
+    A saved document reads back (from_dict) with its model context as the document says it (the layout, the
+    model tensor's facts, the geometry's places and priors of the anchors it lists, the tensor fits) and the
+    pictures' paths: it renders as the command printed it, less the --grid map (the document holds neither
+    the per-anchor values nor the grid's layers) and, for a picture no longer there, its size."""
+
+    RESULT = "forensics.compare.diff:DiffResult"
 
     context: object = None                # forensics.decode.modeldumps.DumpContext
     heat: object = None                   # forensics.buffer.heat.AnchorHeat for --grid / --heatmap
@@ -81,7 +108,42 @@ class RecordsReport(Report):
             doc["heatmap"] = dict(self.heatmap)
         if self.plot is not None:
             doc["plot"] = dict(self.plot)
+        if self.command == "anchors" and self.context.geometry is not None and self.result.top_scores:
+            # added so that a saved document reads back: the places of the top scores the table lists
+            doc["top_scores_geometry"] = annotate_rows([{"index": t.index} for t in self.result.top_scores],
+                                                       self.context.geometry)
         return doc
+
+    @classmethod
+    def result_type_of(cls, doc: dict) -> type:
+        if doc.get("command") == "anchors":
+            from forensics.buffer.anchors import AnchorsResult
+
+            return AnchorsResult
+        return cls.result_type()
+
+    @classmethod
+    def rows_key_of(cls, doc: dict) -> str | None:
+        if doc.get("command") == "anchors":
+            return "nonuniform" if "nonuniform" in doc else "top"
+        return "records"
+
+    @classmethod
+    def from_dict(cls, doc: dict) -> "RecordsReport":
+        import dataclasses
+
+        from forensics.decode.modeldumps import DumpContext, TensorFit
+
+        report = super().from_dict(doc)
+        listed = doc.get("records" if report.command == "diff" else "nonuniform") or []
+        context = DumpContext.from_dict(doc, report.result.layout, [*listed, *doc.get("top_scores_geometry", ())])
+        fits = ()
+        saved = doc.get("tensor_fit")
+        if report.command == "diff" and isinstance(saved, dict) and set(saved) == {"a", "b"}:
+            fits = tuple(TensorFit.from_dict(saved[side]) if saved[side] else None for side in "ab")
+            context = dataclasses.replace(context, fit=None)
+        return dataclasses.replace(report, context=context, fits=fits, heatmap=doc.get("heatmap"),
+                                   plot=doc.get("plot"), dumps=_saved_dumps(doc))
 
     def renderables(self) -> list:
         from forensics.render import buffers
@@ -202,6 +264,18 @@ def coverage(file, *, sentinel, min_run: int = 8, offset: int | None = None,
 
 
 class HexdumpReport(Report):
+    RESULT = "forensics.buffer.hexdump:HexdumpResult"
+
+    @classmethod
+    def rows_key_of(cls, doc: dict) -> str | None:
+        return "rows"
+
+    @classmethod
+    def from_dict(cls, doc: dict) -> "HexdumpReport":
+        import dataclasses
+
+        return dataclasses.replace(super().from_dict(doc), dumps=_saved_dumps(doc))
+
     def renderables(self) -> list:
         from forensics.render.buffers import render_hexdump
 

@@ -25,6 +25,18 @@ def import_(text, *, output, format: str = "auto", gap_fill: int | None = None, 
 
 
 class FingerprintReport(Report):
+    RESULT = "forensics.buffer.fingerprint:Fingerprint"
+
+    @classmethod
+    def rows_key_of(cls, doc: dict) -> str | None:
+        return "pages"
+
+    @classmethod
+    def from_dict(cls, doc: dict) -> "FingerprintReport":
+        """The report's own keys are not the source's, which the fingerprint's document spreads in."""
+        result = cls.result_type().from_dict({k: v for k, v in doc.items() if k not in ("command", "report")})
+        return cls(doc.get("command", ""), result, rows_key=cls.rows_key_of(doc))
+
     def lines(self) -> list[str]:
         """The driver-style lines, exactly (a driver's log is compared with them character by character)."""
         from forensics.render.evidence import render_fingerprint
@@ -51,6 +63,12 @@ def fingerprint(file, *, page: int = 4096, tag: str | None = None, offset: int |
 
 
 class VerifyReport(Report):
+    RESULT = "forensics.buffer.fingerprint:VerifyReport"
+
+    @classmethod
+    def rows_key_of(cls, doc: dict) -> str | None:
+        return "checks"
+
     def renderables(self) -> list:
         from forensics.render.evidence import render_verify
 
