@@ -118,6 +118,28 @@ class CompareReport(Report):
     html: str | None = None                # the --html page written
     impact: object = None                  # --impact: forensics.decode.impact.ImpactResult
 
+    RESULT = "forensics.runs.compare:CompareResult"
+
+    @classmethod
+    def from_dict(cls, doc: dict) -> "CompareReport":
+        """A saved compare (or batch) document: the result, the page it wrote, and --impact's result when the
+        impact result reads back."""
+        import dataclasses
+
+        impact = None
+        if doc.get("impact") is not None:
+            from forensics.decode.impact import ImpactResult
+
+            if not hasattr(ImpactResult, "from_dict"):
+                raise TypeError("a compare --impact document cannot be read back: its impact result does not read "
+                                "back from its document")
+            impact = ImpactResult.from_dict(doc["impact"])
+        return dataclasses.replace(super().from_dict(doc), html=doc.get("html"), impact=impact)
+
+    @classmethod
+    def rows_key_of(cls, doc: dict) -> str | None:
+        return "stages"
+
     def to_dict(self) -> dict:
         doc = self._sources(self.result.to_dict())
         if self.html:
@@ -150,12 +172,6 @@ class BatchReport(CompareReport):
     """compare --batch: the summary rows (html: the summary page written)."""
 
     RESULT = "forensics.runs.batch:BatchResult"
-
-    @classmethod
-    def from_dict(cls, doc: dict) -> "BatchReport":
-        import dataclasses
-
-        return dataclasses.replace(super().from_dict(doc), html=doc.get("html"))
 
     @classmethod
     def rows_key_of(cls, doc: dict) -> str | None:

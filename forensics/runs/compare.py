@@ -178,7 +178,8 @@ class StageRow:
     def finding(self, kind: str):
         return next((f for f in self.findings if _kind(f) == kind), None)
 
-    # kept: the diff is written as a subset of its document (and stats beside it), not a DiffResult
+    # Kept by hand (not forensics.core.serial): the diff is written as a subset of its document (its statistics
+    # beside it), which no DiffResult reads back from (from_dict reads a SavedDiff: what the tables show).
     def to_dict(self) -> dict:
         j = self.judgement
         out = {"stage": self.stage, "tensor": self.tensor, "match": self.match,
@@ -201,10 +202,80 @@ class StageRow:
                 out["stats"] = d["stats"]
                 out["dtype"] = d["dtype"]
                 out["check"] = d.get("check")
+                if self.stats.histogram:  # the terminal's histogram line, drawn again from a saved document
+                    edges, counts = self.stats.histogram
+                    out["histogram"] = {"edges": np.asarray(edges).tolist(), "counts": np.asarray(counts).tolist()}
         if self.findings:
             out["findings"] = [f.to_dict() if hasattr(f, "to_dict") else f for f in self.findings]
         if self.heat is not None:
-            out["heat"] = self.heat.to_dict()
+            out["heat"] = self.heat.to_dict() if hasattr(self.heat, "to_dict") else dict(self.heat)
+        return out
+
+    @classmethod
+    def from_dict(cls, doc: dict) -> "StageRow":
+        """A saved row: its facts as written (its match, verdict and message follow from them); its findings and
+        heat as their documents, its diff a SavedDiff."""
+        diff = SavedDiff.of(doc) if doc.get("diff") is not None else None
+        return cls(doc["stage"], doc["tensor"], doc["status"], doc["size_a"], doc["size_b"], _crc_of(doc["crc32_a"]),
+                   _crc_of(doc["crc32_b"]), doc["summary"], changed=tuple(doc.get("changed", ())),
+                   unit=diff.unit if diff is not None else "bytes", diff=diff,
+                   findings=tuple(doc.get("findings", ())), heat=doc.get("heat"),
+                   bookkeeping=Bookkeeping(doc["bookkeeping"]), follows=doc.get("follows"),
+                   reasons=_reasons_of(doc.get("reasons", ())), hint=doc.get("hint", ""))
+
+
+def _crc_of(text: str | None) -> int | None:
+    return None if text is None else int(text, 16)
+
+
+def _reasons_of(docs) -> tuple[Reason, ...]:
+    return tuple(Reason(d["code"], d.get("text", ""), bool(d.get("worded"))) for d in docs)
+
+
+@dataclass(frozen=True)
+class SavedDiff:
+    """A saved row's diff: the keys its document holds (StageRow.to_dict's subset of the DiffResult's) and what the
+    terminal shows from them (the first differing records, the error statistics); the DiffResult itself, with its
+    layout and files, is made again only from the runs."""
+
+    document: dict                      # the row's `diff`, its `unit` left out
+    unit: str = "bytes"
+    stats: object | None = None         # forensics.compare.stats.ErrorStats, its histogram read back too
+    dtype: str | None = None
+    check: dict | None = None
+
+    @classmethod
+    def of(cls, row: dict) -> "SavedDiff":
+        document = {k: v for k, v in row["diff"].items() if k != "unit"}
+        stats = None
+        if row.get("stats") is not None:
+            from forensics.compare.stats import ErrorStats
+
+            stats = ErrorStats.from_dict(row["stats"])
+            if row.get("histogram"):
+                stats = dataclasses.replace(stats, histogram=(np.asarray(row["histogram"]["edges"], np.float64),
+                                                              np.asarray(row["histogram"]["counts"], np.int64)))
+        return cls(document, row["diff"].get("unit", "bytes"), stats, row.get("dtype"), row.get("check"))
+
+    @property
+    def records(self) -> tuple:
+        from forensics.compare.diff import DifferingRecord
+
+        return tuple(DifferingRecord(r["index"], r["offset"], bytes.fromhex(r["a"]), bytes.fromhex(r["b"]))
+                     for r in self.document.get("records", ()))
+
+    @property
+    def records_truncated(self) -> bool:
+        return bool(self.document.get("records_truncated"))
+
+    @property
+    def records_differing(self) -> int:
+        return self.document.get("records_differing", 0)
+
+    def to_dict(self) -> dict:
+        out = dict(self.document)
+        if self.stats is not None:
+            out.update(stats=self.stats.to_dict(), dtype=self.dtype, check=self.check)
         return out
 
 
@@ -301,7 +372,8 @@ class CompareResult:
     def changed(self) -> tuple[str, ...]:
         return tuple(f"{row.label} ({', '.join(row.changed)})" for row in self.rows if row.changed)
 
-    # kept: the runs are written as path, source and model only, and the rows as StageRow's documents
+    # Kept by hand (not forensics.core.serial): the runs are written as path, source and model only and the rows
+    # as StageRow's documents; from_dict reads back what the report shows from them, not the runs' buffers.
     def to_dict(self) -> dict:
         first = self.first_divergent
         return {
@@ -321,6 +393,32 @@ class CompareResult:
             "warnings": list(self.warnings),
             "detections": self.detections.to_dict() if self.detections else None,
         }
+
+    @classmethod
+    def from_dict(cls, doc: dict) -> "CompareResult":
+        """A saved comparison: its rows, detections, images and tolerance as written; each run by its path, source
+        and model (its buffers stay in the run); the judgement, advice and first divergent stage follow again."""
+        detections = DetectionsComparison.from_dict(doc["detections"]) if doc.get("detections") else None
+        return cls(_run_of(doc["run_a"]), _run_of(doc["run_b"]), tuple(StageRow.from_dict(r) for r in doc["stages"]),
+                   tuple(doc.get("warnings", ())), detections, bool(doc.get("models_differ")),
+                   policy=_policy_of(doc.get("tolerance")), images=doc.get("images"))
+
+
+def _run_of(doc: dict) -> Run:
+    return Run(doc["path"], doc["source"], (), model=doc.get("model"))
+
+
+def _policy_of(doc: dict | None) -> TolerancePolicy | None:
+    """A saved tolerance policy (TolerancePolicy.to_dict's document) read back."""
+    if doc is None:
+        return None
+    from forensics.core.tolerance import Tolerance
+
+    def one(d: dict) -> Tolerance:
+        return Tolerance(atol=float(d["atol"]), lsb=d.get("atol_unit") == "lsb", rtol=float(d["rtol"]),
+                         check=d["check"])
+
+    return TolerancePolicy(one(doc["default"]), tuple((name, one(d)) for name, d in doc.get("tensors", {}).items()))
 
 
 def _cause_text(row: StageRow) -> str | None:

@@ -78,7 +78,7 @@ class TensorSpread(serial.Serial):
     # an integer tensor's spread is in LSB too (max_lsb is None for a float tensor)
     integer: bool = field(metadata=serial.json("max_lsb", omit=lambda v: True,
                                                read=lambda doc: doc.get("max_lsb") is not None))
-    scale: float | None = field(default=None, metadata=serial.json(skip=True))
+    scale: float | None = field(default=None, compare=False, metadata=serial.json(skip=True))  # measuring only
 
     @property
     def label(self) -> str:

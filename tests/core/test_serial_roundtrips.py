@@ -76,6 +76,19 @@ def _reports():
         ("tail", reports.tail(LINK_MODEL, output=f"{_runs()}/tail.tflite")),
         ("export npz", reports.export(f"{_runs()}/broken", format="npz", output=f"{_runs()}/broken.npz")),
         ("export polygraphy", reports.export(f"{_runs()}/lib", format="polygraphy", output=f"{_runs()}/lib.json")),
+        # h2: compare RUN_A RUN_B (match, differ, --deps, --tolerance, a file changed after capture, a stage one
+        # run lacks) and tolerance; with LiteRT, captures of the face SSD's tail (detections, another runtime's
+        # rounding, --model, --tolerance-from)
+        ("compare differ", reports.compare(f"{_runs()}/lib", f"{_runs()}/broken")),
+        ("compare match", reports.compare(f"{_runs()}/lib", f"{_runs()}/ours")),
+        ("compare deps", reports.compare(f"{_runs()}/lib", f"{_runs()}/broken", deps="dumps/face_ssd", limit=2)),
+        ("compare tolerance", reports.compare(f"{_runs()}/lib", f"{_runs()}/broken",
+                                              tolerance=["convert_scores=1lsb"])),
+        ("compare tolerance K", reports.compare(f"{_runs()}/lib", f"{_runs()}/ours", tolerance=[1])),
+        ("compare changed", reports.compare(f"{_runs()}/lib", _h2_changed())),
+        ("compare one-sided", reports.compare(f"{_runs()}/loop/run-1", f"{_runs()}/broken")),
+        ("tolerance ingested", reports.tolerance(f"{_runs()}/lib", f"{_runs()}/ours")),
+        *_h2_tails(),
     ]
 
 
@@ -130,6 +143,46 @@ def _farm() -> str:
             shutil.copytree(f"{_runs()}/lib", f"{farm}/{pair}/a_lib")
             shutil.copytree(f"{_runs()}/{b}", f"{farm}/{pair}/b_{b}")
     return farm
+
+
+def _h2_changed() -> str:
+    """A copy of the lib run whose tensor file changed after capture (one byte)."""
+    import os
+    import shutil
+
+    changed = f"{_runs()}/changed"
+    if not os.path.isdir(changed):
+        shutil.copytree(f"{_runs()}/lib", changed)
+        with open(f"{changed}/tensor/Squeeze1.bin", "r+b") as f:
+            f.seek(10)
+            f.write(b"\x01")
+    return changed
+
+
+def _h2_tails() -> list:
+    """compare and tolerance of captures of the face SSD's CPU tail in LiteRT and LiteRT with XNNPACK, fed the
+    lib and broken drivers' outputs (their scores' data lanes); none without LiteRT."""
+    import numpy as np
+
+    from forensics import reports
+    from forensics.core.errors import DependencyError
+
+    model, where = "dumps/face_ssd/face_ssd_tail.tflite", f"{_runs()}/tails"
+    try:
+        for driver in ("libedgetpu", "broken"):
+            scores = f"{_runs()}/{driver}_scores.bin"
+            np.ascontiguousarray(np.fromfile(f"dumps/{driver}/convert_scores.bin", np.uint8).reshape(-1, 4)[:, :2]
+                                 ).tofile(scores)
+            reports.capture(model=model, input=[f"Squeeze1=dumps/{driver}/Squeeze1.bin", f"convert_scores={scores}"],
+                            output=f"{where}/{driver}", runtime="all")
+    except DependencyError:
+        return []
+    lib, broken = f"{where}/libedgetpu", f"{where}/broken"
+    return [("compare rounding", reports.compare(f"{lib}/litert", f"{lib}/litert-xnnpack")),
+            ("compare detections", reports.compare(f"{lib}/litert", f"{broken}/litert", model=model)),
+            ("compare tolerance-from", reports.compare(f"{broken}/litert", f"{lib}/litert-xnnpack",
+                                                       tolerance_from=[lib])),
+            ("tolerance runtimes", reports.tolerance(lib))]
 
 
 def _replayed() -> list:
