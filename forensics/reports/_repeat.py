@@ -89,6 +89,12 @@ def tolerance(*runs) -> ToleranceReport:
 
 
 class CaptureRuntimesReport(Report):
+    RESULT = "forensics.runs.runtimes:CaptureRuntimesResult"
+
+    @classmethod
+    def rows_key_of(cls, doc: dict) -> str | None:
+        return "runs"
+
     def renderables(self) -> list:
         from forensics.render.repeat import render_capture_runtimes
 

@@ -11,6 +11,12 @@ from forensics.core.verdict import Verdict
 
 
 class CaptureReport(Report):
+    RESULT = "forensics.runs.capture:CaptureResult"
+
+    @classmethod
+    def rows_key_of(cls, doc: dict) -> str | None:
+        return "buffers"
+
     def renderables(self) -> list:
         from forensics.render.runs import render_capture
 
@@ -49,6 +55,12 @@ def capture(*, model, output, source: str | None = None, image=None, input=None,
 
 
 class IngestReport(Report):
+    RESULT = "forensics.runs.ingest:IngestResult"
+
+    @classmethod
+    def rows_key_of(cls, doc: dict) -> str | None:
+        return "buffers"
+
     def renderables(self) -> list:
         from forensics.render.runs import render_ingest
 
@@ -57,7 +69,22 @@ class IngestReport(Report):
 
 @dataclass(frozen=True, repr=False)
 class ArraysIngestReport(Report):
-    path: str = ""
+    path: str = ""  # the file the arrays came from
+
+    RESULT = "forensics.runs.interop:ArraysIngest"
+
+    @classmethod
+    def from_dict(cls, doc: dict) -> "ArraysIngestReport":
+        import dataclasses
+
+        return dataclasses.replace(super().from_dict(doc), path=doc.get("path", ""))
+
+    @classmethod
+    def rows_key_of(cls, doc: dict) -> str | None:
+        return "buffers"
+
+    def to_dict(self) -> dict:
+        return {**super().to_dict(), "path": self.path}  # the file its text names, for a saved one to say again
 
     def renderables(self) -> list:
         from rich.text import Text

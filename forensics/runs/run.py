@@ -327,6 +327,13 @@ class Run:
                              logs=self.logs)
 
 
+def saved_run(doc: dict) -> Run:
+    """The run a saved capture or ingest document names (`run` its path, beside it its source, model, buffers
+    and logs as the manifest lists them): what the report shows of it, no file read."""
+    return Run(doc["run"], doc.get("source") or "", tuple(BufferEntry.from_dict(b) for b in doc.get("buffers", ())),
+               model=doc.get("model"), logs=tuple(LogEntry.from_dict(log) for log in doc.get("logs", ())))
+
+
 def manifest_dict(source, buffers, *, model=None, input_image=None, created=None, tool=None, capture=None,
                   path=None, logs=()) -> dict:
     out = {"format": FORMAT, "version": VERSION, "source": source, "created": created, "tool": tool,

@@ -88,6 +88,11 @@ def _reports():
         ("compare changed", reports.compare(f"{_runs()}/lib", _h2_changed())),
         ("compare one-sided", reports.compare(f"{_runs()}/loop/run-1", f"{_runs()}/broken")),
         ("tolerance ingested", reports.tolerance(f"{_runs()}/lib", f"{_runs()}/ours")),
+        ("ingest", reports.ingest(f"{_runs()}/h2-ingest", [f"input={LIB}/input.bin", "log=dumps/evidence/driver.log",
+                                                           f"raw:convert_scores={LIB}/convert_scores.bin"],
+                                  source="libedgetpu")),
+        ("ingest npz", reports.ingest(f"{_runs()}/h2-npz", f"{_runs()}/broken.npz", from_format="npz",
+                                      source="broken")),
         *_h2_tails(),
     ]
 
@@ -173,12 +178,16 @@ def _h2_tails() -> list:
             scores = f"{_runs()}/{driver}_scores.bin"
             np.ascontiguousarray(np.fromfile(f"dumps/{driver}/convert_scores.bin", np.uint8).reshape(-1, 4)[:, :2]
                                  ).tofile(scores)
-            reports.capture(model=model, input=[f"Squeeze1=dumps/{driver}/Squeeze1.bin", f"convert_scores={scores}"],
-                            output=f"{where}/{driver}", runtime="all")
+            captured = reports.capture(model=model, input=[f"Squeeze1=dumps/{driver}/Squeeze1.bin",
+                                                           f"convert_scores={scores}"],
+                                       output=f"{where}/{driver}", runtime="all")
+        one = reports.capture(model=model, input=[f"Squeeze1={LIB}/Squeeze1.bin", f"convert_scores={scores}"],
+                              output=f"{where}/one", runtime="litert-xnnpack")
     except DependencyError:
         return []
     lib, broken = f"{where}/libedgetpu", f"{where}/broken"
-    return [("compare rounding", reports.compare(f"{lib}/litert", f"{lib}/litert-xnnpack")),
+    return [("capture runtimes", captured), ("capture", one),
+            ("compare rounding", reports.compare(f"{lib}/litert", f"{lib}/litert-xnnpack")),
             ("compare detections", reports.compare(f"{lib}/litert", f"{broken}/litert", model=model)),
             ("compare tolerance-from", reports.compare(f"{broken}/litert", f"{lib}/litert-xnnpack",
                                                        tolerance_from=[lib])),
