@@ -55,3 +55,4 @@ outlier_count  # forensics/runs/repeat.py: RepeatResult's outliers
 rank_change  # forensics/model/classes.py: RankedClass's document
 box_tolerance  # forensics/decode/replay.py: ReplayResult's document
 pair_count  # forensics/runs/batch.py: BatchResult's pairs
+image_count  # forensics/runs/capture_many.py: CaptureManyResult's images

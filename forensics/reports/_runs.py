@@ -24,6 +24,15 @@ class CaptureReport(Report):
 
 
 class CaptureManyReport(Report):
+    RESULT = "forensics.runs.capture_many:CaptureManyResult"
+
+    @classmethod
+    def from_dict(cls, doc: dict) -> "CaptureManyReport":
+        import dataclasses
+
+        report = super().from_dict(doc)  # its exit code is the result's (an image failed: 2), as capture sets it
+        return dataclasses.replace(report, exit_code=report.result.exit_code, warnings=report.result.warnings)
+
     def renderables(self) -> list:
         from forensics.render.runs import render_capture_many
 
@@ -49,8 +58,7 @@ def capture(*, model, output, source: str | None = None, image=None, input=None,
                               tail_only=tail_only, delegate=delegate, replace=replace, images=images,
                               progress=progress, runtime=runtime)
     if images is not None:
-        warnings = tuple(error if image in error else f"{image}: {error}" for image, error in result.failed)
-        return CaptureManyReport("capture", result, result.exit_code, warnings=warnings)
+        return CaptureManyReport("capture", result, result.exit_code, warnings=result.warnings)
     return CaptureReport("capture", result, rows_key="buffers")
 
 

@@ -94,6 +94,7 @@ def _reports():
         ("ingest npz", reports.ingest(f"{_runs()}/h2-npz", f"{_runs()}/broken.npz", from_format="npz",
                                       source="broken")),
         *_h2_tails(),
+        *_h2_images(),
     ]
 
 
@@ -192,6 +193,36 @@ def _h2_tails() -> list:
             ("compare tolerance-from", reports.compare(f"{broken}/litert", f"{lib}/litert-xnnpack",
                                                        tolerance_from=[lib])),
             ("tolerance runtimes", reports.tolerance(lib))]
+
+
+def _h2_images() -> list:
+    """capture --image and capture --images (one image that is no picture: it fails alone) of a small image
+    model in LiteRT; none without LiteRT or Pillow."""
+    import os
+
+    from forensics import reports
+    from forensics.core.errors import DependencyError
+    from tests.runs.test_capture import _image_model
+
+    try:
+        from PIL import Image
+    except ImportError:
+        return []
+    where = f"{_runs()}/images"
+    os.makedirs(f"{where}/in")
+    with open(f"{where}/image.tflite", "wb") as f:
+        f.write(_image_model())
+    for i, size in enumerate(((40, 30), (53, 37))):
+        Image.new("RGB", size, (40 * i, 90, 200)).save(f"{where}/in/img{i}.png")
+    with open(f"{where}/in/broken.png", "wb") as f:
+        f.write(b"not a png")
+    try:
+        return [("capture image", reports.capture(model=f"{where}/image.tflite", image=f"{where}/in/img1.png",
+                                                  output=f"{where}/one", resampling="bilinear")),
+                ("capture images", reports.capture(model=f"{where}/image.tflite", images=f"{where}/in",
+                                                   output=f"{where}/farm", source="a_litert"))]
+    except DependencyError:
+        return []
 
 
 def _replayed() -> list:
