@@ -562,18 +562,8 @@ def compare_runs(run_a, run_b, *, previous=None, geometry=None, diagnose: bool =
     out raw buffers whose manifest says nothing of their lanes, and checks links (default: run A's model when
     its file is there). `diagnose=False` names no bug (a batch). `verify_files=False` trusts the manifests'
     CRCs where the files' sizes agree (a batch: matching buffers are then never read)."""
-    run_a = run_a if isinstance(run_a, Run) else load_run(run_a)
-    run_b = run_b if isinstance(run_b, Run) else load_run(run_b)
-    previous = previous if previous is None or isinstance(previous, Run) else load_run(previous)
-    keys_a, keys_b = {b.key for b in run_a.buffers}, {b.key for b in run_b.buffers}
-    if not keys_a & keys_b:
-        def have(run):
-            return ", ".join(b.label for b in run.buffers) or "nothing"
-
-        raise InputError(f"the runs share no stage to compare: {run_a.path} has {have(run_a)}; "
-                         f"{run_b.path} has {have(run_b)}")
-    if policy is not None:
-        policy.check_names(keys_a | keys_b)
+    run_a, run_b, previous = (_loaded(run) for run in (run_a, run_b, previous))
+    _check_shared(run_a, run_b, policy)
     warnings = []
     models_differ = bool(run_a.model_sha256 and run_b.model_sha256 and run_a.model_sha256 != run_b.model_sha256)
     if models_differ:
@@ -583,9 +573,7 @@ def compare_runs(run_a, run_b, *, previous=None, geometry=None, diagnose: bool =
     checks_a = {c.entry.key: c for c in verify_run(run_a, verify=verify_files)}
     checks_b = {c.entry.key: c for c in verify_run(run_b, verify=verify_files)}
     for run, checks in ((run_a, checks_a), (run_b, checks_b)):
-        for check in checks.values():
-            if not check.ok:
-                warnings.append(check.message(run.path))
+        warnings.extend(check.message(run.path) for check in checks.values() if not check.ok)
     if labels is None:
         labels = recorded_labels(run_a) or recorded_labels(run_b)
     detections = compare_detections(run_a, run_b, labels=labels)
@@ -605,6 +593,24 @@ def compare_runs(run_a, run_b, *, previous=None, geometry=None, diagnose: bool =
                 for row in rows]
     return CompareResult(run_a, run_b, tuple(rows), tuple(warnings), detections, models_differ, geometry, policy,
                          _images(run_a, run_b))
+
+
+def _loaded(run):
+    """A run given by its path, loaded (a Run, or None, as it is)."""
+    return run if run is None or isinstance(run, Run) else load_run(run)
+
+
+def _check_shared(run_a: Run, run_b: Run, policy: TolerancePolicy | None) -> None:
+    """InputError when the runs share no buffer, or when the policy names a tensor neither has."""
+    keys_a, keys_b = {b.key for b in run_a.buffers}, {b.key for b in run_b.buffers}
+    if not keys_a & keys_b:
+        def have(run):
+            return ", ".join(b.label for b in run.buffers) or "nothing"
+
+        raise InputError(f"the runs share no stage to compare: {run_a.path} has {have(run_a)}; "
+                         f"{run_b.path} has {have(run_b)}")
+    if policy is not None:
+        policy.check_names(keys_a | keys_b)
 
 
 def _one_sided(run_a, run_b, ca, cb) -> StageRow:
@@ -703,8 +709,6 @@ def _compare_pair(pair: _Pair, ca: BufferCheck, cb: BufferCheck) -> StageRow:
             status, summary, findings = linked
             return StageRow(entry.stage, entry.tensor, status, size_a, size_b, ca.crc32, cb.crc32, summary,
                             changed, findings=findings, bookkeeping=bookkeeping)
-    from forensics.compare.diff import diff_dumps
-
     length = pair.prefixes.get(entry.key)
     layout, unit = buffer_layout(entry, min(size_a, size_b), view)
     dump_a, dump_b = _prefix(run_a.open_buffer(entry), length), _prefix(run_b.open_buffer(cb.entry), length)
@@ -712,36 +716,47 @@ def _compare_pair(pair: _Pair, ca: BufferCheck, cb: BufferCheck) -> StageRow:
         return StageRow(entry.stage, entry.tensor, DIFFER, size_a, size_b, ca.crc32, cb.crc32,
                         f"sizes differ: {size_a:,} vs {size_b:,} bytes (one is empty)", changed, unit,
                         bookkeeping=bookkeeping)
-    dtype, scale, zero_point = element_type(entry, layout)
-    tol = pair.policy.for_buffer(*entry.key)
-    if dtype is None:
-        diff = diff_dumps(dump_a, dump_b, layout, limit=pair.limit, stats=False)
-    else:
-        itemsize = np.dtype(dtype).itemsize
-        diff = diff_dumps(dump_a, dump_b, layout, limit=pair.limit, policy=tol, dtype=dtype, scale=scale,
-                          zero_point=zero_point, locate=_locate(entry, layout, unit, itemsize),
-                          sample=_picture_cells(entry, layout, unit, itemsize, min(dump_a.size, dump_b.size)))
-    heat = None
+    diff, dtype = _diff_of(pair, entry, dump_a, dump_b, layout, unit)
     try:
         heat = _heat(pair.geometry, dump_a, dump_b, layout, unit)
     except InputError:
         heat = None
     count = record_count(entry, min(dump_a.size, dump_b.size), layout)
-    reasons = ()
-    if diff.verdict == MATCH:  # the CRCs differ, the compared bytes do not: only bytes no one compares differ
-        reasons = (_ignored(entry, layout, length, view, dump_a.size),)
-        summary = f"{counted(count, unit)} match; {reasons[0].text}"
-        status = MATCH
-    else:
-        status = WITHIN if diff.verdict == WITHIN else DIFFER
-        summary = _summary(diff, unit, count)
-        if status == DIFFER and entry.stage == "dequantized" and dtype == "float32":
-            rounding = _rounding(pair, entry, dump_a, dump_b)
-            if rounding is not None:
-                status, reasons = WITHIN, (rounding,)
-                summary = f"{summary}; {rounding.text}"
+    status, summary, reasons = _judged(pair, entry, diff, dtype, (dump_a, dump_b), unit, count,
+                                       lambda: _ignored(entry, layout, length, view, dump_a.size))
     return StageRow(entry.stage, entry.tensor, status, size_a, size_b, ca.crc32, cb.crc32, summary, changed, unit,
                     diff, (), heat, bookkeeping=bookkeeping, reasons=reasons)
+
+
+def _diff_of(pair: _Pair, entry: BufferEntry, dump_a, dump_b, layout: RecordLayout, unit: str):
+    """(DiffResult, dtype) of a buffer pair: its elements' statistics judged by the policy's tolerance for it when
+    the element type is known (dtype None: its bytes alone)."""
+    from forensics.compare.diff import diff_dumps
+
+    dtype, scale, zero_point = element_type(entry, layout)
+    if dtype is None:
+        return diff_dumps(dump_a, dump_b, layout, limit=pair.limit, stats=False), None
+    tol = pair.policy.for_buffer(*entry.key)
+    itemsize = np.dtype(dtype).itemsize
+    return diff_dumps(dump_a, dump_b, layout, limit=pair.limit, policy=tol, dtype=dtype, scale=scale,
+                      zero_point=zero_point, locate=_locate(entry, layout, unit, itemsize),
+                      sample=_picture_cells(entry, layout, unit, itemsize, min(dump_a.size, dump_b.size))), dtype
+
+
+def _judged(pair: _Pair, entry: BufferEntry, diff, dtype, dumps, unit: str, count, ignored):
+    """(status, summary, reasons) of a diffed pair: MATCH when only bytes no one compares differ (`ignored()`
+    says which), WITHIN TOLERANCE or DIFFER as the diff judged it, and a float32 dequantized buffer that differs
+    only by another runtime's dequantize rounding WITHIN TOLERANCE with that reason."""
+    if diff.verdict == MATCH:  # the CRCs differ, the compared bytes do not: only bytes no one compares differ
+        reason = ignored()
+        return MATCH, f"{counted(count, unit)} match; {reason.text}", (reason,)
+    status = WITHIN if diff.verdict == WITHIN else DIFFER
+    summary = _summary(diff, unit, count)
+    if status == DIFFER and entry.stage == "dequantized" and dtype == "float32":
+        rounding = _rounding(pair, entry, *dumps)
+        if rounding is not None:
+            return WITHIN, f"{summary}; {rounding.text}", (rounding,)
+    return status, summary, ()
 
 
 def _ignored(entry: BufferEntry, layout: RecordLayout, length, view, size: int) -> Reason:
@@ -861,22 +876,41 @@ def _explain(pair: _Pair, rows: list[StageRow]) -> list[StageRow]:
 ROUNDED_BOX = 1e-4
 
 
+def _rounded_dequantized(rows: list[StageRow]) -> list[str] | None:
+    """The labels of the dequantized rows WITHIN TOLERANCE by another runtime's dequantize rounding, when no
+    dequantized row diverges (None when one does)."""
+    deq = [r for r in rows if r.stage == "dequantized" and r.compared]
+    if any(r.diverges for r in deq):
+        return None
+    return [r.label for r in deq if r.status == WITHIN and any(x.code == "dequantize_rounding" for x in r.reasons)]
+
+
+def _same_objects(detections) -> bool:
+    """Every detection matched, with the same class and score and its box moved by rounding at most."""
+    return not detections.only_a and not detections.only_b and all(
+        p.class_a == p.class_b and p.score_a == p.score_b and p.box_delta <= ROUNDED_BOX for p in detections.pairs)
+
+
+def _replay_follows(pair: _Pair) -> bool:
+    """Without the model, nothing to ask; with it, the tail's replay says B's detections are the kernel's on B's
+    own dequantized outputs."""
+    if pair.model is None:
+        return True
+    replay = pair.tail.get("replay")
+    explained = replay.of("detections") if replay is not None else None
+    return explained is not None and explained.kind == "follows"
+
+
 def _tolerated_tail(pair: _Pair, rows: list[StageRow], detections) -> list[StageRow]:
     """Detections computed from dequantized outputs that differ from A's only by another runtime's dequantize
     rounding, the same objects (class, score) with boxes moved by no more than that rounding moves them: WITHIN
     TOLERANCE, the rounding their reason. With the model, the tail's replay must also say B's detections are
     the kernel's on B's own dequantized outputs."""
-    deq = [r for r in rows if r.stage == "dequantized" and r.compared]
-    rounded = [r.label for r in deq if r.status == WITHIN and any(x.code == "dequantize_rounding" for x in r.reasons)]
+    rounded = _rounded_dequantized(rows)
     targets = [r for r in rows if r.stage == "detections" and r.status == DIFFER and not r.follows and not r.changed]
-    if not rounded or not targets or any(r.diverges for r in deq) or detections is None:
+    if not rounded or not targets or detections is None:
         return rows
-    if detections.only_a or detections.only_b or not all(
-            p.class_a == p.class_b and p.score_a == p.score_b and p.box_delta <= ROUNDED_BOX for p in detections.pairs):
-        return rows
-    replay = pair.tail.get("replay")
-    explained = replay.of("detections") if replay is not None else None
-    if pair.model is not None and (explained is None or explained.kind != "follows"):
+    if not _same_objects(detections) or not _replay_follows(pair):
         return rows
     moved = max((p.box_delta for p in detections.pairs), default=0.0)
     reason = Reason("dequantize_rounding", f"the same {detections.num_a} detections (class and score), boxes "
