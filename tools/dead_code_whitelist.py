@@ -59,3 +59,4 @@ dominant_values  # forensics/buffer/anchors.py: AnchorsResult's document
 xor_hex  # forensics/compare/diff.py: DifferingRecord's xor
 stats_detail  # forensics/compare/diff.py: DiffResult's document
 past_end_rows  # forensics/buffer/fingerprint.py: VerifyReport's past_end
+image_count  # forensics/runs/capture_many.py: CaptureManyResult's images

@@ -65,6 +65,12 @@ def repeat(*runs, reference=None, html=None, junit=None, scheduler: str = "local
 
 
 class ToleranceReport(Report):
+    RESULT = "forensics.runs.noise:SpreadResult"
+
+    @classmethod
+    def rows_key_of(cls, doc: dict) -> str | None:
+        return "tensors"
+
     def renderables(self) -> list:
         from forensics.render.repeat import render_tolerance
 
@@ -83,6 +89,12 @@ def tolerance(*runs) -> ToleranceReport:
 
 
 class CaptureRuntimesReport(Report):
+    RESULT = "forensics.runs.runtimes:CaptureRuntimesResult"
+
+    @classmethod
+    def rows_key_of(cls, doc: dict) -> str | None:
+        return "runs"
+
     def renderables(self) -> list:
         from forensics.render.repeat import render_capture_runtimes
 

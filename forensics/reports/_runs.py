@@ -11,6 +11,12 @@ from forensics.core.verdict import Verdict
 
 
 class CaptureReport(Report):
+    RESULT = "forensics.runs.capture:CaptureResult"
+
+    @classmethod
+    def rows_key_of(cls, doc: dict) -> str | None:
+        return "buffers"
+
     def renderables(self) -> list:
         from forensics.render.runs import render_capture
 
@@ -18,6 +24,15 @@ class CaptureReport(Report):
 
 
 class CaptureManyReport(Report):
+    RESULT = "forensics.runs.capture_many:CaptureManyResult"
+
+    @classmethod
+    def from_dict(cls, doc: dict) -> "CaptureManyReport":
+        import dataclasses
+
+        report = super().from_dict(doc)  # its exit code is the result's (an image failed: 2), as capture sets it
+        return dataclasses.replace(report, exit_code=report.result.exit_code, warnings=report.result.warnings)
+
     def renderables(self) -> list:
         from forensics.render.runs import render_capture_many
 
@@ -43,12 +58,17 @@ def capture(*, model, output, source: str | None = None, image=None, input=None,
                               tail_only=tail_only, delegate=delegate, replace=replace, images=images,
                               progress=progress, runtime=runtime)
     if images is not None:
-        warnings = tuple(error if image in error else f"{image}: {error}" for image, error in result.failed)
-        return CaptureManyReport("capture", result, result.exit_code, warnings=warnings)
+        return CaptureManyReport("capture", result, result.exit_code, warnings=result.warnings)
     return CaptureReport("capture", result, rows_key="buffers")
 
 
 class IngestReport(Report):
+    RESULT = "forensics.runs.ingest:IngestResult"
+
+    @classmethod
+    def rows_key_of(cls, doc: dict) -> str | None:
+        return "buffers"
+
     def renderables(self) -> list:
         from forensics.render.runs import render_ingest
 
@@ -57,7 +77,22 @@ class IngestReport(Report):
 
 @dataclass(frozen=True, repr=False)
 class ArraysIngestReport(Report):
-    path: str = ""
+    path: str = ""  # the file the arrays came from
+
+    RESULT = "forensics.runs.interop:ArraysIngest"
+
+    @classmethod
+    def from_dict(cls, doc: dict) -> "ArraysIngestReport":
+        import dataclasses
+
+        return dataclasses.replace(super().from_dict(doc), path=doc.get("path", ""))
+
+    @classmethod
+    def rows_key_of(cls, doc: dict) -> str | None:
+        return "buffers"
+
+    def to_dict(self) -> dict:
+        return {**super().to_dict(), "path": self.path}  # the file its text names, for a saved one to say again
 
     def renderables(self) -> list:
         from rich.text import Text
@@ -118,6 +153,28 @@ class CompareReport(Report):
     html: str | None = None                # the --html page written
     impact: object = None                  # --impact: forensics.decode.impact.ImpactResult
 
+    RESULT = "forensics.runs.compare:CompareResult"
+
+    @classmethod
+    def from_dict(cls, doc: dict) -> "CompareReport":
+        """A saved compare (or batch) document: the result, the page it wrote, and --impact's result when the
+        impact result reads back."""
+        import dataclasses
+
+        impact = None
+        if doc.get("impact") is not None:
+            from forensics.decode.impact import ImpactResult
+
+            if not hasattr(ImpactResult, "from_dict"):
+                raise TypeError("a compare --impact document cannot be read back: its impact result does not read "
+                                "back from its document")
+            impact = ImpactResult.from_dict(doc["impact"])
+        return dataclasses.replace(super().from_dict(doc), html=doc.get("html"), impact=impact)
+
+    @classmethod
+    def rows_key_of(cls, doc: dict) -> str | None:
+        return "stages"
+
     def to_dict(self) -> dict:
         doc = self._sources(self.result.to_dict())
         if self.html:
@@ -150,12 +207,6 @@ class BatchReport(CompareReport):
     """compare --batch: the summary rows (html: the summary page written)."""
 
     RESULT = "forensics.runs.batch:BatchResult"
-
-    @classmethod
-    def from_dict(cls, doc: dict) -> "BatchReport":
-        import dataclasses
-
-        return dataclasses.replace(super().from_dict(doc), html=doc.get("html"))
 
     @classmethod
     def rows_key_of(cls, doc: dict) -> str | None:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from forensics.core.errors import DependencyError, InputError
-from forensics.runs.run import Run, load_run, model_record, write_run
+from forensics.runs.run import Run, load_run, model_record, saved_run, write_run
 from forensics.model.runtime import load_reference, load_runtime, reference_name
 
 RESAMPLING = ("lanczos", "bilinear", "bicubic", "nearest", "box", "hamming")
@@ -49,6 +49,11 @@ class PreparedImage:
     def to_dict(self) -> dict:
         return {"image_size": list(self.image_size), "resized": list(self.resized), "scale": self.scale,
                 "resampling": self.resampling}
+
+    @classmethod
+    def from_dict(cls, doc: dict) -> "PreparedImage":
+        """A saved capture's image: its sizes and resampling (the input tensor is the run's `input` buffer)."""
+        return cls(None, tuple(doc["image_size"]), tuple(doc["resized"]), doc["scale"], doc["resampling"])
 
 
 def prepare_image(image_path, input_shape, dtype: str = "uint8", resampling: str = "lanczos") -> PreparedImage:
@@ -198,6 +203,12 @@ class CaptureResult:
                 "delegate": self.delegate, "model": self.run.model,
                 "image": self.image.to_dict() if self.image else None,
                 "buffers": [b.to_dict() for b in self.run.buffers]}
+
+    @classmethod
+    def from_dict(cls, doc: dict) -> "CaptureResult":
+        """A saved capture: the run as its document lists it (forensics.runs.run.saved_run)."""
+        image = PreparedImage.from_dict(doc["image"]) if doc.get("image") is not None else None
+        return cls(saved_run(doc), doc["runtime"], doc["mode"], doc.get("delegate"), image)
 
 
 def _meta_of(tensor, array=None) -> dict:

@@ -21,8 +21,9 @@ With `tail_only`, the entries are folders, one per image, holding the accelerato
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from forensics.core import serial
 from forensics.core.errors import ForensicsError, InputError
 from forensics.runs.run import MANIFEST, load_run, safe_name
 
@@ -71,26 +72,39 @@ def run_name(image: str) -> str:
     return safe_name(os.path.basename(os.path.normpath(image)))
 
 
+def _pairs(first: str, second: str):
+    """A tuple of (a, b) pairs written as [{first: a, second: b}]."""
+    return serial.json(encode=lambda pairs: [{first: a, second: b} for a, b in pairs],
+                       decode=lambda docs: tuple((d[first], d[second]) for d in docs))
+
+
 @dataclass(frozen=True)
-class CaptureManyResult:
+class CaptureManyResult(serial.Serial):
+    JSON_DERIVED = (("images", "image_count"),)
+    JSON_ORDER = ("output", "source", "images", "captured", "kept", "failed", "recaptured")
+
     output: str
     source: str
     captured: tuple[str, ...]  # run paths written now
     kept: tuple[str, ...]  # run paths that were already there
-    failed: tuple[tuple[str, str], ...]  # (image, one-line reason)
-    recaptured: tuple[tuple[str, str], ...] = ()  # (run path, what differed: STALE_REASONS) among `captured`
+    failed: tuple[tuple[str, str], ...] = field(metadata=_pairs("image", "error"))  # (image, one-line reason)
+    # (run path, what differed: STALE_REASONS) among `captured`
+    recaptured: tuple[tuple[str, str], ...] = field(default=(), metadata=_pairs("run", "because"))
+
+    @property
+    def image_count(self) -> int:
+        return len(self.captured) + len(self.kept) + len(self.failed)
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """One line per image that failed, naming it."""
+        return tuple(error if image in error else f"{image}: {error}" for image, error in self.failed)
 
     @property
     def exit_code(self) -> int:
         from forensics.core import exitcodes
 
         return exitcodes.ERROR if self.failed else exitcodes.SAME
-
-    def to_dict(self) -> dict:
-        return {"output": self.output, "source": self.source, "images": len(self.captured) + len(self.kept)
-                + len(self.failed), "captured": list(self.captured), "kept": list(self.kept),
-                "failed": [{"image": i, "error": e} for i, e in self.failed],
-                "recaptured": [{"run": r, "because": why} for r, why in self.recaptured]}
 
 
 def _finished(path: str):

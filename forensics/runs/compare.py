@@ -178,7 +178,8 @@ class StageRow:
     def finding(self, kind: str):
         return next((f for f in self.findings if _kind(f) == kind), None)
 
-    # kept: the diff is written as a subset of its document (and stats beside it), not a DiffResult
+    # Kept by hand (not forensics.core.serial): the diff is written as a subset of its document (its statistics
+    # beside it), which no DiffResult reads back from (from_dict reads a SavedDiff: what the tables show).
     def to_dict(self) -> dict:
         j = self.judgement
         out = {"stage": self.stage, "tensor": self.tensor, "match": self.match,
@@ -201,10 +202,80 @@ class StageRow:
                 out["stats"] = d["stats"]
                 out["dtype"] = d["dtype"]
                 out["check"] = d.get("check")
+                if self.stats.histogram:  # the terminal's histogram line, drawn again from a saved document
+                    edges, counts = self.stats.histogram
+                    out["histogram"] = {"edges": np.asarray(edges).tolist(), "counts": np.asarray(counts).tolist()}
         if self.findings:
             out["findings"] = [f.to_dict() if hasattr(f, "to_dict") else f for f in self.findings]
         if self.heat is not None:
-            out["heat"] = self.heat.to_dict()
+            out["heat"] = self.heat.to_dict() if hasattr(self.heat, "to_dict") else dict(self.heat)
+        return out
+
+    @classmethod
+    def from_dict(cls, doc: dict) -> "StageRow":
+        """A saved row: its facts as written (its match, verdict and message follow from them); its findings and
+        heat as their documents, its diff a SavedDiff."""
+        diff = SavedDiff.of(doc) if doc.get("diff") is not None else None
+        return cls(doc["stage"], doc["tensor"], doc["status"], doc["size_a"], doc["size_b"], _crc_of(doc["crc32_a"]),
+                   _crc_of(doc["crc32_b"]), doc["summary"], changed=tuple(doc.get("changed", ())),
+                   unit=diff.unit if diff is not None else "bytes", diff=diff,
+                   findings=tuple(doc.get("findings", ())), heat=doc.get("heat"),
+                   bookkeeping=Bookkeeping(doc["bookkeeping"]), follows=doc.get("follows"),
+                   reasons=_reasons_of(doc.get("reasons", ())), hint=doc.get("hint", ""))
+
+
+def _crc_of(text: str | None) -> int | None:
+    return None if text is None else int(text, 16)
+
+
+def _reasons_of(docs) -> tuple[Reason, ...]:
+    return tuple(Reason(d["code"], d.get("text", ""), bool(d.get("worded"))) for d in docs)
+
+
+@dataclass(frozen=True)
+class SavedDiff:
+    """A saved row's diff: the keys its document holds (StageRow.to_dict's subset of the DiffResult's) and what the
+    terminal shows from them (the first differing records, the error statistics); the DiffResult itself, with its
+    layout and files, is made again only from the runs."""
+
+    document: dict                      # the row's `diff`, its `unit` left out
+    unit: str = "bytes"
+    stats: object | None = None         # forensics.compare.stats.ErrorStats, its histogram read back too
+    dtype: str | None = None
+    check: dict | None = None
+
+    @classmethod
+    def of(cls, row: dict) -> "SavedDiff":
+        document = {k: v for k, v in row["diff"].items() if k != "unit"}
+        stats = None
+        if row.get("stats") is not None:
+            from forensics.compare.stats import ErrorStats
+
+            stats = ErrorStats.from_dict(row["stats"])
+            if row.get("histogram"):
+                stats = dataclasses.replace(stats, histogram=(np.asarray(row["histogram"]["edges"], np.float64),
+                                                              np.asarray(row["histogram"]["counts"], np.int64)))
+        return cls(document, row["diff"].get("unit", "bytes"), stats, row.get("dtype"), row.get("check"))
+
+    @property
+    def records(self) -> tuple:
+        from forensics.compare.diff import DifferingRecord
+
+        return tuple(DifferingRecord(r["index"], r["offset"], bytes.fromhex(r["a"]), bytes.fromhex(r["b"]))
+                     for r in self.document.get("records", ()))
+
+    @property
+    def records_truncated(self) -> bool:
+        return bool(self.document.get("records_truncated"))
+
+    @property
+    def records_differing(self) -> int:
+        return self.document.get("records_differing", 0)
+
+    def to_dict(self) -> dict:
+        out = dict(self.document)
+        if self.stats is not None:
+            out.update(stats=self.stats.to_dict(), dtype=self.dtype, check=self.check)
         return out
 
 
@@ -301,7 +372,8 @@ class CompareResult:
     def changed(self) -> tuple[str, ...]:
         return tuple(f"{row.label} ({', '.join(row.changed)})" for row in self.rows if row.changed)
 
-    # kept: the runs are written as path, source and model only, and the rows as StageRow's documents
+    # Kept by hand (not forensics.core.serial): the runs are written as path, source and model only and the rows
+    # as StageRow's documents; from_dict reads back what the report shows from them, not the runs' buffers.
     def to_dict(self) -> dict:
         first = self.first_divergent
         return {
@@ -321,6 +393,32 @@ class CompareResult:
             "warnings": list(self.warnings),
             "detections": self.detections.to_dict() if self.detections else None,
         }
+
+    @classmethod
+    def from_dict(cls, doc: dict) -> "CompareResult":
+        """A saved comparison: its rows, detections, images and tolerance as written; each run by its path, source
+        and model (its buffers stay in the run); the judgement, advice and first divergent stage follow again."""
+        detections = DetectionsComparison.from_dict(doc["detections"]) if doc.get("detections") else None
+        return cls(_run_of(doc["run_a"]), _run_of(doc["run_b"]), tuple(StageRow.from_dict(r) for r in doc["stages"]),
+                   tuple(doc.get("warnings", ())), detections, bool(doc.get("models_differ")),
+                   policy=_policy_of(doc.get("tolerance")), images=doc.get("images"))
+
+
+def _run_of(doc: dict) -> Run:
+    return Run(doc["path"], doc["source"], (), model=doc.get("model"))
+
+
+def _policy_of(doc: dict | None) -> TolerancePolicy | None:
+    """A saved tolerance policy (TolerancePolicy.to_dict's document) read back."""
+    if doc is None:
+        return None
+    from forensics.core.tolerance import Tolerance
+
+    def one(d: dict) -> Tolerance:
+        return Tolerance(atol=float(d["atol"]), lsb=d.get("atol_unit") == "lsb", rtol=float(d["rtol"]),
+                         check=d["check"])
+
+    return TolerancePolicy(one(doc["default"]), tuple((name, one(d)) for name, d in doc.get("tensors", {}).items()))
 
 
 def _cause_text(row: StageRow) -> str | None:
@@ -464,18 +562,8 @@ def compare_runs(run_a, run_b, *, previous=None, geometry=None, diagnose: bool =
     out raw buffers whose manifest says nothing of their lanes, and checks links (default: run A's model when
     its file is there). `diagnose=False` names no bug (a batch). `verify_files=False` trusts the manifests'
     CRCs where the files' sizes agree (a batch: matching buffers are then never read)."""
-    run_a = run_a if isinstance(run_a, Run) else load_run(run_a)
-    run_b = run_b if isinstance(run_b, Run) else load_run(run_b)
-    previous = previous if previous is None or isinstance(previous, Run) else load_run(previous)
-    keys_a, keys_b = {b.key for b in run_a.buffers}, {b.key for b in run_b.buffers}
-    if not keys_a & keys_b:
-        def have(run):
-            return ", ".join(b.label for b in run.buffers) or "nothing"
-
-        raise InputError(f"the runs share no stage to compare: {run_a.path} has {have(run_a)}; "
-                         f"{run_b.path} has {have(run_b)}")
-    if policy is not None:
-        policy.check_names(keys_a | keys_b)
+    run_a, run_b, previous = (_loaded(run) for run in (run_a, run_b, previous))
+    _check_shared(run_a, run_b, policy)
     warnings = []
     models_differ = bool(run_a.model_sha256 and run_b.model_sha256 and run_a.model_sha256 != run_b.model_sha256)
     if models_differ:
@@ -485,9 +573,7 @@ def compare_runs(run_a, run_b, *, previous=None, geometry=None, diagnose: bool =
     checks_a = {c.entry.key: c for c in verify_run(run_a, verify=verify_files)}
     checks_b = {c.entry.key: c for c in verify_run(run_b, verify=verify_files)}
     for run, checks in ((run_a, checks_a), (run_b, checks_b)):
-        for check in checks.values():
-            if not check.ok:
-                warnings.append(check.message(run.path))
+        warnings.extend(check.message(run.path) for check in checks.values() if not check.ok)
     if labels is None:
         labels = recorded_labels(run_a) or recorded_labels(run_b)
     detections = compare_detections(run_a, run_b, labels=labels)
@@ -507,6 +593,24 @@ def compare_runs(run_a, run_b, *, previous=None, geometry=None, diagnose: bool =
                 for row in rows]
     return CompareResult(run_a, run_b, tuple(rows), tuple(warnings), detections, models_differ, geometry, policy,
                          _images(run_a, run_b))
+
+
+def _loaded(run):
+    """A run given by its path, loaded (a Run, or None, as it is)."""
+    return run if run is None or isinstance(run, Run) else load_run(run)
+
+
+def _check_shared(run_a: Run, run_b: Run, policy: TolerancePolicy | None) -> None:
+    """InputError when the runs share no buffer, or when the policy names a tensor neither has."""
+    keys_a, keys_b = {b.key for b in run_a.buffers}, {b.key for b in run_b.buffers}
+    if not keys_a & keys_b:
+        def have(run):
+            return ", ".join(b.label for b in run.buffers) or "nothing"
+
+        raise InputError(f"the runs share no stage to compare: {run_a.path} has {have(run_a)}; "
+                         f"{run_b.path} has {have(run_b)}")
+    if policy is not None:
+        policy.check_names(keys_a | keys_b)
 
 
 def _one_sided(run_a, run_b, ca, cb) -> StageRow:
@@ -605,8 +709,6 @@ def _compare_pair(pair: _Pair, ca: BufferCheck, cb: BufferCheck) -> StageRow:
             status, summary, findings = linked
             return StageRow(entry.stage, entry.tensor, status, size_a, size_b, ca.crc32, cb.crc32, summary,
                             changed, findings=findings, bookkeeping=bookkeeping)
-    from forensics.compare.diff import diff_dumps
-
     length = pair.prefixes.get(entry.key)
     layout, unit = buffer_layout(entry, min(size_a, size_b), view)
     dump_a, dump_b = _prefix(run_a.open_buffer(entry), length), _prefix(run_b.open_buffer(cb.entry), length)
@@ -614,36 +716,47 @@ def _compare_pair(pair: _Pair, ca: BufferCheck, cb: BufferCheck) -> StageRow:
         return StageRow(entry.stage, entry.tensor, DIFFER, size_a, size_b, ca.crc32, cb.crc32,
                         f"sizes differ: {size_a:,} vs {size_b:,} bytes (one is empty)", changed, unit,
                         bookkeeping=bookkeeping)
-    dtype, scale, zero_point = element_type(entry, layout)
-    tol = pair.policy.for_buffer(*entry.key)
-    if dtype is None:
-        diff = diff_dumps(dump_a, dump_b, layout, limit=pair.limit, stats=False)
-    else:
-        itemsize = np.dtype(dtype).itemsize
-        diff = diff_dumps(dump_a, dump_b, layout, limit=pair.limit, policy=tol, dtype=dtype, scale=scale,
-                          zero_point=zero_point, locate=_locate(entry, layout, unit, itemsize),
-                          sample=_picture_cells(entry, layout, unit, itemsize, min(dump_a.size, dump_b.size)))
-    heat = None
+    diff, dtype = _diff_of(pair, entry, dump_a, dump_b, layout, unit)
     try:
         heat = _heat(pair.geometry, dump_a, dump_b, layout, unit)
     except InputError:
         heat = None
     count = record_count(entry, min(dump_a.size, dump_b.size), layout)
-    reasons = ()
-    if diff.verdict == MATCH:  # the CRCs differ, the compared bytes do not: only bytes no one compares differ
-        reasons = (_ignored(entry, layout, length, view, dump_a.size),)
-        summary = f"{counted(count, unit)} match; {reasons[0].text}"
-        status = MATCH
-    else:
-        status = WITHIN if diff.verdict == WITHIN else DIFFER
-        summary = _summary(diff, unit, count)
-        if status == DIFFER and entry.stage == "dequantized" and dtype == "float32":
-            rounding = _rounding(pair, entry, dump_a, dump_b)
-            if rounding is not None:
-                status, reasons = WITHIN, (rounding,)
-                summary = f"{summary}; {rounding.text}"
+    status, summary, reasons = _judged(pair, entry, diff, dtype, (dump_a, dump_b), unit, count,
+                                       lambda: _ignored(entry, layout, length, view, dump_a.size))
     return StageRow(entry.stage, entry.tensor, status, size_a, size_b, ca.crc32, cb.crc32, summary, changed, unit,
                     diff, (), heat, bookkeeping=bookkeeping, reasons=reasons)
+
+
+def _diff_of(pair: _Pair, entry: BufferEntry, dump_a, dump_b, layout: RecordLayout, unit: str):
+    """(DiffResult, dtype) of a buffer pair: its elements' statistics judged by the policy's tolerance for it when
+    the element type is known (dtype None: its bytes alone)."""
+    from forensics.compare.diff import diff_dumps
+
+    dtype, scale, zero_point = element_type(entry, layout)
+    if dtype is None:
+        return diff_dumps(dump_a, dump_b, layout, limit=pair.limit, stats=False), None
+    tol = pair.policy.for_buffer(*entry.key)
+    itemsize = np.dtype(dtype).itemsize
+    return diff_dumps(dump_a, dump_b, layout, limit=pair.limit, policy=tol, dtype=dtype, scale=scale,
+                      zero_point=zero_point, locate=_locate(entry, layout, unit, itemsize),
+                      sample=_picture_cells(entry, layout, unit, itemsize, min(dump_a.size, dump_b.size))), dtype
+
+
+def _judged(pair: _Pair, entry: BufferEntry, diff, dtype, dumps, unit: str, count, ignored):
+    """(status, summary, reasons) of a diffed pair: MATCH when only bytes no one compares differ (`ignored()`
+    says which), WITHIN TOLERANCE or DIFFER as the diff judged it, and a float32 dequantized buffer that differs
+    only by another runtime's dequantize rounding WITHIN TOLERANCE with that reason."""
+    if diff.verdict == MATCH:  # the CRCs differ, the compared bytes do not: only bytes no one compares differ
+        reason = ignored()
+        return MATCH, f"{counted(count, unit)} match; {reason.text}", (reason,)
+    status = WITHIN if diff.verdict == WITHIN else DIFFER
+    summary = _summary(diff, unit, count)
+    if status == DIFFER and entry.stage == "dequantized" and dtype == "float32":
+        rounding = _rounding(pair, entry, *dumps)
+        if rounding is not None:
+            return WITHIN, f"{summary}; {rounding.text}", (rounding,)
+    return status, summary, ()
 
 
 def _ignored(entry: BufferEntry, layout: RecordLayout, length, view, size: int) -> Reason:
@@ -763,22 +876,41 @@ def _explain(pair: _Pair, rows: list[StageRow]) -> list[StageRow]:
 ROUNDED_BOX = 1e-4
 
 
+def _rounded_dequantized(rows: list[StageRow]) -> list[str] | None:
+    """The labels of the dequantized rows WITHIN TOLERANCE by another runtime's dequantize rounding, when no
+    dequantized row diverges (None when one does)."""
+    deq = [r for r in rows if r.stage == "dequantized" and r.compared]
+    if any(r.diverges for r in deq):
+        return None
+    return [r.label for r in deq if r.status == WITHIN and any(x.code == "dequantize_rounding" for x in r.reasons)]
+
+
+def _same_objects(detections) -> bool:
+    """Every detection matched, with the same class and score and its box moved by rounding at most."""
+    return not detections.only_a and not detections.only_b and all(
+        p.class_a == p.class_b and p.score_a == p.score_b and p.box_delta <= ROUNDED_BOX for p in detections.pairs)
+
+
+def _replay_follows(pair: _Pair) -> bool:
+    """Without the model, nothing to ask; with it, the tail's replay says B's detections are the kernel's on B's
+    own dequantized outputs."""
+    if pair.model is None:
+        return True
+    replay = pair.tail.get("replay")
+    explained = replay.of("detections") if replay is not None else None
+    return explained is not None and explained.kind == "follows"
+
+
 def _tolerated_tail(pair: _Pair, rows: list[StageRow], detections) -> list[StageRow]:
     """Detections computed from dequantized outputs that differ from A's only by another runtime's dequantize
     rounding, the same objects (class, score) with boxes moved by no more than that rounding moves them: WITHIN
     TOLERANCE, the rounding their reason. With the model, the tail's replay must also say B's detections are
     the kernel's on B's own dequantized outputs."""
-    deq = [r for r in rows if r.stage == "dequantized" and r.compared]
-    rounded = [r.label for r in deq if r.status == WITHIN and any(x.code == "dequantize_rounding" for x in r.reasons)]
+    rounded = _rounded_dequantized(rows)
     targets = [r for r in rows if r.stage == "detections" and r.status == DIFFER and not r.follows and not r.changed]
-    if not rounded or not targets or any(r.diverges for r in deq) or detections is None:
+    if not rounded or not targets or detections is None:
         return rows
-    if detections.only_a or detections.only_b or not all(
-            p.class_a == p.class_b and p.score_a == p.score_b and p.box_delta <= ROUNDED_BOX for p in detections.pairs):
-        return rows
-    replay = pair.tail.get("replay")
-    explained = replay.of("detections") if replay is not None else None
-    if pair.model is not None and (explained is None or explained.kind != "follows"):
+    if not _same_objects(detections) or not _replay_follows(pair):
         return rows
     moved = max((p.box_delta for p in detections.pairs), default=0.0)
     reason = Reason("dequantize_rounding", f"the same {detections.num_a} detections (class and score), boxes "

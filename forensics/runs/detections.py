@@ -19,6 +19,28 @@ def _label(labels, class_id: int) -> str | None:
     return labels[class_id] if labels and 0 <= class_id < len(labels) and labels[class_id] else None
 
 
+def _detection_of(doc: dict, row: str = "row", class_id: str = "class", score: str = "score", box: str = "box"):
+    """A saved detection row (its document's keys named by the arguments) as the kernel's Detection: the outputs
+    say no anchor (-1, as read_detections reads them)."""
+    from forensics.decode.ssd import Detection
+
+    return Detection(row=doc[row], anchor=-1, class_id=doc[class_id], score=doc[score], box=tuple(doc[box]))
+
+
+def _saved_labels(docs) -> tuple[str, ...] | None:
+    """The class names a saved comparison shows ({class id: label} from each row's labels), by class id ("" for a
+    class it names none of): what the rows say again when written back."""
+    named = {}
+    for d in docs:
+        for cls, label in ((d.get("class"), d.get("label")), (d.get("class_a"), d.get("label_a")),
+                           (d.get("class_b"), d.get("label_b"))):
+            if label and isinstance(cls, int) and cls >= 0:
+                named[cls] = label
+    if not named:
+        return None
+    return tuple(named.get(i, "") for i in range(max(named) + 1))
+
+
 def detection_dict(d, labels=None) -> dict:
     """A detection output row as JSON: row, class (and its label), score, box."""
     out = {"row": d.row, "class": d.class_id, "score": d.score, "box": list(d.box)}
@@ -74,6 +96,12 @@ class DetectionPair:
             out["label_a"], out["label_b"] = self.label_a, self.label_b
         return out
 
+    @classmethod
+    def from_dict(cls, doc: dict, labels: tuple[str, ...] | None = None) -> "DetectionPair":
+        """A saved pair (its deltas and `same` follow from the two rows); `labels` the comparison's."""
+        return cls(_detection_of(doc, "row_a", "class_a", "score_a", "box_a"),
+                   _detection_of(doc, "row_b", "class_b", "score_b", "box_b"), doc["iou"], labels)
+
 
 @dataclass(frozen=True)
 class DetectionsComparison:
@@ -103,6 +131,15 @@ class DetectionsComparison:
                 "only_a": [detection_dict(d, self.labels) for d in self.only_a],
                 "only_b": [detection_dict(d, self.labels) for d in self.only_b],
                 "same": self.same}
+
+    @classmethod
+    def from_dict(cls, doc: dict) -> "DetectionsComparison":
+        """A saved comparison: its rows, and of the labels the class names its rows show (every row each run
+        wrote, which only a batch's statistics read, is not in the document)."""
+        labels = _saved_labels([*doc["pairs"], *doc["only_a"], *doc["only_b"]])
+        return cls(tuple(DetectionPair.from_dict(p, labels) for p in doc["pairs"]),
+                   tuple(_detection_of(d) for d in doc["only_a"]), tuple(_detection_of(d) for d in doc["only_b"]),
+                   doc["num_detections_a"], doc["num_detections_b"], doc["iou_threshold"], labels)
 
 
 def detection_entries(run) -> dict | None:

@@ -16,7 +16,8 @@ import os
 from dataclasses import dataclass
 
 from forensics.core.errors import InputError
-from forensics.runs.run import DERIVED_HOME, STAGE_ALIASES, STAGES, Run, check_tensor_name, model_record, write_run
+from forensics.runs.run import (DERIVED_HOME, STAGE_ALIASES, STAGES, Run, check_tensor_name, model_record, saved_run,
+                                write_run)
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,12 @@ class IngestResult:
                 "added": list(self.added), "replaced": list(self.replaced), "relayouted": list(self.relayouted),
                 "derived": list(self.derived), "model": self.run.model,
                 "buffers": [b.to_dict() for b in self.run.buffers], "logs": [log.to_dict() for log in self.run.logs]}
+
+    @classmethod
+    def from_dict(cls, doc: dict) -> "IngestResult":
+        """A saved ingest: the run as its document lists it (forensics.runs.run.saved_run)."""
+        return cls(saved_run(doc), bool(doc["created"]), tuple(doc["added"]), tuple(doc["replaced"]),
+                   tuple(doc["relayouted"]), tuple(doc.get("derived", ())))
 
 
 def _tensor_meta(model, name: str) -> dict:

@@ -26,7 +26,7 @@ import numpy as np
 
 from forensics.core import serial
 from forensics.core.errors import InputError
-from forensics.runs.run import STAGES, BufferCheck, Run, load_run, verify_run, write_run
+from forensics.runs.run import STAGES, BufferCheck, Run, load_run, saved_run, verify_run, write_run
 from forensics.compare.stats import element_dtype
 
 FORMATS = ("npz", "polygraphy")
@@ -239,6 +239,11 @@ class ArraysIngest:
     def to_dict(self) -> dict:
         return {"run": self.run.path, "format": self.source_format, "added": list(self.added),
                 "buffers": [b.to_dict() for b in self.run.buffers]}
+
+    @classmethod
+    def from_dict(cls, doc: dict) -> "ArraysIngest":
+        """A saved ingest --from: the run as its document lists it (forensics.runs.run.saved_run)."""
+        return cls(saved_run(doc), tuple(doc["added"]), doc["format"])
 
 
 def _stage_and_tensor(name: str) -> tuple[str, str]:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from forensics.core import serial
 from forensics.core.errors import InputError
 from forensics.core.judgement import Judgement, Reason
 from forensics.core.verdict import Verdict
@@ -38,9 +39,25 @@ _WINDOW = 1 << 20  # bytes of each run's buffer at a time
 _INPUT_STAGES = ("input", "raw")
 
 
+def _worst_doc(spread) -> dict | None:
+    return None if spread.worst_index is None else {"index": spread.worst_index, "where": spread.worst_where,
+                                                    "values": list(spread.worst_values)}
+
+
+def _worst(key: str, convert=lambda v: v):
+    """A field of the document's `worst` ({index, where, values}, written from worst_index): read back from it."""
+    return serial.json("worst", omit=lambda v: True, read=lambda doc: None if doc.get("worst") is None
+                       else convert(doc["worst"][key]))
+
+
 @dataclass(frozen=True)
-class TensorSpread:
-    """One tensor's spread over the runs (see the module doc)."""
+class TensorSpread(serial.Serial):
+    """One tensor's spread over the runs (see the module doc). Its document leaves out the scale (what only
+    the measurement used); `integer` is read back from the LSB spread being there."""
+
+    JSON_DERIVED = ("label", "name", "metrics_disagree", "spec", "reason")
+    JSON_ORDER = ("tensor", "stage", "label", "name", "dtype", "elements", "differing", "max_abs", "max_lsb",
+                  "ulps", "p99_abs", "worst", "cosine", "largest_abs", "metrics_disagree", "spec", "reason")
 
     stage: str
     tensor: str
@@ -51,13 +68,17 @@ class TensorSpread:
     max_lsb: int | None         # integer tensors
     ulps: int | None            # float tensors
     p99_abs: float
-    worst_index: int | None
-    worst_where: dict | None
-    worst_values: tuple | None  # each run's value at the worst element (real units)
+    worst_index: int | None = field(metadata=serial.json("worst", write=_worst_doc,
+                                                         read=lambda doc: (doc.get("worst") or {}).get("index")))
+    worst_where: dict | None = field(metadata=_worst("where"))
+    # each run's value at the worst element (real units)
+    worst_values: tuple | None = field(metadata=_worst("values", tuple))
     cosine: float | None        # the smallest, first run against each other
-    largest: float              # the largest |value| in any run
-    integer: bool
-    scale: float | None = None
+    largest: float = field(metadata=serial.json("largest_abs"))  # the largest |value| in any run
+    # an integer tensor's spread is in LSB too (max_lsb is None for a float tensor)
+    integer: bool = field(metadata=serial.json("max_lsb", omit=lambda v: True,
+                                               read=lambda doc: doc.get("max_lsb") is not None))
+    scale: float | None = field(default=None, compare=False, metadata=serial.json(skip=True))  # measuring only
 
     @property
     def label(self) -> str:
@@ -119,23 +140,19 @@ class TensorSpread:
             text += "; its name holds '=', which --tolerance cannot name: set it with --atol instead"
         return text
 
-    # kept: the document leaves out `integer` and `scale`, so no TensorSpread reads back from it
-    def to_dict(self) -> dict:
-        return {"tensor": self.tensor, "stage": self.stage, "label": self.label, "name": self.name,
-                "dtype": self.dtype, "elements": self.elements, "differing": self.differing,
-                "max_abs": self.max_abs, "max_lsb": self.max_lsb, "ulps": self.ulps, "p99_abs": self.p99_abs,
-                "worst": None if self.worst_index is None else
-                {"index": self.worst_index, "where": self.worst_where, "values": list(self.worst_values)},
-                "cosine": self.cosine, "largest_abs": self.largest, "metrics_disagree": self.metrics_disagree,
-                "spec": self.spec, "reason": self.reason}
-
 
 @dataclass(frozen=True)
-class SpreadResult:
+class SpreadResult(serial.Serial):
+    JSON_DERIVED = ("tolerance_args", "tolerance_flags")
+    JSON_ORDER = ("runs", "sources", "tensors", "tolerance_args", "tolerance_flags", "skipped")
+
     runs: tuple[str, ...]
     sources: tuple[str, ...]
     tensors: tuple[TensorSpread, ...]
-    skipped: tuple[tuple[str, str], ...] = ()  # (label, why it was not measured)
+    # (label, why it was not measured), written as {buffer, reason}
+    skipped: tuple[tuple[str, str], ...] = field(default=(), metadata=serial.json(
+        encode=lambda skipped: [{"buffer": label, "reason": why} for label, why in skipped],
+        decode=lambda docs: tuple((d["buffer"], d["reason"]) for d in docs)))
 
     @property
     def tolerance_items(self) -> tuple[tuple[str, str], ...]:
@@ -151,13 +168,6 @@ class SpreadResult:
     def tolerance_args(self) -> str:
         """The flags joined into the one line a shell takes after `compare RUN_A RUN_B`."""
         return " ".join(self.tolerance_flags)
-
-    # kept: its tensors are TensorSpreads (above), and skipped pairs are written as {buffer, reason}
-    def to_dict(self) -> dict:
-        return {"runs": list(self.runs), "sources": list(self.sources),
-                "tensors": [t.to_dict() for t in self.tensors], "tolerance_args": self.tolerance_args,
-                "tolerance_flags": list(self.tolerance_flags),
-                "skipped": [{"buffer": label, "reason": why} for label, why in self.skipped]}
 
 
 def judge_spread(result: SpreadResult) -> Judgement:

@@ -327,6 +327,13 @@ class Run:
                              logs=self.logs)
 
 
+def saved_run(doc: dict) -> Run:
+    """The run a saved capture or ingest document names (`run` its path, beside it its source, model, buffers
+    and logs as the manifest lists them): what the report shows of it, no file read."""
+    return Run(doc["run"], doc.get("source") or "", tuple(BufferEntry.from_dict(b) for b in doc.get("buffers", ())),
+               model=doc.get("model"), logs=tuple(LogEntry.from_dict(log) for log in doc.get("logs", ())))
+
+
 def manifest_dict(source, buffers, *, model=None, input_image=None, created=None, tool=None, capture=None,
                   path=None, logs=()) -> dict:
     out = {"format": FORMAT, "version": VERSION, "source": source, "created": created, "tool": tool,
@@ -390,18 +397,8 @@ def _file_fields(raw: dict, where: tuple, path: str) -> tuple[str, int, int]:
     return file, size, _parse_crc(raw["crc32"], where + ("crc32",), path)
 
 
-def _entry(raw, i: int, path: str) -> BufferEntry:
-    where = ("buffers", str(i))
-    if not isinstance(raw, dict):
-        raise FormatError("each buffer must be a JSON object", where=where, path=path)
-    stage = STAGE_ALIASES.get(raw.get("stage"), raw.get("stage"))  # link: parameters -> params
-    if stage not in STAGES:
-        raise FormatError(f"stage must be one of {', '.join(STAGES)}, got {stage!r}", where=where + ("stage",),
-                          path=path)
-    tensor = raw.get("tensor", stage)
-    if not isinstance(tensor, str) or not tensor:
-        raise FormatError("tensor must be a non-empty string", where=where + ("tensor",), path=path)
-    file, size, crc = _file_fields(raw, where, path)
+def _element_fields(raw: dict, where: tuple, path: str) -> dict:
+    """A buffer entry's dtype, shape, scale and zero_point, those it gives, validated."""
     kw = {}
     if raw.get("dtype") is not None:
         if not isinstance(raw["dtype"], str):
@@ -424,6 +421,12 @@ def _entry(raw, i: int, path: str) -> BufferEntry:
         if not _is_int(raw["zero_point"]):
             raise FormatError("zero_point must be an integer", where=where + ("zero_point",), path=path)
         kw["zero_point"] = raw["zero_point"]
+    return kw
+
+
+def _record_fields(raw: dict, tensor: str, where: tuple, path: str) -> dict:
+    """A buffer entry's record_size, role and derived_from, those it gives, validated."""
+    kw = {}
     if raw.get("record_size") is not None:
         if not _is_int(raw["record_size"]) or raw["record_size"] <= 0:
             raise FormatError("record_size must be a positive integer", where=where + ("record_size",), path=path)
@@ -440,6 +443,22 @@ def _entry(raw, i: int, path: str) -> BufferEntry:
         kw["derived_from"] = raw["derived_from"]
     elif raw.get("relayouted_from") == "raw":  # runs ingested before derived_from: the relayout of raw:TENSOR
         kw["derived_from"] = f"raw:{tensor}"
+    return kw
+
+
+def _entry(raw, i: int, path: str) -> BufferEntry:
+    where = ("buffers", str(i))
+    if not isinstance(raw, dict):
+        raise FormatError("each buffer must be a JSON object", where=where, path=path)
+    stage = STAGE_ALIASES.get(raw.get("stage"), raw.get("stage"))  # link: parameters -> params
+    if stage not in STAGES:
+        raise FormatError(f"stage must be one of {', '.join(STAGES)}, got {stage!r}", where=where + ("stage",),
+                          path=path)
+    tensor = raw.get("tensor", stage)
+    if not isinstance(tensor, str) or not tensor:
+        raise FormatError("tensor must be a non-empty string", where=where + ("tensor",), path=path)
+    file, size, crc = _file_fields(raw, where, path)
+    kw = {**_element_fields(raw, where, path), **_record_fields(raw, tensor, where, path)}
     known = {"stage", "tensor", "file", "size", "crc32", "dtype", "shape", "scale", "zero_point", "record_size",
              "role", "derived_from"}
     extra = {k: v for k, v in raw.items() if k not in known}
@@ -1125,14 +1144,7 @@ def write_run(path, source: str, *, add: bool = False, replace: bool = False, re
     whatever a killed writer left is cleaned up (or the run it moved aside put back) by the next one.
     `builder.run` is then the run as written.
     """
-    path = os.path.abspath(os.fspath(path))
-    if os.path.islink(path):  # a run reached through a link is written where it is; the link stays
-        path = os.path.realpath(path)
-    if not isinstance(source, str) or not source.strip():
-        raise InputError("a run needs a source name such as libedgetpu or ours")
-    source = source.strip()
-    if os.path.lexists(path) and not (add or replace) and os.path.lexists(os.path.join(path, MANIFEST)):
-        raise InputError("already exists (choose a new run directory)", path)
+    path, source = _target(path, source, add=add, replace=replace)
     make_parents(path)
     with exclusive(path):
         recover(path, MANIFEST)  # beside the run: a killed writer's temporary directory, a run moved aside
@@ -1149,17 +1161,7 @@ def write_run(path, source: str, *, add: bool = False, replace: bool = False, re
         if not (add or replace):
             raise InputError("already exists (choose a new run directory)", path)
         _recover_in_place(path)
-        base, replaced_run = None, None
-        if add and os.path.lexists(os.path.join(path, MANIFEST)):
-            base = load_run(path)
-            if base.source != source:
-                raise InputError(f"the run's source is {base.source!r}, not {source!r} (one run per source)", path)
-        elif os.listdir(path):
-            if not os.path.lexists(os.path.join(path, MANIFEST)):
-                raise InputError("is a non-empty directory (no manifest.json): refusing to write a run into it; "
-                                 "choose a new directory", path)
-            with contextlib.suppress(ForensicsError):
-                replaced_run = load_run(path)  # its files go once the new run is in
+        base, replaced_run = _there(path, source, add=add)
         journal = _Journal(path)
         try:
             builder = RunBuilder(path, source, base, journal=journal, replaced_run=replaced_run,
@@ -1178,6 +1180,38 @@ def write_run(path, source: str, *, add: bool = False, replace: bool = False, re
                 raise InputError(f"cannot read: {exc.strerror or exc}", exc.filename) from None
             raise InputError(f"cannot write: {exc.strerror or exc}", path) from None
         builder.run = parse_manifest(text, path)
+
+
+def _target(path, source, *, add: bool, replace: bool) -> tuple[str, str]:
+    """(the run directory, written where a link to it leads; the source name), checked: a source is named, and a
+    run that exists is added to or replaced only when asked."""
+    path = os.path.abspath(os.fspath(path))
+    if os.path.islink(path):  # a run reached through a link is written where it is; the link stays
+        path = os.path.realpath(path)
+    if not isinstance(source, str) or not source.strip():
+        raise InputError("a run needs a source name such as libedgetpu or ours")
+    source = source.strip()
+    if os.path.lexists(path) and not (add or replace) and os.path.lexists(os.path.join(path, MANIFEST)):
+        raise InputError("already exists (choose a new run directory)", path)
+    return path, source
+
+
+def _there(path: str, source: str, *, add: bool) -> tuple[Run | None, Run | None]:
+    """(the run added to, the run replaced) of the directory at `path`: with `add`, the run there of this source;
+    else the run there, whose files go once the new one is in (None when it does not load). A non-empty
+    directory that is no run is refused."""
+    if add and os.path.lexists(os.path.join(path, MANIFEST)):
+        base = load_run(path)
+        if base.source != source:
+            raise InputError(f"the run's source is {base.source!r}, not {source!r} (one run per source)", path)
+        return base, None
+    if os.listdir(path):
+        if not os.path.lexists(os.path.join(path, MANIFEST)):
+            raise InputError("is a non-empty directory (no manifest.json): refusing to write a run into it; "
+                             "choose a new directory", path)
+        with contextlib.suppress(ForensicsError):
+            return None, load_run(path)  # its files go once the new run is in
+    return None, None
 
 
 def _manifest_text(builder: RunBuilder, path: str) -> str:

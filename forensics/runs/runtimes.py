@@ -31,6 +31,13 @@ class CaptureRuntimesResult:
                 "runs": [r.to_dict() for r in self.runs],
                 "skipped": [{"runtime": name, "reason": why} for name, why in self.skipped]}
 
+    @classmethod
+    def from_dict(cls, doc: dict) -> "CaptureRuntimesResult":
+        from forensics.runs.capture import CaptureResult
+
+        return cls(doc["output"], tuple(CaptureResult.from_dict(r) for r in doc["runs"]),
+                   tuple((s["runtime"], s["reason"]) for s in doc["skipped"]))
+
 
 def capture_runtimes(model_path, output, *, replace: bool = False, **options) -> CaptureRuntimesResult:
     """One run per available reference runtime under `output` (a folder, created when missing), as

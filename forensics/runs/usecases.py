@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from forensics.core import exitcodes
 from forensics.core.errors import InputError
+from forensics.core.options import ModelContext
 
 
 def run_geometry(model, deps, run_a):
@@ -261,8 +262,7 @@ def check_batch(runs=(), *, previous=None, output=None, model=None, deps=None, i
                          "{previous} is for one pair", params=True)
     if not output:
         raise InputError("{batch} needs {output:SUMMARY.csv} (a Parquet file is written beside it)", params=True)
-    if model and deps:
-        raise InputError("give {model} or {deps}, not both", params=True)
+    ModelContext(model=model or None, deps=deps or None)  # its rule: either a model or an extract directory
 
 
 def check_pair(runs, *, output=None, model=None, deps=None, scheduler: str = "local",
@@ -275,5 +275,4 @@ def check_pair(runs, *, output=None, model=None, deps=None, scheduler: str = "lo
         raise InputError("compare needs two runs: RUN_A RUN_B (or {batch:DIR} {output:summary.csv})", params=True)
     if output:
         raise InputError("{output} is the {batch} summary; for one pair use {html:OUT.html} or {json}", params=True)
-    if model and deps:
-        raise InputError("give {model} or {deps}, not both", params=True)
+    ModelContext(model=model or None, deps=deps or None)  # its rule: either a model or an extract directory

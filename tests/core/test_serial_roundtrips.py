@@ -114,6 +114,25 @@ def _reports():
                                          "dumps/evidence/broken_scores_alloc.bin")),
         ("verify past end", reports.verify("dumps/evidence/short_input.log", "dumps/evidence/short_input.bin")),
         ("verify unassigned", reports.verify("dumps/evidence/driver.log", f"{LIB}/convert_scores.bin")),
+        # h2: compare RUN_A RUN_B (match, differ, --deps, --tolerance, a file changed after capture, a stage one
+        # run lacks) and tolerance; with LiteRT, captures of the face SSD's tail (detections, another runtime's
+        # rounding, --model, --tolerance-from)
+        ("compare differ", reports.compare(f"{_runs()}/lib", f"{_runs()}/broken")),
+        ("compare match", reports.compare(f"{_runs()}/lib", f"{_runs()}/ours")),
+        ("compare deps", reports.compare(f"{_runs()}/lib", f"{_runs()}/broken", deps="dumps/face_ssd", limit=2)),
+        ("compare tolerance", reports.compare(f"{_runs()}/lib", f"{_runs()}/broken",
+                                              tolerance=["convert_scores=1lsb"])),
+        ("compare tolerance K", reports.compare(f"{_runs()}/lib", f"{_runs()}/ours", tolerance=[1])),
+        ("compare changed", reports.compare(f"{_runs()}/lib", _h2_changed())),
+        ("compare one-sided", reports.compare(f"{_runs()}/loop/run-1", f"{_runs()}/broken")),
+        ("tolerance ingested", reports.tolerance(f"{_runs()}/lib", f"{_runs()}/ours")),
+        ("ingest", reports.ingest(f"{_runs()}/h2-ingest", [f"input={LIB}/input.bin", "log=dumps/evidence/driver.log",
+                                                           f"raw:convert_scores={LIB}/convert_scores.bin"],
+                                  source="libedgetpu")),
+        ("ingest npz", reports.ingest(f"{_runs()}/h2-npz", f"{_runs()}/broken.npz", from_format="npz",
+                                      source="broken")),
+        *_h2_tails(),
+        *_h2_images(),
     ]
 
 
@@ -168,6 +187,80 @@ def _farm() -> str:
             shutil.copytree(f"{_runs()}/lib", f"{farm}/{pair}/a_lib")
             shutil.copytree(f"{_runs()}/{b}", f"{farm}/{pair}/b_{b}")
     return farm
+
+
+def _h2_changed() -> str:
+    """A copy of the lib run whose tensor file changed after capture (one byte)."""
+    import os
+    import shutil
+
+    changed = f"{_runs()}/changed"
+    if not os.path.isdir(changed):
+        shutil.copytree(f"{_runs()}/lib", changed)
+        with open(f"{changed}/tensor/Squeeze1.bin", "r+b") as f:
+            f.seek(10)
+            f.write(b"\x01")
+    return changed
+
+
+def _h2_tails() -> list:
+    """compare and tolerance of captures of the face SSD's CPU tail in LiteRT and LiteRT with XNNPACK, fed the
+    lib and broken drivers' outputs (their scores' data lanes); none without LiteRT."""
+    import numpy as np
+
+    from forensics import reports
+    from forensics.core.errors import DependencyError
+
+    model, where = "dumps/face_ssd/face_ssd_tail.tflite", f"{_runs()}/tails"
+    try:
+        for driver in ("libedgetpu", "broken"):
+            scores = f"{_runs()}/{driver}_scores.bin"
+            np.ascontiguousarray(np.fromfile(f"dumps/{driver}/convert_scores.bin", np.uint8).reshape(-1, 4)[:, :2]
+                                 ).tofile(scores)
+            captured = reports.capture(model=model, input=[f"Squeeze1=dumps/{driver}/Squeeze1.bin",
+                                                           f"convert_scores={scores}"],
+                                       output=f"{where}/{driver}", runtime="all")
+        one = reports.capture(model=model, input=[f"Squeeze1={LIB}/Squeeze1.bin", f"convert_scores={scores}"],
+                              output=f"{where}/one", runtime="litert-xnnpack")
+    except DependencyError:
+        return []
+    lib, broken = f"{where}/libedgetpu", f"{where}/broken"
+    return [("capture runtimes", captured), ("capture", one),
+            ("compare rounding", reports.compare(f"{lib}/litert", f"{lib}/litert-xnnpack")),
+            ("compare detections", reports.compare(f"{lib}/litert", f"{broken}/litert", model=model)),
+            ("compare tolerance-from", reports.compare(f"{broken}/litert", f"{lib}/litert-xnnpack",
+                                                       tolerance_from=[lib])),
+            ("tolerance runtimes", reports.tolerance(lib))]
+
+
+def _h2_images() -> list:
+    """capture --image and capture --images (one image that is no picture: it fails alone) of a small image
+    model in LiteRT; none without LiteRT or Pillow."""
+    import os
+
+    from forensics import reports
+    from forensics.core.errors import DependencyError
+    from tests.runs.test_capture import _image_model
+
+    try:
+        from PIL import Image
+    except ImportError:
+        return []
+    where = f"{_runs()}/images"
+    os.makedirs(f"{where}/in")
+    with open(f"{where}/image.tflite", "wb") as f:
+        f.write(_image_model())
+    for i, size in enumerate(((40, 30), (53, 37))):
+        Image.new("RGB", size, (40 * i, 90, 200)).save(f"{where}/in/img{i}.png")
+    with open(f"{where}/in/broken.png", "wb") as f:
+        f.write(b"not a png")
+    try:
+        return [("capture image", reports.capture(model=f"{where}/image.tflite", image=f"{where}/in/img1.png",
+                                                  output=f"{where}/one", resampling="bilinear")),
+                ("capture images", reports.capture(model=f"{where}/image.tflite", images=f"{where}/in",
+                                                   output=f"{where}/farm", source="a_litert"))]
+    except DependencyError:
+        return []
 
 
 def _replayed() -> list:
