@@ -77,7 +77,7 @@ def _reports():
         ("export npz", reports.export(f"{_runs()}/broken", format="npz", output=f"{_runs()}/broken.npz")),
         ("export polygraphy", reports.export(f"{_runs()}/lib", format="polygraphy", output=f"{_runs()}/lib.json")),
         # h3: decode (its rows, geometry, letterbox, replay, drawing, display threshold), decode --top-k,
-        # anchors-gen
+        # anchors-gen, impact, csr (two traces)
         *_h3_reports(),
     ]
 
@@ -105,6 +105,19 @@ def _h3_reports() -> list:
         ("anchors-gen written", reports.anchors_gen(feature_maps="20,10,5,3,2,1", no_reduce_lowest=True,
                                                     output=f"{_runs()}/anchors.bin")),
     ]
+    out += [("impact", reports.impact(f"{_runs()}/lib", f"{_runs()}/broken", deps=deps)),
+            ("impact none", reports.impact(f"{_runs()}/lib", f"{_runs()}/ours", deps=deps)),
+            ("impact drawn", reports.impact(f"{_runs()}/lib", f"{_runs()}/broken", deps=deps, image_size="640x480",
+                                            draw=f"{_runs()}/changed.png", max_decodes=5))]
+    ev = "dumps/evidence"
+    out += [("csr compare", reports.csr(f"{ev}/csr_libedgetpu.log", f"{ev}/csr_driver.log")),
+            ("csr masked reads", reports.csr(f"{ev}/csr_libedgetpu.log", f"{ev}/csr_driver.log", reads=True,
+                                             mask=["tileconfig0", "0x485a8=0xffff"])),
+            ("csr limited", reports.csr(f"{ev}/csr_libedgetpu.log", f"{ev}/csr_driver.log", limit=3)),
+            ("csr dumps", reports.csr(f"{ev}/csr_libedgetpu.log", f"{ev}/npu_driver.log")),
+            ("csr dumps all", reports.csr(f"{ev}/csr_libedgetpu.log", f"{ev}/npu_driver.log", all=True)),
+            ("csr snapshot", reports.csr(f"{ev}/csr_before.json", f"{ev}/csr_after.txt")),
+            ("csr same", reports.csr(f"{ev}/csr_libedgetpu.log", f"{ev}/csr_libedgetpu.log", snapshot=True))]
     if CLASSIFIER.is_file():
         out += [("decode top-k", reports.decode(f"{LIB}/input.bin", f"{BROKEN}/input.bin", model=CLASSIFIER,
                                                  top_k=3, offset=0, length=1001, labels=CORAL / "coco_labels.txt"))]
