@@ -210,6 +210,16 @@ class CsrComparison:
                 out["compared_bits"] = 32
         return out
 
+    def match_dicts(self):
+        """The matching rows as the JSON document's dicts (a row matching only in masked bits says so: "masked"),
+        one at a time, in order: what a table of every row shows beyond the mismatches and unchecked rows."""
+        for row in self.rows:
+            if row.kind == "match":
+                out = self._row_dict(row)
+                if row.masked:
+                    out["masked"] = True
+                yield out
+
     def mismatch_dicts(self):
         """The mismatch rows as the JSON document's dicts, one at a time, in order (never all at once: two traces
         that differ everywhere have 400,000 of them)."""
@@ -249,6 +259,67 @@ class CsrComparison:
             "alignment": list(self.alignment),
             "notes": list(self.notes),
         }
+
+    @classmethod
+    def from_dict(cls, doc: dict) -> "CsrComparison":
+        """The comparison a saved document stands for: its rows are the document's mismatches and unchecked rows,
+        and the matching rows when the document lists them (`table.matches`, written beside a table of every
+        row); a row the document does not list is a gap on both sides. What the rows do not say is not kept:
+        an access's line format and the label its trace printed, a register's width."""
+        counts = dict(doc["counts"])
+        n = sum(counts.values())
+        dumps = doc["mode"] == "dump"
+        side_a, side_b, judged, low, tags = [_GAP] * n, [_GAP] * n, {}, set(), [None] * (n if dumps else 0)
+        unknown = {int(o, 16) for o in doc["unknown_offsets"]}
+        outside = {int(o, 16) for o in doc["outside_pcie_windows"]}
+        registers: dict = {}
+        for row in [*doc["mismatches"], *doc["unchecked"], *((doc.get("table") or {}).get("matches") or ())]:
+            index, offset = int(row["index"]), int(row["offset"], 16)
+            side_a[index], side_b[index] = _saved_access(row, "a", offset), _saved_access(row, "b", offset)
+            if row["kind"] != "match" or row.get("masked"):
+                judged[index] = (row["kind"], bool(row.get("masked")))
+            if row.get("compared_bits") == 32:
+                low.add(index)
+            if dumps:
+                tags[index] = row["tag"]
+            registers.setdefault(offset, _saved_register(offset, row["name"], row["group"], unknown, outside,
+                                                         "USB-only block" in row.get("notes", ())))
+        for offset in sorted((unknown | outside) - set(registers)):
+            registers[offset] = _saved_register(offset, UNKNOWN, "", unknown, outside, False)
+        return cls(
+            mode=doc["mode"], trace_a=doc["a"], trace_b=doc["b"], side_a=side_a, side_b=side_b, judged=judged,
+            include_reads=doc["reads_included"], masks={int(o, 16): int(m, 16) for o, m in doc["masks"].items()},
+            counts=counts, masked=doc["masked"], accesses_a=doc["accesses_a"], accesses_b=doc["accesses_b"],
+            registers=registers, label_notes={int(o, 16): note for o, note in doc["label_notes"].items()},
+            alignment=tuple(doc["alignment"]), notes=tuple(doc["notes"]), row_dumps=_filled(tags, doc["dumps"]),
+            low_bits=frozenset(low), dump_side=doc["dump_side"], unpaired_dumps=tuple(doc["unpaired_dumps"]),
+            untouched=doc["untouched_offsets"],
+        )
+
+
+def _saved_access(row: dict, side: str, offset: int) -> Access:
+    """One side's access of a saved row (_GAP where the row has none): its op (a dump row's own per side),
+    value, width, line and count."""
+    if row[side] is None:
+        return _GAP
+    return Access(row.get(f"op_{side}") or row["op"], offset, int(row[side], 16), row[f"width_{side}"],
+                  row[f"line_{side}"], "", row.get(f"count_{side}") or 1)
+
+
+def _saved_register(offset: int, name: str, group: str, unknown: set, outside: set, usb_only: bool) -> dict:
+    """describe_offset's entry as a saved document gives it (no width)."""
+    return {"name": name, "group": group, "known": offset not in unknown, "width": None, "usb_only": usb_only,
+            "pcie_window": offset not in outside}
+
+
+def _filled(tags: list, names: list) -> list:
+    """Each row's dump: the saved rows' tags, a row not saved taking the tag of the row before it (a dump's rows
+    are consecutive) or the first dump's."""
+    out, last = [], names[0] if names else None
+    for tag in tags:
+        last = tag if tag is not None else last
+        out.append(last)
+    return out
 
 
 def register_notes(reg: dict) -> list[str]:

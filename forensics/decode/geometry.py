@@ -417,3 +417,22 @@ def annotate(geometry: AnchorGeometry | None, row: dict, anchor: int) -> dict:
     prior = geometry.prior(anchor)
     return {**row, "geometry": geometry.geometry_of(anchor),
             "prior": {"ycenter": prior[0], "xcenter": prior[1], "h": prior[2], "w": prior[3]} if prior else None}
+
+
+def saved_geometry(saved: dict, num_anchors: int, rows) -> AnchorGeometry:
+    """The geometry a saved document stands for: its `anchor_geometry` ({"grid", "reason", "layers": ["20x20x3",
+    ...]}) gives the layers' shapes in anchor order, and its `rows` (dicts with "anchor" and "prior") the priors
+    of the anchors they list. What the document does not hold stays unknown: the layers' strides and offsets
+    (NaN) and box shapes (none), and every other anchor's prior (NaN); no anchors at all when no row has one."""
+    layers, first = [], 0
+    for index, text in enumerate(saved.get("layers") or ()):
+        rows_, cols, boxes = (int(v) for v in text.split("x"))
+        layers.append(GridLayer(index, rows_, cols, boxes, first, (np.nan, np.nan), (np.nan, np.nan), ()))
+        first += rows_ * cols * boxes
+    priors = {int(row["anchor"]): row["prior"] for row in rows if row is not None and row.get("prior")}
+    anchors = None
+    if priors:
+        anchors = np.full((num_anchors, 4), np.nan)
+        for anchor, prior in priors.items():
+            anchors[anchor] = (prior["ycenter"], prior["xcenter"], prior["h"], prior["w"])
+    return AnchorGeometry(num_anchors, tuple(layers), reason=saved.get("reason"), anchors=anchors)

@@ -106,28 +106,61 @@ class Change(serial.Serial):
         return self.a if self.a is not None else self.b
 
 
-@dataclass(frozen=True)
-class ImpactResult:
-    """Which differing records change the model's report, and which are harmless."""
+def _search(result: "ImpactResult") -> dict:
+    return {"decodes": result.decodes, "max_decodes": result.max_decodes, "exhausted": result.exhausted,
+            "decoder": result.decoder, "inert": result.inert}
 
-    model_kind: str                    # "ssd" | "classifier"
+
+def _detections(result: "ImpactResult") -> dict:
+    return {"a": list(result.detections_a), "b": list(result.detections_b)}
+
+
+def _grouped(group: str, key: str, *, write=None, kind=None) -> dict:
+    """A field the document writes under `key` inside its object `group`: the field given `write` writes the
+    object whole, the group's other fields are written by it (and all are read back from it)."""
+    def read(doc: dict):
+        value = doc[group][key]
+        return kind(value) if kind is not None else value
+
+    if write is not None:
+        return serial.json(group, write=write, read=read)
+    return serial.json(group, omit=lambda _: True, read=read)
+
+
+@dataclass(frozen=True)
+class ImpactResult(serial.Serial):
+    """Which differing records change the model's report, and which are harmless.
+
+    The document groups both sides' detections (`detections`: {"a", "b"}) and the search's fields (`search`)
+    into objects of their own, and writes the counts the changes make."""
+
+    JSON_DERIVED = (("counts", "kind_counts"),)
+    JSON_ORDER = ("model", "record_unit", "num_records", "differing", "changes", "harmless", "joint", "counts",
+                  "detections", "search", "nms", "k", "inputs")
+
+    model_kind: str = field(metadata=serial.json("model"))  # "ssd" | "classifier"
     record_unit: str                   # "anchor" | "class"
     num_records: int
     differing: tuple[int, ...]
-    detections_a: tuple[dict, ...]
-    detections_b: tuple[dict, ...]
+    detections_a: tuple[dict, ...] = field(metadata=_grouped("detections", "a", write=_detections, kind=tuple))
+    detections_b: tuple[dict, ...] = field(metadata=_grouped("detections", "b", kind=tuple))
     changes: tuple[Change, ...]
     harmless: tuple[int, ...]
-    joint: tuple[int, ...] = ()        # needed for B's detections only together with others (in no causing set)
-    inert: int = 0                     # harmless records settled without a decode
-    decodes: int = 0                   # substituted decodes made
-    max_decodes: int = MAX_DECODES
-    exhausted: bool = False            # the bound was reached: some sets are not minimal
-    decoder: str = "kernel"            # "incremental" (fast NMS re-ranked) | "kernel" (arrays decoded whole)
-    nms: str | None = None
-    k: int | None = None
-    inputs: dict | None = None         # where each side's arrays came from (stage, tensor, path), when known
-    num_classes: int | None = None     # an SSD's classes (without background)
+    # needed for B's detections only together with others (in no causing set)
+    joint: tuple[int, ...] = ()
+    inert: int = field(default=0, metadata=_grouped("search", "inert"))  # harmless records settled without a decode
+    decodes: int = field(default=0, metadata=_grouped("search", "decodes", write=_search))  # substituted decodes
+    max_decodes: int = field(default=MAX_DECODES, metadata=_grouped("search", "max_decodes"))
+    # the bound was reached: some sets are not minimal
+    exhausted: bool = field(default=False, metadata=_grouped("search", "exhausted"))
+    # "incremental" (fast NMS re-ranked) | "kernel" (arrays decoded whole)
+    decoder: str = field(default="kernel", metadata=_grouped("search", "decoder"))
+    nms: str | None = field(default=None, metadata=_OPTIONAL)
+    k: int | None = field(default=None, metadata=_OPTIONAL)
+    # where each side's arrays came from (stage, tensor, path), when known
+    inputs: dict | None = field(default=None, metadata=_OPTIONAL)
+    # an SSD's classes (without background): its rows name a class only when the model has more than one
+    num_classes: int | None = field(default=None, metadata=_OPTIONAL)
 
     @property
     def judgement(self) -> Judgement:
@@ -137,25 +170,13 @@ class ImpactResult:
         return {kind: sum(1 for c in self.changes if c.kind == kind) for kind in KINDS}
 
     @property
+    def kind_counts(self) -> dict:
+        """counts(): the changes of each kind."""
+        return self.counts()
+
+    @property
     def causing(self) -> tuple[int, ...]:
         return tuple(sorted({r for c in self.changes for r in c.records}))
-
-    # Kept by hand (not forensics.core.serial): the document groups the search's fields and both sides'
-    # detections into objects of their own, and writes the counts the changes make.
-    def to_dict(self) -> dict:
-        out = {"model": self.model_kind, "record_unit": self.record_unit, "num_records": self.num_records,
-               "differing": list(self.differing), "changes": [c.to_dict() for c in self.changes],
-               "harmless": list(self.harmless), "joint": list(self.joint), "counts": self.counts(),
-               "detections": {"a": list(self.detections_a), "b": list(self.detections_b)},
-               "search": {"decodes": self.decodes, "max_decodes": self.max_decodes, "exhausted": self.exhausted,
-                          "decoder": self.decoder, "inert": self.inert}}
-        if self.nms is not None:
-            out["nms"] = self.nms
-        if self.k is not None:
-            out["k"] = self.k
-        if self.inputs is not None:
-            out["inputs"] = self.inputs
-        return out
 
 
 def _count(n: int, unit: str) -> str:

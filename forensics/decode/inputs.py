@@ -33,10 +33,17 @@ class LoadedInput:
     def dequantized(self) -> bool:
         return self.array.dtype == np.float32
 
-    # kept: the document holds the array's dtype and shape, not its values
+    # Kept by hand (not forensics.core.serial): the document holds the array's dtype and shape, not its values.
     def to_dict(self) -> dict:
         return {"path": self.path, "layout": self.layout, "size_bytes": self.size_bytes,
                 "dtype": str(self.array.dtype), "shape": list(self.array.shape)}
+
+    @classmethod
+    def from_dict(cls, doc: dict) -> "LoadedInput":
+        """The input a saved document names: its array a read-only view of zeros of the saved dtype and shape
+        (the values are not in the document; the view takes no memory)."""
+        array = np.broadcast_to(np.zeros((), np.dtype(doc["dtype"])), tuple(int(n) for n in doc["shape"]))
+        return cls(doc["path"], array, doc["layout"], int(doc["size_bytes"]))
 
 
 def padded_columns(columns: int) -> int:

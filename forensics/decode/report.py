@@ -87,7 +87,8 @@ class DecodeReport:
         return [row if row.get("image_box") else {**row, "image_box": self.letterbox.to_image(row["box"])}
                 for row in rows]
 
-    # kept: the document holds the detections' rows and the inputs' shapes, not the arrays decoded
+    # Kept by hand (not forensics.core.serial): the document is the kernel result's own keys with its detections
+    # written as rows (label, byte x scale, model and image boxes), and the inputs' shapes, not the arrays decoded.
     def to_dict(self) -> dict:
         doc = self.result.to_dict()
         doc["detections"] = self.rows()
@@ -100,6 +101,37 @@ class DecodeReport:
         if self.replay is not None:
             doc["replay"] = self.replay.to_dict()
         return doc
+
+    @classmethod
+    def from_dict(cls, doc: dict) -> "DecodeReport":
+        """The decode a saved document stands for, which renders and saves as it did: the kernel's result, the
+        inputs' shapes, the letterbox, the input size, the replay, and the labels its rows name. The arrays are
+        not in the document: the inputs' are zeros of their shape, the deps' anchors unknown (NaN)."""
+        import numpy as np
+
+        from forensics.decode.deps import TensorInfo
+        from forensics.decode.replay import ReplayResult
+
+        result = DecodeResult.from_dict(doc)
+        inputs = {side: LoadedInput.from_dict(doc["inputs"][side]) for side in ("boxes", "scores")}
+        input_size = tuple(doc["input_size"]) if doc.get("input_size") else None
+        deps = DecodeDeps(np.broadcast_to(np.float32(np.nan), (result.num_anchors, 4)), result.options,
+                          TensorInfo(None, result.boxes_quant, inputs["boxes"].array.shape),
+                          TensorInfo(None, result.scores_quant, inputs["scores"].array.shape),
+                          input_size=input_size, source=doc.get("deps") or "")
+        return cls(result=result, boxes_input=inputs["boxes"], scores_input=inputs["scores"], deps=deps,
+                   letterbox=Letterbox.from_dict(doc["letterbox"]) if doc.get("letterbox") else None,
+                   input_size=input_size, labels=_named_labels(doc["detections"]), image_path=doc.get("image"),
+                   replay=ReplayResult.from_dict(doc["replay"]) if doc.get("replay") else None)
+
+
+def _named_labels(rows: list[dict]) -> tuple[str, ...] | None:
+    """The labels a saved decode's rows name, by class id ("" for a class no row names): what `label()` gives them
+    back; None when no row has a label."""
+    named = {int(row["class"]): row["label"] for row in rows if row.get("label")}
+    if not named:
+        return None
+    return tuple(named.get(class_id, "") for class_id in range(max(named) + 1))
 
 
 def _description_file(deps: DecodeDeps) -> str | None:

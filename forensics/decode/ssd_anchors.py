@@ -233,27 +233,43 @@ def judge_check(check: AnchorCheck, source) -> Judgement:
 DEFAULT_ASPECT_RATIOS = (1.0, 2.0, 0.5, 3.0, 0.3333)  # as the sample pipeline configs
 
 
+def _shown_to_json(anchors) -> list[dict]:
+    return [{"anchor": i, "value": list(value)} for i, value in anchors]
+
+
+def _shown_from_json(rows) -> tuple:
+    return tuple((int(row["anchor"]), tuple(float(v) for v in row["value"])) for row in rows)
+
+
+def _check_to_json(result: "AnchorsGenResult") -> dict | None:
+    """The check without its configuration (the document's own) and with the source it was checked against."""
+    if result.check is None:
+        return None
+    check = result.check.to_dict()
+    check.pop("config", None)
+    check["source"] = result.check_source
+    return check
+
+
+def _check_from_json(doc: dict) -> AnchorCheck | None:
+    check = doc.get("check")
+    if check is None:
+        return None
+    return AnchorCheck.from_dict({**{k: v for k, v in check.items() if k != "source"}, "config": doc["config"]})
+
+
 @dataclass(frozen=True)
-class AnchorsGenResult:
+class AnchorsGenResult(serial.Serial):
     """Generated anchors: the configuration, the anchors asked to be shown, the file written, the check."""
 
     config: AnchorConfig
-    anchors: tuple[tuple[int, tuple[float, float, float, float]], ...]  # (anchor index, ycenter, xcenter, h, w)
+    anchors: tuple[tuple[int, tuple[float, float, float, float]], ...] = field(  # (anchor index, yc, xc, h, w)
+        metadata=serial.json(encode=_shown_to_json, decode=_shown_from_json))
     output: str | None = None
-    check: AnchorCheck | None = None
-    check_source: str | None = None      # the model or deps directory whose anchors were checked
-
-    # Kept by hand (not forensics.core.serial): the check is written without its configuration (the document's
-    # own) and with the source it was checked against.
-    def to_dict(self) -> dict:
-        check = None
-        if self.check is not None:
-            check = self.check.to_dict()
-            check.pop("config", None)
-            check["source"] = self.check_source
-        return {"config": self.config.to_dict(),
-                "anchors": [{"anchor": i, "value": list(value)} for i, value in self.anchors],
-                "output": self.output, "check": check}
+    check: AnchorCheck | None = field(default=None, metadata=serial.json(write=_check_to_json, read=_check_from_json))
+    # the model or deps directory whose anchors were checked: written inside the check (as its "source")
+    check_source: str | None = field(default=None, metadata=serial.json(
+        name="check", omit=lambda _: True, read=lambda doc: (doc.get("check") or {}).get("source")))
 
 
 def _model_anchors(path):

@@ -12,6 +12,35 @@ class CsrReport(Report):
     limit: int | None = 200
     show_all: bool = False
 
+    RESULT = "forensics.csr.compare:CsrComparison"
+
+    @classmethod
+    def rows_key_of(cls, doc: dict) -> str | None:
+        return "rows"
+
+    @classmethod
+    def from_dict(cls, doc: dict) -> "CsrReport":
+        """The comparison a saved document stands for, with the table's limit and --all as saved."""
+        import dataclasses
+
+        report = super().from_dict(doc)
+        table = doc.get("table") or {}
+        return dataclasses.replace(report, limit=table.get("limit", cls.limit), show_all=bool(table.get("all")))
+
+    def _lists_every_row(self) -> bool:
+        """The table shows every row (else the first `limit` mismatches): render_comparison's choice."""
+        return self.show_all or self.limit is None or self.result.row_count <= self.limit
+
+    def _sources(self, doc: dict) -> dict:
+        """The document with the table's limit and --all, and the matching rows when the table lists every
+        row: the rows the table shows beyond the mismatches, so that a saved document renders again."""
+        doc = super()._sources(doc)
+        table = {"limit": self.limit, "all": self.show_all}
+        if self._lists_every_row():
+            table["matches"] = list(self.result.match_dicts())
+        doc["table"] = table
+        return doc
+
     def renderables(self) -> list:
         from forensics.render.csr import render_comparison
 

@@ -14,6 +14,27 @@ class DecodeReport(Report):
     drawing: dict | None = None            # what --draw wrote
     score_threshold: float | None = None
 
+    RESULT = "forensics.decode.report:DecodeReport"
+
+    @classmethod
+    def rows_key_of(cls, doc: dict) -> str | None:
+        return "detections"
+
+    @classmethod
+    def from_dict(cls, doc: dict) -> "DecodeReport":
+        """The decode a saved document stands for, with its anchors' geometry, what --draw wrote and the display
+        threshold (saved beside them: the rows shown depend on it)."""
+        import dataclasses
+
+        report = super().from_dict(doc)
+        geometry = None
+        if doc.get("anchor_geometry") is not None:
+            from forensics.decode.geometry import saved_geometry
+
+            geometry = saved_geometry(doc["anchor_geometry"], doc["num_anchors"], doc["detections"])
+        return dataclasses.replace(report, geometry=geometry, drawing=doc.get("drawing"),
+                                   score_threshold=doc.get("score_threshold"))
+
     def to_dict(self) -> dict:
         doc = self._sources(self.result.to_dict())
         geometry = self.geometry
@@ -25,6 +46,8 @@ class DecodeReport(Report):
                                       "layers": [layer.shape_text for layer in geometry.layers]}
         if self.drawing:
             doc["drawing"] = dict(self.drawing)
+        if self.score_threshold is not None:  # the rows shown (and drawn): a saved document renders them again
+            doc["score_threshold"] = self.score_threshold
         return doc
 
     def renderables(self) -> list:
@@ -51,6 +74,21 @@ class DecodeReport(Report):
 @dataclass(frozen=True, repr=False)
 class ClassesReport(Report):
     names: tuple[str, str] = ("A", "B")
+
+    RESULT = "forensics.model.classes:TopKComparison"
+
+    @classmethod
+    def from_dict(cls, doc: dict) -> "ClassesReport":
+        """The top-k comparison a saved document stands for, with the dumps' names its table heads show."""
+        import dataclasses
+
+        report = super().from_dict(doc)
+        return dataclasses.replace(report, names=tuple(doc.get("names", cls.names)))
+
+    def to_dict(self) -> dict:
+        doc = super().to_dict()
+        doc["names"] = list(self.names)  # the table's heads: a saved document renders them again
+        return doc
 
     def renderables(self) -> list:
         from forensics.render.decode import render_classes
@@ -120,6 +158,12 @@ def tail(model, *, output) -> TailReport:
 
 
 class AnchorsGenReport(Report):
+    RESULT = "forensics.decode.ssd_anchors:AnchorsGenResult"
+
+    @classmethod
+    def rows_key_of(cls, doc: dict) -> str | None:
+        return "anchors"
+
     def renderables(self) -> list:
         from forensics.render.decode import render_anchors_gen
 

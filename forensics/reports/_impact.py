@@ -31,6 +31,30 @@ class ImpactReport(Report):
     drawing: dict | None = None  # what --draw wrote
     runs: tuple[str, str] = ("", "")
 
+    RESULT = "forensics.decode.impact:ImpactResult"
+
+    @classmethod
+    def rows_key_of(cls, doc: dict) -> str | None:
+        return "changes"
+
+    @classmethod
+    def from_dict(cls, doc: dict) -> "ImpactReport":
+        """The impact a saved document stands for, with the runs, the anchors' geometry (read from anchor_geometry
+        and the rows' priors) and what --draw wrote."""
+        import dataclasses
+
+        report = super().from_dict(doc)
+        geometry = None
+        if doc.get("anchor_geometry") is not None:
+            from forensics.decode.geometry import saved_geometry
+
+            rows = [*doc["detections"]["a"], *doc["detections"]["b"],
+                    *(row for change in doc["changes"] for row in (change["a"], change["b"]))]
+            geometry = saved_geometry(doc["anchor_geometry"], doc["num_records"], rows)
+        runs = doc.get("runs") or {}
+        return dataclasses.replace(report, geometry=geometry, drawing=doc.get("drawing"),
+                                   runs=(runs.get("a", ""), runs.get("b", "")))
+
     def to_dict(self) -> dict:
         doc = self._sources(self.result.to_dict())
         doc["runs"] = {"a": self.runs[0], "b": self.runs[1]}

@@ -133,7 +133,52 @@ def _reports():
                                       source="broken")),
         *_h2_tails(),
         *_h2_images(),
+        # h3: decode (its rows, geometry, letterbox, replay, drawing, display threshold), decode --top-k,
+        # anchors-gen, impact, csr (two traces)
+        *_h3_reports(),
     ]
+
+
+def _h3_reports() -> list:
+    """(name, report) of h3's commands: decode and anchors-gen (and decode --top-k when ../shared is there)."""
+    from forensics import reports
+
+    ours, deps = ("dumps/ours/Squeeze1.bin", "dumps/ours/convert_scores.bin"), "dumps/face_ssd"
+    out = [
+        ("decode", reports.decode(*ours, deps=deps)),
+        ("decode image size", reports.decode(*ours, deps=deps, image_size="640x480")),
+        ("decode broken threshold", reports.decode(f"{BROKEN}/Squeeze1.bin", f"{BROKEN}/convert_scores.bin",
+                                                   deps=deps, score_threshold=0.3, dequantize="litert")),
+        ("decode model", reports.decode(*ours, model="dumps/face_ssd/face_ssd_tail.tflite", input_size="300x300")),
+        ("decode drawn", reports.decode(f"{BROKEN}/Squeeze1.bin", f"{BROKEN}/convert_scores.bin", deps=deps,
+                                        image_size="640x480", draw=f"{_runs()}/both.png",
+                                        overlay_boxes=f"{LIB}/Squeeze1.bin",
+                                        overlay_scores=f"{LIB}/convert_scores.bin", names="libedgetpu,ours")),
+        *((f"decode replay {i}", report) for i, report in enumerate(_replayed())),
+        ("anchors-gen", reports.anchors_gen(input_size="320x320", anchor=203)),
+        ("anchors-gen check", reports.anchors_gen(input_size="320x320", check_deps=deps, show=3)),
+        ("anchors-gen differ", reports.anchors_gen(input_size="300x300",
+                                                   check_model="dumps/face_ssd/face_ssd_tail.tflite")),
+        ("anchors-gen written", reports.anchors_gen(feature_maps="20,10,5,3,2,1", no_reduce_lowest=True,
+                                                    output=f"{_runs()}/anchors.bin")),
+    ]
+    out += [("impact", reports.impact(f"{_runs()}/lib", f"{_runs()}/broken", deps=deps)),
+            ("impact none", reports.impact(f"{_runs()}/lib", f"{_runs()}/ours", deps=deps)),
+            ("impact drawn", reports.impact(f"{_runs()}/lib", f"{_runs()}/broken", deps=deps, image_size="640x480",
+                                            draw=f"{_runs()}/changed.png", max_decodes=5))]
+    ev = "dumps/evidence"
+    out += [("csr compare", reports.csr(f"{ev}/csr_libedgetpu.log", f"{ev}/csr_driver.log")),
+            ("csr masked reads", reports.csr(f"{ev}/csr_libedgetpu.log", f"{ev}/csr_driver.log", reads=True,
+                                             mask=["tileconfig0", "0x485a8=0xffff"])),
+            ("csr limited", reports.csr(f"{ev}/csr_libedgetpu.log", f"{ev}/csr_driver.log", limit=3)),
+            ("csr dumps", reports.csr(f"{ev}/csr_libedgetpu.log", f"{ev}/npu_driver.log")),
+            ("csr dumps all", reports.csr(f"{ev}/csr_libedgetpu.log", f"{ev}/npu_driver.log", all=True)),
+            ("csr snapshot", reports.csr(f"{ev}/csr_before.json", f"{ev}/csr_after.txt")),
+            ("csr same", reports.csr(f"{ev}/csr_libedgetpu.log", f"{ev}/csr_libedgetpu.log", snapshot=True))]
+    if CLASSIFIER.is_file():
+        out += [("decode top-k", reports.decode(f"{LIB}/input.bin", f"{BROKEN}/input.bin", model=CLASSIFIER,
+                                                 top_k=3, offset=0, length=1001, labels=CORAL / "coco_labels.txt"))]
+    return out
 
 
 _RUNS: list = []
