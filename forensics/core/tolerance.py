@@ -164,7 +164,7 @@ def make_policy(*, tolerance: int | None = None, atol: str | None = None, rtol: 
         raise InputError("give {tolerance} K (LSB) or {atol}, not both", params=True)
     value, lsb = (float(tolerance), True) if tolerance is not None else (parse_atol(atol) if atol else (0.0, True))
     if check is not None and check not in CHECKS:
-        raise InputError(f"check must be one of {', '.join(CHECKS)}, got {check!r}")
+        raise InputError(f"must be one of {', '.join(CHECKS)}, got {check!r}", param="check", value=check)
     rt = parse_rtol(rtol) if isinstance(rtol, str) else float(rtol or 0.0)
     default = Tolerance(atol=value, lsb=lsb, rtol=rt, check=check or "max")
     seen, items = set(), []

@@ -155,7 +155,7 @@ def export_run(run, fmt: str, output, *, allow_changed: bool = False) -> ExportR
     from forensics.io.outputs import atomic_write
 
     if fmt not in FORMATS:
-        raise InputError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+        raise InputError(f"must be one of {', '.join(FORMATS)}, got {fmt!r}", param="format", value=fmt)
     run = run if isinstance(run, Run) else load_run(run)
     checks = verify_run(run)
     missing = [c for c in checks if c.status == "missing"]
@@ -264,7 +264,7 @@ def ingest_arrays(run_path, fmt: str, path, *, source: str | None = None, replac
     """Add the arrays of an npz / Polygraphy file to the run at `run_path` (created when missing); a buffer the
     run holds is replaced only with `replace`."""
     if fmt not in FORMATS:
-        raise InputError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+        raise InputError(f"must be one of {', '.join(FORMATS)}, got {fmt!r}", param="format", value=fmt)
     if fmt == "npz":
         from forensics.io.dump import npz_arrays
 

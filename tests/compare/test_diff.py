@@ -336,7 +336,7 @@ def test_cli_diff_tolerance_flags(cli):
 
 
 @pytest.mark.parametrize("flags, fragment", [
-    (["--check", "p98"], "check must be one of max, mean, p99"),
+    (["--check", "p98"], "--check: must be one of max, mean, p99"),
     (["--atol", "abc"], "--atol: expected a number"),
     (["--rtol", "-1"], "--rtol: expected a non-negative number"),
     (["--atol", "1lsb", "--tolerance", "1"], "not both"),

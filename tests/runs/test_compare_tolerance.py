@@ -107,7 +107,7 @@ def test_detections_are_labelled_boxes(tmp_path, cli):
 
 @pytest.mark.parametrize("argv, fragment", [
     (["--tolerance", "nosuch=1lsb"], "'nosuch': the runs have no such tensor"),
-    (["--check", "p98"], "check must be one of max, mean, p99"),
+    (["--check", "p98"], "--check: must be one of max, mean, p99"),
     (["--tolerance", "convert_scores=atol=1lsb,bogus=2"], "unknown tolerance field"),
     (["--tolerance", "convert_scores=1lsb", "--tolerance", "convert_scores=2lsb"], "two tolerances"),
     (["--labels", "no/such/labels.txt"], "no/such/labels.txt"),
