@@ -450,7 +450,9 @@ def _entry(raw, i: int, path: str) -> BufferEntry:
     where = ("buffers", str(i))
     if not isinstance(raw, dict):
         raise FormatError("each buffer must be a JSON object", where=where, path=path)
-    stage = STAGE_ALIASES.get(raw.get("stage"), raw.get("stage"))  # link: parameters -> params
+    stage = raw.get("stage")
+    if isinstance(stage, str):  # (a list or an object is no stage, and no key of the aliases either)
+        stage = STAGE_ALIASES.get(stage, stage)  # link: parameters -> params
     if stage not in STAGES:
         raise FormatError(f"stage must be one of {', '.join(STAGES)}, got {stage!r}", where=where + ("stage",),
                           path=path)
