@@ -79,32 +79,7 @@ def encode(value):
     as its value; tuples, lists and sets as lists; a dict's keys as strings; numpy scalars and arrays as numbers
     and lists; bytes as hex; a non-finite float as None (JSON has no NaN)."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        out = {}
-        for field in dataclasses.fields(value):
-            spec = _spec(field)
-            if spec["skip"]:
-                continue
-            item = getattr(value, field.name)
-            if item is None and spec["omit_none"]:
-                continue
-            if (spec["omit"] is not None and spec["omit"](item)) or (spec["when"] is not None
-                                                                      and not spec["when"](value)):
-                continue
-            if spec["spread"]:
-                out.update(encode(item))
-                continue
-            if spec["write"] is not None:
-                out[spec["name"] or field.name] = encode(spec["write"](value))
-                continue
-            out[spec["name"] or field.name] = (spec["encode"] or encode)(item) if item is not None else None
-        for key, attribute, optional in _derived(type(value)):
-            item = getattr(value, attribute)
-            if item is not None or not optional:
-                out[key] = encode(item)
-        order = getattr(value, "JSON_ORDER", ())
-        if order:
-            out = {**{k: out[k] for k in order if k in out}, **{k: v for k, v in out.items() if k not in order}}
-        return out
+        return _encode_dataclass(value)
     if isinstance(value, enum.Enum):
         return encode(value.value)
     if isinstance(value, bool) or value is None or isinstance(value, (int, str)):
@@ -117,6 +92,49 @@ def encode(value):
         return {str(encode(k)): encode(v) for k, v in value.items()}
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value).hex()
+    return _encode_foreign(value)
+
+
+def _encode_dataclass(value) -> dict:
+    """A dataclass instance as {key: field} (its fields' json() metadata obeyed), then its JSON_DERIVED
+    properties, in JSON_ORDER first when it names one."""
+    out = {}
+    for field in dataclasses.fields(value):
+        _encode_field(value, field, out)
+    for key, attribute, optional in _derived(type(value)):
+        item = getattr(value, attribute)
+        if item is not None or not optional:
+            out[key] = encode(item)
+    order = getattr(value, "JSON_ORDER", ())
+    if order:
+        out = {**{k: out[k] for k in order if k in out}, **{k: v for k, v in out.items() if k not in order}}
+    return out
+
+
+def _encode_field(value, field, out: dict) -> None:
+    """One field of `value` into `out` as its json() metadata says: skipped, left out (None with omit_none, omit,
+    when), spread into the document, written from the whole result (write), or encoded under its name."""
+    spec = _spec(field)
+    if spec["skip"]:
+        return
+    item = getattr(value, field.name)
+    if item is None and spec["omit_none"]:
+        return
+    if (spec["omit"] is not None and spec["omit"](item)) or (spec["when"] is not None
+                                                              and not spec["when"](value)):
+        return
+    if spec["spread"]:
+        out.update(encode(item))
+        return
+    if spec["write"] is not None:
+        out[spec["name"] or field.name] = encode(spec["write"](value))
+        return
+    out[spec["name"] or field.name] = (spec["encode"] or encode)(item) if item is not None else None
+
+
+def _encode_foreign(value):
+    """What is none of JSON's own types: numpy arrays and scalars (numpy only when it is imported already), an
+    object with to_dict, a path; anything else is a TypeError."""
     numpy = sys.modules.get("numpy")
     if numpy is not None:
         if isinstance(value, numpy.ndarray):
@@ -137,19 +155,9 @@ def decode(kind, data):
         return None
     origin = typing.get_origin(kind)
     if origin in (typing.Union, types.UnionType):
-        options = [k for k in typing.get_args(kind) if k is not type(None)]
-        for option in options:
-            try:
-                return decode(option, data)
-            except (TypeError, ValueError, KeyError):
-                continue
-        return data
+        return _decode_union(kind, data)
     if origin in (tuple, list, set, frozenset):
-        args = typing.get_args(kind)
-        if origin is tuple and args and args[-1] is not Ellipsis:
-            return tuple(decode(k, v) for k, v in zip(args, data))
-        item = args[0] if args else typing.Any
-        return origin(decode(item, v) for v in data)
+        return _decode_sequence(kind, origin, data)
     if origin is dict:
         key, item = (typing.get_args(kind) or (typing.Any, typing.Any))
         return {decode(key, k): decode(item, v) for k, v in data.items()}
@@ -157,6 +165,32 @@ def decode(kind, data):
         return _decode_dataclass(kind, data)
     if isinstance(kind, type) and issubclass(kind, enum.Enum):
         return kind(data)
+    return _decode_plain(kind, data)
+
+
+def _decode_union(kind, data):
+    """X | Y: the first option `data` reads back as (None left out); the data as it is when none does."""
+    options = [k for k in typing.get_args(kind) if k is not type(None)]
+    for option in options:
+        try:
+            return decode(option, data)
+        except (TypeError, ValueError, KeyError):
+            continue
+    return data
+
+
+def _decode_sequence(kind, origin, data):
+    """tuple[X, Y] item by item, tuple[X, ...] / list[X] / set[X] / frozenset[X] each item as X."""
+    args = typing.get_args(kind)
+    if origin is tuple and args and args[-1] is not Ellipsis:
+        return tuple(decode(k, v) for k, v in zip(args, data))
+    item = args[0] if args else typing.Any
+    return origin(decode(item, v) for v in data)
+
+
+def _decode_plain(kind, data):
+    """A plain JSON value as `kind`: an int read as float, an int or bytes from its string (0x..., hex), and a
+    TypeError for another JSON type where int, float, str or bool is wanted; any other kind as it is."""
     if kind is float and isinstance(data, int) and not isinstance(data, bool):
         return float(data)
     if kind is int and isinstance(data, str):

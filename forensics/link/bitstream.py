@@ -189,30 +189,42 @@ def resolve_layer(exe, kind: str, text) -> str:
     text = str(text)
     if text in order:
         return text
-    said = _quote(text).replace("{", "{{").replace("}", "}}")
-    where = f"executable {exe.index} ({exe.type})"
-    core, fused = text, None
-    if core.endswith(" (+fused)"):
-        core, fused = core[:-len(" (+fused)")], True
-    tail = core.startswith("...")
-    core = core[3:] if tail else core
-    hits: list = []
-    if (tail or fused) and core:
-        hits = [n for n in order
-                if (n.split(";")[0].endswith(core) if tail else n.split(";")[0] == core)
-                and (fused is None or (";" in n) == fused)]
+    hits = _short_form_hits(order, text)
     if not hits and text.isascii() and text.isdigit() and int(text) < len(order):
         return order[int(text)]
     if not hits:
         hits = [n for n in order if text and text in n]
     if len(hits) == 1:
         return hits[0]
+    raise _no_single_layer(exe, kind, text, hits, order)
+
+
+def _short_form_hits(order: list, text: str) -> list:
+    """The layers the short form forensics prints names: `...TAIL` (a name whose first part ends so) and
+    `NAME (+fused)` (one with fused operations after its `;`); none when `text` is not in that form."""
+    core, fused = text, None
+    if core.endswith(" (+fused)"):
+        core, fused = core[:-len(" (+fused)")], True
+    tail = core.startswith("...")
+    core = core[3:] if tail else core
+    if not ((tail or fused) and core):
+        return []
+    return [n for n in order
+            if (n.split(";")[0].endswith(core) if tail else n.split(";")[0] == core)
+            and (fused is None or (";" in n) == fused)]
+
+
+def _no_single_layer(exe, kind: str, text: str, hits: list, order: list) -> InputError:
+    """The error of a layer name that matches several layers (`hits`: they are listed) or none (the executable's
+    layers are)."""
+    said = _quote(text).replace("{", "{{").replace("}", "}}")
+    where = f"executable {exe.index} ({exe.type})"
     if hits:
-        raise InputError(f"{kind} {said} matches {len(hits)} {kind} layers of {where}: "
-                         f"{_choices(exe, kind, hits)}; give more of the name, or its index", params=True)
+        return InputError(f"{kind} {said} matches {len(hits)} {kind} layers of {where}: "
+                          f"{_choices(exe, kind, hits)}; give more of the name, or its index", params=True)
     have = _choices(exe, kind, order) if order else "none"
-    raise InputError(f"{where} has no {kind} layer {said} (give a name, the short form forensics prints, "
-                     f"a unique part of a name or its index; its {kind}s: {have})", params=True)
+    return InputError(f"{where} has no {kind} layer {said} (give a name, the short form forensics prints, "
+                      f"a unique part of a name or its index; its {kind}s: {have})", params=True)
 
 
 # --- the plan ------------------------------------------------------------------------------------------------
@@ -292,6 +304,23 @@ def link(exe, bitstream: int = 0, *, inputs=None, outputs=None, parameter: int |
     (those fields keep the model's bits)."""
     if not 0 <= bitstream < len(exe.bitstream_sizes):
         raise InputError(f"executable {exe.index} has no bitstream {bitstream} (it has {len(exe.bitstream_sizes)})")
+    given = _given_layers(exe, inputs, outputs)
+    parameter = parse_address(parameter) if parameter is not None else None
+    scratch = parse_address(scratch) if scratch is not None else None
+    fields = fields_of(exe, bitstream)
+    missing = _missing_layers(fields, given)
+    if missing and not allow_unlinked:
+        names = "; ".join(listed(m) for m in missing).replace("{", "{{").replace("}", "}}")
+        raise InputError(f"the fields of executable {exe.index} bitstream {bitstream} need addresses for: {names} "
+                         "(give them, or {allow_unlinked} to leave those fields as compiled)", params=True)
+    buf = bytearray(exe.bitstreams[bitstream])
+    linked, unlinked = _patch(buf, fields, given, scratch, parameter)
+    return LinkResult(exe.index, exe.type, bitstream, bytes(buf), tuple(linked), tuple(unlinked))
+
+
+def _given_layers(exe, inputs, outputs) -> dict:
+    """{"input": {layer: [address per batch]}, "output": {...}} of the names given (as resolve_layer takes them)
+    and their addresses parsed; a layer given twice, under two spellings, is an InputError."""
     given: dict = {"input": {}, "output": {}}
     for kind, names in (("input", inputs), ("output", outputs)):
         for text, addrs in (names or {}).items():
@@ -300,9 +329,11 @@ def link(exe, bitstream: int = 0, *, inputs=None, outputs=None, parameter: int |
                 raise InputError(f"{kind} {listed(name)!r} is given twice (as {_quote(text)} too); give its batches "
                                  "as one list NAME=ADDR,ADDR")
             given[kind][name] = [parse_address(a) for a in addrs]
-    parameter = parse_address(parameter) if parameter is not None else None
-    scratch = parse_address(scratch) if scratch is not None else None
-    fields = fields_of(exe, bitstream)
+    return given
+
+
+def _missing_layers(fields, given: dict) -> list:
+    """The layers (or a layer's batch) whose fields need an address not given, once each, in field order."""
     missing = []
     for f in fields:
         kind = _kind(f)
@@ -312,11 +343,12 @@ def link(exe, bitstream: int = 0, *, inputs=None, outputs=None, parameter: int |
                 label = f.name if addrs is None else f"{f.name} (batch {f.batch}: {len(addrs)} address(es) given)"
                 if label not in missing:
                     missing.append(label)
-    if missing and not allow_unlinked:
-        names = "; ".join(listed(m) for m in missing).replace("{", "{{").replace("}", "}}")
-        raise InputError(f"the fields of executable {exe.index} bitstream {bitstream} need addresses for: {names} "
-                         "(give them, or {allow_unlinked} to leave those fields as compiled)", params=True)
-    buf = bytearray(exe.bitstreams[bitstream])
+    return missing
+
+
+def _patch(buf: bytearray, fields, given: dict, scratch, parameter) -> tuple[list, list]:
+    """Write each field's half of its buffer's address into `buf` in libedgetpu's order; (linked rows, unlinked
+    rows: fields whose buffer was not given, left as compiled)."""
     linked, unlinked = [], []
 
     def put(f, address: int) -> None:
@@ -341,7 +373,7 @@ def link(exe, bitstream: int = 0, *, inputs=None, outputs=None, parameter: int |
         for f in fields:
             if _kind(f) == kind and (f.name not in given[kind] or f.batch >= len(given[kind][f.name])):
                 unlinked.append(_field_row(f, None))
-    return LinkResult(exe.index, exe.type, bitstream, bytes(buf), tuple(linked), tuple(unlinked))
+    return linked, unlinked
 
 
 def _field_row(f, value) -> dict:
@@ -798,6 +830,20 @@ def _check_bitstream(exe, k: int, dump: np.ndarray, expectations, ident, score) 
     windows = frozenset(f.offset_bit // 8 + i for f in fields for i in range(4))  # what memcpy's could write
     reads = [_read(f, dump, model, outside, n, windows) for f in fields]
     buffers = _buffers(exe, reads)
+    undecided = _decide(buffers, expected)
+    findings, aligned_bytes = _findings(exe, buffers, expected)
+    findings.extend(_damage(dump, model, n, outside, aligned_bytes))
+    notes = [{"kind": "byte_aligned_possible", "buffer": b.kind, "name": b.name if b.name else b.kind,
+              "batch": b.batch, "address": _hex(b.address(CHIP)), "as_bytes": _hex(b.address(BYTES))}
+             for b in undecided if b.mapped and (b.kind, b.name) not in expected]
+    return LinkCheck("bitstream", ident, k, len(dump), len(model), tuple(r.row for r in reads),
+                     _addresses(buffers), tuple(findings), score, buffers=tuple(_buffer_row(b) for b in buffers),
+                     notes=tuple(notes))
+
+
+def _decide(buffers, expected: dict) -> list:
+    """How each buffer was written, decided by its bits, the address expected, a legal address, then overlaps
+    (each field's row gets its buffer's state); the buffers both readings still fit."""
     for b in buffers:
         _decide_by_bits(b)
         _decide_by_expect(b, expected.get((b.kind, b.name)) if b.batch == 0 else None)
@@ -806,7 +852,13 @@ def _check_bitstream(exe, k: int, dump: np.ndarray, expectations, ident, score) 
     for b in buffers:
         for r in b.present:
             r.row["state"] = b.state if b.state != "linked" else ("byte_aligned" if b.reading == BYTES else "linked")
-    findings, aligned_bytes = _findings(exe, buffers, expected)
+    return undecided
+
+
+def _damage(dump: np.ndarray, model: np.ndarray, n: int, outside: np.ndarray, aligned_bytes: set) -> list:
+    """Instruction bits outside every field that differ (bytes a byte-aligned write explains left out), and a
+    dump shorter than its bitstream."""
+    findings = []
     if n:
         differ = np.flatnonzero((dump[:n] ^ model[:n]) & outside[:n])
         offsets = [int(o) for o in differ if int(o) not in aligned_bytes]
@@ -814,12 +866,7 @@ def _check_bitstream(exe, k: int, dump: np.ndarray, expectations, ident, score) 
             findings.append({"kind": "corrupted", "offsets": offsets})
     if len(dump) < len(model):
         findings.append({"kind": "truncated", "sizes": {"dump": len(dump), "bitstream": len(model)}})
-    notes = [{"kind": "byte_aligned_possible", "buffer": b.kind, "name": b.name if b.name else b.kind,
-              "batch": b.batch, "address": _hex(b.address(CHIP)), "as_bytes": _hex(b.address(BYTES))}
-             for b in undecided if b.mapped and (b.kind, b.name) not in expected]
-    return LinkCheck("bitstream", ident, k, len(dump), len(model), tuple(r.row for r in reads),
-                     _addresses(buffers), tuple(findings), score, buffers=tuple(_buffer_row(b) for b in buffers),
-                     notes=tuple(notes))
+    return findings
 
 
 def _addresses(buffers) -> dict:
@@ -860,31 +907,46 @@ def _findings(exe, buffers, expected) -> tuple[list, set]:
             unlinked.append(b.label)
         if b.state != "linked":
             continue
-        halves = b.halves(b.reading)
-        if halves is None:
-            findings.append(_inconsistent(b))
-            continue
-        name = b.name if b.name else b.kind
-        if b.reading == BYTES:
-            bad = [r for r in b.present if r.field.offset_bit % 8]
-            findings.append({"kind": "byte_aligned", "buffer": b.kind, "name": name, "batch": b.batch,
-                             "meant": _hex(b.address(BYTES)), "reads": _hex(b.address(CHIP)),
-                             "reason": b.decided_by,
-                             "fields": [{"position": r.field.position, "offset_bit": r.field.offset_bit,
-                                         "byte": r.field.offset_bit // 8, "meant": f"0x{r.word:08x}",
-                                         "read": f"0x{r.chip:08x}"} for r in bad]})
-            aligned_bytes.update(r.field.offset_bit // 8 for r in bad)
-        why = b.illegal(CHIP) if b.mapped and b.halves(CHIP) is not None else None
-        if why is not None:
-            chip = b.address(CHIP)
-            findings.append({"kind": "illegal_address", "buffer": b.kind, "name": name, "batch": b.batch,
-                             "address": _hex(chip), "reason": why, "space": va.space(chip),
-                             "reserved_bits": va.reserved_bits(chip)})
+        findings.extend(_linked_findings(b, aligned_bytes))
     if unlinked:
         findings.append({"kind": "unlinked", "names": unlinked})
     whole = [(b.kind, b.name, b.batch, b.address(b.reading)) for b in buffers
              if b.mapped and b.state == "linked" and b.whole and b.halves(b.reading) is not None]
     findings.extend(_aliased(exe, whole))
+    findings.extend(_unexpected(expected, whole))
+    return findings, aligned_bytes
+
+
+def _linked_findings(b: _Buffer, aligned_bytes: set) -> list:
+    """What is wrong with one linked buffer: its fields do not hold one address (inconsistent), or they were
+    written as 4 whole bytes (byte_aligned: the bytes they spill into go into `aligned_bytes`) and/or the address
+    the chip reads is none it can map (illegal_address)."""
+    if b.halves(b.reading) is None:
+        return [_inconsistent(b)]
+    findings = []
+    name = b.name if b.name else b.kind
+    if b.reading == BYTES:
+        bad = [r for r in b.present if r.field.offset_bit % 8]
+        findings.append({"kind": "byte_aligned", "buffer": b.kind, "name": name, "batch": b.batch,
+                         "meant": _hex(b.address(BYTES)), "reads": _hex(b.address(CHIP)),
+                         "reason": b.decided_by,
+                         "fields": [{"position": r.field.position, "offset_bit": r.field.offset_bit,
+                                     "byte": r.field.offset_bit // 8, "meant": f"0x{r.word:08x}",
+                                     "read": f"0x{r.chip:08x}"} for r in bad]})
+        aligned_bytes.update(r.field.offset_bit // 8 for r in bad)
+    why = b.illegal(CHIP) if b.mapped and b.halves(CHIP) is not None else None
+    if why is not None:
+        chip = b.address(CHIP)
+        findings.append({"kind": "illegal_address", "buffer": b.kind, "name": name, "batch": b.batch,
+                         "address": _hex(chip), "reason": why, "space": va.space(chip),
+                         "reserved_bits": va.reserved_bits(chip)})
+    return findings
+
+
+def _unexpected(expected: dict, whole: list) -> list:
+    """Each expected address a whole, consistent buffer (batch 0) does not hold: its halves exchanged
+    (halves_swapped) or another one (unexpected). A buffer unlinked or inconsistent is already a finding."""
+    findings = []
     for (kind, name), want in expected.items():
         got = [a for (k2, n2, batch, a) in whole if k2 == kind and n2 == name and batch == 0]
         if not got or got[0] == want:
@@ -895,7 +957,7 @@ def _findings(exe, buffers, expected) -> tuple[list, set]:
         kind_name = "halves_swapped" if have == swapped and want != swapped else "unexpected"
         findings.append({"kind": kind_name, "buffer": kind, "name": label, "expected": _hex(want),
                          "address": _hex(have)})
-    return findings, aligned_bytes
+    return findings
 
 
 def _inconsistent(b: _Buffer) -> dict:

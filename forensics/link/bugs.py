@@ -61,43 +61,18 @@ def apply_link_bug(exe, k: int, linked: bytes, spec: str) -> bytes:
                          f"has {len(model):,}")
     fields = fields_of(exe, k)
     known = _names(exe, k)
-    names = [n for n in arg.split(",") if n] if arg else []
-    for n in names:
-        if n not in known:
-            raise InputError(f"{kind}: {n!r} is not a layer the bitstream links (it links: {', '.join(known)})")
-    if kind in ("unlinked", "halves_swapped") and len(names) != 1:
-        raise InputError(f"{kind} needs one layer name: {kind}:NAME")
+    names = _bug_layers(kind, arg, known)
     buf = bytearray(linked)
-
-    def address(name: str, batch: int) -> int:
-        value = 0
-        for f in fields:
-            if f.name == name and f.batch == batch and DESC_KINDS[f.desc] in ("input", "output"):
-                half = read_u32(linked, f.offset_bit)
-                value |= half << (0 if f.position == "LOWER_32BIT" else 32)
-        return value
-
-    def put(f, value: int, writer=write_u32) -> None:
-        half = value & U32 if f.position == "LOWER_32BIT" else (value >> 32) & U32
-        writer(buf, f.offset_bit, half)
-
     io_fields = [f for f in fields if DESC_KINDS[f.desc] in ("input", "output")]
     if kind == "byte_aligned":
         for f in io_fields:
             if names and f.name not in names:
                 continue
-            value = address(f.name, f.batch)
+            value = _linked_address(fields, linked, f.name, f.batch)
             write_u32(buf, f.offset_bit, read_u32(model, f.offset_bit))  # the seed copies the compiled bitstream
-            put(f, value, _memcpy_u32)
+            _put(buf, f, value, _memcpy_u32)
     elif kind == "aliased":
-        group = names or [n for n in known if any(f.name == n and DESC_KINDS[f.desc] == "output" for f in fields)]
-        if len(group) < 2:
-            raise InputError("aliased needs two layers: aliased:NAME,NAME (this bitstream has "
-                             f"{len(group)} output)")
-        target = address(group[0], 0)
-        for f in io_fields:
-            if f.name in group[1:]:
-                put(f, target)
+        _alias(buf, fields, io_fields, linked, names, known)
     elif kind == "unlinked":
         for f in io_fields:
             if f.name == names[0]:
@@ -105,9 +80,50 @@ def apply_link_bug(exe, k: int, linked: bytes, spec: str) -> bytes:
     else:  # halves_swapped
         for f in io_fields:
             if f.name == names[0]:
-                value = address(f.name, f.batch)
-                put(f, ((value & U32) << 32) | (value >> 32))
+                value = _linked_address(fields, linked, f.name, f.batch)
+                _put(buf, f, ((value & U32) << 32) | (value >> 32))
     return bytes(buf)
+
+
+def _bug_layers(kind: str, arg: str, known: list) -> list:
+    """The layer names a link bug's spec gives (after its `:`, comma-separated), each one the bitstream links;
+    unlinked and halves_swapped need exactly one."""
+    names = [n for n in arg.split(",") if n] if arg else []
+    for n in names:
+        if n not in known:
+            raise InputError(f"{kind}: {n!r} is not a layer the bitstream links (it links: {', '.join(known)})")
+    if kind in ("unlinked", "halves_swapped") and len(names) != 1:
+        raise InputError(f"{kind} needs one layer name: {kind}:NAME")
+    return names
+
+
+def _linked_address(fields, linked: bytes, name: str, batch: int) -> int:
+    """The address the correctly linked bitstream gives layer `name`'s `batch`: its halves' fields put together."""
+    value = 0
+    for f in fields:
+        if f.name == name and f.batch == batch and DESC_KINDS[f.desc] in ("input", "output"):
+            half = read_u32(linked, f.offset_bit)
+            value |= half << (0 if f.position == "LOWER_32BIT" else 32)
+    return value
+
+
+def _put(buf: bytearray, f, value: int, writer=write_u32) -> None:
+    """Field `f`'s half of the 64-bit `value`, written by `writer` (the chip's 32 bits, or a memcpy)."""
+    half = value & U32 if f.position == "LOWER_32BIT" else (value >> 32) & U32
+    writer(buf, f.offset_bit, half)
+
+
+def _alias(buf: bytearray, fields, io_fields, linked: bytes, names: list, known: list) -> None:
+    """aliased: every layer of the group (the named ones, else the outputs) after the first linked to the
+    first one's address (batch 0)."""
+    group = names or [n for n in known if any(f.name == n and DESC_KINDS[f.desc] == "output" for f in fields)]
+    if len(group) < 2:
+        raise InputError("aliased needs two layers: aliased:NAME,NAME (this bitstream has "
+                         f"{len(group)} output)")
+    target = _linked_address(fields, linked, group[0], 0)
+    for f in io_fields:
+        if f.name in group[1:]:
+            _put(buf, f, target)
 
 
 @dataclass(frozen=True)

@@ -67,44 +67,24 @@ def finding_text(f: dict) -> str:
     """The one line a driver engineer acts on, for a finding of check()."""
     kind = f["kind"]
     if kind == "byte_aligned":
-        where = ", ".join(f"bit {x['offset_bit']} as byte {x['byte']}" for x in f["fields"])
-        why = DECIDED.get(f.get("reason"), "")
-        return (f"byte_aligned: {_label(f)} meant {f['meant']}, the chip reads {f['reads']}: "
-                f"{len(f['fields'])} field(s) written as 4 whole bytes at offset_bit / 8 ({where})"
-                + (f", {why}" if why else "")
-                + "; write 32 bits from offset_bit, LSB first (libedgetpu's CopyUint32, fr_link_u32 in C)")
+        return _byte_aligned_text(f)
     if kind == "illegal_address":
-        bits = f.get("reserved_bits") or []
-        shown = (f" (bit{'s' if len(bits) > 1 else ''} {', '.join(map(str, bits[:4]))}"
-                 f"{' ...' if len(bits) > 4 else ''} set)") if bits and f["reason"] != va.CROSSES else ""
-        return (f"illegal_address: the chip reads {f['address']} for {_label(f)}, which faults: "
-                f"{REASONS.get(f['reason'], f['reason'])}{shown}")
+        return _illegal_address_text(f)
     if kind == "inconsistent":
-        held = ", ".join(f"bit {x['offset_bit']} " + ("as compiled" if x["as_compiled"] else x["value"])
-                         for x in f["fields"])
-        what = ("linked in only some of its" if f["reason"] == "partly_linked" else "linked to different values in its")
-        return (f"inconsistent: {_label(f)} was {what} {len(f['fields'])} {f['position']} fields ({held}): link "
-                "every field of a buffer with its one address")
+        return _inconsistent_text(f)
     if kind == "unlinked":
         return (f"unlinked: {', '.join(short(n) for n in f['names'])} still hold the compiled bits: the driver "
                 "never linked them (or linked device address 0 where the compiled bits are 0: --expect "
                 "KIND:NAME=0 settles it)")
     if kind == "aliased":
-        a, b = (short(n) for n in f["names"])
-        if f["same_address"]:
-            return (f"aliased: {a} and {b} were linked to one address {f['addresses'][0]}: the chip uses one "
-                    "buffer for both")
-        return (f"aliased: {a} at {f['addresses'][0]} and {b} at {f['addresses'][1]} overlap by {f['overlap']:,} "
-                "bytes")
+        return _aliased_text(f)
     if kind == "halves_swapped":
         return (f"halves_swapped: {short(f['name'])} is {f['address']}, expected {f['expected']}: the 32-bit halves "
                 "went to the wrong fields (LOWER_32BIT takes address & 0xFFFFFFFF)")
     if kind == "unexpected":
         return f"unexpected: {short(f['name'])} is {f['address']}, expected {f['expected']}"
     if kind == "corrupted":
-        offs = f["offsets"]
-        shown = ", ".join(f"0x{o:x}" for o in offs[:8]) + (f" ... ({len(offs):,} bytes)" if len(offs) > 8 else "")
-        return f"corrupted: instruction bits outside every field differ from the model at byte(s) {shown}"
+        return _corrupted_text(f)
     if kind == "truncated":
         sizes = f["sizes"]
         whole = sizes.get("bitstream", sizes.get("parameters"))
@@ -117,6 +97,51 @@ def finding_text(f: dict) -> str:
     if kind == "link_check":
         return f["evidence"]
     return printable(kind)
+
+
+def _byte_aligned_text(f: dict) -> str:
+    """A buffer written as 4 whole bytes at offset_bit / 8: the fields, what showed it, and the fix."""
+    where = ", ".join(f"bit {x['offset_bit']} as byte {x['byte']}" for x in f["fields"])
+    why = DECIDED.get(f.get("reason"), "")
+    return (f"byte_aligned: {_label(f)} meant {f['meant']}, the chip reads {f['reads']}: "
+            f"{len(f['fields'])} field(s) written as 4 whole bytes at offset_bit / 8 ({where})"
+            + (f", {why}" if why else "")
+            + "; write 32 bits from offset_bit, LSB first (libedgetpu's CopyUint32, fr_link_u32 in C)")
+
+
+def _illegal_address_text(f: dict) -> str:
+    """An address the chip faults on: why, with the first reserved bits set (none for a buffer crossing spaces)."""
+    bits = f.get("reserved_bits") or []
+    shown = (f" (bit{'s' if len(bits) > 1 else ''} {', '.join(map(str, bits[:4]))}"
+             f"{' ...' if len(bits) > 4 else ''} set)") if bits and f["reason"] != va.CROSSES else ""
+    return (f"illegal_address: the chip reads {f['address']} for {_label(f)}, which faults: "
+            f"{REASONS.get(f['reason'], f['reason'])}{shown}")
+
+
+def _inconsistent_text(f: dict) -> str:
+    """A half whose fields disagree: what each holds, partly linked or linked to different values."""
+    held = ", ".join(f"bit {x['offset_bit']} " + ("as compiled" if x["as_compiled"] else x["value"])
+                     for x in f["fields"])
+    what = ("linked in only some of its" if f["reason"] == "partly_linked" else "linked to different values in its")
+    return (f"inconsistent: {_label(f)} was {what} {len(f['fields'])} {f['position']} fields ({held}): link "
+            "every field of a buffer with its one address")
+
+
+def _aliased_text(f: dict) -> str:
+    """Two buffers at one address, or overlapping by some bytes."""
+    a, b = (short(n) for n in f["names"])
+    if f["same_address"]:
+        return (f"aliased: {a} and {b} were linked to one address {f['addresses'][0]}: the chip uses one "
+                "buffer for both")
+    return (f"aliased: {a} at {f['addresses'][0]} and {b} at {f['addresses'][1]} overlap by {f['overlap']:,} "
+            "bytes")
+
+
+def _corrupted_text(f: dict) -> str:
+    """Instruction bits outside the fields that differ: the first 8 byte offsets, and how many in all."""
+    offs = f["offsets"]
+    shown = ", ".join(f"0x{o:x}" for o in offs[:8]) + (f" ... ({len(offs):,} bytes)" if len(offs) > 8 else "")
+    return f"corrupted: instruction bits outside every field differ from the model at byte(s) {shown}"
 
 
 def note_text(n: dict) -> str:

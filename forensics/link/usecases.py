@@ -97,23 +97,7 @@ def _link(path, mode, *, check, executable, bitstream, input, output, parameter,
     if mode == "plan":
         return LinkCase(mode, lk.plan(packages, path))
     if mode == "parameters":
-        from forensics.compare.crc import crc32, format_crc
-        from forensics.io.outputs import write_bytes_atomic
-
-        if executable is not None:
-            _, exe = lk.find_executable(packages, executable)
-        else:
-            with_params = [e for _, e in lk.executables(packages) if e.parameters_size]
-            with_params.sort(key=lambda e: e.type != "PARAMETER_CACHING")
-            exe = with_params[0] if with_params else None
-        if exe is None or not exe.parameters_size:
-            which = f"executable {executable}" if executable is not None else "no executable of the model"
-            raise InputError(f"{which} has no parameters to write", path)
-        data = bytes(exe.parameters)
-        write_bytes_atomic(out, data)
-        doc = {"executable": {"index": exe.index, "type": exe.type}, "size": len(data),
-               "crc32": format_crc(crc32(data))}
-        return LinkCase(mode, doc, written=os.fspath(out))
+        return _write_parameters(path, packages, executable, out)
     if mode == "link":
         from forensics.io.outputs import write_bytes_atomic
 
@@ -122,7 +106,38 @@ def _link(path, mode, *, check, executable, bitstream, input, output, parameter,
                          scratch=scratch, allow_unlinked=allow_unlinked)
         write_bytes_atomic(out, result.data)
         return LinkCase(mode, result, written=os.fspath(out))
-    # check: read no more of the dump than the largest thing it could be (plus one byte to see it is longer)
+    return _check_dump(path, mode, packages, check, executable, expectations)
+
+
+def _write_parameters(path, packages, executable, out) -> LinkCase:
+    """`link --parameters`: the parameter bytes of `executable` (default: the parameter-caching executable's,
+    else the first that has parameters) written atomically to `out`."""
+    from forensics.compare.crc import crc32, format_crc
+    from forensics.io.outputs import write_bytes_atomic
+    from forensics.link import bitstream as lk
+
+    if executable is not None:
+        _, exe = lk.find_executable(packages, executable)
+    else:
+        with_params = [e for _, e in lk.executables(packages) if e.parameters_size]
+        with_params.sort(key=lambda e: e.type != "PARAMETER_CACHING")
+        exe = with_params[0] if with_params else None
+    if exe is None or not exe.parameters_size:
+        which = f"executable {executable}" if executable is not None else "no executable of the model"
+        raise InputError(f"{which} has no parameters to write", path)
+    data = bytes(exe.parameters)
+    write_bytes_atomic(out, data)
+    doc = {"executable": {"index": exe.index, "type": exe.type}, "size": len(data),
+           "crc32": format_crc(crc32(data))}
+    return LinkCase("parameters", doc, written=os.fspath(out))
+
+
+def _check_dump(path, mode, packages, check, executable, expectations) -> LinkCase:
+    """`link --check DUMP`: the dump audited against the model's executables and judged, reading no more of it
+    than the largest thing it could be (plus one byte to see it is longer); a differing parameter buffer is
+    diagnosed."""
+    from forensics.link import bitstream as lk
+
     if executable is not None:
         lk.find_executable(packages, executable)
     largest = max([sum(e.bitstream_sizes) for _, e in lk.executables(packages)]

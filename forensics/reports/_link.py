@@ -53,25 +53,9 @@ def link(model, *, plan: bool = False, check=None, parameters: bool = False, exe
 
     `input` / `output`: NAME=ADDR[,ADDR...] strings (or (name, [addresses]) pairs), one address per batch;
     `parameter` / `scratch`: an address; `expect`: KIND:NAME=ADDR strings for check."""
-    modes = [m for m, on in (("plan", plan), ("check", check is not None), ("parameters", parameters),
-                             ("link", executable is not None and check is None and not parameters)) if on]
-    if len(modes) != 1:
-        raise InputError("give one of {plan}, {check:DUMP}, {parameters} or {executable:E} (to link a bitstream)"
-                         + (f"; got {', '.join(modes)}" if modes else ""), params=True)
-    mode = modes[0]
-    if mode != "link" and (input or output or parameter is not None or scratch is not None or allow_unlinked):
-        raise InputError("addresses ({input}, {output}, {parameter}, {scratch}) and {allow_unlinked} are for "
-                         "linking: give {executable:E}", params=True)
-    if mode != "check" and expect:
-        raise InputError("{expect} is for {check:DUMP}", params=True)
-    if mode in ("link", "parameters"):
-        if out is None:
-            raise InputError("give {out:OUT} to write the " + ("linked bitstream" if mode == "link" else
-                                                               "parameter bytes"), params=True)
-    elif out is not None:
-        raise InputError("{out:OUT} is for linking or {parameters}", params=True)
-    if mode != "link" and bitstream is not None:
-        raise InputError("{bitstream:K} is for linking with {executable:E}", params=True)
+    mode = _mode(plan, check, parameters, executable)
+    _keywords_of(mode, bitstream=bitstream, input=input, output=output, parameter=parameter, scratch=scratch,
+                 allow_unlinked=allow_unlinked, expect=expect, out=out)
     path = os.fspath(model)
     if out is not None:
         from forensics.io.outputs import check_not_input, check_writable
@@ -93,6 +77,36 @@ def link(model, *, plan: bool = False, check=None, parameters: bool = False, exe
         return LinkReport("link", Written(case.result, case.written, "bitstream"), rows_key="fields")
     return LinkReport("link", case.result, warnings=case.warnings, rows_key="fields", dumps=(case.dump,),
                       judgement=case.judgement)
+
+
+def _mode(plan, check, parameters, executable) -> str:
+    """The one mode the keywords ask for (plan / check / parameters / link); an InputError naming the parameters
+    when they ask for none or several."""
+    modes = [m for m, on in (("plan", plan), ("check", check is not None), ("parameters", parameters),
+                             ("link", executable is not None and check is None and not parameters)) if on]
+    if len(modes) != 1:
+        raise InputError("give one of {plan}, {check:DUMP}, {parameters} or {executable:E} (to link a bitstream)"
+                         + (f"; got {', '.join(modes)}" if modes else ""), params=True)
+    return modes[0]
+
+
+def _keywords_of(mode: str, *, bitstream, input, output, parameter, scratch, allow_unlinked,  # noqa: A002
+                 expect, out) -> None:
+    """Each keyword given only with the mode it is for (addresses with link, expect with check, out with link
+    and parameters, which need it): one InputError naming the parameters otherwise."""
+    if mode != "link" and (input or output or parameter is not None or scratch is not None or allow_unlinked):
+        raise InputError("addresses ({input}, {output}, {parameter}, {scratch}) and {allow_unlinked} are for "
+                         "linking: give {executable:E}", params=True)
+    if mode != "check" and expect:
+        raise InputError("{expect} is for {check:DUMP}", params=True)
+    if mode in ("link", "parameters"):
+        if out is None:
+            raise InputError("give {out:OUT} to write the " + ("linked bitstream" if mode == "link" else
+                                                               "parameter bytes"), params=True)
+    elif out is not None:
+        raise InputError("{out:OUT} is for linking or {parameters}", params=True)
+    if mode != "link" and bitstream is not None:
+        raise InputError("{bitstream:K} is for linking with {executable:E}", params=True)
 
 
 def diagnose_link(model, tensor, dump_a, dump_b):

@@ -33,19 +33,7 @@ def remove_custom_op(model_bytes: bytes, custom_code: str = EDGETPU_CUSTOM_CODE,
     """
     data = bytes(model_bytes)
     model = read_model(data)
-    if any(b.size and not (model.root_offset <= b.offset < len(data)) for b in model.buffers):
-        raise InputError("buffers stored outside the flatbuffer (large model layout) are not supported")
-    sg = model.subgraphs[subgraph]
-    removed = [op for op in sg.operators if op.is_custom and op.custom_code == custom_code]
-    if not removed:
-        found = sorted({op.op for op in sg.operators})
-        raise InputError(f"no {custom_code!r} operator in subgraph {subgraph} (operators: {', '.join(found)})")
-    kept = [op for op in sg.operators if op not in removed]
-    read_by_kept = {i for op in kept for i in op.inputs if i >= 0}
-    new_inputs = [i for i in sg.inputs if i in read_by_kept]
-    for op in removed:
-        new_inputs += [o for o in op.outputs if o not in new_inputs]
-    new_outputs = list(sg.outputs)
+    kept, new_inputs, new_outputs = _tail_graph(data, model, custom_code, subgraph)
 
     # Positions of the original tables we point at (absolute offsets in `data`).
     buf = Buffer(data, "Model")
@@ -113,6 +101,25 @@ def remove_custom_op(model_bytes: bytes, custom_code: str = EDGETPU_CUSTOM_CODE,
     front = bytes(builder.Output())
     assert len(front) % 16 == 0, len(front)
     return front + data
+
+
+def _tail_graph(data: bytes, model, custom_code: str, subgraph: int) -> tuple[list, list, list]:
+    """(the operators kept, the tail's graph inputs, its outputs): the graph inputs a kept operator reads, then
+    the removed operators' outputs; the outputs as they were. InputError for buffers outside the flatbuffer
+    (the front part could not point at them) and for a subgraph without the custom op."""
+    if any(b.size and not (model.root_offset <= b.offset < len(data)) for b in model.buffers):
+        raise InputError("buffers stored outside the flatbuffer (large model layout) are not supported")
+    sg = model.subgraphs[subgraph]
+    removed = [op for op in sg.operators if op.is_custom and op.custom_code == custom_code]
+    if not removed:
+        found = sorted({op.op for op in sg.operators})
+        raise InputError(f"no {custom_code!r} operator in subgraph {subgraph} (operators: {', '.join(found)})")
+    kept = [op for op in sg.operators if op not in removed]
+    read_by_kept = {i for op in kept for i in op.inputs if i >= 0}
+    new_inputs = [i for i in sg.inputs if i in read_by_kept]
+    for op in removed:
+        new_inputs += [o for o in op.outputs if o not in new_inputs]
+    return kept, new_inputs, list(sg.outputs)
 
 
 @dataclass(frozen=True)

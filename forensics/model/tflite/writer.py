@@ -207,89 +207,15 @@ def _builtin_options(builder: flatbuffers.Builder, options: BuiltinOptions) -> i
 
 def build_model(spec: ModelSpec) -> bytes:
     """Serialise `spec` as a TFLite flatbuffer (identifier TFL3); raises InputError on inconsistent specs."""
-    n_tensors, n_buffers, n_codes = len(spec.tensors), len(spec.buffers), len(spec.opcodes)
-    for t in spec.tensors:
-        if t.dtype not in TENSOR_TYPES:
-            raise InputError(f"tensor {t.name!r}: unknown dtype {t.dtype!r}")
-        if not 0 <= t.buffer < n_buffers:
-            raise InputError(f"tensor {t.name!r}: buffer {t.buffer} out of range (0..{n_buffers - 1})")
-    for i, op in enumerate(spec.operators):
-        if not 0 <= op.opcode < n_codes:
-            raise InputError(f"operator {i}: opcode index {op.opcode} out of range")
-        for idx in list(op.inputs) + list(op.outputs):
-            if not -1 <= idx < n_tensors:
-                raise InputError(f"operator {i}: tensor index {idx} out of range")
-
+    _check_spec(spec)
     builder = flatbuffers.Builder(1024 + sum(len(b) for b in spec.buffers))
 
     # Buffers first: the largest blobs, aligned to 16 as schema.fbs asks.
-    buffer_tables = []
-    for data in spec.buffers:
-        data_vec = _bytes_vector(builder, data) if data else None
-        builder.StartObject(3)
-        if data_vec is not None:
-            builder.PrependUOffsetTRelativeSlot(0, data_vec, 0)
-        buffer_tables.append(builder.EndObject())
-
-    tensor_tables = []
-    for t in spec.tensors:
-        name = builder.CreateString(t.name)
-        shape = _vector(builder, "int32", t.shape)
-        quant = _quantization(builder, t)
-        builder.StartObject(5 if not t.is_variable else 6)
-        builder.PrependUOffsetTRelativeSlot(0, shape, 0)
-        builder.PrependInt8Slot(1, TENSOR_TYPES[t.dtype], 0)
-        builder.PrependUint32Slot(2, t.buffer, 0)
-        builder.PrependUOffsetTRelativeSlot(3, name, 0)
-        if quant is not None:
-            builder.PrependUOffsetTRelativeSlot(4, quant, 0)
-        if t.is_variable:
-            builder.PrependBoolSlot(5, True, False)
-        tensor_tables.append(builder.EndObject())
-
-    operator_tables = []
-    for op in spec.operators:
-        inputs = _vector(builder, "int32", op.inputs)
-        outputs = _vector(builder, "int32", op.outputs)
-        options = _builtin_options(builder, op.builtin_options) if op.builtin_options else None
-        custom = _bytes_vector(builder, op.custom_options, 4) if op.custom_options is not None else None
-        builder.StartObject(7)
-        builder.PrependUint32Slot(0, op.opcode, 0)
-        builder.PrependUOffsetTRelativeSlot(1, inputs, 0)
-        builder.PrependUOffsetTRelativeSlot(2, outputs, 0)
-        if options is not None:
-            builder.PrependUint8Slot(3, op.builtin_options.type, 0)
-            builder.PrependUOffsetTRelativeSlot(4, options, 0)
-        if custom is not None:
-            builder.PrependUOffsetTRelativeSlot(5, custom, 0)
-        operator_tables.append(builder.EndObject())
-
-    sg_tensors = _offsets_vector(builder, tensor_tables)
-    sg_inputs = _vector(builder, "int32", spec.inputs)
-    sg_outputs = _vector(builder, "int32", spec.outputs)
-    sg_ops = _offsets_vector(builder, operator_tables)
-    sg_name = builder.CreateString(spec.subgraph_name) if spec.subgraph_name is not None else None
-    builder.StartObject(5)
-    builder.PrependUOffsetTRelativeSlot(0, sg_tensors, 0)
-    builder.PrependUOffsetTRelativeSlot(1, sg_inputs, 0)
-    builder.PrependUOffsetTRelativeSlot(2, sg_outputs, 0)
-    builder.PrependUOffsetTRelativeSlot(3, sg_ops, 0)
-    if sg_name is not None:
-        builder.PrependUOffsetTRelativeSlot(4, sg_name, 0)
-    subgraph = builder.EndObject()
-
-    code_tables = []
-    for code in spec.opcodes:
-        custom = builder.CreateString(code.custom_code) if code.custom_code is not None else None
-        builder.StartObject(4)
-        # schema.fbs: deprecated_builtin_code is a byte kept for old readers; codes past 126 store the
-        # placeholder 127 there and the real code in builtin_code.
-        builder.PrependInt8Slot(0, min(code.builtin_code, PLACEHOLDER_FOR_GREATER_OP_CODES), 0)
-        if custom is not None:
-            builder.PrependUOffsetTRelativeSlot(1, custom, 0)
-        builder.PrependInt32Slot(2, code.version, 1)
-        builder.PrependInt32Slot(3, code.builtin_code, 0)
-        code_tables.append(builder.EndObject())
+    buffer_tables = [_buffer_table(builder, data) for data in spec.buffers]
+    tensor_tables = [_tensor_table(builder, t) for t in spec.tensors]
+    operator_tables = [_operator_table(builder, op) for op in spec.operators]
+    subgraph = _subgraph_table(builder, spec, tensor_tables, operator_tables)
+    code_tables = [_opcode_table(builder, code) for code in spec.opcodes]
 
     codes_vec = _offsets_vector(builder, code_tables)
     subgraphs_vec = _offsets_vector(builder, [subgraph])
@@ -305,6 +231,97 @@ def build_model(spec: ModelSpec) -> bytes:
     model = builder.EndObject()
     builder.Finish(model, file_identifier=FILE_IDENTIFIER)
     return bytes(builder.Output())
+
+
+def _check_spec(spec: ModelSpec) -> None:
+    """Every tensor's dtype known and buffer in range, every operator's opcode and tensor indices in range
+    (-1: an optional input left out)."""
+    n_tensors, n_buffers, n_codes = len(spec.tensors), len(spec.buffers), len(spec.opcodes)
+    for t in spec.tensors:
+        if t.dtype not in TENSOR_TYPES:
+            raise InputError(f"tensor {t.name!r}: unknown dtype {t.dtype!r}")
+        if not 0 <= t.buffer < n_buffers:
+            raise InputError(f"tensor {t.name!r}: buffer {t.buffer} out of range (0..{n_buffers - 1})")
+    for i, op in enumerate(spec.operators):
+        if not 0 <= op.opcode < n_codes:
+            raise InputError(f"operator {i}: opcode index {op.opcode} out of range")
+        for idx in list(op.inputs) + list(op.outputs):
+            if not -1 <= idx < n_tensors:
+                raise InputError(f"operator {i}: tensor index {idx} out of range")
+
+
+def _buffer_table(builder: flatbuffers.Builder, data: bytes) -> int:
+    """A Buffer table: its data vector (none for an empty buffer, as converters write buffer 0)."""
+    data_vec = _bytes_vector(builder, data) if data else None
+    builder.StartObject(3)
+    if data_vec is not None:
+        builder.PrependUOffsetTRelativeSlot(0, data_vec, 0)
+    return builder.EndObject()
+
+
+def _tensor_table(builder: flatbuffers.Builder, t: TensorSpec) -> int:
+    """A Tensor table: shape, type, buffer, name, quantization, and is_variable only when set."""
+    name = builder.CreateString(t.name)
+    shape = _vector(builder, "int32", t.shape)
+    quant = _quantization(builder, t)
+    builder.StartObject(5 if not t.is_variable else 6)
+    builder.PrependUOffsetTRelativeSlot(0, shape, 0)
+    builder.PrependInt8Slot(1, TENSOR_TYPES[t.dtype], 0)
+    builder.PrependUint32Slot(2, t.buffer, 0)
+    builder.PrependUOffsetTRelativeSlot(3, name, 0)
+    if quant is not None:
+        builder.PrependUOffsetTRelativeSlot(4, quant, 0)
+    if t.is_variable:
+        builder.PrependBoolSlot(5, True, False)
+    return builder.EndObject()
+
+
+def _operator_table(builder: flatbuffers.Builder, op: OperatorSpec) -> int:
+    """An Operator table: opcode index, inputs, outputs, builtin options (type and table) and custom options."""
+    inputs = _vector(builder, "int32", op.inputs)
+    outputs = _vector(builder, "int32", op.outputs)
+    options = _builtin_options(builder, op.builtin_options) if op.builtin_options else None
+    custom = _bytes_vector(builder, op.custom_options, 4) if op.custom_options is not None else None
+    builder.StartObject(7)
+    builder.PrependUint32Slot(0, op.opcode, 0)
+    builder.PrependUOffsetTRelativeSlot(1, inputs, 0)
+    builder.PrependUOffsetTRelativeSlot(2, outputs, 0)
+    if options is not None:
+        builder.PrependUint8Slot(3, op.builtin_options.type, 0)
+        builder.PrependUOffsetTRelativeSlot(4, options, 0)
+    if custom is not None:
+        builder.PrependUOffsetTRelativeSlot(5, custom, 0)
+    return builder.EndObject()
+
+
+def _subgraph_table(builder: flatbuffers.Builder, spec: ModelSpec, tensor_tables: list, operator_tables: list) -> int:
+    """The one SubGraph table: its tensors, inputs, outputs, operators and name."""
+    sg_tensors = _offsets_vector(builder, tensor_tables)
+    sg_inputs = _vector(builder, "int32", spec.inputs)
+    sg_outputs = _vector(builder, "int32", spec.outputs)
+    sg_ops = _offsets_vector(builder, operator_tables)
+    sg_name = builder.CreateString(spec.subgraph_name) if spec.subgraph_name is not None else None
+    builder.StartObject(5)
+    builder.PrependUOffsetTRelativeSlot(0, sg_tensors, 0)
+    builder.PrependUOffsetTRelativeSlot(1, sg_inputs, 0)
+    builder.PrependUOffsetTRelativeSlot(2, sg_outputs, 0)
+    builder.PrependUOffsetTRelativeSlot(3, sg_ops, 0)
+    if sg_name is not None:
+        builder.PrependUOffsetTRelativeSlot(4, sg_name, 0)
+    return builder.EndObject()
+
+
+def _opcode_table(builder: flatbuffers.Builder, code: OpCodeSpec) -> int:
+    """An OperatorCode table. schema.fbs: deprecated_builtin_code is a byte kept for old readers; codes past 126
+    store the placeholder 127 there and the real code in builtin_code."""
+    custom = builder.CreateString(code.custom_code) if code.custom_code is not None else None
+    builder.StartObject(4)
+    builder.PrependInt8Slot(0, min(code.builtin_code, PLACEHOLDER_FOR_GREATER_OP_CODES), 0)
+    if custom is not None:
+        builder.PrependUOffsetTRelativeSlot(1, custom, 0)
+    builder.PrependInt32Slot(2, code.version, 1)
+    builder.PrependInt32Slot(3, code.builtin_code, 0)
+    return builder.EndObject()
 
 
 # The keys TFLite_Detection_PostProcess reads (tensorflow/lite/kernels/detection_postprocess.cc, Init).
