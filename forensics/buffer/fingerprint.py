@@ -263,47 +263,46 @@ def _int(text: str) -> int:
     return int(text.replace(",", ""), 0)
 
 
-def _parse_line(line: str, lineno: int, page_size: int, pattern, tag_now: str | None) -> list[Logged]:
+def _pattern_values(line: str, lineno: int, page_size: int, pattern, tag_now: str | None) -> list[Logged]:
+    """What --pattern's named groups read off one line."""
     out: list[Logged] = []
-    if pattern is not None:
-        m = pattern.search(line)
-        if not m:
-            return out
-        g = {k: v for k, v in m.groupdict().items() if v is not None}
-        tag = g.get("tag", tag_now)
-        if "bytes" in g:
-            if "offset" in g:
-                offset = _int(g["offset"])
-            elif "page" in g:
-                offset = _int(g["page"]) * page_size
-            else:
-                raise InputError(f"line {lineno}: --pattern matched bytes without an 'offset' or 'page' group")
-            out.append(Logged(tag, "bytes", _hexbytes(g["bytes"]), lineno, f"bytes@0x{offset:x}", offset))
-        if "crc32" in g:
-            out.append(Logged(tag, "crc32", int(g["crc32"].lower().removeprefix("0x"), 16), lineno, "crc32"))
-        if "xor64" in g:
-            out.append(Logged(tag, "xor64", int(g["xor64"].lower().removeprefix("0x"), 16), lineno, "xor64"))
-        if "size" in g:
-            out.append(Logged(tag, "size", _int(g["size"]), lineno, "size"))
+    m = pattern.search(line)
+    if not m:
         return out
-    m = FP_LINE.search(line)
-    if m:
-        tag = m["tag"]
-        out.append(Logged(tag, "size", int(m["size"]), lineno, "size"))
-        out.append(Logged(tag, "crc32", int(m["crc32"], 16), lineno, "crc32"))
-        out.append(Logged(tag, "xor64", int(m["xor64"], 16), lineno, "xor64"))
-        for part in ("head", "mid", "tail"):
-            offset = int(m[part + "_at"], 16)
-            out.append(Logged(tag, "bytes", _hexbytes(m[part]), lineno, f"{part}@0x{offset:x}", offset, PEEK))
-        return out
-    if "[FP]" in line:  # the one-line form, but not whole: cut short (TRUNCATED), else malformed
-        cut = truncated_fp_line(line, lineno)
-        if cut is None:
-            raise ValueError("malformed [FP] line")
-        return cut
-    driver = _driver_line(line, lineno)
-    if driver is not None:
-        return driver
+    g = {k: v for k, v in m.groupdict().items() if v is not None}
+    tag = g.get("tag", tag_now)
+    if "bytes" in g:
+        if "offset" in g:
+            offset = _int(g["offset"])
+        elif "page" in g:
+            offset = _int(g["page"]) * page_size
+        else:
+            raise InputError(f"line {lineno}: --pattern matched bytes without an 'offset' or 'page' group")
+        out.append(Logged(tag, "bytes", _hexbytes(g["bytes"]), lineno, f"bytes@0x{offset:x}", offset))
+    if "crc32" in g:
+        out.append(Logged(tag, "crc32", int(g["crc32"].lower().removeprefix("0x"), 16), lineno, "crc32"))
+    if "xor64" in g:
+        out.append(Logged(tag, "xor64", int(g["xor64"].lower().removeprefix("0x"), 16), lineno, "xor64"))
+    if "size" in g:
+        out.append(Logged(tag, "size", _int(g["size"]), lineno, "size"))
+    return out
+
+
+def _fp_values(m, lineno: int) -> list[Logged]:
+    """The values of a whole [FP] line (FP_LINE's match)."""
+    tag = m["tag"]
+    out = [Logged(tag, "size", int(m["size"]), lineno, "size"),
+           Logged(tag, "crc32", int(m["crc32"], 16), lineno, "crc32"),
+           Logged(tag, "xor64", int(m["xor64"], 16), lineno, "xor64")]
+    for part in ("head", "mid", "tail"):
+        offset = int(m[part + "_at"], 16)
+        out.append(Logged(tag, "bytes", _hexbytes(m[part]), lineno, f"{part}@0x{offset:x}", offset, PEEK))
+    return out
+
+
+def _chk_values(line: str, lineno: int, page_size: int, tag_now: str | None) -> list[Logged]:
+    """The values of a [..-CHK] line (page first8 / last8, xor-fold, size, CRC32, HEAD / MID / TAIL)."""
+    out: list[Logged] = []
     chk = _CHK_TAG.search(line)
     tag = tag_now
     if chk:
@@ -343,6 +342,23 @@ def _parse_line(line: str, lineno: int, page_size: int, pattern, tag_now: str | 
         # MID / TAIL without an offset (offset None) are read where `forensics crc` takes them
         out.append(Logged(tag, "bytes", _hexbytes(peek.group(3)), lineno, label, offset, PEEK))
     return out
+
+
+def _parse_line(line: str, lineno: int, page_size: int, pattern, tag_now: str | None) -> list[Logged]:
+    if pattern is not None:
+        return _pattern_values(line, lineno, page_size, pattern, tag_now)
+    m = FP_LINE.search(line)
+    if m:
+        return _fp_values(m, lineno)
+    if "[FP]" in line:  # the one-line form, but not whole: cut short (TRUNCATED), else malformed
+        cut = truncated_fp_line(line, lineno)
+        if cut is None:
+            raise ValueError("malformed [FP] line")
+        return cut
+    driver = _driver_line(line, lineno)
+    if driver is not None:
+        return driver
+    return _chk_values(line, lineno, page_size, tag_now)
 
 
 # The real driver's lines of its buffers (npu_driver Device.c, Queue.c; the consoles), each read for what it states
@@ -421,6 +437,16 @@ def _driver_line(line: str, lineno: int) -> list[Logged] | None:
     tag = m.group(1)
     buffer = driver_buffer(tag)
     rest = line[m.end():]
+    if tag == "BS-SCAN":
+        return _bs_scan_values(buffer, rest, lineno)
+    if tag == "INPUT-VERIFY":
+        return _input_verify_values(buffer, rest, lineno)
+    sized = _sized_values(tag, buffer, rest, lineno)
+    return sized if sized is not None else _scan_values(buffer, rest, lineno)
+
+
+def _sized_values(tag: str, buffer: str, rest: str, lineno: int) -> list[Logged] | None:
+    """[DPC-OUT]'s full scan, [DONE-OUT]'s and [BS-DUMP]'s sizes (None: not one of them)."""
     if tag.startswith("DPC-OUT") and (h := _DPC_OUT.search(rest)):
         return [Logged(buffer, "size", int(h.group(1)), lineno, "size"),
                 *_counts(buffer, lineno, 0xCC, 0, None, h.group(2), h.group(3), h.group(4), "")]
@@ -430,22 +456,33 @@ def _driver_line(line: str, lineno: int) -> list[Logged] | None:
                 Logged(buffer, "nonzero", int(h.group(3)), lineno, f"nonzero (first {scanned} B)", end=scanned)]
     if tag == "BS-DUMP" and (h := _BS_SIZE.search(rest)):
         return [Logged(buffer, "size", int(h.group(1)), lineno, "size")]
-    if tag == "BS-SCAN":
-        if h := _BS_FOUND.search(rest):
-            at = int(h.group(3), 16)
-            return [Logged(buffer, "bytes", int(h.group(2), 16).to_bytes(4, "little"), lineno,
-                           f"{h.group(1)}@0x{at:x}", at, 4)]
-        if h := _BS_HITS.search(rest):
-            return [Logged(buffer, "dword_hits", int(h.group(3)), lineno, f"{h.group(1)} 0x{h.group(2).lower()} hits",
-                           sentinel=int(h.group(2), 16))]
-        return None
-    if tag == "INPUT-VERIFY":
-        if h := _VERIFY_XOR.search(rest):
-            return [Logged(buffer, "xor64", int(h.group(1), 16), lineno, "xor64 post-DONE"),
-                    Logged(buffer, "xor64", int(h.group(2), 16), lineno, "xor64 pre-submit")]
-        if h := _VERIFY_PAGE.search(rest):
-            return [Logged(buffer, "bytes", _hexbytes(h.group(1)), lineno, "page[0] first8 post-DONE", 0, EDGE)]
-        return None
+    return None
+
+
+def _bs_scan_values(buffer: str, rest: str, lineno: int) -> list[Logged] | None:
+    """[BS-SCAN]: a patch value found at an offset (its 4 bytes there), or how many dwords hold it."""
+    if h := _BS_FOUND.search(rest):
+        at = int(h.group(3), 16)
+        return [Logged(buffer, "bytes", int(h.group(2), 16).to_bytes(4, "little"), lineno,
+                       f"{h.group(1)}@0x{at:x}", at, 4)]
+    if h := _BS_HITS.search(rest):
+        return [Logged(buffer, "dword_hits", int(h.group(3)), lineno, f"{h.group(1)} 0x{h.group(2).lower()} hits",
+                       sentinel=int(h.group(2), 16))]
+    return None
+
+
+def _input_verify_values(buffer: str, rest: str, lineno: int) -> list[Logged] | None:
+    """[INPUT-VERIFY]: the xor-folds after DONE and before submitting, and page 0's first8 after DONE."""
+    if h := _VERIFY_XOR.search(rest):
+        return [Logged(buffer, "xor64", int(h.group(1), 16), lineno, "xor64 post-DONE"),
+                Logged(buffer, "xor64", int(h.group(2), 16), lineno, "xor64 pre-submit")]
+    if h := _VERIFY_PAGE.search(rest):
+        return [Logged(buffer, "bytes", _hexbytes(h.group(1)), lineno, "page[0] first8 post-DONE", 0, EDGE)]
+    return None
+
+
+def _scan_values(buffer: str, rest: str, lineno: int) -> list[Logged] | None:
+    """The [SCAN-..] / [DPC-SCAN-..] lines: sizes with first16 / tail16, first32 and the 0xA5 counts."""
     if h := _SCAN_SZ.search(rest):
         sz = int(h.group(1))
         out = [Logged(buffer, "size", sz, lineno, "size"),
@@ -590,20 +627,55 @@ def _parse_crc_table(lines: list[str], texts: dict | None = None) -> list[Logged
     return out
 
 
+def _compiled_pattern(pattern: str | None):
+    """--pattern compiled, or an InputError: not a regular expression, or none of PATTERN_GROUPS named."""
+    if pattern is None:
+        return None
+    try:
+        compiled = re.compile(pattern)
+    except re.error as exc:
+        raise InputError("{pattern} is not a regular expression: " + str(exc).replace("{", "{{").replace("}", "}}"),
+                         params=True) from None
+    if not set(compiled.groupindex) & set(PATTERN_GROUPS):
+        raise InputError(f"pattern needs a named group among {', '.join(PATTERN_GROUPS)}, e.g. "
+                         r"(?P<crc32>[0-9a-f]{8})")
+    return compiled
+
+
+def _parse_lines(lines, *, path: str, page_size: int, compiled, texts: dict | None) -> list[Logged]:
+    """The values of a driver log's lines (a console's output dumps, a driver's own lines, --pattern's)."""
+    found = []
+    # a driver log is mostly other messages: one search for any word a fingerprint value needs skips them
+    maybe = _may_hold_values if compiled is None else (lambda line: True)
+    console = _Console() if compiled is None else None
+    for lineno, line in enumerate(lines, start=1):
+        if console is not None and (console.rows.console or "--- " in line or console.golden):
+            items = console.read(line, lineno)
+            if items:
+                found.extend(items)
+                if texts is not None:
+                    texts[lineno] = line
+                continue
+        if not maybe(line):
+            continue
+        try:
+            items = _parse_line(line, lineno, page_size, compiled, None)
+            if items:
+                found.extend(items)
+                if texts is not None:
+                    texts[lineno] = line
+        except ValueError as exc:
+            what = "a malformed [FP] line (expected [FP] TAG size=N crc32=0x.. xor64=0x.. head@0x..=.. " \
+                   "mid@0x..=.. tail@0x..=..)" if "[FP]" in str(exc) else "malformed fingerprint value"
+            raise InputError(f"line {lineno}: {what}", path) from None
+    return found
+
+
 def parse_log(text, *, path: str = "<log>", page_size: int = 4096, pattern: str | None = None,
               texts: dict | None = None) -> list[Logged]:
     """Every fingerprint value in a driver log (its text, or an iterable of its lines, read once). A log
     without any is an InputError naming it. `texts` (a dict) gets the text of each line that held values."""
-    compiled = None
-    if pattern is not None:
-        try:
-            compiled = re.compile(pattern)
-        except re.error as exc:
-            raise InputError("{pattern} is not a regular expression: " + str(exc).replace("{", "{{").replace("}", "}}"),
-                             params=True) from None
-        if not set(compiled.groupindex) & set(PATTERN_GROUPS):
-            raise InputError(f"pattern needs a named group among {', '.join(PATTERN_GROUPS)}, e.g. "
-                             r"(?P<crc32>[0-9a-f]{8})")
+    compiled = _compiled_pattern(pattern)
     from forensics.io.textdump import iter_lines
 
     lines = iter_lines(text) if isinstance(text, str) else iter(text)
@@ -613,30 +685,7 @@ def parse_log(text, *, path: str = "<log>", page_size: int = 4096, pattern: str 
             and any("CRC32" in l for l in head[:50]):
         found = _parse_crc_table(lines, texts)
     else:
-        found = []
-        # a driver log is mostly other messages: one search for any word a fingerprint value needs skips them
-        maybe = _may_hold_values if compiled is None else (lambda line: True)
-        console = _Console() if compiled is None else None
-        for lineno, line in enumerate(lines, start=1):
-            if console is not None and (console.rows.console or "--- " in line or console.golden):
-                items = console.read(line, lineno)
-                if items:
-                    found.extend(items)
-                    if texts is not None:
-                        texts[lineno] = line
-                    continue
-            if not maybe(line):
-                continue
-            try:
-                items = _parse_line(line, lineno, page_size, compiled, None)
-                if items:
-                    found.extend(items)
-                    if texts is not None:
-                        texts[lineno] = line
-            except ValueError as exc:
-                what = "a malformed [FP] line (expected [FP] TAG size=N crc32=0x.. xor64=0x.. head@0x..=.. " \
-                       "mid@0x..=.. tail@0x..=..)" if "[FP]" in str(exc) else "malformed fingerprint value"
-                raise InputError(f"line {lineno}: {what}", path) from None
+        found = _parse_lines(lines, path=path, page_size=page_size, compiled=compiled, texts=texts)
     if not found:
         raise InputError("no fingerprints found (expected [FP] lines, [..-CHK] page / xor-fold / size / CRC32 / "
                          "HEAD / MID / TAIL lines, the driver's [DPC-OUT] / [DPC-SCAN-..] / [BS-DUMP] / "
@@ -970,17 +1019,42 @@ def _check_counts(item: Logged, dump: Dump, cache: dict, check) -> Check:
                                      item.start), past_end=past)
 
 
-def _assign(tags: dict, files: list[str], buffers: dict[str, str], sizes: dict) -> tuple[dict, list]:
-    """(name -> file, files no buffer was found for): --buffer TAG=FILE first (a tag that prints a buffer
-    names it: DPC-OUT is output), then the file whose stem is a buffer's name (case and punctuation aside),
-    then the only file left for the only buffer left, then the only buffer left whose logged size is the
-    file's. `tags` maps matching names to the log's names, `sizes` matching names to the sizes logged."""
+def _other_buffer(tags: dict, f: str, key: str) -> bool:
+    """A file named after one of the driver's buffers (input.bin) is never another's dump (the log holding only
+    the output's lines): those lines would all DIFFER from a correct file."""
+    stem, buffer = _norm(default_tag(f)), _norm(driver_buffer(str(tags.get(key, key))))
+    return stem in _DRIVER_NAMES and (buffer in _DRIVER_NAMES or key in _DRIVER_NAMES) and stem not in (key, buffer)
+
+
+def _given(tags: dict, buffers: dict[str, str]) -> dict[str, str]:
+    """--buffer TAG=FILE by matching name (a tag that prints a buffer names it: DPC-OUT is output)."""
     out: dict[str, str] = {}
     for name, path in buffers.items():
         key = _norm(name)
         if key not in tags and _norm(driver_buffer(name)) in tags:
             key = _norm(driver_buffer(name))
         out[key if key in tags else name] = path
+    return out
+
+
+def _by_size(tags: dict, out: dict, left: list, free: list, sizes: dict) -> None:
+    """The files left each to the only buffer left whose logged size is the file's (`out`, `left` and `free`
+    updated)."""
+    for f in list(left):
+        size = os.path.getsize(f) if os.path.isfile(f) else None
+        fits = [k for k in free if size is not None and size in sizes.get(k, ()) and not _other_buffer(tags, f, k)]
+        if len(fits) == 1:
+            out[fits[0]] = f
+            free.remove(fits[0])
+            left.remove(f)
+
+
+def _assign(tags: dict, files: list[str], buffers: dict[str, str], sizes: dict) -> tuple[dict, list]:
+    """(name -> file, files no buffer was found for): --buffer TAG=FILE first (a tag that prints a buffer
+    names it: DPC-OUT is output), then the file whose stem is a buffer's name (case and punctuation aside),
+    then the only file left for the only buffer left, then the only buffer left whose logged size is the
+    file's. `tags` maps matching names to the log's names, `sizes` matching names to the sizes logged."""
+    out = _given(tags, buffers)
     left = [f for f in files if f not in out.values()]
     for f in list(left):
         key = _norm(default_tag(f))
@@ -988,24 +1062,10 @@ def _assign(tags: dict, files: list[str], buffers: dict[str, str], sizes: dict) 
             out[key] = f
             left.remove(f)
     free = [k for k in tags if k not in out]
-
-    def other_buffer(f: str, key: str) -> bool:
-        # a file named after one of the driver's buffers (input.bin) is never another's dump (the log holding
-        # only the output's lines): those lines would all DIFFER from a correct file
-        stem, buffer = _norm(default_tag(f)), _norm(driver_buffer(str(tags.get(key, key))))
-        return stem in _DRIVER_NAMES and (buffer in _DRIVER_NAMES or key in _DRIVER_NAMES) and stem not in (
-            key, buffer)
-
-    if len(left) == 1 and len(free) == 1 and not other_buffer(left[0], free[0]):
+    if len(left) == 1 and len(free) == 1 and not _other_buffer(tags, left[0], free[0]):
         out[free[0]] = left.pop()
         free = []
-    for f in list(left):
-        size = os.path.getsize(f) if os.path.isfile(f) else None
-        fits = [k for k in free if size is not None and size in sizes.get(k, ()) and not other_buffer(f, k)]
-        if len(fits) == 1:
-            out[fits[0]] = f
-            free.remove(fits[0])
-            left.remove(f)
+    _by_size(tags, out, left, free, sizes)
     return out, left
 
 
