@@ -196,7 +196,7 @@ def judge_impact(result: ImpactResult) -> Judgement:
         reasons = [Reason("harmless_only", f"no {what} changes")]
         return Judgement(Verdict.MATCH, f"{of}; no {what} changes ({len(result.harmless):,} harmless)",
                          tuple(reasons))
-    counts = result.counts()
+    counts = result.kind_counts
     kinds = ", ".join(f"{counts[k]} {k}" for k in KINDS if counts[k])
     causing = result.causing
     changes = "1 change" if len(result.changes) == 1 else f"{len(result.changes)} changes"

@@ -40,6 +40,31 @@ def _float32(value, what: str) -> float:
     return value
 
 
+def _checked_sizes(feature_map_sizes) -> tuple[tuple[int, int], ...]:
+    """(height, width) per feature map (an integer is a square map), positive, with at most MAX_ANCHORS cells."""
+    sizes = tuple((int(s), int(s)) if isinstance(s, (int, np.integer)) else tuple(int(v) for v in s)
+                  for s in feature_map_sizes)
+    if not sizes or any(len(s) != 2 or s[0] <= 0 or s[1] <= 0 for s in sizes):
+        raise InputError("feature map sizes must be positive (height, width) pairs or integers")
+    cells = 0
+    for h, w in sizes:  # bound before anything is allocated: 5000x5000 maps would be 150 M anchors
+        cells += h * w
+        if cells > MAX_ANCHORS:
+            raise InputError(f"feature maps {[list(s) for s in sizes]} have more than {MAX_ANCHORS} cells "
+                             "(more anchors than any SSD; check the sizes)")
+    return sizes
+
+
+def _checked_scales(scales, layers: int) -> tuple[float, ...]:
+    """Explicit layer scales: one positive float32 number per feature map."""
+    scales = tuple(_float32(s, "scale") for s in scales)
+    if len(scales) != layers:
+        raise InputError(f"{len(scales)} scales given for {layers} feature maps")
+    if not all(s > 0 for s in scales):
+        raise InputError(f"scales must be positive, got {list(scales)}")
+    return scales
+
+
 @dataclass(frozen=True)
 class AnchorConfig(serial.Serial):
     """ssd_anchor_generator {...} of a TF OD API pipeline config (defaults are the API's)."""
@@ -56,16 +81,7 @@ class AnchorConfig(serial.Serial):
     scales: tuple[float, ...] | None = None
 
     def __post_init__(self):
-        sizes = tuple((int(s), int(s)) if isinstance(s, (int, np.integer)) else tuple(int(v) for v in s)
-                      for s in self.feature_map_sizes)
-        if not sizes or any(len(s) != 2 or s[0] <= 0 or s[1] <= 0 for s in sizes):
-            raise InputError("feature map sizes must be positive (height, width) pairs or integers")
-        cells = 0
-        for h, w in sizes:  # bound before anything is allocated: 5000x5000 maps would be 150 M anchors
-            cells += h * w
-            if cells > MAX_ANCHORS:
-                raise InputError(f"feature maps {[list(s) for s in sizes]} have more than {MAX_ANCHORS} cells "
-                                 "(more anchors than any SSD; check the sizes)")
+        sizes = _checked_sizes(self.feature_map_sizes)
         object.__setattr__(self, "feature_map_sizes", sizes)
         object.__setattr__(self, "aspect_ratios", tuple(_float32(a, "aspect ratio") for a in self.aspect_ratios))
         if not self.aspect_ratios or any(not a > 0 for a in self.aspect_ratios):
@@ -84,12 +100,7 @@ class AnchorConfig(serial.Serial):
             raise InputError(f"base_anchor_size must be two positive numbers, got {list(base)}")
         object.__setattr__(self, "base_anchor_size", base)
         if self.scales is not None:
-            scales = tuple(_float32(s, "scale") for s in self.scales)
-            if len(scales) != len(sizes):
-                raise InputError(f"{len(scales)} scales given for {len(sizes)} feature maps")
-            if not all(s > 0 for s in scales):
-                raise InputError(f"scales must be positive, got {list(scales)}")
-            object.__setattr__(self, "scales", scales)
+            object.__setattr__(self, "scales", _checked_scales(self.scales, len(sizes)))
         if self.num_anchors > MAX_ANCHORS:
             raise InputError(f"this configuration makes {self.num_anchors} anchors, more than {MAX_ANCHORS}")
 

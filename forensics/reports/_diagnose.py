@@ -47,8 +47,18 @@ def diagnose(a, b, *, previous=None, model=None, tensor=None, deps=None, record=
 
 
 class SimulateReport(Report):
+    RESULT = "forensics.diagnose.simulate:SimulateResult"
+
+    @classmethod
+    def from_dict(cls, doc: dict) -> "SimulateReport":
+        """The simulation a saved document stands for, or the list of bugs (`--bug list`: its rows as saved)."""
+        if "bugs" in doc:
+            return cls(doc.get("command", "simulate"), {"bugs": list(doc["bugs"])}, rows_key="bugs")
+        return super().from_dict(doc)
+
     def to_dict(self) -> dict:
-        return self.result if isinstance(self.result, dict) else self.result.to_dict()
+        # with the command and report it is (Report._sources): a saved document names the report it loads back as
+        return self._sources(dict(self.result) if isinstance(self.result, dict) else self.result.to_dict())
 
     def renderables(self) -> list:
         from forensics.render.diagnose import render_bug_list, render_simulated

@@ -54,8 +54,18 @@ def graph(model, *, params_out=None) -> GraphReport:
 class ExtractReport(Report):
     files: tuple[str, ...] = ()
 
+    RESULT = "forensics.model.tflite.extract:Extracted"
+
+    @classmethod
+    def from_dict(cls, doc: dict) -> "ExtractReport":
+        """The extraction a saved document stands for, with the files it wrote."""
+        import dataclasses
+
+        return dataclasses.replace(super().from_dict(doc), files=tuple(doc.get("files", ())))
+
     def to_dict(self) -> dict:
-        return dict(self.result.to_dict(), files=list(self.files))
+        # with the command and report it is (Report._sources): a saved document names the report it loads back as
+        return self._sources(dict(self.result.to_dict(), files=list(self.files)))
 
     def renderables(self) -> list:
         from forensics.render.model import render_extract
@@ -73,6 +83,8 @@ def extract(model, *, output, force: bool = False) -> ExtractReport:
 
 
 class RelayoutReport(Report):
+    RESULT = Document  # forensics.model.usecases.relayout's document: the layer's sizes and the files
+
     def renderables(self) -> list:
         from forensics.render.model import render_relayout
 

@@ -134,7 +134,7 @@ def _reports():
         *_h2_tails(),
         *_h2_images(),
         # h3: decode (its rows, geometry, letterbox, replay, drawing, display threshold), decode --top-k,
-        # anchors-gen, impact, csr (two traces)
+        # anchors-gen, impact, csr (two traces), simulate, extract, relayout
         *_h3_reports(),
     ]
 
@@ -175,6 +175,11 @@ def _h3_reports() -> list:
             ("csr dumps all", reports.csr(f"{ev}/csr_libedgetpu.log", f"{ev}/npu_driver.log", all=True)),
             ("csr snapshot", reports.csr(f"{ev}/csr_before.json", f"{ev}/csr_after.txt")),
             ("csr same", reports.csr(f"{ev}/csr_libedgetpu.log", f"{ev}/csr_libedgetpu.log", snapshot=True))]
+    out += [("simulate", reports.simulate(f"{LIB}/Squeeze1.bin", bug="lane_swap:16", output=f"{_runs()}/sim.bin")),
+            ("simulate list", reports.simulate(bug="list")),
+            ("extract", reports.extract("dumps/face_ssd/face_ssd_tail.tflite", output=f"{_runs()}/deps")),
+            ("relayout", reports.relayout(_write(bytes(range(256)) * 688 + bytes(240), "raw_scores"),
+                                          model=LINK_MODEL, layer="convert_scores", output=f"{_runs()}/scores.bin"))]
     if CLASSIFIER.is_file():
         out += [("decode top-k", reports.decode(f"{LIB}/input.bin", f"{BROKEN}/input.bin", model=CLASSIFIER,
                                                  top_k=3, offset=0, length=1001, labels=CORAL / "coco_labels.txt"))]

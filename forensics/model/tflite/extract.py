@@ -47,9 +47,18 @@ class Extracted:
     anchors: np.ndarray  # float32 [N, 4]
     postprocess: dict
 
-    # kept: the document is the post-processing options; the anchors go to anchors.bin
+    # Kept by hand (not forensics.core.serial): the document is the post-processing options (postprocess.json);
+    # the anchors go to anchors.bin.
     def to_dict(self) -> dict:
         return dict(self.postprocess)
+
+    @classmethod
+    def from_dict(cls, doc: dict) -> "Extracted":
+        """The extraction a saved document (postprocess.json, or extract's --json beside the report's own keys)
+        stands for: its anchors are not in it (NaN of their saved shape)."""
+        postprocess = {k: v for k, v in doc.items() if k not in ("files", "command", "report")}
+        shape = tuple((postprocess.get("anchors") or {}).get("shape") or (postprocess.get("num_anchors", 0), 4))
+        return cls(np.broadcast_to(np.float32(np.nan), shape), postprocess)
 
 
 def extract(model: Model, packages: list[Package] | None = None) -> Extracted:
