@@ -100,3 +100,21 @@ def assert_golden(path, text: str) -> None:
     if text != expected:
         path.with_name(path.stem + ".actual.txt").write_text(text, encoding="utf-8")
     assert text == expected, f"{path.name} differs: diff it with {path.stem}.actual.txt"
+
+
+def saved_document(report) -> dict:
+    """A report's --json as a saved file holds it (NaN as null, tuples as lists)."""
+    import json
+
+    from forensics.render.console import to_json
+
+    return json.loads(to_json(report.to_dict()))
+
+
+def rendered_text(report) -> str:
+    """A report's terminal text at 100 columns, without colour."""
+    from forensics.render.console import make_console, print_all
+
+    out = io.StringIO()
+    print_all(make_console(out, width=100, color_system=None), report.renderables())
+    return out.getvalue()

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-import io
 import json
 import math
 import pkgutil
@@ -17,6 +16,7 @@ import pytest
 
 import forensics
 from forensics.core import serial
+from tests.conftest import rendered_text, saved_document
 
 LIB = "dumps/libedgetpu"
 BROKEN = "dumps/broken"
@@ -432,18 +432,7 @@ def _results() -> list:
     ]
 
 
-def _saved(report) -> dict:
-    from forensics.render.console import to_json
-
-    return json.loads(to_json(report.to_dict()))
-
-
-def _text(report) -> str:
-    from forensics.render.console import make_console, print_all
-
-    out = io.StringIO()
-    print_all(make_console(out, width=100, color_system=None), report.renderables())
-    return out.getvalue()
+_saved, _text = saved_document, rendered_text
 
 
 def _instances() -> dict[type, list]:

@@ -5,29 +5,18 @@ and a document saved before the keys reading back needs cannot be read back (Typ
 from __future__ import annotations
 
 import dataclasses
-import io
-import json
 
 import pytest
 
 from forensics import reports
 
+from tests.conftest import rendered_text, saved_document
+
 LIB = "dumps/libedgetpu"
 BROKEN = "dumps/broken"
 
 
-def _saved(report) -> dict:
-    from forensics.render.console import to_json
-
-    return json.loads(to_json(report.to_dict()))
-
-
-def _text(report) -> str:
-    from forensics.render.console import make_console, print_all
-
-    out = io.StringIO()
-    print_all(make_console(out, width=100, color_system=None), report.renderables())
-    return out.getvalue()
+_saved, _text = saved_document, rendered_text
 
 
 def test_a_loaded_report_names_its_pictures_and_their_size_only_while_they_are_there(tmp_path):
