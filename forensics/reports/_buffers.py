@@ -18,9 +18,7 @@ def _layout(record, offset, count, fields, pad, scale, zero_point) -> Layout:
 class CrcReport(Report):
     RESULT = "forensics.compare.crc:CrcReport"
 
-    @classmethod
-    def rows_key_of(cls, doc: dict) -> str | None:
-        return "files"
+    ROWS_KEY = "files"  # the document's list of rows (rows_key_of)
 
     def renderables(self) -> list:
         from forensics.render.buffers import render_crc
@@ -242,9 +240,7 @@ def anchors(file, *, record=None, offset=None, count=None, fields=None, pad=None
 class CoverageReport(Report):
     RESULT = "forensics.buffer.coverage:CoverageResult"
 
-    @classmethod
-    def rows_key_of(cls, doc: dict) -> str | None:
-        return "untouched_ranges"
+    ROWS_KEY = "untouched_ranges"  # the document's list of rows (rows_key_of)
 
     def renderables(self) -> list:
         from forensics.render.buffers import render_coverage
@@ -266,9 +262,7 @@ def coverage(file, *, sentinel, min_run: int = 8, offset: int | None = None,
 class HexdumpReport(Report):
     RESULT = "forensics.buffer.hexdump:HexdumpResult"
 
-    @classmethod
-    def rows_key_of(cls, doc: dict) -> str | None:
-        return "rows"
+    ROWS_KEY = "rows"  # the document's list of rows (rows_key_of)
 
     @classmethod
     def from_dict(cls, doc: dict) -> "HexdumpReport":

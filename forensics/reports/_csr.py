@@ -14,9 +14,7 @@ class CsrReport(Report):
 
     RESULT = "forensics.csr.compare:CsrComparison"
 
-    @classmethod
-    def rows_key_of(cls, doc: dict) -> str | None:
-        return "rows"
+    ROWS_KEY = "rows"  # the document's list of rows (rows_key_of)
 
     @classmethod
     def from_dict(cls, doc: dict) -> "CsrReport":
@@ -50,9 +48,7 @@ class CsrReport(Report):
 class RegisterReport(Report):
     RESULT = "forensics.csr.registers:RegisterLookup"
 
-    @classmethod
-    def rows_key_of(cls, doc: dict) -> str | None:
-        return "registers"
+    ROWS_KEY = "registers"  # the document's list of rows (rows_key_of)
 
     def renderables(self) -> list:
         from forensics.render.csr import render_lookup

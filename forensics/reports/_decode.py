@@ -16,9 +16,7 @@ class DecodeReport(Report):
 
     RESULT = "forensics.decode.report:DecodeReport"
 
-    @classmethod
-    def rows_key_of(cls, doc: dict) -> str | None:
-        return "detections"
+    ROWS_KEY = "detections"  # the document's list of rows (rows_key_of)
 
     @classmethod
     def from_dict(cls, doc: dict) -> "DecodeReport":
@@ -160,9 +158,7 @@ def tail(model, *, output) -> TailReport:
 class AnchorsGenReport(Report):
     RESULT = "forensics.decode.ssd_anchors:AnchorsGenResult"
 
-    @classmethod
-    def rows_key_of(cls, doc: dict) -> str | None:
-        return "anchors"
+    ROWS_KEY = "anchors"  # the document's list of rows (rows_key_of)
 
     def renderables(self) -> list:
         from forensics.render.decode import render_anchors_gen

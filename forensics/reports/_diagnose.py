@@ -9,9 +9,7 @@ from forensics.core.options import each
 class DiagnoseReport(Report):
     RESULT = "forensics.diagnose.result:DiagnoseResult"
 
-    @classmethod
-    def rows_key_of(cls, doc: dict) -> str | None:
-        return "findings"
+    ROWS_KEY = "findings"  # the document's list of rows (rows_key_of)
 
     def renderables(self) -> list:
         from forensics.render.diagnose import render_diagnose

@@ -27,9 +27,7 @@ def import_(text, *, output, format: str = "auto", gap_fill: int | None = None, 
 class FingerprintReport(Report):
     RESULT = "forensics.buffer.fingerprint:Fingerprint"
 
-    @classmethod
-    def rows_key_of(cls, doc: dict) -> str | None:
-        return "pages"
+    ROWS_KEY = "pages"  # the document's list of rows (rows_key_of)
 
     @classmethod
     def from_dict(cls, doc: dict) -> "FingerprintReport":
@@ -65,9 +63,7 @@ def fingerprint(file, *, page: int = 4096, tag: str | None = None, offset: int |
 class VerifyReport(Report):
     RESULT = "forensics.buffer.fingerprint:VerifyReport"
 
-    @classmethod
-    def rows_key_of(cls, doc: dict) -> str | None:
-        return "checks"
+    ROWS_KEY = "checks"  # the document's list of rows (rows_key_of)
 
     def renderables(self) -> list:
         from forensics.render.evidence import render_verify

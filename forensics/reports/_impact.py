@@ -33,9 +33,7 @@ class ImpactReport(Report):
 
     RESULT = "forensics.decode.impact:ImpactResult"
 
-    @classmethod
-    def rows_key_of(cls, doc: dict) -> str | None:
-        return "changes"
+    ROWS_KEY = "changes"  # the document's list of rows (rows_key_of)
 
     @classmethod
     def from_dict(cls, doc: dict) -> "ImpactReport":

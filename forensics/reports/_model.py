@@ -27,9 +27,7 @@ class Document:
 class GraphReport(Report):
     RESULT = Document  # forensics.model.tflite.graph.GraphSummary's document (and the parameter blobs written)
 
-    @classmethod
-    def rows_key_of(cls, doc: dict) -> str | None:
-        return "operators"
+    ROWS_KEY = "operators"  # the document's list of rows (rows_key_of)
 
     def renderables(self) -> list:
         from forensics.render.model import render_graph, render_params

@@ -21,9 +21,7 @@ class RepeatReport(Report):
 
         return dataclasses.replace(super().from_dict(doc), html=doc.get("html"), junit=doc.get("junit"))
 
-    @classmethod
-    def rows_key_of(cls, doc: dict) -> str | None:
-        return "runs"
+    ROWS_KEY = "runs"  # the document's list of rows (rows_key_of)
 
     def to_dict(self) -> dict:
         doc = self._sources(self.result.to_dict())
@@ -67,9 +65,7 @@ def repeat(*runs, reference=None, html=None, junit=None, scheduler: str = "local
 class ToleranceReport(Report):
     RESULT = "forensics.runs.noise:SpreadResult"
 
-    @classmethod
-    def rows_key_of(cls, doc: dict) -> str | None:
-        return "tensors"
+    ROWS_KEY = "tensors"  # the document's list of rows (rows_key_of)
 
     def renderables(self) -> list:
         from forensics.render.repeat import render_tolerance
@@ -91,9 +87,7 @@ def tolerance(*runs) -> ToleranceReport:
 class CaptureRuntimesReport(Report):
     RESULT = "forensics.runs.runtimes:CaptureRuntimesResult"
 
-    @classmethod
-    def rows_key_of(cls, doc: dict) -> str | None:
-        return "runs"
+    ROWS_KEY = "runs"  # the document's list of rows (rows_key_of)
 
     def renderables(self) -> list:
         from forensics.render.repeat import render_capture_runtimes

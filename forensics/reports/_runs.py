@@ -13,9 +13,7 @@ from forensics.core.verdict import Verdict
 class CaptureReport(Report):
     RESULT = "forensics.runs.capture:CaptureResult"
 
-    @classmethod
-    def rows_key_of(cls, doc: dict) -> str | None:
-        return "buffers"
+    ROWS_KEY = "buffers"  # the document's list of rows (rows_key_of)
 
     def renderables(self) -> list:
         from forensics.render.runs import render_capture
@@ -65,9 +63,7 @@ def capture(*, model, output, source: str | None = None, image=None, input=None,
 class IngestReport(Report):
     RESULT = "forensics.runs.ingest:IngestResult"
 
-    @classmethod
-    def rows_key_of(cls, doc: dict) -> str | None:
-        return "buffers"
+    ROWS_KEY = "buffers"  # the document's list of rows (rows_key_of)
 
     def renderables(self) -> list:
         from forensics.render.runs import render_ingest
@@ -87,9 +83,7 @@ class ArraysIngestReport(Report):
 
         return dataclasses.replace(super().from_dict(doc), path=doc.get("path", ""))
 
-    @classmethod
-    def rows_key_of(cls, doc: dict) -> str | None:
-        return "buffers"
+    ROWS_KEY = "buffers"  # the document's list of rows (rows_key_of)
 
     def to_dict(self) -> dict:
         return {**super().to_dict(), "path": self.path}  # the file its text names, for a saved one to say again
@@ -127,9 +121,7 @@ def ingest(run, buffers, *, source: str | None = None, model=None, from_format: 
 class ExportReport(Report):
     RESULT = "forensics.runs.interop:ExportResult"
 
-    @classmethod
-    def rows_key_of(cls, doc: dict) -> str | None:
-        return "arrays"
+    ROWS_KEY = "arrays"  # the document's list of rows (rows_key_of)
 
     def renderables(self) -> list:
         from rich.text import Text
@@ -171,9 +163,7 @@ class CompareReport(Report):
             impact = ImpactResult.from_dict(doc["impact"])
         return dataclasses.replace(super().from_dict(doc), html=doc.get("html"), impact=impact)
 
-    @classmethod
-    def rows_key_of(cls, doc: dict) -> str | None:
-        return "stages"
+    ROWS_KEY = "stages"  # the document's list of rows (rows_key_of)
 
     def to_dict(self) -> dict:
         doc = self._sources(self.result.to_dict())
@@ -208,9 +198,7 @@ class BatchReport(CompareReport):
 
     RESULT = "forensics.runs.batch:BatchResult"
 
-    @classmethod
-    def rows_key_of(cls, doc: dict) -> str | None:
-        return "rows"
+    ROWS_KEY = "rows"  # the document's list of rows (rows_key_of)
 
     def tables(self) -> list:
         from forensics.render.runs import render_batch

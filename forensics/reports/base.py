@@ -95,10 +95,13 @@ class Report:
         them apart by the document's keys)."""
         return cls.result_type()
 
+    ROWS_KEY: ClassVar[str | None] = None  # a report whose rows are always under one key names it here
+
     @classmethod
     def rows_key_of(cls, doc: dict) -> str | None:
-        """The document's list of rows (for to_frame()), as the report function sets it."""
-        return None
+        """The document's list of rows (for to_frame()), as the report function sets it: ROWS_KEY, unless the
+        kind of result decides it."""
+        return cls.ROWS_KEY
 
     def renderables(self) -> list:
         """The rich renderables the command prints (without --json)."""
